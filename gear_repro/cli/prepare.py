@@ -1,0 +1,106 @@
+"""gear-repro-prepare: convert a native dataset into the canonical folder (docs/data.md).
+
+    gear-repro-prepare --format FMT --questions FILE [--corpus FILE] [--triples-hipporag FILE] [--limit N] --out DIR
+
+writes DIR/corpus.jsonl, DIR/questions.jsonl, DIR/triples.jsonl (with --triples-hipporag) and
+DIR/prepare_stats.json, and prints the counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from gear_repro.data.canonical import save_corpus, save_questions, save_triples
+from gear_repro.data.converters import FORMATS, get_converter, import_hipporag_openie
+from gear_repro.types import Passage, Question
+from gear_repro.utils.errors import DataError, GearError
+from gear_repro.utils.hashing import hash_file
+from gear_repro.utils.io import write_json
+
+log = logging.getLogger("gear_repro.prepare")
+
+
+def _check_unique(passages: list[Passage], questions: list[Question]) -> None:
+    for what, ids in (("passage", [p.id for p in passages]), ("question", [q.id for q in questions])):
+        seen: set[str] = set()
+        for i in ids:
+            if i in seen:
+                raise DataError(f"duplicate {what} id '{i}' in the converted data")
+            seen.add(i)
+
+
+def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path | None = None,
+            triples_hipporag: str | Path | None = None, limit: int | None = None) -> dict[str, Any]:
+    """Convert, validate and write one dataset folder; returns the stats written to prepare_stats.json."""
+    conv = get_converter(fmt)(questions, corpus=corpus, limit=limit)
+    _check_unique(conv.passages, conv.questions)
+    out = Path(out)
+    stats: dict[str, Any] = dict(conv.stats)
+    stats["inputs_sha256_16"] = {k: hash_file(v) for k, v in
+                                 (("questions", questions), ("corpus", corpus), ("triples_hipporag", triples_hipporag))
+                                 if v is not None}
+    stats["limit"] = limit
+    triples = None
+    if triples_hipporag is not None:
+        triples, tstats = import_hipporag_openie(triples_hipporag, conv.passages)
+        stats["triples"] = tstats
+    out.mkdir(parents=True, exist_ok=True)
+    save_corpus(out / "corpus.jsonl", conv.passages)
+    save_questions(out / "questions.jsonl", conv.questions)
+    if triples is not None:
+        save_triples(out / "triples.jsonl", triples)
+    elif (out / "triples.jsonl").exists():
+        log.warning("%s exists from an earlier run and was not rewritten", out / "triples.jsonl")
+    write_json(out / "prepare_stats.json", stats)
+    return stats
+
+
+def _summary(stats: dict[str, Any], out: Path) -> str:
+    lines = [
+        f"questions: {stats['questions']} (of {stats['questions_in_file']} in file)",
+        f"passages: {stats['passages']} ({stats['corpus_source']})",
+        f"gold passages: {stats['gold_refs']} referenced, {stats['gold_found']} found, "
+        f"{stats['gold_not_found']} not found",
+        f"questions with all gold found: {stats['questions_all_gold_found']}, some missing: "
+        f"{stats['questions_some_gold_missing']}, none found: {stats['questions_no_gold_found']}, "
+        f"no gold: {stats['questions_without_gold']}",
+        f"types: {stats['types']}",
+    ]
+    t = stats.get("triples")
+    if t:
+        lines += [
+            f"triples: {t['triples_kept']} kept, {t['triples_dropped']} dropped {t['dropped_by_reason']} "
+            f"(of {t['triples_in_file']} in file)",
+            f"openie docs: {t['docs_matched']}/{t['docs']} matched; passages without triples: "
+            f"{t['passages_without_triples']}",
+        ]
+    lines.append(f"wrote {out}/")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="gear-repro-prepare", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--format", required=True, choices=list(FORMATS), help="native format of --questions")
+    ap.add_argument("--questions", required=True, help="questions file (JSON list or JSONL)")
+    ap.add_argument("--corpus", help="corpus file, list of {title, text[, idx]}; default: union of paragraphs")
+    ap.add_argument("--triples-hipporag", help="HippoRAG OpenIE results file to import as triples.jsonl")
+    ap.add_argument("--limit", type=int, help="keep the first N questions")
+    ap.add_argument("--out", required=True, help="output dataset folder")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        stats = prepare(args.format, args.questions, args.out, corpus=args.corpus,
+                        triples_hipporag=args.triples_hipporag, limit=args.limit)
+    except GearError as e:
+        print(f"gear-repro-prepare: error: {e}", file=sys.stderr)
+        return 2
+    print(_summary(stats, Path(args.out)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

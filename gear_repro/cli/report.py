@@ -1,0 +1,46 @@
+"""`gear-repro-report RUN_DIR... --out DIR`: paper-layout tables (and figures) from finished runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gear_repro.reporting.runs import find_runs
+from gear_repro.reporting.tables import long_table, write_tables, wide_table
+from gear_repro.utils.errors import GearError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="gear-repro-report", description=__doc__)
+    ap.add_argument("runs", nargs="+", help="run dirs or multirun folders (searched recursively)")
+    ap.add_argument("--out", default="outputs/report", help="output folder (default: outputs/report)")
+    ap.add_argument("--stem", default="table", help="file name stem of the tables (default: table)")
+    ap.add_argument("--figures", action="store_true", help="also draw the paper's figures from these runs")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        runs = find_runs(args.runs)
+        long = long_table(runs)
+        paths = write_tables(long, args.out, args.stem)
+        for table, sub in long.groupby("table", sort=False):
+            print(f"\n{table}: ours (paper, delta)")
+            wide = wide_table(sub)
+            wide.columns = [f"{d} {m}" for d, m in wide.columns]
+            print(wide.to_string())
+        if args.figures:
+            from gear_repro.reporting.figures import draw_all
+
+            for p in draw_all(runs, args.out):
+                print(f"figure: {p}")
+    except GearError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print("\nwrote " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

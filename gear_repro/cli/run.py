@@ -1,0 +1,41 @@
+"""`gear-repro`: run one experiment (or a -m sweep) from Hydra configs in configs/."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+import gear_repro.config  # noqa: F401  (registers ${repo:} and ${cache:})
+from gear_repro.utils.errors import GearError
+from gear_repro.utils.paths import config_dir
+
+log = logging.getLogger("gear_repro")
+
+
+@hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
+def _main(cfg: DictConfig) -> float | None:
+    from gear_repro.runner import Runner
+
+    run_dir = HydraConfig.get().runtime.output_dir
+    try:
+        metrics = Runner(cfg, run_dir).run()
+    except GearError as e:
+        log.error("%s", e)
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from e
+    print(f"run dir: {run_dir}")
+    shown = {k: round(v, 2) for k, v in (metrics or {}).items() if isinstance(v, int | float)}
+    print(shown)
+    return shown.get("recall@15")
+
+
+def main() -> None:
+    _main()
+
+
+if __name__ == "__main__":
+    main()

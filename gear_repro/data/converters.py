@@ -1,0 +1,485 @@
+"""Converters from native multi-hop QA formats to the canonical records (DESIGN.md "Datasets").
+
+Every converter has the signature ``convert_x(questions, corpus=None, limit=None) -> Converted``
+and is registered in ``FORMATS``. ``docs/data.md`` documents formats, id schemes and gold matching.
+
+Passage ids: with a corpus file, ``str(id)`` if every record has ``id``, else ``str(idx)`` if every
+record has ``idx``, else the 0-based position in the file. Without one, the corpus is the union of
+the questions' paragraphs, de-duplicated by exact (title, text), numbered "0", "1", ... in order of
+first appearance. Gold passages are matched on normalised (title, text), then on normalised text
+alone (unique match only), or, when the source gives a title only, on normalised title. Gold that
+matches nothing is kept as ``missing:<title>`` so recall counts it as a miss and never inflates.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gear_repro.types import Passage, Question, Triple
+from gear_repro.utils.errors import DataError
+from gear_repro.utils.io import iter_jsonl, read_json, require_file
+
+log = logging.getLogger(__name__)
+
+MISSING_PREFIX = "missing:"
+_HOP_RE = re.compile(r"^(\d+hop\d*)__")
+_N_EXAMPLES = 10
+
+
+# --------------------------------------------------------------------------- normalisation
+
+def norm_text(s: str) -> str:
+    """Matching key: NFKC, casefold, whitespace squeezed and trimmed."""
+    return " ".join(unicodedata.normalize("NFKC", s).casefold().split())
+
+
+def norm_title(s: str) -> str:
+    """Title key: ``norm_text`` without surrounding quotes (2Wiki evidence has '"When The Stars Go Blue')."""
+    return norm_text(s).strip("\"'“”‘’ ")
+
+
+def join_sentences(sentences: list[str]) -> str:
+    """Join sentences with one space where the source has none (HotpotQA keeps leading spaces, 2Wiki not)."""
+    out = ""
+    for s in sentences:
+        if out and s and not out[-1].isspace() and not s[0].isspace():
+            out += " "
+        out += s
+    return out.strip()
+
+
+def musique_hop_type(qid: str) -> str:
+    """MuSiQue hop type: the id part before the first "__" ("2hop", "3hop1", "4hop3"), or ""."""
+    m = _HOP_RE.match(qid)
+    return m.group(1) if m else ""
+
+
+# --------------------------------------------------------------------------- reading
+
+def read_records(path: str | Path, what: str = "questions") -> list[tuple[str, dict]]:
+    """Records of a JSON list or a JSONL file, each with a reference ("file:line" / "file[i]") for errors."""
+    p = require_file(path, f"{what} file")
+    with open(p, encoding="utf-8") as f:
+        head = f.read(4096).lstrip()
+    if not head:
+        raise DataError(f"{p}: empty {what} file")
+    if head.startswith("["):
+        data = read_json(p)
+        out = []
+        for i, rec in enumerate(data):
+            if not isinstance(rec, dict):
+                raise DataError(f"{p}[{i}]: expected a JSON object, got {type(rec).__name__}")
+            out.append((f"{p}[{i}]", rec))
+        return out
+    return [(f"{p}:{n}", rec) for n, rec in iter_jsonl(p)]
+
+
+def _get(rec: dict, ref: str, *keys: str, typ: type | tuple = str) -> Any:
+    for k in keys:
+        if k in rec and rec[k] is not None:
+            if not isinstance(rec[k], typ):
+                raise DataError(f"{ref}: field '{k}' should be {typ}, got {type(rec[k]).__name__}")
+            return rec[k]
+    raise DataError(f"{ref}: record lacks field {' or '.join(repr(k) for k in keys)}")
+
+
+def load_hipporag_corpus(path: str | Path) -> list[Passage]:
+    """A corpus file: list/JSONL of {title, text} with optional ``id`` or ``idx`` (see module doc for ids)."""
+    recs = read_records(path, "corpus")
+    if not recs:
+        raise DataError(f"{path}: empty corpus (no passages)")
+    key = "id" if all("id" in r for _, r in recs) else "idx" if all("idx" in r for _, r in recs) else None
+    out: list[Passage] = []
+    seen: dict[str, str] = {}
+    for i, (ref, rec) in enumerate(recs):
+        pid = str(rec[key]) if key else str(i)
+        if pid in seen:
+            raise DataError(f"{ref}: duplicate passage id '{pid}' (first at {seen[pid]})")
+        seen[pid] = ref
+        text = _get(rec, ref, "text", "paragraph_text")
+        out.append(Passage(id=pid, title=str(rec.get("title") or ""), text=text))
+    return out
+
+
+# --------------------------------------------------------------------------- corpus index
+
+class CorpusIndex:
+    """Look-ups of passages by normalised (title, text), text, title and "title\\ntext" content."""
+
+    def __init__(self, passages: list[Passage]):
+        self.by_key: dict[tuple[str, str], list[str]] = defaultdict(list)
+        self.by_text: dict[str, list[str]] = defaultdict(list)
+        self.by_title: dict[str, list[str]] = defaultdict(list)
+        self.by_content: dict[str, list[str]] = defaultdict(list)
+        for p in passages:
+            t, x = norm_title(p.title), norm_text(p.text)
+            self.by_key[(t, x)].append(p.id)
+            self.by_text[x].append(p.id)
+            self.by_title[t].append(p.id)
+            self.by_content[norm_text(p.content)].append(p.id)
+
+    @property
+    def n_duplicate_keys(self) -> int:
+        """Passages whose normalised (title, text) repeats an earlier one."""
+        return sum(len(v) - 1 for v in self.by_key.values())
+
+    def resolve(self, title: str, text: str | None) -> tuple[list[str], str]:
+        """Ids for a gold reference and how they matched ("key", "text", "title", "title_ambiguous", "none")."""
+        if text is not None:
+            ids = self.by_key.get((norm_title(title), norm_text(text)))
+            if ids:
+                return ids[:1], "key"
+            ids = self.by_text.get(norm_text(text))
+            if ids and len(ids) == 1:
+                return ids, "text"
+            return [], "none"
+        ids = self.by_title.get(norm_title(title), [])
+        if len(ids) > 1:
+            return list(ids), "title_ambiguous"
+        return ids, "title" if ids else "none"
+
+
+# --------------------------------------------------------------------------- shared conversion
+
+@dataclass
+class _Item:
+    """One parsed question: its context paragraphs and gold references (title, text or None)."""
+
+    ref: str
+    id: str
+    question: str
+    answers: list[str]
+    type: str
+    paragraphs: list[tuple[str, str]]
+    gold: list[tuple[str, str | None]]
+
+
+@dataclass
+class Converted:
+    """Result of a converter: canonical passages and questions plus counted warnings."""
+
+    passages: list[Passage]
+    questions: list[Question]
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _answers(*parts: Any) -> list[str]:
+    out: list[str] = []
+    for part in parts:
+        for a in part if isinstance(part, list) else [part]:
+            a = str(a).strip() if a is not None else ""
+            if a and a not in out:
+                out.append(a)
+    return out
+
+
+def _union_corpus(items: list[_Item]) -> tuple[list[Passage], int]:
+    seen: dict[tuple[str, str], str] = {}
+    out: list[Passage] = []
+    dup = 0
+    for it in items:
+        for title, text in it.paragraphs:
+            k = (title.strip(), text.strip())
+            if k in seen:
+                dup += 1
+                continue
+            seen[k] = str(len(out))
+            out.append(Passage(id=seen[k], title=k[0], text=k[1]))
+    return out, dup
+
+
+def _finish(items: list[_Item], corpus_path: str | Path | None, dataset: str, fmt: str,
+            limit: int | None, needs_corpus: bool = False) -> Converted:
+    """Build the corpus (file or union), resolve gold references, check ids, count everything."""
+    if not items:
+        raise DataError(f"{fmt}: no questions in the input")
+    seen: dict[str, str] = {}
+    for it in items:
+        if it.id in seen:
+            raise DataError(f"{it.ref}: duplicate question id '{it.id}' (first at {seen[it.id]})")
+        seen[it.id] = it.ref
+    n_in = len(items)
+    if limit is not None and limit > 0:
+        items = items[:limit]
+    stats: dict[str, Any] = {"format": fmt, "dataset": dataset, "questions_in_file": n_in}
+    if corpus_path is not None:
+        passages = load_hipporag_corpus(corpus_path)
+        stats["corpus_source"] = "file"
+    elif needs_corpus:
+        raise DataError(f"format '{fmt}' needs --corpus (its questions carry no passage texts)")
+    else:
+        passages, dup = _union_corpus(items)
+        stats["corpus_source"] = "union of question paragraphs"
+        stats["paragraphs_deduplicated"] = dup
+    if not passages:
+        raise DataError(f"{fmt}: empty corpus (no passages)")
+    index = CorpusIndex(passages)
+    stats["corpus_duplicate_title_text"] = index.n_duplicate_keys
+    how: Counter[str] = Counter()
+    types: Counter[str] = Counter()
+    q_all = q_some = q_none = q_nogold = 0
+    examples: list[dict[str, str]] = []
+    questions: list[Question] = []
+    for it in items:
+        gold: list[str] = []
+        found = 0
+        for title, text in it.gold:
+            ids, kind = index.resolve(title, text)
+            how[kind] += 1
+            if ids:
+                found += 1
+            else:
+                ids = [MISSING_PREFIX + title]
+                if len(examples) < _N_EXAMPLES:
+                    examples.append({"question": it.id, "title": title, "where": it.ref})
+                log.debug("%s: gold passage '%s' not in corpus", it.ref, title)
+            gold += [g for g in ids if g not in gold]
+        if not it.gold:
+            q_nogold += 1
+        elif found == len(it.gold):
+            q_all += 1
+        elif found:
+            q_some += 1
+        else:
+            q_none += 1
+        types[it.type] += 1
+        questions.append(Question(id=it.id, question=it.question, answers=it.answers, gold_ids=gold,
+                                  type=it.type, dataset=dataset))
+    n_missing = how["none"]
+    stats.update({
+        "questions": len(questions), "passages": len(passages),
+        "gold_refs": sum(how.values()), "gold_found": sum(how.values()) - n_missing, "gold_not_found": n_missing,
+        "gold_matched_by": dict(sorted(how.items())),
+        "questions_all_gold_found": q_all, "questions_some_gold_missing": q_some,
+        "questions_no_gold_found": q_none, "questions_without_gold": q_nogold,
+        "questions_without_answers": sum(1 for q in questions if not q.answers),
+        "types": dict(sorted(types.items())), "gold_not_found_examples": examples,
+    })
+    if n_missing:
+        log.warning("%s: %d gold references not found in the corpus (%d questions affected); kept as '%s<title>' "
+                    "so they count as misses", fmt, n_missing, q_some + q_none, MISSING_PREFIX)
+    if how["title_ambiguous"]:
+        log.warning("%s: %d gold titles match several corpus passages; all are gold", fmt, how["title_ambiguous"])
+    if q_nogold:
+        log.warning("%s: %d questions have no gold passages", fmt, q_nogold)
+    return Converted(passages, questions, stats)
+
+
+def _qid(rec: dict, ref: str) -> str:
+    return str(_get(rec, ref, "id", "_id", "question_id", typ=(str, int)))
+
+
+def _qtype(rec: dict, qid: str) -> str:
+    return str(rec.get("type") or rec.get("question_type") or musique_hop_type(qid))
+
+
+# --------------------------------------------------------------------------- per-format parsers
+
+def _parse_paragraph_record(ref: str, rec: dict, para_key: str = "paragraphs") -> _Item:
+    """MuSiQue / HippoRAG-MuSiQue record: paragraphs [{title, paragraph_text|text, is_supporting}]."""
+    qid = _qid(rec, ref)
+    paras = _get(rec, ref, para_key, typ=list)
+    ctx, gold = [], []
+    for j, p in enumerate(paras):
+        if not isinstance(p, dict):
+            raise DataError(f"{ref}: {para_key}[{j}] should be an object")
+        title = str(p.get("title") or "")
+        text = _get(p, f"{ref} {para_key}[{j}]", "paragraph_text", "text")
+        ctx.append((title, text))
+        if p.get("is_supporting"):
+            gold.append((title, text))
+    answers = _answers(rec.get("answer"), rec.get("answer_aliases") or [])
+    return _Item(ref, qid, _get(rec, ref, "question"), answers, _qtype(rec, qid), ctx, gold)
+
+
+def _parse_context_record(ref: str, rec: dict) -> _Item:
+    """HotpotQA / 2Wiki native record: context [[title, [sentences]]], supporting_facts [[title, i]]."""
+    qid = _qid(rec, ref)
+    context = _get(rec, ref, "context", typ=list)
+    ctx: list[tuple[str, str]] = []
+    for j, c in enumerate(context):
+        if not (isinstance(c, list) and len(c) == 2 and isinstance(c[1], list)):
+            raise DataError(f"{ref}: context[{j}] should be [title, [sentences]]")
+        ctx.append((str(c[0]), join_sentences([str(s) for s in c[1]])))
+    text_of = {}
+    for title, text in ctx:
+        text_of.setdefault(title, text)
+    gold: list[tuple[str, str | None]] = []
+    for j, sf in enumerate(_get(rec, ref, "supporting_facts", typ=list)):
+        if not (isinstance(sf, list) and sf and isinstance(sf[0], str)):
+            raise DataError(f"{ref}: supporting_facts[{j}] should be [title, sentence_index]")
+        g = (sf[0], text_of.get(sf[0]))
+        if g not in gold:
+            gold.append(g)
+    answers = _answers(rec.get("answer"), rec.get("answer_aliases") or [])
+    return _Item(ref, qid, _get(rec, ref, "question"), answers, _qtype(rec, qid), ctx, gold)
+
+
+def _parse_evidence_record(ref: str, rec: dict) -> _Item:
+    """HippoRAG's reduced 2Wiki record: gold = distinct evidence subjects, matched on title."""
+    qid = _qid(rec, ref)
+    gold: list[tuple[str, str | None]] = []
+    for j, ev in enumerate(_get(rec, ref, "evidence", "evidences", typ=list)):
+        if not (isinstance(ev, list) and len(ev) == 3 and isinstance(ev[0], str)):
+            raise DataError(f"{ref}: evidence[{j}] should be [subject, relation, object]")
+        if (ev[0], None) not in gold:
+            gold.append((ev[0], None))
+    answers = _answers(rec.get("answer"), rec.get("answer_aliases") or [])
+    return _Item(ref, qid, _get(rec, ref, "question"), answers, _qtype(rec, qid), [], gold)
+
+
+def _parse_ircot_record(ref: str, rec: dict) -> _Item:
+    """IRCoT processed record: question_text, answers_objects[{spans}], contexts[{title, paragraph_text, ...}]."""
+    qid = _qid(rec, ref)
+    spans: list[Any] = []
+    for j, ao in enumerate(_get(rec, ref, "answers_objects", typ=list)):
+        if not isinstance(ao, dict):
+            raise DataError(f"{ref}: answers_objects[{j}] should be an object")
+        spans += list(ao.get("spans") or [])
+    item = _parse_paragraph_record(ref, {**rec, "id": qid, "question": _get(rec, ref, "question_text"),
+                                         "answer": spans, "answer_aliases": []}, para_key="contexts")
+    return item
+
+
+def _parse_hipporag_record(ref: str, rec: dict) -> _Item:
+    """HippoRAG questions: MuSiQue-like (paragraphs), HotpotQA/2Wiki-like (supporting_facts) or 2Wiki evidence."""
+    if "paragraphs" in rec:
+        return _parse_paragraph_record(ref, rec)
+    if "supporting_facts" in rec and "context" in rec:
+        return _parse_context_record(ref, rec)
+    if "evidence" in rec:
+        return _parse_evidence_record(ref, rec)
+    raise DataError(f"{ref}: HippoRAG question has none of 'paragraphs', 'supporting_facts'+'context', 'evidence'")
+
+
+def _convert(parse: Callable[[str, dict], _Item], fmt: str, dataset: str, needs_corpus: bool = False):
+    def convert(questions: str | Path, corpus: str | Path | None = None, limit: int | None = None) -> Converted:
+        items = [parse(ref, rec) for ref, rec in read_records(questions)]
+        conv = _finish(items, corpus, dataset, fmt, limit, needs_corpus=needs_corpus)
+        conv.stats["questions_file"] = str(questions)
+        conv.stats["corpus_file"] = str(corpus) if corpus is not None else None
+        return conv
+
+    convert.__name__ = f"convert_{fmt}"
+    convert.__doc__ = f"Convert {fmt} questions (+ optional corpus file) to canonical records."
+    return convert
+
+
+convert_musique = _convert(_parse_paragraph_record, "musique", "musique")
+convert_hotpotqa = _convert(_parse_context_record, "hotpotqa", "hotpotqa")
+convert_2wiki = _convert(_parse_context_record, "2wiki", "2wikimultihopqa")
+convert_2wiki_hipporag = _convert(_parse_evidence_record, "2wiki_hipporag", "2wikimultihopqa", needs_corpus=True)
+convert_hipporag = _convert(_parse_hipporag_record, "hipporag", "hipporag", needs_corpus=True)
+convert_ircot = _convert(_parse_ircot_record, "ircot", "ircot")
+
+FORMATS: dict[str, Callable[..., Converted]] = {
+    "musique": convert_musique,
+    "hotpotqa": convert_hotpotqa,
+    "2wiki": convert_2wiki,
+    "2wiki_hipporag": convert_2wiki_hipporag,
+    "hipporag": convert_hipporag,
+    "ircot": convert_ircot,
+}
+
+
+def get_converter(fmt: str) -> Callable[..., Converted]:
+    """The converter for a format name; unknown names raise DataError listing the known ones."""
+    try:
+        return FORMATS[fmt]
+    except KeyError:
+        raise DataError(f"unknown dataset format '{fmt}' (known: {', '.join(FORMATS)})") from None
+
+
+# --------------------------------------------------------------------------- OpenIE triples
+
+def import_hipporag_openie(path: str | Path, passages: list[Passage]) -> tuple[list[Triple], dict[str, Any]]:
+    """Triples from a HippoRAG OpenIE file ({"docs": [{title?, text?, passage, extracted_triples}]}).
+
+    A doc maps to its passage by normalised (title, text) when it has both, else by its ``passage``
+    ("title\\ntext" in HippoRAG) against the passage content, else by text alone. Triples must be
+    three non-empty strings (trimmed); others, exact repeats within a passage, and triples of
+    unmatched docs are dropped and counted by reason. Ids are "<passage_id>-<n>", n counting kept
+    triples of that passage in file order.
+    """
+    p = require_file(path, "OpenIE file")
+    data = read_json(p)
+    if not isinstance(data, dict) or not isinstance(data.get("docs"), list):
+        raise DataError(f"{p}: expected a JSON object with a 'docs' list (HippoRAG OpenIE output)")
+    index = CorpusIndex(passages)
+    dropped: Counter[str] = Counter()
+    matched_by: Counter[str] = Counter()
+    triples: list[Triple] = []
+    per_passage: dict[str, set[tuple[str, str, str]]] = defaultdict(set)
+    n_in = 0
+    unmatched_examples: list[str] = []
+    for i, doc in enumerate(data["docs"]):
+        ref = f"{p} docs[{i}]"
+        if not isinstance(doc, dict):
+            raise DataError(f"{ref}: expected an object")
+        raw = doc.get("extracted_triples")
+        if raw is None:
+            raw = []
+        if not isinstance(raw, list):
+            raise DataError(f"{ref}: 'extracted_triples' should be a list")
+        n_in += len(raw)
+        pid = _match_doc(doc, index, matched_by)
+        if pid is None:
+            dropped["doc_not_in_corpus"] += len(raw)
+            if len(unmatched_examples) < _N_EXAMPLES:
+                unmatched_examples.append(ref)
+            continue
+        seen = per_passage[pid]
+        for t in raw:
+            if not isinstance(t, list | tuple) or len(t) != 3:
+                dropped["wrong_arity"] += 1
+            elif not all(isinstance(x, str) for x in t):
+                dropped["non_string_part"] += 1
+            elif not all(x.strip() for x in t):
+                dropped["empty_part"] += 1
+            else:
+                s, r, o = (" ".join(x.split()) for x in t)
+                if (s, r, o) in seen:
+                    dropped["duplicate_in_passage"] += 1
+                    continue
+                triples.append(Triple(f"{pid}-{len(seen)}", s, r, o, pid))
+                seen.add((s, r, o))
+    docs_matched = sum(v for k, v in matched_by.items() if k != "none")
+    with_triples = sum(1 for s in per_passage.values() if s)
+    stats = {
+        "file": str(p), "docs": len(data["docs"]), "docs_matched": docs_matched,
+        "docs_unmatched": matched_by["none"], "docs_matched_by": dict(sorted(matched_by.items())),
+        "triples_in_file": n_in, "triples_kept": len(triples), "triples_dropped": sum(dropped.values()),
+        "dropped_by_reason": dict(sorted(dropped.items())),
+        "passages_with_triples": with_triples, "passages_without_triples": len(passages) - with_triples,
+        "unmatched_doc_examples": unmatched_examples,
+    }
+    if matched_by["none"]:
+        log.warning("%s: %d OpenIE docs match no corpus passage; their %d triples are dropped", p,
+                    matched_by["none"], dropped["doc_not_in_corpus"])
+    if dropped:
+        log.info("%s: dropped triples by reason: %s", p, json.dumps(stats["dropped_by_reason"]))
+    return triples, stats
+
+
+def _match_doc(doc: dict, index: CorpusIndex, how: Counter[str]) -> str | None:
+    title, text, passage = doc.get("title"), doc.get("text"), doc.get("passage")
+    if isinstance(title, str) and isinstance(text, str):
+        ids = index.by_key.get((norm_title(title), norm_text(text)))
+        if ids:
+            how["title_text"] += 1
+            return ids[0]
+    if isinstance(passage, str):
+        ids = index.by_content.get(norm_text(passage)) or index.by_text.get(norm_text(passage))
+        if ids:
+            how["passage"] += 1
+            return ids[0]
+    how["none"] += 1
+    return None

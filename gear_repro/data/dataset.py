@@ -1,0 +1,90 @@
+"""A prepared dataset folder: passages C, questions, and (optionally) triples T."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gear_repro.data.canonical import load_corpus, load_questions, load_triples
+from gear_repro.types import Passage, Question, Triple
+from gear_repro.utils.errors import DataError
+from gear_repro.utils.hashing import hash_file, hash_obj
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Dataset:
+    name: str
+    path: Path
+    passages: list[Passage]
+    questions: list[Question]
+    triples: list[Triple] | None = None
+    triples_path: Path | None = None
+    hashes: dict[str, str] = field(default_factory=dict)
+    warnings: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.passage_by_id = {p.id: p for p in self.passages}
+
+    @property
+    def fingerprint(self) -> str:
+        """Content hash of the corpus + triples files (keys caches of indexes over them)."""
+        return hash_obj(self.hashes)
+
+
+def load_dataset(
+    path: str | Path,
+    name: str = "",
+    limit: int | None = None,
+    triples_file: str | None = "triples.jsonl",
+    missing_gold: str = "warn",
+) -> Dataset:
+    """Load DIR/corpus.jsonl, DIR/questions.jsonl and DIR/<triples_file> if present.
+
+    Gold ids absent from the corpus are counted and logged (``missing_gold='warn'``) or raise
+    (``'error'``); they stay in ``gold_ids`` so recall is never silently inflated.
+    ``limit`` keeps the first N questions (the corpus is always complete).
+    """
+    root = Path(path)
+    if not root.is_dir():
+        raise DataError(f"dataset folder not found: {root} (prepare one with gear-repro-prepare)")
+    corpus_path, q_path = root / "corpus.jsonl", root / "questions.jsonl"
+    passages = load_corpus(corpus_path)
+    questions = load_questions(q_path)
+    n_all = len(questions)
+    if limit is not None and limit > 0:
+        questions = questions[:limit]
+    hashes = {"corpus": hash_file(corpus_path), "questions": hash_file(q_path)}
+    ids = {p.id for p in passages}
+    warnings: dict[str, int] = {}
+    missing = [(q.id, g) for q in questions for g in q.gold_ids if g not in ids]
+    if missing:
+        msg = (f"{q_path}: {len(missing)} gold passage ids are not in {corpus_path.name} "
+               f"(first: question '{missing[0][0]}' gold '{missing[0][1]}')")
+        if missing_gold == "error":
+            raise DataError(msg)
+        log.warning(msg + "; they count as misses in recall")
+        warnings["gold_not_in_corpus"] = len(missing)
+    no_gold = sum(1 for q in questions if not q.gold_ids)
+    if no_gold:
+        log.warning("%s: %d questions have no gold passages; recall skips them", q_path, no_gold)
+        warnings["questions_without_gold"] = no_gold
+    triples = None
+    t_path = None
+    if triples_file:
+        t_path = root / triples_file
+        if t_path.exists():
+            triples = load_triples(t_path)
+            hashes["triples"] = hash_file(t_path)
+            orphan = [t.id for t in triples if t.passage_id not in ids]
+            if orphan:
+                raise DataError(f"{t_path}: {len(orphan)} triples point to passages not in the corpus "
+                                f"(first: triple '{orphan[0]}')")
+        else:
+            t_path = None
+    log.info("dataset %s: %d/%d questions, %d passages, %s triples", name or root.name, len(questions), n_all,
+             len(passages), len(triples) if triples is not None else "no")
+    return Dataset(name=name or root.name, path=root, passages=passages, questions=questions, triples=triples,
+                   triples_path=t_path, hashes=hashes, warnings=warnings)

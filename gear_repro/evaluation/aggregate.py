@@ -1,0 +1,81 @@
+"""Turn predictions.jsonl records into metrics.json (DESIGN.md "Outputs").
+
+Recall@k uses the k-matched ranking when the run saved one (Table 2 single-step), else the final
+ranking. Per-round recall (Fig. 2): the ranking GEAR would return had it stopped at round n;
+questions that stopped earlier carry their last value forward.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from statistics import mean
+
+from gear_repro.evaluation.metrics import MetricError, exact_match, f1_score, recall_at_k
+
+
+def ranking_for_k(pred: dict, k: int) -> list[str]:
+    r = pred["rankings"]
+    return r.get(str(k), r["final"])
+
+
+def question_recalls(pred: dict, ks: Sequence[int]) -> dict[str, float]:
+    return {f"recall@{k}": 100.0 * recall_at_k(ranking_for_k(pred, k), pred["gold_ids"], k) for k in ks}
+
+
+def round_recalls(pred: dict, k: int, max_rounds: int) -> list[float]:
+    """R@k after rounds 1..max_rounds, last value carried forward."""
+    rankings = [r["ranking"] for r in pred.get("rounds", []) if "ranking" in r]
+    if not rankings:
+        rankings = [pred["rankings"]["final"]]
+    vals = [100.0 * recall_at_k(r, pred["gold_ids"], k) for r in rankings[:max_rounds]]
+    return vals + [vals[-1]] * (max_rounds - len(vals))
+
+
+def aggregate(preds: list[dict], ks: Sequence[int], max_rounds: int | None = None) -> dict:
+    """Mean metrics over questions; questions without gold are excluded from recall and counted."""
+    scored = [p for p in preds if p.get("gold_ids") and not p.get("error")]
+    out: dict = {"n_questions": len(preds), "n_scored": len(scored),
+                 "n_errors": sum(1 for p in preds if p.get("error")),
+                 "n_without_gold": sum(1 for p in preds if not p.get("gold_ids"))}
+    if not scored:
+        raise MetricError("no question with gold passages and without error: nothing to score")
+    per_q = [question_recalls(p, ks) for p in scored]
+    for key in per_q[0]:
+        out[key] = mean(q[key] for q in per_q)
+    by_type: dict[str, list[dict]] = defaultdict(list)
+    for p, r in zip(scored, per_q, strict=True):
+        by_type[p.get("type") or "all"].append(r)
+    out["by_type"] = {t: {"n": len(rs), **{k: mean(r[k] for r in rs) for k in rs[0]}} for t, rs in sorted(by_type.items())}
+    if any(p.get("rounds") for p in scored):
+        n = max_rounds or max(len(p.get("rounds", [])) for p in scored)
+        k = max(ks)
+        per_round = [round_recalls(p, k, n) for p in scored]
+        out[f"recall@{k}_by_round"] = [mean(v[i] for v in per_round) for i in range(n)]
+        out["rounds_mean"] = mean(len(p.get("rounds", [])) or 1 for p in scored)
+    answered = [p for p in preds if "answer" in p and not p.get("error")]
+    if answered:
+        out["em"] = 100.0 * mean(exact_match(p["answer"] or "", p["answers"]) for p in answered)
+        out["f1"] = 100.0 * mean(f1_score(p["answer"] or "", p["answers"]) for p in answered)
+        out["n_answered"] = len(answered)
+    calls = [c for p in preds for c in p.get("llm_calls", [])]
+    if calls:
+        tok: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                                                                "cached": 0})
+        for c in calls:
+            t = tok[c.get("stage", "?")]
+            t["calls"] += 1
+            t["prompt_tokens"] += c.get("prompt_tokens", 0) or 0
+            t["completion_tokens"] += c.get("completion_tokens", 0) or 0
+            t["cached"] += bool(c.get("cached"))
+        out["tokens_by_stage"] = dict(tok)
+        out["tokens_per_question"] = {
+            "prompt": sum(t["prompt_tokens"] for t in tok.values()) / len(preds),
+            "completion": sum(t["completion_tokens"] for t in tok.values()) / len(preds),
+        }
+    lat = [p["timings"]["total_s"] for p in preds if p.get("timings", {}).get("total_s") is not None]
+    if lat:
+        lat.sort()
+        out["latency_ms"] = {"mean": 1000 * mean(lat), "p50": 1000 * lat[len(lat) // 2],
+                             "p95": 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))]}
+    return out

@@ -1,0 +1,279 @@
+"""Graph expansion of a base passage list (GEAR §4, §6.3): NoExpansion, NaiveGE, SyncGE.
+
+Given q and C'_q = h^k_base(q, C):
+
+* ``NoExpansion``: C'_q unchanged (the base retriever rows of Table 2).
+* ``NaiveGE`` (§6.3): initial triples T_q = all triples of the passages in C'_q; no LLM.
+* ``SyncGE`` (§4.1): T'_q = read(C'_q, q) with the K.2 reader prompt without gist memory (Eq. 1);
+  T_q = {tripleLink(t') : t' in T'_q} (Eq. 2), tripleLink = top-1 of h_base(t', T).
+
+Both then run the diverse triple beam search (Alg. 1, :mod:`gear_repro.graph.beam_search`), flatten the
+beams breadth-first, map triples to passages and de-duplicate (C~_q), and return
+C_q = RRF(C~_q, C'_q) (Eq. 3), the expanded list first (DESIGN.md).
+
+Built by Hydra as ``instantiate(cfg.expansion, resources=res, beam=cfg.beam)``. Degenerate cases never
+crash and never empty a non-empty base list; each is counted in ``trace['counters']``:
+``passages_without_triples``, ``hub_entities_capped``, ``no_proximal_triples``, ``link_failed``,
+``dead_end_beams``, ``beam_stalled``, ``no_initial_triples``, ``empty_expansion`` (see docs/graph_expansion.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gear_repro.graph.beam_search import BeamConfig, BeamResult, PathScorer, beam_search, scorer_for
+from gear_repro.graph.triple_index import TripleIndex
+from gear_repro.retrieval.fusion import RRF_K, rrf
+from gear_repro.types import Question, Ranking
+from gear_repro.utils.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ExpansionOutput:
+    """The fused ranking C_q and a JSON-serialisable trace of how it came about."""
+
+    ranking: Ranking
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+def format_docs(passages: Sequence[Any]) -> str:
+    """Passages as in the QA prompt (App. K.3): "Wikipedia Title: {title}\\n{text}", blank-line separated."""
+    return "\n\n".join(f"Wikipedia Title: {p.title}\n{p.text}" for p in passages)
+
+
+def _reader_tools() -> tuple[Callable[..., str], Callable[[str], Any]]:
+    """The prompt renderer and the triple parser of the LLM layer (imported when SyncGE first reads)."""
+    from gear_repro.llm.parsing import parse_triples
+    from gear_repro.prompts import render
+
+    return render, parse_triples
+
+
+def _as_spo(item: Any) -> tuple[str, str, str] | None:
+    """A parsed triple as (s, p, o) strings; None when it is not a well-formed triple."""
+    if isinstance(item, Mapping):
+        vals = [item.get(k) for k in ("subject", "predicate", "object")]
+    elif hasattr(item, "subject") and hasattr(item, "object"):
+        vals = [item.subject, item.predicate, item.object]
+    elif isinstance(item, Sequence) and not isinstance(item, str) and len(item) == 3:
+        vals = list(item)
+    else:
+        return None
+    if any(v is None for v in vals):
+        return None
+    spo = tuple(str(v).strip() for v in vals)
+    return spo if any(spo) else None  # type: ignore[return-value]
+
+
+class NoExpansion:
+    """expansion=none: the base list C'_q unchanged."""
+
+    name = "none"
+
+    def __init__(self, resources: Any = None, beam: Any = None, **_: Any):
+        self.resources = resources
+
+    def expand(self, query: str, base: Ranking, question: Question | None = None, **_: Any) -> ExpansionOutput:
+        return ExpansionOutput(ranking=base, trace={"expansion": self.name})
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+
+class GraphExpansion:
+    """Shared machinery: initial triples -> Alg. 1 -> C~_q -> RRF(C~_q, C'_q).
+
+    Args:
+        resources: run resources (``triple_index``, ``embedder``, and for SyncGE ``triple_retriever``,
+            ``llm``, ``dataset``).
+        beam: the ``beam`` config group (:class:`BeamConfig` fields).
+        k_rrf: RRF constant (60, DESIGN.md).
+        output_depth: truncate the fused list (None = keep every passage of both lists).
+        trace_beams: how many final beams to store in the trace (None = all b).
+    """
+
+    name = "graph"
+
+    def __init__(self, resources: Any, beam: Any = None, k_rrf: int = RRF_K, output_depth: int | None = None,
+                 trace_beams: int | None = None):
+        self.resources = resources
+        self.beam = BeamConfig.from_any(beam)
+        self.k_rrf = k_rrf
+        self.output_depth = output_depth
+        self.trace_beams = trace_beams
+        self._scorer: PathScorer | None = None
+
+    # -- resources ---------------------------------------------------------------------------------
+    @property
+    def index(self) -> TripleIndex:
+        return self.resources.triple_index
+
+    @property
+    def scorer(self) -> PathScorer:
+        if self._scorer is None:
+            self._scorer = scorer_for(self.beam, self.index, self.resources.embedder)
+        return self._scorer
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "beam": self.beam.to_dict(), "k_rrf": self.k_rrf,
+                "output_depth": self.output_depth}
+
+    # -- steps ---------------------------------------------------------------------------------------
+    def initial_triples(self, query: str, base: Ranking, question: Question | None, counters: dict[str, int],
+                        trace: dict[str, Any], **kw: Any) -> list[str]:
+        raise NotImplementedError
+
+    def search(self, query: str, initial: Sequence[str], counters: dict[str, int]) -> BeamResult:
+        """Alg. 1 from the initial triples with q = ``query``."""
+        return beam_search(query, initial, self.index, self.scorer, self.beam, counters)
+
+    def fuse(self, expanded: Sequence[str], base: Ranking) -> Ranking:
+        """Eq. 3: C_q = RRF(C~_q, C'_q), expanded list first (ties keep first-seen order)."""
+        return rrf([list(expanded), base], k_rrf=self.k_rrf, limit=self.output_depth)
+
+    def expand(self, query: str, base: Ranking, question: Question | None = None, *, round: int = 0,
+               **kw: Any) -> ExpansionOutput:
+        """C_q for ``query`` from the base list ``base`` (C'_q). ``round`` tags LLM calls (GEAR rounds)."""
+        t0 = time.perf_counter()
+        counters: dict[str, int] = {}
+        trace: dict[str, Any] = {"expansion": self.name}
+        initial = self.initial_triples(query, base, question, counters, trace, round=round, **kw)
+        t1 = time.perf_counter()
+        res = self.search(query, initial, counters)
+        t2 = time.perf_counter()
+        if not res.passages:
+            counters["empty_expansion"] = counters.get("empty_expansion", 0) + 1
+        ranking = self.fuse(res.passages, base)
+        t3 = time.perf_counter()
+        trace.update({
+            "beams": res.to_trace(self.index, self.trace_beams),
+            "beam_steps": res.steps,
+            "expanded": list(res.passages),
+            "counters": {**res.counters, **counters},
+            "timings": {"initial_s": round(t1 - t0, 6), **{k: round(v, 6) for k, v in res.timings.items()},
+                        "search_s": round(t2 - t1, 6), "fusion_s": round(t3 - t2, 6)},
+        })
+        return ExpansionOutput(ranking=ranking, trace=trace)
+
+
+class NaiveGE(GraphExpansion):
+    """NaiveGE (§6.3): T_q = all triples of the passages in C'_q, in base-rank then record order. No LLM."""
+
+    name = "naive"
+
+    def initial_triples(self, query: str, base: Ranking, question: Question | None, counters: dict[str, int],
+                        trace: dict[str, Any], **kw: Any) -> list[str]:
+        out: list[str] = []
+        for pid in base.ids:
+            ts = self.index.triples_of_passage(pid)
+            if not ts:
+                counters["passages_without_triples"] = counters.get("passages_without_triples", 0) + 1
+            out.extend(ts)
+        trace["initial_triples"] = len(out)
+        return out
+
+
+class SyncGE(GraphExpansion):
+    """SyncGE (§4.1): LLM read of C'_q (K.2 reader, no gist memory) -> proximal triples T'_q ->
+    tripleLink (top-1 of the base retriever over T) -> T_q -> Alg. 1 -> RRF with C'_q.
+
+    Args (besides :class:`GraphExpansion`'s):
+        read_query: the question text the reader sees: ``original`` (question.question, as GEAR's reads)
+            or ``current`` (the ``query`` passed to ``expand``; the same in single-step runs).
+        prompt: the reader template name (``reader``, App. K.2 without memory).
+        max_proximal: cap on proximal triples linked per read (None = all parsed).
+        on_no_proximal: ``base`` (return C'_q, counted) or ``naive`` (fall back to NaiveGE's initial triples).
+        llm_params: extra keyword arguments for ``llm.chat`` (e.g. temperature, max_tokens).
+    """
+
+    name = "sync"
+
+    def __init__(self, resources: Any, beam: Any = None, k_rrf: int = RRF_K, output_depth: int | None = None,
+                 trace_beams: int | None = None, read_query: str = "original", prompt: str = "reader",
+                 max_proximal: int | None = None, on_no_proximal: str = "base",
+                 llm_params: Mapping[str, Any] | None = None):
+        super().__init__(resources, beam, k_rrf, output_depth, trace_beams)
+        if read_query not in ("original", "current"):
+            raise ConfigError(f"expansion.read_query must be 'original' or 'current', got '{read_query}'")
+        if on_no_proximal not in ("base", "naive"):
+            raise ConfigError(f"expansion.on_no_proximal must be 'base' or 'naive', got '{on_no_proximal}'")
+        self.read_query = read_query
+        self.prompt = prompt
+        self.max_proximal = max_proximal
+        self.on_no_proximal = on_no_proximal
+        self.llm_params = dict(llm_params or {})
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "read_query": self.read_query, "prompt": self.prompt,
+                "max_proximal": self.max_proximal, "on_no_proximal": self.on_no_proximal}
+
+    def read(self, query: str, passage_ids: Sequence[str], *, round: int = 0) -> tuple[list[tuple[str, str, str]], dict]:
+        """Eq. 1: T'_q = read(C'_q, q). Returns the proximal triples and parse information for the trace."""
+        render, parse_triples = _reader_tools()
+        by_id = self.resources.dataset.passage_by_id
+        passages = [by_id[p] for p in passage_ids if p in by_id]
+        prompt = render(self.prompt, docs=format_docs(passages), query=query)
+        reply = self.resources.llm.chat([{"role": "user", "content": prompt}], stage="read", round=round,
+                                        **self.llm_params)
+        parsed = parse_triples(reply.text)
+        triples: list[tuple[str, str, str]] = []
+        malformed = 0
+        for item in getattr(parsed, "triples", None) or []:
+            spo = _as_spo(item)
+            if spo is None:
+                malformed += 1
+            else:
+                triples.append(spo)
+        info = {"reply": reply.text, "repaired": bool(getattr(parsed, "repaired", False)),
+                "dropped": getattr(parsed, "dropped", 0), "failed": bool(getattr(parsed, "failed", False)),
+                "error": getattr(parsed, "error", None), "malformed": malformed}
+        return triples, info
+
+    def link(self, proximal: Sequence[tuple[str, str, str]], counters: dict[str, int]) -> list[dict[str, Any]]:
+        """Eq. 2: tripleLink each proximal triple (top-1 of h_base(t', T)); failures are counted."""
+        texts = [" ".join(p) for p in proximal]
+        ids = self.index.link_many(texts, self.resources.triple_retriever)
+        out = []
+        for p, t, tid in zip(proximal, texts, ids, strict=True):
+            if tid is None:
+                counters["link_failed"] = counters.get("link_failed", 0) + 1
+                out.append({"proximal": list(p), "text": t, "triple": None})
+                continue
+            deg = int(self.index.neighbour_rows(self.index.row[tid]).size)
+            if deg == 0:
+                counters["linked_without_neighbours"] = counters.get("linked_without_neighbours", 0) + 1
+            out.append({"proximal": list(p), "text": t, "triple": tid, "triple_text": self.index.text(tid),
+                        "passage": self.index.passage_of[tid], "neighbours": deg})
+        return out
+
+    def initial_triples(self, query: str, base: Ranking, question: Question | None, counters: dict[str, int],
+                        trace: dict[str, Any], *, round: int = 0, **kw: Any) -> list[str]:
+        read_q = question.question if (self.read_query == "original" and question is not None) else query
+        t0 = time.perf_counter()
+        proximal, info = self.read(read_q, base.ids, round=round) if len(base) else ([], {"reply": None})
+        t1 = time.perf_counter()
+        if info.get("failed"):
+            counters["parse_failed"] = counters.get("parse_failed", 0) + 1
+        if info.get("repaired"):
+            counters["parse_repaired"] = counters.get("parse_repaired", 0) + 1
+        if self.max_proximal is not None and len(proximal) > self.max_proximal:
+            counters["proximal_capped"] = len(proximal) - self.max_proximal
+            proximal = proximal[: self.max_proximal]
+        counters["proximal_triples"] = len(proximal)
+        linked = self.link(proximal, counters) if proximal else []
+        initial = [x["triple"] for x in linked if x["triple"] is not None]
+        trace.update({"proximal": [list(p) for p in proximal], "linked": linked, "read": info,
+                      "read_s": round(t1 - t0, 6), "link_s": round(time.perf_counter() - t1, 6)})
+        if not proximal:
+            counters["no_proximal_triples"] = counters.get("no_proximal_triples", 0) + 1
+            if self.on_no_proximal == "naive":
+                counters["naive_fallback"] = 1
+                initial = NaiveGE.initial_triples(self, query, base, question, counters, trace)  # type: ignore[arg-type]
+        trace["initial_triples"] = len(initial)
+        return initial

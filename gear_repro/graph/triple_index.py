@@ -1,0 +1,243 @@
+"""Triple index T: triple<->passage alignment, entity adjacency and tripleLink (GEAR §3, §4.1, §4.2).
+
+* §3: every triple t_j is tied to exactly one passage c_i; a passage may hold many triples.
+* §4.2 ``get_neighbours``: the neighbourhood of a triple is the set of triples sharing its head or tail
+  entity. Entities are compared after :func:`normalize_entity` (casefold, trim, squeeze spaces; DESIGN.md).
+  The adjacency maps a normalised entity to the triples in which it is subject or object, so
+  ``neighbours(t)`` costs O(deg(s_t) + deg(o_t)).
+* §4.1 Eq. 2: ``tripleLink(t') = h^1_base(t', T)``, the top-1 triple of the base retriever over T.
+
+Huge-degree ("hub") entities are capped at ``max_degree`` triples (``hub_policy='truncate'`` keeps the
+first ``max_degree`` in corpus order, ``'drop'`` ignores the entity for adjacency); every capped entity
+is counted in :attr:`TripleIndex.stats` and per call in the counters passed to ``neighbours``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, MutableMapping, Sequence
+
+import numpy as np
+
+from gear_repro.backends.base import Collection, IndexDoc
+from gear_repro.types import Triple
+from gear_repro.utils.errors import ConfigError, DataError
+
+log = logging.getLogger(__name__)
+
+_SPACES = re.compile(r"\s+")
+
+SUBJECT_KEY = "subject_key"
+OBJECT_KEY = "object_key"
+PASSAGE_ID = "passage_id"
+
+
+def normalize_entity(s: str) -> str:
+    """Entity key for adjacency (DESIGN.md): casefold, trim, squeeze runs of whitespace to one space."""
+    return _SPACES.sub(" ", str(s).casefold()).strip()
+
+
+def triple_docs(triples: Iterable[Triple]) -> list[IndexDoc]:
+    """Index documents for T (docs/ARCHITECTURE.md): text "subject predicate object" (DESIGN.md) and the
+    keyword fields ``subject_key``/``object_key`` (normalised entities) and ``passage_id``."""
+    return [
+        IndexDoc(
+            id=t.id,
+            text=t.text,
+            fields={SUBJECT_KEY: normalize_entity(t.subject), OBJECT_KEY: normalize_entity(t.object),
+                    PASSAGE_ID: t.passage_id},
+        )
+        for t in triples
+    ]
+
+
+class TripleIndex:
+    """Triples T over a backend collection, with the passage alignment and the entity graph.
+
+    Args:
+        collection: the backend collection built from :func:`triple_docs` (BM25/kNN over triple texts,
+            ``vectors()`` for beam-search scoring). ``None`` is allowed for pure graph use (tests).
+        triples: the Triple records (e.g. ``dataset.triples``); ids must be unique.
+        max_degree: cap on the triples kept per entity (``None`` or 0 = no cap).
+        hub_policy: ``truncate`` (keep the first ``max_degree`` triples of a hub entity) or ``drop``
+            (a hub entity links nothing).
+        adjacency: ``records`` (build the entity map from the records, eager) or ``lookup`` (ask the
+            collection's keyword fields per entity, lazily and memoised; for backends holding T remotely).
+        link_empty_entities: whether an entity that normalises to "" links triples (default no).
+    """
+
+    def __init__(
+        self,
+        collection: Collection | None,
+        triples: Sequence[Triple] | None,
+        max_degree: int | None = 1000,
+        hub_policy: str = "truncate",
+        adjacency: str = "records",
+        link_empty_entities: bool = False,
+    ):
+        if hub_policy not in ("truncate", "drop"):
+            raise ConfigError(f"graph.hub_policy must be 'truncate' or 'drop', got '{hub_policy}'")
+        if adjacency not in ("records", "lookup"):
+            raise ConfigError(f"graph.adjacency must be 'records' or 'lookup', got '{adjacency}'")
+        if adjacency == "lookup" and collection is None:
+            raise ConfigError("graph.adjacency=lookup needs a triple collection")
+        if not triples:
+            raise DataError("the triple index needs triples (dataset has no triples.jsonl; run extraction first)")
+        self.collection = collection
+        self.max_degree = int(max_degree) if max_degree else None
+        self.hub_policy = hub_policy
+        self.adjacency = adjacency
+        self.link_empty_entities = link_empty_entities
+
+        self.triples: dict[str, Triple] = {}
+        for t in triples:
+            if t.id in self.triples:
+                raise DataError(f"duplicate triple id '{t.id}'")
+            self.triples[t.id] = t
+        # rows follow the collection (its vectors() are aligned with its ids), else record order
+        if collection is not None:
+            self.ids: list[str] = list(collection.ids)
+            missing = [i for i in self.ids if i not in self.triples]
+            if missing:
+                raise DataError(f"triple collection '{collection.name}' holds {len(missing)} ids without a "
+                                f"Triple record (first: '{missing[0]}')")
+        else:
+            self.ids = list(self.triples)
+        self.row: dict[str, int] = {tid: i for i, tid in enumerate(self.ids)}
+        self.stats: Counter[str] = Counter(triples=len(self.ids),
+                                           records_not_indexed=len(self.triples) - len(self.ids))
+
+        # passage <-> triple alignment (§3)
+        self.passage_of: dict[str, str] = {tid: self.triples[tid].passage_id for tid in self.ids}
+        by_passage: dict[str, list[str]] = defaultdict(list)
+        for tid in self.ids:
+            by_passage[self.passage_of[tid]].append(tid)
+        self._by_passage = dict(by_passage)
+
+        # entity keys per row
+        self._keys: list[tuple[str, str]] = [
+            (normalize_entity(self.triples[tid].subject), normalize_entity(self.triples[tid].object))
+            for tid in self.ids
+        ]
+        self._entity_rows: dict[str, np.ndarray] = {}
+        self._capped: set[str] = set()
+        self._neigh_cache: dict[int, np.ndarray] = {}
+        self._vectors: np.ndarray | None = None
+        if adjacency == "records":
+            self._build_from_records()
+
+    # -- adjacency -----------------------------------------------------------------------------
+    def _cap(self, entity: str, rows: list[int]) -> np.ndarray:
+        if self.max_degree and len(rows) > self.max_degree:
+            self._capped.add(entity)
+            self.stats["hub_entities"] += 1
+            self.stats["hub_links_removed"] += len(rows) - (self.max_degree if self.hub_policy == "truncate" else 0)
+            rows = rows[: self.max_degree] if self.hub_policy == "truncate" else []
+        return np.asarray(rows, dtype=np.int64)
+
+    def _build_from_records(self) -> None:
+        ent: dict[str, list[int]] = defaultdict(list)
+        for r, (s, o) in enumerate(self._keys):
+            for e in (s, o) if s != o else (s,):
+                if e or self.link_empty_entities:
+                    ent[e].append(r)
+                else:
+                    self.stats["empty_entity_slots"] += 1
+        self._entity_rows = {e: self._cap(e, rows) for e, rows in ent.items()}
+        self.stats["entities"] = len(self._entity_rows)
+        if self._capped:
+            log.info("triple index: %d hub entities capped at %d triples (%s)", len(self._capped),
+                     self.max_degree, self.hub_policy)
+
+    def _rows_of_entity(self, entity: str) -> np.ndarray:
+        rows = self._entity_rows.get(entity)
+        if rows is not None:
+            return rows
+        if self.adjacency == "records" or (not entity and not self.link_empty_entities):
+            return np.zeros(0, dtype=np.int64)
+        assert self.collection is not None
+        hits = self.collection.lookup(SUBJECT_KEY, [entity])[entity] + self.collection.lookup(OBJECT_KEY, [entity])[entity]
+        rows_l = sorted({self.row[h] for h in hits if h in self.row})
+        rows = self._cap(entity, rows_l)
+        self._entity_rows[entity] = rows
+        return rows
+
+    def entity_degree(self, entity: str) -> int:
+        """Number of triples linked through ``entity`` (after normalisation and the hub cap)."""
+        return int(self._rows_of_entity(normalize_entity(entity)).size)
+
+    def is_capped(self, entity: str) -> bool:
+        return normalize_entity(entity) in self._capped
+
+    def neighbour_rows(self, row: int, counters: MutableMapping[str, int] | None = None) -> np.ndarray:
+        """Rows of the triples sharing the subject or object entity of triple ``row`` (itself excluded),
+        ascending. O(degree); memoised per row. Hub entities touched are added to
+        ``counters['hub_entities_capped']``."""
+        s, o = self._keys[row]
+        rows = self._neigh_cache.get(row)
+        if rows is None:
+            parts = [self._rows_of_entity(s)]
+            if o != s:
+                parts.append(self._rows_of_entity(o))
+            rows = np.unique(np.concatenate(parts)) if len(parts) > 1 else parts[0]
+            rows = rows[rows != row]
+            self._neigh_cache[row] = rows
+        if counters is not None and self._capped:
+            n_cap = int(s in self._capped) + int(o != s and o in self._capped)
+            if n_cap:
+                counters["hub_entities_capped"] = counters.get("hub_entities_capped", 0) + n_cap
+        return rows
+
+    def neighbours(self, triple_id: str) -> list[str]:
+        """get_neighbours of Alg. 1: ids of triples sharing a (normalised) head or tail entity."""
+        return [self.ids[r] for r in self.neighbour_rows(self.row[triple_id])]
+
+    # -- alignment ------------------------------------------------------------------------------
+    def triples_of_passage(self, passage_id: str) -> list[str]:
+        """Triple ids extracted from passage ``passage_id`` (record order); [] when it has none."""
+        return self._by_passage.get(passage_id, [])
+
+    def passage_of_triple(self, triple_id: str) -> str:
+        return self.passage_of[triple_id]
+
+    def text(self, triple_id: str) -> str:
+        return self.triples[triple_id].text
+
+    def vectors(self) -> np.ndarray:
+        """Embedding matrix of the triple texts, rows aligned with :attr:`ids` (from the collection)."""
+        if self._vectors is None:
+            if self.collection is None:
+                raise ConfigError("this TripleIndex has no collection: no triple vectors")
+            self._vectors = self.collection.vectors()
+        return self._vectors
+
+    def set_vectors(self, vectors: np.ndarray) -> None:
+        """Use a given matrix (rows aligned with :attr:`ids`), e.g. in tests without a collection."""
+        if vectors.shape[0] != len(self.ids):
+            raise ValueError(f"{vectors.shape[0]} vectors for {len(self.ids)} triples")
+        self._vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+
+    # -- tripleLink (§4.1, Eq. 2) ----------------------------------------------------------------
+    def triple_link(self, proximal: str | tuple[str, str, str], retriever) -> str | None:
+        """tripleLink(t') = top-1 of h_base(t', T); ``None`` when the retriever finds nothing."""
+        return self.link_many([proximal], retriever)[0]
+
+    tripleLink = triple_link  # the paper's name (Eq. 2)
+
+    def link_many(self, proximal: Sequence[str | tuple[str, str, str]], retriever) -> list[str | None]:
+        """Batched tripleLink. A proximal triple is given as its text or as (s, p, o)."""
+        texts = [p if isinstance(p, str) else " ".join(str(x) for x in p) for p in proximal]
+        if not texts:
+            return []
+        out: list[str | None] = []
+        for r in retriever.retrieve_many(texts, 1):
+            out.append(r.ids[0] if len(r) and r.ids[0] in self.row else None)
+        return out
+
+    def describe(self) -> dict:
+        """Configuration and size counters (for the run record)."""
+        return {"max_degree": self.max_degree, "hub_policy": self.hub_policy, "adjacency": self.adjacency,
+                **{k: int(v) for k, v in self.stats.items()}, "passages_with_triples": len(self._by_passage)}
+

@@ -1,0 +1,77 @@
+"""Token ledger: one record per LLM call (DESIGN.md "Tokens"; paper Fig. 4 / Table 4 token counts)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from gear_repro.utils.io import write_jsonl
+
+LEDGER_FIELDS = ("stage", "round", "prompt_tokens", "completion_tokens", "cached", "latency_s", "model",
+                 "tokens_source", "ok", "error", "ts")
+
+
+class TokenLedger:
+    """Append-only, thread-safe list of call records (plain JSON-ready dicts).
+
+    Each record: ``stage`` (extract/read/gist/reason/rewrite/qa), ``round``, ``prompt_tokens``,
+    ``completion_tokens`` (server usage, else tiktoken, else an estimate: ``tokens_source``),
+    ``cached``, ``latency_s``, ``model``, ``ok`` and ``error`` (failed calls are recorded with 0 tokens), ``ts``.
+    Slice per question with ``m = ledger.mark(); ...; ledger.since(m)``.
+    """
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def add(self, **rec: Any) -> dict[str, Any]:
+        rec.setdefault("ts", round(time.time(), 3))
+        out = {k: rec.get(k) for k in LEDGER_FIELDS} | {k: v for k, v in rec.items() if k not in LEDGER_FIELDS}
+        with self._lock:
+            self.records.append(out)
+        return out
+
+    def mark(self) -> int:
+        """A position to slice from later with ``since``."""
+        with self._lock:
+            return len(self.records)
+
+    def since(self, mark: int) -> list[dict[str, Any]]:
+        """Records appended after ``mark`` (copies)."""
+        with self._lock:
+            return [dict(r) for r in self.records[mark:]]
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    @staticmethod
+    def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+        """Totals overall and per stage; ``billed_*`` counts only calls not served from cache."""
+        def empty() -> dict[str, Any]:
+            return {"calls": 0, "cached": 0, "failed": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                    "billed_prompt_tokens": 0, "billed_completion_tokens": 0, "latency_s": 0.0}
+
+        total, by_stage = empty(), defaultdict(empty)
+        for r in records:
+            for agg in (total, by_stage[r.get("stage") or "?"]):
+                agg["calls"] += 1
+                agg["cached"] += int(bool(r.get("cached")))
+                agg["failed"] += int(r.get("ok") is False)
+                pt, ct = int(r.get("prompt_tokens") or 0), int(r.get("completion_tokens") or 0)
+                agg["prompt_tokens"] += pt
+                agg["completion_tokens"] += ct
+                if not r.get("cached"):
+                    agg["billed_prompt_tokens"] += pt
+                    agg["billed_completion_tokens"] += ct
+                agg["latency_s"] = round(agg["latency_s"] + float(r.get("latency_s") or 0.0), 4)
+        return {**total, "by_stage": dict(by_stage)}
+
+    def totals(self) -> dict[str, Any]:
+        return self.summarize(self.since(0))
+
+    def save(self, path: str | Path) -> int:
+        """Write all records to a JSONL file (atomic)."""
+        return write_jsonl(path, self.since(0))

@@ -1,0 +1,124 @@
+"""A llama.cpp OpenAI-compatible server that the harness starts and stops itself (``llm=local``/``tiny``).
+
+Runs ``python -m llama_cpp.server --model M --n_threads T --n_threads_batch T --n_ctx C --host 127.0.0.1
+--port <free port> --model_alias <model>`` as a subprocess, waits until ``GET /v1/models`` answers, and stops
+it on ``stop()``, at interpreter exit (atexit) and, on Linux, when the starting process dies (PDEATHSIG,
+set only when started from the main thread). Its output goes to ``$GEAR_CACHE/logs/llama_server_<port>.log``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import logging
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from gear_repro.utils.errors import GearError
+from gear_repro.utils.paths import cache_dir
+
+log = logging.getLogger(__name__)
+
+
+class ServerError(GearError):
+    """The local llama.cpp server could not be started."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class LlamaServer:
+    """One harness-managed ``llama_cpp.server`` process; ``start()`` is idempotent and thread-safe."""
+
+    def __init__(self, model_path: str | Path, alias: str, n_threads: int = 2, n_ctx: int = 8192,
+                 host: str = "127.0.0.1", port: int | None = None, startup_timeout_s: float = 300.0,
+                 extra_args: list[str] | None = None):
+        self.model_path = Path(model_path)
+        self.alias = alias
+        self.n_threads, self.n_ctx, self.host, self.port = n_threads, n_ctx, host, port
+        self.startup_timeout_s = startup_timeout_s
+        self.extra_args = list(extra_args or [])
+        self.proc: subprocess.Popen | None = None
+        self.log_path: Path | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> str:
+        """Start the server if it is not running; return its base URL once it answers."""
+        with self._lock:
+            if self.alive():
+                return self.base_url
+            if not self.model_path.is_file():
+                raise ServerError(f"GGUF model not found: {self.model_path}")
+            self.port = self.port if self.port and not self.proc else free_port(self.host)
+            logs = cache_dir() / "logs"
+            logs.mkdir(parents=True, exist_ok=True)
+            self.log_path = logs / f"llama_server_{self.port}.log"
+            cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
+                   "--model_alias", self.alias, "--n_threads", str(self.n_threads),
+                   "--n_threads_batch", str(self.n_threads), "--n_ctx", str(self.n_ctx),
+                   "--host", self.host, "--port", str(self.port), *self.extra_args]
+            log.info("starting llama.cpp server: %s (log %s)", " ".join(cmd), self.log_path)
+            main_thread = threading.current_thread() is threading.main_thread()
+            with open(self.log_path, "ab") as lf:
+                self.proc = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                             preexec_fn=_die_with_parent if main_thread else None)
+            atexit.register(self.stop)
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < self.startup_timeout_s:
+                if self.proc.poll() is not None:
+                    tail = self.log_path.read_text(errors="replace")[-2000:]
+                    self.proc = None
+                    raise ServerError(f"llama.cpp server exited at start (see {self.log_path}):\n{tail}")
+                try:
+                    with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as r:
+                        if r.status == 200:
+                            log.info("llama.cpp server ready on %s after %.1fs", self.base_url,
+                                     time.monotonic() - t0)
+                            return self.base_url
+                except (urllib.error.URLError, OSError):
+                    pass
+                time.sleep(0.2)
+            self._stop_locked()
+            raise ServerError(f"llama.cpp server not ready after {self.startup_timeout_s}s (see {self.log_path})")
+
+    def _stop_locked(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+        log.info("llama.cpp server on port %s stopped", self.port)
+
+    def stop(self) -> None:
+        """Stop the server (idempotent)."""
+        with self._lock:
+            self._stop_locked()
+        with contextlib.suppress(Exception):
+            atexit.unregister(self.stop)

@@ -1,0 +1,103 @@
+"""The paper's Appendix K prompts as template files, rendered to chat messages.
+
+One file per prompt in ``templates/`` (Python ``str.format`` syntax, so the paper's literal
+``{{ ... }}`` braces in K.1 render as single braces):
+
+- ``extraction``      K.1 joint NER + triple extraction (§6.2): ``wiki_title``, ``passage``
+- ``reader``          K.2 reader without gist memory (§4.1): ``docs``, ``query`` (blue parts omitted,
+                      ``Facts:`` left empty; the omitted wording follows the authors' code)
+- ``reader_gist``     K.2 reader with gist memory (§5.1): ``docs``, ``query``, ``triples``
+- ``reason``          K.2 reasoning for termination (§5.2): ``query``, ``triples``
+- ``rewrite``         K.2 query re-writing (§5.3): ``query``, ``triples``, ``reason``
+- ``qa``              K.3 QA with retrieved passages and the in-context example: ``passages``, ``question``
+- ``qa_no_passages``  K.3 QA without passages: ``question``
+
+Layout notes: the paper's rendered "“‘" is a Markdown code fence (```), as in HippoRAG's OpenIE prompt;
+K.1 closes the input paragraph's fence. Each prompt is one user message (the paper shows no system turn).
+Values of ``docs``/``passages`` may be pre-formatted strings or passages (``format_passages``);
+``triples`` may be a string or a list of triples (``format_triples``).
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Iterable, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from gear_repro.utils.errors import ConfigError
+
+TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
+PROMPT_NAMES = ("extraction", "reader", "reader_gist", "reason", "rewrite", "qa", "qa_no_passages")
+
+
+class PromptError(ConfigError):
+    """A prompt name is unknown or a template variable is missing/unexpected."""
+
+
+@cache
+def load_template(name: str) -> str:
+    """The raw template text of prompt ``name``."""
+    path = TEMPLATE_DIR / f"{name}.txt"
+    if not path.is_file():
+        raise PromptError(f"unknown prompt '{name}' (no {path}); known: {', '.join(PROMPT_NAMES)}")
+    return path.read_text(encoding="utf-8").rstrip("\n")
+
+
+def template_variables(name: str) -> set[str]:
+    """Names of the ``{variables}`` that prompt ``name`` needs."""
+    return {f for _, f, _, _ in string.Formatter().parse(load_template(name)) if f}
+
+
+def format_triples(triples: Iterable[Sequence[str]] | str) -> str:
+    """Triples as in the paper's examples: ``("s", "p", "o"), ("s2", "p2", "o2")``."""
+    if isinstance(triples, str):
+        return triples
+    out = []
+    for t in triples:
+        parts = tuple(t.as_tuple()) if hasattr(t, "as_tuple") else tuple(t)  # type: ignore[union-attr]
+        out.append("(" + ", ".join('"' + str(x).replace('"', "'") + '"' for x in parts) + ")")
+    return ", ".join(out)
+
+
+def format_passages(passages: Iterable[Any] | str) -> str:
+    """Passages as K.3 shows them: ``Wikipedia Title: {title}\\n{text}``, blank line between.
+
+    Items may be ``Passage`` objects, ``{"title", "text"}`` dicts or ``(title, text)`` pairs.
+    """
+    if isinstance(passages, str):
+        return passages
+    blocks = []
+    for p in passages:
+        if isinstance(p, dict):
+            title, text = p.get("title", ""), p.get("text", "")
+        elif isinstance(p, (tuple, list)):
+            title, text = p[0], p[1]
+        else:
+            title, text = p.title, p.text
+        blocks.append(f"Wikipedia Title: {title}\n{text}")
+    return "\n\n".join(blocks)
+
+
+_FORMATTERS = {"docs": format_passages, "passages": format_passages, "triples": format_triples}
+
+
+def render(name: str, **variables: Any) -> list[dict]:
+    """Render prompt ``name`` (App. K) to chat messages ``[{"role": "user", "content": ...}]``.
+
+    Every template variable must be given and no other: a missing or unknown one raises ``PromptError``.
+    """
+    text = load_template(name)
+    need = template_variables(name)
+    missing, extra = need - variables.keys(), variables.keys() - need
+    if missing:
+        raise PromptError(f"prompt '{name}' needs variable(s) {sorted(missing)} (given {sorted(variables)})")
+    if extra:
+        raise PromptError(f"prompt '{name}' takes only {sorted(need)}; unexpected {sorted(extra)}")
+    values = {k: _FORMATTERS.get(k, str)(v) for k, v in variables.items()}
+    return [{"role": "user", "content": text.format(**values)}]
+
+
+__all__ = ["PROMPT_NAMES", "PromptError", "format_passages", "format_triples", "load_template", "render",
+           "template_variables"]

@@ -1,0 +1,1 @@
+"""Paper-layout tables (CSV, Markdown, LaTeX) and figures from run directories."""

@@ -1,0 +1,30 @@
+"""The papers' published numbers (gear_repro/resources/paper_results.csv, copied from shared/paper)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+
+PAPER_CSV = Path(__file__).resolve().parent.parent / "resources" / "paper_results.csv"
+
+
+@lru_cache(maxsize=1)
+def paper_results() -> pd.DataFrame:
+    """Columns: paper, table, setting, method, dataset, metric, value, note (value as float; NaN = empty)."""
+    df = pd.read_csv(PAPER_CSV)
+    df["value"] = pd.to_numeric(df["value"], errors="coerce")
+    return df
+
+
+def paper_value(table: str, method: str, dataset: str, metric: str, paper: str = "GEAR",
+                setting: str | None = None) -> float | None:
+    df = paper_results()
+    m = (df.paper == paper) & (df.table == table) & (df.method == method) & (df.dataset == dataset) & (df.metric == metric)
+    if setting:
+        m &= df.setting == setting
+    hit = df[m]
+    if hit.empty or pd.isna(hit.iloc[0]["value"]):
+        return None
+    return float(hit.iloc[0]["value"])

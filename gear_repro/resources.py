@@ -1,0 +1,90 @@
+"""Lazily built objects shared by one run: dataset, indexes, retrievers, LLM (docs/ARCHITECTURE.md).
+
+Nothing is built until a method asks for it, so a BM25-only run never loads an embedder and a
+run without graph expansion never indexes triples.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import cached_property
+from typing import Any
+
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from gear_repro.backends.base import Backend, Collection, IndexDoc
+from gear_repro.data import Dataset, load_dataset
+from gear_repro.utils.errors import ConfigError, DataError
+
+log = logging.getLogger(__name__)
+
+
+class Resources:
+    def __init__(self, cfg: DictConfig, dataset: Dataset | None = None):
+        self.cfg = cfg
+        if dataset is not None:
+            self.__dict__["dataset"] = dataset
+
+    @cached_property
+    def dataset(self) -> Dataset:
+        d = self.cfg.dataset
+        return load_dataset(d.path, name=d.name, limit=d.get("limit"), triples_file=d.get("triples_file"),
+                            missing_gold=d.get("missing_gold", "warn"))
+
+    @cached_property
+    def backend(self) -> Backend:
+        return instantiate(self.cfg.backend)
+
+    @cached_property
+    def embedder(self) -> Any:
+        return instantiate(self.cfg.embedder)
+
+    @cached_property
+    def passages(self) -> Collection:
+        docs = [IndexDoc(p.id, p.content) for p in self.dataset.passages]
+        return self.backend.open_collection("passages", docs, self.embedder)
+
+    def _retriever(self, collection: Collection):
+        return instantiate(self.cfg.retriever, collection=collection, embedder=self.embedder)
+
+    @cached_property
+    def passage_retriever(self):
+        return self._retriever(self.passages)
+
+    @cached_property
+    def triples(self) -> Collection:
+        from gear_repro.graph.triple_index import triple_docs
+
+        if not self.dataset.triples:
+            raise DataError(
+                f"dataset '{self.dataset.name}' has no triples ({self.dataset.path}/triples.jsonl): run "
+                "`gear-repro stage=extract` or import OpenIE triples with gear-repro-prepare --triples-hipporag")
+        return self.backend.open_collection("triples", triple_docs(self.dataset.triples), self.embedder)
+
+    @cached_property
+    def triple_retriever(self):
+        return self._retriever(self.triples)
+
+    @cached_property
+    def triple_index(self):
+        from gear_repro.graph.triple_index import TripleIndex
+
+        graph_cfg = OmegaConf.to_container(self.cfg.get("graph", {}), resolve=True) or {}
+        return TripleIndex(self.triples, self.dataset.triples, **graph_cfg)
+
+    @cached_property
+    def llm(self):
+        if "llm" not in self.cfg or self.cfg.llm is None:
+            raise ConfigError("this run needs an LLM but no `llm=` config group is selected")
+        return instantiate(self.cfg.llm)
+
+    def built(self) -> dict[str, bool]:
+        """Which resources were actually built (for the run record)."""
+        names = ["dataset", "backend", "embedder", "passages", "triples", "triple_index", "llm"]
+        return {n: n in self.__dict__ for n in names}
+
+    def close(self) -> None:
+        llm = self.__dict__.get("llm")
+        if llm is not None and hasattr(llm, "close"):
+            llm.close()

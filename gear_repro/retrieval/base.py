@@ -1,0 +1,84 @@
+"""Base retrievers h_base^k(q, R) over any backend collection (GEAR §3, §6.2).
+
+The same class serves the passage index C and the triple index T, so tripleLink and passageLink
+use "the same base retriever type" as the passage retrieval (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from gear_repro.backends.base import Collection
+from gear_repro.retrieval.fusion import RRF_K, rrf
+from gear_repro.types import Ranking
+
+
+class Retriever(Protocol):
+    name: str
+    collection: Collection
+
+    def retrieve(self, query: str, k: int) -> Ranking: ...
+
+    def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]: ...
+
+
+class _Base:
+    name = "base"
+
+    def __init__(self, collection: Collection, embedder=None, name: str | None = None):
+        self.collection = collection
+        self.embedder = embedder
+        if name:
+            self.name = name
+
+    def retrieve(self, query: str, k: int) -> Ranking:
+        return self.retrieve_many([query], k)[0]
+
+    def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        raise NotImplementedError
+
+
+class BM25Retriever(_Base):
+    """Sparse BM25 (Robertson & Zaragoza, 2009)."""
+
+    name = "bm25"
+
+    def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        return self.collection.bm25(list(queries), k)
+
+
+class DenseRetriever(_Base):
+    """SBERT dense retrieval by cosine similarity (Reimers & Gurevych, 2019)."""
+
+    name = "sbert"
+
+    def __init__(self, collection: Collection, embedder=None, name: str | None = None):
+        if embedder is None:
+            raise ValueError("DenseRetriever needs an embedder")
+        super().__init__(collection, embedder, name)
+
+    def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        if not queries:
+            return []
+        return self.collection.knn(self.embedder.encode(list(queries)), k)
+
+
+class HybridRetriever(_Base):
+    """RRF of BM25 and SBERT lists, each retrieved to ``fusion_depth`` before truncation to k (DESIGN.md)."""
+
+    name = "hybrid"
+
+    def __init__(self, collection: Collection, embedder=None, fusion_depth: int = 100, k_rrf: int = RRF_K,
+                 name: str | None = None):
+        super().__init__(collection, embedder, name)
+        self.sparse = BM25Retriever(collection)
+        self.dense = DenseRetriever(collection, embedder)
+        self.fusion_depth = fusion_depth
+        self.k_rrf = k_rrf
+
+    def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        depth = max(self.fusion_depth, k)
+        sp = self.sparse.retrieve_many(queries, depth)
+        de = self.dense.retrieve_many(queries, depth)
+        return [rrf([s, d], k_rrf=self.k_rrf, limit=k) for s, d in zip(sp, de, strict=True)]

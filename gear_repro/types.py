@@ -1,0 +1,78 @@
+"""Core records shared by every stage (DESIGN.md "Datasets"; GEAR §3 notation).
+
+C = passages, T = triples (each tied to exactly one passage), q = question.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A passage c_i of the corpus C."""
+
+    id: str
+    title: str
+    text: str
+
+    @property
+    def content(self) -> str:
+        """Text indexed for retrieval: title and body (as HippoRAG/GEAR index passages)."""
+        return f"{self.title}\n{self.text}" if self.title else self.text
+
+
+@dataclass(frozen=True)
+class Question:
+    """A multi-hop question with its answers (answer + aliases) and gold passage ids."""
+
+    id: str
+    question: str
+    answers: list[str]
+    gold_ids: list[str]
+    type: str = ""
+    dataset: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Triple:
+    """A triple t_j = (s_j, p_j, o_j) tied to one passage (GEAR §3)."""
+
+    id: str
+    subject: str
+    predicate: str
+    object: str
+    passage_id: str
+
+    @property
+    def text(self) -> str:
+        """Triple text for indexing and scoring: "subject predicate object" (DESIGN.md)."""
+        return f"{self.subject} {self.predicate} {self.object}"
+
+    def as_tuple(self) -> tuple[str, str, str]:
+        return (self.subject, self.predicate, self.object)
+
+
+@dataclass
+class Ranking:
+    """A ranked list of item ids with their scores, best first."""
+
+    ids: list[str] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if len(self.ids) != len(self.scores):
+            raise ValueError(f"Ranking has {len(self.ids)} ids but {len(self.scores)} scores")
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def top(self, k: int) -> Ranking:
+        return Ranking(self.ids[:k], self.scores[:k])
+
+    def to_dict(self) -> dict[str, list]:
+        return {"ids": list(self.ids), "scores": [round(float(s), 6) for s in self.scores]}

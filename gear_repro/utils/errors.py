@@ -1,0 +1,13 @@
+"""Errors that name the file, record or setting at fault."""
+
+
+class GearError(Exception):
+    """Base class for user-facing errors (bad input, bad config)."""
+
+
+class DataError(GearError):
+    """Malformed or inconsistent input data; the message names file and record."""
+
+
+class ConfigError(GearError):
+    """An unknown or inconsistent configuration value; the message names the setting."""

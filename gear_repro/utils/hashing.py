@@ -1,0 +1,37 @@
+"""Content hashes that key every cached artifact (embeddings, indexes, triples, LLM replies)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+def stable_json(obj: Any) -> str:
+    """Canonical JSON (sorted keys, no spaces) so equal objects hash equally."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def hash_obj(obj: Any, n: int = 16) -> str:
+    """Short sha256 of an object's canonical JSON."""
+    return hashlib.sha256(stable_json(obj).encode("utf-8")).hexdigest()[:n]
+
+
+def hash_texts(items: Iterable[str], n: int = 16) -> str:
+    """Order-sensitive sha256 over a sequence of strings."""
+    h = hashlib.sha256()
+    for s in items:
+        b = s.encode("utf-8")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()[:n]
+
+
+def hash_file(path: str | Path, n: int = 16) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()[:n]

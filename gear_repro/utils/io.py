@@ -1,0 +1,123 @@
+"""File I/O: JSONL that reports the failing line, and atomic writes (no corrupt files on interrupt)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from gear_repro.utils.errors import DataError
+
+
+def require_file(path: str | Path, what: str = "file") -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"{what} not found: {p}")
+    if not p.is_file():
+        raise DataError(f"{what} is not a file: {p}")
+    return p
+
+
+def read_json(path: str | Path) -> Any:
+    p = require_file(path)
+    try:
+        with open(p, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise DataError(f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """Yield (line number, record); a malformed line raises DataError naming file and line."""
+    p = require_file(path)
+    with open(p, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{p}:{lineno}: malformed JSON line ({e.msg})") from e
+            if not isinstance(rec, dict):
+                raise DataError(f"{p}:{lineno}: expected a JSON object, got {type(rec).__name__}")
+            yield lineno, rec
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    return [rec for _, rec in iter_jsonl(path)]
+
+
+@contextmanager
+def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8"):
+    """Write to a temp file in the same folder, then rename over the target."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    os.close(fd)
+    try:
+        kw = {} if "b" in mode else {"encoding": encoding}
+        with open(tmp, mode, **kw) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: str | Path, obj: Any, indent: int = 2) -> None:
+    with atomic_open(path) as f:
+        json.dump(obj, f, indent=indent, ensure_ascii=False, default=str)
+        f.write("\n")
+
+
+def write_jsonl(path: str | Path, records: Iterable[dict]) -> int:
+    n = 0
+    with atomic_open(path) as f:
+        for rec in records:
+            f.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
+            n += 1
+    return n
+
+
+class JsonlAppender:
+    """Append-only JSONL log for resumable runs: each record is one flushed line.
+
+    On open, a trailing partial line (from a killed process) is truncated away, so the file
+    always holds whole records only.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._repair_tail()
+        self._f = open(self.path, "a", encoding="utf-8")
+
+    def _repair_tail(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, "rb+") as f:
+            data = f.read()
+            if data and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n") + 1
+                f.truncate(cut)
+
+    def write(self, rec: dict) -> None:
+        self._f.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> JsonlAppender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

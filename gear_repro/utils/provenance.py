@@ -1,0 +1,47 @@
+"""Provenance saved with every run: package versions, platform, git commit."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+from importlib import metadata
+
+from gear_repro.utils.paths import REPO_DIR
+
+TRACKED = [
+    "gear-repro", "hydra-core", "omegaconf", "numpy", "torch", "sentence-transformers", "transformers",
+    "bm25s", "PyStemmer", "openai", "tiktoken", "elasticsearch", "llama_cpp_python", "json-repair",
+    "pandas", "matplotlib", "faiss-cpu",
+]
+
+
+def package_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in TRACKED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def git_commit() -> str | None:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_DIR, capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO_DIR, capture_output=True, text=True, timeout=5)
+        if sha.returncode != 0:
+            return None
+        return sha.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def environment() -> dict:
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "packages": package_versions(),
+        "git_commit": git_commit(),
+    }
