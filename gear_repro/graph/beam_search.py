@@ -56,6 +56,7 @@ class BeamConfig:
     scorer: str = "exact"  # "exact" | "sum" | "mean" | a name registered with register_scorer
     path_separator: str = " "  # joins triple texts into the path text (exact scorer)
     scorer_options: dict[str, Any] = field(default_factory=dict)  # extra keyword args of the scorer
+    label: str | None = None  # free-form row label for reports (Table 4: "w/ diversity"); no effect on search
 
     def __post_init__(self) -> None:
         if self.length < 1 or self.width < 1:

@@ -19,6 +19,7 @@ crash and never empty a non-empty base list; each is counted in ``trace['counter
 
 from __future__ import annotations
 
+import builtins
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +35,11 @@ from gear_repro.utils.errors import ConfigError
 log = logging.getLogger(__name__)
 
 
+def _sec(x: float) -> float:
+    """Seconds rounded for traces (``round`` is shadowed by the GEAR round number in signatures)."""
+    return builtins.round(float(x), 6)
+
+
 @dataclass
 class ExpansionOutput:
     """The fused ranking C_q and a JSON-serialisable trace of how it came about."""
@@ -42,13 +48,9 @@ class ExpansionOutput:
     trace: dict[str, Any] = field(default_factory=dict)
 
 
-def format_docs(passages: Sequence[Any]) -> str:
-    """Passages as in the QA prompt (App. K.3): "Wikipedia Title: {title}\\n{text}", blank-line separated."""
-    return "\n\n".join(f"Wikipedia Title: {p.title}\n{p.text}" for p in passages)
-
-
-def _reader_tools() -> tuple[Callable[..., str], Callable[[str], Any]]:
-    """The prompt renderer and the triple parser of the LLM layer (imported when SyncGE first reads)."""
+def _reader_tools() -> tuple[Callable[..., Any], Callable[[str], Any]]:
+    """The App. K prompt renderer and the forgiving triple parser of the LLM layer (imported lazily, so
+    NoExpansion/NaiveGE never import the LLM stack)."""
     from gear_repro.llm.parsing import parse_triples
     from gear_repro.prompts import render
 
@@ -76,8 +78,9 @@ class NoExpansion:
 
     name = "none"
 
-    def __init__(self, resources: Any = None, beam: Any = None, **_: Any):
+    def __init__(self, resources: Any = None, beam: Any = None, name: str = "none", **_: Any):
         self.resources = resources
+        self.name = name
 
     def expand(self, query: str, base: Ranking, question: Question | None = None, **_: Any) -> ExpansionOutput:
         return ExpansionOutput(ranking=base, trace={"expansion": self.name})
@@ -96,12 +99,15 @@ class GraphExpansion:
         k_rrf: RRF constant (60, DESIGN.md).
         output_depth: truncate the fused list (None = keep every passage of both lists).
         trace_beams: how many final beams to store in the trace (None = all b).
+        name: label of the expansion in run names and reports (default: the class's ``name``).
     """
 
     name = "graph"
 
     def __init__(self, resources: Any, beam: Any = None, k_rrf: int = RRF_K, output_depth: int | None = None,
-                 trace_beams: int | None = None):
+                 trace_beams: int | None = None, name: str | None = None):
+        if name:
+            self.name = name
         self.resources = resources
         self.beam = BeamConfig.from_any(beam)
         self.k_rrf = k_rrf
@@ -156,8 +162,8 @@ class GraphExpansion:
             "beam_steps": res.steps,
             "expanded": list(res.passages),
             "counters": {**res.counters, **counters},
-            "timings": {"initial_s": round(t1 - t0, 6), **{k: round(v, 6) for k, v in res.timings.items()},
-                        "search_s": round(t2 - t1, 6), "fusion_s": round(t3 - t2, 6)},
+            "timings": {"initial_s": _sec(t1 - t0), **{k: _sec(v) for k, v in res.timings.items()},
+                        "search_s": _sec(t2 - t1), "fusion_s": _sec(t3 - t2)},
         })
         return ExpansionOutput(ranking=ranking, trace=trace)
 
@@ -195,10 +201,10 @@ class SyncGE(GraphExpansion):
     name = "sync"
 
     def __init__(self, resources: Any, beam: Any = None, k_rrf: int = RRF_K, output_depth: int | None = None,
-                 trace_beams: int | None = None, read_query: str = "original", prompt: str = "reader",
-                 max_proximal: int | None = None, on_no_proximal: str = "base",
+                 trace_beams: int | None = None, name: str | None = None, read_query: str = "original",
+                 prompt: str = "reader", max_proximal: int | None = None, on_no_proximal: str = "base",
                  llm_params: Mapping[str, Any] | None = None):
-        super().__init__(resources, beam, k_rrf, output_depth, trace_beams)
+        super().__init__(resources, beam, k_rrf, output_depth, trace_beams, name)
         if read_query not in ("original", "current"):
             raise ConfigError(f"expansion.read_query must be 'original' or 'current', got '{read_query}'")
         if on_no_proximal not in ("base", "naive"):
@@ -218,9 +224,11 @@ class SyncGE(GraphExpansion):
         render, parse_triples = _reader_tools()
         by_id = self.resources.dataset.passage_by_id
         passages = [by_id[p] for p in passage_ids if p in by_id]
-        prompt = render(self.prompt, docs=format_docs(passages), query=query)
-        reply = self.resources.llm.chat([{"role": "user", "content": prompt}], stage="read", round=round,
-                                        **self.llm_params)
+        # docs formatted as the QA prompt's passages ("Wikipedia Title: {title}\n{text}", blank-line separated)
+        messages = render(self.prompt, docs=passages, query=query)
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": messages}]
+        reply = self.resources.llm.chat(messages, stage="read", round=round, **self.llm_params)
         parsed = parse_triples(reply.text)
         triples: list[tuple[str, str, str]] = []
         malformed = 0
@@ -269,7 +277,7 @@ class SyncGE(GraphExpansion):
         linked = self.link(proximal, counters) if proximal else []
         initial = [x["triple"] for x in linked if x["triple"] is not None]
         trace.update({"proximal": [list(p) for p in proximal], "linked": linked, "read": info,
-                      "read_s": round(t1 - t0, 6), "link_s": round(time.perf_counter() - t1, 6)})
+                      "read_s": _sec(t1 - t0), "link_s": _sec(time.perf_counter() - t1)})
         if not proximal:
             counters["no_proximal_triples"] = counters.get("no_proximal_triples", 0) + 1
             if self.on_no_proximal == "naive":

@@ -5,7 +5,8 @@ Triples come as the paper's demonstrations show them (K.1: ``{"named_entities": 
 lists, inside code fences, with trailing garbage or cut off mid-way. The reply is normalised by a
 string-aware scan (Python tuple parentheses -> JSON brackets, trailing commas removed, outside string
 literals only), parsed strictly if possible and otherwise with the ``json_repair`` library
-(``repaired=True``). Wrong-arity or non-string triples are dropped and counted.
+(``repaired=True``). Wrong-arity or non-string triples are dropped and counted; whitespace is squeezed (as the HippoRAG
+importer does) and exact duplicates are removed.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def _coerce(item: Any) -> Triple3 | None:
         return None
     if any(isinstance(x, (list, dict)) or x is None for x in item):
         return None
-    parts = tuple(str(x).strip() for x in item)
+    parts = tuple(" ".join(str(x).split()) for x in item)
     return parts if all(parts) else None  # type: ignore[return-value]
 
 

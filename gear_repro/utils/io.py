@@ -13,6 +13,10 @@ from typing import Any
 from gear_repro.utils.errors import DataError
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 def require_file(path: str | Path, what: str = "file") -> Path:
     p = Path(path)
     if not p.exists():
@@ -64,6 +68,7 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
             yield f
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the usual permissions
         os.replace(tmp, p)
     except BaseException:
         if os.path.exists(tmp):
@@ -86,6 +91,19 @@ def write_jsonl(path: str | Path, records: Iterable[dict]) -> int:
     return n
 
 
+def repair_jsonl_tail(path: str | Path) -> bool:
+    """Truncate a trailing partial line (left by a killed writer); True if something was cut."""
+    p = Path(path)
+    if not p.exists():
+        return False
+    with open(p, "rb+") as f:
+        data = f.read()
+        if data and not data.endswith(b"\n"):
+            f.truncate(data.rfind(b"\n") + 1)
+            return True
+    return False
+
+
 class JsonlAppender:
     """Append-only JSONL log for resumable runs: each record is one flushed line.
 
@@ -96,17 +114,8 @@ class JsonlAppender:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._repair_tail()
-        self._f = open(self.path, "a", encoding="utf-8")
-
-    def _repair_tail(self) -> None:
-        if not self.path.exists():
-            return
-        with open(self.path, "rb+") as f:
-            data = f.read()
-            if data and not data.endswith(b"\n"):
-                cut = data.rfind(b"\n") + 1
-                f.truncate(cut)
+        repair_jsonl_tail(self.path)
+        self._f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed by close()/__exit__)
 
     def write(self, rec: dict) -> None:
         self._f.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")

@@ -1,0 +1,58 @@
+"""Stand-alone extraction driver (the runner's ``stage=extract`` does the same through Hydra).
+
+    python -m gear_repro.extraction --dataset data/musique_sample --llm local --limit 20 --out OUT
+    python -m gear_repro.extraction --corpus musique_train_100_corpus.json \
+        --openie openie_musique_train_results_ner_gpt-3.5-turbo-1106_1890.json --llm local --limit 20 --out OUT
+
+``--llm`` names a file of configs/llm (local, tiny, openai, openai_compatible); ``--openie`` imports HippoRAG
+OpenIE triples as the reference to compare counts with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from gear_repro.extraction.extract import extract_triples
+from gear_repro.utils.paths import config_dir
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dataset", help="canonical dataset folder (corpus.jsonl, questions.jsonl, triples.jsonl)")
+    src.add_argument("--corpus", help="HippoRAG-style corpus JSON ([{title, text}])")
+    ap.add_argument("--openie", help="HippoRAG OpenIE file, imported as reference triples (with --corpus)")
+    ap.add_argument("--llm", default="local", help="configs/llm/<name>.yaml (default local)")
+    ap.add_argument("--limit", type=int, default=None, help="first N passages (default all)")
+    ap.add_argument("--out", required=True, help="output folder (resumable)")
+    ap.add_argument("--set", nargs="*", default=[], help="llm overrides, e.g. max_tokens=512")
+    a = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if a.dataset:
+        from gear_repro.data.dataset import load_dataset
+
+        ds = load_dataset(a.dataset)
+        passages, reference, name = ds.passages, ds.triples, ds.name
+    else:
+        from gear_repro.data.converters import import_hipporag_openie, load_hipporag_corpus
+
+        passages, name = load_hipporag_corpus(a.corpus), Path(a.corpus).stem
+        reference = import_hipporag_openie(a.openie, passages)[0] if a.openie else None
+    cfg = OmegaConf.merge(OmegaConf.load(config_dir() / "llm" / f"{a.llm}.yaml"), OmegaConf.from_dotlist(a.set))
+    llm = instantiate(cfg)
+    try:
+        stats = extract_triples(passages[: a.limit] if a.limit else passages, llm, a.out, reference=reference,
+                                dataset_name=name)
+    finally:
+        llm.close()
+    print(json.dumps({k: v for k, v in stats.items() if k != "llm_stats"} | {"llm_stats": llm.stats()}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,242 @@
+"""Joint named-entity + triple extraction with the K.1 prompt (GEAR §6.2), resumable and counted."""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from gear_repro.llm.parsing import parse_extraction
+from gear_repro.prompts import render
+from gear_repro.types import Passage, Triple
+from gear_repro.utils.io import JsonlAppender, read_jsonl, write_json, write_jsonl
+
+log = logging.getLogger(__name__)
+
+TRIPLES_FILE = "triples.jsonl"
+LOG_FILE = "extraction_log.jsonl"
+STATS_FILE = "extraction_stats.json"
+
+
+def _cfg_get(cfg: Any, dotted: str, default: Any = None) -> Any:
+    cur = cfg
+    for part in dotted.split("."):
+        if cur is None:
+            return default
+        cur = cur.get(part) if isinstance(cur, Mapping) or hasattr(cur, "get") else getattr(cur, part, None)
+    return default if cur is None else cur
+
+
+def run_extraction(cfg: Any, resources: Any, run_dir: str | Path) -> dict[str, Any]:
+    """``stage=extract``: K.1 extraction over ``resources.dataset.passages`` (first ``dataset.limit_passages``).
+
+    Optional ``cfg.extraction``: ``params`` (LLM request params, e.g. max_tokens), ``progress`` (tqdm).
+    Returns the stats written to ``extraction_stats.json``.
+    """
+    dataset = resources.dataset
+    limit = _cfg_get(cfg, "dataset.limit_passages")
+    passages = dataset.passages[: int(limit)] if limit else dataset.passages
+    params = dict(_cfg_get(cfg, "extraction.params", {}) or {})
+    progress = bool(_cfg_get(cfg, "extraction.progress", _cfg_get(cfg, "run.progress", True)))
+    return extract_triples(passages, resources.llm, run_dir, reference=getattr(dataset, "triples", None),
+                           progress=progress, params=params, dataset_name=getattr(dataset, "name", ""))
+
+
+def _load_done(out: Path) -> dict[str, dict]:
+    """Finished passages from the log; triples of unfinished passages are dropped from triples.jsonl."""
+    log_path, t_path = out / LOG_FILE, out / TRIPLES_FILE
+    for p in (log_path, t_path):  # truncate a torn last line left by a killed process
+        if p.exists():
+            JsonlAppender(p).close()
+    done = {r["passage_id"]: r for r in read_jsonl(log_path)} if log_path.exists() else {}
+    if t_path.exists():
+        rows = read_jsonl(t_path)
+        keep = [r for r in rows if r.get("passage_id") in done]
+        seen: set[str] = set()
+        keep = [r for r in keep if not (r["id"] in seen or seen.add(r["id"]))]  # type: ignore[func-returns-value]
+        if len(keep) != len(rows):
+            log.info("resume: dropping %d triples of unfinished passages or repeats", len(rows) - len(keep))
+            write_jsonl(t_path, keep)
+    return done
+
+
+def _extract_one(llm: Any, p: Passage, params: Mapping[str, Any]) -> tuple[list[dict], dict]:
+    messages = render("extraction", wiki_title=p.title, passage=p.text)
+    reply = llm.chat(messages, stage="extract", round=0, **params)
+    entities, parsed = parse_extraction(reply.text)
+    triples = [{"id": f"{p.id}-{n}", "subject": s, "predicate": r, "object": o, "passage_id": p.id}
+               for n, (s, r, o) in enumerate(parsed.triples)]
+    rec = {"passage_id": p.id, "n_triples": len(triples), "entities": entities, "failed": parsed.failed,
+           "repaired": parsed.repaired, "dropped": parsed.dropped, "error": parsed.error,
+           "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+           "cached": reply.cached, "latency_s": reply.latency_s, "finish_reason": getattr(reply, "finish_reason", None)}
+    return triples, rec
+
+
+def extract_triples(
+    passages: Sequence[Passage],
+    llm: Any,
+    out_dir: str | Path,
+    *,
+    reference: Sequence[Triple] | None = None,
+    progress: bool = True,
+    params: Mapping[str, Any] | None = None,
+    concurrency: int | None = None,
+    dataset_name: str = "",
+) -> dict[str, Any]:
+    """Extract triples of ``passages`` with ``llm`` (any object with ``chat(messages, *, stage, round, **p)``).
+
+    Appends per passage as it finishes; skips passages already done in ``out_dir``. Failed LLM calls are
+    logged and counted (``call_errors``) and the passage stays undone, so a re-run retries it.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    params = dict(params or {})
+    done = _load_done(out)
+    todo = [p for p in passages if p.id not in done]
+    workers = max(1, int(concurrency or getattr(llm, "concurrency", 1) or 1))
+    log.info("extraction: %d passages, %d already done, %d to go (%d worker(s))", len(passages),
+             len(passages) - len(todo), len(todo), workers)
+    call_errors: list[str] = []
+    t0 = time.perf_counter()
+    n_new = 0
+    with JsonlAppender(out / TRIPLES_FILE) as t_out, JsonlAppender(out / LOG_FILE) as l_out, \
+            tqdm(total=len(todo), desc="extract", unit="passage", disable=not progress) as bar:
+        ex = ThreadPoolExecutor(max_workers=workers)
+        try:
+            pending: dict[Future, Passage] = {}
+            it = iter(todo)
+            while True:
+                while len(pending) < workers * 2:  # bounded queue: a kill loses at most a few calls
+                    p = next(it, None)
+                    if p is None:
+                        break
+                    pending[ex.submit(_extract_one, llm, p, params)] = p
+                if not pending:
+                    break
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    p = pending.pop(fut)
+                    try:
+                        triples, rec = fut.result()
+                    except Exception as e:  # a failed call must not end the run
+                        call_errors.append(f"{p.id}: {type(e).__name__}: {str(e)[:200]}")
+                        log.warning("extraction of passage %s failed: %s", p.id, e)
+                        bar.update(1)
+                        continue
+                    for t in triples:
+                        t_out.write(t)
+                    l_out.write(rec)  # written last: the passage is done only once this line exists
+                    done[p.id] = rec
+                    n_new += 1
+                    bar.update(1)
+        finally:
+            ex.shutdown(wait=True, cancel_futures=True)
+    wall = time.perf_counter() - t0
+    stats = extraction_stats([done[p.id] for p in passages if p.id in done], out / TRIPLES_FILE, reference,
+                             n_passages=len(passages))
+    stats["dataset"] = dataset_name
+    stats["session"] = {"passages_processed": n_new, "wall_s": round(wall, 2),
+                        "passages_per_min": round(60 * n_new / wall, 2) if wall > 0 and n_new else None,
+                        "call_errors": len(call_errors), "call_error_examples": call_errors[:5]}
+    if hasattr(llm, "stats"):
+        stats["llm_stats"] = llm.stats()
+    write_json(out / STATS_FILE, stats)
+    log.info("extraction: %d/%d passages done, %d triples (%.2f/passage), %d parse failures, %d repairs; %s",
+             stats["n_done"], len(passages), stats["triples"], stats["triples_per_passage"]["mean"] or 0,
+             stats["parse"]["failures"], stats["parse"]["repairs"], out / STATS_FILE)
+    return stats
+
+
+def _dist(values: list[int]) -> dict[str, Any]:
+    if not values:
+        return {"mean": None, "median": None, "min": None, "max": None, "p90": None, "histogram": {}}
+    s = sorted(values)
+    return {"mean": round(statistics.fmean(s), 3), "median": statistics.median(s), "min": s[0], "max": s[-1],
+            "p90": s[min(len(s) - 1, int(0.9 * len(s)))],
+            "histogram": {str(k): v for k, v in sorted(Counter(s).items())}}
+
+
+def extraction_stats(records: list[dict], triples_path: Path, reference: Sequence[Triple] | None,
+                     n_passages: int) -> dict[str, Any]:
+    """Stats over finished passages' log records (and the reference triples on the same passages)."""
+    counts = [int(r["n_triples"]) for r in records]
+    uncached = [r for r in records if not r.get("cached")]
+    llm_s = sum(float(r.get("latency_s") or 0) for r in uncached)
+    pt = sum(int(r.get("prompt_tokens") or 0) for r in records)
+    ct = sum(int(r.get("completion_tokens") or 0) for r in records)
+    n = len(records)
+    stats: dict[str, Any] = {
+        "n_passages": n_passages,
+        "n_done": n,
+        "n_remaining": n_passages - n,
+        "triples": sum(counts),
+        "triples_per_passage": _dist(counts),
+        "passages_without_triples": sum(1 for c in counts if c == 0),
+        "entities_per_passage_mean": round(statistics.fmean(len(r.get("entities") or []) for r in records), 3)
+        if records else None,
+        "parse": {
+            "failures": sum(1 for r in records if r.get("failed")),
+            "repairs": sum(1 for r in records if r.get("repaired")),
+            "dropped_triples": sum(int(r.get("dropped") or 0) for r in records),
+            "truncated_replies": sum(1 for r in records if r.get("finish_reason") == "length"),
+            "failure_examples": [f"{r['passage_id']}: {r.get('error')}" for r in records if r.get("failed")][:5],
+        },
+        "tokens": {
+            "prompt": pt, "completion": ct,
+            "prompt_per_passage": round(pt / n, 1) if n else None,
+            "completion_per_passage": round(ct / n, 1) if n else None,
+            "total_per_passage": round((pt + ct) / n, 1) if n else None,
+        },
+        "calls": {"cached": n - len(uncached), "uncached": len(uncached)},
+        "llm_seconds_uncached": round(llm_s, 2),
+        "passages_per_min_llm": round(60 * len(uncached) / llm_s, 2) if llm_s > 0 else None,
+        "triples_file": str(triples_path),
+    }
+    if reference is not None:
+        stats["reference"] = compare_with_reference(records, triples_path, reference)
+    return stats
+
+
+def _key(s: str, r: str, o: str) -> tuple[str, str, str]:
+    return (" ".join(s.casefold().split()), " ".join(r.casefold().split()), " ".join(o.casefold().split()))
+
+
+def compare_with_reference(records: list[dict], triples_path: Path, reference: Sequence[Triple]) -> dict[str, Any]:
+    """Counts of ours vs the reference triples (e.g. GPT-3.5 OpenIE) on the same finished passages."""
+    ids = {r["passage_id"] for r in records}
+    ref_by: dict[str, set] = {}
+    for t in reference:
+        if t.passage_id in ids:
+            ref_by.setdefault(t.passage_id, set()).add(_key(t.subject, t.predicate, t.object))
+    ours_by: dict[str, set] = {}
+    if triples_path.exists():
+        for t in read_jsonl(triples_path):
+            if t["passage_id"] in ids:
+                ours_by.setdefault(t["passage_id"], set()).add(_key(t["subject"], t["predicate"], t["object"]))
+    n = len(ids)
+    ours_n = sum(int(r["n_triples"]) for r in records)
+    ref_n = sum(len(v) for v in ref_by.values())
+    exact = sum(len(ours_by.get(pid, set()) & ref_by.get(pid, set())) for pid in ids)
+    ent_ours = {pid: {x for t in v for x in (t[0], t[2])} for pid, v in ours_by.items()}
+    ent_ref = {pid: {x for t in v for x in (t[0], t[2])} for pid, v in ref_by.items()}
+    ent_shared = sum(len(ent_ours.get(p, set()) & ent_ref.get(p, set())) for p in ids)
+    ent_ref_n = sum(len(v) for v in ent_ref.values())
+    return {
+        "passages": n,
+        "ours_triples": ours_n,
+        "reference_triples": ref_n,
+        "ours_per_passage": round(ours_n / n, 3) if n else None,
+        "reference_per_passage": round(ref_n / n, 3) if n else None,
+        "ratio_ours_to_reference": round(ours_n / ref_n, 3) if ref_n else None,
+        "reference_passages_without_triples": sum(1 for pid in ids if not ref_by.get(pid)),
+        "exact_triple_matches": exact,
+        "reference_entities_recovered": round(ent_shared / ent_ref_n, 3) if ent_ref_n else None,
+    }

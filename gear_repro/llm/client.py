@@ -1,0 +1,309 @@
+"""One LLM client for every backend (OpenAI, vLLM, llama.cpp server, the embedded local model).
+
+All calls go through the ``openai`` package against an OpenAI-compatible endpoint; ``llm=local``/``tiny``
+start a llama.cpp server subprocess lazily on the first uncached call (``server.LlamaServer``).
+Every call gets: a persistent cache keyed by (model, messages, params); bounded retries with exponential
+backoff on 429/5xx/timeouts/connection errors/malformed bodies; a token-ledger record (stage, round,
+tokens, cached, latency, model). Used by every LLM step of the paper: extraction (K.1, §6.2), reader,
+gist memory, reasoner and rewriter (K.2, §4.1, §5) and QA (K.3).
+
+Secrets: the API key is read from the environment variable named by ``api_key_env`` when the endpoint is
+first contacted; it is never stored in the config, the cache, the ledger, logs or ``repr``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from gear_repro.llm.cache import LLMCache, request_key
+from gear_repro.llm.ledger import TokenLedger
+from gear_repro.llm.tokens import count_messages, count_text
+from gear_repro.utils.errors import ConfigError, GearError
+
+log = logging.getLogger(__name__)
+
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+class LLMCallError(GearError):
+    """An LLM call failed for good (non-retryable error or retries exhausted)."""
+
+
+class MalformedReply(Exception):
+    """The endpoint answered 2xx with a body that is not a chat completion (retryable)."""
+
+
+@dataclass
+class LLMReply:
+    """One chat reply; tokens from the server's usage (else tiktoken/estimate, see ``tokens_source``)."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached: bool
+    latency_s: float
+    model: str
+    finish_reason: str | None = None
+    tokens_source: str = "usage"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _retryable(exc: BaseException) -> bool:
+    import openai
+
+    if isinstance(exc, (MalformedReply, openai.APIConnectionError, openai.APIResponseValidationError)):
+        return True  # APITimeoutError is an APIConnectionError
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in RETRY_STATUS or exc.status_code >= 500
+    return False
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    resp = getattr(exc, "response", None)
+    try:
+        val = resp.headers.get("retry-after") if resp is not None else None
+        return float(val) if val is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+class LLMClient:
+    """Chat client over an OpenAI-compatible endpoint with cache, retries, ledger and stats.
+
+    Built by Hydra ``instantiate(cfg.llm)``; see ``configs/llm/*.yaml`` for every field and its default.
+    ``server`` (a mapping of ``LlamaServer`` settings with ``model_path`` a GGUF path or ``qwen``/``smollm2``)
+    makes the client start its own llama.cpp server, unless ``base_url`` is given.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        temperature: float | None = 0.0,
+        max_tokens: int | None = None,
+        params: Mapping[str, Any] | None = None,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        backoff_base_s: float = 1.0,
+        backoff_max_s: float = 30.0,
+        concurrency: int = 4,
+        cache: bool = True,
+        cache_dir: str | None = None,
+        server: Mapping[str, Any] | None = None,
+        ledger: TokenLedger | None = None,
+    ):
+        if not model:
+            raise ConfigError("llm.model must be set")
+        if api_key_env and api_key_env.startswith(("sk-", "sk_")):
+            raise ConfigError("llm.api_key_env must be the NAME of an environment variable, not a key")
+        self.model = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.default_params: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens,
+                                               **dict(params or {})}
+        self.timeout_s = float(timeout_s)
+        self.max_retries = int(max_retries)
+        self.backoff_base_s, self.backoff_max_s = float(backoff_base_s), float(backoff_max_s)
+        self.concurrency = max(1, int(concurrency))
+        self.cache = LLMCache(cache_dir) if cache else None
+        self.server_cfg = dict(server) if server else None
+        self.server = None
+        self.ledger = ledger if ledger is not None else TokenLedger()
+        self._client: Any = None
+        self._lock = threading.Lock()
+        self._stats: Counter[str] = Counter()
+
+    def __repr__(self) -> str:
+        return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
+
+    # -- endpoint -----------------------------------------------------------------------------------------
+    def _ensure_client(self) -> Any:
+        """The ``openai.OpenAI`` object, starting the local server first if configured."""
+        with self._lock:
+            if self.server is not None and not self.server.alive():
+                self._client = None  # the server died (or was stopped): start a fresh one
+            if self._client is not None:
+                return self._client
+            import openai
+
+            base_url = self.base_url
+            if base_url is None and self.server_cfg is not None:
+                if self.server is None:
+                    from gear_repro.llm.offline import resolve_model_path
+                    from gear_repro.llm.server import LlamaServer
+
+                    cfg = dict(self.server_cfg)
+                    path = resolve_model_path(str(cfg.pop("model_path")))
+                    cfg["extra_args"] = list(cfg.get("extra_args") or [])
+                    self.server = LlamaServer(path, alias=self.model, **cfg)
+                base_url = self.server.start()
+            key = os.environ.get(self.api_key_env) if self.api_key_env else None
+            if not key:
+                if base_url is None:
+                    raise ConfigError(f"no API key: set the environment variable {self.api_key_env} "
+                                      "(or give llm.base_url for a local/self-hosted endpoint)")
+                key = "not-needed"  # vLLM / llama.cpp servers accept any key
+            self._client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=self.timeout_s)
+            return self._client
+
+    def close(self) -> None:
+        """Close the HTTP client and stop a harness-started server."""
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+            if self.server is not None:
+                self.server.stop()
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- calls --------------------------------------------------------------------------------------------
+    def _params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        merged = {**self.default_params, **params}
+        return {k: v for k, v in merged.items() if v is not None}
+
+    def _bump(self, **counts: int) -> None:
+        with self._lock:
+            self._stats.update(counts)
+
+    def _request(self, messages: list[dict], params: dict[str, Any]) -> dict[str, Any]:
+        """One HTTP round trip, validated; returns the cacheable reply fields."""
+        client = self._ensure_client()
+        resp = client.chat.completions.create(model=self.model, messages=messages, **params)
+        choices = getattr(resp, "choices", None)
+        if not choices or getattr(choices[0], "message", None) is None:
+            raise MalformedReply(f"not a chat completion: {str(resp)[:200]!r}")
+        text = choices[0].message.content
+        if text is not None and not isinstance(text, str):
+            raise MalformedReply(f"message content is {type(text).__name__}")
+        text = text or ""
+        usage = getattr(resp, "usage", None)
+        if usage is not None and getattr(usage, "prompt_tokens", None):
+            pt, ct, source = int(usage.prompt_tokens), int(usage.completion_tokens or 0), "usage"
+        else:
+            pt, source = count_messages(messages, self.model)
+            ct, _ = count_text(text, self.model)
+        return {"text": text, "prompt_tokens": pt, "completion_tokens": ct,
+                "finish_reason": getattr(choices[0], "finish_reason", None), "tokens_source": source,
+                "model": getattr(resp, "model", None) or self.model}
+
+    def _call_with_retries(self, messages: list[dict], params: dict[str, Any]) -> dict[str, Any]:
+        attempt = 0
+        while True:
+            try:
+                return self._request(messages, params)
+            except Exception as e:
+                if not _retryable(e) or attempt >= self.max_retries:
+                    kind = "retries exhausted" if _retryable(e) else "non-retryable"
+                    raise LLMCallError(f"LLM call to {self.model} failed ({kind} after {attempt + 1} "
+                                       f"attempt(s)): {type(e).__name__}: {str(e)[:300]}") from e
+                delay = min(self.backoff_max_s, self.backoff_base_s * 2 ** attempt) * (0.75 + random.random() / 2)
+                hint = _retry_after(e)
+                if hint is not None:
+                    delay = max(delay, min(hint, self.backoff_max_s))
+                attempt += 1
+                self._bump(retries=1)
+                log.warning("LLM call to %s: %s; retry %d/%d in %.2fs", self.model, type(e).__name__, attempt,
+                            self.max_retries, delay)
+                time.sleep(delay)
+
+    def chat(self, messages: list[dict], *, stage: str, round: int = 0, **params: Any) -> LLMReply:
+        """Send chat ``messages`` (cached); record the call under ``stage``/``round`` in ``self.ledger``.
+
+        ``params`` (temperature, max_tokens, stop, seed, ...) override the configured defaults and are
+        part of the cache key. Raises ``LLMCallError`` when the call fails for good.
+        """
+        req = self._params(params)
+        t0 = time.perf_counter()
+        key = request_key(self.model, messages, req) if self.cache is not None else None
+        self._bump(calls=1)
+        hit = self.cache.get(key) if self.cache is not None and key else None
+        if hit is not None:
+            self._bump(cache_hits=1)
+            reply = LLMReply(text=hit["text"], prompt_tokens=hit["prompt_tokens"],
+                             completion_tokens=hit["completion_tokens"], cached=True,
+                             latency_s=round_s(time.perf_counter() - t0), model=hit.get("model") or self.model,
+                             finish_reason=hit.get("finish_reason"), tokens_source=hit.get("tokens_source", "usage"))
+        else:
+            self._bump(cache_misses=1)
+            try:
+                out = self._call_with_retries(messages, req)
+            except LLMCallError as e:
+                self._bump(failures=1)
+                self.ledger.add(stage=stage, round=round, prompt_tokens=0, completion_tokens=0, cached=False,
+                                latency_s=round_s(time.perf_counter() - t0), model=self.model,
+                                tokens_source=None, ok=False, error=str(e)[:300])
+                raise
+            if self.cache is not None and key:
+                self.cache.put(key, self.model, out)
+            reply = LLMReply(text=out["text"], prompt_tokens=out["prompt_tokens"],
+                             completion_tokens=out["completion_tokens"], cached=False,
+                             latency_s=round_s(time.perf_counter() - t0), model=out["model"],
+                             finish_reason=out["finish_reason"], tokens_source=out["tokens_source"])
+        self._bump(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
+        self.ledger.add(stage=stage, round=round, prompt_tokens=reply.prompt_tokens,
+                        completion_tokens=reply.completion_tokens, cached=reply.cached, latency_s=reply.latency_s,
+                        model=reply.model, tokens_source=reply.tokens_source, ok=True, error=None)
+        return reply
+
+    def chat_many(self, batch: Sequence[list[dict]], *, stage: str, round: int = 0,
+                  return_exceptions: bool = False, **params: Any) -> list[Any]:
+        """``chat`` over many message lists with ``concurrency`` threads; results in input order.
+
+        With ``return_exceptions`` a failed call yields its ``LLMCallError`` in place instead of raising.
+        """
+        if not batch:
+            return []
+        if self.server_cfg is not None and self.base_url is None:
+            self._ensure_client_if_needed(batch, params)
+
+        def one(msgs: list[dict]) -> Any:
+            try:
+                return self.chat(msgs, stage=stage, round=round, **params)
+            except LLMCallError as e:
+                if return_exceptions:
+                    return e
+                raise
+
+        if self.concurrency == 1 or len(batch) == 1:
+            return [one(m) for m in batch]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batch))) as ex:
+            return list(ex.map(one, batch))
+
+    def _ensure_client_if_needed(self, batch: Sequence[list[dict]], params: Mapping[str, Any]) -> None:
+        """Start a local server from the calling thread when some request misses the cache."""
+        req = self._params(params)
+        if self.cache is None or any(self.cache.get(request_key(self.model, m, req)) is None for m in batch):
+            self._ensure_client()
+
+    def is_cached(self, messages: list[dict], **params: Any) -> bool:
+        """Whether ``chat(messages, **params)`` would be served from the cache."""
+        return self.cache is not None and self.cache.get(request_key(self.model, messages, self._params(params))) \
+            is not None
+
+    def stats(self) -> dict[str, int]:
+        """Counters: calls, cache_hits, cache_misses, retries, failures, prompt/completion tokens."""
+        with self._lock:
+            base = {k: 0 for k in ("calls", "cache_hits", "cache_misses", "retries", "failures", "prompt_tokens",
+                                   "completion_tokens")}
+            return base | dict(self._stats)
+
+
+def round_s(x: float) -> float:
+    return round(x, 4)

@@ -1,0 +1,99 @@
+"""The QA reader of Table 3: K.3 prompt over the top-``top_k`` passages, answer post-processing, EM/F1.
+
+Modes (``qa_reader.mode``):
+
+- ``retrieved`` (default): the top ``top_k`` (5) passages of the method's final ranking;
+- ``none``: the K.3 prompt without passages (Table 3 "No Passages", lower bound);
+- ``gold``: the question's gold passages, in ``gold_ids`` order (Table 3 "Gold Passages", upper bound;
+  not truncated to ``top_k``: MuSiQue has at most 4).
+
+The answer is the reply's text after the last echoed ``Answer:`` label (if any), first non-empty line,
+stripped of white space, quotes and Markdown emphasis. EM and F1 come from
+:mod:`gear_repro.evaluation.metrics` only (per question in [0, 1]; metrics.json reports them ×100).
+Built by the runner as ``instantiate(cfg.qa_reader, resources=res)`` when ``qa=true``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from gear_repro.evaluation.metrics import exact_match, f1_score
+from gear_repro.types import Question
+from gear_repro.utils.errors import ConfigError
+
+QA_MODES = ("retrieved", "none", "gold")
+_ANSWER_LABEL = re.compile(r"\banswer\s*[:：]", re.IGNORECASE)
+_STRIP = " \t\r\n\"'`*“”‘’"
+
+
+def extract_answer(text: str | None) -> str:
+    """The answer in a K.3 reply: after the last "Answer:" if echoed, first non-empty line, stripped."""
+    if not text:
+        return ""
+    labels = list(_ANSWER_LABEL.finditer(text))
+    body = text[labels[-1].end():] if labels else text
+    if labels and not body.strip():  # "Answer:" at the very end: take what came before it
+        body = text[: labels[-1].start()]
+    for line in body.splitlines():
+        line = line.strip().strip(_STRIP).strip()
+        if line:
+            return line
+    return ""
+
+
+class QAReader:
+    """K.3 QA over a ranked list (or no passages / the gold passages for Table 3's bounds).
+
+    Args:
+        resources: run resources (``llm``, ``dataset``).
+        top_k: passages bound in ``retrieved`` mode (5, Table 3).
+        mode: ``retrieved`` | ``none`` | ``gold``.
+        prompt / prompt_no_passages: App. K.3 template names.
+        llm_params: extra keyword arguments for ``llm.chat`` (e.g. ``{max_tokens: 64}``).
+    """
+
+    def __init__(self, resources: Any, top_k: int = 5, mode: str = "retrieved", prompt: str = "qa",
+                 prompt_no_passages: str = "qa_no_passages", llm_params: Any = None, **_: Any):
+        if mode not in QA_MODES:
+            raise ConfigError(f"qa_reader.mode must be one of {QA_MODES}, got '{mode}'")
+        if top_k < 1:
+            raise ConfigError(f"qa_reader.top_k must be >= 1, got {top_k}")
+        self.resources = resources
+        self.top_k = int(top_k)
+        self.mode = mode
+        self.prompt = prompt
+        self.prompt_no_passages = prompt_no_passages
+        if llm_params is not None and not isinstance(llm_params, dict):
+            llm_params = OmegaConf.to_container(llm_params, resolve=True)
+        self.llm_params = dict(llm_params or {})
+
+    def passages_for(self, question: Question, ranked_ids: Sequence[str]) -> list[str]:
+        """Ids of the passages bound in the prompt for this mode."""
+        if self.mode == "none":
+            return []
+        by_id = self.resources.dataset.passage_by_id
+        ids = question.gold_ids if self.mode == "gold" else list(ranked_ids)[: self.top_k]
+        return [p for p in dict.fromkeys(ids) if p in by_id]
+
+    def messages(self, question: Question, passage_ids: Sequence[str]) -> list[dict]:
+        from gear_repro.prompts import render
+
+        if self.mode == "none":
+            return render(self.prompt_no_passages, question=question.question)
+        by_id = self.resources.dataset.passage_by_id
+        return render(self.prompt, passages=[by_id[p] for p in passage_ids], question=question.question)
+
+    def answer(self, question: Question, ranked_ids: Sequence[str]) -> dict[str, Any]:
+        """Answer one question; returns answer, qa_raw, qa_mode, qa_passages and per-question em/f1."""
+        ids = self.passages_for(question, ranked_ids)
+        reply = self.resources.llm.chat(self.messages(question, ids), stage="qa", round=0, **self.llm_params)
+        ans = extract_answer(reply.text)
+        out: dict[str, Any] = {"answer": ans, "qa_raw": reply.text, "qa_mode": self.mode, "qa_passages": ids}
+        if question.answers:
+            out["em"] = exact_match(ans, question.answers)
+            out["f1"] = f1_score(ans, question.answers)
+        return out

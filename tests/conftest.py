@@ -1,0 +1,84 @@
+"""Shared fixtures: offline model settings, a toy canonical dataset, Hydra composition."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "data" / "musique_sample"
+SHARED_DATA = Path(os.environ.get("GEAR_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+TOY_PASSAGES = [
+    ("Paris", "Paris is the capital and largest city of France."),
+    ("Berlin", "Berlin is the capital of Germany."),
+    ("France", "France is a country in Western Europe; its president is Emmanuel Macron."),
+    ("Emmanuel Macron", "Emmanuel Macron was born in Amiens in 1977."),
+    ("Amiens", "Amiens is a city in northern France, on the Somme river."),
+    ("Somme", "The Somme is a river in Picardy."),
+]
+TOY_QUESTIONS = [
+    {"id": "q1", "question": "Where was the president of France born?", "answers": ["Amiens"],
+     "gold_ids": ["2", "3"], "type": "2hop", "dataset": "toy"},
+    {"id": "q2", "question": "What is the capital of Germany?", "answers": ["Berlin"], "gold_ids": ["1"],
+     "type": "1hop", "dataset": "toy"},
+    {"id": "q3", "question": "Which river flows through the city where Macron was born?", "answers": ["Somme"],
+     "gold_ids": ["3", "4"], "type": "2hop", "dataset": "toy"},
+]
+TOY_TRIPLES = [
+    ("Paris", "capital of", "France", "0"), ("Berlin", "capital of", "Germany", "1"),
+    ("France", "president", "Emmanuel Macron", "2"), ("Emmanuel Macron", "born in", "Amiens", "3"),
+    ("Amiens", "located on", "Somme", "4"), ("Somme", "located in", "Picardy", "5"),
+]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.fixture
+def toy_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "toy"
+    d.mkdir()
+    write_jsonl(d / "corpus.jsonl", [{"id": str(i), "title": t, "text": x} for i, (t, x) in enumerate(TOY_PASSAGES)])
+    write_jsonl(d / "questions.jsonl", TOY_QUESTIONS)
+    write_jsonl(d / "triples.jsonl", [{"id": f"{p}-{i}", "subject": s, "predicate": r, "object": o, "passage_id": p}
+                                      for i, (s, r, o, p) in enumerate(TOY_TRIPLES)])
+    return d
+
+
+@pytest.fixture
+def compose():
+    """Compose the project's Hydra config with overrides (Hydra compose API)."""
+    from hydra import compose as _compose
+    from hydra import initialize_config_dir
+
+    import gear_repro.config  # noqa: F401
+    from gear_repro.utils.paths import config_dir
+
+    def _c(overrides: list[str] | None = None):
+        with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+            return _compose("config", overrides=overrides or [], return_hydra_config=False)
+
+    return _c
+
+
+@pytest.fixture(scope="session")
+def sample_dir() -> Path:
+    if not (SAMPLE / "corpus.jsonl").exists():
+        pytest.skip(f"bundled sample missing at {SAMPLE}")
+    return SAMPLE
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.exists():
+        pytest.skip(f"shared data not found at {SHARED_DATA} (set GEAR_SHARED_DATA)")
+    return SHARED_DATA

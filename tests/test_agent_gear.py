@@ -1,0 +1,250 @@
+"""GEAR agent (§5) on a real slice of the MuSiQue sample with MiniLM and a scripted stand-in LLM."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gear_repro.evaluation.aggregate import aggregate, round_recalls
+from gear_repro.llm import LLMReply, TokenLedger
+from gear_repro.retrieval.fusion import rrf
+from tests.conftest import SAMPLE
+
+N_PASSAGES = 150  # first passages of the sample (hold the gold passages of its first questions)
+N_QUESTIONS = 3
+
+READ = ('("Journal of Psychotherapy Integration", "published by", "American Psychological Association"), '
+        '("American Psychological Association", "first president", "G. Stanley Hall")')
+GIST_1 = 'Facts: ("Journal of Psychotherapy Integration", "published by", "American Psychological Association")'
+GIST_2 = ('("journal of psychotherapy  integration", "Published by", "American Psychological Association"), '
+          '("American Psychological Association", "first president", "G. Stanley Hall")')
+NO = "Answerable: No\nWhy: The facts do not say who the first president was."
+YES = "Answerable: Yes\nAnswer: G. Stanley Hall"
+REWRITE = "Next Question: Who was the first president of the American Psychological Association?"
+
+
+class ScriptedLLM:
+    """Stand-in with the LLM client's chat() signature: replies by (stage, round), else by stage."""
+
+    def __init__(self, script: dict, model: str = "scripted"):
+        self.script = script
+        self.model = model
+        self.ledger = TokenLedger()
+        self.calls: list[dict] = []
+
+    def chat(self, messages: list[dict], *, stage: str, round: int = 0, **params) -> LLMReply:
+        prompt = "\n".join(str(m["content"]) for m in messages)
+        reply = self.script.get((stage, round), self.script.get(stage, ""))
+        text = reply(prompt) if isinstance(reply, Callable) else reply
+        self.calls.append({"stage": stage, "round": round, "prompt": prompt, "reply": text})
+        pt, ct = len(prompt.split()), len(text.split())
+        self.ledger.add(stage=stage, round=round, prompt_tokens=pt, completion_tokens=ct, cached=False,
+                        latency_s=0.0, model=self.model)
+        return LLMReply(text=text, prompt_tokens=pt, completion_tokens=ct, cached=False, latency_s=0.0,
+                        model=self.model)
+
+    def stages(self) -> list[tuple[str, int]]:
+        return [(c["stage"], c["round"]) for c in self.calls]
+
+
+def make_slice(dest: Path, n_passages: int = N_PASSAGES, n_questions: int = N_QUESTIONS) -> Path:
+    """A canonical dataset folder: the sample's first passages, their triples and first questions."""
+    dest.mkdir(parents=True, exist_ok=True)
+    rows = [json.loads(x) for x in (SAMPLE / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    keep = {r["id"] for r in rows[:n_passages]}
+    qs = [json.loads(x) for x in (SAMPLE / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    qs = [q for q in qs if set(q["gold_ids"]) <= keep][:n_questions]
+    trs = [json.loads(x) for x in (SAMPLE / "triples.jsonl").read_text(encoding="utf-8").splitlines()]
+    for name, data in (("corpus.jsonl", rows[:n_passages]), ("questions.jsonl", qs),
+                       ("triples.jsonl", [t for t in trs if t["passage_id"] in keep])):
+        (dest / name).write_text("".join(json.dumps(r) + "\n" for r in data), encoding="utf-8")
+    return dest
+
+
+def compose_cfg(overrides: list[str]):
+    from hydra import compose, initialize_config_dir
+
+    import gear_repro.config  # noqa: F401  (resolvers)
+    from gear_repro.utils.paths import config_dir
+
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        return compose("config", overrides=overrides)
+
+
+BASE_OVERRIDES = ["agent=gear", "embedder=minilm", "retriever=bm25", "beam.scorer=sum", "run.progress=false",
+                  "embedder.show_progress=false", "dataset.name=musique_slice"]
+
+
+@pytest.fixture(scope="module")
+def slice_env(tmp_path_factory):
+    """(dataset dir, Resources factory) sharing one embedder and one set of indexes across the module."""
+    if not (SAMPLE / "corpus.jsonl").exists():
+        pytest.skip(f"bundled sample missing at {SAMPLE}")
+    from gear_repro.config import validate
+    from gear_repro.resources import Resources
+
+    root = tmp_path_factory.mktemp("gear")
+    old = os.environ.get("GEAR_CACHE")
+    os.environ["GEAR_CACHE"] = str(root / "cache")
+    data = make_slice(root / "musique_slice")
+    shared: dict = {}
+
+    def make(overrides: list[str] | None = None, script: dict | None = None):
+        cfg = validate(compose_cfg([*BASE_OVERRIDES, f"dataset.path={data}", *(overrides or [])]))
+        res = Resources(cfg)
+        for name in ("dataset", "backend", "embedder", "passages", "triples", "triple_index",
+                     "passage_retriever", "triple_retriever"):
+            if name in shared:
+                res.__dict__[name] = shared[name]
+        for name in ("dataset", "backend", "embedder", "passages", "triples", "triple_index"):
+            shared[name] = getattr(res, name)
+        res.__dict__["llm"] = ScriptedLLM(script or {})
+        return cfg, res
+
+    yield data, make
+    if old is None:
+        os.environ.pop("GEAR_CACHE", None)
+    else:
+        os.environ["GEAR_CACHE"] = old
+
+
+def build(slice_env, script: dict, overrides: list[str] | None = None):
+    from hydra.utils import instantiate
+
+    _, make = slice_env
+    cfg, res = make(overrides, script)
+    agent = instantiate(cfg.agent, resources=res, cfg=cfg, _recursive_=False)
+    return cfg, res, agent
+
+
+def test_config_selects_sync_expansion_and_dataset_rounds(slice_env):
+    cfg, res, agent = build(slice_env, {})
+    assert cfg.expansion.name == "sync" and cfg.agent.name == "gear"
+    assert agent.name == "gear" and agent.k_dependent is False
+    assert agent.max_rounds == 4  # MuSiQue's dataset.max_rounds
+    assert type(agent.expansion).__name__ == "SyncGE"
+    assert build(slice_env, {}, ["agent.max_rounds=2"])[2].max_rounds == 2
+    assert type(build(slice_env, {}, ["expansion=none"])[2].expansion).__name__ == "NoExpansion"
+
+
+def test_stops_when_reasoner_says_yes(slice_env):
+    script = {"read": READ, ("gist", 1): GIST_1, ("gist", 2): GIST_2, ("reason", 1): NO, ("reason", 2): YES,
+              "rewrite": REWRITE}
+    _, res, agent = build(slice_env, script)
+    q = res.dataset.questions[0]
+    out = agent.run(q, 15)
+    llm = res.llm
+    assert out.trace["stop"] == "answerable" and out.trace["n_rounds"] == len(out.rounds) == 2
+    assert llm.stages() == [("read", 1), ("gist", 1), ("reason", 1), ("rewrite", 1),
+                            ("read", 2), ("gist", 2), ("reason", 2)]
+    r1, r2 = out.rounds
+    assert r1["query"] == q.question and r2["query"] == REWRITE.split(": ", 1)[1]
+    assert r1["rewrite"]["query"] == r2["query"] and r2["rewrite"] is None
+    assert r2["reason"]["answerable"] is True and r2["reason"]["reason"] == "G. Stanley Hall"
+    assert out.trace["answer"] == "G. Stanley Hall"
+    # reads see the original question; base retrieval used q(2)
+    reads = [c for c in llm.calls if c["stage"] in ("read", "gist")]
+    assert all(f"Question: {q.question}" in c["prompt"] for c in reads)
+    assert r2["base"] == res.passage_retriever.retrieve(r2["query"], 10).ids
+    # gist memory: plain reader in round 1, memory in round 2; duplicate (normalised) dropped
+    gist2 = [c for c in llm.calls if c["stage"] == "gist"][1]["prompt"]
+    assert "preliminary facts" in gist2 and '"Journal of Psychotherapy Integration"' in gist2.split("Question:")[-1]
+    assert len(r1["memory"]) == 1 and len(r2["memory"]) == 2 and r2["gist_new"] == [
+        ["American Psychological Association", "first president", "G. Stanley Hall"]]
+    assert out.trace["counters"]["memory_duplicates"] == 1
+    # proximal triples linked to T, expanded passages recorded
+    assert r1["proximal"] and all(x["triple"] for x in r1["linked"])
+    assert r1["expanded"] and r1["gist_read"]["ids"] == r1["fused"][:10]
+
+
+def test_never_exceeds_max_rounds(slice_env):
+    script = {"read": READ, "gist": GIST_1, "reason": NO, "rewrite": REWRITE}
+    for rounds in (1, 2, 4):
+        _, res, agent = build(slice_env, script, [f"agent.max_rounds={rounds}"])
+        out = agent.run(res.dataset.questions[1], 15)
+        stages = res.llm.stages()
+        assert len(out.rounds) == rounds and out.trace["stop"] == "max_rounds"
+        assert sum(s == "rewrite" for s, _ in stages) == rounds - 1
+        assert sum(s == "reason" for s, _ in stages) == rounds
+        assert max(r for _, r in stages) == rounds
+
+
+def test_malformed_reason_and_rewrite_are_counted(slice_env):
+    script = {"read": "I cannot find any facts.", "gist": "nothing useful here",
+              "reason": "Hmm, hard to say.", "rewrite": "   "}
+    _, res, agent = build(slice_env, script, ["agent.max_rounds=3"])
+    q = res.dataset.questions[0]
+    out = agent.run(q, 15)
+    c = out.trace["counters"]
+    assert len(out.rounds) == 3 and out.trace["stop"] == "max_rounds"
+    assert c["reason_unparsed"] == 3 and c["rewrite_fallback"] == 2 and c["gist_parse_failed"] == 3
+    assert c["rewrite_repeated"] == 2  # fell back to q each time
+    assert all(r["query"] == q.question for r in out.rounds)
+    assert out.rounds[0]["reason"] == {"answerable": False, "parsed": False, "reason": "Hmm, hard to say.",
+                                       "raw": "Hmm, hard to say."}
+    assert out.rounds[0]["rewrite"]["raw"] == "   " and out.rounds[0]["rewrite"]["fallback"]
+    assert out.rounds[0]["memory"] == [] and out.trace["passage_link"] == []
+    assert len(out.ranking) >= 10  # still the base lists, fused
+
+
+def test_round_rankings_and_carry_forward(slice_env):
+    script = {"read": READ, ("gist", 1): GIST_1, ("gist", 2): GIST_2, ("reason", 1): NO, ("reason", 2): YES,
+              "rewrite": REWRITE}
+    _, res, agent = build(slice_env, script)
+    q = res.dataset.questions[0]
+    out = agent.run(q, 15)
+    assert all(r["ranking"] for r in out.rounds)
+    assert out.rounds[-1]["ranking"] == out.ranking.ids[:100]
+    # round 1's ranking = what GEAR returns when it stops after one round
+    one = build(slice_env, script, ["agent.max_rounds=1"])[2].run(q, 15)
+    assert one.ranking.ids[:100] == out.rounds[0]["ranking"]
+    pred = {"id": q.id, "gold_ids": q.gold_ids, "rankings": {"final": out.ranking.ids}, "rounds": out.rounds}
+    vals = round_recalls(pred, 15, 4)
+    assert len(vals) == 4 and vals[2] == vals[3] == vals[1]  # stopped after round 2: carried forward
+    m = aggregate([pred], [5, 10, 15], max_rounds=4)
+    assert m["recall@15_by_round"] == vals and m["rounds_mean"] == 2
+
+
+def test_final_rrf_includes_passage_link_lists(slice_env):
+    script = {"read": READ, "gist": GIST_2, "reason": YES}
+    _, res, agent = build(slice_env, script)
+    q = res.dataset.questions[0]
+    out = agent.run(q, 15)
+    (r1,) = out.rounds
+    memory = [tuple(t) for t in r1["memory"]]
+    assert len(memory) == 2
+    links = []
+    for t in memory:
+        text = " ".join(t)
+        via_t = list(dict.fromkeys(res.triple_index.passage_of[x] for x in res.triple_retriever.retrieve(text, 10).ids))
+        links.append(rrf([res.passage_retriever.retrieve(text, 10), via_t]).ids)
+    assert [x["ids"] for x in out.trace["passage_link"]] == [ids[:20] for ids in links]
+    expected = rrf([*links, r1["fused"]])
+    assert out.ranking.ids == expected.ids
+    only_linked = set().union(*map(set, links)) - set(r1["fused"])
+    assert only_linked and only_linked <= set(out.ranking.ids)
+    # without passageLink the final list is the RRF of the round lists only
+    _, res2, agent2 = build(slice_env, script, ["agent.passage_link=false"])
+    assert agent2.run(q, 15).ranking.ids == rrf([r1["fused"]]).ids
+
+
+def test_bad_options_fail_with_the_setting_name(slice_env):
+    from gear_repro.utils.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="query_for_beam"):
+        build(slice_env, {}, ["agent.query_for_beam=sometimes"])
+    with pytest.raises(ConfigError, match="max_rounds"):
+        build(slice_env, {}, ["agent.max_rounds=0"])
+
+
+def test_original_query_options(slice_env):
+    script = {"read": READ, "gist": GIST_1, "reason": NO, "rewrite": REWRITE}
+    _, res, agent = build(slice_env, script, ["agent.max_rounds=2", "agent.query_for_base=original"])
+    q = res.dataset.questions[0]
+    out = agent.run(q, 15)
+    assert out.rounds[1]["query"] != q.question
+    assert out.rounds[1]["base"] == out.rounds[0]["base"] == res.passage_retriever.retrieve(q.question, 10).ids

