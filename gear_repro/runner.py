@@ -33,7 +33,7 @@ from gear_repro.utils.provenance import environment
 log = logging.getLogger("gear_repro")
 
 # config keys that do not change results (excluded from the run fingerprint used for resuming)
-_NON_RESULT_KEYS = {"run": {"progress", "resume", "fail_fast"}, "hydra": None}
+_NON_RESULT_KEYS = {"run": {"progress", "resume", "fail_fast"}, "hydra": None, "report": None, "name": None}
 
 
 def run_fingerprint(cfg: DictConfig) -> str:

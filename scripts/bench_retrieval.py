@@ -91,7 +91,7 @@ def main() -> None:
             print(rows[-1], file=sys.stderr)
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps({"embedder": a.embedder, "cpu_count": os.cpu_count(), "rows": rows}, indent=2))
-    print(f"| corpus | retriever | passages | BM25 build s | dense load s | encode p/s | query p50 ms | p95 ms | peak RSS MB |")
+    print("| corpus | retriever | passages | BM25 build s | dense load s | encode p/s | query p50 ms | p95 ms | peak RSS MB |")
     print("|---|---|---|---|---|---|---|---|---|")
     f = lambda v: "–" if v is None else f"{v:.2f}" if v < 100 else f"{v:.0f}"  # noqa: E731
     for x in rows:

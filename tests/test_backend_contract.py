@@ -23,8 +23,11 @@ from gear_repro.graph.triple_index import TripleIndex, triple_docs
 from gear_repro.retrieval import BM25Retriever, DenseRetriever, HybridRetriever
 from gear_repro.types import Triple
 from gear_repro.utils.errors import ConfigError
+from tests import es_fixtures
 from tests.es_fixtures import FakeEmbedder, delete_prefix, gear_cache, session_prefix
-from tests.es_fixtures import es_real_url, noida_url  # noqa: F401  (pytest fixtures)
+
+noida_url = es_fixtures.noida_url  # session fixtures, registered here by name
+es_real_url = es_fixtures.es_real_url
 
 PASSAGES = [
     ("p01", "Mount Vesuvius", "Mount Vesuvius is a volcano near Naples that erupted in 79 AD and buried Pompeii."),

@@ -91,7 +91,9 @@ def ids(index: TripleIndex, beam: Beam) -> tuple[str, ...]:
 def run(graph, initial=None, **cfg):
     index, emb = graph
     counters: dict[str, int] = {}
-    res = beam_search("q", initial or [t.id for t in TRIPLES], index, ExactScorer(index, emb), BeamConfig(**cfg),
+    bc = BeamConfig(**cfg)
+    res = beam_search("q", initial or [t.id for t in TRIPLES], index,
+                      ExactScorer(index, emb, path_cache=bc.path_cache), bc,
                       counters)
     return res, [(ids(index, b), b.score) for b in res.beams], counters
 
@@ -271,3 +273,15 @@ def test_approximate_scorers(graph):
         make_scorer("nope", index, emb)
     with pytest.raises(ConfigError):
         BeamConfig.from_any({"widht": 3})
+
+
+def test_exact_path_cache_on_disk(graph, tmp_path, monkeypatch):
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path))
+    index, emb = graph
+    first = run(graph, length=2, width=2, gamma=2, path_cache=True)[1]
+    assert list((tmp_path / "path_vectors" / "table").glob("*.npz"))
+    emb.calls.clear()
+    again = beam_search("q", [t.id for t in TRIPLES], index, make_scorer("exact", index, emb, path_cache=True),
+                        BeamConfig(length=2, width=2, gamma=2))
+    assert [(ids(index, b), b.score) for b in again.beams] == first
+    assert emb.calls == [["q"]]  # paths came from disk: only q was encoded

@@ -195,7 +195,11 @@ class ElasticsearchBackend:
     # -- connection -----------------------------------------------------------------------------
     @property
     def auth(self) -> str:
-        return "api_key" if self._api_key else "basic" if self._password else "none"
+        if self._api_key:
+            return "api_key"
+        if self._password or urlsplit(self.url).password:
+            return "basic"
+        return "none"
 
     def _make_client(self) -> Elasticsearch:
         kw: dict[str, Any] = {"request_timeout": self.request_timeout, "max_retries": self.max_retries,

@@ -36,10 +36,7 @@ def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int) -> list[tuple[n
     sims = (queries.astype(matrix.dtype, copy=False) @ matrix.T).astype(np.float32)
     out = []
     for row in sims:
-        if k < n:
-            part = np.argpartition(-row, k - 1)[:k]
-        else:
-            part = np.arange(n)
+        part = np.argpartition(-row, k - 1)[:k] if k < n else np.arange(n)
         order = part[np.lexsort((part, -row[part]))]
         out.append((order, row[order]))
     return out

@@ -1,4 +1,9 @@
-"""`gear-repro-report RUN_DIR... --out DIR`: paper-layout tables (and figures) from finished runs."""
+"""`gear-repro-report RUN_DIR... --out DIR`: paper-layout tables (and figures) from finished runs.
+
+Also writes the analyses that apply (Table 12 density, Table 9 rounds × beam length, tokens per stage,
+GEAR loop statistics; gear_repro/reporting/analyses.py). ``--trace QID`` prints the Table 6-style
+walk-through of one question instead.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import argparse
 import sys
 
 from gear_repro.reporting.runs import find_runs
-from gear_repro.reporting.tables import long_table, write_tables, wide_table
+from gear_repro.reporting.tables import long_table, wide_table, write_tables
 from gear_repro.utils.errors import GearError
 
 
@@ -16,6 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", default="outputs/report", help="output folder (default: outputs/report)")
     ap.add_argument("--stem", default="table", help="file name stem of the tables (default: table)")
     ap.add_argument("--figures", action="store_true", help="also draw the paper's figures from these runs")
+    ap.add_argument("--trace", metavar="QID", default=None,
+                    help="print the Table 6-style walk-through of question QID in these runs and exit")
     return ap
 
 
@@ -23,6 +30,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         runs = find_runs(args.runs)
+        if args.trace is not None:
+            from gear_repro.reporting.analyses import trace_report
+
+            text = trace_report(runs, args.trace)
+            if not text:
+                raise GearError(f"question {args.trace} is in none of the runs' predictions.jsonl")
+            print(text)
+            return 0
         long = long_table(runs)
         paths = write_tables(long, args.out, args.stem)
         for table, sub in long.groupby("table", sort=False):
@@ -30,6 +45,13 @@ def main(argv: list[str] | None = None) -> int:
             wide = wide_table(sub)
             wide.columns = [f"{d} {m}" for d, m in wide.columns]
             print(wide.to_string())
+        from gear_repro.reporting.analyses import write_analyses
+
+        extra = write_analyses(runs, args.out)
+        for p in extra:
+            if p.suffix == ".md":
+                print("\n" + p.read_text(encoding="utf-8").rstrip())
+        paths.update({p.name: p for p in extra})
         if args.figures:
             from gear_repro.reporting.figures import draw_all
 

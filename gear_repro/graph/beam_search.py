@@ -27,15 +27,19 @@ pre-computed triple vectors), ``path_separator``.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from gear_repro.graph.triple_index import TripleIndex
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.hashing import hash_texts
+from gear_repro.utils.paths import cache_dir
 
 # --------------------------------------------------------------------------------------------------
 # configuration
@@ -56,6 +60,7 @@ class BeamConfig:
     scorer: str = "exact"  # "exact" | "sum" | "mean" | a name registered with register_scorer
     path_separator: str = " "  # joins triple texts into the path text (exact scorer)
     scorer_options: dict[str, Any] = field(default_factory=dict)  # extra keyword args of the scorer
+    path_cache: bool = False  # exact scorer: persist path vectors under $GEAR_CACHE/path_vectors (same results)
     label: str | None = None  # free-form row label for reports (Table 4: "w/ diversity"); no effect on search
 
     def __post_init__(self) -> None:
@@ -143,27 +148,72 @@ class _VectorScorer:
         return (v[np.asarray(rows, dtype=np.int64)] @ qv.astype(v.dtype, copy=False)).astype(np.float64)
 
 
+class PathVectorStore:
+    """Append-only disk memo of encoded path texts for one embedder ($GEAR_CACHE/path_vectors/<model_id>/).
+
+    Each batch of newly encoded paths is one ``.npz`` shard (texts + float32 vectors), written atomically,
+    so concurrent runs only ever add files. Shards present when the store opens are loaded; vectors are the
+    embedder's own, so scores are unchanged; it only skips re-encoding across runs (k-passes, Table 2/4 rows).
+    """
+
+    def __init__(self, model_id: str, root: str | os.PathLike | None = None):
+        self.dir = (cache_dir() / "path_vectors" if root is None else Path(root)) / str(model_id)
+        self.vectors: dict[str, np.ndarray] = {}
+        if self.dir.is_dir():
+            for f in sorted(self.dir.glob("*.npz")):
+                try:
+                    with np.load(f) as z:
+                        for t, v in zip(z["texts"].tolist(), z["vecs"], strict=True):
+                            self.vectors[t] = v
+                except (OSError, ValueError, KeyError):  # a torn or foreign file: ignore it
+                    continue
+
+    def put(self, texts: Sequence[str], vecs: np.ndarray) -> None:
+        for t, v in zip(texts, vecs, strict=True):
+            self.vectors[t] = v
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self.dir / f"{hash_texts(texts)}.npz"
+        if path.exists():
+            return
+        tmp = self.dir / f".{path.stem}.{os.getpid()}.tmp.npz"
+        np.savez(tmp, texts=np.asarray(list(texts), dtype=str), vecs=np.asarray(vecs, dtype=np.float32))
+        os.replace(tmp, path)
+
+
 class ExactScorer(_VectorScorer):
     """The paper's score: cosine of SBERT(q) and SBERT(path text), path text = triple texts joined by
     ``separator`` (§4.2, DESIGN.md). A one-triple path's text is the triple text itself, whose vector the
     triple collection already holds (same model, same text), so B0 reuses it (``reuse_triple_vectors``).
     Longer paths are encoded in one batched call per step; the embedder de-duplicates them and memoises
-    them in its LRU (shared across queries and the k-passes of a run)."""
+    them in its LRU (shared across queries and the k-passes of a run); with ``path_cache`` they also persist
+    on disk (:class:`PathVectorStore`) for later runs."""
 
     name = "exact"
 
     def __init__(self, index: TripleIndex, embedder, separator: str = " ", reuse_triple_vectors: bool = True,
-                 batch_size: int | None = None):
+                 batch_size: int | None = None, path_cache: bool = False):
         super().__init__(index, embedder)
         self.separator = separator
         self.reuse_triple_vectors = reuse_triple_vectors
         self.batch_size = batch_size
+        self.store = PathVectorStore(getattr(embedder, "model_id", "embedder")) if path_cache else None
 
     def path_text(self, path: Sequence[int]) -> str:
         return self.separator.join(self.index.text(self.index.ids[r]) for r in path)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        """Encode path texts through the embedder (which de-duplicates and memoises them in its LRU)."""
+        """Path vectors: from the disk store when enabled, else encoded through the embedder (which
+        de-duplicates and memoises them in its LRU)."""
+        if self.store is None:
+            return self._embed(texts)
+        stored = self.store.vectors
+        missing = [t for t in dict.fromkeys(texts) if t not in stored]
+        if missing:
+            self.store.put(missing, self._embed(missing))
+        self.stats["paths_from_disk"] = self.stats.get("paths_from_disk", 0) + len(texts) - len(missing)
+        return np.stack([stored[t] for t in texts])
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
         old_bs = getattr(self.embedder, "batch_size", None)
         if self.batch_size and old_bs is not None:
             self.embedder.batch_size = self.batch_size
@@ -246,6 +296,7 @@ def scorer_for(cfg: BeamConfig, index: TripleIndex, embedder) -> PathScorer:
     opts = dict(cfg.scorer_options)
     if cfg.scorer == "exact":
         opts.setdefault("separator", cfg.path_separator)
+        opts.setdefault("path_cache", cfg.path_cache)
     return make_scorer(cfg.scorer, index, embedder, **opts)
 
 

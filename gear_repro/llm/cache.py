@@ -31,27 +31,39 @@ class LLMCache:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "cache.sqlite3"
         self._local = threading.local()
-        with self._conn() as c:
-            c.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, value TEXT, "
-                      "created REAL)")
+        self._retry(lambda: self._conn().execute(
+            "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)"))
+
+    @staticmethod
+    def _retry(fn: Any, attempts: int = 20) -> Any:
+        """Run ``fn``, retrying while another process holds a lock SQLite's busy timeout did not cover."""
+        for i in range(attempts):
+            try:
+                return fn()
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) and "busy" not in str(e) or i == attempts - 1:
+                    raise
+                time.sleep(0.05 * (i + 1))
+        return None
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             conn.execute("PRAGMA busy_timeout=60000")
-            conn.execute("PRAGMA journal_mode=WAL")
+            self._retry(lambda: conn.execute("PRAGMA journal_mode=WAL"))  # needs a brief exclusive lock
             conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
         return conn
 
     def get(self, key: str) -> dict[str, Any] | None:
-        row = self._conn().execute("SELECT value FROM replies WHERE key = ?", (key,)).fetchone()
+        row = self._retry(lambda: self._conn().execute("SELECT value FROM replies WHERE key = ?", (key,)).fetchone())
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, model: str, value: dict[str, Any]) -> None:
-        self._conn().execute("INSERT OR REPLACE INTO replies (key, model, value, created) VALUES (?, ?, ?, ?)",
-                             (key, model, json.dumps(value, ensure_ascii=False), time.time()))
+        row = (key, model, json.dumps(value, ensure_ascii=False), time.time())
+        self._retry(lambda: self._conn().execute(
+            "INSERT OR REPLACE INTO replies (key, model, value, created) VALUES (?, ?, ?, ?)", row))
 
     def __len__(self) -> int:
         return int(self._conn().execute("SELECT COUNT(*) FROM replies").fetchone()[0])

@@ -13,6 +13,7 @@ first contacted; it is never stored in the config, the cache, the ledger, logs o
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -62,8 +63,9 @@ class LLMReply:
 def _retryable(exc: BaseException) -> bool:
     import openai
 
-    if isinstance(exc, (MalformedReply, openai.APIConnectionError, openai.APIResponseValidationError)):
-        return True  # APITimeoutError is an APIConnectionError
+    if isinstance(exc, (MalformedReply, openai.APIConnectionError, openai.APIResponseValidationError,
+                        json.JSONDecodeError)):
+        return True  # APITimeoutError is an APIConnectionError; a truncated JSON body raises JSONDecodeError
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in RETRY_STATUS or exc.status_code >= 500
     return False
@@ -208,6 +210,8 @@ class LLMClient:
         while True:
             try:
                 return self._request(messages, params)
+            except GearError:
+                raise  # configuration/server-start problems: retrying cannot help
             except Exception as e:
                 if not _retryable(e) or attempt >= self.max_retries:
                     kind = "retries exhausted" if _retryable(e) else "non-retryable"

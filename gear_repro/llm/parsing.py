@@ -201,7 +201,7 @@ def parse_extraction(text: str | None) -> tuple[list[str], ParsedTriples]:
 
 
 _ANSWERABLE = re.compile(r"answerable\s*[:：]?\s*\**\s*(yes|no)\b", re.IGNORECASE)
-_FIELD = re.compile(r"^\W*(answer|why|reason)\s*\**\s*[:：]\s*(.*)", re.IGNORECASE | re.DOTALL)
+_FIELD = re.compile(r"^\W*(answer|why|reason)\s*\**\s*[:：]\s*\**\s*(.*)", re.IGNORECASE | re.DOTALL)
 
 
 def parse_reason(text: str | None) -> tuple[bool | None, str, bool]:

@@ -2,17 +2,16 @@
 
 Runs ``python -m llama_cpp.server --model M --n_threads T --n_threads_batch T --n_ctx C --host 127.0.0.1
 --port <free port> --model_alias <model>`` as a subprocess, waits until ``GET /v1/models`` answers, and stops
-it on ``stop()``, at interpreter exit (atexit) and, on Linux, when the starting process dies (PDEATHSIG,
-set only when started from the main thread). Its output goes to ``$GEAR_CACHE/logs/llama_server_<port>.log``.
+it on ``stop()`` and at interpreter exit (atexit). If the harness process dies without cleanup (SIGKILL,
+SIGTERM), a watchdog thread inside the server process notices that its parent is gone and exits within
+~1 s, so no orphaned server keeps the CPU. Output goes to ``$GEAR_CACHE/logs/llama_server_<port>.log``.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import logging
-import signal
 import socket
 import subprocess
 import sys
@@ -38,9 +37,19 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+# `python -m llama_cpp.server ARGS`, plus a watchdog that exits when the parent (the harness) is gone
+_LAUNCHER = """
+import os, runpy, sys, threading, time
+parent = os.getppid()
+def _watch():
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent:
+            os._exit(0)
+threading.Thread(target=_watch, daemon=True).start()
+sys.argv = ["llama_cpp.server", *sys.argv[1:]]
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
 
 
 class LlamaServer:
@@ -76,15 +85,14 @@ class LlamaServer:
             logs = cache_dir() / "logs"
             logs.mkdir(parents=True, exist_ok=True)
             self.log_path = logs / f"llama_server_{self.port}.log"
-            cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
+            cmd = [sys.executable, "-c", _LAUNCHER, "--model", str(self.model_path),
                    "--model_alias", self.alias, "--n_threads", str(self.n_threads),
                    "--n_threads_batch", str(self.n_threads), "--n_ctx", str(self.n_ctx),
                    "--host", self.host, "--port", str(self.port), *self.extra_args]
-            log.info("starting llama.cpp server: %s (log %s)", " ".join(cmd), self.log_path)
-            main_thread = threading.current_thread() is threading.main_thread()
+            log.info("starting llama.cpp server: python -m llama_cpp.server %s (log %s)", " ".join(cmd[3:]),
+                     self.log_path)
             with open(self.log_path, "ab") as lf:
-                self.proc = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                             preexec_fn=_die_with_parent if main_thread else None)
+                self.proc = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
             atexit.register(self.stop)
             t0 = time.monotonic()
             while time.monotonic() - t0 < self.startup_timeout_s:

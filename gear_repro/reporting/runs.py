@@ -43,9 +43,11 @@ class RunResult:
             label += f" ({agent})"
         return label
 
-    @property
-    def table(self) -> str:
-        return self.report.get("table") or ("Table 3" if self.config.get("qa") else "Table 2")
+    def table_for(self, metric: str) -> str:
+        """Paper table of a metric: EM/F1 belong to Table 3 (QA), recall to report.table (default Table 2)."""
+        if metric in ("EM", "F1"):
+            return self.report.get("qa_table") or "Table 3"
+        return self.report.get("table") or "Table 2"
 
 
 def find_runs(paths: list[str | Path]) -> list[RunResult]:

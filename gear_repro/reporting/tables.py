@@ -27,9 +27,11 @@ def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None) 
             if key not in r.metrics:
                 continue
             ours = float(r.metrics[key])
-            paper = paper_value(r.table, r.method, r.dataset, m, setting=r.report.get("setting"))
+            table = r.table_for(m)
+            setting = r.report.get("setting") if table == r.table_for("R@5") else None
+            paper = paper_value(table, r.method, r.dataset, m, setting=setting)
             rows.append({
-                "table": r.table, "method": r.method, "dataset": r.dataset, "metric": m, "ours": round(ours, 2),
+                "table": table, "method": r.method, "dataset": r.dataset, "metric": m, "ours": round(ours, 2),
                 "paper": paper, "delta": None if paper is None else round(ours - paper, 2),
                 "n_questions": r.metrics.get("n_scored", r.metrics.get("n_questions")),
                 "dataset_name": r.config.get("dataset", {}).get("name"), "run_dir": str(r.path),

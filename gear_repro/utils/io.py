@@ -12,7 +12,6 @@ from typing import Any
 
 from gear_repro.utils.errors import DataError
 
-
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 

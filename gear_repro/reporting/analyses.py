@@ -1,0 +1,318 @@
+"""The paper's analyses beyond the main tables, from finished run dirs (predictions.jsonl + config).
+
+- :func:`density_table` — Table 12: R@15 by gold-passage triple density ρ (mean number of triples per gold
+  passage of a question; bins ρ<9, 9≤ρ<11, 11≤ρ<13, 13≤ρ), from the dataset's triples file.
+- :func:`rounds_table` — Table 9: R@5/10/15 after n = 1..N rounds, read off the per-round rankings
+  (stopping at n is the same as running with max_rounds = n: the round-n list does not depend on the
+  rewrite), per beam length; explicit max_rounds runs are used as they are.
+- :func:`tokens_table` — LLM calls and tokens per question per stage (Figure 4's quantities).
+- :func:`agent_table` — GEAR's loop statistics: rounds, stops, unparsed reasoner/rewriter replies.
+- :func:`format_trace` — the Table 6 walk-through of one question (``gear-repro-report RUN --trace QID``).
+- :func:`write_analyses` — all of the above that apply to the given runs, as CSV + Markdown.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+import pandas as pd
+
+from gear_repro.evaluation.aggregate import question_recalls, round_recalls
+from gear_repro.evaluation.metrics import recall_at_k
+from gear_repro.reporting.paper import paper_value
+from gear_repro.reporting.runs import RunResult
+from gear_repro.utils.io import iter_jsonl
+
+DENSITY_BINS: list[tuple[str, float, float]] = [
+    ("rho<9", -math.inf, 9.0), ("9<=rho<11", 9.0, 11.0), ("11<=rho<13", 11.0, 13.0), ("13<=rho", 13.0, math.inf),
+]
+LLM_STAGES = ("read", "gist", "reason", "rewrite", "qa")
+
+
+# -- inputs ------------------------------------------------------------------------------------------------
+def load_predictions(run: RunResult) -> list[dict]:
+    """The run's predictions.jsonl records (questions with an error are kept; callers filter)."""
+    path = Path(run.path) / "predictions.jsonl"
+    return [rec for _, rec in iter_jsonl(path)] if path.exists() else []
+
+
+def scored(preds: Sequence[dict]) -> list[dict]:
+    return [p for p in preds if p.get("gold_ids") and not p.get("error")]
+
+
+@lru_cache(maxsize=8)
+def _triples_per_passage(path: str) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for _, rec in iter_jsonl(Path(path)):
+        counts[str(rec["passage_id"])] += 1
+    return dict(counts)
+
+
+def triples_file(run: RunResult) -> Path | None:
+    d = run.config.get("dataset", {})
+    if not d.get("path") or not d.get("triples_file"):
+        return None
+    p = Path(d["path"]) / d["triples_file"]
+    return p if p.exists() else None
+
+
+def triple_density(gold_ids: Sequence[str], per_passage: dict[str, int]) -> float:
+    """ρ_t of a question: mean number of triples over its gold passages (0 for a passage without triples)."""
+    return mean(per_passage.get(g, 0) for g in gold_ids) if gold_ids else float("nan")
+
+
+def density_bin(rho: float) -> str:
+    for label, lo, hi in DENSITY_BINS:
+        if lo <= rho < hi:
+            return label
+    return DENSITY_BINS[-1][0]
+
+
+# -- Table 12 -------------------------------------------------------------------------------------------------
+def density_table(runs: Sequence[RunResult], k: int = 15) -> pd.DataFrame:
+    """Table 12 rows: per run and ρ bin, mean R@k (0-100), questions in the bin, paper value and Δ."""
+    rows = []
+    for run in runs:
+        tf = triples_file(run)
+        preds = scored(load_predictions(run))
+        if tf is None or not preds:
+            continue
+        per_passage = _triples_per_passage(str(tf))
+        bins: dict[str, list[float]] = defaultdict(list)
+        for p in preds:
+            rho = triple_density(p["gold_ids"], per_passage)
+            bins[density_bin(rho)].append(question_recalls(p, [k])[f"recall@{k}"])
+        for label, _, _ in DENSITY_BINS:
+            vals = bins.get(label, [])
+            metric = f"R@{k} {label}"
+            paper = paper_value("Table 12", run.method, run.dataset, metric)
+            ours = round(mean(vals), 2) if vals else None
+            rows.append({"table": "Table 12", "method": run.method, "dataset": run.dataset, "metric": metric,
+                         "ours": ours, "paper": paper,
+                         "delta": None if paper is None or ours is None else round(ours - paper, 2),
+                         "n_in_bin": len(vals), "n_questions": len(preds), "run_dir": str(run.path)})
+    return pd.DataFrame(rows)
+
+
+# -- Table 9 --------------------------------------------------------------------------------------------------
+def _cfg(run: RunResult, *keys: str, default: Any = None) -> Any:
+    node: Any = run.config
+    for k in keys:
+        if not isinstance(node, dict) or k not in node:
+            return default
+        node = node[k]
+    return node
+
+
+def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15)) -> pd.DataFrame:
+    """Table 9 cells: GEAR runs (agent gear) by beam length and n = 1..max_rounds, R@k after n rounds."""
+    cells: dict[tuple, dict] = {}
+    for run in runs:
+        if _cfg(run, "agent", "name") != "gear":
+            continue
+        preds = scored(load_predictions(run))
+        if not preds:
+            continue
+        length = _cfg(run, "beam", "length", default=2)
+        n_max = int(_cfg(run, "agent", "max_rounds") or _cfg(run, "dataset", "max_rounds", default=4))
+        for n in range(1, n_max + 1):
+            derived = n < n_max
+            key = (run.method, run.dataset, length, n)
+            if key in cells and derived and not cells[key]["derived"]:
+                continue  # an explicit max_rounds=n run wins over a derived column
+            vals = {k: mean(round_recalls(p, k, n)[n - 1] for p in preds) for k in ks}
+            cells[key] = {"derived": derived, "vals": vals, "n_questions": len(preds), "run_dir": str(run.path)}
+    rows = []
+    for (method, dataset, length, n), c in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][3])):
+        setting = f"beam length {length}, max iterations {n}"
+        for k, v in c["vals"].items():
+            paper = paper_value("Table 9", method, dataset, f"R@{k}", setting=setting)
+            rows.append({"table": "Table 9", "method": method, "dataset": dataset, "beam_length": length,
+                         "max_rounds": n, "metric": f"R@{k}", "ours": round(v, 2), "paper": paper,
+                         "delta": None if paper is None else round(v - paper, 2), "derived_from_rounds": c["derived"],
+                         "n_questions": c["n_questions"], "run_dir": c["run_dir"]})
+    return pd.DataFrame(rows)
+
+
+# -- tokens and agent statistics --------------------------------------------------------------------------
+def tokens_table(runs: Sequence[RunResult]) -> pd.DataFrame:
+    """Per run and stage: calls, prompt/completion tokens per question, cached share."""
+    rows = []
+    for run in runs:
+        preds = load_predictions(run)
+        if not preds:
+            continue
+        agg: dict[str, Counter] = defaultdict(Counter)
+        for p in preds:
+            for c in p.get("llm_calls", []) or []:
+                a = agg[c.get("stage") or "?"]
+                a["calls"] += 1
+                a["prompt"] += int(c.get("prompt_tokens") or 0)
+                a["completion"] += int(c.get("completion_tokens") or 0)
+                a["cached"] += int(bool(c.get("cached")))
+        n = len(preds)
+        for stage in sorted(agg, key=lambda s: (LLM_STAGES.index(s) if s in LLM_STAGES else 99, s)):
+            a = agg[stage]
+            rows.append({"method": run.method, "dataset": run.dataset, "stage": stage,
+                         "calls_per_q": round(a["calls"] / n, 3), "prompt_per_q": round(a["prompt"] / n, 1),
+                         "completion_per_q": round(a["completion"] / n, 1), "cached_calls": a["cached"],
+                         "n_questions": n, "run_dir": str(run.path)})
+    return pd.DataFrame(rows)
+
+
+def agent_table(runs: Sequence[RunResult]) -> pd.DataFrame:
+    """Per GEAR run: questions, mean rounds, stops by reason, unparsed reasoner/rewriter/gist replies."""
+    rows = []
+    for run in runs:
+        preds = [p for p in load_predictions(run) if isinstance(p.get("trace"), dict) and p["trace"].get("agent")]
+        if not preds:
+            continue
+        counters: Counter[str] = Counter()
+        stops: Counter[str] = Counter()
+        calls: Counter[str] = Counter()
+        for p in preds:
+            counters.update({k: v for k, v in p["trace"].get("counters", {}).items() if isinstance(v, int)})
+            stops[p["trace"].get("stop", "?")] += 1
+            for r in p.get("rounds", []):
+                calls["reason"] += r.get("reason") is not None
+                calls["rewrite"] += r.get("rewrite") is not None
+                calls["gist"] += bool((r.get("gist_read") or {}).get("prompt"))
+        rows.append({
+            "method": run.method, "dataset": run.dataset, "n_questions": len(preds),
+            "rounds_mean": round(mean(len(p.get("rounds", [])) for p in preds), 3),
+            "stop_answerable": stops.get("answerable", 0), "stop_max_rounds": stops.get("max_rounds", 0),
+            "reason_calls": calls["reason"], "reason_unparsed": counters.get("reason_unparsed", 0),
+            "rewrite_calls": calls["rewrite"], "rewrite_fallback": counters.get("rewrite_fallback", 0),
+            "rewrite_repeated": counters.get("rewrite_repeated", 0),
+            "gist_calls": calls["gist"], "gist_parse_failed": counters.get("gist_parse_failed", 0),
+            "read_parse_failed": counters.get("expansion.parse_failed", 0),
+            "no_proximal_triples": counters.get("expansion.no_proximal_triples", 0),
+            "memory_duplicates": counters.get("memory_duplicates", 0), "run_dir": str(run.path),
+        })
+    return pd.DataFrame(rows)
+
+
+# -- Table 6 walk-through ------------------------------------------------------------------------------------
+def _fmt_triples(ts: Sequence[Sequence[str]], limit: int = 12) -> str:
+    if not ts:
+        return "    (none)"
+    out = [f"    T{i + 1} <{', '.join(map(str, t))}>" for i, t in enumerate(ts[:limit])]
+    if len(ts) > limit:
+        out.append(f"    ... {len(ts) - limit} more")
+    return "\n".join(out)
+
+
+def format_trace(pred: dict, titles: dict[str, str] | None = None, ks: Sequence[int] = (5, 10, 15)) -> str:
+    """Table 6-style walk-through of one prediction record (any method; rounds for GEAR)."""
+    titles = titles or {}
+    gold = pred.get("gold_ids") or []
+
+    def recall_line(ids: Sequence[str]) -> str:
+        if not gold:
+            return "n/a (no gold)"
+        return ", ".join(f"R@{k} {100 * recall_at_k(ids, gold, k):.0f}" for k in ks)
+
+    def plist(ids: Sequence[str], n: int = 10) -> str:
+        return ", ".join(f"P{i + 1} {titles.get(p, p)}{' *' if p in gold else ''}" for i, p in enumerate(ids[:n]))
+
+    lines = [f"Question {pred.get('id')}: {pred.get('question')}",
+             f"  answers: {pred.get('answers')}   type: {pred.get('type')}",
+             f"  gold: {', '.join(titles.get(g, g) for g in gold)}   (* = gold passage)"]
+    for r in pred.get("rounds", []):
+        n = r.get("round")
+        lines += [f"\n== Round {n} ==", f"1. Query q({n}): {r.get('query')}",
+                  f"2. Base retrieval: {plist(r.get('base', []))}",
+                  "3. Reader -> proximal triples:", _fmt_triples(r.get("proximal", []))]
+        linked = [x.get("triple_text") or "(no link)" for x in r.get("linked", [])]
+        lines += ["   tripleLink -> " + ("; ".join(linked[:8]) if linked else "(none)"),
+                  f"4. Graph expansion: {len(r.get('expanded', []))} passages; C_q({n}): {plist(r.get('fused', []), 5)}",
+                  f"5. Gist memory G({n}) (+{len(r.get('gist_new', []))} new):", _fmt_triples(r.get("memory", []))]
+        rs = r.get("reason")
+        if rs is None:
+            lines.append("6. Reasoner: (not called)")
+        else:
+            flag = "" if rs.get("parsed", True) else "  [reply did not parse; raw kept]"
+            lines.append(f"6. Reasoner: answerable={rs.get('answerable')}  {rs.get('reason', '')!s}{flag}")
+        rw = r.get("rewrite")
+        if rw is not None:
+            flag = "  [did not parse: fell back to q]" if rw.get("fallback") else ""
+            lines.append(f"7. Rewriter -> next query: {rw.get('query')}{flag}")
+        lines.append(f"   ranking had GEAR stopped here: {recall_line(r.get('ranking', []))}")
+    trace = pred.get("trace") or {}
+    final = (pred.get("rankings") or {}).get("final", [])
+    lines += ["\n== Result ==", f"  stop: {trace.get('stop', '-')}   rounds: {len(pred.get('rounds', []))}",
+              f"  final ranking: {plist(final, 15)}", f"  recall: {recall_line(final)}"]
+    if "answer" in pred:
+        lines.append(f"  QA answer ({pred.get('qa_mode')}): {pred.get('answer')!r}   EM {pred.get('em')}  "
+                     f"F1 {pred.get('f1') if pred.get('f1') is None else round(pred['f1'], 3)}")
+    return "\n".join(lines)
+
+
+def passage_titles(run: RunResult) -> dict[str, str]:
+    d = run.config.get("dataset", {})
+    path = Path(d.get("path", "")) / "corpus.jsonl"
+    if not path.exists():
+        return {}
+    return {str(rec["id"]): rec.get("title", "") for _, rec in iter_jsonl(path)}
+
+
+def trace_report(runs: Sequence[RunResult], qid: str) -> str:
+    """Walk-throughs of question ``qid`` in every run that has it."""
+    parts = []
+    for run in runs:
+        hit = next((p for p in load_predictions(run) if str(p.get("id")) == qid), None)
+        if hit is not None:
+            parts.append(f"### {run.method} — {run.dataset} ({run.path})\n" + format_trace(hit, passage_titles(run)))
+    return "\n\n".join(parts)
+
+
+# -- writing ---------------------------------------------------------------------------------------------------
+def _write(df: pd.DataFrame, out: Path, stem: str, title: str) -> list[Path]:
+    if df.empty:
+        return []
+    csv, md = out / f"{stem}.csv", out / f"{stem}.md"
+    df.to_csv(csv, index=False)
+    show = df.drop(columns=[c for c in ("run_dir",) if c in df.columns])
+    md.write_text(f"### {title}\n\n{show.to_markdown(index=False)}\n", encoding="utf-8")
+    return [csv, md]
+
+
+def density_wide(long: pd.DataFrame) -> pd.DataFrame:
+    """Table 12 layout: method rows, ρ-bin columns, cell "ours (paper, Δ) [n]"."""
+    def cell(r: pd.Series) -> str:
+        if r["ours"] is None or pd.isna(r["ours"]):
+            return f"– [{r['n_in_bin']}]"
+        s = f"{r['ours']:.1f}"
+        if r["paper"] is not None and not pd.isna(r["paper"]):
+            s += f" ({r['paper']:.1f}, {r['delta']:+.1f})"
+        return s + f" [{r['n_in_bin']}]"
+    df = long.drop_duplicates(["method", "dataset", "metric"], keep="last").copy()
+    df["cell"] = df.apply(cell, axis=1)
+    wide = df.pivot(index=["dataset", "method"], columns="metric", values="cell")
+    return wide.reindex(columns=[c for c in dict.fromkeys(long["metric"]) if c in wide.columns])
+
+
+def write_analyses(runs: Sequence[RunResult], out_dir: str | Path) -> list[Path]:
+    """Write Table 12 (density), Table 9 (rounds × beam length), tokens per stage and agent statistics."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths: list[Path] = []
+    dens = density_table(runs)
+    paths += _write(dens, out, "table12_density", "Table 12: R@15 by gold-passage triple density ρ")
+    if not dens.empty:
+        wide = density_wide(dens)
+        p = out / "table12_density_wide.md"
+        p.write_text("### Table 12 (ours; in brackets: paper, Δ; [questions in bin])\n\n" + wide.to_markdown() + "\n",
+                     encoding="utf-8")
+        paths.append(p)
+    paths += _write(rounds_table(runs), out, "table9_rounds",
+                    "Table 9: GEAR R@k by beam length and maximum rounds")
+    paths += _write(tokens_table(runs), out, "tokens_by_stage", "LLM calls and tokens per question, by stage")
+    paths += _write(agent_table(runs), out, "agent_stats", "GEAR loop statistics")
+    return paths

@@ -1,0 +1,227 @@
+"""The paper's figures from finished runs (PNG + PDF, matplotlib Agg).
+
+- Figure 2 / 5 (``fig2_r15_by_round_<dataset>``): R@15 after each round (``metrics['recall@15_by_round']``,
+  questions that stopped earlier carried forward) per multi-step run; a horizontal line per single-step
+  Hybrid + SyncGE run (its R@15); the paper's labelled points (GEAR n=1, Hybrid + SyncGE) as grey markers.
+  More than 4 rounds -> named ``fig5_...`` as in the paper's appendix.
+- Figure 3 (``fig3_r15_by_type_<dataset>``): per-question R@15 by MuSiQue hop type, box plots per method
+  with the mean as a dot (from predictions.jsonl; bars of ``metrics['by_type']`` means if predictions are gone).
+- Figure 4 (``fig4_tokens_by_round_<dataset>``): cumulative input and output LLM tokens per question after
+  each round, per method, from the ``llm_calls`` records (``round``, tokens) of predictions.jsonl; QA and
+  extraction calls excluded. Single-step methods (round 0) appear as one point at n = 1.
+
+``draw_all(runs, out_dir)`` draws every figure the runs support and returns the written paths.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from gear_repro.evaluation.aggregate import question_recalls  # noqa: E402
+from gear_repro.reporting.analyses import load_predictions, scored  # noqa: E402
+from gear_repro.reporting.paper import paper_results  # noqa: E402
+from gear_repro.reporting.runs import RunResult  # noqa: E402
+
+RETRIEVAL_STAGES = ("read", "gist", "reason", "rewrite")
+HOP_ORDER = ["2hop", "3hop1", "3hop2", "4hop1", "4hop2", "4hop3"]
+HOP_LABELS = {"2hop": "2 Hop", "3hop1": "3 Hop Type 1", "3hop2": "3 Hop Type 2", "4hop1": "4 Hop Type 1",
+              "4hop2": "4 Hop Type 2", "4hop3": "4 Hop Type 3"}
+
+
+def _label(run: RunResult) -> str:
+    setting = run.report.get("setting")
+    return f"{run.method} ({setting})" if setting else run.method
+
+
+def _is_single_syncge(run: RunResult) -> bool:
+    exp = (run.config.get("expansion") or {}).get("name")
+    return run.config.get("agent", {}).get("name") != "gear" and (exp == "sync" or "SyncGE" in run.method)
+
+
+def _save(fig, out: Path, stem: str) -> list[Path]:
+    paths = [out / f"{stem}.png", out / f"{stem}.pdf"]
+    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight")
+    plt.close(fig)
+    return paths
+
+
+def _by_dataset(runs: Sequence[RunResult]) -> dict[str, list[RunResult]]:
+    out: dict[str, list[RunResult]] = defaultdict(list)
+    for r in runs:
+        out[r.dataset].append(r)
+    return out
+
+
+def _slug(s: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in s).strip("_").lower()
+
+
+def _n_label(runs: Sequence[RunResult]) -> str:
+    ns = sorted({int(r.metrics.get("n_scored", r.metrics.get("n_questions", 0)) or 0) for r in runs})
+    return "N=" + "/".join(map(str, ns))
+
+
+# -- Figure 2 / 5 -----------------------------------------------------------------------------------------
+def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15) -> list[Path]:
+    paths: list[Path] = []
+    key = f"recall@{k}_by_round"
+    for dataset, group in _by_dataset(runs).items():
+        multi = [r for r in group if r.metrics.get(key)]
+        if not multi:
+            continue
+        n_max = max(len(r.metrics[key]) for r in multi)
+        fig, ax = plt.subplots(figsize=(6, 4))
+        xs = list(range(1, n_max + 1))
+        for r in multi:
+            ys = list(r.metrics[key])
+            ys += [ys[-1]] * (n_max - len(ys))
+            ax.plot(xs, ys, marker="o", label=_label(r))
+            ax.annotate(f"{ys[0]:.1f}", (1, ys[0]), textcoords="offset points", xytext=(4, -12), fontsize=8)
+        for r in group:
+            if _is_single_syncge(r) and f"recall@{k}" in r.metrics:
+                y = float(r.metrics[f"recall@{k}"])
+                ax.axhline(y, linestyle="--", color="tab:gray", linewidth=1)
+                ax.annotate(f"{_label(r)} {y:.1f}", (n_max, y), textcoords="offset points", xytext=(-4, 4),
+                            ha="right", fontsize=8, color="tab:gray")
+        df = paper_results()
+        pts = df[(df.paper == "GEAR") & (df.table == "Figure 2") & (df.dataset == dataset)]
+        for _, p in pts.iterrows():
+            if p["metric"] == f"R@{k} n=1":
+                ax.scatter([1], [p["value"]], marker="x", color="black", zorder=5)
+                ax.annotate(f"paper {p['method']} {p['value']:.1f}", (1, p["value"]), textcoords="offset points",
+                            xytext=(6, 2), fontsize=7, color="black")
+            elif p["metric"] == f"R@{k}":
+                ax.axhline(p["value"], linestyle=":", color="black", linewidth=0.8)
+                ax.annotate(f"paper {p['method']} {p['value']:.1f}", (n_max, p["value"]),
+                            textcoords="offset points", xytext=(-4, -10), ha="right", fontsize=7)
+        ax.set_xticks(xs)
+        ax.set_xlabel("Number of Iterations (n)")
+        ax.set_ylabel(f"R@{k}")
+        ax.set_title(f"R@{k} per round on {dataset} ({_n_label(group)}; carried forward)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+        fig_no = "fig5" if n_max > 4 else "fig2"
+        paths += _save(fig, out, f"{fig_no}_r{k}_by_round_{_slug(dataset)}")
+    return paths
+
+
+# -- Figure 3 -------------------------------------------------------------------------------------------------
+def draw_hop_types(runs: Sequence[RunResult], out: Path, k: int = 15) -> list[Path]:
+    paths: list[Path] = []
+    for dataset, group in _by_dataset(runs).items():
+        data: dict[str, dict[str, list[float]]] = {}
+        for r in group:
+            preds = scored(load_predictions(r))
+            vals: dict[str, list[float]] = defaultdict(list)
+            if preds:
+                for p in preds:
+                    vals[p.get("type") or "all"].append(question_recalls(p, [k])[f"recall@{k}"] / 100)
+            else:
+                for t, m in (r.metrics.get("by_type") or {}).items():
+                    if f"recall@{k}" in m:
+                        vals[t] = [m[f"recall@{k}"] / 100]
+            if len(vals) > 1:
+                data[_label(r)] = dict(vals)
+        if not data:
+            continue
+        types = sorted({t for v in data.values() for t in v},
+                       key=lambda t: (HOP_ORDER.index(t) if t in HOP_ORDER else 99, t))
+        fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(types) * max(1, len(data)) / 1.5), 4))
+        width = 0.8 / len(data)
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for i, (label, vals) in enumerate(data.items()):
+            pos = [j + (i - (len(data) - 1) / 2) * width for j in range(len(types))]
+            series = [vals.get(t, []) for t in types]
+            present = [(p, s) for p, s in zip(pos, series, strict=True) if s]
+            if not present:
+                continue
+            bp = ax.boxplot([s for _, s in present], positions=[p for p, _ in present], widths=width * 0.85,
+                            patch_artist=True, showfliers=False, medianprops={"color": "black"})
+            for box in bp["boxes"]:
+                box.set_facecolor(colors[i % len(colors)])
+                box.set_alpha(0.5)
+            ax.scatter([p for p, _ in present], [sum(s) / len(s) for _, s in present], color="dimgray",
+                       zorder=5, s=14)
+            ax.plot([], [], color=colors[i % len(colors)], linewidth=8, alpha=0.5, label=label)
+        ax.scatter([], [], color="dimgray", s=14, label="Mean")
+        ax.set_xticks(range(len(types)))
+        ns = {t: max(len(v.get(t, [])) for v in data.values()) for t in types}
+        ax.set_xticklabels([f"{HOP_LABELS.get(t, t)}\n(n={ns[t]})" for t in types], fontsize=8)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_ylabel(f"R@{k}")
+        ax.set_title(f"R@{k} by hop type on {dataset} ({_n_label(group)})")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8, loc="lower left")
+        paths += _save(fig, out, f"fig3_r{k}_by_type_{_slug(dataset)}")
+    return paths
+
+
+# -- Figure 4 -------------------------------------------------------------------------------------------------
+def cumulative_tokens(preds: Sequence[dict], n_max: int) -> tuple[list[float], list[float]]:
+    """Mean cumulative (input, output) retrieval-stage tokens per question after rounds 1..n_max."""
+    inp, outp = [0.0] * n_max, [0.0] * n_max
+    if not preds:
+        return inp, outp
+    for p in preds:
+        for c in p.get("llm_calls", []) or []:
+            if c.get("stage") not in RETRIEVAL_STAGES:
+                continue
+            r = max(1, int(c.get("round") or 0))
+            for i in range(r - 1, n_max):
+                inp[i] += int(c.get("prompt_tokens") or 0)
+                outp[i] += int(c.get("completion_tokens") or 0)
+    n = len(preds)
+    return [x / n for x in inp], [x / n for x in outp]
+
+
+def draw_tokens(runs: Sequence[RunResult], out: Path) -> list[Path]:
+    paths: list[Path] = []
+    for dataset, group in _by_dataset(runs).items():
+        series = []
+        for r in group:
+            preds = load_predictions(r)
+            if not any(c.get("stage") in RETRIEVAL_STAGES for p in preds for c in p.get("llm_calls", []) or []):
+                continue
+            multi = any(p.get("rounds") for p in preds)
+            n_max = max((len(p.get("rounds", [])) for p in preds), default=1) or 1
+            n_max = max(n_max, int(r.config.get("agent", {}).get("max_rounds") or 0),
+                        int(r.config.get("dataset", {}).get("max_rounds") or 0) if multi else 1)
+            series.append((r, multi, *cumulative_tokens(preds, n_max)))
+        if not series:
+            continue
+        fig, ax = plt.subplots(figsize=(6, 4))
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        n_all = 1
+        for i, (r, multi, inp, outp) in enumerate(series):
+            col = colors[i % len(colors)]
+            xs = list(range(1, len(inp) + 1))
+            n_all = max(n_all, len(xs))
+            if multi:
+                ax.plot(xs, inp, marker="o", color=col, label=f"{_label(r)} Input")
+                ax.plot(xs, outp, marker="s", linestyle="--", color=col, label=f"{_label(r)} Output")
+            else:
+                ax.scatter([0.85], [inp[0]], marker="o", color=col, label=f"{_label(r)} Input")
+                ax.scatter([0.85], [outp[0]], marker="s", color=col, facecolors="none", label=f"{_label(r)} Output")
+        ax.set_xticks(list(range(1, n_all + 1)))
+        ax.set_xlabel("Number of Iterations (n)")
+        ax.set_ylabel("Cumulative tokens per question")
+        ax.set_title(f"LLM tokens per round on {dataset} ({_n_label([s[0] for s in series])}; QA excluded)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+        paths += _save(fig, out, f"fig4_tokens_by_round_{_slug(dataset)}")
+    return paths
+
+
+def draw_all(runs: Sequence[RunResult], out_dir: str | Path) -> list[Path]:
+    """Every figure the runs support (Figures 2/5, 3, 4), as PNG and PDF under ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return [*draw_rounds(runs, out), *draw_hop_types(runs, out), *draw_tokens(runs, out)]

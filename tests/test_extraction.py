@@ -1,0 +1,202 @@
+"""Offline triple extraction (K.1, §6.2) on 5 real MuSiQue passages with a scripted stand-in LLM:
+outputs, stats numbers, reference comparison, resume after a kill (no duplicates), failed calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from omegaconf import OmegaConf
+
+from gear_repro.data.canonical import load_triples
+from gear_repro.extraction import extract_triples, run_extraction
+from gear_repro.llm import LLMCallError, LLMReply
+from gear_repro.types import Passage, Triple
+from gear_repro.utils.io import read_json, read_jsonl
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "data" / "musique_sample"
+RAW = Path(os.environ.get("GEAR_SHARED_DATA", REPO.parent / "shared" / "data")) / "musique_sample"
+OPENIE = RAW / "openie_musique_train_results_ner_gpt-3.5-turbo-1106_1890.json"
+
+
+def load_sample() -> tuple[list[Passage], list[Triple] | None]:
+    """The bundled canonical sample if prepared, else the shared raw HippoRAG files."""
+    if (SAMPLE / "corpus.jsonl").exists():
+        from gear_repro.data.dataset import load_dataset
+
+        ds = load_dataset(SAMPLE)
+        return ds.passages, ds.triples
+    if not (RAW / "musique_train_100_corpus.json").exists():
+        pytest.skip("no MuSiQue sample available")
+    from gear_repro.data.converters import import_hipporag_openie, load_hipporag_corpus
+
+    passages = load_hipporag_corpus(RAW / "musique_train_100_corpus.json")
+    return passages, import_hipporag_openie(OPENIE, passages)[0]
+
+
+def reply_for(title: str, i: int) -> str:
+    """Scripted replies covering the reply shapes a real model produces."""
+    kind = i % 5
+    t = json.dumps(title)
+    if kind == 0:  # the paper's demonstration format (not a repair)
+        return (f'{{"named_entities": [{t}, "X"]}}\n{{\n"triples": [\n({t}, "related to", "X"),\n'
+                '("X", "part of", "Y"),\n]\n}')
+    if kind == 1:  # fenced, cut off mid-way -> repaired; one wrong-arity triple dropped
+        return (f'```json\n{{"named_entities": [{t}]}}\n{{"triples": [[{t}, "is", "a thing"], '
+                f'["only two", "parts"], [{t}, "ha')
+    if kind == 2:  # prose, no structure -> parse failure, zero triples
+        return "I am sorry, I cannot extract triples from this paragraph."
+    if kind == 3:  # empty triple list
+        return '{"named_entities": []}\n{"triples": []}'
+    return f'{{"named_entities": [{t}], "triples": [[{t}, "a", "b"], [{t}, "c", "d"], [{t}, "e", "f"]]}}'
+
+
+class ScriptedLLM:
+    """Stand-in with the client's chat() signature; reply chosen by the passage's position."""
+
+    concurrency = 1
+
+    def __init__(self, passages: list[Passage], fail_ids: set[str] = frozenset(), delay: float = 0.0):  # type: ignore[assignment]
+        self.index = {p.title: i for i, p in enumerate(passages)}
+        self.titles = [p.title for p in passages]
+        self.ids = {p.title: p.id for p in passages}
+        self.fail_ids, self.delay = set(fail_ids), delay
+        self.calls: list[str] = []
+
+    def chat(self, messages: list[dict], *, stage: str, round: int = 0, **params: Any) -> LLMReply:
+        assert stage == "extract" and round == 0
+        text = messages[-1]["content"]
+        title = next(t for t in sorted(self.titles, key=len, reverse=True) if f"```\n{t}\n\n" in text)
+        self.calls.append(title)
+        if self.ids[title] in self.fail_ids:
+            raise LLMCallError("retries exhausted (scripted)")
+        time.sleep(self.delay)
+        return LLMReply(text=reply_for(title, self.index[title]), prompt_tokens=100 + self.index[title],
+                        completion_tokens=10, cached=False, latency_s=0.5, model="scripted")
+
+
+@pytest.fixture(scope="module")
+def sample() -> tuple[list[Passage], list[Triple] | None]:
+    passages, ref = load_sample()
+    return passages[:5], ref
+
+
+def test_extraction_outputs_and_stats(sample, tmp_path: Path) -> None:
+    passages, ref = sample
+    llm = ScriptedLLM(passages)
+    stats = extract_triples(passages, llm, tmp_path, reference=ref, progress=False)
+    triples = load_triples(tmp_path / "triples.jsonl")  # canonical and valid
+    p = passages
+    assert [(t.id, t.passage_id) for t in triples] == [
+        (f"{p[0].id}-0", p[0].id), (f"{p[0].id}-1", p[0].id), (f"{p[1].id}-0", p[1].id),
+        (f"{p[4].id}-0", p[4].id), (f"{p[4].id}-1", p[4].id), (f"{p[4].id}-2", p[4].id)]
+    assert triples[0].as_tuple() == (p[0].title, "related to", "X")
+    assert stats["n_done"] == 5 and stats["n_remaining"] == 0 and stats["triples"] == 6
+    assert stats["triples_per_passage"] | {} == {"mean": 1.2, "median": 1, "min": 0, "max": 3, "p90": 3,
+                                                 "histogram": {"0": 2, "1": 1, "2": 1, "3": 1}}
+    assert stats["passages_without_triples"] == 2
+    assert stats["parse"]["failures"] == 1 and stats["parse"]["repairs"] == 1
+    assert stats["parse"]["dropped_triples"] == 2  # the 2-part triple and the cut-off one
+    assert stats["tokens"]["prompt"] == 100 * 5 + 10 and stats["tokens"]["completion"] == 50
+    assert stats["tokens"]["total_per_passage"] == 112.0
+    assert stats["calls"] == {"cached": 0, "uncached": 5}
+    assert stats["passages_per_min_llm"] == 120.0  # 5 calls x 0.5 s
+    log = read_jsonl(tmp_path / "extraction_log.jsonl")
+    assert [r["passage_id"] for r in log] == [x.id for x in passages]
+    assert log[0]["entities"] == [p[0].title, "X"]
+    assert read_json(tmp_path / "extraction_stats.json")["triples"] == 6
+    if ref is not None:
+        cmp_ = stats["reference"]
+        ref_n = sum(1 for t in ref if t.passage_id in {x.id for x in passages})
+        assert cmp_["passages"] == 5 and cmp_["ours_triples"] == 6 and cmp_["reference_triples"] == ref_n > 0
+        assert cmp_["ratio_ours_to_reference"] == round(6 / ref_n, 3)
+
+
+def test_rerun_skips_done_passages(sample, tmp_path: Path) -> None:
+    passages, _ = sample
+    extract_triples(passages[:3], ScriptedLLM(passages), tmp_path, progress=False)
+    llm = ScriptedLLM(passages)
+    stats = extract_triples(passages, llm, tmp_path, progress=False)
+    assert llm.calls == [p.title for p in passages[3:]]
+    ids = [t["id"] for t in read_jsonl(tmp_path / "triples.jsonl")]
+    assert len(ids) == len(set(ids)) == 6 and stats["n_done"] == 5
+
+
+def test_torn_state_is_repaired(sample, tmp_path: Path) -> None:
+    """Triples written but the log record lost (kill in between), plus a half-written line."""
+    passages, _ = sample
+    extract_triples(passages[:1], ScriptedLLM(passages), tmp_path, progress=False)
+    with open(tmp_path / "triples.jsonl", "a") as f:
+        f.write(json.dumps({"id": f"{passages[1].id}-0", "subject": "s", "predicate": "p", "object": "o",
+                            "passage_id": passages[1].id}) + "\n")
+        f.write('{"id": "half-writ')
+    with open(tmp_path / "extraction_log.jsonl", "a") as f:
+        f.write('{"passage_id": "tor')
+    stats = extract_triples(passages, ScriptedLLM(passages), tmp_path, progress=False)
+    rows = read_jsonl(tmp_path / "triples.jsonl")
+    assert len(rows) == len({r["id"] for r in rows}) == 6 == stats["triples"]
+    assert not any(r["subject"] == "s" for r in rows)
+
+
+_CHILD = """
+import sys, time
+sys.path.insert(0, {tests!r})
+from test_extraction import ScriptedLLM, load_sample
+from gear_repro.extraction import extract_triples
+passages = load_sample()[0][:5]
+extract_triples(passages, ScriptedLLM(passages, delay=0.4), {out!r}, progress=False)
+"""
+
+
+def test_resume_after_kill(sample, tmp_path: Path) -> None:
+    passages, _ = sample
+    out = tmp_path / "run"
+    code = _CHILD.format(tests=str(Path(__file__).parent), out=str(out))
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
+    log = out / "extraction_log.jsonl"
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 60:
+        if log.exists() and log.read_text().count("\n") >= 2:
+            break
+        assert proc.poll() is None, "child ended before it could be killed"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    before = {r["passage_id"] for r in read_jsonl(log)}
+    assert 2 <= len(before) < 5
+    llm = ScriptedLLM(passages)
+    stats = extract_triples(passages, llm, out, progress=False)
+    assert set(llm.calls) == {p.title for p in passages if p.id not in before}
+    rows = read_jsonl(out / "triples.jsonl")
+    assert len(rows) == len({r["id"] for r in rows}) == 6
+    assert [r["passage_id"] for r in read_jsonl(log)].count(passages[0].id) == 1
+    assert stats["n_done"] == 5 and stats["triples"] == 6
+
+
+def test_failed_calls_are_counted_and_retried_next_run(sample, tmp_path: Path) -> None:
+    passages, _ = sample
+    stats = extract_triples(passages, ScriptedLLM(passages, fail_ids={passages[0].id}), tmp_path, progress=False)
+    assert stats["session"]["call_errors"] == 1 and stats["n_done"] == 4 and stats["n_remaining"] == 1
+    llm = ScriptedLLM(passages)
+    stats = extract_triples(passages, llm, tmp_path, progress=False)
+    assert llm.calls == [passages[0].title] and stats["n_done"] == 5
+
+
+def test_run_extraction_honours_limit_passages(sample, tmp_path: Path) -> None:
+    passages, ref = sample
+    cfg = OmegaConf.create({"dataset": {"limit_passages": 2}, "run": {"progress": False}})
+    res = SimpleNamespace(dataset=SimpleNamespace(passages=passages, triples=ref, name="musique_sample"),
+                          llm=ScriptedLLM(passages))
+    stats = run_extraction(cfg, res, tmp_path)
+    assert stats["n_passages"] == 2 and stats["n_done"] == 2 and stats["triples"] == 3
+    assert stats["dataset"] == "musique_sample"
+    assert (tmp_path / "extraction_stats.json").exists()

@@ -1,0 +1,162 @@
+"""Figures 2-4, Table 12/9 analyses, the --trace walk-through and the report CLI on synthetic runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gear_repro.evaluation.aggregate import aggregate
+from gear_repro.reporting.analyses import (
+    agent_table,
+    density_bin,
+    density_table,
+    format_trace,
+    rounds_table,
+    tokens_table,
+    triple_density,
+)
+from gear_repro.reporting.figures import cumulative_tokens, draw_all
+from gear_repro.reporting.runs import find_runs
+
+TYPES = ["2hop", "3hop1", "3hop2", "4hop1"]
+
+
+def make_dataset(root: Path) -> Path:
+    """Corpus of 8 passages; passage i has 6 + 2*i triples (densities 6..20)."""
+    d = root / "data"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "corpus.jsonl").write_text("".join(json.dumps({"id": str(i), "title": f"Title {i}", "text": "x"}) + "\n"
+                                            for i in range(8)))
+    rows = [{"id": f"{i}-{j}", "subject": "s", "predicate": "p", "object": "o", "passage_id": str(i)}
+            for i in range(8) for j in range(6 + 2 * i)]
+    (d / "triples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return d
+
+
+def call(stage: str, rnd: int, pt: int, ct: int) -> dict:
+    return {"stage": stage, "round": rnd, "prompt_tokens": pt, "completion_tokens": ct, "cached": False}
+
+
+def make_run(root: Path, name: str, data: Path, gear: bool, n_q: int = 8, max_rounds: int = 4,
+             beam_length: int = 2) -> Path:
+    run = root / name
+    run.mkdir(parents=True)
+    preds = []
+    for i in range(n_q):
+        gold = [str(i % 8), str((i + 1) % 8)]
+        final = [str((i + j) % 8) for j in range(8)] if i % 2 == 0 else [str((i + 3) % 8), str(i % 8)]
+        rec = {"id": f"q{i}", "question": f"Question {i}?", "gold_ids": gold, "answers": ["a"],
+               "type": TYPES[i % len(TYPES)], "rankings": {"final": final}, "answer": "a" if i % 3 else "b"}
+        if gear:
+            n = 1 + i % 3
+            rec["rounds"] = [{"round": r + 1, "query": f"q{i} r{r + 1}", "base": final[:3],
+                              "proximal": [["A", "rel", "B"]], "linked": [{"triple_text": "A rel B"}],
+                              "expanded": final[:2], "fused": final[:4], "gist_new": [["A", "rel", "B"]],
+                              "memory": [["A", "rel", "B"]] * (r + 1),
+                              "reason": {"answerable": r + 1 == n and i % 2 == 0, "parsed": i != 3,
+                                         "reason": "why", "raw": "Answerable: No"},
+                              "rewrite": {"query": f"q{i} r{r + 2}", "fallback": False} if r + 1 < n else None,
+                              "ranking": final[: 2 + 3 * r]} for r in range(n)]
+            rec["trace"] = {"agent": "gear", "stop": "answerable" if i % 2 == 0 else "max_rounds",
+                            "counters": {"reason_unparsed": int(i == 3), "rewrite_fallback": 0}}
+            rec["llm_calls"] = [c for r in range(1, n + 1) for c in
+                                (call("read", r, 1000, 50), call("gist", r, 1200, 60), call("reason", r, 200, 20))]
+            rec["llm_calls"] += [call("qa", 0, 900, 5)]
+        else:
+            rec["llm_calls"] = [call("read", 0, 1000, 50), call("qa", 0, 900, 5)]
+        preds.append(rec)
+    (run / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
+    metrics = aggregate(preds, [5, 10, 15], max_rounds=max_rounds if gear else None)
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    cfg = {"dataset": {"name": "musique_sample", "paper_name": "MuSiQue", "path": str(data),
+                       "triples_file": "triples.jsonl", "max_rounds": 4},
+           "retriever": {"name": "hybrid"}, "expansion": {"name": "sync"}, "beam": {"length": beam_length},
+           "agent": {"name": "gear", "max_rounds": max_rounds} if gear else {"name": "single"},
+           "report": {}, "qa": True}
+    (run / "config.yaml.json").write_text(json.dumps(cfg))
+    return run
+
+
+@pytest.fixture
+def runs_dir(tmp_path: Path) -> Path:
+    data = make_dataset(tmp_path)
+    make_run(tmp_path / "runs", "gear", data, gear=True)
+    make_run(tmp_path / "runs", "sync", data, gear=False)
+    return tmp_path / "runs"
+
+
+def test_draw_all_writes_png_and_pdf(runs_dir: Path, tmp_path: Path):
+    paths = draw_all(find_runs([runs_dir]), tmp_path / "fig")
+    names = {p.name for p in paths}
+    for stem in ("fig2_r15_by_round_musique", "fig3_r15_by_type_musique", "fig4_tokens_by_round_musique"):
+        assert {f"{stem}.png", f"{stem}.pdf"} <= names
+    for p in paths:
+        assert p.exists() and p.stat().st_size > 1000
+    assert (tmp_path / "fig" / "fig2_r15_by_round_musique.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "fig" / "fig2_r15_by_round_musique.pdf").read_bytes()[:4] == b"%PDF"
+
+
+def test_figures_skip_what_runs_cannot_support(tmp_path: Path):
+    data = make_dataset(tmp_path)
+    run = make_run(tmp_path / "runs", "sync", data, gear=False)
+    (run / "predictions.jsonl").unlink()
+    names = {p.name for p in draw_all(find_runs([tmp_path / "runs"]), tmp_path / "fig")}
+    assert names == {"fig3_r15_by_type_musique.png", "fig3_r15_by_type_musique.pdf"}  # from metrics['by_type']
+
+
+def test_cumulative_tokens_per_round():
+    preds = [{"llm_calls": [call("read", 1, 100, 10), call("gist", 2, 50, 5), call("qa", 0, 999, 9)]},
+             {"llm_calls": [call("read", 0, 40, 4)]}]  # single-step round 0 counts at n=1
+    inp, outp = cumulative_tokens(preds, 3)
+    assert inp == [70.0, 95.0, 95.0] and outp == [7.0, 9.5, 9.5]
+
+
+def test_density_table(runs_dir: Path):
+    assert triple_density(["0", "1"], {"0": 6, "1": 8}) == 7
+    assert [density_bin(x) for x in (8.9, 9, 10.99, 11, 12.5, 13, 40)] == [
+        "rho<9", "9<=rho<11", "9<=rho<11", "11<=rho<13", "11<=rho<13", "13<=rho", "13<=rho"]
+    df = density_table(find_runs([runs_dir]))
+    assert set(df["metric"]) == {"R@15 rho<9", "R@15 9<=rho<11", "R@15 11<=rho<13", "R@15 13<=rho"}
+    gear = df[df.method == "GEAR"].set_index("metric")
+    # q0: gold 0,1 -> rho 7; q1: 1,2 -> 9; q2: 2,3 -> 11; q3..: >= 13; q7: 7,0 -> 13
+    assert gear.loc["R@15 rho<9", "n_in_bin"] == 1 and gear.loc["R@15 13<=rho", "n_in_bin"] == 5
+    assert gear.loc["R@15 rho<9", "paper"] == 73.6 and gear.loc["R@15 rho<9", "ours"] == 100.0
+    assert gear["n_in_bin"].sum() == 8
+
+
+def test_rounds_table_and_agent_stats(runs_dir: Path, tmp_path: Path):
+    runs = find_runs([runs_dir])
+    df = rounds_table(runs)
+    assert sorted(df["max_rounds"].unique()) == [1, 2, 3, 4]
+    cell = df[(df.max_rounds == 1) & (df.metric == "R@15")].iloc[0]
+    assert cell["paper"] == 69.5 and cell["derived_from_rounds"]
+    assert df[(df.max_rounds == 4)]["derived_from_rounds"].eq(False).all()
+    gear_metrics = next(r for r in runs if r.method == "GEAR").metrics
+    assert df[(df.max_rounds == 4) & (df.metric == "R@15")].iloc[0]["ours"] == pytest.approx(
+        gear_metrics["recall@15_by_round"][3], abs=0.01)
+    stats = agent_table(runs).iloc[0]
+    assert stats["n_questions"] == 8 and stats["reason_unparsed"] == 1
+    assert stats["stop_answerable"] + stats["stop_max_rounds"] == 8
+    tok = tokens_table(runs)
+    assert set(tok[tok.method == "GEAR"]["stage"]) == {"read", "gist", "reason", "qa"}
+
+
+def test_trace_walkthrough_and_cli(runs_dir: Path, tmp_path: Path, capsys):
+    from gear_repro.cli.report import main
+
+    pred = json.loads((runs_dir / "gear" / "predictions.jsonl").read_text().splitlines()[2])
+    text = format_trace(pred, {"2": "Title 2"})
+    assert "== Round 3 ==" in text and "Gist memory G(3)" in text and "Rewriter -> next query: q2 r3" in text
+    assert "P1 Title 2 *" in text and "R@15" in text
+    assert main([str(runs_dir), "--trace", "q2"]) == 0
+    out = capsys.readouterr().out
+    assert "Question q2" in out and "Reasoner: answerable=True" in out
+    assert main([str(runs_dir), "--trace", "nope"]) == 2
+    assert main([str(runs_dir), "--out", str(tmp_path / "rep"), "--figures"]) == 0
+    out = capsys.readouterr().out
+    for f in ("table.md", "table12_density.csv", "table12_density_wide.md", "table9_rounds.csv",
+              "tokens_by_stage.md", "agent_stats.md", "fig4_tokens_by_round_musique.pdf"):
+        assert (tmp_path / "rep" / f).exists(), f
+    assert "Table 12" in out and "figure:" in out

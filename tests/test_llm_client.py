@@ -1,0 +1,342 @@
+"""LLM client against a fake OpenAI-compatible endpoint on 127.0.0.1 (stdlib http.server in a thread):
+cache hit/miss and replay, ledger, retries on 429/500/timeouts/malformed bodies, bounded retries,
+concurrency, and the API key never reaching logs, ledger, cache files, stats or config dumps."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from gear_repro.llm import LLMCallError, LLMClient, TokenLedger
+from gear_repro.llm.cache import LLMCache
+from gear_repro.utils.errors import ConfigError
+
+SECRET = "sk-test-SECRET-7f3a9c0e5b"
+KEY_ENV = "GEAR_TEST_FAKE_KEY"
+REPO = Path(__file__).resolve().parent.parent
+
+
+class FakeOpenAI:
+    """Scripted endpoint: each request pops the next action (default: a normal completion)."""
+
+    def __init__(self) -> None:
+        self.actions: list[tuple] = []
+        self.requests: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a: Any) -> None:
+                pass
+
+            def _send(self, status: int, body: bytes, ctype: str = "application/json",
+                      headers: dict | None = None) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(body)
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with fake.lock:
+                    fake.requests.append({"auth": self.headers.get("Authorization"), "body": body})
+                    action = fake.actions.pop(0) if fake.actions else ("ok",)
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                try:
+                    kind = action[0]
+                    if kind == "status":
+                        self._send(action[1], json.dumps({"error": {"message": f"fake {action[1]}"}}).encode(),
+                                   headers=action[2] if len(action) > 2 else None)
+                    elif kind == "sleep":
+                        time.sleep(action[1])
+                        self._send(200, fake.completion(body))
+                    elif kind == "malformed":
+                        self._send(200, action[1], ctype=action[2] if len(action) > 2 else "application/json")
+                    elif kind == "no_usage":
+                        self._send(200, fake.completion(body, usage=False))
+                    else:
+                        if len(action) > 1:
+                            time.sleep(action[1])
+                        self._send(200, fake.completion(body))
+                finally:
+                    with fake.lock:
+                        fake.in_flight -= 1
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def completion(body: dict, usage: bool = True) -> bytes:
+        last = body["messages"][-1]["content"]
+        out: dict[str, Any] = {
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": f"echo: {last}"}}],
+        }
+        if usage:
+            out["usage"] = {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}
+        return json.dumps(out).encode()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    f = FakeOpenAI()
+    yield f
+    f.close()
+
+
+@pytest.fixture
+def make_client(fake: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    clients: list[LLMClient] = []
+
+    def make(**kw: Any) -> LLMClient:
+        args = dict(model="fake-model", base_url=fake.url, api_key_env=KEY_ENV, timeout_s=1.0, max_retries=3,
+                    backoff_base_s=0.01, backoff_max_s=0.05, cache_dir=str(tmp_path / "llm_cache"))
+        args.update(kw)
+        c = LLMClient(**args)
+        clients.append(c)
+        return c
+
+    yield make
+    for c in clients:
+        c.close()
+
+
+def msgs(text: str = "hello") -> list[dict]:
+    return [{"role": "user", "content": text}]
+
+
+def test_cache_miss_then_hit_and_deterministic_replay(fake: FakeOpenAI, make_client) -> None:
+    c = make_client()
+    r1 = c.chat(msgs(), stage="read", round=1)
+    r2 = c.chat(msgs(), stage="read", round=1)
+    assert len(fake.requests) == 1
+    assert (r1.cached, r2.cached) == (False, True)
+    assert r1.text == r2.text == "echo: hello"
+    assert (r2.prompt_tokens, r2.completion_tokens, r2.model) == (11, 5, "fake-model")
+    c.chat(msgs(), stage="read", max_tokens=7)  # different params -> different key
+    assert len(fake.requests) == 2 and fake.requests[1]["body"]["max_tokens"] == 7
+    assert fake.requests[0]["body"]["temperature"] == 0.0
+    # a new client (a re-run) replays from the persistent cache without touching the endpoint
+    c2 = make_client(base_url="http://127.0.0.1:9/v1")  # unreachable: must not be contacted
+    r3 = c2.chat(msgs(), stage="read", round=1)
+    assert r3.cached and r3.text == r1.text and c2.stats()["cache_hits"] == 1
+    assert c.stats() | {} == {"calls": 3, "cache_hits": 1, "cache_misses": 2, "retries": 0, "failures": 0,
+                              "prompt_tokens": 33, "completion_tokens": 15}
+
+
+def test_cache_disabled(fake: FakeOpenAI, make_client) -> None:
+    c = make_client(cache=False)
+    c.chat(msgs(), stage="qa")
+    c.chat(msgs(), stage="qa")
+    assert len(fake.requests) == 2
+
+
+def test_ledger_records_and_slices(fake: FakeOpenAI, make_client) -> None:
+    ledger = TokenLedger()
+    c = make_client(ledger=ledger)
+    assert c.ledger is ledger
+    c.chat(msgs("a"), stage="read", round=0)
+    mark = ledger.mark()
+    c.chat(msgs("b"), stage="gist", round=1)
+    c.chat(msgs("b"), stage="gist", round=1)
+    recs = ledger.since(mark)
+    assert [(r["stage"], r["round"], r["cached"]) for r in recs] == [("gist", 1, False), ("gist", 1, True)]
+    assert all(r["prompt_tokens"] == 11 and r["completion_tokens"] == 5 and r["model"] == "fake-model"
+               and r["tokens_source"] == "usage" and r["latency_s"] >= 0 and r["ok"] for r in recs)
+    tot = ledger.totals()
+    assert tot["calls"] == 3 and tot["cached"] == 1 and tot["billed_prompt_tokens"] == 22
+    assert tot["by_stage"]["gist"]["calls"] == 2
+    json.dumps(ledger.records)  # JSON-ready
+
+
+def test_retries_429_and_500_then_success(fake: FakeOpenAI, make_client) -> None:
+    fake.actions = [("status", 429, {"Retry-After": "0"}), ("status", 500), ("status", 503)]
+    c = make_client()
+    r = c.chat(msgs(), stage="read")
+    assert r.text == "echo: hello" and len(fake.requests) == 4
+    assert c.stats()["retries"] == 3 and c.stats()["failures"] == 0
+
+
+def test_retries_are_bounded(fake: FakeOpenAI, make_client) -> None:
+    fake.actions = [("status", 500)] * 10
+    c = make_client(max_retries=2)
+    with pytest.raises(LLMCallError, match="retries exhausted after 3 attempt"):
+        c.chat(msgs(), stage="read", round=2)
+    assert len(fake.requests) == 3
+    s = c.stats()
+    assert (s["retries"], s["failures"], s["cache_hits"]) == (2, 1, 0)
+    rec = c.ledger.records[-1]
+    assert rec["ok"] is False and rec["stage"] == "read" and rec["round"] == 2 and rec["prompt_tokens"] == 0
+    # failures are not cached: the next call goes to the endpoint again
+    fake.actions.clear()
+    c.chat(msgs(), stage="read")
+    assert len(fake.requests) == 4
+
+
+def test_non_retryable_error_fails_at_once(fake: FakeOpenAI, make_client) -> None:
+    fake.actions = [("status", 400)]
+    c = make_client()
+    with pytest.raises(LLMCallError, match="non-retryable"):
+        c.chat(msgs(), stage="qa")
+    assert len(fake.requests) == 1 and c.stats()["retries"] == 0
+
+
+def test_slow_response_times_out_then_retries(fake: FakeOpenAI, make_client) -> None:
+    fake.actions = [("sleep", 2.0)]
+    c = make_client(timeout_s=0.4)
+    t0 = time.monotonic()
+    r = c.chat(msgs(), stage="read")
+    assert r.text == "echo: hello" and c.stats()["retries"] == 1
+    assert time.monotonic() - t0 < 1.8  # did not wait for the slow reply
+
+
+@pytest.mark.parametrize("body,ctype", [
+    (b"<html>502 Bad Gateway</html>", "text/html"),
+    (b'{"choices": [', "application/json"),
+    (b'{"object": "error"}', "application/json"),
+    (b'{"choices": []}', "application/json"),
+])
+def test_malformed_bodies_are_retried(fake: FakeOpenAI, make_client, body: bytes, ctype: str) -> None:
+    fake.actions = [("malformed", body, ctype)]
+    c = make_client()
+    r = c.chat(msgs(), stage="read")
+    assert r.text == "echo: hello" and c.stats()["retries"] == 1 and len(fake.requests) == 2
+
+
+def test_malformed_forever_raises(fake: FakeOpenAI, make_client) -> None:
+    fake.actions = [("malformed", b"not json at all", "text/plain")] * 5
+    c = make_client(max_retries=1)
+    with pytest.raises(LLMCallError):
+        c.chat(msgs(), stage="read")
+    assert len(fake.requests) == 2
+
+
+def test_connection_refused_is_retried_and_bounded(make_client) -> None:
+    c = make_client(base_url="http://127.0.0.1:9/v1", max_retries=2)
+    with pytest.raises(LLMCallError, match="APIConnectionError"):
+        c.chat(msgs(), stage="read")
+    assert c.stats()["retries"] == 2
+
+
+def test_tokens_counted_when_usage_absent(fake: FakeOpenAI, make_client) -> None:
+    fake.actions = [("no_usage",)]
+    c = make_client()
+    r = c.chat(msgs("a question of some length"), stage="qa")
+    assert r.prompt_tokens > 0 and r.completion_tokens > 0 and r.tokens_source in ("tiktoken", "estimate")
+    assert c.ledger.records[-1]["tokens_source"] == r.tokens_source
+
+
+def test_chat_many_concurrent_in_order(fake: FakeOpenAI, make_client) -> None:
+    fake.actions = [("ok", 0.2)] * 8
+    c = make_client(concurrency=4)
+    out = c.chat_many([msgs(f"m{i}") for i in range(8)], stage="read", round=3)
+    assert [r.text for r in out] == [f"echo: m{i}" for i in range(8)]
+    assert fake.max_in_flight > 1
+    assert len(c.ledger.since(0)) == 8 and {r["round"] for r in c.ledger.records} == {3}
+
+
+def test_chat_many_return_exceptions(fake: FakeOpenAI, make_client) -> None:
+    fake.actions = [("status", 400)]
+    c = make_client(concurrency=1)
+    out = c.chat_many([msgs("x"), msgs("y")], stage="read", return_exceptions=True)
+    assert isinstance(out[0], LLMCallError) and out[1].text == "echo: y"
+
+
+def test_api_key_never_leaks(fake: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                             caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    monkeypatch.setenv("OPENAI_LOG", "debug")
+    caplog.set_level(logging.DEBUG)
+    cfg = OmegaConf.load(REPO / "configs" / "llm" / "openai_compatible.yaml")
+    cfg.base_url, cfg.model, cfg.api_key_env = fake.url, "fake-model", KEY_ENV
+    cfg.cache_dir, cfg.backoff_base_s, cfg.backoff_max_s, cfg.timeout_s = str(tmp_path / "c"), 0.01, 0.02, 1.0
+    c = instantiate(cfg)
+    fake.actions = [("status", 429), ("ok",), ("status", 401)]
+    c.chat(msgs(), stage="read")
+    with pytest.raises(LLMCallError) as err:
+        c.chat(msgs("other"), stage="read")
+    c.chat(msgs(), stage="read")  # cache hit
+    c.close()
+    assert fake.requests[0]["auth"] == f"Bearer {SECRET}"  # the key was really used
+    dumps = {
+        "logs": caplog.text,
+        "ledger": json.dumps(c.ledger.records),
+        "stats": json.dumps(c.stats()),
+        "config": OmegaConf.to_yaml(cfg),
+        "repr": repr(c) + str(vars(c).get("server_cfg")),
+        "error": str(err.value),
+        "cache": b"".join(p.read_bytes() for p in (tmp_path / "c").rglob("*") if p.is_file()).decode("latin-1"),
+    }
+    assert caplog.text  # something was logged (retry warning, HTTP requests)
+    for where, text in dumps.items():
+        assert SECRET not in text, f"API key leaked into {where}"
+        assert SECRET[8:] not in text, f"part of the API key leaked into {where}"
+
+
+def test_key_only_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    c = LLMClient(model="gpt-4o-mini-2024-07-18", cache_dir=str(tmp_path))
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY") as e:
+        c.chat(msgs(), stage="qa")
+    assert "sk-" not in str(e.value)
+    with pytest.raises(ConfigError, match="NAME"):
+        LLMClient(model="m", api_key_env=SECRET)
+
+
+def test_every_llm_config_instantiates_and_is_documented(tmp_path: Path) -> None:
+    for path in sorted((REPO / "configs" / "llm").glob("*.yaml")):
+        cfg = OmegaConf.load(path)
+        cfg.cache_dir = str(tmp_path)
+        c = instantiate(cfg)
+        assert isinstance(c, LLMClient) and c.default_params["temperature"] == 0.0
+        for line in path.read_text().splitlines():
+            if line.strip() and not line.lstrip().startswith("#") and not line.strip().endswith(":") \
+                    and not line.startswith("_target_"):
+                assert "#" in line, f"{path.name}: undocumented field: {line}"
+    local = OmegaConf.load(REPO / "configs" / "llm" / "local.yaml")
+    assert local.server.n_threads == 2 and local.server.n_ctx == 8192 and local.temperature == 0.0
+    assert OmegaConf.load(REPO / "configs" / "llm" / "openai.yaml").model == "gpt-4o-mini-2024-07-18"
+
+
+_WRITER = """
+import sys
+from gear_repro.llm.cache import LLMCache
+c = LLMCache(sys.argv[1])
+for i in range(int(sys.argv[3])):
+    c.put(f"{sys.argv[2]}-{i}", "m", {"text": str(i)})
+"""
+
+
+def test_cache_safe_under_concurrent_processes(tmp_path: Path) -> None:
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), f"p{j}", "150"]) for j in range(3)]
+    assert all(p.wait(timeout=180) == 0 for p in procs)
+    cache = LLMCache(tmp_path)
+    assert len(cache) == 450 and cache.get("p2-149") == {"text": "149"}

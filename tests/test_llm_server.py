@@ -1,0 +1,95 @@
+"""The real OpenAI-compatible HTTP path: a llama.cpp server started and stopped by the harness, serving
+the tiny SmolLM2-135M model (answers are nonsense; this checks the plumbing only)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from gear_repro.prompts import render
+
+pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] not installed (make install-local-llm)")
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_tiny_model_through_harness_started_server(tmp_path: Path) -> None:
+    from gear_repro.llm.offline import smollm2_path
+
+    try:
+        smollm2_path()
+    except Exception as e:
+        pytest.skip(f"tiny model not installed: {e}")
+    cfg = OmegaConf.load(REPO / "configs" / "llm" / "tiny.yaml")
+    cfg.cache_dir, cfg.max_tokens = str(tmp_path / "cache"), 16
+    client = instantiate(cfg)
+    assert client.server is None  # lazily started on the first uncached call
+    messages = render("qa_no_passages", question="What is the capital of France?")
+    try:
+        r1 = client.chat(messages, stage="qa", round=0)
+        server = client.server
+        assert server is not None and server.alive() and _port_open(server.port)
+        assert r1.text.strip() and not r1.cached
+        assert r1.prompt_tokens > 0 and r1.completion_tokens > 0 and r1.tokens_source == "usage"
+        r2 = client.chat(messages, stage="qa", round=0)
+        assert r2.cached and r2.text == r1.text and r2.prompt_tokens == r1.prompt_tokens
+        recs = client.ledger.since(0)
+        assert [(r["stage"], r["cached"], r["model"]) for r in recs] == [
+            ("qa", False, "smollm2-135m-instruct-q4_1"), ("qa", True, "smollm2-135m-instruct-q4_1")]
+        assert client.stats()["cache_hits"] == 1 and client.stats()["cache_misses"] == 1
+    finally:
+        client.close()
+    assert not server.alive() and server.proc is None and not _port_open(server.port)
+
+
+_ORPHAN = """
+import sys
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+cfg = OmegaConf.load(sys.argv[1]); cfg.cache_dir = sys.argv[2]
+c = instantiate(cfg)
+c._ensure_client()
+print(c.server.proc.pid, flush=True)
+import time; time.sleep(600)
+"""
+
+
+def test_server_does_not_outlive_a_killed_harness(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from gear_repro.llm.offline import smollm2_path
+
+    try:
+        smollm2_path()
+    except Exception as e:
+        pytest.skip(f"tiny model not installed: {e}")
+    harness = subprocess.Popen([sys.executable, "-c", _ORPHAN, str(REPO / "configs" / "llm" / "tiny.yaml"),
+                                str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    pid = int(harness.stdout.readline())  # type: ignore[union-attr]
+    os.kill(pid, 0)  # the server runs
+    harness.send_signal(signal.SIGKILL)  # no atexit, no cleanup
+    harness.wait(timeout=10)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail("llama.cpp server outlived the killed harness")
