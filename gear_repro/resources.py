@@ -40,10 +40,18 @@ class Resources:
     def embedder(self) -> Any:
         return instantiate(self.cfg.embedder)
 
+    @property
+    def needs_vectors(self) -> bool:
+        """False only for plain BM25 runs: then no collection is embedded (an ES index holds no vectors)."""
+        bm25_only = str(self.cfg.retriever.get("_target_", "")).endswith("BM25Retriever")
+        no_graph = (self.cfg.get("expansion") or {}).get("name", "none") == "none"
+        single = (self.cfg.get("agent") or {}).get("name", "single") == "single"
+        return not (bm25_only and no_graph and single)
+
     @cached_property
     def passages(self) -> Collection:
         docs = [IndexDoc(p.id, p.content) for p in self.dataset.passages]
-        return self.backend.open_collection("passages", docs, self.embedder)
+        return self.backend.open_collection("passages", docs, self.embedder if self.needs_vectors else None)
 
     def _retriever(self, collection: Collection):
         return instantiate(self.cfg.retriever, collection=collection, embedder=self.embedder)
@@ -60,7 +68,8 @@ class Resources:
             raise DataError(
                 f"dataset '{self.dataset.name}' has no triples ({self.dataset.path}/triples.jsonl): run "
                 "`gear-repro stage=extract` or import OpenIE triples with gear-repro-prepare --triples-hipporag")
-        return self.backend.open_collection("triples", triple_docs(self.dataset.triples), self.embedder)
+        return self.backend.open_collection("triples", triple_docs(self.dataset.triples),
+                                            self.embedder if self.needs_vectors else None)
 
     @cached_property
     def triple_retriever(self):

@@ -114,12 +114,13 @@ class Runner:
         t0 = time.perf_counter()
         out = {"passages": len(self.res.passages)}
         self.res.passages.bm25(["warm up"], 1)
-        if self.cfg.retriever.get("_target_", "").endswith(("DenseRetriever", "HybridRetriever")):
+        if self.res.needs_vectors:
             self.res.passages.vectors()
         if self.res.dataset.triples:
             out["triples"] = len(self.res.triples)
             self.res.triples.bm25(["warm up"], 1)
-            self.res.triples.vectors()
+            if self.res.needs_vectors:
+                self.res.triples.vectors()
         self.timings["index_s"] = time.perf_counter() - t0
         self._write_provenance(run_fingerprint(self.cfg), {"indexes": out})
         write_json(self.run_dir / "metrics.json", {"stage": "index", **out, "index_s": self.timings["index_s"]})

@@ -188,7 +188,7 @@ def print_report(results: list[dict]) -> None:
         print("|---|---|---|---|---|---|---|---|---|---|")
         for name, b in r["backends"].items():
             print(f"| {name} | {b['index_docs_per_s']:.0f} | {b['bm25_ms_p50']:.2f} | {b['bm25_ms_p95']:.2f} | "
-                  f"{b['bm25_batch_qps']:.0f} | {b.get('knn_ms_p50', float('nan')):.2f} | "
+                  f"{b['bm25_batch_qps']:.3g} | {b.get('knn_ms_p50', float('nan')):.2f} | "
                   f"{b.get('knn_ms_p95', float('nan')):.2f} | {b['recall@5']:.1f} | {b['recall@10']:.1f} | "
                   f"{b['recall@15']:.1f} |")
         es = r["backends"]["es"]

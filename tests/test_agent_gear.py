@@ -242,3 +242,12 @@ def test_original_query_options(slice_env):
     out = agent.run(q, 15)
     assert out.rounds[1]["query"] != q.question
     assert out.rounds[1]["base"] == out.rounds[0]["base"] == res.passage_retriever.retrieve(q.question, 10).ids
+
+
+def test_gist_first_round_reuse_saves_a_call(slice_env):
+    script = {"read": READ, "gist": GIST_1, "reason": YES}
+    _, res, agent = build(slice_env, script, ["agent.gist_first_round=reuse"])
+    out = agent.run(res.dataset.questions[0], 15)
+    assert res.llm.stages() == [("read", 1), ("reason", 1)]
+    assert out.rounds[0]["memory"] == [list(t) for t in out.rounds[0]["proximal"]]
+    assert out.rounds[0]["gist_read"]["reused"] == "proximal"

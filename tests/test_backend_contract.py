@@ -202,9 +202,6 @@ def test_bm25_k_zero_and_no_queries(passages: Collection):
 
 
 def test_bm25_ties_break_by_position(case: Case):
-    if case.kind == "memory":
-        pytest.xfail("memory backend: bm25s picks an arbitrary subset of docs tied at the top-k boundary "
-                     "before sorting by position (reported to the lead)")
     docs = [IndexDoc(f"d{i}", "identical twin text") for i in (3, 1, 2, 0)]
     coll = case.make().open_collection("ties", docs, None)
     assert coll.bm25(["twin"], 3)[0].ids == ["d3", "d1", "d2"]

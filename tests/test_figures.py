@@ -154,6 +154,10 @@ def test_trace_walkthrough_and_cli(runs_dir: Path, tmp_path: Path, capsys):
     out = capsys.readouterr().out
     assert "Question q2" in out and "Reasoner: answerable=True" in out
     assert main([str(runs_dir), "--trace", "nope"]) == 2
+    (runs_dir / "gear" / "metrics.json").unlink()  # an unfinished run still prints its walk-through
+    assert main([str(runs_dir / "gear"), "--trace", "q2"]) == 0 and "Question q2" in capsys.readouterr().out
+    make_run(tmp_path / "again", "gear", make_dataset(tmp_path / "d2"), gear=True)
+    runs_dir = tmp_path / "again"
     assert main([str(runs_dir), "--out", str(tmp_path / "rep"), "--figures"]) == 0
     out = capsys.readouterr().out
     for f in ("table.md", "table12_density.csv", "table12_density_wide.md", "table9_rounds.csv",

@@ -87,3 +87,14 @@ def test_bm25_recall_on_bundled_sample(sample_dir):
 
 BM25_SAMPLE_R5 = 49.3333  # measured: gear-repro retriever=bm25 (outputs/baselines)
 BM25_SAMPLE_R15 = 60.75
+
+
+def test_top_k_ties_at_the_cut_go_to_the_lowest_index():
+    from gear_repro.backends.memory import top_k_row
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        row = rng.integers(0, 4, size=30).astype(np.float32)
+        k = int(rng.integers(1, 30))
+        expected = sorted(range(30), key=lambda i: (-row[i], i))[:k]
+        assert top_k_row(row, k).tolist() == expected

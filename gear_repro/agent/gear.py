@@ -80,6 +80,8 @@ class GearAgent:
         read_with: question shown to the reader and the gist reader: ``original`` (q) or ``rewritten``.
         gist_docs / gist_k: which list the gist reader reads (``fused`` = C_q(n), Eq. 4; ``expanded`` = C~_q(n);
             ``base`` = C'_q(n)) and how many of its top passages (10).
+        gist_first_round: ``read`` (a gist read in round 1 too, DESIGN.md) or ``reuse`` (TG_q(1) = the
+            proximal triples of the round-1 SyncGE read: "Eq. 1 and 4 are identical" at n = 1; one call less).
         dedupe_memory: drop gist triples already in G (normalised comparison).
         reason_last_round: also call the reasoner in the last allowed round (its verdict is recorded).
         passage_link: apply passageLink to G(n) in the final RRF (Eq. 9); False = RRF of C_q(1..n) only.
@@ -97,7 +99,7 @@ class GearAgent:
     def __init__(self, resources: Any, cfg: Any, name: str = "gear", base_k: int = 10,
                  max_rounds: int | None = None, query_for_base: str = "rewritten",
                  query_for_beam: str = "rewritten", read_with: str = "original", gist_docs: str = "fused",
-                 gist_k: int = 10, dedupe_memory: bool = True, reason_last_round: bool = True,
+                 gist_k: int = 10, gist_first_round: str = "read", dedupe_memory: bool = True, reason_last_round: bool = True,
                  passage_link: bool = True, passage_link_k: int | None = None, k_rrf: int = RRF_K,
                  output_depth: int | None = None, round_ranking_depth: int | None = None,
                  llm_params: Any = None, expansion: Any = None, **_: Any):
@@ -110,6 +112,9 @@ class GearAgent:
                 raise ConfigError(f"agent.{key} must be one of {_CHOICES[key]}, got '{val}'")
         self.query_for_base, self.query_for_beam = query_for_base, query_for_beam
         self.read_with, self.gist_docs = read_with, gist_docs
+        if gist_first_round not in ("read", "reuse"):
+            raise ConfigError(f"agent.gist_first_round must be 'read' or 'reuse', got '{gist_first_round}'")
+        self.gist_first_round = gist_first_round
         rounds = max_rounds if max_rounds is not None else cfg.get("dataset", {}).get("max_rounds")
         if rounds is None or int(rounds) < 1:
             raise ConfigError(f"agent.max_rounds (or dataset.max_rounds) must be >= 1, got {rounds}")
@@ -259,7 +264,11 @@ class GearAgent:
                     _bump(counters, f"expansion.{key}", val)
             gist_src = {"fused": fused.ids, "expanded": expanded, "base": base.ids}[self.gist_docs]
             gist_ids = list(gist_src[: self.gist_k]) or list(fused.ids[: self.gist_k])
-            new, ginfo = self.gist_read(read_q, gist_ids, memory, round=n, counters=counters)
+            if n == 1 and self.gist_first_round == "reuse":
+                new = [tuple(str(x) for x in t) for t in etrace.get("proximal", [])]
+                ginfo = {"prompt": None, "reply": None, "reused": "proximal"}
+            else:
+                new, ginfo = self.gist_read(read_q, gist_ids, memory, round=n, counters=counters)
             added = []
             for t in new:
                 key = triple_key(t)

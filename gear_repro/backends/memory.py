@@ -24,6 +24,26 @@ from gear_repro.utils.paths import cache_dir
 log = logging.getLogger(__name__)
 
 
+def top_k_row(row: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k best scores of ``row``, best first; ties (also at the k-th place) by lowest index.
+
+    O(n): partition to find the k-th score v, keep every index above v, fill with the lowest-index
+    rows scoring exactly v.
+    """
+    n = row.shape[0]
+    k = min(k, n)
+    if k <= 0:
+        return np.zeros(0, np.int64)
+    if k < n:
+        v = row[np.argpartition(-row, k - 1)[k - 1]]
+        above = np.flatnonzero(row > v)
+        tied = np.flatnonzero(row == v)[: k - above.size]
+        part = np.concatenate([above, tied])
+    else:
+        part = np.arange(n)
+    return part[np.lexsort((part, -row[part]))]
+
+
 def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """Exact top-k rows of ``matrix @ q`` for each query row: (row indices, scores), best first.
 
@@ -36,8 +56,7 @@ def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int) -> list[tuple[n
     sims = (queries.astype(matrix.dtype, copy=False) @ matrix.T).astype(np.float32)
     out = []
     for row in sims:
-        part = np.argpartition(-row, k - 1)[:k] if k < n else np.arange(n)
-        order = part[np.lexsort((part, -row[part]))]
+        order = top_k_row(row, k)
         out.append((order, row[order]))
     return out
 
@@ -104,11 +123,10 @@ class MemoryCollection:
         live = [i for i, t in enumerate(toks) if t]
         if not live or k_eff <= 0:
             return out
-        docs, scores = index.retrieve([toks[i] for i in live], k=k_eff, show_progress=False, n_threads=1)
-        for row, i in enumerate(live):
-            pairs = [(int(d), float(s)) for d, s in zip(docs[row], scores[row], strict=True) if s > 0]
-            pairs.sort(key=lambda x: (-x[1], x[0]))  # deterministic tie order: index position
-            out[i] = Ranking([self._ids[d] for d, _ in pairs], [s for _, s in pairs])
+        for i in live:
+            scores = np.asarray(index.get_scores(toks[i]), dtype=np.float32)
+            order = [int(d) for d in top_k_row(scores, k_eff) if scores[d] > 0]
+            out[i] = Ranking([self._ids[d] for d in order], [float(scores[d]) for d in order])
         return out
 
     # -- dense -------------------------------------------------------------------------------

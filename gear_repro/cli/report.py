@@ -29,15 +29,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        runs = find_runs(args.runs)
-        if args.trace is not None:
-            from gear_repro.reporting.analyses import trace_report
+        if args.trace is not None:  # works on unfinished runs too (no metrics.json yet)
+            from gear_repro.reporting.analyses import runs_with_predictions, trace_report
 
-            text = trace_report(runs, args.trace)
+            text = trace_report(runs_with_predictions(args.runs), args.trace)
             if not text:
                 raise GearError(f"question {args.trace} is in none of the runs' predictions.jsonl")
             print(text)
             return 0
+        runs = find_runs(args.runs)
         long = long_table(runs)
         paths = write_tables(long, args.out, args.stem)
         for table, sub in long.groupby("table", sort=False):

@@ -396,7 +396,6 @@ def beam_search(
 
     gamma = cfg.gamma_value
     cap = cfg.neighbours or 0
-    rel_all: np.ndarray | None = None
     steps = 0
     for _step in range(1, cfg.length):
         # gather candidates per beam (lines 8-12)
@@ -416,10 +415,8 @@ def beam_search(
             if cap and nb.size > cap:
                 _bump(c, "neighbours_capped")
                 if cfg.neighbour_selection == "relevance":
-                    if rel_all is None:
-                        v = index.vectors()
-                        rel_all = v @ qv.astype(v.dtype, copy=False)
-                    rel = rel_all[nb]
+                    v = index.vectors()
+                    rel = v[nb] @ qv.astype(v.dtype, copy=False)  # cosine(q, t) of the single triples
                     keep = np.lexsort((nb, -rel))[:cap]  # by relevance, ties by row
                     nb = nb[np.sort(keep)]  # keep row order among the chosen
                 else:

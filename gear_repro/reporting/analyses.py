@@ -262,6 +262,19 @@ def passage_titles(run: RunResult) -> dict[str, str]:
     return {str(rec["id"]): rec.get("title", "") for _, rec in iter_jsonl(path)}
 
 
+def runs_with_predictions(paths: Sequence[str | Path]) -> list[RunResult]:
+    """Every folder under ``paths`` with a predictions.jsonl, finished or not (for ``--trace``)."""
+    from gear_repro.utils.io import read_json
+
+    out = []
+    for root in map(Path, paths):
+        for pf in sorted(root.rglob("predictions.jsonl")) if root.is_dir() else []:
+            cfile, mfile = pf.parent / "config.yaml.json", pf.parent / "metrics.json"
+            cfg = read_json(cfile) if cfile.exists() else {}
+            out.append(RunResult(pf.parent, cfg, read_json(mfile) if mfile.exists() else {}))
+    return out
+
+
 def trace_report(runs: Sequence[RunResult], qid: str) -> str:
     """Walk-throughs of question ``qid`` in every run that has it."""
     parts = []
