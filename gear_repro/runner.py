@@ -33,7 +33,12 @@ from gear_repro.utils.provenance import environment
 log = logging.getLogger("gear_repro")
 
 # config keys that do not change results (excluded from the run fingerprint used for resuming)
-_NON_RESULT_KEYS = {"run": {"progress", "resume", "fail_fast"}, "hydra": None, "report": None, "name": None}
+_NON_RESULT_KEYS = {
+    "run": {"progress", "resume", "fail_fast"}, "hydra": None, "report": None, "name": None,
+    "embedder": {"num_threads", "show_progress", "batch_size", "cache"},
+    "llm": {"timeout_s", "max_retries", "backoff_base_s", "backoff_max_s", "concurrency", "cache", "cache_dir", "server",
+            "base_url"},
+}
 
 
 def run_fingerprint(cfg: DictConfig) -> str:
@@ -153,7 +158,8 @@ class Runner:
                 finished[q.id] = rec
         self.timings["questions_s"] = time.perf_counter() - t_loop
         preds = [finished[q.id] for q in questions if q.id in finished]
-        metrics = aggregate(preds, list(cfg.run.ks), max_rounds=cfg.dataset.get("max_rounds"))
+        max_rounds = (cfg.get("agent") or {}).get("max_rounds") or cfg.dataset.get("max_rounds")
+        metrics = aggregate(preds, list(cfg.run.ks), max_rounds=max_rounds)
         metrics.update({"dataset": cfg.dataset.name, "name": cfg.get("name"), "fingerprint": fp})
         write_json(self.run_dir / "metrics.json", metrics)
         self._write_provenance(fp)

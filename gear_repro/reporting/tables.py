@@ -49,7 +49,11 @@ def wide_table(long: pd.DataFrame) -> pd.DataFrame:
     """Paper layout: method rows in first-seen order, (dataset, metric) columns; cell "ours (paper, Δ)"."""
     if long.empty:
         return pd.DataFrame()
-    df = long.drop_duplicates(["method", "dataset", "metric"], keep="last").copy()
+    df = long.copy()
+    # several runs with one label (e.g. a beam-length sweep): name each row by its run dir
+    dup = df.duplicated(["method", "dataset", "metric"], keep=False)
+    df.loc[dup, "method"] = df.loc[dup].apply(lambda r: f"{r['method']} [{Path(r['run_dir']).name}]", axis=1)
+    df = df.drop_duplicates(["method", "dataset", "metric"], keep="last")
     df["cell"] = df.apply(_cell, axis=1)
     methods = list(dict.fromkeys(df["method"]))
     datasets = sorted(df["dataset"].unique(), key=lambda d: (DATASET_ORDER.index(d) if d in DATASET_ORDER else 99, d))
