@@ -264,7 +264,8 @@ class SumScorer(_VectorScorer):
 
 
 class MeanScorer(_VectorScorer):
-    """Approximation: the mean of the single-triple cosines of the path (no path vector)."""
+    """Approximation: the mean of the path's single-triple cosines (no path vector, no encoding beyond q).
+    On the MuSiQue sample it keeps NaiveGE's R@15 within 0.4 points of ``exact`` (docs/graph_expansion.md)."""
 
     name = "mean"
 
@@ -272,8 +273,14 @@ class MeanScorer(_VectorScorer):
         if not paths:
             return np.zeros(0)
         self.stats["paths_scored"] += len(paths)
-        sims = self.index.vectors() @ qv
-        return np.asarray([float(np.mean(sims[list(p)])) for p in paths])
+        v = self.index.vectors()
+        out = np.empty(len(paths), dtype=np.float64)
+        for n in {len(p) for p in paths}:  # vectorised per path length
+            sel = [i for i, p in enumerate(paths) if len(p) == n]
+            rows = np.asarray([paths[i] for i in sel], dtype=np.int64)  # (m, n)
+            sims = v[rows.ravel()] @ qv.astype(v.dtype, copy=False)
+            out[sel] = sims.reshape(rows.shape).astype(np.float64).mean(axis=1)
+        return out
 
 
 _SCORERS: dict[str, Callable[..., PathScorer]] = {"exact": ExactScorer, "sum": SumScorer, "mean": MeanScorer}
