@@ -75,6 +75,7 @@ install-local-llm: $(VENV)/.stamp-local-llm
 install-all: install-test-models install-paper-embedder install-local-llm
 
 test: install-test-models install-llama-cpp
+	$(BIN)/ruff check gear_repro tests scripts
 	$(BIN)/python -m pytest -q tests
 
 demo: install-all

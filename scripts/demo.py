@@ -5,13 +5,14 @@ Each step is the command a user would type; they are printed before they run. Ou
 outputs/demo/ (one folder per step) and the paper-layout tables and figures to outputs/demo/report.
 
   1. base retrievers BM25 / SBERT (all-mpnet-base-v2) / hybrid on all 100 questions   (Table 2 rows)
-  2. NaiveGE over each base retriever on all 100 questions, GPT-3.5 triples          (Table 2 rows)
-  3. offline triple extraction (K.1) with the local Qwen2.5-1.5B on 20 passages, compared with GPT-3.5
+  2. NaiveGE over each base retriever on all 100 questions, GPT-3.5 triples, with the fast path scorer
+     (beam=fast; the paper's exact scorer is ~30x slower on CPU: `experiment=table2_single_step`)
+  3. offline triple extraction (K.1) with the local Qwen2.5-1.5B on 10 passages, compared with GPT-3.5
   4. SyncGE and the GEAR agent with the local LLM, with QA, on the first DEMO_LLM_QUESTIONS questions
   5. gear-repro-report: tables beside the paper's numbers, and figures
 
-Environment: DEMO_LLM_QUESTIONS (default 3; each question costs 1-3 min of local LLM time on 2 cores),
-DEMO_EXTRACT_PASSAGES (default 20), DEMO_OUT (default outputs/demo). Re-running reuses every cache
+Environment: DEMO_LLM_QUESTIONS (default 2; each question costs 1-5 min of local LLM time on 2 cores),
+DEMO_EXTRACT_PASSAGES (default 10), DEMO_OUT (default outputs/demo). Re-running reuses every cache
 (indexes, embeddings, LLM replies), so a second `make demo` takes about a minute.
 """
 
@@ -27,8 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 OUT = Path(os.environ.get("DEMO_OUT", REPO / "outputs" / "demo"))
-NQ = int(os.environ.get("DEMO_LLM_QUESTIONS", "3"))
-NP = int(os.environ.get("DEMO_EXTRACT_PASSAGES", "20"))
+NQ = int(os.environ.get("DEMO_LLM_QUESTIONS", "2"))
+NP = int(os.environ.get("DEMO_EXTRACT_PASSAGES", "10"))
 
 
 def sh(*args: str) -> None:
@@ -43,7 +44,8 @@ def main() -> None:
     t0 = time.time()
     common = ["dataset=musique_sample", "run.progress=false"]
     sh("gear-repro", "-m", "retriever=bm25,sbert,hybrid", *common, f"hydra.sweep.dir={OUT}/1_base")
-    sh("gear-repro", "-m", "retriever=bm25,sbert,hybrid", "expansion=naive", *common, f"hydra.sweep.dir={OUT}/2_naive")
+    sh("gear-repro", "-m", "retriever=bm25,sbert,hybrid", "expansion=naive", "beam=fast", *common,
+       f"hydra.sweep.dir={OUT}/2_naive")
     sh("gear-repro", "stage=extract", "llm=local", f"dataset.limit_passages={NP}", *common,
        f"hydra.run.dir={OUT}/3_extract")
     if NQ > 0:

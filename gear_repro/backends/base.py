@@ -15,6 +15,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from gear_repro.types import Ranking
+from gear_repro.utils.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -59,3 +60,42 @@ class Backend(Protocol):
     def open_collection(self, name: str, docs: Sequence[IndexDoc], embedder=None) -> Collection:
         """Build (or reuse a cached build of) an index over ``docs``; ``embedder`` enables kNN."""
         ...
+
+
+class DocCollection:
+    """What every backend's collection shares: its docs in load order and the embedding matrix.
+
+    ``vectors()`` is the embedder's content-hashed corpus cache (the same matrix a backend indexes),
+    so in-process scoring never pulls vectors back from an engine.
+    """
+
+    dtype: np.dtype = np.dtype(np.float32)
+
+    def __init__(self, name: str, docs: Sequence[IndexDoc], embedder=None):
+        self.name = name
+        self._docs = list(docs)
+        self._ids = [d.id for d in self._docs]
+        self.embedder = embedder
+        self._matrix: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @property
+    def ids(self) -> list[str]:
+        return self._ids
+
+    @property
+    def docs(self) -> list[IndexDoc]:
+        return self._docs
+
+    def _need_vectors(self) -> None:
+        if self.embedder is None:
+            raise ConfigError(f"collection '{self.name}' was opened without an embedder: no dense search")
+
+    def vectors(self) -> np.ndarray:
+        self._need_vectors()
+        if self._matrix is None:
+            m = self.embedder.encode_corpus([d.text for d in self._docs], desc=self.name)
+            self._matrix = np.ascontiguousarray(m, dtype=self.dtype)
+        return self._matrix

@@ -31,7 +31,7 @@ import numpy as np
 from elasticsearch import Elasticsearch, helpers
 from tqdm.auto import tqdm
 
-from gear_repro.backends.base import IndexDoc
+from gear_repro.backends.base import DocCollection, IndexDoc
 from gear_repro.types import Ranking
 from gear_repro.utils.errors import ConfigError, DataError, GearError
 from gear_repro.utils.hashing import hash_obj, hash_texts, stable_json
@@ -441,35 +441,20 @@ def _keyword_fields(docs: Sequence[IndexDoc]) -> list[str]:
 
 # -- collection -----------------------------------------------------------------------------
 
-class ElasticsearchCollection:
+class ElasticsearchCollection(DocCollection):
     """A passage or triple index on the cluster; ``ids`` order is the load order (``pos``)."""
 
     def __init__(self, backend: ElasticsearchBackend, name: str, index: str, docs: list[IndexDoc],
                  fields: list[str], embedder=None, *, reused: bool = False):
+        super().__init__(name, docs, embedder)
         self.backend = backend
-        self.name = name
         self.index = index
-        self.embedder = embedder
         self.reused = reused
         self.fields = fields
-        self._docs = docs
-        self._ids = [d.id for d in docs]
-        self._matrix: np.ndarray | None = None
         self._pos: dict[str, int] | None = None
-
-    def __len__(self) -> int:
-        return len(self._ids)
 
     def __repr__(self) -> str:
         return f"ElasticsearchCollection({self.name!r}, index={self.index!r}, n={len(self)})"
-
-    @property
-    def ids(self) -> list[str]:
-        return self._ids
-
-    @property
-    def docs(self) -> list[IndexDoc]:
-        return self._docs
 
     def _msearch(self, bodies: list[dict], what: str) -> list[list[dict]]:
         """Hits per body, in batches of ``backend.search_batch``; any failed search raises."""
@@ -511,10 +496,6 @@ class ElasticsearchCollection:
                                                   for h in hs]) for hs in hits]
 
     # -- dense -------------------------------------------------------------------------------
-    def _need_vectors(self) -> None:
-        if self.embedder is None:
-            raise ConfigError(f"collection '{self.name}' was opened without an embedder: no dense search")
-
     def knn(self, vectors: np.ndarray, k: int) -> list[Ranking]:
         """Cosine top-k; ES scores (1 + cos) / 2 are mapped back to cos. Ties: document position."""
         self._need_vectors()
@@ -535,18 +516,6 @@ class ElasticsearchCollection:
         if self._pos is None:
             self._pos = {d: i for i, d in enumerate(self._ids)}
         return self._pos
-
-    def vectors(self) -> np.ndarray:
-        """The embedding matrix aligned with ``ids``: the embedder's corpus cache, recomputed if absent.
-
-        Pulling 5M x 768 floats back out of ``_source`` would be ~40 GB of JSON; the cache file
-        ($GEAR_CACHE/embeddings) is the very matrix the index was loaded from.
-        """
-        self._need_vectors()
-        if self._matrix is None:
-            m = self.embedder.encode_corpus([d.text for d in self._docs], desc=self.name)
-            self._matrix = np.ascontiguousarray(m, dtype=np.float32)
-        return self._matrix
 
     # -- keyword fields ------------------------------------------------------------------------
     def lookup(self, field_name: str, values: Sequence[str]) -> dict[str, list[str]]:

@@ -14,10 +14,9 @@ from collections.abc import Sequence
 import bm25s
 import numpy as np
 
-from gear_repro.backends.base import IndexDoc
+from gear_repro.backends.base import DocCollection, IndexDoc
 from gear_repro.backends.tokenize import tokenize
 from gear_repro.types import Ranking
-from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.paths import cache_dir
 
@@ -61,7 +60,7 @@ def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int) -> list[tuple[n
     return out
 
 
-class MemoryCollection:
+class MemoryCollection(DocCollection):
     """A passage or triple index held in process memory."""
 
     def __init__(self, name: str, docs: Sequence[IndexDoc], embedder=None, *, k1: float = 1.2, b: float = 0.75,
@@ -69,28 +68,13 @@ class MemoryCollection:
                  dtype: str = "float32", cache: bool = True):
         if not docs:
             raise ValueError(f"collection '{name}' has no documents")
-        self.name = name
-        self._docs = list(docs)
-        self._ids = [d.id for d in self._docs]
-        self.embedder = embedder
+        super().__init__(name, docs, embedder)
         self.bm25_params = {"k1": k1, "b": b, "method": method, "stopwords": stopwords, "stemmer": stemmer}
         self.dtype = np.dtype(dtype)
         self.cache = cache
         self.content_hash = hash_texts(d.id + "\t" + d.text for d in self._docs)
         self._bm25: bm25s.BM25 | None = None
-        self._matrix: np.ndarray | None = None
         self._lookup: dict[str, dict[str, list[str]]] = {}
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    @property
-    def ids(self) -> list[str]:
-        return self._ids
-
-    @property
-    def docs(self) -> list[IndexDoc]:
-        return self._docs
 
     # -- BM25 --------------------------------------------------------------------------------
     def _bm25_index(self) -> bm25s.BM25:
@@ -130,14 +114,6 @@ class MemoryCollection:
         return out
 
     # -- dense -------------------------------------------------------------------------------
-    def vectors(self) -> np.ndarray:
-        if self._matrix is None:
-            if self.embedder is None:
-                raise ConfigError(f"collection '{self.name}' was opened without an embedder: no dense search")
-            m = self.embedder.encode_corpus([d.text for d in self._docs], desc=self.name)
-            self._matrix = np.ascontiguousarray(m, dtype=self.dtype)
-        return self._matrix
-
     def knn(self, vectors: np.ndarray, k: int) -> list[Ranking]:
         m = self.vectors()
         return [Ranking([self._ids[i] for i in idx], [float(s) for s in sc])
