@@ -37,9 +37,15 @@ LLM_STAGES = ("read", "gist", "reason", "rewrite", "qa")
 
 # -- inputs ------------------------------------------------------------------------------------------------
 def load_predictions(run: RunResult) -> list[dict]:
-    """The run's predictions.jsonl records (questions with an error are kept; callers filter)."""
+    """The run's predictions.jsonl records (questions with an error are kept; callers filter).
+
+    A run dir resumed with a smaller ``dataset.limit`` still holds the earlier, longer list: only the
+    first ``limit`` questions belong to the run (the ones its metrics.json scores).
+    """
     path = Path(run.path) / "predictions.jsonl"
-    return [rec for _, rec in iter_jsonl(path)] if path.exists() else []
+    preds = [rec for _, rec in iter_jsonl(path)] if path.exists() else []
+    limit = (run.config.get("dataset") or {}).get("limit")
+    return preds[:limit] if limit else preds
 
 
 def scored(preds: Sequence[dict]) -> list[dict]:
@@ -81,7 +87,7 @@ def density_table(runs: Sequence[RunResult], k: int = 15) -> pd.DataFrame:
     for run in runs:
         tf = triples_file(run)
         preds = scored(load_predictions(run))
-        if tf is None or not preds:
+        if tf is None or not preds or run.is_qa_bound:
             continue
         per_passage = _triples_per_passage(str(tf))
         bins: dict[str, list[float]] = defaultdict(list)

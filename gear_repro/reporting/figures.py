@@ -224,4 +224,5 @@ def draw_all(runs: Sequence[RunResult], out_dir: str | Path) -> list[Path]:
     """Every figure the runs support (Figures 2/5, 3, 4), as PNG and PDF under ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    runs = [r for r in runs if not r.is_qa_bound]  # QA bounds have no retrieval of their own
     return [*draw_rounds(runs, out), *draw_hop_types(runs, out), *draw_tokens(runs, out)]

@@ -43,6 +43,11 @@ class RunResult:
             label += f" ({agent})"
         return label
 
+    @property
+    def is_qa_bound(self) -> bool:
+        """A QA bound run (no passages / gold passages): its retrieval is not a method's."""
+        return bool(self.config.get("qa")) and (self.config.get("qa_reader") or {}).get("mode", "retrieved") != "retrieved"
+
     def table_for(self, metric: str) -> str:
         """Paper table of a metric: EM/F1 belong to Table 3 (QA), recall to report.table (default Table 2)."""
         if metric in ("EM", "F1"):

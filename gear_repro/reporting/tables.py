@@ -22,7 +22,7 @@ def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None) 
     rows = []
     for r in runs:
         names = metrics or [m for m, key in METRIC_KEYS.items() if key in r.metrics]
-        if r.config.get("qa") and (r.config.get("qa_reader") or {}).get("mode", "retrieved") != "retrieved":
+        if r.is_qa_bound:
             names = [m for m in names if m in ("EM", "F1")]  # QA bounds: their retrieval is not evaluated
         for m in names:
             key = METRIC_KEYS[m]
