@@ -33,6 +33,10 @@ def _main(cfg: DictConfig) -> float | None:
     print(f"run dir: {run_dir}")
     shown = {k: round(v, 2) for k, v in (metrics or {}).items() if isinstance(v, int | float)}
     print(shown)
+    ref = (metrics or {}).get("reference")
+    if isinstance(ref, dict):  # stage=extract: our triples vs the dataset's own (e.g. GPT-3.5 OpenIE)
+        print("vs the dataset's triples on the same passages:",
+              {k: round(v, 3) for k, v in ref.items() if isinstance(v, int | float)})
     return shown.get("recall@15")
 
 
