@@ -85,14 +85,14 @@ def test_gear_with_qa_end_to_end(slice_env, tmp_path):  # noqa: F811
     from gear_repro.runner import Runner
 
     cfg, res, _ = build(slice_env, {"read": READ, "gist": GIST_2, "reason": YES, "qa": "Answer: G. Stanley Hall"},
-                        ["qa=true", "qa_reader.mode=gold"])
+                        ["qa=true"])
     metrics = Runner(cfg, tmp_path / "gear", resources=res).run()
     assert metrics["recall@15_by_round"] and len(metrics["recall@15_by_round"]) == 4
     assert metrics["rounds_mean"] == 1 and metrics["em"] == pytest.approx(100 / 3)
     assert set(metrics["tokens_by_stage"]) == {"read", "gist", "reason", "qa"}
     pred = next(rec for _, rec in iter_jsonl(tmp_path / "gear" / "predictions.jsonl"))
     assert pred["rounds"][0]["ranking"] == pred["rankings"]["final"]
-    assert pred["trace"]["stop"] == "answerable" and pred["qa_mode"] == "gold"
+    assert pred["trace"]["stop"] == "answerable" and pred["qa_mode"] == "retrieved"
     # the report's walk-through and figures work on a real agent record
     from gear_repro.reporting.analyses import agent_table, trace_report
     from gear_repro.reporting.figures import draw_all

@@ -31,6 +31,8 @@ class RunResult:
         """Row label: report.method if set, else derived ("BM25", "Hybrid + SyncGE", "GEAR")."""
         if self.report.get("method"):
             return self.report["method"]
+        if self.is_qa_bound:  # Table 3's bounds: the label names the bound, not the (unused) retriever
+            return {"none": "No Passages", "gold": "Gold Passages"}.get(self.config["qa_reader"]["mode"], "QA bound")
         agent = self.config.get("agent", {}).get("name", "single")
         if agent == "gear":
             return "GEAR"
