@@ -17,6 +17,7 @@ import numpy as np
 
 from gear_repro.embedding.offline import resolve_model
 from gear_repro.utils.hashing import hash_obj, hash_texts
+from gear_repro.utils.io import atomic_open
 from gear_repro.utils.paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -119,8 +120,6 @@ class SentenceEmbedder:
         log.info("embedding %d %s texts with %s", len(texts), desc or "", self.model_name)
         vecs = self._encode(texts, progress=True)
         if self.cache:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp.npy")
-            np.save(tmp, vecs)
-            os.replace(tmp, path)
+            with atomic_open(path, "wb") as f:  # unique temp file: concurrent runs never share one
+                np.save(f, vecs)
         return vecs

@@ -39,6 +39,7 @@ import numpy as np
 from gear_repro.graph.triple_index import TripleIndex
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_texts
+from gear_repro.utils.io import atomic_open
 from gear_repro.utils.paths import cache_dir
 
 # --------------------------------------------------------------------------------------------------
@@ -171,13 +172,11 @@ class PathVectorStore:
     def put(self, texts: Sequence[str], vecs: np.ndarray) -> None:
         for t, v in zip(texts, vecs, strict=True):
             self.vectors[t] = v
-        self.dir.mkdir(parents=True, exist_ok=True)
         path = self.dir / f"{hash_texts(texts)}.npz"
         if path.exists():
             return
-        tmp = self.dir / f".{path.stem}.{os.getpid()}.tmp.npz"
-        np.savez(tmp, texts=np.asarray(list(texts), dtype=str), vecs=np.asarray(vecs, dtype=np.float32))
-        os.replace(tmp, path)
+        with atomic_open(path, "wb") as f:
+            np.savez(f, texts=np.asarray(list(texts), dtype=str), vecs=np.asarray(vecs, dtype=np.float32))
 
 
 class ExactScorer(_VectorScorer):
