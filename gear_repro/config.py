@@ -22,7 +22,9 @@ class DatasetSchema:
     name: str = "musique_sample"
     paper_name: str = "MuSiQue"  # the dataset's column name in the paper's tables
     path: str = "data/musique_sample"
-    limit: int | None = None  # first N questions (the corpus stays whole)
+    limit: int | None = None  # first N questions (the corpus stays whole); the subset size with subset=stratified
+    subset: str = "first"  # first (the first `limit` questions) | stratified (balanced over hop types; data/subset.py)
+    subset_seed: int = 0  # seed of the stratified order (same ids for every method; larger limits extend it)
     limit_passages: int | None = None  # first N passages (extraction stage only)
     triples_file: str | None = "triples.jsonl"
     missing_gold: str = "warn"  # warn | error

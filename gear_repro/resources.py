@@ -30,7 +30,8 @@ class Resources:
     def dataset(self) -> Dataset:
         d = self.cfg.dataset
         return load_dataset(d.path, name=d.name, limit=d.get("limit"), triples_file=d.get("triples_file"),
-                            missing_gold=d.get("missing_gold", "warn"))
+                            missing_gold=d.get("missing_gold", "warn"), subset=d.get("subset", "first"),
+                            subset_seed=d.get("subset_seed", 0))
 
     @cached_property
     def backend(self) -> Backend:

@@ -205,3 +205,21 @@ def test_dataset_orphan_triples_and_limit(toy_dir: Path) -> None:
         f.write('{"id": "x", "subject": "s", "predicate": "p", "object": "o", "passage_id": "99"}\n')
     with pytest.raises(DataError, match=r"triples\.jsonl: 1 triples point to passages not in the corpus"):
         load_dataset(toy_dir)
+
+
+def test_stratified_subset_balanced_nested_and_stable():
+    from gear_repro.data.subset import stratified_order, stratified_subset, stratum
+    from gear_repro.types import Question
+
+    qs = [Question(f"q{i}", "?", ["a"], ["p"], type=t)
+          for i, t in enumerate(["2hop"] * 10 + ["3hop1"] * 4 + ["3hop2"] * 2 + ["4hop1"] * 2)]
+    order = stratified_order(qs, seed=0)
+    assert sorted(q.id for q in order) == sorted(q.id for q in qs)
+    # round robin: the first 3 hold one of each hop count; all 4-hop questions within the first 6
+    assert sorted(stratum(q) for q in order[:3]) == ["2hop", "3hop", "4hop"]
+    assert sum(stratum(q) == "4hop" for q in order[:6]) == 2
+    sizes = [stratified_subset(qs, n, seed=0) for n in (3, 6, 9, 18)]
+    for small, big in zip(sizes, sizes[1:], strict=False):
+        assert {q.id for q in small} <= {q.id for q in big}  # nested
+    assert [q.id for q in sizes[-1]] == [q.id for q in qs]  # dataset order, whole set at full size
+    assert stratified_subset(qs, 9, seed=0) == stratified_subset(list(qs), 9, seed=0)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gear_repro.data.canonical import load_corpus, load_questions, load_triples
+from gear_repro.data.subset import stratified_subset
 from gear_repro.types import Passage, Question, Triple
 from gear_repro.utils.errors import DataError
 from gear_repro.utils.hashing import hash_file, hash_obj
@@ -40,12 +41,15 @@ def load_dataset(
     limit: int | None = None,
     triples_file: str | None = "triples.jsonl",
     missing_gold: str = "warn",
+    subset: str = "first",
+    subset_seed: int = 0,
 ) -> Dataset:
     """Load DIR/corpus.jsonl, DIR/questions.jsonl and DIR/<triples_file> if present.
 
     Gold ids absent from the corpus are counted and logged (``missing_gold='warn'``) or raise
     (``'error'``); they stay in ``gold_ids`` so recall is never silently inflated.
-    ``limit`` keeps the first N questions (the corpus is always complete).
+    ``limit`` keeps N questions (the corpus is always complete): the first N (``subset='first'``) or the
+    stratified subset of size N (``subset='stratified'``, :mod:`gear_repro.data.subset`).
     """
     root = Path(path)
     if not root.is_dir():
@@ -54,8 +58,10 @@ def load_dataset(
     passages = load_corpus(corpus_path)
     questions = load_questions(q_path)
     n_all = len(questions)
+    if subset not in ("first", "stratified"):
+        raise DataError(f"dataset.subset must be 'first' or 'stratified', got '{subset}'")
     if limit is not None and limit > 0:
-        questions = questions[:limit]
+        questions = questions[:limit] if subset == "first" else stratified_subset(questions, limit, subset_seed)
     hashes = {"corpus": hash_file(corpus_path), "questions": hash_file(q_path)}
     ids = {p.id for p in passages}
     warnings: dict[str, int] = {}
