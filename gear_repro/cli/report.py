@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from gear_repro.reporting.runs import find_runs
-from gear_repro.reporting.tables import long_table, wide_table, write_tables
+from gear_repro.reporting.tables import long_table, sources_note, wide_table, write_tables
 from gear_repro.utils.errors import GearError
 
 
@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
             wide = wide_table(sub)
             wide.columns = [f"{d} {m}" for d, m in wide.columns]
             print(wide.to_string())
+            notes = sources_note(sub)
+            if notes:
+                print(notes)
         from gear_repro.reporting.analyses import write_analyses
 
         extra = write_analyses(runs, args.out)
