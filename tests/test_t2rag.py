@@ -373,3 +373,19 @@ def test_real_llm_path_with_the_tiny_model(toy_env, tmp_path: Path) -> None:
     assert stages[0] == "decompose" and stages[-1] == "answer" and all(c["ok"] for c in pred["llm_calls"])
     counters = pred["trace"]["t2rag"]["counters"]
     assert sum(v for k, v in counters.items() if k.startswith("decompose_")) == 1
+
+
+@pytest.mark.parametrize("ablation, n, passages, label", [
+    ("full", 3, True, "T2RAG"), ("single_round", 1, True, "T2RAG - single round"),
+    ("wo_chunk", 3, False, "T2RAG - w/o chunk")])
+def test_table2_ablation_preset(compose, ablation, n, passages, label) -> None:
+    from omegaconf import OmegaConf
+
+    cfg = compose(["experiment=t2rag_table2_ablation", f"ablation={ablation}"])
+    c = OmegaConf.to_container(cfg, resolve=True)
+    assert c["agent"]["_target_"].endswith("T2RAGAgent")
+    assert (c["agent"]["max_iterations"], c["agent"]["with_passages"], c["report"]["method"]) == (n, passages, label)
+    from gear_repro.reporting.paper import paper_value
+
+    assert paper_value("Table 2", label, "MuSiQue", "EM", paper="T2RAG", setting="GPT-4o-mini") == \
+        {"full": 33.0, "single_round": 15.0, "wo_chunk": 21.6}[ablation]
