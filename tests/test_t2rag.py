@@ -113,6 +113,8 @@ def test_parse_resolution_formats() -> None:
      [("Michael Curtiz", "was born in", "1886")], []),
     ("Fully Resolved Clue 1:\nSubject: Michael Curtiz\nPredicate: was born in\n", "failed", [], []),  # no object
     ("None.", "ok", [], []),
+    ("Fully Resolved Clue 1:\nSubject: ...\nPredicate: ...\nObject: ...\n\nNewly Searchable Clue 1:\nSubject: A\n"
+     "Predicate: p\nObject: ?", "ok", [], [("A", "p", "?")]),  # the template's "..." copied: ignored
     ("The passages do not say anything about the film, so I cannot resolve any of the clues at all. " * 3,
      "failed", [], []),
     ("", "failed", [], []),

@@ -152,19 +152,24 @@ def _clean(part: str) -> str:
     return _MD.sub("", part).strip().strip("\"'“”‘’[]()").strip()
 
 
+def _template_echo(parts: Sequence[str]) -> bool:
+    """A part left as the template's "..." (the reply copied the format instead of filling it)."""
+    return any(p.strip(" .…") == "" for p in parts)
+
+
 def _triple_from_line(line: str, allow_commas: bool) -> Clue | None:
     line = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", _MD.sub("", line)).strip()
     line = re.sub(r"^(?:triples?|triplets?)\s*(?:\d+)?\s*:\s*", "", line, flags=re.IGNORECASE)
     if "|" in line:
         parts = [_clean(p) for p in line.split("|")]
         parts = [p for p in parts if p]
-        if len(parts) < 3:
+        if len(parts) < 3 or _template_echo(parts):
             return None
         # more than three cells: the middle ones belong to the predicate
         return Clue(parts[0], " ".join(parts[1:-1]), parts[-1])
     if allow_commas:
         parts = [_clean(p) for p in line.strip("()").split(",")]
-        if len(parts) == 3 and all(parts):
+        if len(parts) == 3 and all(parts) and not _template_echo(parts):
             return Clue(*parts)
     return None
 
@@ -216,7 +221,7 @@ def _spo_clues(segment: str) -> list[Clue]:
     out = []
     for m in _SPO.finditer(segment):
         s, p, o = (_clean(next((ln for ln in m.group(g).splitlines() if ln.strip()), "")) for g in "spo")
-        if s and p and o:
+        if s and p and o and not _template_echo((s, p, o)):
             out.append(Clue(s, p, o))
     return out
 
