@@ -391,3 +391,17 @@ def test_table2_ablation_preset(compose, ablation, n, passages, label) -> None:
 
     assert paper_value("Table 2", label, "MuSiQue", "EM", paper="T2RAG", setting="GPT-4o-mini") == \
         {"full": 33.0, "single_round": 15.0, "wo_chunk": 21.6}[ablation]
+
+
+def test_schema_rejects_typos_and_bad_choices(compose) -> None:
+    from hydra.errors import ConfigCompositionException
+    from omegaconf.errors import ValidationError
+
+    cfg = compose(["agent=t2rag", "agent.ranking=concat"])
+    assert cfg.agent.ranking == "concat" and cfg.agent.k == 5
+    with pytest.raises((ConfigCompositionException, ValidationError)):
+        compose(["agent=t2rag", "agent.max_iteration=2"])  # a typo of max_iterations
+    with pytest.raises((ConfigCompositionException, ValidationError)):
+        compose(["agent=t2rag", "agent.ranking=borda"])
+    with pytest.raises((ConfigCompositionException, ValidationError)):
+        compose(["agent=t2rag", "agent.k=five"])
