@@ -159,7 +159,7 @@ class Runner:
                 finished[q.id] = rec
         self.timings["questions_s"] = time.perf_counter() - t_loop
         preds = [finished[q.id] for q in questions if q.id in finished]
-        max_rounds = (cfg.get("agent") or {}).get("max_rounds") or cfg.dataset.get("max_rounds")
+        max_rounds = getattr(method, "max_rounds", None) or cfg.dataset.get("max_rounds")  # per-round recall length
         metrics = aggregate(preds, list(cfg.run.ks), max_rounds=max_rounds)
         metrics.update({"dataset": cfg.dataset.name, "name": cfg.get("name"), "fingerprint": fp})
         write_json(self.run_dir / "metrics.json", metrics)

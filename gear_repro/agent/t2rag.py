@@ -419,6 +419,11 @@ class T2RAGAgent:
         self._maps: tuple[dict[str, str], dict[str, str]] | None = None
         self._retriever: DenseRetriever | None = None
 
+    @property
+    def max_rounds(self) -> int:
+        """Rounds of the per-round recall (the runner's ``recall@k_by_round``): the N iterations."""
+        return self.max_iterations
+
     # -- resources --------------------------------------------------------------------------------------------
     def _index(self) -> tuple[DenseRetriever, dict[str, str], dict[str, str]]:
         """The proposition index (§4.2): dense search over the triple collection, triple -> passage/text."""
