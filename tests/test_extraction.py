@@ -72,8 +72,8 @@ class ScriptedLLM:
         self.fail_ids, self.delay = set(fail_ids), delay
         self.calls: list[str] = []
 
-    def chat(self, messages: list[dict], *, stage: str, round: int = 0, **params: Any) -> LLMReply:
-        assert stage == "extract" and round == 0
+    def chat(self, messages: list[dict], *, stage: str, round_no: int = 0, **params: Any) -> LLMReply:
+        assert stage == "extract" and round_no == 0
         text = messages[-1]["content"]
         title = next(t for t in sorted(self.titles, key=len, reverse=True) if f"```\n{t}\n\n" in text)
         self.calls.append(title)

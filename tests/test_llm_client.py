@@ -135,8 +135,8 @@ def msgs(text: str = "hello") -> list[dict]:
 
 def test_cache_miss_then_hit_and_deterministic_replay(fake: FakeOpenAI, make_client) -> None:
     c = make_client()
-    r1 = c.chat(msgs(), stage="read", round=1)
-    r2 = c.chat(msgs(), stage="read", round=1)
+    r1 = c.chat(msgs(), stage="read", round_no=1)
+    r2 = c.chat(msgs(), stage="read", round_no=1)
     assert len(fake.requests) == 1
     assert (r1.cached, r2.cached) == (False, True)
     assert r1.text == r2.text == "echo: hello"
@@ -146,7 +146,7 @@ def test_cache_miss_then_hit_and_deterministic_replay(fake: FakeOpenAI, make_cli
     assert fake.requests[0]["body"]["temperature"] == 0.0
     # a new client (a re-run) replays from the persistent cache without touching the endpoint
     c2 = make_client(base_url="http://127.0.0.1:9/v1")  # unreachable: must not be contacted
-    r3 = c2.chat(msgs(), stage="read", round=1)
+    r3 = c2.chat(msgs(), stage="read", round_no=1)
     assert r3.cached and r3.text == r1.text and c2.stats()["cache_hits"] == 1
     assert c.stats() | {} == {"calls": 3, "cache_hits": 1, "cache_misses": 2, "retries": 0, "failures": 0,
                               "prompt_tokens": 33, "completion_tokens": 15}
@@ -163,10 +163,10 @@ def test_ledger_records_and_slices(fake: FakeOpenAI, make_client) -> None:
     ledger = TokenLedger()
     c = make_client(ledger=ledger)
     assert c.ledger is ledger
-    c.chat(msgs("a"), stage="read", round=0)
+    c.chat(msgs("a"), stage="read", round_no=0)
     mark = ledger.mark()
-    c.chat(msgs("b"), stage="gist", round=1)
-    c.chat(msgs("b"), stage="gist", round=1)
+    c.chat(msgs("b"), stage="gist", round_no=1)
+    c.chat(msgs("b"), stage="gist", round_no=1)
     recs = ledger.since(mark)
     assert [(r["stage"], r["round"], r["cached"]) for r in recs] == [("gist", 1, False), ("gist", 1, True)]
     assert all(r["prompt_tokens"] == 11 and r["completion_tokens"] == 5 and r["model"] == "fake-model"
@@ -189,7 +189,7 @@ def test_retries_are_bounded(fake: FakeOpenAI, make_client) -> None:
     fake.actions = [("status", 500)] * 10
     c = make_client(max_retries=2)
     with pytest.raises(LLMCallError, match="retries exhausted after 3 attempt"):
-        c.chat(msgs(), stage="read", round=2)
+        c.chat(msgs(), stage="read", round_no=2)
     assert len(fake.requests) == 3
     s = c.stats()
     assert (s["retries"], s["failures"], s["cache_hits"]) == (2, 1, 0)
@@ -257,7 +257,7 @@ def test_tokens_counted_when_usage_absent(fake: FakeOpenAI, make_client) -> None
 def test_chat_many_concurrent_in_order(fake: FakeOpenAI, make_client) -> None:
     fake.actions = [("ok", 0.2)] * 8
     c = make_client(concurrency=4)
-    out = c.chat_many([msgs(f"m{i}") for i in range(8)], stage="read", round=3)
+    out = c.chat_many([msgs(f"m{i}") for i in range(8)], stage="read", round_no=3)
     assert [r.text for r in out] == [f"echo: m{i}" for i in range(8)]
     assert fake.max_in_flight > 1
     assert len(c.ledger.since(0)) == 8 and {r["round"] for r in c.ledger.records} == {3}

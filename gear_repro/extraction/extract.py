@@ -69,7 +69,7 @@ def _load_done(out: Path) -> dict[str, dict]:
 
 def _extract_one(llm: Any, p: Passage, params: Mapping[str, Any]) -> tuple[list[dict], dict]:
     messages = render("extraction", wiki_title=p.title, passage=p.text)
-    reply = llm.chat(messages, stage="extract", round=0, **params)
+    reply = llm.chat(messages, stage="extract", round_no=0, **params)
     entities, parsed = parse_extraction(reply.text)
     triples = [{"id": f"{p.id}-{n}", "subject": s, "predicate": r, "object": o, "passage_id": p.id}
                for n, (s, r, o) in enumerate(parsed.triples)]
@@ -91,7 +91,7 @@ def extract_triples(
     concurrency: int | None = None,
     dataset_name: str = "",
 ) -> dict[str, Any]:
-    """Extract triples of ``passages`` with ``llm`` (any object with ``chat(messages, *, stage, round, **p)``).
+    """Extract triples of ``passages`` with ``llm`` (any object with ``chat(messages, *, stage, round_no, **p)``).
 
     Appends per passage as it finishes; skips passages already done in ``out_dir``. Failed LLM calls are
     logged and counted (``call_errors``) and the passage stays undone, so a re-run retries it.

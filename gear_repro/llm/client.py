@@ -227,8 +227,9 @@ class LLMClient:
                             self.max_retries, delay)
                 time.sleep(delay)
 
-    def chat(self, messages: list[dict], *, stage: str, round: int = 0, **params: Any) -> LLMReply:
-        """Send chat ``messages`` (cached); record the call under ``stage``/``round`` in ``self.ledger``.
+    def chat(self, messages: list[dict], *, stage: str, round_no: int = 0, **params: Any) -> LLMReply:
+        """Send chat ``messages`` (cached); record the call under ``stage``/``round_no`` in ``self.ledger``
+        (ledger field ``round``).
 
         ``params`` (temperature, max_tokens, stop, seed, ...) override the configured defaults and are
         part of the cache key. Raises ``LLMCallError`` when the call fails for good.
@@ -250,7 +251,7 @@ class LLMClient:
                 out = self._call_with_retries(messages, req)
             except LLMCallError as e:
                 self._bump(failures=1)
-                self.ledger.add(stage=stage, round=round, prompt_tokens=0, completion_tokens=0, cached=False,
+                self.ledger.add(stage=stage, round=round_no, prompt_tokens=0, completion_tokens=0, cached=False,
                                 latency_s=round_s(time.perf_counter() - t0), model=self.model,
                                 tokens_source=None, ok=False, error=str(e)[:300])
                 raise
@@ -261,12 +262,12 @@ class LLMClient:
                              latency_s=round_s(time.perf_counter() - t0), model=out["model"],
                              finish_reason=out["finish_reason"], tokens_source=out["tokens_source"])
         self._bump(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
-        self.ledger.add(stage=stage, round=round, prompt_tokens=reply.prompt_tokens,
+        self.ledger.add(stage=stage, round=round_no, prompt_tokens=reply.prompt_tokens,
                         completion_tokens=reply.completion_tokens, cached=reply.cached, latency_s=reply.latency_s,
                         model=reply.model, tokens_source=reply.tokens_source, ok=True, error=None)
         return reply
 
-    def chat_many(self, batch: Sequence[list[dict]], *, stage: str, round: int = 0,
+    def chat_many(self, batch: Sequence[list[dict]], *, stage: str, round_no: int = 0,
                   return_exceptions: bool = False, **params: Any) -> list[Any]:
         """``chat`` over many message lists with ``concurrency`` threads; results in input order.
 
@@ -279,7 +280,7 @@ class LLMClient:
 
         def one(msgs: list[dict]) -> Any:
             try:
-                return self.chat(msgs, stage=stage, round=round, **params)
+                return self.chat(msgs, stage=stage, round_no=round_no, **params)
             except LLMCallError as e:
                 if return_exceptions:
                     return e
