@@ -104,6 +104,7 @@ class GearAgent:
     """
 
     name = "gear"
+    needs_llm = True  # reader, gist, reasoner and rewriter are LLM calls (start-up checks credentials)
     k_dependent = False
 
     def __init__(self, resources: Any, cfg: Any, name: str = "gear", base_k: int = 10,

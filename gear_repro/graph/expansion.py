@@ -212,6 +212,7 @@ class SyncGE(GraphExpansion):
     """
 
     name = "sync"
+    needs_llm = True  # the K.2 reader is an LLM call (start-up checks its credentials)
 
     def __init__(self, resources: Any, beam: Any = None, k_rrf: int = RRF_K, output_depth: int | None = None,
                  trace_beams: int | None = None, name: str | None = None, read_query: str = "original",
