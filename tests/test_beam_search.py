@@ -18,14 +18,11 @@ from gear_repro.backends.memory import MemoryCollection
 from gear_repro.graph.beam_search import (
     Beam,
     BeamConfig,
-    ExactScorer,
-    MeanScorer,
-    SumScorer,
     beam_search,
     diversity_weight,
     flatten_breadth_first,
-    make_scorer,
 )
+from gear_repro.graph.scorers import ExactScorer, MeanScorer, SumScorer, make_scorer
 from gear_repro.graph.triple_index import TripleIndex, normalize_entity, triple_docs
 from gear_repro.retrieval.base import BM25Retriever
 from gear_repro.types import Triple
