@@ -96,11 +96,25 @@ class SentenceEmbedder:
         self.stats["encoded"] += len(texts)
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
+    def _encode_unpadded(self, texts: list[str]) -> np.ndarray:
+        """Encode texts in batches of equal token length only (no padding), so a text's vector does not
+        depend on which other texts are encoded with it (padding changes the floats in the 7th digit)."""
+        model = self.model
+        ids = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]
+        groups: dict[int, list[int]] = {}
+        for i, x in enumerate(ids):
+            groups.setdefault(len(x), []).append(i)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for rows in groups.values():
+            out[rows] = self._encode([texts[i] for i in rows])
+        return out
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Encode queries/short texts, memoised in an in-memory LRU cache."""
+        """Encode queries/short texts (deterministically: :meth:`_encode_unpadded`), memoised in an
+        in-memory LRU cache."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._qcache]
         if missing:
-            for t, v in zip(missing, self._encode(missing), strict=True):
+            for t, v in zip(missing, self._encode_unpadded(missing), strict=True):
                 self._qcache[t] = v
         self.stats["query_cache_hits"] += len(texts) - len(missing)
         out = np.stack([self._qcache[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)

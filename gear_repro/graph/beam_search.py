@@ -233,7 +233,7 @@ def beam_search(
 
         # score (line 13), sort and re-weight per beam (lines 15-19), global top-b (line 20)
         t3 = time.perf_counter()
-        sc = scorer.paths(qv, paths)
+        sc = scorer.paths(qv, paths, np.repeat([b.score for b in beams], [nb.size for nb in cand_rows]))
         pool: list[Beam] = []
         pos = 0
         for b, nb in zip(beams, cand_rows, strict=True):

@@ -4,7 +4,10 @@ The paper scores a path by the cosine of SBERT(q) and SBERT(path text), the path
 of its triples' "s p o" texts (DESIGN.md): :class:`ExactScorer`. The others trade exactness for speed:
 
 * ``sum``  (:class:`SumScorer`): cosine of q and the normalised sum of the triples' pre-computed vectors;
-* ``mean`` (:class:`MeanScorer`): mean of the single-triple cosines.
+* ``mean`` (:class:`MeanScorer`): mean of the single-triple cosines;
+* ``fast`` (:class:`CascadeScorer`, ``beam=fast``): the cheap ``sum`` score for every candidate, exact SBERT
+  encoding only for the few candidates that can reach the top-b of a step, path vectors memoised per text
+  across the k-passes and rounds of a run (docs/graph_expansion.md).
 
 A scorer is chosen by ``beam.scorer`` (``scorer_for``); new ones are added with :func:`register_scorer`.
 """
@@ -12,6 +15,7 @@ A scorer is chosen by ``beam.scorer`` (``scorer_for``); new ones are added with 
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -41,8 +45,10 @@ class PathScorer(Protocol):
         """score(q, [t]) for each row (B0, line 3)."""
         ...
 
-    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]]) -> np.ndarray:
-        """score(q, T∘t) for each path (line 13)."""
+    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]], prior: np.ndarray | None = None) -> np.ndarray:
+        """score(q, T∘t) for each path (line 13). ``prior`` holds the accumulated score s of the beam each
+        path extends (Alg. 1 line 13's s); scorers that spend effort only where it can change the top-b
+        (:class:`CascadeScorer`) use it, the others ignore it."""
         ...
 
 
@@ -145,9 +151,9 @@ class ExactScorer(_VectorScorer):
     def single(self, qv: np.ndarray, rows: np.ndarray) -> np.ndarray:
         if self.reuse_triple_vectors:
             return super().single(qv, rows)
-        return self.paths(qv, [(int(r),) for r in rows])
+        return ExactScorer.paths(self, qv, [(int(r),) for r in rows])
 
-    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]]) -> np.ndarray:
+    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]], prior: np.ndarray | None = None) -> np.ndarray:
         if not paths:
             return np.zeros(0)
         self.stats["paths_scored"] += len(paths)
@@ -160,7 +166,7 @@ class SumScorer(_VectorScorer):
 
     name = "sum"
 
-    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]]) -> np.ndarray:
+    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]], prior: np.ndarray | None = None) -> np.ndarray:
         if not paths:
             return np.zeros(0)
         self.stats["paths_scored"] += len(paths)
@@ -183,7 +189,7 @@ class MeanScorer(_VectorScorer):
 
     name = "mean"
 
-    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]]) -> np.ndarray:
+    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]], prior: np.ndarray | None = None) -> np.ndarray:
         if not paths:
             return np.zeros(0)
         self.stats["paths_scored"] += len(paths)
@@ -197,7 +203,74 @@ class MeanScorer(_VectorScorer):
         return out
 
 
-_SCORERS: dict[str, Callable[..., PathScorer]] = {"exact": ExactScorer, "sum": SumScorer, "mean": MeanScorer}
+class CascadeScorer(ExactScorer):
+    """``beam=fast``: the exact score where it matters, a cheap one elsewhere (a two-stage cascade).
+
+    1. Every candidate gets the cheap score of ``approx`` (``sum`` or ``mean``: pre-computed triple vectors,
+       no encoding).
+    2. The ``rescore`` candidates with the highest cheap accumulated score ``s + approx`` (the quantity the
+       global top-b of Alg. 1 line 20 ranks; ``prior`` = s) are scored exactly as :class:`ExactScorer`
+       does (SBERT of the path text). Candidates left with a cheap score are shifted by the median
+       (exact - cheap) difference of the rescored ones, so both kinds of scores are on one scale.
+    3. Exact path vectors are memoised per text (LRU of ``memo_size``), so the k-passes of a question and
+       the rounds of GEAR encode a path once; with ``path_cache`` they persist on disk as well.
+
+    With ``rescore`` >= the number of candidates it returns the exact scores. The rescored texts are encoded
+    deterministically (the embedder batches equal-length texts only), so a score does not depend on which
+    other paths were encoded with it. Agreement with ``exact`` on the MuSiQue sample:
+    docs/graph_expansion.md (``scripts/bench_expansion.py``).
+    """
+
+    name = "fast"
+
+    def __init__(self, index: TripleIndex, embedder, approx: str = "sum", rescore: int = 10, memo_size: int = 50_000,
+                 **exact_options: Any):
+        super().__init__(index, embedder, **exact_options)
+        if approx not in ("sum", "mean"):
+            raise ConfigError(f"beam.scorer_options.approx must be 'sum' or 'mean', got '{approx}'")
+        if rescore < 0:
+            raise ConfigError(f"beam.scorer_options.rescore must be >= 0 (got {rescore})")
+        self.approx = _SCORERS[approx](index, embedder)
+        self.rescore = rescore
+        self.memo: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.memo_size = memo_size
+        self.stats.update(paths_rescored=0, paths_memo_hits=0)
+
+    def clear(self) -> None:
+        """Forget memoised path vectors (benchmarks measuring cold questions)."""
+        self.memo.clear()
+
+    def _memo_encode(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.memo]
+        self.stats["paths_memo_hits"] += len(texts) - len(missing)
+        if missing:
+            for t, v in zip(missing, self._encode(missing), strict=True):
+                self.memo[t] = v
+        out = np.stack([self.memo[t] for t in texts])
+        for t in texts:
+            self.memo.move_to_end(t)
+        while len(self.memo) > self.memo_size:
+            self.memo.popitem(last=False)
+        return out
+
+    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]], prior: np.ndarray | None = None) -> np.ndarray:
+        if not paths:
+            return np.zeros(0)
+        cheap = self.approx.paths(qv, paths)
+        self.stats["paths_scored"] += len(paths)
+        total = cheap if prior is None else cheap + np.asarray(prior, dtype=np.float64)
+        pick = np.argsort(-total, kind="stable")[: self.rescore]
+        if pick.size == 0:
+            return cheap
+        exact = (self._memo_encode([self.path_text(paths[i]) for i in pick]) @ qv).astype(np.float64)
+        self.stats["paths_rescored"] += int(pick.size)
+        out = cheap + float(np.median(exact - cheap[pick]))
+        out[pick] = exact
+        return out
+
+
+_SCORERS: dict[str, Callable[..., PathScorer]] = {"exact": ExactScorer, "sum": SumScorer, "mean": MeanScorer,
+                                                  "fast": CascadeScorer}
 
 
 def register_scorer(name: str, factory: Callable[..., PathScorer]) -> None:
@@ -215,7 +288,8 @@ def make_scorer(name: str, index: TripleIndex, embedder, **options: Any) -> Path
 def scorer_for(cfg: BeamConfig, index: TripleIndex, embedder) -> PathScorer:
     """The scorer a :class:`BeamConfig` asks for (``scorer``, ``scorer_options``, ``path_separator``)."""
     opts = dict(cfg.scorer_options)
-    if cfg.scorer == "exact":
+    factory = _SCORERS.get(cfg.scorer)
+    if isinstance(factory, type) and issubclass(factory, ExactScorer):
         opts.setdefault("separator", cfg.path_separator)
         opts.setdefault("path_cache", cfg.path_cache)
     return make_scorer(cfg.scorer, index, embedder, **opts)
