@@ -98,7 +98,8 @@ class Runner:
     def preflight(self, method, qa_reader) -> None:
         """Configuration errors found at start-up, before any question runs (issue 9 §2): beam options and
         scorer name, and the LLM's credentials when the method (``needs_llm``, default true) or QA uses it."""
-        from gear_repro.graph.beam_search import BeamConfig, check_scorer
+        from gear_repro.graph.beam_search import BeamConfig
+        from gear_repro.graph.scorers import check_scorer
 
         if self.cfg.get("beam") is not None:
             check_scorer(BeamConfig.from_any(self.cfg.beam).scorer)

@@ -99,3 +99,14 @@ def test_top_k_ties_at_the_cut_go_to_the_lowest_index():
         k = int(rng.integers(1, 30))
         expected = sorted(range(30), key=lambda i: (-row[i], i))[:k]
         assert top_k_row(row, k).tolist() == expected
+
+
+def test_short_text_vectors_do_not_depend_on_the_batch(minilm):
+    """encode() batches equal-length texts only: a path's vector is the same alone or among others."""
+    path = "Barack Obama born in Honolulu Honolulu capital of Hawaii"
+    others = ["x", "a much longer text with many more tokens than the path text has, for padding", "Hawaii state"]
+    alone = minilm.encode([path])[0].copy()
+    minilm._qcache.clear()
+    mixed = minilm.encode(others + [path])[-1]
+    assert np.array_equal(alone, mixed)
+    assert not np.array_equal(alone, minilm.encode(others)[1])

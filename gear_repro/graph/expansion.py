@@ -28,7 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gear_repro.graph.beam_search import BeamConfig, BeamResult, PathScorer, beam_search, scorer_for
+from gear_repro.graph.beam_search import BeamConfig, BeamResult, beam_search
+from gear_repro.graph.scorers import PathScorer, scorer_for
 from gear_repro.graph.triple_index import TripleIndex
 from gear_repro.retrieval.fusion import RRF_K, rrf
 from gear_repro.types import Question, Ranking
