@@ -245,6 +245,31 @@ def _n_needed(row: ClaimRow) -> str:
     return f"{int(row.n_needed)}" + (" (decided)" if row.verdict in ("holds", "contradicted") else "")
 
 
+def _table_rows(rows: Sequence[ClaimRow]) -> list[str]:
+    """One line per tested row; a claim's "no runs" rows collapse into one line per dataset and note."""
+    out: list[str] = []
+    done: set[tuple] = set()
+    for r in rows:
+        if r.verdict == "no runs":
+            key = (r.claim, r.dataset, r.note)
+            if key in done:
+                continue
+            done.add(key)
+            metrics = ", ".join(x.metric for x in rows if (x.claim, x.dataset, x.note, x.verdict) == (*key, "no runs"))
+            out.append(f"| {r.claim} | {r.dataset} | {metrics} | no runs | – | – | – | – | – | – | {r.note} |")
+            continue
+        ours = "–" if r.diff is None else f"{r.diff:+.1f} [{r.low:+.1f}, {r.high:+.1f}]"
+        ab = "–" if r.mean_a is None else f"{r.mean_a:.1f} / {r.mean_b:.1f}"
+        paper = "–" if r.paper_diff is None else f"{r.paper_diff:+.1f} ({r.paper_a:.1f} / {r.paper_b:.1f})"
+        p = "–" if r.p_value is None else f"{r.p_value:.3g}"
+        runs = f"{r.run_a} vs {r.run_b}" if r.run_a else ""
+        note = "; ".join(x for x in (runs, r.note) if x)
+        verdict = f"**{r.verdict}**" if r.verdict in ("holds", "contradicted") else r.verdict
+        out.append(f"| {r.claim} | {r.dataset} | {r.metric} | {verdict} | {ours} | {r.n or '–'} | {p} | {ab} | "
+                   f"{paper} | {_n_needed(r)} | {note} |")
+    return out
+
+
 def claims_markdown(rows: Sequence[ClaimRow], opts: EvidenceOptions = DEFAULT_OPTIONS) -> str:
     counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
     lines = [
@@ -256,23 +281,20 @@ def claims_markdown(rows: Sequence[ClaimRow], opts: EvidenceOptions = DEFAULT_OP
         f"**holds**: interval on the claimed side of 0 and p < {opts.alpha}; **contradicted**: on the other side and "
         f"p < {opts.alpha}; else **inconclusive**. N needed = ⌈((z₀.₉₇₅ + z₀.₈)·sd/|Δ|)²⌉ questions for a paired "
         "test to decide it with 80% power, from the observed per-question sd of the differences. "
-        "Paper Δ: the paper's own a − b (gear_repro/resources/paper_results.csv). No multiple-testing correction.",
+        "Paper Δ: the paper's own a − b (gear_repro/resources/paper_results.csv). No multiple-testing correction. "
+        "Rules: docs/evidence.md.",
         "",
-        "Verdicts: " + ", ".join(f"{v} {n}" for v, n in counts.items()),
+        "Rows by verdict: " + ", ".join(f"{v} {n}" for v, n in counts.items()),
         "",
-        "| claim | dataset | metric | verdict | ours Δ [95% CI] | N | p | ours a / b | paper Δ (a / b) | N needed | runs (a vs b) / note |",
+        "| claim | dataset | metric | verdict | ours Δ [95% CI] | N | p | ours a / b | paper Δ (a / b) | N needed | "
+        "runs (a vs b) / note |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
+        *_table_rows(rows),
+        "",
+        "Claims:",
+        "",
+        *dict.fromkeys(f"- `{r.claim}`: {r.text} ({r.source})" for r in rows),
     ]
-    for r in rows:
-        ours = "–" if r.diff is None else f"{r.diff:+.1f} [{r.low:+.1f}, {r.high:+.1f}]"
-        ab = "–" if r.mean_a is None else f"{r.mean_a:.1f} / {r.mean_b:.1f}"
-        paper = "–" if r.paper_diff is None else f"{r.paper_diff:+.1f} ({r.paper_a:.1f} / {r.paper_b:.1f})"
-        p = "–" if r.p_value is None else f"{r.p_value:.3g}"
-        runs = f"{r.run_a} vs {r.run_b}" if r.run_a else ""
-        note = "; ".join(x for x in (runs, r.note) if x)
-        verdict = f"**{r.verdict}**" if r.verdict in ("holds", "contradicted") else r.verdict
-        lines.append(f"| {r.claim}: {r.text} ({r.source}) | {r.dataset} | {r.metric} | {verdict} | {ours} | "
-                     f"{r.n or '–'} | {p} | {ab} | {paper} | {_n_needed(r)} | {note} |")
     return "\n".join(lines) + "\n"
 
 

@@ -87,16 +87,16 @@ def cost_markdown(df: pd.DataFrame, prices: dict) -> str:
         f"{prices['source']}), every call counted as billed. ≈: untagged matched-k ledger split evenly over passes.",
         "",
         "| method | dataset | N | k | retrieval ms/q p50 | p95 | end-to-end s/q | LLM calls/q | input tok/q | "
-        "output tok/q | $/1k q |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "output tok/q | $/1k q | run |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for _, r in df.iterrows():
         approx = "≈" if r["approx_split"] else ""
         lines.append(
             f"| {r['method']} | {r['dataset']} | {r['n_questions']} | {f(r['k'], '{:.0f}')} | "
-            f"{f(r['retrieval_ms_p50'], '{:.1f}')} | {f(r['retrieval_ms_p95'], '{:.1f}')} | {f(r['e2e_s_mean'], '{:.2f}')} | "
+            f"{f(r['retrieval_ms_p50'], '{:.1f}')} | {f(r['retrieval_ms_p95'], '{:.1f}')} | {f(r['e2e_s_mean'], '{:.3g}')} | "
             f"{approx}{r['llm_calls_per_q']:.2f} | {approx}{r['input_tokens_per_q']:.0f} | "
-            f"{approx}{r['output_tokens_per_q']:.0f} | {approx}{r['usd_per_1000_q']:.3f} |")
+            f"{approx}{r['output_tokens_per_q']:.0f} | {approx}{r['usd_per_1000_q']:.3f} | {Path(r['run_dir']).name} |")
     return "\n".join(lines) + "\n"
 
 
