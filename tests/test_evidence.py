@@ -240,3 +240,12 @@ def test_run_json_records_the_subset(compose, toy_dir: Path, tmp_path: Path):
     assert set(recs["a"]["ids"]) < set(recs["c"]["ids"]) and recs["c"]["size"] == 3
     preds = [json.loads(x)["id"] for x in (tmp_path / "a" / "predictions.jsonl").read_text().splitlines()]
     assert preds == recs["a"]["ids"]
+
+
+def test_error_bars_from_intervals():
+    from gear_repro.evaluation.stats import Interval
+    from gear_repro.reporting.figures import _yerr
+
+    assert _yerr([Interval(50.0, 40.0, 70.0, 10), Interval(20.0, 20.0, 20.0, 10)], [50.0, 20.0]) == [[10.0, 0.0],
+                                                                                                      [20.0, 0.0]]
+    assert _yerr([None], [1.0]) is None

@@ -200,14 +200,15 @@ def evaluate_claim(claim: dict, runs: Sequence[RunResult], opts: EvidenceOptions
                 va, vb = values(a, ka), values(b, kb)
                 if va and vb:
                     shared = len(set(va) & set(vb))
-                    cands.append((set(va) == set(vb), shared, str(a.path), str(b.path), a, b, va, vb))
+                    near = Path(a.path).parent == Path(b.path).parent  # same sweep first
+                    cands.append((set(va) == set(vb), shared, near, str(a.path), str(b.path), a, b, va, vb))
             if not cands:
                 missing = [r for r, rs in (("a", ras), ("b", rbs)) if not [x for x in rs if x.dataset == ds]]
                 row.note = (f"no run for role {' and '.join(missing)}" if missing
                             else f"no pair of runs with {metric} values agreeing on {', '.join(claim['same'])}")
                 rows.append(row)
                 continue
-            same_ids, _, _, _, a, b, va, vb = max(cands, key=lambda c: c[:4])
+            same_ids, *_, a, b, va, vb = max(cands, key=lambda c: c[:5])
             row.run_a, row.run_b = _label(a), _label(b)
             try:
                 pairing = align(va, vb, opts.intersect, f"{claim['id']} {ds} {metric}")
