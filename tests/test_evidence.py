@@ -249,3 +249,16 @@ def test_error_bars_from_intervals():
     assert _yerr([Interval(50.0, 40.0, 70.0, 10), Interval(20.0, 20.0, 20.0, 10)], [50.0, 20.0]) == [[10.0, 0.0],
                                                                                                       [20.0, 0.0]]
     assert _yerr([None], [1.0]) is None
+
+
+def test_recall_grows_with_rounds_within_one_gear_run(tmp_path: Path):
+    run = make_run(tmp_path / "runs", "gear", "hybrid", "sync", BETTER, agent="GearAgent")
+    preds = [json.loads(x) for x in (run / "predictions.jsonl").read_text().splitlines()]
+    for p in preds:  # round 1 finds one gold passage, round 2 the final ranking; rounds 3-4 carried forward
+        g = p["gold_ids"]
+        p["rounds"] = [{"round": 1, "ranking": [g[0], "x"]}, {"round": 2, "ranking": p["rankings"]["final"]}]
+    (run / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
+    rows = evaluate_claims(find_runs([run]), load_claims(), EvidenceOptions(resamples=500))
+    r = rows_by(rows, "recall_grows_with_rounds", "R@15")
+    assert r.verdict == "holds" and r.n == N and r.mean_b == 50.0 and r.mean_a == pytest.approx(87.5)
+    assert (r.paper_a, r.paper_b) == (71.5, 69.5) and r.run_a == r.run_b  # Table 9, beam length 2: n=4 vs n=1
