@@ -262,3 +262,12 @@ def test_recall_grows_with_rounds_within_one_gear_run(tmp_path: Path):
     r = rows_by(rows, "recall_grows_with_rounds", "R@15")
     assert r.verdict == "holds" and r.n == N and r.mean_b == 50.0 and r.mean_a == pytest.approx(87.5)
     assert (r.paper_a, r.paper_b) == (71.5, 69.5) and r.run_a == r.run_b  # Table 9, beam length 2: n=4 vs n=1
+
+
+def test_cells_without_predictions_say_so(runs: Path):
+    (runs / "bm25" / "predictions.jsonl").unlink()
+    df = long_table(find_runs([runs / "bm25"]), opts=EvidenceOptions(resamples=100))
+    assert df["ci_low"].isna().all()
+    from gear_repro.reporting.tables import wide_table
+
+    assert wide_table(df).iloc[0, 0].startswith("0.0 [no CI] n=40")  # metrics.json's value and N

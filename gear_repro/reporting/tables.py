@@ -50,14 +50,16 @@ def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None,
 
 
 def ci_text(ours: float, low: float | None, high: float | None, n: int | None) -> str:
-    """ "45.2 [38.1, 52.3] n=100" (no interval without per-question values: "45.2 n=?")."""
+    """ "45.2 [38.1, 52.3] n=100"; without per-question values (predictions.jsonl gone) "45.2 [no CI] n=100"."""
+    n_txt = "?" if n is None or pd.isna(n) else str(int(n))
     if low is None or pd.isna(low):
-        return f"{ours:.1f} n=?"
-    return f"{ours:.1f} [{low:.1f}, {high:.1f}] n={int(n)}"
+        return f"{ours:.1f} [no CI] n={n_txt}"
+    return f"{ours:.1f} [{low:.1f}, {high:.1f}] n={n_txt}"
 
 
 def _cell(row: pd.Series) -> str:
-    ours = ci_text(row["ours"], row.get("ci_low"), row.get("ci_high"), row.get("n"))
+    n = row.get("n")
+    ours = ci_text(row["ours"], row.get("ci_low"), row.get("ci_high"), row["n_questions"] if pd.isna(n) else n)
     if row["paper"] is None or pd.isna(row["paper"]):
         return ours
     return f"{ours} ({row['paper']:.1f}, {row['delta']:+.1f})"
