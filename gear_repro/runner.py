@@ -4,7 +4,7 @@ The runner holds no paper logic: methods (agent/), expansions (graph/), the QA r
 metrics (evaluation/) do. It owns the run directory:
 
     config.yaml        resolved config (secrets redacted)
-    run.json           provenance: fingerprint, package versions, data/index hashes, timings
+    run.json           provenance: fingerprint, package versions, data/index hashes, question subset, timings
     predictions.jsonl  one line per finished question (appended, so an interrupted run resumes)
     metrics.json       recall@k (0-100), EM/F1 with qa=true, tokens, latency, n_errors, the evaluated question ids
     llm_stats.json     LLM cache hits/misses, retries, failures (when an LLM was used)
@@ -124,7 +124,8 @@ class Runner:
         with open(self.run_dir / "config.yaml", "w", encoding="utf-8") as f:
             f.write(OmegaConf.to_yaml(OmegaConf.create(to_container(self.cfg))))
         rec = {"fingerprint": fp, "environment": environment(), "data_hashes": self.res.dataset.hashes,
-               "data_warnings": self.res.dataset.warnings, "timings": self.timings, **(extra or {})}
+               "data_warnings": self.res.dataset.warnings, "subset": self.res.dataset.selection,
+               "timings": self.timings, **(extra or {})}
         for name in ("passages", "triples"):
             coll = self.res.__dict__.get(name)
             if coll is not None:

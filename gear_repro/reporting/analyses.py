@@ -9,6 +9,9 @@
 - :func:`agent_table` — GEAR's loop statistics: rounds, stops, unparsed reasoner/rewriter replies.
 - :func:`format_trace` — the Table 6 walk-through of one question (``gear-repro-report RUN --trace QID``).
 - :func:`write_analyses` — all of the above that apply to the given runs, as CSV + Markdown.
+
+Recall cells of Tables 12 and 9 carry a 95% bootstrap interval over the questions of the cell and N
+(``ci_low``/``ci_high``/``n``; gear_repro/reporting/evidence.py); errored questions count as 0.
 """
 
 from __future__ import annotations
@@ -23,10 +26,14 @@ from typing import Any
 
 import pandas as pd
 
-from gear_repro.evaluation.aggregate import calls_at_k, question_recalls, round_recalls, run_k
+from gear_repro.evaluation.aggregate import calls_at_k, run_k
 from gear_repro.evaluation.metrics import recall_at_k
+from gear_repro.evaluation.per_question import question_values
+from gear_repro.evaluation.stats import Interval
+from gear_repro.reporting.evidence import EvidenceOptions, values_interval
 from gear_repro.reporting.paper import paper_value
 from gear_repro.reporting.runs import RunResult, question_set, read_predictions
+from gear_repro.reporting.tables import ci_text
 from gear_repro.utils.io import iter_jsonl
 
 DENSITY_BINS: list[tuple[str, float, float]] = [
@@ -45,6 +52,11 @@ def load_predictions(run: RunResult) -> list[dict]:
 def scored(preds: Sequence[dict]) -> list[dict]:
     """Questions with gold passages; an errored one stays in (a miss, as in metrics.json)."""
     return [p for p in preds if p.get("gold_ids")]
+
+
+def _ci_cols(ci: Interval | None) -> dict:
+    return {"ci_low": None if ci is None else round(ci.low, 2), "ci_high": None if ci is None else round(ci.high, 2),
+            "n": 0 if ci is None else ci.n}
 
 
 @lru_cache(maxsize=8)
@@ -76,8 +88,9 @@ def density_bin(rho: float) -> str:
 
 
 # -- Table 12 -------------------------------------------------------------------------------------------------
-def density_table(runs: Sequence[RunResult], k: int = 15) -> pd.DataFrame:
-    """Table 12 rows: per run and ρ bin, mean R@k (0-100), questions in the bin, paper value and Δ."""
+def density_table(runs: Sequence[RunResult], k: int = 15, opts: EvidenceOptions | None = None) -> pd.DataFrame:
+    """Table 12 rows: per run and ρ bin, mean R@k (0-100) with its interval, questions in the bin, paper, Δ."""
+    opts = opts or EvidenceOptions()
     rows = []
     for run in runs:
         tf = triples_file(run)
@@ -85,17 +98,19 @@ def density_table(runs: Sequence[RunResult], k: int = 15) -> pd.DataFrame:
         if tf is None or not preds or run.is_qa_bound:
             continue
         per_passage = _triples_per_passage(str(tf))
+        recall = question_values(preds, f"recall@{k}")
         bins: dict[str, list[float]] = defaultdict(list)
         for p in preds:
             rho = triple_density(p["gold_ids"], per_passage)
-            bins[density_bin(rho)].append(question_recalls(p, [k])[f"recall@{k}"])
+            bins[density_bin(rho)].append(recall[str(p["id"])])
         for label, _, _ in DENSITY_BINS:
             vals = bins.get(label, [])
             metric = f"R@{k} {label}"
             paper = paper_value("Table 12", run.method, run.dataset, metric)
-            ours = round(mean(vals), 2) if vals else None
+            ci = values_interval(vals, opts)
+            ours = round(ci.mean, 2) if ci else None
             rows.append({"table": "Table 12", "method": run.method, "dataset": run.dataset, "metric": metric,
-                         "ours": ours, "paper": paper,
+                         "ours": ours, **_ci_cols(ci), "paper": paper,
                          "delta": None if paper is None or ours is None else round(ours - paper, 2),
                          "n_in_bin": len(vals), "n_questions": len(preds), "run_dir": str(run.path)})
     return pd.DataFrame(rows)
@@ -111,8 +126,10 @@ def _cfg(run: RunResult, *keys: str, default: Any = None) -> Any:
     return node
 
 
-def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15)) -> pd.DataFrame:
-    """Table 9 cells: GEAR runs (agent gear) by beam length and n = 1..max_rounds, R@k after n rounds."""
+def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15),
+                 opts: EvidenceOptions | None = None) -> pd.DataFrame:
+    """Table 9 cells: GEAR runs (agent gear) by beam length and n = 1..max_rounds, R@k after n rounds (with CI)."""
+    opts = opts or EvidenceOptions()
     cells: dict[tuple, dict] = {}
     for run in runs:
         if _cfg(run, "agent", "name") != "gear":
@@ -127,16 +144,16 @@ def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15)) -> 
             key = (run.method, run.dataset, length, n)
             if key in cells and derived and not cells[key]["derived"]:
                 continue  # an explicit max_rounds=n run wins over a derived column
-            vals = {k: mean(round_recalls(p, k, n)[n - 1] for p in preds) for k in ks}
+            vals = {k: values_interval(list(question_values(preds, f"recall@{k}@round{n}").values()), opts) for k in ks}
             cells[key] = {"derived": derived, "vals": vals, "n_questions": len(preds), "run_dir": str(run.path)}
     rows = []
     for (method, dataset, length, n), c in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][3])):
         setting = f"beam length {length}, max iterations {n}"
-        for k, v in c["vals"].items():
+        for k, ci in c["vals"].items():
             paper = paper_value("Table 9", method, dataset, f"R@{k}", setting=setting)
             rows.append({"table": "Table 9", "method": method, "dataset": dataset, "beam_length": length,
-                         "max_rounds": n, "metric": f"R@{k}", "ours": round(v, 2), "paper": paper,
-                         "delta": None if paper is None else round(v - paper, 2), "derived_from_rounds": c["derived"],
+                         "max_rounds": n, "metric": f"R@{k}", "ours": round(ci.mean, 2), **_ci_cols(ci),
+                         "paper": paper, "delta": None if paper is None else round(ci.mean - paper, 2), "derived_from_rounds": c["derived"],
                          "n_questions": c["n_questions"], "run_dir": c["run_dir"]})
     return pd.DataFrame(rows)
 
@@ -301,34 +318,34 @@ def _write(df: pd.DataFrame, out: Path, stem: str, title: str) -> list[Path]:
 
 
 def density_wide(long: pd.DataFrame) -> pd.DataFrame:
-    """Table 12 layout: method rows, ρ-bin columns, cell "ours (paper, Δ) [n]"."""
+    """Table 12 layout: method rows, ρ-bin columns, cell "ours [CI] n=N (paper, Δ)"."""
     def cell(r: pd.Series) -> str:
         if r["ours"] is None or pd.isna(r["ours"]):
-            return f"– [{r['n_in_bin']}]"
-        s = f"{r['ours']:.1f}"
+            return "– n=0"
+        s = ci_text(r["ours"], r["ci_low"], r["ci_high"], r["n"])
         if r["paper"] is not None and not pd.isna(r["paper"]):
             s += f" ({r['paper']:.1f}, {r['delta']:+.1f})"
-        return s + f" [{r['n_in_bin']}]"
+        return s
     df = long.drop_duplicates(["method", "dataset", "metric"], keep="last").copy()
     df["cell"] = df.apply(cell, axis=1)
     wide = df.pivot(index=["dataset", "method"], columns="metric", values="cell")
     return wide.reindex(columns=[c for c in dict.fromkeys(long["metric"]) if c in wide.columns])
 
 
-def write_analyses(runs: Sequence[RunResult], out_dir: str | Path) -> list[Path]:
+def write_analyses(runs: Sequence[RunResult], out_dir: str | Path, opts: EvidenceOptions | None = None) -> list[Path]:
     """Write Table 12 (density), Table 9 (rounds × beam length), tokens per stage and agent statistics."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
-    dens = density_table(runs)
+    dens = density_table(runs, opts=opts)
     paths += _write(dens, out, "table12_density", "Table 12: R@15 by gold-passage triple density ρ")
     if not dens.empty:
         wide = density_wide(dens)
         p = out / "table12_density_wide.md"
-        p.write_text("### Table 12 (ours; in brackets: paper, Δ; [questions in bin])\n\n" + wide.to_markdown() + "\n",
+        p.write_text("### Table 12: R@15 [95% bootstrap CI] n=questions in bin (paper, Δ)\n\n" + wide.to_markdown() + "\n",
                      encoding="utf-8")
         paths.append(p)
-    paths += _write(rounds_table(runs), out, "table9_rounds",
+    paths += _write(rounds_table(runs, opts=opts), out, "table9_rounds",
                     "Table 9: GEAR R@k by beam length and maximum rounds")
     paths += _write(tokens_table(runs), out, "tokens_by_stage", "LLM calls and tokens per question, by stage")
     paths += _write(agent_table(runs), out, "agent_stats", "GEAR loop statistics")
