@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from gear_repro.config import to_container, validate
 from gear_repro.evaluation.aggregate import aggregate
+from gear_repro.qa.reader import score_answer
 from gear_repro.resources import Resources
 from gear_repro.types import Question
 from gear_repro.utils.errors import ConfigError
@@ -246,7 +247,9 @@ class Runner:
             rankings["final"] = final.ranking.ids[: cfg.run.save_depth]
             rec["rankings"] = rankings
             rec["rounds"] = final.rounds
-            if qa_reader is not None:
+            if final.answer is not None:  # the method answered by itself (T²RAG): score that answer
+                rec.update(score_answer(q, final.answer.text), qa_raw=final.answer.raw, qa_mode="method")
+            elif qa_reader is not None:
                 rec.update(qa_reader.answer(q, qa_source.ranking.ids))
         except Exception as e:  # one bad question never loses the run; scored as a miss, retried on resume
             if cfg.run.fail_fast:

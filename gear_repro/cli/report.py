@@ -16,7 +16,7 @@ from pathlib import Path
 from gear_repro.evaluation.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 from gear_repro.reporting.evidence import EvidenceOptions
 from gear_repro.reporting.runs import find_runs
-from gear_repro.reporting.tables import long_table, wide_table, write_tables
+from gear_repro.reporting.tables import long_table, sources_note, wide_table, write_tables
 from gear_repro.utils.errors import GearError
 from gear_repro.utils.io import require_dir_target
 
@@ -69,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
             wide = wide_table(sub)
             wide.columns = [f"{d} {m}" for d, m in wide.columns]
             print(wide.to_string())
+            notes = sources_note(sub)
+            if notes:
+                print(notes)
         from gear_repro.reporting.analyses import write_analyses
         from gear_repro.reporting.cost import load_prices, write_cost
 

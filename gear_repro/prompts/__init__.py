@@ -11,6 +11,15 @@ One file per prompt in ``templates/`` (Python ``str.format`` syntax, so the pape
 - ``rewrite``         K.2 query re-writing (§5.3): ``query``, ``triples``, ``reason``
 - ``qa``              K.3 QA with retrieved passages and the in-context example: ``passages``, ``question``
 - ``qa_no_passages``  K.3 QA without passages: ``question``
+- ``t2rag_decompose`` T²RAG App. E "Structured Query Decomposition" (§4.3 Step 1): ``query``
+- ``t2rag_resolve``   T²RAG App. E "Triplets Resolving" (§4.3 Step 2.2): ``example_propositions``, ``query``,
+                      ``searchable``, ``fuzzy``, ``passages_section`` (the "Context Passages:" block, empty for
+                      the w/o-chunk ablation of Table 2), ``propositions``, ``resolved``
+- ``t2rag_answer``    T²RAG App. E "Final Answering" (§4.3 Step 3): ``query``, ``clues``
+
+T²RAG layout notes: the paper's appendix is a PDF rendering with flattened lines; the line breaks of the
+examples and of the "Subject:/Predicate:/Object:" blocks follow the authors' code (rockcor/T2RAG
+``src/TRAG.py``), the wording follows the paper (e.g. "Searchable", where the code says "Traceable").
 
 Layout notes: the paper's rendered "“‘" is a Markdown code fence (```), as in HippoRAG's OpenIE prompt;
 K.1 closes the input paragraph's fence. Each prompt is one user message (the paper shows no system turn).
@@ -29,7 +38,8 @@ from typing import Any
 from gear_repro.utils.errors import ConfigError
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
-PROMPT_NAMES = ("extraction", "reader", "reader_gist", "reason", "rewrite", "qa", "qa_no_passages")
+PROMPT_NAMES = ("extraction", "reader", "reader_gist", "reason", "rewrite", "qa", "qa_no_passages", "t2rag_decompose",
+                "t2rag_resolve", "t2rag_answer")
 
 
 class PromptError(ConfigError):

@@ -7,6 +7,8 @@
   rewrite), per beam length; explicit max_rounds runs are used as they are.
 - :func:`tokens_table` — LLM calls and tokens per question per stage (Figure 4's quantities).
 - :func:`agent_table` — GEAR's loop statistics: rounds, stops, unparsed reasoner/rewriter replies.
+- :func:`t2rag_table` — T²RAG's loop statistics: iterations, stops, reply formats, EM/F1 by final resolution
+  status (the T²RAG paper's Figure 3).
 - :func:`format_trace` — the Table 6 walk-through of one question (``gear-repro-report RUN --trace QID``).
 - :func:`write_analyses` — all of the above that apply to the given runs, as CSV + Markdown.
 
@@ -39,7 +41,7 @@ from gear_repro.utils.io import iter_jsonl
 DENSITY_BINS: list[tuple[str, float, float]] = [
     ("rho<9", -math.inf, 9.0), ("9<=rho<11", 9.0, 11.0), ("11<=rho<13", 11.0, 13.0), ("13<=rho", 13.0, math.inf),
 ]
-LLM_STAGES = ("read", "gist", "reason", "rewrite", "qa")
+LLM_STAGES = ("read", "gist", "reason", "rewrite", "decompose", "resolve", "answer", "qa")
 
 
 # -- inputs ------------------------------------------------------------------------------------------------
@@ -218,6 +220,46 @@ def agent_table(runs: Sequence[RunResult]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+T2RAG_COUNTERS = ("decompose_ok", "decompose_repaired", "decompose_failed", "resolve_ok", "resolve_repaired",
+                  "resolve_failed", "resolve_skipped", "reclassified", "fuzzy_filled", "new_fuzzy", "dropped_fuzzy")
+
+
+def t2rag_table(runs: Sequence[RunResult]) -> pd.DataFrame:
+    """Per T²RAG run: iterations, stops, LLM calls/tokens per question, reply-format counters and EM/F1 of
+    the questions whose triplets were all resolved vs not (T²RAG paper, Figure 3)."""
+    rows = []
+    for run in runs:
+        preds = [p for p in load_predictions(run) if isinstance(p.get("trace"), dict) and "t2rag" in p["trace"]]
+        if not preds:
+            continue
+        traces = [p["trace"]["t2rag"] for p in preds]
+        counters: Counter[str] = Counter()
+        for t in traces:
+            counters.update(t.get("counters", {}))
+        stops = Counter(t.get("stop", "?") for t in traces)
+        calls = [c for p in preds for c in p.get("llm_calls", []) or []]
+        row: dict[str, Any] = {
+            "method": run.method, "dataset": run.dataset, "n_questions": len(preds),
+            "iterations_mean": round(mean(t.get("iterations", 0) for t in traces), 3),
+            "iterations_hist": dict(sorted(Counter(t.get("iterations", 0) for t in traces).items())),
+            "stop_all_resolved": stops.get("all_resolved", 0), "stop_max_iterations": stops.get("max_iterations", 0),
+            "stop_no_triplets": stops.get("no_triplets", 0),
+            "llm_calls_per_q": round(len(calls) / len(preds), 3),
+            "prompt_tokens_per_q": round(sum(int(c.get("prompt_tokens") or 0) for c in calls) / len(preds), 1),
+            "completion_tokens_per_q": round(sum(int(c.get("completion_tokens") or 0) for c in calls) / len(preds), 1),
+            **{k: counters.get(k, 0) for k in T2RAG_COUNTERS},
+        }
+        for status in ("all_resolved", "unresolved"):
+            sel = [p for p, t in zip(preds, traces, strict=True)
+                   if (t.get("stop") == "all_resolved") == (status == "all_resolved") and "em" in p]
+            row[f"n_{status}"] = len(sel)
+            row[f"em_{status}"] = round(100 * mean(p["em"] for p in sel), 1) if sel else None
+            row[f"f1_{status}"] = round(100 * mean(p["f1"] for p in sel), 1) if sel else None
+        row["run_dir"] = str(run.path)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 # -- Table 6 walk-through ------------------------------------------------------------------------------------
 def _fmt_triples(ts: Sequence[Sequence[str]], limit: int = 12) -> str:
     if not ts:
@@ -244,6 +286,9 @@ def format_trace(pred: dict, titles: dict[str, str] | None = None, ks: Sequence[
     lines = [f"Question {pred.get('id')}: {pred.get('question')}",
              f"  answers: {pred.get('answers')}   type: {pred.get('type')}",
              f"  gold: {', '.join(titles.get(g, g) for g in gold)}   (* = gold passage)"]
+    t2 = (pred.get("trace") or {}).get("t2rag") if isinstance(pred.get("trace"), dict) else None
+    if t2 is not None:
+        return "\n".join(lines + _t2rag_lines(pred, t2, plist, recall_line))
     for r in pred.get("rounds", []):
         n = r.get("round")
         lines += [f"\n== Round {n} ==", f"1. Query q({n}): {r.get('query')}",
@@ -272,6 +317,35 @@ def format_trace(pred: dict, titles: dict[str, str] | None = None, ks: Sequence[
         lines.append(f"  QA answer ({pred.get('qa_mode')}): {pred.get('answer')!r}   EM {pred.get('em')}  "
                      f"F1 {pred.get('f1') if pred.get('f1') is None else round(pred['f1'], 3)}")
     return "\n".join(lines)
+
+
+def _t2rag_lines(pred: dict, t2: dict, plist: Any, recall_line: Any) -> list[str]:
+    """The T²RAG walk-through: decomposition, then per iteration the queries, retrieved propositions and
+    passages, the reply's clues and the triplet sets after the update (Alg. 1), then the answer."""
+    def sets(state: dict) -> list[str]:
+        return [f"   {name} ({len(state.get(name, []))}):\n" + _fmt_triples(state.get(name, []))
+                for name in ("resolved", "searchable", "fuzzy")]
+
+    dec = t2.get("decomposition", {})
+    lines = [f"\n== Decomposition ({dec.get('status')}) =="] + sets(dec.get("state", {}))
+    for r in pred.get("rounds", []):
+        n = r.get("round")
+        props = [f"{p['text']} [{p.get('score')}]" for p in r.get("propositions", [])]
+        lines += [f"\n== Iteration {n} ==", f"1. Queries: {r.get('queries')}",
+                  f"2. Propositions ({len(props)}): " + ("; ".join(props[:12]) or "(none)")
+                  + (f" ... {len(props) - 12} more" if len(props) > 12 else ""),
+                  f"   Passages: {plist(r.get('passages', []))}",
+                  f"3. Resolve reply ({r.get('status')}): resolved {r.get('new_resolved')}, "
+                  f"searchable {r.get('new_searchable')}", "4. Sets after the update:"] + sets(r.get("state", {}))
+        lines.append(f"   ranking had T2RAG stopped here: {recall_line(r.get('ranking', []))}")
+    final = (pred.get("rankings") or {}).get("final", [])
+    lines += ["\n== Result ==", f"  stop: {t2.get('stop')}   iterations: {t2.get('iterations')}   "
+              f"counters: {t2.get('counters')}", "  answer context:", _fmt_triples(t2.get("answer_context", [])),
+              f"  ranking: {plist(final, 15)}", f"  recall: {recall_line(final)}"]
+    if "answer" in pred:
+        lines.append(f"  answer ({pred.get('qa_mode')}): {pred.get('answer')!r}   EM {pred.get('em')}  "
+                     f"F1 {pred.get('f1') if pred.get('f1') is None else round(pred['f1'], 3)}")
+    return lines
 
 
 def passage_titles(run: RunResult) -> dict[str, str]:
@@ -349,4 +423,6 @@ def write_analyses(runs: Sequence[RunResult], out_dir: str | Path, opts: Evidenc
                     "Table 9: GEAR R@k by beam length and maximum rounds")
     paths += _write(tokens_table(runs), out, "tokens_by_stage", "LLM calls and tokens per question, by stage")
     paths += _write(agent_table(runs), out, "agent_stats", "GEAR loop statistics")
+    paths += _write(t2rag_table(runs), out, "t2rag_stats",
+                    "T²RAG loop statistics (EM/F1 by final resolution status: T²RAG Figure 3)")
     return paths

@@ -14,6 +14,7 @@ log = logging.getLogger(__name__)
 
 RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid"}
 EXPANSION_LABELS = {"naive": "NaiveGE", "sync": "SyncGE"}
+AGENT_LABELS = {"gear": "GEAR", "t2rag": "T2RAG"}  # multi-step methods: their paper_results.csv `method` name
 
 
 @dataclass
@@ -39,8 +40,8 @@ class RunResult:
         if self.is_qa_bound:  # Table 3's bounds: the label names the bound, not the (unused) retriever
             return {"none": "No Passages", "gold": "Gold Passages"}.get(self.config["qa_reader"]["mode"], "QA bound")
         agent = self.config.get("agent", {}).get("name", "single")
-        if agent == "gear":
-            return "GEAR"
+        if agent in AGENT_LABELS:
+            return AGENT_LABELS[agent]
         ret = self.config.get("retriever", {}).get("name", "?")
         label = RETRIEVER_LABELS.get(ret, ret)
         exp = (self.config.get("expansion") or {}).get("name", "none")
@@ -54,6 +55,15 @@ class RunResult:
     def is_qa_bound(self) -> bool:
         """A QA bound run (no passages / gold passages): its retrieval is not a method's."""
         return bool(self.config.get("qa")) and (self.config.get("qa_reader") or {}).get("mode", "retrieved") != "retrieved"
+
+    def paper_ref(self, metric: str) -> tuple[str, str, str | None]:
+        """(paper, table, setting) whose number stands beside ours: GEAR's table of the metric by default;
+        EM/F1 may name another paper's table (``report.qa_paper`` / ``qa_paper_table`` / ``qa_setting``)."""
+        table = self.table_for(metric)
+        if metric in ("EM", "F1") and self.report.get("qa_paper"):
+            return (self.report["qa_paper"], self.report.get("qa_paper_table") or table, self.report.get("qa_setting"))
+        setting = self.report.get("setting") if table == self.table_for("R@5") else None
+        return ("GEAR", table, setting)
 
     def table_for(self, metric: str) -> str:
         """Paper table of a metric: EM/F1 belong to Table 3 (QA), recall to report.table (default Table 2)."""

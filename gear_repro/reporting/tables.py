@@ -37,12 +37,15 @@ def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None,
             ci = interval(r, m, opts)
             ours = ci.mean if ci is not None else float(r.metrics[key])
             table = r.table_for(m)
-            setting = r.report.get("setting") if table == r.table_for("R@5") else None
-            paper = paper_value(table, r.method, r.dataset, m, setting=setting)
+            ref_paper, ref_table, setting = r.paper_ref(m)
+            paper = paper_value(ref_table, r.method, r.dataset, m, paper=ref_paper, setting=setting)
+            source = "" if (ref_paper, ref_table) == ("GEAR", table) else \
+                f"{ref_paper} {ref_table}" + (f" ({setting})" if setting else "")
             rows.append({
                 "table": table, "method": r.method, "dataset": r.dataset, "metric": m, "ours": round(ours, 2),
                 "ci_low": None if ci is None else round(ci.low, 2), "ci_high": None if ci is None else round(ci.high, 2),
                 "n": None if ci is None else ci.n, "paper": paper, "delta": None if paper is None else round(ours - paper, 2),
+                "paper_source": source,
                 "n_questions": r.metrics.get("n_scored", r.metrics.get("n_questions")),
                 "n_errors": int(r.metrics.get("n_errors") or 0),  # scored as misses (issue 9 §2)
                 "dataset_name": r.config.get("dataset", {}).get("name"), "run_dir": str(r.path),
@@ -90,6 +93,14 @@ def wide_table(long: pd.DataFrame) -> pd.DataFrame:
     return wide.reindex(columns=pd.MultiIndex.from_tuples(cols)).fillna("–")
 
 
+def sources_note(long: pd.DataFrame) -> str:
+    """A footnote naming the paper table of rows whose bracketed numbers come from another paper."""
+    if "paper_source" not in long.columns:
+        return ""
+    src = long[long["paper_source"].fillna("") != ""].drop_duplicates(["method", "paper_source"])
+    return "\n".join(f"Paper numbers of {r.method}: {r.paper_source}." for r in src.itertuples())
+
+
 def write_tables(long: pd.DataFrame, out_dir: str | Path, stem: str = "table") -> dict[str, Path]:
     """Write <stem>.csv (long), <stem>.md and <stem>.tex (wide, one block per paper table)."""
     out = Path(out_dir)
@@ -102,8 +113,9 @@ def write_tables(long: pd.DataFrame, out_dir: str | Path, stem: str = "table") -
         flat = wide.copy()
         flat.columns = [f"{d} {m}" for d, m in wide.columns]
         n = sorted({int(x) for x in sub["n_questions"].dropna()})
+        notes = sources_note(sub)
         md_parts.append(f"### {table}: ours [95% bootstrap CI] n=questions (paper, Δ) — questions per run: {n}\n\n"
-                        + flat.to_markdown() + "\n")
+                        + flat.to_markdown() + "\n" + (f"\n{notes}\n" if notes else ""))
         tex_parts.append(f"% {table}: ours [95% bootstrap CI] n=questions (paper, delta)\n" + wide.to_latex(multicolumn=True, escape=True))
     paths["md"].write_text("\n".join(md_parts), encoding="utf-8")
     paths["tex"].write_text("\n".join(tex_parts), encoding="utf-8")
