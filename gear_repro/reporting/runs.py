@@ -10,6 +10,7 @@ from gear_repro.utils.io import read_json
 
 RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid"}
 EXPANSION_LABELS = {"naive": "NaiveGE", "sync": "SyncGE"}
+AGENT_LABELS = {"gear": "GEAR", "hipporag": "HippoRAG", "hipporag_ircot": "HippoRAG w/ IRCoT"}  # paper row labels
 
 
 @dataclass
@@ -28,16 +29,19 @@ class RunResult:
 
     @property
     def method(self) -> str:
-        """Row label: report.method if set, else derived ("BM25", "Hybrid + SyncGE", "GEAR")."""
+        """Row label: report.method if set, else derived ("BM25", "Hybrid + SyncGE", "GEAR", "HippoRAG",
+        "IRCoT (BM25)", "HippoRAG w/ IRCoT")."""
         if self.report.get("method"):
             return self.report["method"]
         if self.is_qa_bound:  # Table 3's bounds: the label names the bound, not the (unused) retriever
             return {"none": "No Passages", "gold": "Gold Passages"}.get(self.config["qa_reader"]["mode"], "QA bound")
         agent = self.config.get("agent", {}).get("name", "single")
-        if agent == "gear":
-            return "GEAR"
+        if agent in AGENT_LABELS:
+            return AGENT_LABELS[agent]
         ret = self.config.get("retriever", {}).get("name", "?")
         label = RETRIEVER_LABELS.get(ret, ret)
+        if agent == "ircot":  # "IRCoT (BM25)" is the paper's; SBERT/Hybrid runs stand in for ColBERTv2 and say so
+            return f"IRCoT ({label})"
         exp = (self.config.get("expansion") or {}).get("name", "none")
         if exp in EXPANSION_LABELS:
             label += f" + {EXPANSION_LABELS[exp]}"
