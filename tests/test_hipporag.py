@@ -278,3 +278,26 @@ def test_hipporag_ner_through_the_tiny_model(tmp_path: Path) -> None:
     assert recs[0]["prompt_tokens"] > 50
     assert isinstance(out.trace["ner"]["reply"], str)
     assert len(out.ranking) in (2, 6)  # ranked by PPR, or the fallback's 2 passages when the reply has no entity
+
+
+def test_hipporag_through_the_runner(toy_dir, tmp_path, compose, monkeypatch) -> None:
+    from gear_repro.config import validate
+    from gear_repro.reporting.runs import find_runs
+    from gear_repro.resources import Resources
+    from gear_repro.runner import Runner
+    from gear_repro.utils.io import read_jsonl
+
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path / "cache"))
+    cfg = validate(compose(["agent=hipporag", "retriever=bm25", f"dataset.path={toy_dir}", "dataset.name=toy",
+                            "run.progress=false", "hipporag.synonyms=false"]))
+    res = Resources(cfg)
+    res.__dict__["embedder"] = TableEmbedder()
+    res.__dict__["llm"] = ScriptedLLM({"ner": '```json\n{"named_entities": ["France", "Emmanuel Macron"]}\n```'})
+    metrics = Runner(cfg, tmp_path / "run", resources=res).run()
+    assert metrics["n_errors"] == 0 and metrics["recall@5"] == pytest.approx(200 / 3)  # Berlin (q2) is cut off from the seeds
+    preds = read_jsonl(tmp_path / "run" / "predictions.jsonl")
+    assert [c["stage"] for c in preds[0]["llm_calls"]] == ["ner"] and preds[0]["llm_calls"][0]["round"] == 1
+    assert preds[0]["trace"]["entities"] == ["france", "emmanuel macron"] and preds[0]["rankings"]["final"][0] == "2"
+    assert find_runs([tmp_path / "run"])[0].method == "HippoRAG"
+    assert "version: v1" in (tmp_path / "run" / "config.yaml").read_text(encoding="utf-8")
+    assert len(list((tmp_path / "cache" / "hipporag").glob("graph-*.npz"))) == 1
