@@ -159,7 +159,7 @@ class IRCoTAgent:
         by_id = self.resources.dataset.passage_by_id
         msgs = render("ircot", demos=self.demo_text, passages=[by_id[p] for p in passage_ids if p in by_id],
                       question=question, thoughts=" ".join(thoughts))
-        reply = self.resources.llm.chat(msgs, stage="cot", round=round_no, **self.cot_params)
+        reply = self.resources.llm.chat(msgs, stage="cot", round_no=round_no, **self.cot_params)
         text = reply.text.strip()
         return (first_sentence(text) if self.thought == "first_sentence" else text), reply.text
 

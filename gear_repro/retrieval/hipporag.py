@@ -149,7 +149,7 @@ class HippoRAG:
         from gear_repro.llm.parsing import parse_named_entities
         from gear_repro.prompts import render
 
-        reply = self.resources.llm.chat(render("hipporag_ner", question=query), stage="ner", round=round_no,
+        reply = self.resources.llm.chat(render("hipporag_ner", question=query), stage="ner", round_no=round_no,
                                         **self.ner_params)
         parsed = parse_named_entities(reply.text)
         return parsed.entities, {"reply": reply.text, "failed": parsed.failed, "repaired": parsed.repaired,
