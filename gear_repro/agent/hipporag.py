@@ -23,6 +23,7 @@ class HippoRAGMethod:
     """
 
     k_dependent = False
+    needs_vectors = False  # collection vectors are the hipporag group's concern (HippoRAG.needs_vectors)
 
     def __init__(self, resources: Any, name: str = "hipporag", depth: int = 100, **_: Any):
         self.name = name

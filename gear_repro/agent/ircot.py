@@ -115,6 +115,7 @@ class IRCoTAgent:
     """
 
     k_dependent = False
+    needs_vectors = False  # the retriever (base retriever class or HippoRAG) decides
 
     def __init__(self, resources: Any, name: str = "ircot", retriever: str = "base", top_k: int = 10,
                  max_rounds: int = 4, demos: str = "musique", num_demo: int | None = 1, thought: str = "full",

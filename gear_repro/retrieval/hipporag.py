@@ -76,6 +76,7 @@ class HippoRAG:
     """
 
     name = "hipporag"
+    needs_vectors = True  # v2 scores passage and triple vectors; v1's dense fallback may
 
     def __init__(self, resources: Any, version: str = "v1", damping: float = 0.5, node_specificity: bool = True,
                  normalisation: str = "hipporag", synonyms: bool = True, synonym_threshold: float = 0.8,
