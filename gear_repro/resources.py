@@ -84,6 +84,13 @@ class Resources:
         return TripleIndex(self.triples, self.dataset.triples, **graph_cfg)
 
     @cached_property
+    def hipporag(self):
+        """HippoRAG retriever over the dataset's triples (configs/hipporag/; gear_repro/retrieval/hipporag.py)."""
+        if self.cfg.get("hipporag") is None:
+            raise ConfigError("this run needs HippoRAG but no `hipporag` config is selected (agent=hipporag|hipporag_ircot)")
+        return instantiate(self.cfg.hipporag, resources=self, _recursive_=False)
+
+    @cached_property
     def llm(self):
         if "llm" not in self.cfg or self.cfg.llm is None:
             raise ConfigError("this run needs an LLM but no `llm=` config group is selected")
@@ -91,7 +98,7 @@ class Resources:
 
     def built(self) -> dict[str, bool]:
         """Which resources were actually built (for the run record)."""
-        names = ["dataset", "backend", "embedder", "passages", "triples", "triple_index", "llm"]
+        names = ["dataset", "backend", "embedder", "passages", "triples", "triple_index", "hipporag", "llm"]
         return {n: n in self.__dict__ for n in names}
 
     def close(self) -> None:

@@ -131,6 +131,9 @@ class Runner:
             coll = self.res.__dict__.get(name)
             if coll is not None:
                 rec.setdefault("index_hashes", {})[name] = getattr(coll, "content_hash", None)
+        hippo = self.res.__dict__.get("hipporag")
+        if hippo is not None:
+            rec["hipporag"] = hippo.describe()  # graph size, build/load time (docs/baselines.md "Costs")
         emb = self.res.__dict__.get("embedder")
         if emb is not None and hasattr(emb, "stats"):
             rec["embedder_stats"] = emb.stats

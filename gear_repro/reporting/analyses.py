@@ -41,7 +41,7 @@ from gear_repro.utils.io import iter_jsonl
 DENSITY_BINS: list[tuple[str, float, float]] = [
     ("rho<9", -math.inf, 9.0), ("9<=rho<11", 9.0, 11.0), ("11<=rho<13", 11.0, 13.0), ("13<=rho", 13.0, math.inf),
 ]
-LLM_STAGES = ("read", "gist", "reason", "rewrite", "decompose", "resolve", "answer", "qa")
+LLM_STAGES = ("read", "gist", "reason", "rewrite", "ner", "cot", "decompose", "resolve", "answer", "qa")
 
 
 # -- inputs ------------------------------------------------------------------------------------------------

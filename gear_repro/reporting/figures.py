@@ -33,7 +33,7 @@ from gear_repro.reporting.evidence import DEFAULT_OPTIONS, EvidenceOptions, inte
 from gear_repro.reporting.paper import paper_results  # noqa: E402
 from gear_repro.reporting.runs import RunResult  # noqa: E402
 
-RETRIEVAL_STAGES = ("read", "gist", "reason", "rewrite")
+RETRIEVAL_STAGES = ("read", "gist", "reason", "rewrite", "ner", "cot")  # ner/cot: HippoRAG and IRCoT
 HOP_ORDER = ["2hop", "3hop1", "3hop2", "4hop1", "4hop2", "4hop3"]
 HOP_LABELS = {"2hop": "2 Hop", "3hop1": "3 Hop Type 1", "3hop2": "3 Hop Type 2", "4hop1": "4 Hop Type 1",
               "4hop2": "4 Hop Type 2", "4hop3": "4 Hop Type 3"}

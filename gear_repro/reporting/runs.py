@@ -14,7 +14,8 @@ log = logging.getLogger(__name__)
 
 RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid"}
 EXPANSION_LABELS = {"naive": "NaiveGE", "sync": "SyncGE"}
-AGENT_LABELS = {"gear": "GEAR", "t2rag": "T2RAG"}  # multi-step methods: their paper_results.csv `method` name
+AGENT_LABELS = {"gear": "GEAR", "t2rag": "T2RAG", "hipporag": "HippoRAG",
+                "hipporag_ircot": "HippoRAG w/ IRCoT"}  # multi-step methods: their paper_results.csv `method` name
 
 
 @dataclass
@@ -34,7 +35,8 @@ class RunResult:
 
     @property
     def method(self) -> str:
-        """Row label: report.method if set, else derived ("BM25", "Hybrid + SyncGE", "GEAR")."""
+        """Row label: report.method if set, else derived ("BM25", "Hybrid + SyncGE", "GEAR", "HippoRAG",
+        "IRCoT (BM25)", "HippoRAG w/ IRCoT")."""
         if self.report.get("method"):
             return self.report["method"]
         if self.is_qa_bound:  # Table 3's bounds: the label names the bound, not the (unused) retriever
@@ -44,6 +46,8 @@ class RunResult:
             return AGENT_LABELS[agent]
         ret = self.config.get("retriever", {}).get("name", "?")
         label = RETRIEVER_LABELS.get(ret, ret)
+        if agent == "ircot":  # "IRCoT (BM25)" is the paper's; SBERT/Hybrid runs stand in for ColBERTv2 and say so
+            return f"IRCoT ({label})"
         exp = (self.config.get("expansion") or {}).get("name", "none")
         if exp in EXPANSION_LABELS:
             label += f" + {EXPANSION_LABELS[exp]}"
