@@ -2,7 +2,7 @@
 Elasticsearch"), and the searches of :class:`gear_repro.griever.store.GrieverStore` as ES queries.
 
 Indices ``<prefix>-griever-<kind>-<content key>`` (kind: passages, partial_triples / full_triples, same_as),
-built once per content (docs, vectors' model, settings) and reused; an index counts as built only when its
+built once per content (docs, their vectors, settings) and reused; an index counts as built only when its
 mapping ``_meta.gear_complete`` is true (set after the bulk load and a matching ``_count``), as the base
 backend's collections.
 
@@ -21,6 +21,7 @@ BM25 candidates (k = their number). Ties break by ``pos`` as in the memory store
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -149,7 +150,8 @@ class ElasticsearchGrieverStore:
         kind = kind or name
         key = hash_obj({"v": SCHEMA_VERSION, "docs": hash_texts(repr(sorted(d.items())) for d in docs),
                         "bm25": b.bm25_params, "knn": b.knn_params, "shards": b.shards,
-                        "embedder": getattr(embedder, "model_id", None), "dims": int(vecs.shape[1])}, 12)
+                        "embedder": getattr(embedder, "model_id", None),
+                        "vectors": hashlib.sha256(np.ascontiguousarray(vecs, np.float32).tobytes()).hexdigest()}, 12)
         index = f"{b.index_prefix}-griever-{name.replace('_', '-')}-{key}"
         client = b.client
         with b.errors("index check", index):
