@@ -13,8 +13,8 @@
   "Florida"/"Georgia" are never aliases), at most ``max_aliases`` of them, best first. No transitive
   closure: chains of near-synonyms do not merge into one cluster.
 
-Every distinct text (entity names, predicates, unit texts) is embedded once, in one cached
-``encode_corpus`` call; passage and full-triple vectors are the same cached matrices the base retrievers
+Every distinct entity name and predicate is embedded once (one cached ``encode_corpus`` call), the unit
+texts in a second call; passage and full-triple vectors are the same cached matrices the base retrievers
 use (same texts in the same order, so the same cache file).
 """
 
@@ -88,7 +88,8 @@ class GrieverData:
     same_as_entity: dict[str, list[str]] = field(default_factory=dict)  # key -> alias keys
     entity_passages: dict[str, list[str]] = field(default_factory=dict)
     pred_name: dict[str, str] = field(default_factory=dict)  # predicate key -> first surface form
-    text_row: dict[str, int] = field(default_factory=dict)   # entity/predicate/unit text -> row of ``matrix``
+    text_row: dict[str, int] = field(default_factory=dict)   # entity/predicate text -> row of ``matrix``
+    unit_row0: int = 0                                       # row of the first unit in ``matrix``
     matrix: np.ndarray | None = None
 
     # -- building ---------------------------------------------------------------------------------
@@ -147,11 +148,16 @@ class GrieverData:
         return data
 
     def _embed(self, embedder) -> None:
-        """One cached encode of every distinct entity name, predicate and unit text (§4.3 matcher inputs)."""
-        texts = list(dict.fromkeys([*self.entity_name.values(), *self.pred_name.values(),
-                                    *(u.text for u in self.units)]))
-        self.text_row = {t: i for i, t in enumerate(texts)}
-        self.matrix = np.ascontiguousarray(embedder.encode_corpus(texts, desc="griever texts"), dtype=np.float32)
+        """Cached encodes of every distinct entity name and predicate (§4.3 matcher inputs; one call shared by
+        both unit kinds) and of the unit texts (full triples: the same list, hence the same cache file, as
+        the base retrievers' triple index)."""
+        names = list(dict.fromkeys([*self.entity_name.values(), *self.pred_name.values()]))
+        units = [u.text for u in self.units]
+        m1 = embedder.encode_corpus(names, desc="griever entities+predicates")
+        m2 = embedder.encode_corpus(units, desc=f"griever {self.unit_kind.value} units")
+        self.text_row = {t: i for i, t in enumerate(names)}
+        self.unit_row0 = len(names)
+        self.matrix = np.ascontiguousarray(np.vstack([m1, m2]), dtype=np.float32)
 
     def _cluster_same_as(self, cfg: SameAsConfig) -> None:
         keys = list(self.entity_name)
@@ -183,9 +189,6 @@ class GrieverData:
         log.info("griever same_as: %d of %d entities have aliases (cos >= %.2f)", len(out), len(keys), cfg.threshold)
 
     # -- access -----------------------------------------------------------------------------------
-    def vector(self, text: str) -> np.ndarray:
-        return self.matrix[self.text_row[text]]
-
     def entity_vectors(self, keys: Sequence[str]) -> np.ndarray:
         return self.matrix[[self.text_row[self.entity_name[k]] for k in keys]]
 
@@ -193,7 +196,8 @@ class GrieverData:
         return self.matrix[[self.text_row[self.pred_name[k]] for k in keys]]
 
     def unit_vectors(self) -> np.ndarray:
-        return self.matrix[[self.text_row[u.text] for u in self.units]]
+        """Embeddings of the unit texts, rows aligned with ``units``."""
+        return self.matrix[self.unit_row0:]
 
     def freq(self, anchor: str, predicate: str, inverse: bool) -> int:
         return self.partial_freq.get((anchor, predicate, inverse), 1)
@@ -202,4 +206,4 @@ class GrieverData:
         return {"passages": len(self.passages), "passages_with_triples": len(self.passage_triples),
                 "triples": len(self.triples), "entities": len(self.entity_name), "predicates": len(self.pred_name),
                 "units": len(self.units), "entities_with_aliases": len(self.same_as_entity),
-                "distinct_texts_embedded": len(self.text_row)}
+                "texts_embedded": len(self.text_row) + len(self.units)}
