@@ -23,10 +23,10 @@ from typing import Any
 
 import pandas as pd
 
-from gear_repro.evaluation.aggregate import question_recalls, round_recalls
+from gear_repro.evaluation.aggregate import calls_at_k, question_recalls, round_recalls, run_k
 from gear_repro.evaluation.metrics import recall_at_k
 from gear_repro.reporting.paper import paper_value
-from gear_repro.reporting.runs import RunResult
+from gear_repro.reporting.runs import RunResult, question_set, read_predictions
 from gear_repro.utils.io import iter_jsonl
 
 DENSITY_BINS: list[tuple[str, float, float]] = [
@@ -37,19 +37,14 @@ LLM_STAGES = ("read", "gist", "reason", "rewrite", "qa")
 
 # -- inputs ------------------------------------------------------------------------------------------------
 def load_predictions(run: RunResult) -> list[dict]:
-    """The run's predictions.jsonl records (questions with an error are kept; callers filter).
-
-    A run dir resumed with a smaller ``dataset.limit`` still holds the earlier, longer list: only the
-    first ``limit`` questions belong to the run (the ones its metrics.json scores).
-    """
-    path = Path(run.path) / "predictions.jsonl"
-    preds = [rec for _, rec in iter_jsonl(path)] if path.exists() else []
-    limit = (run.config.get("dataset") or {}).get("limit")
-    return preds[:limit] if limit else preds
+    """The run's predictions of the questions it evaluated (by the ids recorded in metrics.json; the last
+    record per id; a partial last line dropped). Questions with an error are kept; callers filter."""
+    return question_set(run, read_predictions(Path(run.path) / "predictions.jsonl", run.notes))
 
 
 def scored(preds: Sequence[dict]) -> list[dict]:
-    return [p for p in preds if p.get("gold_ids") and not p.get("error")]
+    """Questions with gold passages; an errored one stays in (a miss, as in metrics.json)."""
+    return [p for p in preds if p.get("gold_ids")]
 
 
 @lru_cache(maxsize=8)
@@ -148,15 +143,17 @@ def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15)) -> 
 
 # -- tokens and agent statistics --------------------------------------------------------------------------
 def tokens_table(runs: Sequence[RunResult]) -> pd.DataFrame:
-    """Per run and stage: calls, prompt/completion tokens per question, cached share."""
+    """Per run and stage: calls, prompt/completion tokens per question, cached share; for a matched-k run, what
+    one run at its largest k costs (column ``k``), not the sum of its k passes (Fig. 4)."""
     rows = []
     for run in runs:
         preds = load_predictions(run)
         if not preds:
             continue
+        k = run_k(preds)
         agg: dict[str, Counter] = defaultdict(Counter)
         for p in preds:
-            for c in p.get("llm_calls", []) or []:
+            for c in calls_at_k(p.get("llm_calls", []) or [], k):
                 a = agg[c.get("stage") or "?"]
                 a["calls"] += 1
                 a["prompt"] += int(c.get("prompt_tokens") or 0)
@@ -165,7 +162,7 @@ def tokens_table(runs: Sequence[RunResult]) -> pd.DataFrame:
         n = len(preds)
         for stage in sorted(agg, key=lambda s: (LLM_STAGES.index(s) if s in LLM_STAGES else 99, s)):
             a = agg[stage]
-            rows.append({"method": run.method, "dataset": run.dataset, "stage": stage,
+            rows.append({"method": run.method, "dataset": run.dataset, "stage": stage, "k": k,
                          "calls_per_q": round(a["calls"] / n, 3), "prompt_per_q": round(a["prompt"] / n, 1),
                          "completion_per_q": round(a["completion"] / n, 1), "cached_calls": a["cached"],
                          "n_questions": n, "run_dir": str(run.path)})
@@ -285,7 +282,8 @@ def trace_report(runs: Sequence[RunResult], qid: str) -> str:
     """Walk-throughs of question ``qid`` in every run that has it."""
     parts = []
     for run in runs:
-        hit = next((p for p in load_predictions(run) if str(p.get("id")) == qid), None)
+        preds = read_predictions(Path(run.path) / "predictions.jsonl", run.notes)  # every record, finished or not
+        hit = next((p for p in preds if str(p.get("id")) == qid), None)
         if hit is not None:
             parts.append(f"### {run.method} — {run.dataset} ({run.path})\n" + format_trace(hit, passage_titles(run)))
     return "\n\n".join(parts)
