@@ -370,3 +370,36 @@ def test_resources_build_griever_and_hybrid_triple_retriever(compose, toy_dir, c
     r = res.passage_retriever.retrieve("Where was the president of France born?", 2)
     assert len(r) == 2 and set(r.ids) <= {p.id for p in res.dataset.passages}
     assert re.fullmatch(r"\d", r.ids[0])
+
+
+@pytest.mark.parametrize("experiment,retriever,key,value", [
+    ("griever_table1", "composed", "candidates", 100),
+    ("griever_table3_ablation", "griever_full", "shortlist_index", "full"),
+    ("griever_table3_ablation", "griever_no_shortlist", "shortlist", False),
+    ("griever_table3_ablation", "griever_no_composed", "composed", False),
+    ("griever_table4_gear", "griever_k5", "inner_k", 5),
+])
+def test_presets_and_variants_compose(compose, experiment, retriever, key, value):
+    cfg = compose([f"experiment={experiment}", f"retriever={retriever}"])
+    assert cfg.retriever[key] == value and cfg.report.paper == "GRIEVER"
+    if retriever.startswith("griever"):
+        assert cfg.retriever.triple_retriever._target_.endswith("HybridRetriever")
+        assert cfg.retriever.t_max == 30  # the rest comes from griever.yaml
+
+
+def test_report_labels_follow_the_griever_tables(tmp_path):
+    from gear_repro.reporting.runs import RunResult
+    from gear_repro.reporting.tables import long_table
+
+    labels = {"hybrid": "RRFHybrid", "griever_k5": "GRIEVER", "griever": "GRIEVER"}
+
+    def run(agent, ret, table):
+        cfg = {"agent": {"name": agent}, "retriever": {"name": ret}, "dataset": {"paper_name": "MuSiQue"},
+               "report": {"paper": "GRIEVER", "table": table, "labels": labels}}
+        return RunResult(tmp_path, cfg, {"recall@5": 50.0})
+
+    assert run("gear", "griever_k5", "Table 4").method == "GEAR + GRIEVER"
+    assert run("ircot", "hybrid", "Table 4").method == "IRCoT + RRFHybrid"
+    assert run("single", "griever", "Table 1").method == "GRIEVER"
+    df = long_table([run("gear", "griever_k5", "Table 4"), run("single", "griever", "Table 1")])
+    assert df["paper"].tolist() == [55.7, 45.6]  # paper_results.csv, paper GRIEVER

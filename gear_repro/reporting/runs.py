@@ -14,6 +14,7 @@ log = logging.getLogger(__name__)
 
 RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid"}
 EXPANSION_LABELS = {"naive": "NaiveGE", "sync": "SyncGE"}
+AGENT_LABELS = {"gear": "GEAR", "ircot": "IRCoT"}  # multi-step agents whose base retriever a label may name
 
 
 @dataclass
@@ -39,16 +40,24 @@ class RunResult:
         if self.is_qa_bound:  # Table 3's bounds: the label names the bound, not the (unused) retriever
             return {"none": "No Passages", "gold": "Gold Passages"}.get(self.config["qa_reader"]["mode"], "QA bound")
         agent = self.config.get("agent", {}).get("name", "single")
+        ret = self.config.get("retriever", {}).get("name", "?")
+        paper_label = (self.report.get("labels") or {}).get(ret)
+        if agent in AGENT_LABELS and paper_label:  # GRIEVER Table 4 names the base: "GEAR + GRIEVER"
+            return f"{AGENT_LABELS[agent]} + {paper_label}"
         if agent == "gear":
             return "GEAR"
-        ret = self.config.get("retriever", {}).get("name", "?")
-        label = RETRIEVER_LABELS.get(ret, ret)
+        label = paper_label or RETRIEVER_LABELS.get(ret, ret)
         exp = (self.config.get("expansion") or {}).get("name", "none")
         if exp in EXPANSION_LABELS:
             label += f" + {EXPANSION_LABELS[exp]}"
         if agent != "single":
             label += f" ({agent})"
         return label
+
+    @property
+    def paper(self) -> str:
+        """Paper whose published numbers this run is compared with (report.paper, default GEAR)."""
+        return self.report.get("paper") or "GEAR"
 
     @property
     def is_qa_bound(self) -> bool:

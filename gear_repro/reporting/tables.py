@@ -31,7 +31,7 @@ def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None) 
             ours = float(r.metrics[key])
             table = r.table_for(m)
             setting = r.report.get("setting") if table == r.table_for("R@5") else None
-            paper = paper_value(table, r.method, r.dataset, m, setting=setting)
+            paper = paper_value(table, r.method, r.dataset, m, paper=r.paper, setting=setting)
             rows.append({
                 "table": table, "method": r.method, "dataset": r.dataset, "metric": m, "ours": round(ours, 2),
                 "paper": paper, "delta": None if paper is None else round(ours - paper, 2),
