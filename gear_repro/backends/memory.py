@@ -98,20 +98,26 @@ class MemoryCollection(DocCollection):
         self._bm25 = retr
         return retr
 
-    def bm25(self, queries: Sequence[str], k: int) -> list[Ranking]:
+    def bm25_scores(self, queries: Sequence[str]) -> list[np.ndarray | None]:
+        """Full BM25 score vector per query (rows aligned with ``ids``); None for a query with no indexed
+        token. For in-process filtered search (GRIEVER's entity and novelty filters)."""
         index = self._bm25_index()
         p = self.bm25_params
         vocab = index.vocab_dict
         toks = [[t for t in q if t in vocab] for q in tokenize(list(queries), p["stopwords"], p["stemmer"])]
+        return [np.asarray(index.get_scores(t), dtype=np.float32) if t else None for t in toks]
+
+    def bm25(self, queries: Sequence[str], k: int) -> list[Ranking]:
         k_eff = min(k, len(self._ids))
-        out: list[Ranking] = [Ranking() for _ in queries]
-        live = [i for i, t in enumerate(toks) if t]
-        if not live or k_eff <= 0:
-            return out
-        for i in live:
-            scores = np.asarray(index.get_scores(toks[i]), dtype=np.float32)
+        if k_eff <= 0 or not queries:
+            return [Ranking() for _ in queries]
+        out: list[Ranking] = []
+        for scores in self.bm25_scores(queries):
+            if scores is None:
+                out.append(Ranking())
+                continue
             order = [int(d) for d in top_k_row(scores, k_eff) if scores[d] > 0]
-            out[i] = Ranking([self._ids[d] for d in order], [float(scores[d]) for d in order])
+            out.append(Ranking([self._ids[d] for d in order], [float(scores[d]) for d in order]))
         return out
 
     # -- dense -------------------------------------------------------------------------------

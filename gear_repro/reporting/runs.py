@@ -16,6 +16,7 @@ RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid"}
 EXPANSION_LABELS = {"naive": "NaiveGE", "sync": "SyncGE"}
 AGENT_LABELS = {"gear": "GEAR", "t2rag": "T2RAG", "hipporag": "HippoRAG",
                 "hipporag_ircot": "HippoRAG w/ IRCoT"}  # multi-step methods: their paper_results.csv `method` name
+BASE_NAMED_AGENTS = {"gear": "GEAR", "ircot": "IRCoT"}  # agents whose base retriever a paper label may name
 
 
 @dataclass
@@ -42,10 +43,13 @@ class RunResult:
         if self.is_qa_bound:  # Table 3's bounds: the label names the bound, not the (unused) retriever
             return {"none": "No Passages", "gold": "Gold Passages"}.get(self.config["qa_reader"]["mode"], "QA bound")
         agent = self.config.get("agent", {}).get("name", "single")
+        ret = self.config.get("retriever", {}).get("name", "?")
+        paper_label = (self.report.get("labels") or {}).get(ret)
+        if agent in BASE_NAMED_AGENTS and paper_label:  # GRIEVER Table 4 names the base: "GEAR + GRIEVER"
+            return f"{BASE_NAMED_AGENTS[agent]} + {paper_label}"
         if agent in AGENT_LABELS:
             return AGENT_LABELS[agent]
-        ret = self.config.get("retriever", {}).get("name", "?")
-        label = RETRIEVER_LABELS.get(ret, ret)
+        label = paper_label or RETRIEVER_LABELS.get(ret, ret)
         if agent == "ircot":  # "IRCoT (BM25)" is the paper's; SBERT/Hybrid runs stand in for ColBERTv2 and say so
             return f"IRCoT ({label})"
         exp = (self.config.get("expansion") or {}).get("name", "none")
@@ -54,6 +58,11 @@ class RunResult:
         if agent != "single":
             label += f" ({agent})"
         return label
+
+    @property
+    def paper(self) -> str:
+        """Paper whose published numbers this run is compared with (report.paper, default GEAR)."""
+        return self.report.get("paper") or "GEAR"
 
     @property
     def is_qa_bound(self) -> bool:
@@ -67,7 +76,7 @@ class RunResult:
         if metric in ("EM", "F1") and self.report.get("qa_paper"):
             return (self.report["qa_paper"], self.report.get("qa_paper_table") or table, self.report.get("qa_setting"))
         setting = self.report.get("setting") if table == self.table_for("R@5") else None
-        return ("GEAR", table, setting)
+        return (self.paper, table, setting)
 
     def table_for(self, metric: str) -> str:
         """Paper table of a metric: EM/F1 belong to Table 3 (QA), recall to report.table (default Table 2)."""
