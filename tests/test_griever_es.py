@@ -23,6 +23,7 @@ from tests.es_fixtures import delete_prefix, gear_cache, session_prefix
 from tests.test_griever import PASSAGES, QUESTION, TRIPLES, BowEmbedder, _Res
 
 noida_url = es_fixtures.noida_url
+es_real_url = es_fixtures.es_real_url
 pytestmark = pytest.mark.es
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "musique_sample"
 
