@@ -18,13 +18,17 @@ from gear_repro.backends.memory import MemoryCollection
 from gear_repro.graph.beam_search import (
     Beam,
     BeamConfig,
-    ExactScorer,
-    MeanScorer,
-    SumScorer,
     beam_search,
     diversity_weight,
     flatten_breadth_first,
+)
+from gear_repro.graph.scorers import (
+    CascadeScorer,
+    ExactScorer,
+    MeanScorer,
+    SumScorer,
     make_scorer,
+    scorer_for,
 )
 from gear_repro.graph.triple_index import TripleIndex, normalize_entity, triple_docs
 from gear_repro.retrieval.base import BM25Retriever
@@ -285,3 +289,100 @@ def test_exact_path_cache_on_disk(graph, tmp_path, monkeypatch):
                         BeamConfig(length=2, width=2, gamma=2))
     assert [(ids(index, b), b.score) for b in again.beams] == first
     assert emb.calls == [["q"]]  # paths came from disk: only q was encoded
+
+
+def test_hub_default_is_uncapped_and_relevance_picks_over_all_neighbours():
+    """Issue 9 §5 / §4.2: all triples sharing an entity are neighbours (no corpus-order cap by default); the
+    beam narrows a hub by relevance to q, so the most relevant neighbour is kept wherever it sits."""
+    n = 1500
+    hub = [Triple("seed", "Seed", "r", "Hub", "P0")]
+    hub += [Triple(f"h{i}", "Hub", "r", f"O{i}", f"P{i + 1}") for i in range(n)]
+    index = TripleIndex(None, hub)
+    assert index.max_degree is None and index.stats["hub_entities"] == 0
+    assert index.entity_degree("hub") == n + 1
+    best = f"h{n - 10}"  # beyond the old default cap of the first 1,000 triples in corpus order
+    vecs = np.stack([_vec(0.95 if t.id == "seed" else 0.99 if t.id == best else 0.1) for t in hub])
+    index.set_vectors(vecs)
+    cfg = BeamConfig(length=2, width=1, neighbours=100, scorer="mean")
+    res = beam_search("q", ["seed"], index, MeanScorer(index, None), cfg, query_vector=np.array([1.0, 0.0]))
+    assert [index.ids[r] for r in res.beams[0].rows] == ["seed", best]
+    assert res.counters["neighbours_capped"] == 1 and "hub_entities_capped" not in res.counters
+
+
+def test_hub_default_in_config_is_uncapped(compose):
+    assert compose([]).graph.max_degree is None
+
+
+def test_fusion_order_decides_rrf_ties():
+    """Eq. 3: base_first (default, pseudocode rrf(base_passages + expanded_passages)) vs expanded_first."""
+    from gear_repro.graph.expansion import NaiveGE, SyncGE
+    from gear_repro.types import Ranking
+
+    base, expanded = Ranking(["a", "b"], [2.0, 1.0]), ["x", "b", "y"]
+    assert NaiveGE(None).fusion_order == SyncGE(None).fusion_order == "base_first"
+    assert NaiveGE(None).fuse(expanded, base).ids == ["b", "a", "x", "y"]
+    assert NaiveGE(None, fusion_order="expanded_first").fuse(expanded, base).ids == ["b", "x", "a", "y"]
+    with pytest.raises(ConfigError, match="fusion_order"):
+        NaiveGE(None, fusion_order="sideways")
+
+
+def test_fusion_order_default_in_configs(compose):
+    for name in ("naive", "sync"):
+        assert compose([f"expansion={name}"]).expansion.fusion_order == "base_first"
+
+
+# -- fast (cascade) scorer --------------------------------------------------------------------------------
+
+def _beams(graph, scorer, **cfg):
+    index, _ = graph
+    res = beam_search("q", [t.id for t in TRIPLES], index, scorer, BeamConfig(**cfg))
+    return [(ids(index, b), round(b.score, 9)) for b in res.beams]
+
+
+def test_fast_scorer_with_enough_rescoring_is_exact(graph):
+    index, emb = graph
+    exact = _beams(graph, ExactScorer(index, emb), length=2, width=2, gamma=2)
+    fast = CascadeScorer(index, emb, rescore=100)
+    assert _beams(graph, fast, length=2, width=2, gamma=2) == exact
+    assert fast.stats["paths_rescored"] == 4  # t1->t2, t1->t3, t1->t8, t4->t5
+
+
+def test_fast_scorer_without_rescoring_is_the_cheap_score(graph):
+    index, emb = graph
+    cheap = _beams(graph, SumScorer(index, emb), length=2, width=2, gamma=2)
+    emb.calls.clear()
+    assert _beams(graph, CascadeScorer(index, emb, rescore=0), length=2, width=2, gamma=2) == cheap
+    assert emb.calls == [["q"]]  # nothing but q was encoded
+
+
+def test_fast_scorer_rescores_the_top_by_accumulated_cheap_score_and_memoises(graph):
+    index, emb = graph
+    fast = CascadeScorer(index, emb, rescore=2)
+    qv = np.array([1.0, 0.0], dtype=np.float32)
+    r = index.row
+    paths = [(r["t1"], r["t2"]), (r["t1"], r["t3"]), (r["t4"], r["t5"])]
+    prior = np.array([.9, .9, .8])
+    cheap = SumScorer(index, emb).paths(qv, paths)
+    emb.calls.clear()
+    got = fast.paths(qv, paths, prior)
+    top2 = np.argsort(-(cheap + prior), kind="stable")[:2]
+    assert sorted(top2.tolist()) == [0, 1]  # t1->t2, t1->t3 have the highest s + cheap score
+    assert got[0] == pytest.approx(PATH[("t1", "t2")]) and got[1] == pytest.approx(PATH[("t1", "t3")])
+    shift = np.median([PATH[("t1", "t2")] - cheap[0], PATH[("t1", "t3")] - cheap[1]])
+    assert got[2] == pytest.approx(cheap[2] + shift)  # the cheap score, moved onto the exact scale
+    assert len(emb.calls) == 1 and len(emb.calls[0]) == 2
+    fast.paths(qv, paths, prior)  # the second pass (another k) hits the memo
+    assert len(emb.calls) == 1 and fast.stats["paths_memo_hits"] == 2
+    fast.clear()
+    fast.paths(qv, paths, prior)
+    assert len(emb.calls) == 2
+
+
+def test_fast_scorer_options(graph):
+    index, emb = graph
+    s = scorer_for(BeamConfig(scorer="fast", path_separator=" | ", scorer_options={"rescore": 3}), index, emb)
+    assert isinstance(s, CascadeScorer) and s.separator == " | " and s.rescore == 3
+    with pytest.raises(ConfigError):
+        CascadeScorer(index, emb, approx="median")
+    with pytest.raises(ConfigError):
+        CascadeScorer(index, emb, rescore=-1)
