@@ -113,6 +113,10 @@ def test_parse_resolution_formats() -> None:
      [("Michael Curtiz", "was born in", "1886")], []),
     ("Fully Resolved Clue 1:\nSubject: Michael Curtiz\nPredicate: was born in\n", "failed", [], []),  # no object
     ("None.", "ok", [], []),
+    # seen from Qwen2.5-1.5B: the prompt's fuzzy clues echoed after the lists; an empty block stays empty
+    ("Fully Resolved Clue 1:\nNone\n\nNewly Searchable Clue 1:\nSubject: 1974\nPredicate: is located in\n"
+     "Object: ?\n\nFuzzy Clue 2:\nSubject: ?\nPredicate: borders\nObject: ?", "ok", [],
+     [("1974", "is located in", "?")]),
     ("Fully Resolved Clue 1:\nSubject: ...\nPredicate: ...\nObject: ...\n\nNewly Searchable Clue 1:\nSubject: A\n"
      "Predicate: p\nObject: ?", "ok", [], [("A", "p", "?")]),  # the template's "..." copied: ignored
     ("The passages do not say anything about the film, so I cannot resolve any of the clues at all. " * 3,

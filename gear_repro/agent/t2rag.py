@@ -213,6 +213,8 @@ def parse_decomposition(text: str | None) -> Parsed:
 
 _HEADER = re.compile(r"(fully\s+resolved|newly\s+(?:searchable|traceable))\s+clues?\s*(?:\d+)?\s*[:.-]?",
                      re.IGNORECASE)
+# any "<label> Clue n:" line, e.g. the prompt's "Fuzzy Clue 2:" echoed back: it ends the previous block
+_ANY_HEADER = re.compile(r"^[ \t]*[A-Za-z][A-Za-z ]*?\bclues?\s*\d*\s*:", re.IGNORECASE | re.MULTILINE)
 _SPO = re.compile(r"subject\s*:\s*(?P<s>.*?)\s*predicate\s*:\s*(?P<p>.*?)\s*object\s*:\s*(?P<o>.*?)\s*"
                   r"(?=subject\s*:|$)", re.IGNORECASE | re.DOTALL)
 
@@ -230,7 +232,8 @@ def parse_resolution(text: str | None) -> Parsed:
     """"Fully Resolved Clue n" / "Newly Searchable Clue n" blocks (App. E) of a resolve reply.
 
     Accepts Subject/Predicate/Object on one line or on separate lines, Markdown emphasis, the code's
-    "Newly Traceable" wording, and, when no such header is present, ``s | p | o`` lines classified by their
+    "Newly Traceable" wording; other "... Clue n:" blocks (e.g. the prompt's fuzzy clues echoed back) are
+    ignored. When no such header is present, ``s | p | o`` lines classified by their
     placeholders (``repaired``). ``clues`` holds the fully resolved ones, ``searchable`` the newly searchable.
     """
     if not text or not text.strip():
@@ -240,8 +243,10 @@ def parse_resolution(text: str | None) -> Parsed:
     if heads:
         resolved: list[Clue] = []
         searchable: list[Clue] = []
-        for i, h in enumerate(heads):
-            seg = body[h.end(): heads[i + 1].start() if i + 1 < len(heads) else len(body)]
+        starts = sorted({m.start() for m in _ANY_HEADER.finditer(body)} | {h.start() for h in heads})
+        for h in heads:
+            end = next((x for x in starts if x > h.start()), len(body))
+            seg = body[h.end(): max(end, h.end())]
             seg = re.split(r"\(continue numbering", seg, flags=re.IGNORECASE)[0]
             found = _spo_clues(seg)
             if not found:
