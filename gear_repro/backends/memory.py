@@ -43,7 +43,8 @@ def top_k_row(row: np.ndarray, k: int) -> np.ndarray:
     return part[np.lexsort((part, -row[part]))]
 
 
-def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int,
+                block: int = 65_536) -> list[tuple[np.ndarray, np.ndarray]]:
     """Exact top-k rows of ``matrix @ q`` for each query row: (row indices, scores), best first.
 
     Ties break by row index (stable), so results are deterministic.
@@ -52,7 +53,12 @@ def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int) -> list[tuple[n
     k = min(k, n)
     if k <= 0 or queries.shape[0] == 0:
         return [(np.zeros(0, np.int64), np.zeros(0, np.float32)) for _ in range(queries.shape[0])]
-    sims = (queries.astype(matrix.dtype, copy=False) @ matrix.T).astype(np.float32)
+    if matrix.dtype == np.float32:
+        sims = queries.astype(np.float32, copy=False) @ matrix.T
+    else:  # float16 / memory-mapped: float32 products block by block (numpy has no fast float16 product)
+        q32 = queries.astype(np.float32, copy=False)
+        sims = np.concatenate([q32 @ np.asarray(matrix[a:a + block], dtype=np.float32).T
+                               for a in range(0, n, block)], axis=1)
     out = []
     for row in sims:
         order = top_k_row(row, k)

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from gear_repro.graph.scorers import PathScorer
+from gear_repro.graph.scorers import PathScorer, cosines
 from gear_repro.graph.triple_index import TripleIndex
 from gear_repro.utils.errors import ConfigError
 
@@ -221,7 +221,7 @@ def beam_search(
                 _bump(c, "neighbours_capped")
                 if cfg.neighbour_selection == "relevance":
                     v = index.vectors()
-                    rel = v[nb] @ qv.astype(v.dtype, copy=False)  # cosine(q, t) of the single triples
+                    rel = cosines(v, nb, qv)  # cosine(q, t) of the single triples
                     keep = np.lexsort((nb, -rel))[:cap]  # by relevance, ties by row
                     nb = nb[np.sort(keep)]  # keep row order among the chosen
                 else:
