@@ -8,8 +8,10 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 
 import bm25s
 import numpy as np
@@ -96,10 +98,15 @@ class MemoryCollection(DocCollection):
         retr = bm25s.BM25(k1=p["k1"], b=p["b"], method=p["method"])
         retr.index(tokens, show_progress=False)
         if self.cache:
-            tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+            # concurrent runs (hydra/launcher=joblib) may build the same index: each saves to its own temp
+            # directory and renames it into place; a loser of the race drops its copy (same content hash)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=path.name + ".tmp"))
             retr.save(str(tmp))
-            shutil.rmtree(path, ignore_errors=True)
-            os.replace(tmp, path)
+            try:
+                os.rename(tmp, path)
+            except OSError:  # the index appeared meanwhile
+                shutil.rmtree(tmp, ignore_errors=True)
         self._bm25 = retr
         return retr
 
