@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -40,9 +41,46 @@ class RunSchema:
     resume: bool = True
     progress: bool = True
     fail_fast: bool = False  # re-raise a question's error instead of logging and counting it
+    allow_errors: bool = False  # false: a run with errored questions exits non-zero (they are scored as misses)
 
 
-SCHEMAS: dict[str, Any] = {"dataset": DatasetSchema, "run": RunSchema}
+class HippoRAGVersion(str, Enum):
+    v1 = "v1"  # HippoRAG (legacy branch): NER -> phrase linking -> PPR over phrases
+    v2 = "v2"  # HippoRAG 2 (main branch): fact linking, passage nodes
+
+
+class PhraseNormalisation(str, Enum):
+    hipporag = "hipporag"  # processing_phrases + GEAR's entity key
+    entity = "entity"  # GEAR's entity key only
+
+
+class NoEntityFallback(str, Enum):
+    retriever = "retriever"  # the run's base retriever (as v2's dense fallback)
+    uniform = "uniform"  # v1: uniform scores, i.e. corpus order
+
+
+@dataclass
+class HippoRAGSchema:
+    """The ``hipporag`` group (configs/hipporag/default.yaml documents each value and its source)."""
+
+    _target_: str = "gear_repro.retrieval.hipporag.HippoRAG"
+    version: HippoRAGVersion = HippoRAGVersion.v1
+    damping: float = 0.5
+    node_specificity: bool = True
+    normalisation: PhraseNormalisation = PhraseNormalisation.hipporag
+    synonyms: bool = True
+    synonym_threshold: float = 0.8
+    synonym_top_k: int = 100
+    synonym_min_alnum: int = 3
+    no_entity_fallback: NoEntityFallback = NoEntityFallback.retriever
+    linking_top_k: int = 5
+    passage_node_weight: float = 0.05
+    ner_params: dict[str, Any] = field(default_factory=dict)
+    cache: bool = True
+    block_rows: int | None = None
+
+
+SCHEMAS: dict[str, Any] = {"dataset": DatasetSchema, "run": RunSchema, "hipporag": HippoRAGSchema}
 _SECRET = re.compile(r"(api[_-]?key|password|secret|token)$", re.IGNORECASE)
 
 
@@ -60,7 +98,7 @@ register_resolvers()
 def validate(cfg: DictConfig) -> DictConfig:
     """Merge each schema'd group onto its schema; unknown keys or bad types raise ConfigError."""
     for key, schema in SCHEMAS.items():
-        if key not in cfg:
+        if cfg.get(key) is None:
             continue
         try:
             merged = OmegaConf.merge(OmegaConf.structured(schema), cfg[key])
@@ -74,13 +112,41 @@ def validate(cfg: DictConfig) -> DictConfig:
         raise ConfigError(f"stage must be one of retrieve, index, extract; got '{cfg.stage}'")
     if not cfg.run.ks or any(k <= 0 for k in cfg.run.ks):
         raise ConfigError(f"run.ks must be positive ranks, got {list(cfg.run.ks)}")
+    if cfg.run.save_depth < max(cfg.run.ks):  # a shorter saved ranking would silently truncate recall@k
+        raise ConfigError(f"run.save_depth ({cfg.run.save_depth}) must be >= max(run.ks) ({max(cfg.run.ks)})")
+    if cfg.dataset.limit is not None and cfg.dataset.limit <= 0:
+        raise ConfigError(f"dataset.limit must be a positive number of questions or null (all), got "
+                          f"{cfg.dataset.limit}")
+    llm = cfg.get("llm")
+    if isinstance(llm, DictConfig) and "api_key_env" in llm:
+        from gear_repro.llm.client import check_env_name
+
+        check_env_name(llm.api_key_env)
     return cfg
+
+
+def is_secret_key(key: Any) -> bool:
+    """A config key whose value is a secret (api_key, password, secret, token)."""
+    return bool(_SECRET.search(str(key)))
+
+
+def _secret(key: Any, value: Any) -> bool:
+    """A value to hide: under a secret-looking key, or a key given by mistake as ``*_env`` (a variable name)."""
+    if value in (None, ""):
+        return False
+    if is_secret_key(key):
+        return True
+    if str(key).endswith("_env"):
+        from gear_repro.llm.client import looks_like_env_name
+
+        return not looks_like_env_name(value)
+    return False
 
 
 def redact(obj: Any) -> Any:
     """A copy of a plain config container with secret-looking values replaced by '***'."""
     if isinstance(obj, dict):
-        return {k: ("***" if _SECRET.search(str(k)) and v not in (None, "") else redact(v)) for k, v in obj.items()}
+        return {k: ("***" if _secret(k, v) else redact(v)) for k, v in obj.items()}
     if isinstance(obj, list):
         return [redact(v) for v in obj]
     return obj

@@ -10,7 +10,7 @@ import logging
 from functools import cached_property
 from typing import Any
 
-from hydra.utils import instantiate
+from hydra.utils import get_object, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from gear_repro.backends.base import Backend, Collection, IndexDoc
@@ -54,12 +54,17 @@ class Resources:
         docs = [IndexDoc(p.id, p.content) for p in self.dataset.passages]
         return self.backend.open_collection("passages", docs, self.embedder if self.needs_vectors else None)
 
-    def _retriever(self, collection: Collection):
-        return instantiate(self.cfg.retriever, collection=collection, embedder=self.embedder)
+    def _retriever(self, rcfg: DictConfig, collection: Collection):
+        """Instantiate a retriever config over ``collection``. A retriever class with ``needs_resources``
+        (GRIEVER: dataset triples, backend) also gets ``resources=self``; the optional nested
+        ``triple_retriever`` config is not a constructor argument (see :attr:`triple_retriever`)."""
+        node = OmegaConf.masked_copy(rcfg, [k for k in rcfg if k != "triple_retriever"])
+        extra = {"resources": self} if getattr(get_object(rcfg._target_), "needs_resources", False) else {}
+        return instantiate(node, collection=collection, embedder=self.embedder, **extra)
 
     @cached_property
     def passage_retriever(self):
-        return self._retriever(self.passages)
+        return self._retriever(self.cfg.retriever, self.passages)
 
     @cached_property
     def triples(self) -> Collection:
@@ -74,7 +79,11 @@ class Resources:
 
     @cached_property
     def triple_retriever(self):
-        return self._retriever(self.triples)
+        """h_base over T for tripleLink/passageLink: the retriever config itself, or its nested
+        ``triple_retriever`` config when it has one (GRIEVER retrieves passages only; its YAML names the
+        hybrid retriever for T)."""
+        rcfg = self.cfg.retriever
+        return self._retriever(rcfg.triple_retriever if rcfg.get("triple_retriever") else rcfg, self.triples)
 
     @cached_property
     def triple_index(self):
@@ -84,6 +93,13 @@ class Resources:
         return TripleIndex(self.triples, self.dataset.triples, **graph_cfg)
 
     @cached_property
+    def hipporag(self):
+        """HippoRAG retriever over the dataset's triples (configs/hipporag/; gear_repro/retrieval/hipporag.py)."""
+        if self.cfg.get("hipporag") is None:
+            raise ConfigError("this run needs HippoRAG but no `hipporag` config is selected (agent=hipporag|hipporag_ircot)")
+        return instantiate(self.cfg.hipporag, resources=self, _recursive_=False)
+
+    @cached_property
     def llm(self):
         if "llm" not in self.cfg or self.cfg.llm is None:
             raise ConfigError("this run needs an LLM but no `llm=` config group is selected")
@@ -91,7 +107,7 @@ class Resources:
 
     def built(self) -> dict[str, bool]:
         """Which resources were actually built (for the run record)."""
-        names = ["dataset", "backend", "embedder", "passages", "triples", "triple_index", "llm"]
+        names = ["dataset", "backend", "embedder", "passages", "triples", "triple_index", "hipporag", "llm"]
         return {n: n in self.__dict__ for n in names}
 
     def close(self) -> None:

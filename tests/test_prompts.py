@@ -22,6 +22,12 @@ VARS = {
     "rewrite": {"query": "What is A?", "triples": '("A", "is", "B")', "reason": "B is unknown."},
     "qa": {"passages": "Wikipedia Title: A\nA is B.", "question": "What is A?"},
     "qa_no_passages": {"question": "What is A?"},
+    "t2rag_decompose": {"query": "What is A?"},
+    "t2rag_resolve": {"example_propositions": "- A is B", "query": "What is A?",
+                      "searchable": "Searchable Clue 1:\nSubject: A\nPredicate: is\nObject: ?", "fuzzy": "None",
+                      "passages_section": "Context Passages:\n- A\nA is B.\n\n", "propositions": "- A is B",
+                      "resolved": "None"},
+    "t2rag_answer": {"query": "What is A?", "clues": "Clue 1: A | is | B"},
 }
 
 

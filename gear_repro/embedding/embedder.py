@@ -2,6 +2,11 @@
 
 Corpus embeddings are cached on disk by (model, texts) content hash; query embeddings in memory.
 Vectors are L2-normalised float32, so a dot product is the cosine similarity.
+
+Query and path vectors do not depend on the batch a text was encoded in (issue 9 §1): a padded batch
+changes a text's vector in the last bits (~1e-7), enough to flip ties, and so does the batch size, so
+:meth:`SentenceEmbedder.encode` encodes each text alone: a ranking is then the same whether a question
+runs alone, in a sweep or after a resume.
 """
 
 from __future__ import annotations
@@ -112,25 +117,20 @@ class SentenceEmbedder:
         self.stats["encoded"] += len(texts)
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
-    def _encode_unpadded(self, texts: list[str]) -> np.ndarray:
-        """Encode texts in batches of equal token length only (no padding), so a text's vector does not
-        depend on which other texts are encoded with it (padding changes the floats in the 7th digit)."""
-        model = self.model
-        ids = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]
-        groups: dict[int, list[int]] = {}
-        for i, x in enumerate(ids):
-            groups.setdefault(len(x), []).append(i)
+    def _encode_alone(self, texts: Sequence[str]) -> np.ndarray:
+        """Encode each text in a batch of its own. Padding changes a vector in the last bits, and so does the
+        batch size itself (the matrix kernels pick another blocking for another row count), so only a batch
+        of one gives every text the vector it gets alone, whatever else is encoded in the call."""
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for rows in groups.values():
-            out[rows] = self._encode([texts[i] for i in rows])
+        for i, t in enumerate(texts):
+            out[i] = self._encode([t])[0]
         return out
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Encode queries/short texts (deterministically: :meth:`_encode_unpadded`), memoised in an
-        in-memory LRU cache."""
+        """Encode queries/short texts, batch-independently (:meth:`_encode_alone`), memoised in an LRU."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._qcache]
         if missing:
-            for t, v in zip(missing, self._encode_unpadded(missing), strict=True):
+            for t, v in zip(missing, self._encode_alone(missing), strict=True):
                 self._qcache[t] = v
         self.stats["query_cache_hits"] += len(texts) - len(missing)
         out = np.stack([self._qcache[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
