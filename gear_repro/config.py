@@ -40,6 +40,7 @@ class RunSchema:
     resume: bool = True
     progress: bool = True
     fail_fast: bool = False  # re-raise a question's error instead of logging and counting it
+    allow_errors: bool = False  # false: a run with errored questions exits non-zero (they are scored as misses)
 
 
 SCHEMAS: dict[str, Any] = {"dataset": DatasetSchema, "run": RunSchema}
@@ -74,13 +75,41 @@ def validate(cfg: DictConfig) -> DictConfig:
         raise ConfigError(f"stage must be one of retrieve, index, extract; got '{cfg.stage}'")
     if not cfg.run.ks or any(k <= 0 for k in cfg.run.ks):
         raise ConfigError(f"run.ks must be positive ranks, got {list(cfg.run.ks)}")
+    if cfg.run.save_depth < max(cfg.run.ks):  # a shorter saved ranking would silently truncate recall@k
+        raise ConfigError(f"run.save_depth ({cfg.run.save_depth}) must be >= max(run.ks) ({max(cfg.run.ks)})")
+    if cfg.dataset.limit is not None and cfg.dataset.limit <= 0:
+        raise ConfigError(f"dataset.limit must be a positive number of questions or null (all), got "
+                          f"{cfg.dataset.limit}")
+    llm = cfg.get("llm")
+    if isinstance(llm, DictConfig) and "api_key_env" in llm:
+        from gear_repro.llm.client import check_env_name
+
+        check_env_name(llm.api_key_env)
     return cfg
+
+
+def is_secret_key(key: Any) -> bool:
+    """A config key whose value is a secret (api_key, password, secret, token)."""
+    return bool(_SECRET.search(str(key)))
+
+
+def _secret(key: Any, value: Any) -> bool:
+    """A value to hide: under a secret-looking key, or a key given by mistake as ``*_env`` (a variable name)."""
+    if value in (None, ""):
+        return False
+    if is_secret_key(key):
+        return True
+    if str(key).endswith("_env"):
+        from gear_repro.llm.client import looks_like_env_name
+
+        return not looks_like_env_name(value)
+    return False
 
 
 def redact(obj: Any) -> Any:
     """A copy of a plain config container with secret-looking values replaced by '***'."""
     if isinstance(obj, dict):
-        return {k: ("***" if _SECRET.search(str(k)) and v not in (None, "") else redact(v)) for k, v in obj.items()}
+        return {k: ("***" if _secret(k, v) else redact(v)) for k, v in obj.items()}
     if isinstance(obj, list):
         return [redact(v) for v in obj]
     return obj

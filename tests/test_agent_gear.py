@@ -35,13 +35,13 @@ class ScriptedLLM:
         self.ledger = TokenLedger()
         self.calls: list[dict] = []
 
-    def chat(self, messages: list[dict], *, stage: str, round: int = 0, **params) -> LLMReply:
+    def chat(self, messages: list[dict], *, stage: str, round_no: int = 0, **params) -> LLMReply:
         prompt = "\n".join(str(m["content"]) for m in messages)
-        reply = self.script.get((stage, round), self.script.get(stage, ""))
+        reply = self.script.get((stage, round_no), self.script.get(stage, ""))
         text = reply(prompt) if isinstance(reply, Callable) else reply
-        self.calls.append({"stage": stage, "round": round, "prompt": prompt, "reply": text})
+        self.calls.append({"stage": stage, "round": round_no, "prompt": prompt, "reply": text})
         pt, ct = len(prompt.split()), len(text.split())
-        self.ledger.add(stage=stage, round=round, prompt_tokens=pt, completion_tokens=ct, cached=False,
+        self.ledger.add(stage=stage, round=round_no, prompt_tokens=pt, completion_tokens=ct, cached=False,
                         latency_s=0.0, model=self.model)
         return LLMReply(text=text, prompt_tokens=pt, completion_tokens=ct, cached=False, latency_s=0.0,
                         model=self.model)
@@ -151,7 +151,55 @@ def test_stops_when_reasoner_says_yes(slice_env):
     assert out.trace["counters"]["memory_duplicates"] == 1
     # proximal triples linked to T, expanded passages recorded
     assert r1["proximal"] and all(x["triple"] for x in r1["linked"])
-    assert r1["expanded"] and r1["gist_read"]["ids"] == r1["fused"][:10]
+    assert r1["expanded"] and r1["gist_read"]["ids"] == r1["expanded"][:10]
+
+
+def _spy_search(agent) -> list[str]:
+    """Record the query every beam search of the agent's expansion is scored against."""
+    queries: list[str] = []
+    search = agent.expansion.search
+
+    def spy(query, initial, counters):
+        queries.append(query)
+        return search(query, initial, counters)
+
+    agent.expansion.search = spy
+    return queries
+
+
+STOP_AT_2 = {"read": READ, ("gist", 1): GIST_1, ("gist", 2): GIST_2, ("reason", 1): NO, ("reason", 2): YES,
+             "rewrite": REWRITE}
+
+
+def test_later_rounds_follow_the_pseudocode_by_default(slice_env):
+    """Issue 9 §5: from round 2 the SyncGE reader sees G(n-1), beams are scored against q, the gist read takes
+    the expanded passages (gear-rag.github.io pseudocode_examples/gear.py)."""
+    _, res, agent = build(slice_env, STOP_AT_2)
+    assert (agent.reader_memory, agent.query_for_beam, agent.gist_docs) == (True, "original", "expanded")
+    queries = _spy_search(agent)
+    q = res.dataset.questions[0]
+    out = agent.run(q, 15)
+    r1, r2 = out.rounds
+    read1, read2 = [c["prompt"] for c in res.llm.calls if c["stage"] == "read"]
+    assert "preliminary facts" not in read1
+    assert "preliminary facts" in read2 and '"Journal of Psychotherapy Integration"' in read2.split("Question:")[-1]
+    assert r2["expansion"]["read"]["prompt"] == "reader_gist" and r1["expansion"]["read"]["prompt"] == "reader"
+    assert queries == [q.question, q.question] and r2["query"] != q.question
+    for r in (r1, r2):
+        assert r["expanded"] and r["gist_read"]["ids"] == r["expanded"][:10] != r["fused"][:10]
+
+
+def test_earlier_round_readings_stay_reachable(slice_env):
+    overrides = ["agent.reader_memory=false", "agent.query_for_beam=rewritten", "agent.gist_docs=fused"]
+    _, res, agent = build(slice_env, STOP_AT_2, overrides)
+    queries = _spy_search(agent)
+    q = res.dataset.questions[0]
+    out = agent.run(q, 15)
+    r1, r2 = out.rounds
+    reads = [c["prompt"] for c in res.llm.calls if c["stage"] == "read"]
+    assert len(reads) == 2 and not any("preliminary facts" in p for p in reads)
+    assert queries == [q.question, r2["query"]] and r2["query"] != q.question
+    assert [r["gist_read"]["ids"] for r in (r1, r2)] == [r1["fused"][:10], r2["fused"][:10]]
 
 
 def test_never_exceeds_max_rounds(slice_env):

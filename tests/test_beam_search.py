@@ -285,3 +285,43 @@ def test_exact_path_cache_on_disk(graph, tmp_path, monkeypatch):
                         BeamConfig(length=2, width=2, gamma=2))
     assert [(ids(index, b), b.score) for b in again.beams] == first
     assert emb.calls == [["q"]]  # paths came from disk: only q was encoded
+
+
+def test_hub_default_is_uncapped_and_relevance_picks_over_all_neighbours():
+    """Issue 9 §5 / §4.2: all triples sharing an entity are neighbours (no corpus-order cap by default); the
+    beam narrows a hub by relevance to q, so the most relevant neighbour is kept wherever it sits."""
+    n = 1500
+    hub = [Triple("seed", "Seed", "r", "Hub", "P0")]
+    hub += [Triple(f"h{i}", "Hub", "r", f"O{i}", f"P{i + 1}") for i in range(n)]
+    index = TripleIndex(None, hub)
+    assert index.max_degree is None and index.stats["hub_entities"] == 0
+    assert index.entity_degree("hub") == n + 1
+    best = f"h{n - 10}"  # beyond the old default cap of the first 1,000 triples in corpus order
+    vecs = np.stack([_vec(0.95 if t.id == "seed" else 0.99 if t.id == best else 0.1) for t in hub])
+    index.set_vectors(vecs)
+    cfg = BeamConfig(length=2, width=1, neighbours=100, scorer="mean")
+    res = beam_search("q", ["seed"], index, MeanScorer(index, None), cfg, query_vector=np.array([1.0, 0.0]))
+    assert [index.ids[r] for r in res.beams[0].rows] == ["seed", best]
+    assert res.counters["neighbours_capped"] == 1 and "hub_entities_capped" not in res.counters
+
+
+def test_hub_default_in_config_is_uncapped(compose):
+    assert compose([]).graph.max_degree is None
+
+
+def test_fusion_order_decides_rrf_ties():
+    """Eq. 3: base_first (default, pseudocode rrf(base_passages + expanded_passages)) vs expanded_first."""
+    from gear_repro.graph.expansion import NaiveGE, SyncGE
+    from gear_repro.types import Ranking
+
+    base, expanded = Ranking(["a", "b"], [2.0, 1.0]), ["x", "b", "y"]
+    assert NaiveGE(None).fusion_order == SyncGE(None).fusion_order == "base_first"
+    assert NaiveGE(None).fuse(expanded, base).ids == ["b", "a", "x", "y"]
+    assert NaiveGE(None, fusion_order="expanded_first").fuse(expanded, base).ids == ["b", "x", "a", "y"]
+    with pytest.raises(ConfigError, match="fusion_order"):
+        NaiveGE(None, fusion_order="sideways")
+
+
+def test_fusion_order_default_in_configs(compose):
+    for name in ("naive", "sync"):
+        assert compose([f"expansion={name}"]).expansion.fusion_order == "base_first"

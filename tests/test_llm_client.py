@@ -10,7 +10,6 @@ import logging
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -38,6 +37,8 @@ class FakeOpenAI:
         self.in_flight = 0
         self.max_in_flight = 0
         self.lock = threading.Lock()
+        self.release = threading.Event()  # set on close: ends every "hang" action
+        self.two_in_flight = threading.Event()  # set once two requests are served at the same time
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -62,21 +63,23 @@ class FakeOpenAI:
                     action = fake.actions.pop(0) if fake.actions else ("ok",)
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                    if fake.in_flight >= 2:
+                        fake.two_in_flight.set()
                 try:
                     kind = action[0]
                     if kind == "status":
                         self._send(action[1], json.dumps({"error": {"message": f"fake {action[1]}"}}).encode(),
                                    headers=action[2] if len(action) > 2 else None)
-                    elif kind == "sleep":
-                        time.sleep(action[1])
+                    elif kind == "hang":  # no reply until the test ends: the client must time out
+                        fake.release.wait()
+                    elif kind == "together":  # reply only once another request is in flight (or after 30 s)
+                        fake.two_in_flight.wait(30)
                         self._send(200, fake.completion(body))
                     elif kind == "malformed":
                         self._send(200, action[1], ctype=action[2] if len(action) > 2 else "application/json")
                     elif kind == "no_usage":
                         self._send(200, fake.completion(body, usage=False))
                     else:
-                        if len(action) > 1:
-                            time.sleep(action[1])
                         self._send(200, fake.completion(body))
                 finally:
                     with fake.lock:
@@ -100,6 +103,7 @@ class FakeOpenAI:
         return json.dumps(out).encode()
 
     def close(self) -> None:
+        self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -135,8 +139,8 @@ def msgs(text: str = "hello") -> list[dict]:
 
 def test_cache_miss_then_hit_and_deterministic_replay(fake: FakeOpenAI, make_client) -> None:
     c = make_client()
-    r1 = c.chat(msgs(), stage="read", round=1)
-    r2 = c.chat(msgs(), stage="read", round=1)
+    r1 = c.chat(msgs(), stage="read", round_no=1)
+    r2 = c.chat(msgs(), stage="read", round_no=1)
     assert len(fake.requests) == 1
     assert (r1.cached, r2.cached) == (False, True)
     assert r1.text == r2.text == "echo: hello"
@@ -146,7 +150,7 @@ def test_cache_miss_then_hit_and_deterministic_replay(fake: FakeOpenAI, make_cli
     assert fake.requests[0]["body"]["temperature"] == 0.0
     # a new client (a re-run) replays from the persistent cache without touching the endpoint
     c2 = make_client(base_url="http://127.0.0.1:9/v1")  # unreachable: must not be contacted
-    r3 = c2.chat(msgs(), stage="read", round=1)
+    r3 = c2.chat(msgs(), stage="read", round_no=1)
     assert r3.cached and r3.text == r1.text and c2.stats()["cache_hits"] == 1
     assert c.stats() | {} == {"calls": 3, "cache_hits": 1, "cache_misses": 2, "retries": 0, "failures": 0,
                               "prompt_tokens": 33, "completion_tokens": 15}
@@ -163,10 +167,10 @@ def test_ledger_records_and_slices(fake: FakeOpenAI, make_client) -> None:
     ledger = TokenLedger()
     c = make_client(ledger=ledger)
     assert c.ledger is ledger
-    c.chat(msgs("a"), stage="read", round=0)
+    c.chat(msgs("a"), stage="read", round_no=0)
     mark = ledger.mark()
-    c.chat(msgs("b"), stage="gist", round=1)
-    c.chat(msgs("b"), stage="gist", round=1)
+    c.chat(msgs("b"), stage="gist", round_no=1)
+    c.chat(msgs("b"), stage="gist", round_no=1)
     recs = ledger.since(mark)
     assert [(r["stage"], r["round"], r["cached"]) for r in recs] == [("gist", 1, False), ("gist", 1, True)]
     assert all(r["prompt_tokens"] == 11 and r["completion_tokens"] == 5 and r["model"] == "fake-model"
@@ -189,7 +193,7 @@ def test_retries_are_bounded(fake: FakeOpenAI, make_client) -> None:
     fake.actions = [("status", 500)] * 10
     c = make_client(max_retries=2)
     with pytest.raises(LLMCallError, match="retries exhausted after 3 attempt"):
-        c.chat(msgs(), stage="read", round=2)
+        c.chat(msgs(), stage="read", round_no=2)
     assert len(fake.requests) == 3
     s = c.stats()
     assert (s["retries"], s["failures"], s["cache_hits"]) == (2, 1, 0)
@@ -210,12 +214,11 @@ def test_non_retryable_error_fails_at_once(fake: FakeOpenAI, make_client) -> Non
 
 
 def test_slow_response_times_out_then_retries(fake: FakeOpenAI, make_client) -> None:
-    fake.actions = [("sleep", 2.0)]
-    c = make_client(timeout_s=0.4)
-    t0 = time.monotonic()
+    fake.actions = [("hang",)]
+    c = make_client(timeout_s=2.0)
     r = c.chat(msgs(), stage="read")
-    assert r.text == "echo: hello" and c.stats()["retries"] == 1
-    assert time.monotonic() - t0 < 1.8  # did not wait for the slow reply
+    assert r.text == "echo: hello" and c.stats()["retries"] == 1 and len(fake.requests) == 2
+    # the first request is never answered before the test ends: the reply came from the retry
 
 
 @pytest.mark.parametrize("body,ctype", [
@@ -255,9 +258,9 @@ def test_tokens_counted_when_usage_absent(fake: FakeOpenAI, make_client) -> None
 
 
 def test_chat_many_concurrent_in_order(fake: FakeOpenAI, make_client) -> None:
-    fake.actions = [("ok", 0.2)] * 8
-    c = make_client(concurrency=4)
-    out = c.chat_many([msgs(f"m{i}") for i in range(8)], stage="read", round=3)
+    fake.actions = [("together",)] * 2
+    c = make_client(concurrency=4, timeout_s=60)
+    out = c.chat_many([msgs(f"m{i}") for i in range(8)], stage="read", round_no=3)
     assert [r.text for r in out] == [f"echo: m{i}" for i in range(8)]
     assert fake.max_in_flight > 1
     assert len(c.ledger.since(0)) == 8 and {r["round"] for r in c.ledger.records} == {3}

@@ -4,13 +4,14 @@ passageLink and the final RRF (DESIGN.md "GEAR agent").
 Per round n (q(1) = q):
 
 1. base retrieval C'_q(n) = h_base^k(q(n), C), k = ``base_k`` (10, App. B.2);
-2. graph expansion of C'_q(n) (the run's ``expansion`` group, SyncGE by default): read (K.2 reader, no
-   memory, original q) -> proximal triples -> tripleLink -> diverse triple beam search scored with q(n)
-   -> C_q(n) = RRF(C~_q(n), C'_q(n)). The agent calls :meth:`SyncGE.expand` itself, so single-step SyncGE
+2. graph expansion of C'_q(n) (the run's ``expansion`` group, SyncGE by default): read (K.2 reader with the
+   original q; in rounds >= 2 with the gist memory G(n-1), ``reader_memory``) -> proximal triples ->
+   tripleLink -> diverse triple beam search scored against the original q (``query_for_beam``) ->
+   C_q(n) = RRF(C'_q(n), C~_q(n)). The agent calls :meth:`SyncGE.expand` itself, so single-step SyncGE
    and GEAR share one implementation of read / tripleLink / beam search;
-3. gist read (Eq. 4) of the top ``gist_k`` passages of C_q(n) with the original q and the memory G(n-1)
-   (K.2 reader with the gist-memory parts; the plain reader while G is empty) -> TG_q(n); G(n) = G(n-1) ∘
-   TG_q(n), de-duplicated (Eq. 5);
+3. gist read (Eq. 4) of the top ``gist_k`` expanded passages C~_q(n) (``gist_docs``) with the original q and
+   the memory G(n-1) (K.2 reader with the gist-memory parts; the plain reader while G is empty) -> TG_q(n);
+   G(n) = G(n-1) ∘ TG_q(n), de-duplicated (Eq. 5);
 4. a(n), r(n) = reason(G(n), q) (Eq. 6) -> stop when answerable;
 5. otherwise, if a round is left, q(n+1) = rewrite(q, G(n), r(n)) (Eq. 7).
 
@@ -22,11 +23,15 @@ Eq. 9 recipe over rounds 1..n and G(n)); :func:`gear_repro.evaluation.aggregate.
 for Figure 2. Replies of the reasoner that do not follow the format count as "not answerable" (raw reply
 kept); a rewrite that does not parse falls back to the original question; both are counted in
 ``trace['counters']``. The loop runs at most ``max_rounds`` rounds.
+
+The defaults of ``reader_memory``, ``query_for_beam`` and ``gist_docs`` follow the authors' pseudocode
+(gear-rag.github.io, ``pseudocode_examples/gear.py``: ``reader(base_passages, query, gist_memory)`` from
+step 2, ``graph_expasion(triples, query)``, ``gist_memory_constructor(expanded_passages)``); docs/agent.md
+lists the readings and the switches that restore the earlier ones.
 """
 
 from __future__ import annotations
 
-import builtins
 import logging
 import time
 from collections.abc import Sequence
@@ -50,7 +55,7 @@ _CHOICES = {"query_for_base": ("rewritten", "original"), "query_for_beam": ("rew
 
 
 def _sec(x: float) -> float:
-    return builtins.round(float(x), 6)
+    return round(float(x), 6)
 
 
 def _bump(counters: dict[str, int], key: str, n: int = 1) -> None:
@@ -76,10 +81,15 @@ class GearAgent:
         cfg: the whole run config (``expansion``, ``beam``, ``dataset.max_rounds``, ``run.save_depth``).
         base_k: passages per round from the base retriever (10).
         max_rounds: rounds at most; None = ``dataset.max_rounds`` (MuSiQue 4, 2Wiki/HotpotQA 2).
-        query_for_base / query_for_beam: ``rewritten`` (q(n), the paper) or ``original`` (q).
+        query_for_base: ``rewritten`` (q(n), the paper) or ``original`` (q).
+        query_for_beam: query the beams are scored against: ``original`` (q, the pseudocode's
+            ``graph_expasion(triples, query)``) or ``rewritten`` (q(n)).
+        reader_memory: rounds >= 2 give the SyncGE reader the gist memory G(n-1) (the pseudocode's
+            ``reader(base_passages, query, gist_memory)``); False = the memory-less reader every round.
         read_with: question shown to the reader and the gist reader: ``original`` (q) or ``rewritten``.
-        gist_docs / gist_k: which list the gist reader reads (``fused`` = C_q(n), Eq. 4; ``expanded`` = C~_q(n);
-            ``base`` = C'_q(n)) and how many of its top passages (10).
+        gist_docs / gist_k: which list the gist reader reads (``expanded`` = C~_q(n), the pseudocode's
+            ``gist_memory_constructor(expanded_passages)``; ``fused`` = C_q(n); ``base`` = C'_q(n)) and how
+            many of its top passages (10). An empty list falls back to the top of C_q(n).
         gist_first_round: ``read`` (a gist read in round 1 too, DESIGN.md) or ``reuse`` (TG_q(1) = the
             proximal triples of the round-1 SyncGE read: "Eq. 1 and 4 are identical" at n = 1; one call less).
         dedupe_memory: drop gist triples already in G (normalised comparison).
@@ -94,15 +104,16 @@ class GearAgent:
     """
 
     name = "gear"
+    needs_llm = True  # reader, gist, reasoner and rewriter are LLM calls (start-up checks credentials)
     k_dependent = False
 
     def __init__(self, resources: Any, cfg: Any, name: str = "gear", base_k: int = 10,
                  max_rounds: int | None = None, query_for_base: str = "rewritten",
-                 query_for_beam: str = "rewritten", read_with: str = "original", gist_docs: str = "fused",
+                 query_for_beam: str = "original", read_with: str = "original", gist_docs: str = "expanded",
                  gist_k: int = 10, gist_first_round: str = "read", dedupe_memory: bool = True, reason_last_round: bool = True,
                  passage_link: bool = True, passage_link_k: int | None = None, k_rrf: int = RRF_K,
                  output_depth: int | None = None, round_ranking_depth: int | None = None,
-                 llm_params: Any = None, expansion: Any = None, **_: Any):
+                 llm_params: Any = None, expansion: Any = None, reader_memory: bool = True, **_: Any):
         self.name = name
         self.resources = resources
         opts = {"query_for_base": query_for_base, "query_for_beam": query_for_beam, "read_with": read_with,
@@ -112,6 +123,7 @@ class GearAgent:
                 raise ConfigError(f"agent.{key} must be one of {_CHOICES[key]}, got '{val}'")
         self.query_for_base, self.query_for_beam = query_for_base, query_for_beam
         self.read_with, self.gist_docs = read_with, gist_docs
+        self.reader_memory = bool(reader_memory)
         if gist_first_round not in ("read", "reuse"):
             raise ConfigError(f"agent.gist_first_round must be 'read' or 'reuse', got '{gist_first_round}'")
         self.gist_first_round = gist_first_round
@@ -150,14 +162,15 @@ class GearAgent:
         exp = self.expansion.describe() if hasattr(self.expansion, "describe") else {}
         return {"name": self.name, "base_k": self.base_k, "max_rounds": self.max_rounds,
                 "query_for_base": self.query_for_base, "query_for_beam": self.query_for_beam,
-                "read_with": self.read_with, "gist_docs": self.gist_docs, "gist_k": self.gist_k,
+                "read_with": self.read_with, "reader_memory": self.reader_memory, "gist_docs": self.gist_docs,
+                "gist_k": self.gist_k,
                 "passage_link": self.passage_link, "passage_link_k": self.passage_link_k, "expansion": exp}
 
     # -- LLM steps ----------------------------------------------------------------------------------------
-    def _chat(self, messages: list[dict], stage: str, round: int):
-        return self.resources.llm.chat(messages, stage=stage, round=round, **self.llm_params)
+    def _chat(self, messages: list[dict], stage: str, round_no: int):
+        return self.resources.llm.chat(messages, stage=stage, round_no=round_no, **self.llm_params)
 
-    def gist_read(self, query: str, passage_ids: Sequence[str], memory: list[Triple3], *, round: int,
+    def gist_read(self, query: str, passage_ids: Sequence[str], memory: list[Triple3], *, round_no: int,
                   counters: dict[str, int]) -> tuple[list[Triple3], dict[str, Any]]:
         """Eq. 4: TG_q(n) = read(C_q(n), q[, G(n-1)]). The plain reader while the memory is empty."""
         from gear_repro.llm.parsing import parse_triples
@@ -172,7 +185,7 @@ class GearAgent:
             prompt, msgs = "reader_gist", render("reader_gist", docs=passages, query=query, triples=memory)
         else:
             prompt, msgs = "reader", render("reader", docs=passages, query=query)
-        reply = self._chat(msgs, "gist", round)
+        reply = self._chat(msgs, "gist", round_no)
         parsed = parse_triples(reply.text)
         if parsed.failed:
             _bump(counters, "gist_parse_failed")
@@ -182,27 +195,27 @@ class GearAgent:
         return triples, {"prompt": prompt, "reply": reply.text, "failed": parsed.failed,
                          "repaired": parsed.repaired, "dropped": parsed.dropped, "error": parsed.error}
 
-    def reason(self, question: str, memory: list[Triple3], *, round: int,
+    def reason(self, question: str, memory: list[Triple3], *, round_no: int,
                counters: dict[str, int]) -> dict[str, Any]:
         """Eq. 6: a(n), r(n) = reason(G(n), q). An unparseable reply counts as not answerable."""
         from gear_repro.llm.parsing import parse_reason
         from gear_repro.prompts import render
 
-        reply = self._chat(render("reason", query=question, triples=memory), "reason", round)
+        reply = self._chat(render("reason", query=question, triples=memory), "reason", round_no)
         answerable, text, ok = parse_reason(reply.text)
         if not ok or answerable is None:
             _bump(counters, "reason_unparsed")
         return {"answerable": bool(answerable) if ok and answerable is not None else False, "parsed": ok,
                 "reason": text, "raw": reply.text}
 
-    def rewrite(self, question: str, memory: list[Triple3], reason: str, *, round: int,
+    def rewrite(self, question: str, memory: list[Triple3], reason: str, *, round_no: int,
                 counters: dict[str, int]) -> dict[str, Any]:
         """Eq. 7: q(n+1) = rewrite(G(n), q, r(n)); falls back to q when the reply does not parse."""
         from gear_repro.llm.parsing import parse_rewrite
         from gear_repro.prompts import render
 
         reply = self._chat(render("rewrite", query=question, triples=memory, reason=reason or ""), "rewrite",
-                           round)
+                           round_no)
         new_q, ok = parse_rewrite(reply.text)
         fallback = not ok or not new_q.strip()
         if fallback:
@@ -253,7 +266,8 @@ class GearAgent:
             read_q = q if self.read_with == "original" else query
             base = self.retriever.retrieve(base_q, self.base_k)
             t1 = time.perf_counter()
-            out = self.expansion.expand(beam_q, base, replace(question, question=read_q), round=n)
+            out = self.expansion.expand(beam_q, base, replace(question, question=read_q), round_no=n,
+                                        memory=list(memory) if self.reader_memory else [])
             t2 = time.perf_counter()
             etrace = out.trace or {}
             fused = out.ranking
@@ -268,7 +282,7 @@ class GearAgent:
                 new = [tuple(str(x) for x in t) for t in etrace.get("proximal", [])]
                 ginfo = {"prompt": None, "reply": None, "reused": "proximal"}
             else:
-                new, ginfo = self.gist_read(read_q, gist_ids, memory, round=n, counters=counters)
+                new, ginfo = self.gist_read(read_q, gist_ids, memory, round_no=n, counters=counters)
             added = []
             for t in new:
                 key = triple_key(t)
@@ -282,7 +296,7 @@ class GearAgent:
             last = n == self.max_rounds
             verdict = None
             if not last or self.reason_last_round:
-                verdict = self.reason(q, memory, round=n, counters=counters)
+                verdict = self.reason(q, memory, round_no=n, counters=counters)
             t4 = time.perf_counter()
             final, links = self.fuse(memory, round_lists, link_cache)
             t5 = time.perf_counter()
@@ -313,7 +327,7 @@ class GearAgent:
                 rec["timings"] = {k_: _sec(v) for k_, v in timings.items()}
                 break
             t6 = time.perf_counter()
-            rw = self.rewrite(q, memory, verdict["reason"] if verdict else "", round=n, counters=counters)
+            rw = self.rewrite(q, memory, verdict["reason"] if verdict else "", round_no=n, counters=counters)
             timings["rewrite_s"] = time.perf_counter() - t6
             rec["rewrite"] = rw
             rec["timings"] = {k_: _sec(v) for k_, v in timings.items()}

@@ -27,6 +27,11 @@ class SingleStep:
         self.k_dependent = self.expansion is not None and getattr(self.expansion, "name", "none") != "none"
         self.output_depth = output_depth
 
+    @property
+    def needs_llm(self) -> bool:
+        """Whether a question calls the LLM (checked at start-up): only through an expansion that reads."""
+        return self.k_dependent and bool(getattr(self.expansion, "needs_llm", False))
+
     def run(self, question: Question, k: int) -> MethodOutput:
         t0 = time.perf_counter()
         base = self.retriever.retrieve(question.question, k)

@@ -46,15 +46,16 @@ def top_k_row(row: np.ndarray, k: int) -> np.ndarray:
 def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """Exact top-k rows of ``matrix @ q`` for each query row: (row indices, scores), best first.
 
-    Ties break by row index (stable), so results are deterministic.
+    Ties break by row index (stable), so results are deterministic; each query is scored on its own, so its
+    scores do not depend on the other queries of the call.
     """
     n = matrix.shape[0]
     k = min(k, n)
     if k <= 0 or queries.shape[0] == 0:
         return [(np.zeros(0, np.int64), np.zeros(0, np.float32)) for _ in range(queries.shape[0])]
-    sims = (queries.astype(matrix.dtype, copy=False) @ matrix.T).astype(np.float32)
     out = []
-    for row in sims:
+    for q in queries.astype(matrix.dtype, copy=False):  # one product per query: scores do not depend on the batch
+        row = (matrix @ q).astype(np.float32)
         order = top_k_row(row, k)
         out.append((order, row[order]))
     return out

@@ -19,7 +19,7 @@ from gear_repro.data.converters import FORMATS, get_converter, import_hipporag_o
 from gear_repro.types import Passage, Question
 from gear_repro.utils.errors import DataError, GearError
 from gear_repro.utils.hashing import hash_file
-from gear_repro.utils.io import write_json
+from gear_repro.utils.io import require_dir_target, require_file, write_json
 
 log = logging.getLogger("gear_repro.prepare")
 
@@ -36,6 +36,13 @@ def _check_unique(passages: list[Passage], questions: list[Question]) -> None:
 def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path | None = None,
             triples_hipporag: str | Path | None = None, limit: int | None = None) -> dict[str, Any]:
     """Convert, validate and write one dataset folder; returns the stats written to prepare_stats.json."""
+    if limit is not None and limit <= 0:
+        raise DataError(f"--limit must be a positive number of questions, got {limit}")
+    for what, path in (("questions file", questions), ("corpus file", corpus),
+                       ("--triples-hipporag file", triples_hipporag)):
+        if path is not None:
+            require_file(path, what)
+    require_dir_target(out, "--out")
     conv = get_converter(fmt)(questions, corpus=corpus, limit=limit)
     _check_unique(conv.passages, conv.questions)
     out = Path(out)
@@ -97,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
                         triples_hipporag=args.triples_hipporag, limit=args.limit)
     except GearError as e:
         print(f"gear-repro-prepare: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # e.g. no permission to write --out
+        print(f"gear-repro-prepare: error: {e.strerror or e}: {e.filename or args.out}", file=sys.stderr)
         return 2
     print(_summary(stats, Path(args.out)))
     return 0

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from gear_repro.evaluation.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 from gear_repro.reporting.evidence import EvidenceOptions
 from gear_repro.reporting.runs import find_runs
 from gear_repro.reporting.tables import long_table, wide_table, write_tables
 from gear_repro.utils.errors import GearError
+from gear_repro.utils.io import require_dir_target
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,10 +53,15 @@ def main(argv: list[str] | None = None) -> int:
                 raise GearError(f"question {args.trace} is in none of the runs' predictions.jsonl")
             print(text)
             return 0
+        require_dir_target(args.out, "--out")
         if args.resamples < 1:
             raise GearError(f"--resamples must be positive, got {args.resamples}")
         opts = EvidenceOptions(resamples=args.resamples, seed=args.seed, intersect=args.intersect)
-        runs = find_runs(args.runs)
+        skipped: list[Path] = []
+        runs = find_runs(args.runs, skipped)
+        if skipped:
+            print(f"skipped {len(skipped)} unfinished run(s) (predictions.jsonl without metrics.json; re-run them "
+                  "to finish): " + ", ".join(map(str, skipped)), file=sys.stderr)
         long = long_table(runs, opts=opts)
         paths = write_tables(long, args.out, args.stem)
         for table, sub in long.groupby("table", sort=False):
@@ -75,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
             if p.suffix == ".md":
                 print("\n" + p.read_text(encoding="utf-8").rstrip())
         paths.update({p.name: p for p in extra})
+        for note in dict.fromkeys(n for r in runs for n in r.notes):
+            print(f"warning: {note}", file=sys.stderr)
         if args.figures:
             from gear_repro.reporting.figures import draw_all
 

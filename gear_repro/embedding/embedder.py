@@ -2,6 +2,11 @@
 
 Corpus embeddings are cached on disk by (model, texts) content hash; query embeddings in memory.
 Vectors are L2-normalised float32, so a dot product is the cosine similarity.
+
+Query and path vectors do not depend on the batch a text was encoded in (issue 9 §1): a padded batch
+changes a text's vector in the last bits (~1e-7), enough to flip ties, so :meth:`SentenceEmbedder.encode`
+batches only texts of the same token length (no padding): a ranking is then the same whether a question
+runs alone, in a sweep or after a resume.
 """
 
 from __future__ import annotations
@@ -96,11 +101,23 @@ class SentenceEmbedder:
         self.stats["encoded"] += len(texts)
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
+    def _encode_unpadded(self, texts: Sequence[str]) -> np.ndarray:
+        """Encode ``texts`` in batches of equal token length (no padding), so each vector is the one the
+        text gets when encoded alone, whatever else is in the call."""
+        lengths = self.model.tokenize(list(texts))["attention_mask"].sum(dim=1).tolist()  # the model's own tokens
+        groups: dict[int, list[int]] = {}
+        for i, n in enumerate(lengths):
+            groups.setdefault(n, []).append(i)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for _, idx in sorted(groups.items()):
+            out[idx] = self._encode([texts[i] for i in idx])
+        return out
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Encode queries/short texts, memoised in an in-memory LRU cache."""
+        """Encode queries/short texts, batch-independently (:meth:`_encode_unpadded`), memoised in an LRU."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._qcache]
         if missing:
-            for t, v in zip(missing, self._encode(missing), strict=True):
+            for t, v in zip(missing, self._encode_unpadded(missing), strict=True):
                 self._qcache[t] = v
         self.stats["query_cache_hits"] += len(texts) - len(missing)
         out = np.stack([self._qcache[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)

@@ -290,10 +290,15 @@ def register_scorer(name: str, factory: Callable[..., PathScorer]) -> None:
     _SCORERS[name] = factory
 
 
-def make_scorer(name: str, index: TripleIndex, embedder, **options: Any) -> PathScorer:
-    """Build the scorer ``name`` ("exact", "sum", "mean", or registered)."""
+def check_scorer(name: str) -> None:
+    """ConfigError unless ``name`` is a known scorer (checked at run start-up too)."""
     if name not in _SCORERS:
         raise ConfigError(f"beam.scorer '{name}' is unknown; known: {sorted(_SCORERS)}")
+
+
+def make_scorer(name: str, index: TripleIndex, embedder, **options: Any) -> PathScorer:
+    """Build the scorer ``name`` ("exact", "sum", "mean", or registered)."""
+    check_scorer(name)
     return _SCORERS[name](index, embedder, **options)
 
 

@@ -9,7 +9,10 @@ Given q and C'_q = h^k_base(q, C):
 
 Both then run the diverse triple beam search (Alg. 1, :mod:`gear_repro.graph.beam_search`), flatten the
 beams breadth-first, map triples to passages and de-duplicate (C~_q), and return
-C_q = RRF(C~_q, C'_q) (Eq. 3), the expanded list first (DESIGN.md).
+C_q = RRF(C'_q, C~_q) (Eq. 3). ``fusion_order`` decides which list comes first, which breaks RRF ties
+(first-seen order): ``base_first`` (default) follows the authors' pseudocode
+``rrf(base_passages + expanded_passages)`` (gear-rag.github.io, pseudocode_examples/syncge.py and gear.py);
+``expanded_first`` is this harness's earlier reading.
 
 Built by Hydra as ``instantiate(cfg.expansion, resources=res, beam=cfg.beam)``. Degenerate cases never
 crash and never empty a non-empty base list; each is counted in ``trace['counters']``:
@@ -19,7 +22,6 @@ crash and never empty a non-empty base list; each is counted in ``trace['counter
 
 from __future__ import annotations
 
-import builtins
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -34,10 +36,12 @@ from gear_repro.utils.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
+FUSION_ORDERS = ("base_first", "expanded_first")
+
 
 def _sec(x: float) -> float:
-    """Seconds rounded for traces (``round`` is shadowed by the GEAR round number in signatures)."""
-    return builtins.round(float(x), 6)
+    """Seconds rounded for traces."""
+    return round(float(x), 6)
 
 
 @dataclass
@@ -100,14 +104,19 @@ class GraphExpansion:
         output_depth: truncate the fused list (None = keep every passage of both lists).
         trace_beams: how many final beams to store in the trace (None = all b).
         name: label of the expansion in run names and reports (default: the class's ``name``).
+        fusion_order: Eq. 3 list order, ``base_first`` (RRF(C'_q, C~_q), the authors' pseudocode) or
+            ``expanded_first`` (RRF(C~_q, C'_q)); decides RRF ties.
     """
 
     name = "graph"
 
     def __init__(self, resources: Any, beam: Any = None, k_rrf: int = RRF_K, output_depth: int | None = None,
-                 trace_beams: int | None = None, name: str | None = None):
+                 trace_beams: int | None = None, name: str | None = None, fusion_order: str = "base_first"):
         if name:
             self.name = name
+        if fusion_order not in FUSION_ORDERS:
+            raise ConfigError(f"expansion.fusion_order must be one of {FUSION_ORDERS}, got '{fusion_order}'")
+        self.fusion_order = fusion_order
         self.resources = resources
         self.beam = BeamConfig.from_any(beam)
         self.k_rrf = k_rrf
@@ -128,7 +137,7 @@ class GraphExpansion:
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "beam": self.beam.to_dict(), "k_rrf": self.k_rrf,
-                "output_depth": self.output_depth}
+                "output_depth": self.output_depth, "fusion_order": self.fusion_order}
 
     # -- steps ---------------------------------------------------------------------------------------
     def initial_triples(self, query: str, base: Ranking, question: Question | None, counters: dict[str, int],
@@ -140,16 +149,18 @@ class GraphExpansion:
         return beam_search(query, initial, self.index, self.scorer, self.beam, counters)
 
     def fuse(self, expanded: Sequence[str], base: Ranking) -> Ranking:
-        """Eq. 3: C_q = RRF(C~_q, C'_q), expanded list first (ties keep first-seen order)."""
-        return rrf([list(expanded), base], k_rrf=self.k_rrf, limit=self.output_depth)
+        """Eq. 3: C_q = RRF of C'_q and C~_q in ``fusion_order`` (ties keep first-seen order)."""
+        lists = [base, list(expanded)] if self.fusion_order == "base_first" else [list(expanded), base]
+        return rrf(lists, k_rrf=self.k_rrf, limit=self.output_depth)
 
-    def expand(self, query: str, base: Ranking, question: Question | None = None, *, round: int = 0,
-               **kw: Any) -> ExpansionOutput:
-        """C_q for ``query`` from the base list ``base`` (C'_q). ``round`` tags LLM calls (GEAR rounds)."""
+    def expand(self, query: str, base: Ranking, question: Question | None = None, *, round_no: int = 0,
+               memory: Sequence[Sequence[str]] = (), **kw: Any) -> ExpansionOutput:
+        """C_q for ``query`` from the base list ``base`` (C'_q). ``round_no`` tags LLM calls (GEAR rounds);
+        ``memory`` is the gist memory G(n-1) a reader may see (GEAR rounds >= 2; empty = none)."""
         t0 = time.perf_counter()
         counters: dict[str, int] = {}
         trace: dict[str, Any] = {"expansion": self.name}
-        initial = self.initial_triples(query, base, question, counters, trace, round=round, **kw)
+        initial = self.initial_triples(query, base, question, counters, trace, round_no=round_no, memory=memory, **kw)
         t1 = time.perf_counter()
         res = self.search(query, initial, counters)
         t2 = time.perf_counter()
@@ -193,18 +204,23 @@ class SyncGE(GraphExpansion):
         read_query: the question text the reader sees: ``original`` (question.question, as GEAR's reads)
             or ``current`` (the ``query`` passed to ``expand``; the same in single-step runs).
         prompt: the reader template name (``reader``, App. K.2 without memory).
+        memory_prompt: the reader template used when ``expand`` is given a gist memory (``reader_gist``, the
+            K.2 reader with G(n-1): GEAR rounds >= 2, the pseudocode's ``reader(base, query, gist_memory)``).
         max_proximal: cap on proximal triples linked per read (None = all parsed).
         on_no_proximal: ``base`` (return C'_q, counted) or ``naive`` (fall back to NaiveGE's initial triples).
         llm_params: extra keyword arguments for ``llm.chat`` (e.g. temperature, max_tokens).
     """
 
     name = "sync"
+    needs_llm = True  # the K.2 reader is an LLM call (start-up checks its credentials)
 
     def __init__(self, resources: Any, beam: Any = None, k_rrf: int = RRF_K, output_depth: int | None = None,
                  trace_beams: int | None = None, name: str | None = None, read_query: str = "original",
                  prompt: str = "reader", max_proximal: int | None = None, on_no_proximal: str = "base",
-                 llm_params: Mapping[str, Any] | None = None):
-        super().__init__(resources, beam, k_rrf, output_depth, trace_beams, name)
+                 llm_params: Mapping[str, Any] | None = None, fusion_order: str = "base_first",
+                 memory_prompt: str = "reader_gist"):
+        super().__init__(resources, beam, k_rrf, output_depth, trace_beams, name, fusion_order)
+        self.memory_prompt = memory_prompt
         if read_query not in ("original", "current"):
             raise ConfigError(f"expansion.read_query must be 'original' or 'current', got '{read_query}'")
         if on_no_proximal not in ("base", "naive"):
@@ -219,16 +235,20 @@ class SyncGE(GraphExpansion):
         return {**super().describe(), "read_query": self.read_query, "prompt": self.prompt,
                 "max_proximal": self.max_proximal, "on_no_proximal": self.on_no_proximal}
 
-    def read(self, query: str, passage_ids: Sequence[str], *, round: int = 0) -> tuple[list[tuple[str, str, str]], dict]:
-        """Eq. 1: T'_q = read(C'_q, q). Returns the proximal triples and parse information for the trace."""
+    def read(self, query: str, passage_ids: Sequence[str], *, round_no: int = 0,
+             memory: Sequence[Sequence[str]] = ()) -> tuple[list[tuple[str, str, str]], dict]:
+        """Eq. 1: T'_q = read(C'_q, q[, G(n-1)]). Returns the proximal triples and parse information."""
         render, parse_triples = _reader_tools()
         by_id = self.resources.dataset.passage_by_id
         passages = [by_id[p] for p in passage_ids if p in by_id]
         # docs formatted as the QA prompt's passages ("Wikipedia Title: {title}\n{text}", blank-line separated)
-        messages = render(self.prompt, docs=passages, query=query)
+        if memory:
+            messages = render(self.memory_prompt, docs=passages, query=query, triples=[list(t) for t in memory])
+        else:
+            messages = render(self.prompt, docs=passages, query=query)
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
-        reply = self.resources.llm.chat(messages, stage="read", round=round, **self.llm_params)
+        reply = self.resources.llm.chat(messages, stage="read", round_no=round_no, **self.llm_params)
         parsed = parse_triples(reply.text)
         triples: list[tuple[str, str, str]] = []
         malformed = 0
@@ -240,7 +260,8 @@ class SyncGE(GraphExpansion):
                 triples.append(spo)
         info = {"reply": reply.text, "repaired": bool(getattr(parsed, "repaired", False)),
                 "dropped": getattr(parsed, "dropped", 0), "failed": bool(getattr(parsed, "failed", False)),
-                "error": getattr(parsed, "error", None), "malformed": malformed}
+                "error": getattr(parsed, "error", None), "malformed": malformed,
+                "prompt": self.memory_prompt if memory else self.prompt}
         return triples, info
 
     def link(self, proximal: Sequence[tuple[str, str, str]], counters: dict[str, int]) -> list[dict[str, Any]]:
@@ -261,10 +282,12 @@ class SyncGE(GraphExpansion):
         return out
 
     def initial_triples(self, query: str, base: Ranking, question: Question | None, counters: dict[str, int],
-                        trace: dict[str, Any], *, round: int = 0, **kw: Any) -> list[str]:
+                        trace: dict[str, Any], *, round_no: int = 0, memory: Sequence[Sequence[str]] = (),
+                        **kw: Any) -> list[str]:
         read_q = question.question if (self.read_query == "original" and question is not None) else query
         t0 = time.perf_counter()
-        proximal, info = self.read(read_q, base.ids, round=round) if len(base) else ([], {"reply": None})
+        proximal, info = (self.read(read_q, base.ids, round_no=round_no, memory=memory) if len(base)
+                          else ([], {"reply": None}))
         t1 = time.perf_counter()
         if info.get("failed"):
             counters["parse_failed"] = counters.get("parse_failed", 0) + 1

@@ -7,9 +7,11 @@
   ``neighbours(t)`` costs O(deg(s_t) + deg(o_t)).
 * §4.1 Eq. 2: ``tripleLink(t') = h^1_base(t', T)``, the top-1 triple of the base retriever over T.
 
-Huge-degree ("hub") entities are capped at ``max_degree`` triples (``hub_policy='truncate'`` keeps the
-first ``max_degree`` in corpus order, ``'drop'`` ignores the entity for adjacency); every capped entity
-is counted in :attr:`TripleIndex.stats` and per call in the counters passed to ``neighbours``.
+By default no entity is capped: §4.2 takes all triples sharing the entity and the beam search narrows a
+hub's neighbours by relevance to q (``beam.neighbours``; docs/graph_expansion.md "Entity hubs"). An
+optional cap ``max_degree`` (``hub_policy='truncate'`` keeps the first ``max_degree`` in corpus order,
+``'drop'`` ignores the entity for adjacency) is counted in :attr:`TripleIndex.stats` and per call in the
+counters passed to ``neighbours``.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ class TripleIndex:
         collection: the backend collection built from :func:`triple_docs` (BM25/kNN over triple texts,
             ``vectors()`` for beam-search scoring). ``None`` is allowed for pure graph use (tests).
         triples: the Triple records (e.g. ``dataset.triples``); ids must be unique.
-        max_degree: cap on the triples kept per entity (``None`` or 0 = no cap).
+        max_degree: cap on the triples kept per entity (``None`` or 0 = no cap: the default, §4.2).
         hub_policy: ``truncate`` (keep the first ``max_degree`` triples of a hub entity) or ``drop``
             (a hub entity links nothing).
         adjacency: ``records`` (build the entity map from the records, eager) or ``lookup`` (ask the
@@ -72,7 +74,7 @@ class TripleIndex:
         self,
         collection: Collection | None,
         triples: Sequence[Triple] | None,
-        max_degree: int | None = 1000,
+        max_degree: int | None = None,
         hub_policy: str = "truncate",
         adjacency: str = "records",
         link_empty_entities: bool = False,

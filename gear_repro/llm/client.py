@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import random
+import re
 import threading
 import time
 from collections import Counter
@@ -108,8 +109,7 @@ class LLMClient:
     ):
         if not model:
             raise ConfigError("llm.model must be set")
-        if api_key_env and api_key_env.startswith(("sk-", "sk_")):
-            raise ConfigError("llm.api_key_env must be the NAME of an environment variable, not a key")
+        check_env_name(api_key_env)
         self.model = model
         self.base_url = base_url
         self.api_key_env = api_key_env
@@ -131,6 +131,12 @@ class LLMClient:
         return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
 
     # -- endpoint -----------------------------------------------------------------------------------------
+    def check_ready(self) -> None:
+        """Start-up check (no network): a hosted endpoint (no base_url, no local server) needs its key set."""
+        if self.base_url is None and self.server_cfg is None and not os.environ.get(self.api_key_env or ""):
+            raise ConfigError(f"no API key: set the environment variable {self.api_key_env} "
+                              "(or give llm.base_url for a local/self-hosted endpoint)")
+
     def _ensure_client(self) -> Any:
         """The ``openai.OpenAI`` object, starting the local server first if configured."""
         with self._lock:
@@ -227,8 +233,9 @@ class LLMClient:
                             self.max_retries, delay)
                 time.sleep(delay)
 
-    def chat(self, messages: list[dict], *, stage: str, round: int = 0, **params: Any) -> LLMReply:
-        """Send chat ``messages`` (cached); record the call under ``stage``/``round`` in ``self.ledger``.
+    def chat(self, messages: list[dict], *, stage: str, round_no: int = 0, **params: Any) -> LLMReply:
+        """Send chat ``messages`` (cached); record the call under ``stage``/``round_no`` in ``self.ledger``
+        (ledger field ``round``).
 
         ``params`` (temperature, max_tokens, stop, seed, ...) override the configured defaults and are
         part of the cache key. Raises ``LLMCallError`` when the call fails for good.
@@ -250,7 +257,7 @@ class LLMClient:
                 out = self._call_with_retries(messages, req)
             except LLMCallError as e:
                 self._bump(failures=1)
-                self.ledger.add(stage=stage, round=round, prompt_tokens=0, completion_tokens=0, cached=False,
+                self.ledger.add(stage=stage, round=round_no, prompt_tokens=0, completion_tokens=0, cached=False,
                                 latency_s=round_s(time.perf_counter() - t0), model=self.model,
                                 tokens_source=None, ok=False, error=str(e)[:300])
                 raise
@@ -261,12 +268,12 @@ class LLMClient:
                              latency_s=round_s(time.perf_counter() - t0), model=out["model"],
                              finish_reason=out["finish_reason"], tokens_source=out["tokens_source"])
         self._bump(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
-        self.ledger.add(stage=stage, round=round, prompt_tokens=reply.prompt_tokens,
+        self.ledger.add(stage=stage, round=round_no, prompt_tokens=reply.prompt_tokens,
                         completion_tokens=reply.completion_tokens, cached=reply.cached, latency_s=reply.latency_s,
                         model=reply.model, tokens_source=reply.tokens_source, ok=True, error=None)
         return reply
 
-    def chat_many(self, batch: Sequence[list[dict]], *, stage: str, round: int = 0,
+    def chat_many(self, batch: Sequence[list[dict]], *, stage: str, round_no: int = 0,
                   return_exceptions: bool = False, **params: Any) -> list[Any]:
         """``chat`` over many message lists with ``concurrency`` threads; results in input order.
 
@@ -279,7 +286,7 @@ class LLMClient:
 
         def one(msgs: list[dict]) -> Any:
             try:
-                return self.chat(msgs, stage=stage, round=round, **params)
+                return self.chat(msgs, stage=stage, round_no=round_no, **params)
             except LLMCallError as e:
                 if return_exceptions:
                     return e
@@ -307,6 +314,21 @@ class LLMClient:
             base = {k: 0 for k in ("calls", "cache_hits", "cache_misses", "retries", "failures", "prompt_tokens",
                                    "completion_tokens")}
             return base | dict(self._stats)
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def looks_like_env_name(value: object) -> bool:
+    """Whether ``value`` can be an environment variable's NAME (a key, e.g. "sk-...", cannot)."""
+    return isinstance(value, str) and bool(_ENV_NAME.fullmatch(value)) and not value.lower().startswith("sk_")
+
+
+def check_env_name(api_key_env: object) -> None:
+    """ConfigError (that never repeats the value: it may be a key) unless ``api_key_env`` names a variable."""
+    if api_key_env and not looks_like_env_name(api_key_env):
+        raise ConfigError("llm.api_key_env must be the NAME of an environment variable (e.g. OPENAI_API_KEY); "
+                          "the value given looks like a key itself (not shown). Put the key in the environment")
 
 
 def round_s(x: float) -> float:

@@ -90,7 +90,7 @@ class QAReader:
     def answer(self, question: Question, ranked_ids: Sequence[str]) -> dict[str, Any]:
         """Answer one question; returns answer, qa_raw, qa_mode, qa_passages and per-question em/f1."""
         ids = self.passages_for(question, ranked_ids)
-        reply = self.resources.llm.chat(self.messages(question, ids), stage="qa", round=0, **self.llm_params)
+        reply = self.resources.llm.chat(self.messages(question, ids), stage="qa", round_no=0, **self.llm_params)
         ans = extract_answer(reply.text)
         out: dict[str, Any] = {"answer": ans, "qa_raw": reply.text, "qa_mode": self.mode, "qa_passages": ids}
         if question.answers:

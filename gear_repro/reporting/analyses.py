@@ -26,12 +26,13 @@ from typing import Any
 
 import pandas as pd
 
+from gear_repro.evaluation.aggregate import calls_at_k, run_k
 from gear_repro.evaluation.metrics import recall_at_k
 from gear_repro.evaluation.per_question import question_values
 from gear_repro.evaluation.stats import Interval
 from gear_repro.reporting.evidence import EvidenceOptions, values_interval
 from gear_repro.reporting.paper import paper_value
-from gear_repro.reporting.runs import RunResult
+from gear_repro.reporting.runs import RunResult, question_set, read_predictions
 from gear_repro.reporting.tables import ci_text
 from gear_repro.utils.io import iter_jsonl
 
@@ -43,23 +44,13 @@ LLM_STAGES = ("read", "gist", "reason", "rewrite", "qa")
 
 # -- inputs ------------------------------------------------------------------------------------------------
 def load_predictions(run: RunResult) -> list[dict]:
-    """The run's predictions.jsonl records (questions with an error are kept; callers filter).
-
-    A run dir resumed with a smaller ``dataset.limit`` still holds the earlier, longer list: only the
-    first ``limit`` questions belong to the run (the ones its metrics.json scores).
-    """
-    path = Path(run.path) / "predictions.jsonl"
-    preds = [rec for _, rec in iter_jsonl(path)] if path.exists() else []
-    limit = (run.config.get("dataset") or {}).get("limit")
-    return preds[:limit] if limit else preds
+    """The run's predictions of the questions it evaluated (by the ids recorded in metrics.json; the last
+    record per id; a partial last line dropped). Questions with an error are kept; callers filter."""
+    return question_set(run, read_predictions(Path(run.path) / "predictions.jsonl", run.notes))
 
 
 def scored(preds: Sequence[dict]) -> list[dict]:
-    return [p for p in preds if p.get("gold_ids") and not p.get("error")]
-
-
-def with_gold(preds: Sequence[dict]) -> list[dict]:
-    """Questions recall is measured on (errored ones included: they count as 0)."""
+    """Questions with gold passages; an errored one stays in (a miss, as in metrics.json)."""
     return [p for p in preds if p.get("gold_ids")]
 
 
@@ -103,7 +94,7 @@ def density_table(runs: Sequence[RunResult], k: int = 15, opts: EvidenceOptions 
     rows = []
     for run in runs:
         tf = triples_file(run)
-        preds = with_gold(load_predictions(run))
+        preds = scored(load_predictions(run))
         if tf is None or not preds or run.is_qa_bound:
             continue
         per_passage = _triples_per_passage(str(tf))
@@ -143,7 +134,7 @@ def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15),
     for run in runs:
         if _cfg(run, "agent", "name") != "gear":
             continue
-        preds = with_gold(load_predictions(run))
+        preds = scored(load_predictions(run))
         if not preds:
             continue
         length = _cfg(run, "beam", "length", default=2)
@@ -169,15 +160,17 @@ def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15),
 
 # -- tokens and agent statistics --------------------------------------------------------------------------
 def tokens_table(runs: Sequence[RunResult]) -> pd.DataFrame:
-    """Per run and stage: calls, prompt/completion tokens per question, cached share."""
+    """Per run and stage: calls, prompt/completion tokens per question, cached share; for a matched-k run, what
+    one run at its largest k costs (column ``k``), not the sum of its k passes (Fig. 4)."""
     rows = []
     for run in runs:
         preds = load_predictions(run)
         if not preds:
             continue
+        k = run_k(preds)
         agg: dict[str, Counter] = defaultdict(Counter)
         for p in preds:
-            for c in p.get("llm_calls", []) or []:
+            for c in calls_at_k(p.get("llm_calls", []) or [], k):
                 a = agg[c.get("stage") or "?"]
                 a["calls"] += 1
                 a["prompt"] += int(c.get("prompt_tokens") or 0)
@@ -186,7 +179,7 @@ def tokens_table(runs: Sequence[RunResult]) -> pd.DataFrame:
         n = len(preds)
         for stage in sorted(agg, key=lambda s: (LLM_STAGES.index(s) if s in LLM_STAGES else 99, s)):
             a = agg[stage]
-            rows.append({"method": run.method, "dataset": run.dataset, "stage": stage,
+            rows.append({"method": run.method, "dataset": run.dataset, "stage": stage, "k": k,
                          "calls_per_q": round(a["calls"] / n, 3), "prompt_per_q": round(a["prompt"] / n, 1),
                          "completion_per_q": round(a["completion"] / n, 1), "cached_calls": a["cached"],
                          "n_questions": n, "run_dir": str(run.path)})
@@ -306,7 +299,8 @@ def trace_report(runs: Sequence[RunResult], qid: str) -> str:
     """Walk-throughs of question ``qid`` in every run that has it."""
     parts = []
     for run in runs:
-        hit = next((p for p in load_predictions(run) if str(p.get("id")) == qid), None)
+        preds = read_predictions(Path(run.path) / "predictions.jsonl", run.notes)  # every record, finished or not
+        hit = next((p for p in preds if str(p.get("id")) == qid), None)
         if hit is not None:
             parts.append(f"### {run.method} — {run.dataset} ({run.path})\n" + format_trace(hit, passage_titles(run)))
     return "\n\n".join(parts)

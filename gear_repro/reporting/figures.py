@@ -27,7 +27,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from gear_repro.evaluation.aggregate import question_recalls  # noqa: E402
+from gear_repro.evaluation.aggregate import calls_at_k, question_recalls, run_k  # noqa: E402
 from gear_repro.reporting.analyses import load_predictions, scored  # noqa: E402
 from gear_repro.reporting.evidence import DEFAULT_OPTIONS, EvidenceOptions, interval, values_interval  # noqa: E402
 from gear_repro.reporting.paper import paper_results  # noqa: E402
@@ -187,12 +187,14 @@ def draw_hop_types(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evid
 
 # -- Figure 4 -------------------------------------------------------------------------------------------------
 def cumulative_tokens(preds: Sequence[dict], n_max: int) -> tuple[list[float], list[float]]:
-    """Mean cumulative (input, output) retrieval-stage tokens per question after rounds 1..n_max."""
+    """Mean cumulative (input, output) retrieval-stage tokens per question after rounds 1..n_max, for one run
+    at the largest k (a matched-k run's passes are tagged with their k and not summed)."""
     inp, outp = [0.0] * n_max, [0.0] * n_max
     if not preds:
         return inp, outp
+    k = run_k(preds)
     for p in preds:
-        for c in p.get("llm_calls", []) or []:
+        for c in calls_at_k(p.get("llm_calls", []) or [], k):
             if c.get("stage") not in RETRIEVAL_STAGES:
                 continue
             r = max(1, int(c.get("round") or 0))

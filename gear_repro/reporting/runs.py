@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gear_repro.utils.errors import GearError
 from gear_repro.utils.io import read_json
+
+log = logging.getLogger(__name__)
 
 RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid"}
 EXPANSION_LABELS = {"naive": "NaiveGE", "sync": "SyncGE"}
@@ -17,6 +21,7 @@ class RunResult:
     path: Path
     config: dict
     metrics: dict
+    notes: list[str] = field(default_factory=list)  # problems found while loading (partial line, stale metrics)
 
     @property
     def dataset(self) -> str:
@@ -57,12 +62,71 @@ class RunResult:
         return self.report.get("table") or "Table 2"
 
 
-def find_runs(paths: list[str | Path]) -> list[RunResult]:
-    """Every folder under ``paths`` holding metrics.json and config.yaml.json (multirun folders too)."""
+def read_predictions(path: Path, notes: list[str] | None = None) -> list[dict]:
+    """Records of a predictions.jsonl, the last one per question id, in first-seen order. A partial last line
+    (a run killed mid-write) is dropped with a warning instead of failing (issue 9 §3)."""
+    if not path.exists():
+        return []
+    lines = path.read_bytes().split(b"\n")
+    last: dict[str, dict] = {}
+    for n, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            if n == len(lines):  # no newline after it: the line a killed writer left unfinished
+                msg = f"{path}:{n}: dropped a partial last line (the run was interrupted while writing)"
+                log.warning(msg)
+                if notes is not None:
+                    notes.append(msg)
+                continue
+            raise GearError(f"{path}:{n}: malformed prediction line ({e})") from None
+        last[str(rec.get("id"))] = rec
+    return list(last.values())
+
+
+def question_set(run: RunResult, preds: list[dict]) -> list[dict]:
+    """The predictions of the questions the run evaluated, in its order: by the ids its metrics.json recorded
+    (any subset: first-N, stratified); runs from before ids were recorded fall back to the first
+    ``dataset.limit`` records (subset=first only)."""
+    ids = run.metrics.get("question_ids")
+    if ids is not None:
+        by_id = {str(p.get("id")): p for p in preds}
+        return [by_id[str(i)] for i in ids if str(i) in by_id]
+    d = run.config.get("dataset") or {}
+    limit = d.get("limit")
+    if d.get("subset", "first") != "first" and limit:
+        run.notes.append(f"{run.path}: metrics.json predates recorded question ids and the subset is "
+                         f"'{d.get('subset')}': all {len(preds)} predictions are used")
+        return preds
+    return preds[:limit] if limit and limit > 0 else preds
+
+
+def check_stale(run: RunResult, preds: list[dict]) -> None:
+    """Flag a metrics.json that scores fewer questions than predictions.jsonl finished (a run extended with a
+    larger dataset.limit and not finished): the report keeps the recorded set and says so."""
+    ids = run.metrics.get("question_ids")
+    n_metrics = len(ids) if ids is not None else run.metrics.get("n_questions")
+    finished = sum(1 for p in preds if not p.get("error"))
+    if n_metrics is not None and finished > n_metrics:
+        run.notes.append(f"{run.path}: metrics.json scores {n_metrics} questions but predictions.jsonl has "
+                         f"{finished} finished ones (an extended run that did not finish): the report uses the "
+                         f"{n_metrics}; re-run it to update metrics.json")
+
+
+def find_runs(paths: list[str | Path], skipped: list[Path] | None = None) -> list[RunResult]:
+    """Every folder under ``paths`` holding metrics.json and config.yaml.json (multirun folders too).
+
+    Folders with predictions.jsonl but no metrics.json (unfinished runs) are appended to ``skipped``.
+    """
     runs: list[RunResult] = []
     for root in map(Path, paths):
         if not root.exists():
             raise GearError(f"run dir not found: {root}")
+        for pfile in sorted(root.rglob("predictions.jsonl")):
+            if not (pfile.parent / "metrics.json").exists() and skipped is not None:
+                skipped.append(pfile.parent)
         for mfile in sorted(root.rglob("metrics.json")):
             cfile = mfile.parent / "config.yaml.json"
             if not cfile.exists():
@@ -70,7 +134,9 @@ def find_runs(paths: list[str | Path]) -> list[RunResult]:
             metrics = read_json(mfile)
             if metrics.get("stage") in ("index", "extract"):
                 continue
-            runs.append(RunResult(mfile.parent, read_json(cfile), metrics))
+            run = RunResult(mfile.parent, read_json(cfile), metrics)
+            check_stale(run, read_predictions(mfile.parent / "predictions.jsonl", run.notes))
+            runs.append(run)
     if not runs:
         raise GearError(f"no finished runs (metrics.json + config.yaml.json) under {', '.join(map(str, paths))}")
     return runs

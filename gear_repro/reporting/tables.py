@@ -44,6 +44,7 @@ def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None,
                 "ci_low": None if ci is None else round(ci.low, 2), "ci_high": None if ci is None else round(ci.high, 2),
                 "n": None if ci is None else ci.n, "paper": paper, "delta": None if paper is None else round(ours - paper, 2),
                 "n_questions": r.metrics.get("n_scored", r.metrics.get("n_questions")),
+                "n_errors": int(r.metrics.get("n_errors") or 0),  # scored as misses (issue 9 §2)
                 "dataset_name": r.config.get("dataset", {}).get("name"), "run_dir": str(r.path),
             })
     return pd.DataFrame(rows)
@@ -78,8 +79,14 @@ def wide_table(long: pd.DataFrame) -> pd.DataFrame:
     methods = list(dict.fromkeys(df["method"]))
     datasets = sorted(df["dataset"].unique(), key=lambda d: (DATASET_ORDER.index(d) if d in DATASET_ORDER else 99, d))
     order = list(METRIC_KEYS)
-    cols = [(d, m) for d in datasets for m in order if ((df.dataset == d) & (df.metric == m)).any()]
-    wide = df.pivot(index="method", columns=["dataset", "metric"], values="cell").reindex(index=methods)
+    cols = [(d, m) for d in datasets for m in [*order, "errors"]
+            if m == "errors" or ((df.dataset == d) & (df.metric == m)).any()]
+    both = df
+    if "n_errors" in df.columns:  # "errors" column per dataset: failed questions, scored as misses
+        errs = df.drop_duplicates(["method", "dataset"]).assign(metric="errors")
+        both = pd.concat([df, errs.assign(cell=errs["n_errors"].astype(int).astype(str))])
+    wide = both.pivot(index="method", columns=["dataset", "metric"], values="cell").reindex(index=methods)
+    cols = [c for c in cols if c in wide.columns]
     return wide.reindex(columns=pd.MultiIndex.from_tuples(cols)).fillna("–")
 
 
