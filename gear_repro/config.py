@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
@@ -81,6 +82,44 @@ class HippoRAGSchema:
 
 
 SCHEMAS: dict[str, Any] = {"dataset": DatasetSchema, "run": RunSchema, "hipporag": HippoRAGSchema}
+
+
+class T2RAGRanking(str, Enum):
+    """How T²RAG's iteration lists become the method's ranking (agent.ranking)."""
+
+    rrf = "rrf"        # RRF of the iteration lists (as GEAR fuses its rounds, Eq. 9)
+    concat = "concat"  # iteration lists in order, de-duplicated
+
+
+@dataclass
+class T2RAGAgentSchema:
+    """``configs/agent/t2rag.yaml`` (seed 002, §4.3, Alg. 1-2, §5.2; docs/t2rag.md). Registered in Hydra's
+    ConfigStore as ``agent/t2rag_schema`` and named first in that file's defaults list, so a misspelt key or a
+    wrong type fails at composition."""
+
+    _target_: str = "gear_repro.agent.t2rag.T2RAGAgent"
+    name: str = "t2rag"
+    k: int = 5  # unique passages per iteration (§5.2)
+    max_iterations: int = 3  # N (§5.2); 1 = "single round" ablation (Table 2)
+    candidate_depth: int = 200  # propositions per query before the global ranking (Alg. 2)
+    with_passages: bool = True  # false = "w/o chunk" ablation (Table 2)
+    carry_fuzzy: bool = True  # paper (Step 2.3); false = the authors' code
+    question_query: bool = False  # true = the authors' code (question as an extra query)
+    resolve_without_context: bool = True  # paper (Alg. 1); false = the authors' code
+    example_propositions_chars: int | None = None  # None = whole (App. E); the code: 1000
+    answer: bool = True  # T²RAG's own answer (Step 3); false = qa_reader answers
+    ranking: T2RAGRanking = T2RAGRanking.rrf
+    k_rrf: int = 60
+    llm_params: dict[str, Any] = field(default_factory=dict)
+
+
+def register_schemas() -> None:
+    """Structured schemas of config groups, in Hydra's ConfigStore (``group/<name>_schema``)."""
+    ConfigStore.instance().store(group="agent", name="t2rag_schema", node=T2RAGAgentSchema)
+
+
+register_schemas()
+
 _SECRET = re.compile(r"(api[_-]?key|password|secret|token)$", re.IGNORECASE)
 
 

@@ -207,8 +207,9 @@ class Runner:
                 finished[q.id] = rec
         self.timings["questions_s"] = time.perf_counter() - t_loop
         preds = [finished[q.id] for q in questions if q.id in finished]
-        max_rounds = (cfg.get("agent") or {}).get("max_rounds") or cfg.dataset.get("max_rounds")
-        metrics = aggregate(preds, list(cfg.run.ks), max_rounds=max_rounds, qa=qa_reader is not None)
+        max_rounds = getattr(method, "max_rounds", None) or cfg.dataset.get("max_rounds")  # per-round recall length
+        metrics = aggregate(preds, list(cfg.run.ks), max_rounds=max_rounds,
+                            qa=qa_reader is not None or getattr(method, "answers_questions", False))
         ids = [q.id for q in questions]
         metrics.update({"dataset": cfg.dataset.name, "name": cfg.get("name"), "fingerprint": fp,
                         "question_ids": ids, "question_ids_hash": question_ids_hash(ids),

@@ -336,6 +336,7 @@ def test_runner_scores_the_method_answer_and_reports(toy_env, tmp_path: Path) ->
     assert metrics["em"] == 100.0 and metrics["f1"] == 100.0 and metrics["n_answered"] == 1
     assert metrics["recall@5"] == 100.0  # gold passages 2 and 3 are the fused top-2
     assert set(metrics["tokens_by_stage"]) == {"decompose", "resolve", "answer"}
+    assert len(metrics["recall@15_by_round"]) == 3  # N = 3 iterations (not dataset.max_rounds = 4)
     pred = json.loads((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()[0])
     assert pred["answer"] == "Amiens" and pred["qa_mode"] == "method" and pred["em"] == 1.0
     assert [(c["stage"], c["round"]) for c in pred["llm_calls"]] == [("decompose", 0), ("resolve", 1),
@@ -391,3 +392,17 @@ def test_table2_ablation_preset(compose, ablation, n, passages, label) -> None:
 
     assert paper_value("Table 2", label, "MuSiQue", "EM", paper="T2RAG", setting="GPT-4o-mini") == \
         {"full": 33.0, "single_round": 15.0, "wo_chunk": 21.6}[ablation]
+
+
+def test_schema_rejects_typos_and_bad_choices(compose) -> None:
+    from hydra.errors import ConfigCompositionException
+    from omegaconf.errors import ValidationError
+
+    cfg = compose(["agent=t2rag", "agent.ranking=concat"])
+    assert cfg.agent.ranking == "concat" and cfg.agent.k == 5
+    with pytest.raises((ConfigCompositionException, ValidationError)):
+        compose(["agent=t2rag", "agent.max_iteration=2"])  # a typo of max_iterations
+    with pytest.raises((ConfigCompositionException, ValidationError)):
+        compose(["agent=t2rag", "agent.ranking=borda"])
+    with pytest.raises((ConfigCompositionException, ValidationError)):
+        compose(["agent=t2rag", "agent.k=five"])

@@ -412,12 +412,18 @@ class T2RAGAgent:
         self.with_passages, self.carry_fuzzy = with_passages, carry_fuzzy
         self.question_query, self.resolve_without_context = question_query, resolve_without_context
         self.example_propositions_chars = example_propositions_chars
-        self.answer, self.ranking, self.k_rrf = answer, ranking, k_rrf
+        self.answers_questions = answer  # the runner scores EM/F1 of this method's own answers
+        self.ranking, self.k_rrf = ranking, k_rrf
         if llm_params is not None and not isinstance(llm_params, dict):
             llm_params = OmegaConf.to_container(llm_params, resolve=True)
         self.llm_params = dict(llm_params or {})
         self._maps: tuple[dict[str, str], dict[str, str]] | None = None
         self._retriever: DenseRetriever | None = None
+
+    @property
+    def max_rounds(self) -> int:
+        """Rounds of the per-round recall (the runner's ``recall@k_by_round``): the N iterations."""
+        return self.max_iterations
 
     # -- resources --------------------------------------------------------------------------------------------
     def _index(self) -> tuple[DenseRetriever, dict[str, str], dict[str, str]]:
@@ -430,7 +436,7 @@ class T2RAGAgent:
         return self._retriever, *self._maps
 
     def _chat(self, messages: list[dict], stage: str, iteration: int) -> str:
-        return self.resources.llm.chat(messages, stage=stage, round=iteration, **self.llm_params).text
+        return self.resources.llm.chat(messages, stage=stage, round_no=iteration, **self.llm_params).text
 
     # -- prompts ----------------------------------------------------------------------------------------------
     def resolve_messages(self, question: str, state: TripletState, retrieved: Retrieved) -> list[dict]:
@@ -501,7 +507,7 @@ class T2RAGAgent:
         stop = "no_triplets" if not dec.clues else "all_resolved" if not state.open else "max_iterations"
         trace.update(stop=stop, iterations=iteration, counters=counters, final_state=state.to_dict())
         answer = None
-        if self.answer:
+        if self.answers_questions:
             context = state.answer_context()
             reply = self._chat(self.answer_messages(q, context), "answer", 0)
             answer = MethodAnswer(text=extract_answer(reply), raw=reply)
