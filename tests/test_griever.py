@@ -403,3 +403,12 @@ def test_report_labels_follow_the_griever_tables(tmp_path):
     assert run("single", "griever", "Table 1").method == "GRIEVER"
     df = long_table([run("gear", "griever_k5", "Table 4"), run("single", "griever", "Table 1")])
     assert df["paper"].tolist() == [55.7, 45.6]  # paper_results.csv, paper GRIEVER
+
+
+def test_composed_unit_vectors_are_normalised_name_sums():
+    emb = BowEmbedder()
+    data = GrieverData.build(PASSAGES, TRIPLES, emb, unit_vectors="compose")
+    u = next(u for u in data.units if (u.anchor, u.predicate, u.inverse) == ("frederick douglass", "spouse", False))
+    v = emb.encode(["Frederick Douglass"])[0] + emb.encode(["spouse"])[0]
+    row = data.units.index(u)
+    assert np.allclose(data.unit_vectors()[row], v / np.linalg.norm(v), atol=1e-6)
