@@ -412,3 +412,12 @@ def test_composed_unit_vectors_are_normalised_name_sums():
     v = emb.encode(["Frederick Douglass"])[0] + emb.encode(["spouse"])[0]
     row = data.units.index(u)
     assert np.allclose(data.unit_vectors()[row], v / np.linalg.norm(v), atol=1e-6)
+
+
+def test_unknown_setting_is_a_config_error(cache):
+    from gear_repro.utils.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="t_maxx"):
+        make_griever(cache, t_maxx=3)
+    with pytest.raises(ConfigError, match="'best' is not a valid FinalRanking"):
+        make_griever(cache, final="best")

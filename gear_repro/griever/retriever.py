@@ -118,7 +118,10 @@ class GrieverRetriever:
         self.collection = collection
         self.embedder = embedder
         self.resources = resources
-        self.settings = GrieverSettings(**settings)
+        try:
+            self.settings = GrieverSettings(**settings)
+        except (TypeError, ValueError) as e:  # unknown key or a bad enum value names the setting
+            raise ConfigError(f"retriever={self.name}: {e}") from e
         if name:
             self.name = name
         encoder = embedder if hasattr(embedder, "encode_tokens") else SentenceTokenEncoder(embedder)
