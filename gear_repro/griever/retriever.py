@@ -111,6 +111,7 @@ class GrieverRetriever:
 
     name = "griever"
     needs_resources = True
+    k_dependent = True  # each iteration retrieves k: the top k of a k-pool differs from the top k of a 15-pool
 
     def __init__(self, collection, embedder, resources, name: str | None = None, **settings):
         if embedder is None:
