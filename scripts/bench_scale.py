@@ -13,6 +13,7 @@ drawn from a power law over entity ranks (exponent 0.9: most entities are seen o
 by thousands of triples; the JSON reports median/max degree). Each triple belongs to one passage.
 Vectors: random unit vectors (768-d, as all-mpnet-base-v2) written as float16 ``.npy`` files and memory-mapped;
 queries get seeded random unit vectors, so no encoder runs (retrieval cost, not encoding cost, is measured).
+BLAS runs one thread unless OPENBLAS_NUM_THREADS/OMP_NUM_THREADS say otherwise.
 
 Measured (one process per fraction; peak RSS is the process's maximum resident set):
   build_bm25_s   BM25 index of the passages (memory backend: bm25s, stop words, Snowball stemmer)
@@ -40,7 +41,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # one BLAS thread: stable latencies
+    os.environ.setdefault(_v, "1")  # on a shared 2-core machine (set them to override)
+
+import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -147,7 +151,8 @@ def pct(xs: list[float]) -> dict[str, float]:
 
 def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) -> dict:
     out: dict = {"corpus": corpus, "fraction": fraction, "seed": seed, "cpu": platform.processor() or platform.machine(),
-                 "cores": os.cpu_count(), "load_avg_start": os.getloadavg()}
+                 "cores": os.cpu_count(), "blas_threads": os.environ["OPENBLAS_NUM_THREADS"],
+                 "load_avg_start": os.getloadavg()}
     t = time.perf_counter()
     passages, triples = generate(corpus, fraction, seed)
     out.update(chunks=len(passages), triples=len(triples), generate_s=round(time.perf_counter() - t, 1),

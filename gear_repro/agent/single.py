@@ -24,13 +24,15 @@ class SingleStep:
         self.retriever = resources.passage_retriever
         exp_cfg = cfg.get("expansion")
         self.expansion = instantiate(exp_cfg, resources=resources, beam=cfg.get("beam")) if exp_cfg else None
-        self.k_dependent = self.expansion is not None and getattr(self.expansion, "name", "none") != "none"
+        self.expands = self.expansion is not None and getattr(self.expansion, "name", "none") != "none"
+        # a retriever whose list depends on k (GRIEVER pools k per iteration) is run once per evaluated k too
+        self.k_dependent = self.expands or bool(getattr(self.retriever, "k_dependent", False))
         self.output_depth = output_depth
 
     @property
     def needs_llm(self) -> bool:
         """Whether a question calls the LLM (checked at start-up): only through an expansion that reads."""
-        return self.k_dependent and bool(getattr(self.expansion, "needs_llm", False))
+        return self.expands and bool(getattr(self.expansion, "needs_llm", False))
 
     def run(self, question: Question, k: int) -> MethodOutput:
         t0 = time.perf_counter()
@@ -38,7 +40,7 @@ class SingleStep:
         timings = {"base_s": time.perf_counter() - t0}
         trace: dict = {"base": base.ids}
         ranking = base
-        if self.k_dependent:
+        if self.expands:
             t1 = time.perf_counter()
             out = self.expansion.expand(question.question, base, question)
             timings["expansion_s"] = time.perf_counter() - t1

@@ -21,6 +21,8 @@ from typing import Protocol
 import numpy as np
 
 from gear_repro.embedding.offline import resolve_model
+from gear_repro.embedding.runtimes import BACKENDS, RuntimeSentenceModel
+from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.io import atomic_open
 from gear_repro.utils.paths import cache_dir
@@ -51,6 +53,7 @@ class SentenceEmbedder:
         query_cache_size: int = 100_000,
         num_threads: int | None = None,
         show_progress: bool = True,
+        backend: str = "torch",
     ):
         self.model_name = model
         self.batch_size = batch_size
@@ -60,11 +63,17 @@ class SentenceEmbedder:
         self.cache = cache
         self.show_progress = show_progress
         self.num_threads = num_threads
+        if backend not in BACKENDS:
+            raise ConfigError(f"embedder.backend must be one of {BACKENDS}, got '{backend}'")
+        self.backend = backend
         self._model = None
         self._qcache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._qcache_size = query_cache_size
-        self.model_id = hash_obj({"model": Path(model).name if Path(model).exists() else model,
-                                  "normalize": normalize, "max_seq_length": max_seq_length}, 12)
+        key = {"model": Path(model).name if Path(model).exists() else model, "normalize": normalize,
+               "max_seq_length": max_seq_length}
+        if backend != "torch":  # torch keeps its historical key; other back-ends get their own vectors
+            key["backend"] = backend
+        self.model_id = hash_obj(key, 12)
         self.stats = {"encoded": 0, "query_cache_hits": 0, "corpus_cache_hits": 0}
 
     @property
@@ -77,7 +86,14 @@ class SentenceEmbedder:
             if self.num_threads:
                 torch.set_num_threads(self.num_threads)
             path = resolve_model(self.model_name)
-            log.info("loading embedder %s from %s", self.model_name, path)
+            log.info("loading embedder %s from %s (%s)", self.model_name, path, self.backend)
+            if self.backend != "torch":
+                if not Path(path).is_dir():
+                    raise ConfigError(f"embedder.backend={self.backend} needs a local model folder, got '{path}'")
+                self._model = RuntimeSentenceModel(path, self.backend, self.num_threads)
+                if self.max_seq_length:
+                    self._model.max_seq_length = self.max_seq_length
+                return self._model
             try:
                 self._model = SentenceTransformer(path, device=self.device)
             except OSError as e:

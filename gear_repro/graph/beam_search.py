@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from gear_repro.graph.scorers import PathScorer
+from gear_repro.graph.scorers import PathScorer, cosines
 from gear_repro.graph.triple_index import TripleIndex
 from gear_repro.utils.errors import ConfigError
 
@@ -54,7 +54,7 @@ class BeamConfig:
     diversity: bool = True  # False = plain beam search (Table 4 "w/o diversity")
     exists: str = "previous_step"  # "previous_step" (Alg. 1 exists(t, B_{i-1})) | "path" | "none"
     dead_ends: str = "fallback"  # "fallback" | "drop" (literal Alg. 1) | "keep"
-    scorer: str = "exact"  # "exact" | "sum" | "mean" | a name registered with register_scorer
+    scorer: str = "exact"  # "exact" | "sum" | "mean" | "fast" | a name registered with scorers.register_scorer
     path_separator: str = " "  # joins triple texts into the path text (exact scorer)
     scorer_options: dict[str, Any] = field(default_factory=dict)  # extra keyword args of the scorer
     path_cache: bool = False  # exact scorer: persist path vectors under $GEAR_CACHE/path_vectors (same results)
@@ -221,7 +221,7 @@ def beam_search(
                 _bump(c, "neighbours_capped")
                 if cfg.neighbour_selection == "relevance":
                     v = index.vectors()
-                    rel = v[nb] @ qv.astype(v.dtype, copy=False)  # cosine(q, t) of the single triples
+                    rel = cosines(v, nb, qv)  # cosine(q, t) of the single triples
                     keep = np.lexsort((nb, -rel))[:cap]  # by relevance, ties by row
                     nb = nb[np.sort(keep)]  # keep row order among the chosen
                 else:

@@ -32,6 +32,12 @@ if TYPE_CHECKING:
     from gear_repro.graph.beam_search import BeamConfig
 
 
+def cosines(vectors: np.ndarray, rows: np.ndarray, qv: np.ndarray) -> np.ndarray:
+    """q · v for the given rows of a unit-vector matrix, computed in float32 (a float16 or memory-mapped
+    matrix is converted row-wise; numpy has no fast float16 product)."""
+    return np.asarray(vectors[rows], dtype=np.float32) @ np.asarray(qv, dtype=np.float32)
+
+
 class PathScorer(Protocol):
     """score(q, ·) of Alg. 1. Paths are tuples of triple rows of the :class:`TripleIndex`."""
 
@@ -67,7 +73,7 @@ class _VectorScorer:
 
     def single(self, qv: np.ndarray, rows: np.ndarray) -> np.ndarray:
         v = self.index.vectors()
-        return (v[np.asarray(rows, dtype=np.int64)] @ qv.astype(v.dtype, copy=False)).astype(np.float64)
+        return cosines(v, np.asarray(rows, dtype=np.int64), qv).astype(np.float64)
 
 
 class PathVectorStore:
@@ -176,7 +182,7 @@ class SumScorer(_VectorScorer):
         for n in lengths:  # vectorised per path length
             sel = [i for i, p in enumerate(paths) if len(p) == n]
             rows = np.asarray([paths[i] for i in sel], dtype=np.int64)  # (m, n)
-            summed = v[rows].astype(np.float32).sum(axis=1)  # (m, d)
+            summed = np.asarray(v[rows], dtype=np.float32).sum(axis=1)  # (m, d)
             norms = np.linalg.norm(summed, axis=1)
             norms[norms == 0] = 1.0
             out[sel] = (summed @ qv) / norms
@@ -198,7 +204,7 @@ class MeanScorer(_VectorScorer):
         for n in {len(p) for p in paths}:  # vectorised per path length
             sel = [i for i, p in enumerate(paths) if len(p) == n]
             rows = np.asarray([paths[i] for i in sel], dtype=np.int64)  # (m, n)
-            sims = v[rows.ravel()] @ qv.astype(v.dtype, copy=False)
+            sims = cosines(v, rows.ravel(), qv)
             out[sel] = sims.reshape(rows.shape).astype(np.float64).mean(axis=1)
         return out
 
