@@ -2,7 +2,7 @@
 ONNX Runtime dynamic int8 and OpenVINO (gear_repro/embedding/runtimes.py), on the bundled MuSiQue sample.
 
 Per back-end: passages/s (first N sample passages, title + text) and triples/s (first M triples, "s p o"),
-one thread, batch 32, after a warm-up; cosine of each vector with torch fp32's vector for the same text
+one thread, batch 32, after a warm-up, per CPU second of the process (time.process_time); cosine of each vector with torch fp32's vector for the same text
 (mean and minimum); with --recall, dense-retrieval R@5/10/15 over all questions (all passages encoded by
 that back-end; torch's passage matrix comes from the embedding cache).
 
@@ -38,9 +38,9 @@ from gear_repro.evaluation.metrics import recall_at_k  # noqa: E402
 
 def rate(emb: SentenceEmbedder, texts: list[str]) -> tuple[float, np.ndarray]:
     emb._encode(texts[:4])  # warm-up (graph compilation, allocator)
-    t = time.perf_counter()
+    t = time.process_time()  # CPU time, one thread: the rate of an idle core on a shared machine
     vecs = emb._encode(texts)
-    return len(texts) / (time.perf_counter() - t), vecs
+    return len(texts) / (time.process_time() - t), vecs
 
 
 def main() -> None:
@@ -78,7 +78,7 @@ def main() -> None:
         rows[b] = row
         print(b, row, flush=True)
     cols = ["passages_per_s", "triples_per_s", "cos_mean", "cos_min"] + (["R@5", "R@10", "R@15"] if a.recall else [])
-    print(f"\n{model}, 1 thread, batch 32, {len(ptexts)} passages / {len(ttexts)} triples; load {os.getloadavg()}")
+    print(f"\n{model}, 1 thread, batch 32, per CPU second, {len(ptexts)} passages / {len(ttexts)} triples; load {os.getloadavg()}")
     print("| back-end | " + " | ".join(cols) + " |\n|" + "---|" * (len(cols) + 1))
     for b, r in rows.items():
         print(f"| {b} | " + " | ".join(str(r.get(c, "—")) for c in cols) + " |")
