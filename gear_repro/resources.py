@@ -43,11 +43,12 @@ class Resources:
 
     @property
     def needs_vectors(self) -> bool:
-        """False only for plain BM25 runs: then no collection is embedded (an ES index holds no vectors)."""
-        bm25_only = str(self.cfg.retriever.get("_target_", "")).endswith("BM25Retriever")
-        no_graph = (self.cfg.get("expansion") or {}).get("name", "none") == "none"
-        single = (self.cfg.get("agent") or {}).get("name", "single") == "single"
-        return not (bm25_only and no_graph and single)
+        """Whether collections are embedded: asked of the classes the run uses (retriever, expansion, agent;
+        each has ``needs_vectors``). False for plain BM25 runs (an ES index then holds no vectors)."""
+        from gear_repro.agent import target_class
+
+        classes = [target_class(self.cfg.get(group)) for group in ("retriever", "expansion", "agent")]
+        return any(getattr(c, "needs_vectors", True) for c in classes if c is not None)
 
     @cached_property
     def passages(self) -> Collection:

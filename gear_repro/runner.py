@@ -21,6 +21,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from gear_repro.agent import build_method
 from gear_repro.config import to_container, validate
 from gear_repro.evaluation.aggregate import aggregate
 from gear_repro.resources import Resources
@@ -136,7 +137,7 @@ class Runner:
         fp = self._check_resume()
         t_setup = time.perf_counter()
         questions = self.res.dataset.questions  # load data first: its errors name the file
-        method = instantiate(cfg.agent, resources=self.res, cfg=cfg, _recursive_=False)
+        method = build_method(cfg, self.res)
         qa_reader = instantiate(cfg.qa_reader, resources=self.res, _recursive_=False) if cfg.get("qa") else None
         self.timings["setup_s"] = time.perf_counter() - t_setup
         pred_path = self.run_dir / "predictions.jsonl"

@@ -134,7 +134,7 @@ def main() -> None:
                 t = time.perf_counter()
                 base = hybrid.retrieve(q.question, k)
                 tb = time.perf_counter() - t
-                out = ge.expand(q.question, base, q)
+                out = ge.expand(q.question, base)
                 total = time.perf_counter() - t
                 tm = out.trace["timings"]
                 parts["base"].append(tb)

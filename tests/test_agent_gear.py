@@ -106,11 +106,11 @@ def slice_env(tmp_path_factory):
 
 
 def build(slice_env, script: dict, overrides: list[str] | None = None):
-    from hydra.utils import instantiate
+    from gear_repro.agent import build_method
 
     _, make = slice_env
     cfg, res = make(overrides, script)
-    agent = instantiate(cfg.agent, resources=res, cfg=cfg, _recursive_=False)
+    agent = build_method(cfg, res)
     return cfg, res, agent
 
 
@@ -178,7 +178,9 @@ def test_later_rounds_follow_the_pseudocode_by_default(slice_env):
     assert (agent.reader_memory, agent.query_for_beam, agent.gist_docs) == (True, "original", "expanded")
     queries = _spy_search(agent)
     q = res.dataset.questions[0]
+    before = {k: v for k, v in vars(agent.expansion).items() if k != "_scorer"}
     out = agent.run(q, 15)
+    assert {k: v for k, v in vars(agent.expansion).items() if k != "_scorer"} == before  # no side channels
     r1, r2 = out.rounds
     read1, read2 = [c["prompt"] for c in res.llm.calls if c["stage"] == "read"]
     assert "preliminary facts" not in read1

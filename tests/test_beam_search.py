@@ -325,3 +325,21 @@ def test_fusion_order_decides_rrf_ties():
 def test_fusion_order_default_in_configs(compose):
     for name in ("naive", "sync"):
         assert compose([f"expansion={name}"]).expansion.fusion_order == "base_first"
+
+
+def test_k_dependence_and_vector_needs_come_from_classes(compose):
+    """Issue 9 §5: derived from the classes the config names, not from display names."""
+    from gear_repro.agent.single import SingleStep
+    from gear_repro.graph.expansion import NaiveGE, NoExpansion
+    from gear_repro.resources import Resources
+
+    res = type("R", (), {"passage_retriever": None})()
+    assert SingleStep(res, NoExpansion()).k_dependent is False
+    assert SingleStep(res, NaiveGE(None)).k_dependent is True
+    needs = {o: Resources(compose(o.split())).needs_vectors for o in (
+        "retriever=bm25 expansion=none", "retriever=bm25 expansion=none expansion.name=naive",
+        "retriever=bm25 expansion=naive expansion.name=none", "retriever=sbert expansion=none",
+        "retriever=bm25 expansion=none agent=gear")}
+    assert needs == {"retriever=bm25 expansion=none": False, "retriever=bm25 expansion=none expansion.name=naive": False,
+                     "retriever=bm25 expansion=naive expansion.name=none": True, "retriever=sbert expansion=none": True,
+                     "retriever=bm25 expansion=none agent=gear": True}

@@ -41,6 +41,7 @@ from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_texts
 from gear_repro.utils.io import atomic_open
 from gear_repro.utils.paths import cache_dir
+from gear_repro.utils.trace import bump as _bump
 
 # --------------------------------------------------------------------------------------------------
 # configuration
@@ -349,10 +350,6 @@ def flatten_breadth_first(beams: Sequence[Beam]) -> list[int]:
     """Position 0 of every beam in beam order, then position 1, ... (§4.2, DESIGN.md)."""
     depth = max((len(b.rows) for b in beams), default=0)
     return [b.rows[i] for i in range(depth) for b in beams if i < len(b.rows)]
-
-
-def _bump(c: MutableMapping[str, int], key: str, n: int = 1) -> None:
-    c[key] = c.get(key, 0) + n
 
 
 def beam_search(

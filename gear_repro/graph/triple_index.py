@@ -24,7 +24,7 @@ from collections.abc import Iterable, MutableMapping, Sequence
 import numpy as np
 
 from gear_repro.backends.base import Collection, IndexDoc
-from gear_repro.types import Triple
+from gear_repro.types import Triple, triple_text
 from gear_repro.utils.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -230,7 +230,7 @@ class TripleIndex:
 
     def link_many(self, proximal: Sequence[str | tuple[str, str, str]], retriever) -> list[str | None]:
         """Batched tripleLink. A proximal triple is given as its text or as (s, p, o)."""
-        texts = [p if isinstance(p, str) else " ".join(str(x) for x in p) for p in proximal]
+        texts = [p if isinstance(p, str) else triple_text(p) for p in proximal]
         if not texts:
             return []
         out: list[str | None] = []
