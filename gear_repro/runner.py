@@ -24,7 +24,7 @@ from tqdm import tqdm
 from gear_repro.agent import build_method
 from gear_repro.config import to_container, validate
 from gear_repro.evaluation.aggregate import aggregate
-from gear_repro.resources import Resources
+from gear_repro.run_resources import Resources
 from gear_repro.types import Question
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj
@@ -82,7 +82,6 @@ class Runner:
         return fp
 
     def _write_provenance(self, fp: str, extra: dict | None = None) -> None:
-        write_json(self.run_dir / "config.yaml.json", to_container(self.cfg))
         with open(self.run_dir / "config.yaml", "w", encoding="utf-8") as f:
             f.write(OmegaConf.to_yaml(OmegaConf.create(to_container(self.cfg))))
         rec = {"fingerprint": fp, "environment": environment(), "data_hashes": self.res.dataset.hashes,
@@ -148,7 +147,8 @@ class Runner:
         if finished:
             log.info("resuming %s: %d of %d questions already done", self.run_dir, len(questions) - len(todo),
                      len(questions))
-        self._write_provenance(fp)
+        provenance = {"method": method.describe()}  # hub statistics, γ, switches (issue 13)
+        self._write_provenance(fp, provenance)
         t_loop = time.perf_counter()
         with JsonlAppender(pred_path) as out:
             bar = tqdm(todo, desc=f"{cfg.dataset.name} {cfg.get('name', '')}", disable=not cfg.run.progress,
@@ -163,7 +163,7 @@ class Runner:
         metrics = aggregate(preds, list(cfg.run.ks), max_rounds=max_rounds)
         metrics.update({"dataset": cfg.dataset.name, "name": cfg.get("name"), "fingerprint": fp})
         write_json(self.run_dir / "metrics.json", metrics)
-        self._write_provenance(fp)
+        self._write_provenance(fp, provenance)
         log.info("metrics: %s", {k: round(v, 2) for k, v in metrics.items() if isinstance(v, float)})
         return metrics
 

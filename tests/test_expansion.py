@@ -19,6 +19,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from gear_repro.backends.base import IndexDoc  # noqa: E402
 from gear_repro.backends.memory import MemoryBackend  # noqa: E402
+from gear_repro.config import group_config  # noqa: E402
 from gear_repro.data import load_dataset  # noqa: E402
 from gear_repro.data.dataset import Dataset  # noqa: E402
 from gear_repro.graph.expansion import NaiveGE, NoExpansion, SyncGE  # noqa: E402
@@ -253,9 +254,9 @@ def test_instantiate_from_configs(res):
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
-    beam = OmegaConf.load(REPO / "configs" / "beam" / "default.yaml")
+    beam = group_config("beam", "default")
     for name, cls in (("none", NoExpansion), ("naive", NaiveGE), ("sync", SyncGE)):
-        obj = instantiate(OmegaConf.load(REPO / "configs" / "expansion" / f"{name}.yaml"), resources=res, beam=beam)
+        obj = instantiate(group_config("expansion", name), resources=res, beam=beam)
         assert isinstance(obj, cls) and obj.name == name
     naive = instantiate(OmegaConf.load(REPO / "configs" / "expansion" / "naive.yaml"), resources=res, beam=beam)
     assert naive.beam.gamma_value == 20 and naive.beam.width == 10 and naive.beam.length == 2

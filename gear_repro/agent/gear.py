@@ -35,11 +35,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from omegaconf import OmegaConf
 
 from gear_repro.agent.base import MethodOutput
+from gear_repro.config import GistDocs, GistFirstRound, QueryChoice, choice
 from gear_repro.graph.reader import read_triples
 from gear_repro.graph.triple_index import normalize_entity
 from gear_repro.retrieval.fusion import RRF_K, rrf
@@ -49,13 +51,37 @@ from gear_repro.utils.trace import bump, seconds
 
 log = logging.getLogger(__name__)
 
-_CHOICES = {"query_for_base": ("rewritten", "original"), "query_for_beam": ("rewritten", "original"),
-            "read_with": ("original", "rewritten"), "gist_docs": ("fused", "expanded", "base")}
 
 
 def triple_key(t: Sequence[str]) -> tuple[str, ...]:
     """De-duplication key of a proximal triple: each element normalised like an entity."""
     return tuple(normalize_entity(x) for x in t)
+
+
+@dataclass
+class RoundRecord:
+    """One GEAR round n as written to predictions.jsonl ``rounds[n-1]`` (docs/agent.md; JSON keys and order
+    unchanged from the earlier dict). ``ranking`` is the list GEAR returns had it stopped here (Figure 2)."""
+
+    round: int  # n (JSON name kept)
+    query: str  # q(n)
+    base: list[str]  # C'_q(n)
+    proximal: list[list[str]]  # reader triples T'_q(n)
+    linked: list[dict[str, Any]]  # tripleLink results
+    expanded: list[str]  # C~_q(n)
+    fused: list[str]  # C_q(n) (Eq. 3)
+    expansion: dict[str, Any]  # the expansion trace without the keys above and the beams
+    beams: list[dict[str, Any]]
+    gist_read: dict[str, Any]  # ids read, prompt, reply, parse info
+    gist_new: list[list[str]]  # TG_q(n) after de-duplication
+    memory: list[list[str]]  # G(n)
+    reason: dict[str, Any] | None  # Eq. 6 verdict (None: not called)
+    rewrite: dict[str, Any] | None = None  # Eq. 7 (None: stopped)
+    ranking: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 class GearAgent:
@@ -103,17 +129,12 @@ class GearAgent:
                  llm_params: Mapping[str, Any] | None = None, reader_memory: bool = True):
         self.name = name
         self.resources = resources
-        opts = {"query_for_base": query_for_base, "query_for_beam": query_for_beam, "read_with": read_with,
-                "gist_docs": gist_docs}
-        for key, val in opts.items():
-            if val not in _CHOICES[key]:
-                raise ConfigError(f"agent.{key} must be one of {_CHOICES[key]}, got '{val}'")
-        self.query_for_base, self.query_for_beam = query_for_base, query_for_beam
-        self.read_with, self.gist_docs = read_with, gist_docs
+        self.query_for_base = choice(QueryChoice, query_for_base, "agent.query_for_base")
+        self.query_for_beam = choice(QueryChoice, query_for_beam, "agent.query_for_beam")
+        self.read_with = choice(QueryChoice, read_with, "agent.read_with")
+        self.gist_docs = choice(GistDocs, gist_docs, "agent.gist_docs")
+        self.gist_first_round = choice(GistFirstRound, gist_first_round, "agent.gist_first_round")
         self.reader_memory = bool(reader_memory)
-        if gist_first_round not in ("read", "reuse"):
-            raise ConfigError(f"agent.gist_first_round must be 'read' or 'reuse', got '{gist_first_round}'")
-        self.gist_first_round = gist_first_round
         if max_rounds is None or int(max_rounds) < 1:
             raise ConfigError(f"agent.max_rounds (or dataset.max_rounds) must be >= 1, got {max_rounds}")
         self.max_rounds = int(max_rounds)
@@ -135,12 +156,13 @@ class GearAgent:
 
     # -- description ----------------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
-        exp = self.expansion.describe() if hasattr(self.expansion, "describe") else {}
+        """Settings for run.json (the expansion's include γ and the triple graph's hub statistics)."""
         return {"name": self.name, "base_k": self.base_k, "max_rounds": self.max_rounds,
                 "query_for_base": self.query_for_base, "query_for_beam": self.query_for_beam,
                 "read_with": self.read_with, "reader_memory": self.reader_memory, "gist_docs": self.gist_docs,
-                "gist_k": self.gist_k,
-                "passage_link": self.passage_link, "passage_link_k": self.passage_link_k, "expansion": exp}
+                "gist_k": self.gist_k, "gist_first_round": self.gist_first_round,
+                "passage_link": self.passage_link, "passage_link_k": self.passage_link_k,
+                "expansion": self.expansion.describe()}
 
     # -- LLM steps ----------------------------------------------------------------------------------------
     def _chat(self, messages: list[dict], stage: str, round_no: int):
@@ -220,14 +242,13 @@ class GearAgent:
         seen: set[tuple[str, ...]] = set()
         link_cache: dict[str, list[str]] = {}
         round_lists: list[list[str]] = []
-        rounds: list[dict[str, Any]] = []
+        rounds: list[RoundRecord] = []
         query = q
         stop = "max_rounds"
         final = Ranking()
         links: list[list[str]] = []
         for n in range(1, self.max_rounds + 1):
             t0 = time.perf_counter()
-            rec: dict[str, Any] = {"round": n, "query": query}
             base_q = query if self.query_for_base == "rewritten" else q
             beam_q = query if self.query_for_beam == "rewritten" else q
             read_q = q if self.read_with == "original" else query
@@ -267,38 +288,29 @@ class GearAgent:
             t4 = time.perf_counter()
             final, links = self.fuse(memory, round_lists, link_cache)
             t5 = time.perf_counter()
-            rec.update({
-                "base": list(base.ids),
-                "proximal": etrace.get("proximal", []),
-                "linked": etrace.get("linked", []),
-                "expanded": expanded,
-                "fused": list(fused.ids),
-                "expansion": {k_: v for k_, v in etrace.items()
-                              if k_ not in ("proximal", "linked", "expanded", "beams")},
-                "beams": etrace.get("beams", []),
-                "gist_read": {"ids": gist_ids, **ginfo},
-                "gist_new": [list(t) for t in added],
-                "memory": [list(t) for t in memory],
-                "reason": verdict,
-                "rewrite": None,
-                "ranking": final.ids[: self.round_ranking_depth] if self.round_ranking_depth else final.ids,
-            })
+            rec = RoundRecord(
+                round=n, query=query, base=list(base.ids), proximal=etrace.get("proximal", []),
+                linked=etrace.get("linked", []), expanded=expanded, fused=list(fused.ids),
+                expansion={k_: v for k_, v in etrace.items() if k_ not in ("proximal", "linked", "expanded", "beams")},
+                beams=etrace.get("beams", []), gist_read={"ids": gist_ids, **ginfo},
+                gist_new=[list(t) for t in added], memory=[list(t) for t in memory], reason=verdict,
+                ranking=final.ids[: self.round_ranking_depth] if self.round_ranking_depth else final.ids)
             timings = {"base_s": t1 - t0, "expansion_s": t2 - t1, "gist_s": t3 - t2, "reason_s": t4 - t3,
                        "fusion_s": t5 - t4}
             rounds.append(rec)
             if verdict is not None and verdict["answerable"]:
                 stop = "answerable"
-                rec["timings"] = {k_: seconds(v) for k_, v in timings.items()}
+                rec.timings = {k_: seconds(v) for k_, v in timings.items()}
                 break
             if last:
-                rec["timings"] = {k_: seconds(v) for k_, v in timings.items()}
+                rec.timings = {k_: seconds(v) for k_, v in timings.items()}
                 break
             t6 = time.perf_counter()
             rw = self.rewrite(q, memory, verdict["reason"] if verdict else "", round_no=n, counters=counters)
             timings["rewrite_s"] = time.perf_counter() - t6
-            rec["rewrite"] = rw
-            rec["timings"] = {k_: seconds(v) for k_, v in timings.items()}
-            if normalize_entity(rw["query"]) in {normalize_entity(r["query"]) for r in rounds}:
+            rec.rewrite = rw
+            rec.timings = {k_: seconds(v) for k_, v in timings.items()}
+            if normalize_entity(rw["query"]) in {normalize_entity(r.query) for r in rounds}:
                 bump(counters, "rewrite_repeated")
             query = rw["query"]
         trace = {
@@ -307,11 +319,11 @@ class GearAgent:
             "n_rounds": len(rounds),
             "max_rounds": self.max_rounds,
             "memory": [list(t) for t in memory],
-            "answer": next((r["reason"]["reason"] for r in reversed(rounds)
-                            if r.get("reason") and r["reason"]["answerable"]), None),
+            "answer": next((r.reason["reason"] for r in reversed(rounds) if r.reason and r.reason["answerable"]),
+                           None),
             "passage_link": [{"triple": list(t), "ids": ids[: self.passage_link_k * 2]}
                              for t, ids in zip(memory, links, strict=False)] if links else [],
             "counters": counters,
             "timings": {"total_s": seconds(time.perf_counter() - t_start)},
         }
-        return MethodOutput(ranking=final, rounds=rounds, trace=trace)
+        return MethodOutput(ranking=final, rounds=[r.to_dict() for r in rounds], trace=trace)

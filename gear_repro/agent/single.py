@@ -36,6 +36,11 @@ class SingleStep:
         self.k_dependent = bool(expansion.k_dependent)
         self.output_depth = output_depth
 
+    def describe(self) -> dict[str, Any]:
+        """Settings for run.json (the expansion's include γ and the triple graph's hub statistics)."""
+        return {"name": self.name, "k_dependent": self.k_dependent, "output_depth": self.output_depth,
+                "expansion": self.expansion.describe()}
+
     def run(self, question: Question, k: int) -> MethodOutput:
         t0 = time.perf_counter()
         base = self.retriever.retrieve(question.question, k)

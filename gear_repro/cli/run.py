@@ -37,7 +37,7 @@ def _main(cfg: DictConfig) -> float | None:
     if isinstance(ref, dict):  # stage=extract: our triples vs the dataset's own (e.g. GPT-3.5 OpenIE)
         print("vs the dataset's triples on the same passages:",
               {k: round(v, 3) for k, v in ref.items() if isinstance(v, int | float)})
-    return shown.get("recall@15")
+    return shown.get(str(cfg.get("optimized_metric", "recall@15")))
 
 
 def _user_error(e: BaseException | None) -> GearError | None:

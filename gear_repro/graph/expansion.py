@@ -31,17 +31,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gear_repro.config import FusionOrder, OnNoProximal, choice
 from gear_repro.graph.beam_search import BeamConfig, BeamResult, PathScorer, beam_search, scorer_for
 from gear_repro.graph.reader import MEMORY_PROMPT, READER_PROMPT, read_triples
 from gear_repro.graph.triple_index import TripleIndex
 from gear_repro.retrieval.fusion import RRF_K, rrf
 from gear_repro.types import Ranking, Triple3, triple_text
-from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.trace import bump, seconds
 
 log = logging.getLogger(__name__)
-
-FUSION_ORDERS = ("base_first", "expanded_first")
 
 
 @dataclass
@@ -94,9 +92,7 @@ class GraphExpansion:
                  trace_beams: int | None = None, name: str | None = None, fusion_order: str = "base_first"):
         if name:
             self.name = name
-        if fusion_order not in FUSION_ORDERS:
-            raise ConfigError(f"expansion.fusion_order must be one of {FUSION_ORDERS}, got '{fusion_order}'")
-        self.fusion_order = fusion_order
+        self.fusion_order = choice(FusionOrder, fusion_order, "expansion.fusion_order")
         self.resources = resources
         self.beam = BeamConfig.from_any(beam)
         self.k_rrf = k_rrf
@@ -117,7 +113,7 @@ class GraphExpansion:
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "beam": self.beam.to_dict(), "k_rrf": self.k_rrf,
-                "output_depth": self.output_depth, "fusion_order": self.fusion_order}
+                "output_depth": self.output_depth, "fusion_order": self.fusion_order, "graph": self.index.describe()}
 
     # -- steps ---------------------------------------------------------------------------------------
     def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], *, read_query: str,
@@ -203,12 +199,10 @@ class SyncGE(GraphExpansion):
                  llm_params: Mapping[str, Any] | None = None, fusion_order: str = "base_first",
                  memory_prompt: str = MEMORY_PROMPT):
         super().__init__(resources, beam, k_rrf, output_depth, trace_beams, name, fusion_order)
-        if on_no_proximal not in ("base", "naive"):
-            raise ConfigError(f"expansion.on_no_proximal must be 'base' or 'naive', got '{on_no_proximal}'")
         self.prompt = prompt
         self.memory_prompt = memory_prompt
         self.max_proximal = max_proximal
-        self.on_no_proximal = on_no_proximal
+        self.on_no_proximal = choice(OnNoProximal, on_no_proximal, "expansion.on_no_proximal")
         self.llm_params = dict(llm_params or {})
 
     def describe(self) -> dict[str, Any]:

@@ -26,7 +26,7 @@ import pandas as pd
 from gear_repro.evaluation.aggregate import question_recalls, round_recalls
 from gear_repro.evaluation.metrics import recall_at_k
 from gear_repro.reporting.paper import paper_value
-from gear_repro.reporting.runs import RunResult
+from gear_repro.reporting.runs import RunResult, read_config
 from gear_repro.utils.io import iter_jsonl
 
 DENSITY_BINS: list[tuple[str, float, float]] = [
@@ -275,8 +275,8 @@ def runs_with_predictions(paths: Sequence[str | Path]) -> list[RunResult]:
     out = []
     for root in map(Path, paths):
         for pf in sorted(root.rglob("predictions.jsonl")) if root.is_dir() else []:
-            cfile, mfile = pf.parent / "config.yaml.json", pf.parent / "metrics.json"
-            cfg = read_json(cfile) if cfile.exists() else {}
+            cfile, mfile = pf.parent / "config.yaml", pf.parent / "metrics.json"
+            cfg = read_config(cfile) if cfile.exists() else {}
             out.append(RunResult(pf.parent, cfg, read_json(mfile) if mfile.exists() else {}))
     return out
 

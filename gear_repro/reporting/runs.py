@@ -8,6 +8,13 @@ from pathlib import Path
 from gear_repro.utils.errors import GearError
 from gear_repro.utils.io import read_json
 
+
+def read_config(path: Path) -> dict:
+    """A run's resolved config (the runner's config.yaml) as a plain dict."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(OmegaConf.load(path), resolve=False)  # type: ignore[return-value]
+
 RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid"}
 EXPANSION_LABELS = {"naive": "NaiveGE", "sync": "SyncGE"}
 
@@ -58,19 +65,19 @@ class RunResult:
 
 
 def find_runs(paths: list[str | Path]) -> list[RunResult]:
-    """Every folder under ``paths`` holding metrics.json and config.yaml.json (multirun folders too)."""
+    """Every folder under ``paths`` holding metrics.json and config.yaml (multirun folders too)."""
     runs: list[RunResult] = []
     for root in map(Path, paths):
         if not root.exists():
             raise GearError(f"run dir not found: {root}")
         for mfile in sorted(root.rglob("metrics.json")):
-            cfile = mfile.parent / "config.yaml.json"
+            cfile = mfile.parent / "config.yaml"
             if not cfile.exists():
                 continue
             metrics = read_json(mfile)
             if metrics.get("stage") in ("index", "extract"):
                 continue
-            runs.append(RunResult(mfile.parent, read_json(cfile), metrics))
+            runs.append(RunResult(mfile.parent, read_config(cfile), metrics))
     if not runs:
-        raise GearError(f"no finished runs (metrics.json + config.yaml.json) under {', '.join(map(str, paths))}")
+        raise GearError(f"no finished runs (metrics.json + config.yaml) under {', '.join(map(str, paths))}")
     return runs

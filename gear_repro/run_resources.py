@@ -90,11 +90,6 @@ class Resources:
             raise ConfigError("this run needs an LLM but no `llm=` config group is selected")
         return instantiate(self.cfg.llm)
 
-    def built(self) -> dict[str, bool]:
-        """Which resources were actually built (for the run record)."""
-        names = ["dataset", "backend", "embedder", "passages", "triples", "triple_index", "llm"]
-        return {n: n in self.__dict__ for n in names}
-
     def close(self) -> None:
         llm = self.__dict__.get("llm")
         if llm is not None and hasattr(llm, "close"):
