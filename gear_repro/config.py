@@ -27,7 +27,8 @@ from enum import Enum
 from typing import Any, TypeVar
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
+from omegaconf.errors import OmegaConfBaseException
 
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import REPO_DIR, cache_dir
@@ -151,6 +152,7 @@ class RunSchema:
     resume: bool = True
     progress: bool = True
     fail_fast: bool = False  # re-raise a question's error instead of logging and counting it
+    allow_errors: bool = False  # false: a run with errored questions exits non-zero (they are scored as misses)
 
 
 @dataclass
@@ -288,9 +290,80 @@ class QAReaderSchema:
     llm_params: dict[str, Any] = field(default_factory=dict)
 
 
+class HippoRAGVersion(str, Enum):
+    v1 = "v1"  # HippoRAG (legacy branch): NER -> phrase linking -> PPR over phrases
+    v2 = "v2"  # HippoRAG 2 (main branch): fact linking, passage nodes
+
+
+class PhraseNormalisation(str, Enum):
+    hipporag = "hipporag"  # processing_phrases + GEAR's entity key
+    entity = "entity"  # GEAR's entity key only
+
+
+class NoEntityFallback(str, Enum):
+    retriever = "retriever"  # the run's base retriever (as v2's dense fallback)
+    uniform = "uniform"  # v1: uniform scores, i.e. corpus order
+
+
+@dataclass
+class HippoRAGSchema:
+    """The ``hipporag`` group (configs/hipporag/default.yaml documents each value and its source)."""
+
+    _target_: str = "gear_repro.retrieval.hipporag.HippoRAG"
+    version: HippoRAGVersion = HippoRAGVersion.v1
+    damping: float = 0.5
+    node_specificity: bool = True
+    normalisation: PhraseNormalisation = PhraseNormalisation.hipporag
+    synonyms: bool = True
+    synonym_threshold: float = 0.8
+    synonym_top_k: int = 100
+    synonym_min_alnum: int = 3
+    no_entity_fallback: NoEntityFallback = NoEntityFallback.retriever
+    linking_top_k: int = 5
+    passage_node_weight: float = 0.05
+    ner_params: dict[str, Any] = field(default_factory=dict)
+    cache: bool = True
+    block_rows: int | None = None
+
+
+# plain nodes merged onto their schema by validate() (not in a config group)
+SCHEMAS: dict[str, Any] = {"hipporag": HippoRAGSchema}
+
+
+class T2RAGRanking(str, Enum):
+    """How T²RAG's iteration lists become the method's ranking (agent.ranking)."""
+
+    rrf = "rrf"        # RRF of the iteration lists (as GEAR fuses its rounds, Eq. 9)
+    concat = "concat"  # iteration lists in order, de-duplicated
+
+
+@dataclass
+class T2RAGAgentSchema:
+    """``configs/agent/t2rag.yaml`` (seed 002, §4.3, Alg. 1-2, §5.2; docs/t2rag.md). Registered in Hydra's
+    ConfigStore as ``agent/t2rag_schema`` and named first in that file's defaults list, so a misspelt key or a
+    wrong type fails at composition."""
+
+    _target_: str = "gear_repro.agent.t2rag.T2RAGAgent"
+    name: str = "t2rag"
+    k: int = 5  # unique passages per iteration (§5.2)
+    max_iterations: int = 3  # N (§5.2); 1 = "single round" ablation (Table 2)
+    candidate_depth: int = 200  # propositions per query before the global ranking (Alg. 2)
+    with_passages: bool = True  # false = "w/o chunk" ablation (Table 2)
+    carry_fuzzy: bool = True  # paper (Step 2.3); false = the authors' code
+    question_query: bool = False  # true = the authors' code (question as an extra query)
+    resolve_without_context: bool = True  # paper (Alg. 1); false = the authors' code
+    example_propositions_chars: int | None = None  # None = whole (App. E); the code: 1000
+    answer: bool = True  # T²RAG's own answer (Step 3); false = qa_reader answers
+    ranking: T2RAGRanking = T2RAGRanking.rrf
+    k_rrf: int = 60
+    llm_params: dict[str, Any] = field(default_factory=dict)
+
+
+
+
 # group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults
 GROUP_SCHEMAS: dict[str, dict[str, type]] = {
-    "agent": {"single_schema": SingleStepSchema, "gear_schema": GearAgentSchema},
+    "agent": {"single_schema": SingleStepSchema, "gear_schema": GearAgentSchema, "t2rag_schema": T2RAGAgentSchema},
     "expansion": {"none_schema": NoExpansionSchema, "naive_schema": NaiveGESchema, "sync_schema": SyncGESchema},
     "beam": {"beam_schema": BeamSchema},
     "llm": {"llm_schema": LLMSchema},
@@ -338,17 +411,54 @@ _SECRET = re.compile(r"(api[_-]?key|password|secret|token)$", re.IGNORECASE)
 
 
 def validate(cfg: DictConfig) -> DictConfig:
-    """Run-level checks the schemas cannot express (value ranges across keys)."""
+    """Merge the plain schema'd nodes (SCHEMAS) and run checks the schemas cannot express."""
+    for key, schema in SCHEMAS.items():
+        if cfg.get(key) is None:
+            continue
+        try:
+            merged = OmegaConf.merge(OmegaConf.structured(schema), cfg[key])
+        except OmegaConfBaseException as e:
+            raise ConfigError(f"config group '{key}': {e.msg if hasattr(e, 'msg') else e}") from e
+        with open_dict(cfg):
+            cfg[key] = merged
     choice(Stage, cfg.get("stage", "retrieve"), "stage")
     if not cfg.run.ks or any(k <= 0 for k in cfg.run.ks):
         raise ConfigError(f"run.ks must be positive ranks, got {list(cfg.run.ks)}")
+    if cfg.run.save_depth < max(cfg.run.ks):  # a shorter saved ranking would silently truncate recall@k
+        raise ConfigError(f"run.save_depth ({cfg.run.save_depth}) must be >= max(run.ks) ({max(cfg.run.ks)})")
+    if cfg.dataset.limit is not None and cfg.dataset.limit <= 0:
+        raise ConfigError(f"dataset.limit must be a positive number of questions or null (all), got "
+                          f"{cfg.dataset.limit}")
+    llm = cfg.get("llm")
+    if isinstance(llm, DictConfig) and "api_key_env" in llm:
+        from gear_repro.llm.client import check_env_name
+
+        check_env_name(llm.api_key_env)
     return cfg
+
+
+def is_secret_key(key: Any) -> bool:
+    """A config key whose value is a secret (api_key, password, secret, token)."""
+    return bool(_SECRET.search(str(key)))
+
+
+def _secret(key: Any, value: Any) -> bool:
+    """A value to hide: under a secret-looking key, or a key given by mistake as ``*_env`` (a variable name)."""
+    if value in (None, ""):
+        return False
+    if is_secret_key(key):
+        return True
+    if str(key).endswith("_env"):
+        from gear_repro.llm.client import looks_like_env_name
+
+        return not looks_like_env_name(value)
+    return False
 
 
 def redact(obj: Any) -> Any:
     """A copy of a plain config container with secret-looking values replaced by '***'."""
     if isinstance(obj, dict):
-        return {k: ("***" if _SECRET.search(str(k)) and v not in (None, "") else redact(v)) for k, v in obj.items()}
+        return {k: ("***" if _secret(k, v) else redact(v)) for k, v in obj.items()}
     if isinstance(obj, list):
         return [redact(v) for v in obj]
     return obj

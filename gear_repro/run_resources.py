@@ -10,7 +10,7 @@ import logging
 from functools import cached_property
 from typing import Any
 
-from hydra.utils import instantiate
+from hydra.utils import get_object, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from gear_repro.backends.base import Backend, Collection, IndexDoc
@@ -43,11 +43,11 @@ class Resources:
 
     @property
     def needs_vectors(self) -> bool:
-        """Whether collections are embedded: asked of the classes the run uses (retriever, expansion, agent;
+        """Whether collections are embedded: asked of the classes the run uses (retriever, expansion, agent, hipporag;
         each has ``needs_vectors``). False for plain BM25 runs (an ES index then holds no vectors)."""
         from gear_repro.agent import target_class
 
-        classes = [target_class(self.cfg.get(group)) for group in ("retriever", "expansion", "agent")]
+        classes = [target_class(self.cfg.get(group)) for group in ("retriever", "expansion", "agent", "hipporag")]
         return any(getattr(c, "needs_vectors", True) for c in classes if c is not None)
 
     @cached_property
@@ -55,12 +55,17 @@ class Resources:
         docs = [IndexDoc(p.id, p.content) for p in self.dataset.passages]
         return self.backend.open_collection("passages", docs, self.embedder if self.needs_vectors else None)
 
-    def _retriever(self, collection: Collection):
-        return instantiate(self.cfg.retriever, collection=collection, embedder=self.embedder)
+    def _retriever(self, rcfg: DictConfig, collection: Collection):
+        """Instantiate a retriever config over ``collection``. A retriever class with ``needs_resources``
+        (GRIEVER: dataset triples, backend) also gets ``resources=self``; the optional nested
+        ``triple_retriever`` config is not a constructor argument (see :attr:`triple_retriever`)."""
+        node = OmegaConf.masked_copy(rcfg, [k for k in rcfg if k != "triple_retriever"])
+        extra = {"resources": self} if getattr(get_object(rcfg._target_), "needs_resources", False) else {}
+        return instantiate(node, collection=collection, embedder=self.embedder, **extra)
 
     @cached_property
     def passage_retriever(self):
-        return self._retriever(self.passages)
+        return self._retriever(self.cfg.retriever, self.passages)
 
     @cached_property
     def triples(self) -> Collection:
@@ -75,7 +80,11 @@ class Resources:
 
     @cached_property
     def triple_retriever(self):
-        return self._retriever(self.triples)
+        """h_base over T for tripleLink/passageLink: the retriever config itself, or its nested
+        ``triple_retriever`` config when it has one (GRIEVER retrieves passages only; its YAML names the
+        hybrid retriever for T)."""
+        rcfg = self.cfg.retriever
+        return self._retriever(rcfg.triple_retriever if rcfg.get("triple_retriever") else rcfg, self.triples)
 
     @cached_property
     def triple_index(self):
@@ -83,6 +92,13 @@ class Resources:
 
         graph_cfg = OmegaConf.to_container(self.cfg.get("graph", {}), resolve=True) or {}
         return TripleIndex(self.triples, self.dataset.triples, **graph_cfg)
+
+    @cached_property
+    def hipporag(self):
+        """HippoRAG retriever over the dataset's triples (configs/hipporag/; gear_repro/retrieval/hipporag.py)."""
+        if self.cfg.get("hipporag") is None:
+            raise ConfigError("this run needs HippoRAG but no `hipporag` config is selected (agent=hipporag|hipporag_ircot)")
+        return instantiate(self.cfg.hipporag, resources=self, _recursive_=False)
 
     @cached_property
     def llm(self):

@@ -4,10 +4,15 @@ The runner holds no paper logic: methods (agent/), expansions (graph/), the QA r
 metrics (evaluation/) do. It owns the run directory:
 
     config.yaml        resolved config (secrets redacted)
-    run.json           provenance: fingerprint, package versions, data/index hashes, timings
+    run.json           provenance: fingerprint, package versions, data/index hashes, question subset, timings
     predictions.jsonl  one line per finished question (appended, so an interrupted run resumes)
-    metrics.json       recall@k (0-100), EM/F1 with qa=true, tokens, latency
+    metrics.json       recall@k (0-100), EM/F1 with qa=true, tokens, latency, n_errors, the evaluated question ids
     llm_stats.json     LLM cache hits/misses, retries, failures (when an LLM was used)
+    .lock              held while the run writes (utils/lock.py); a second run into the dir is refused
+
+Bookkeeping rules (issue 9 §2): a question that errored is recorded (scored as a miss) but not finished, so a
+resume retries it; the resume fingerprint covers the config and the data files' hashes; configuration errors
+are found by :meth:`Runner.preflight` before any question runs.
 """
 
 from __future__ import annotations
@@ -24,18 +29,20 @@ from tqdm import tqdm
 from gear_repro.agent import build_method
 from gear_repro.config import to_container, validate
 from gear_repro.evaluation.aggregate import aggregate
+from gear_repro.qa.reader import score_answer
 from gear_repro.run_resources import Resources
 from gear_repro.types import Question
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.io import JsonlAppender, iter_jsonl, read_json, repair_jsonl_tail, write_json
+from gear_repro.utils.lock import RunDirLock
 from gear_repro.utils.provenance import environment
 
 log = logging.getLogger("gear_repro")
 
 # config keys that do not change results (excluded from the run fingerprint used for resuming)
 _NON_RESULT_KEYS = {
-    "run": {"progress", "resume", "fail_fast"}, "hydra": None, "report": None, "name": None,
+    "run": {"progress", "resume", "fail_fast", "allow_errors"}, "hydra": None, "report": None, "name": None,
     "embedder": {"num_threads", "show_progress", "batch_size", "cache"},
     "llm": {"timeout_s", "max_retries", "backoff_base_s", "backoff_max_s", "concurrency", "cache", "cache_dir", "server",
             "base_url"},
@@ -53,12 +60,32 @@ def run_fingerprint(cfg: DictConfig) -> str:
     return hash_obj(c)
 
 
+def data_fingerprint(cfg: DictConfig, data_hashes: dict) -> str:
+    """Resume fingerprint: the result-relevant config plus the hashes of the data files (corpus, questions,
+    triples), so editing the data and re-running into the same dir never reuses old predictions. Indexes are
+    built from these files with settings that are part of the config, so they are covered too."""
+    return hash_obj({"config": run_fingerprint(cfg), "data": dict(sorted(data_hashes.items()))})
+
+
+def question_ids_hash(ids: list[str]) -> str:
+    """Hash of the evaluated question ids, in order (recorded in metrics.json beside the ids)."""
+    return hash_obj(list(ids))
+
+
 def load_finished(path: Path) -> dict[str, dict]:
+    """Finished questions of a run dir: the last record per id, without errored ones (they are retried)."""
     if not path.exists():
         return {}
     if repair_jsonl_tail(path):
         log.warning("%s: dropped a partial last line left by an interrupted run", path)
-    return {rec["id"]: rec for _, rec in iter_jsonl(path)}
+    last = {rec["id"]: rec for _, rec in iter_jsonl(path)}
+    return {qid: rec for qid, rec in last.items() if not rec.get("error")}
+
+
+def pass_for_qa(ks: list[int], top_k: int) -> int:
+    """The matched-k pass QA reads (Table 3): the smallest evaluated k holding the reader's top_k passages
+    (k=5 for the paper's 5 passages), else the largest."""
+    return next((k for k in sorted(ks) if k >= top_k), max(ks))
 
 
 class Runner:
@@ -70,26 +97,43 @@ class Runner:
         self.timings: dict[str, float] = {}
 
     # -- bookkeeping ---------------------------------------------------------------------------------
+    def preflight(self, method, qa_reader) -> None:
+        """Configuration errors found at start-up, before any question runs (issue 9 §2): beam options and
+        scorer name, and the LLM's credentials when the method (``needs_llm``, default true) or QA uses it."""
+        from gear_repro.graph.beam_search import BeamConfig
+        from gear_repro.graph.scorers import check_scorer
+
+        if self.cfg.get("beam") is not None:
+            check_scorer(BeamConfig.from_any(self.cfg.beam).scorer)
+        if self.cfg.get("llm") is not None and (qa_reader is not None or getattr(method, "needs_llm", True)):
+            check = getattr(self.res.llm, "check_ready", None)
+            if check is not None:
+                check()
+
     def _check_resume(self) -> str:
-        fp = run_fingerprint(self.cfg)
+        fp = data_fingerprint(self.cfg, self.res.dataset.hashes)
         run_json = self.run_dir / "run.json"
         if run_json.exists() and (self.run_dir / "predictions.jsonl").exists():
             old = read_json(run_json).get("fingerprint")
             if old and old != fp:
                 raise ConfigError(
-                    f"{self.run_dir} holds predictions of a different config (fingerprint {old} != {fp}); "
-                    "use a new run dir (hydra.run.dir=...) instead of mixing results")
+                    f"{self.run_dir} holds predictions of a different config or different data (fingerprint {old} "
+                    f"!= {fp}); use a new run dir (hydra.run.dir=...) instead of mixing results")
         return fp
 
     def _write_provenance(self, fp: str, extra: dict | None = None) -> None:
         with open(self.run_dir / "config.yaml", "w", encoding="utf-8") as f:
             f.write(OmegaConf.to_yaml(OmegaConf.create(to_container(self.cfg))))
         rec = {"fingerprint": fp, "environment": environment(), "data_hashes": self.res.dataset.hashes,
-               "data_warnings": self.res.dataset.warnings, "timings": self.timings, **(extra or {})}
+               "data_warnings": self.res.dataset.warnings, "subset": self.res.dataset.selection,
+               "timings": self.timings, **(extra or {})}
         for name in ("passages", "triples"):
             coll = self.res.__dict__.get(name)
             if coll is not None:
                 rec.setdefault("index_hashes", {})[name] = getattr(coll, "content_hash", None)
+        hippo = self.res.__dict__.get("hipporag")
+        if hippo is not None:
+            rec["hipporag"] = hippo.describe()  # graph size, build/load time (docs/baselines.md "Costs")
         emb = self.res.__dict__.get("embedder")
         if emb is not None and hasattr(emb, "stats"):
             rec["embedder_stats"] = emb.stats
@@ -102,16 +146,20 @@ class Runner:
     def run(self) -> dict:
         stage = self.cfg.get("stage", "retrieve")
         try:
-            if stage == "extract":
-                from gear_repro.extraction import run_extraction
+            with RunDirLock(self.run_dir):
+                if stage == "extract":
+                    from gear_repro.extraction import failed_calls_error, run_extraction
 
-                fp = run_fingerprint(self.cfg)
-                result = run_extraction(self.cfg, self.res, self.run_dir)
-                self._write_provenance(fp)
-                return result
-            if stage == "index":
-                return self.build_indexes()
-            return self.retrieve()
+                    fp = data_fingerprint(self.cfg, self.res.dataset.hashes)
+                    result = run_extraction(self.cfg, self.res, self.run_dir)
+                    self._write_provenance(fp)
+                    err = failed_calls_error(result)
+                    if err is not None:
+                        raise err
+                    return result
+                if stage == "index":
+                    return self.build_indexes()
+                return self.retrieve()
         finally:
             self.res.close()
 
@@ -127,17 +175,18 @@ class Runner:
             if self.res.needs_vectors:
                 self.res.triples.vectors()
         self.timings["index_s"] = time.perf_counter() - t0
-        self._write_provenance(run_fingerprint(self.cfg), {"indexes": out})
+        self._write_provenance(data_fingerprint(self.cfg, self.res.dataset.hashes), {"indexes": out})
         write_json(self.run_dir / "metrics.json", {"stage": "index", **out, "index_s": self.timings["index_s"]})
         return out
 
     def retrieve(self) -> dict:
         cfg = self.cfg
-        fp = self._check_resume()
         t_setup = time.perf_counter()
         questions = self.res.dataset.questions  # load data first: its errors name the file
+        fp = self._check_resume()
         method = build_method(cfg, self.res)
         qa_reader = instantiate(cfg.qa_reader, resources=self.res, _recursive_=False) if cfg.get("qa") else None
+        self.preflight(method, qa_reader)
         self.timings["setup_s"] = time.perf_counter() - t_setup
         pred_path = self.run_dir / "predictions.jsonl"
         finished = load_finished(pred_path) if cfg.run.resume else {}
@@ -155,13 +204,17 @@ class Runner:
                        unit="q", dynamic_ncols=True)
             for q in bar:
                 rec = self._one(q, method, qa_reader)
-                out.write(rec)
+                out.write(rec)  # an errored record is scored as a miss now and retried by a resume
                 finished[q.id] = rec
         self.timings["questions_s"] = time.perf_counter() - t_loop
         preds = [finished[q.id] for q in questions if q.id in finished]
-        max_rounds = (cfg.get("agent") or {}).get("max_rounds") or cfg.dataset.get("max_rounds")
-        metrics = aggregate(preds, list(cfg.run.ks), max_rounds=max_rounds)
-        metrics.update({"dataset": cfg.dataset.name, "name": cfg.get("name"), "fingerprint": fp})
+        max_rounds = getattr(method, "max_rounds", None) or cfg.dataset.get("max_rounds")  # per-round recall length
+        metrics = aggregate(preds, list(cfg.run.ks), max_rounds=max_rounds,
+                            qa=qa_reader is not None or getattr(method, "answers_questions", False))
+        ids = [q.id for q in questions]
+        metrics.update({"dataset": cfg.dataset.name, "name": cfg.get("name"), "fingerprint": fp,
+                        "question_ids": ids, "question_ids_hash": question_ids_hash(ids),
+                        "method_class": f"{type(method).__module__}.{type(method).__qualname__}"})
         write_json(self.run_dir / "metrics.json", metrics)
         self._write_provenance(fp, provenance)
         log.info("metrics: %s", {k: round(v, 2) for k, v in metrics.items() if isinstance(v, float)})
@@ -172,25 +225,38 @@ class Runner:
         ks = sorted(cfg.run.ks)
         llm = self.res.__dict__.get("llm")
         mark = llm.ledger.mark() if llm is not None else None
+        spans: list[tuple[int, int, int]] = []  # (k, first, end) ledger positions of each matched-k pass
         rec: dict = {"id": q.id, "question": q.question, "gold_ids": q.gold_ids, "answers": q.answers, "type": q.type}
         t0 = time.perf_counter()
         try:
             rankings: dict[str, list[str]] = {}
             if method.k_dependent and cfg.run.matched_k:
-                outs = {k: method.run(q, k) for k in ks}
+                outs = {}
+                for k in ks:
+                    llm = self.res.__dict__.get("llm")
+                    start = llm.ledger.mark() if llm is not None else 0
+                    outs[k] = method.run(q, k)
+                    llm = self.res.__dict__.get("llm")
+                    if llm is not None:
+                        spans.append((k, start, llm.ledger.mark()))
                 for k, o in outs.items():
                     rankings[str(k)] = o.ranking.ids[: cfg.run.save_depth]
                 final = outs[ks[-1]]
+                # Table 3: QA reads the top passages of the pass whose k matches them (k=5), not the k=15 pass
+                qa_source = outs[pass_for_qa(ks, getattr(qa_reader, "top_k", ks[-1]))] if qa_reader else final
                 rec["trace"] = {str(k): o.trace for k, o in outs.items()}
             else:
                 final = method.run(q, cfg.run.base_k or ks[-1])
+                qa_source = final
                 rec["trace"] = final.trace
             rankings["final"] = final.ranking.ids[: cfg.run.save_depth]
             rec["rankings"] = rankings
             rec["rounds"] = final.rounds
-            if qa_reader is not None:
-                rec.update(qa_reader.answer(q, final.ranking.ids))
-        except Exception as e:  # one bad question never loses the run; counted in metrics
+            if final.answer is not None:  # the method answered by itself (T²RAG): score that answer
+                rec.update(score_answer(q, final.answer.text), qa_raw=final.answer.raw, qa_mode="method")
+            elif qa_reader is not None:
+                rec.update(qa_reader.answer(q, qa_source.ranking.ids))
+        except Exception as e:  # one bad question never loses the run; scored as a miss, retried on resume
             if cfg.run.fail_fast:
                 raise
             log.error("question %s failed: %s", q.id, e)
@@ -199,6 +265,10 @@ class Runner:
             rec.setdefault("rankings", {"final": []})
         llm = self.res.__dict__.get("llm")
         if llm is not None:
-            rec["llm_calls"] = llm.ledger.since(mark) if mark is not None else list(llm.ledger.records)
+            calls = llm.ledger.since(mark) if mark is not None else list(llm.ledger.records)
+            base = mark or 0
+            for i, c in enumerate(calls):  # Fig. 4: each call tagged with the k of its matched-k pass
+                c["k"] = next((k for k, a, b in spans if a <= base + i < b), None)
+            rec["llm_calls"] = calls
         rec["timings"] = {"total_s": time.perf_counter() - t0}
         return rec

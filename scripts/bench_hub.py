@@ -23,7 +23,8 @@ import time
 
 import numpy as np
 
-from gear_repro.graph.beam_search import BeamConfig, MeanScorer, beam_search
+from gear_repro.graph.beam_search import BeamConfig, beam_search
+from gear_repro.graph.scorers import MeanScorer
 from gear_repro.graph.triple_index import TripleIndex
 from gear_repro.types import Triple
 

@@ -18,13 +18,17 @@ from gear_repro.backends.memory import MemoryCollection
 from gear_repro.graph.beam_search import (
     Beam,
     BeamConfig,
-    ExactScorer,
-    MeanScorer,
-    SumScorer,
     beam_search,
     diversity_weight,
     flatten_breadth_first,
+)
+from gear_repro.graph.scorers import (
+    CascadeScorer,
+    ExactScorer,
+    MeanScorer,
+    SumScorer,
     make_scorer,
+    scorer_for,
 )
 from gear_repro.graph.triple_index import TripleIndex, normalize_entity, triple_docs
 from gear_repro.retrieval.base import BM25Retriever
@@ -343,3 +347,60 @@ def test_k_dependence_and_vector_needs_come_from_classes(compose):
     assert needs == {"retriever=bm25 expansion=none": False, "retriever=bm25 expansion=none expansion.name=naive": False,
                      "retriever=bm25 expansion=naive expansion.name=none": True, "retriever=sbert expansion=none": True,
                      "retriever=bm25 expansion=none agent=gear": True}
+
+
+# -- fast (cascade) scorer --------------------------------------------------------------------------------
+
+def _beams(graph, scorer, **cfg):
+    index, _ = graph
+    res = beam_search("q", [t.id for t in TRIPLES], index, scorer, BeamConfig(**cfg))
+    return [(ids(index, b), round(b.score, 9)) for b in res.beams]
+
+
+def test_fast_scorer_with_enough_rescoring_is_exact(graph):
+    index, emb = graph
+    exact = _beams(graph, ExactScorer(index, emb), length=2, width=2, gamma=2)
+    fast = CascadeScorer(index, emb, rescore=100)
+    assert _beams(graph, fast, length=2, width=2, gamma=2) == exact
+    assert fast.stats["paths_rescored"] == 4  # t1->t2, t1->t3, t1->t8, t4->t5
+
+
+def test_fast_scorer_without_rescoring_is_the_cheap_score(graph):
+    index, emb = graph
+    cheap = _beams(graph, SumScorer(index, emb), length=2, width=2, gamma=2)
+    emb.calls.clear()
+    assert _beams(graph, CascadeScorer(index, emb, rescore=0), length=2, width=2, gamma=2) == cheap
+    assert emb.calls == [["q"]]  # nothing but q was encoded
+
+
+def test_fast_scorer_rescores_the_top_by_accumulated_cheap_score_and_memoises(graph):
+    index, emb = graph
+    fast = CascadeScorer(index, emb, rescore=2)
+    qv = np.array([1.0, 0.0], dtype=np.float32)
+    r = index.row
+    paths = [(r["t1"], r["t2"]), (r["t1"], r["t3"]), (r["t4"], r["t5"])]
+    prior = np.array([.9, .9, .8])
+    cheap = SumScorer(index, emb).paths(qv, paths)
+    emb.calls.clear()
+    got = fast.paths(qv, paths, prior)
+    top2 = np.argsort(-(cheap + prior), kind="stable")[:2]
+    assert sorted(top2.tolist()) == [0, 1]  # t1->t2, t1->t3 have the highest s + cheap score
+    assert got[0] == pytest.approx(PATH[("t1", "t2")]) and got[1] == pytest.approx(PATH[("t1", "t3")])
+    shift = np.median([PATH[("t1", "t2")] - cheap[0], PATH[("t1", "t3")] - cheap[1]])
+    assert got[2] == pytest.approx(cheap[2] + shift)  # the cheap score, moved onto the exact scale
+    assert len(emb.calls) == 1 and len(emb.calls[0]) == 2
+    fast.paths(qv, paths, prior)  # the second pass (another k) hits the memo
+    assert len(emb.calls) == 1 and fast.stats["paths_memo_hits"] == 2
+    fast.clear()
+    fast.paths(qv, paths, prior)
+    assert len(emb.calls) == 2
+
+
+def test_fast_scorer_options(graph):
+    index, emb = graph
+    s = scorer_for(BeamConfig(scorer="fast", path_separator=" | ", scorer_options={"rescore": 3}), index, emb)
+    assert isinstance(s, CascadeScorer) and s.separator == " | " and s.rescore == 3
+    with pytest.raises(ConfigError):
+        CascadeScorer(index, emb, approx="median")
+    with pytest.raises(ConfigError):
+        CascadeScorer(index, emb, rescore=-1)

@@ -10,7 +10,6 @@ import logging
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -39,6 +38,8 @@ class FakeOpenAI:
         self.in_flight = 0
         self.max_in_flight = 0
         self.lock = threading.Lock()
+        self.release = threading.Event()  # set on close: ends every "hang" action
+        self.two_in_flight = threading.Event()  # set once two requests are served at the same time
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -63,21 +64,23 @@ class FakeOpenAI:
                     action = fake.actions.pop(0) if fake.actions else ("ok",)
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                    if fake.in_flight >= 2:
+                        fake.two_in_flight.set()
                 try:
                     kind = action[0]
                     if kind == "status":
                         self._send(action[1], json.dumps({"error": {"message": f"fake {action[1]}"}}).encode(),
                                    headers=action[2] if len(action) > 2 else None)
-                    elif kind == "sleep":
-                        time.sleep(action[1])
+                    elif kind == "hang":  # no reply until the test ends: the client must time out
+                        fake.release.wait()
+                    elif kind == "together":  # reply only once another request is in flight (or after 30 s)
+                        fake.two_in_flight.wait(30)
                         self._send(200, fake.completion(body))
                     elif kind == "malformed":
                         self._send(200, action[1], ctype=action[2] if len(action) > 2 else "application/json")
                     elif kind == "no_usage":
                         self._send(200, fake.completion(body, usage=False))
                     else:
-                        if len(action) > 1:
-                            time.sleep(action[1])
                         self._send(200, fake.completion(body))
                 finally:
                     with fake.lock:
@@ -101,6 +104,7 @@ class FakeOpenAI:
         return json.dumps(out).encode()
 
     def close(self) -> None:
+        self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -211,12 +215,11 @@ def test_non_retryable_error_fails_at_once(fake: FakeOpenAI, make_client) -> Non
 
 
 def test_slow_response_times_out_then_retries(fake: FakeOpenAI, make_client) -> None:
-    fake.actions = [("sleep", 2.0)]
-    c = make_client(timeout_s=0.4)
-    t0 = time.monotonic()
+    fake.actions = [("hang",)]
+    c = make_client(timeout_s=2.0)
     r = c.chat(msgs(), stage="read")
-    assert r.text == "echo: hello" and c.stats()["retries"] == 1
-    assert time.monotonic() - t0 < 1.8  # did not wait for the slow reply
+    assert r.text == "echo: hello" and c.stats()["retries"] == 1 and len(fake.requests) == 2
+    # the first request is never answered before the test ends: the reply came from the retry
 
 
 @pytest.mark.parametrize("body,ctype", [
@@ -256,8 +259,8 @@ def test_tokens_counted_when_usage_absent(fake: FakeOpenAI, make_client) -> None
 
 
 def test_chat_many_concurrent_in_order(fake: FakeOpenAI, make_client) -> None:
-    fake.actions = [("ok", 0.2)] * 8
-    c = make_client(concurrency=4)
+    fake.actions = [("together",)] * 2
+    c = make_client(concurrency=4, timeout_s=60)
     out = c.chat_many([msgs(f"m{i}") for i in range(8)], stage="read", round_no=3)
     assert [r.text for r in out] == [f"echo: m{i}" for i in range(8)]
     assert fake.max_in_flight > 1

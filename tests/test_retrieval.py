@@ -43,12 +43,13 @@ def test_bm25_ranks_and_scores(isolated_cache):
 def test_bm25_index_is_cached_by_content(isolated_cache):
     coll = MemoryBackend().open_collection("p", DOCS)
     coll.bm25(["x"], 1)
-    built = list((isolated_cache / "indexes").iterdir())
+    built = sorted((isolated_cache / "indexes").iterdir())
     assert len(built) == 1
     MemoryBackend().open_collection("p", DOCS).bm25(["x"], 1)
-    assert list((isolated_cache / "indexes").iterdir()) == built  # reused
+    assert sorted((isolated_cache / "indexes").iterdir()) == built  # reused
     MemoryBackend().open_collection("p", DOCS[:-1]).bm25(["x"], 1)
-    assert len(list((isolated_cache / "indexes").iterdir())) == 2  # changed corpus -> new index
+    after = sorted((isolated_cache / "indexes").iterdir())
+    assert len(after) == 2 and built[0] in after  # changed corpus -> a new index beside the old one
 
 
 def test_top_k_dense_exact_and_stable():
@@ -98,3 +99,14 @@ def test_top_k_ties_at_the_cut_go_to_the_lowest_index():
         k = int(rng.integers(1, 30))
         expected = sorted(range(30), key=lambda i: (-row[i], i))[:k]
         assert top_k_row(row, k).tolist() == expected
+
+
+def test_short_text_vectors_do_not_depend_on_the_batch(minilm):
+    """encode() batches equal-length texts only: a path's vector is the same alone or among others."""
+    path = "Barack Obama born in Honolulu Honolulu capital of Hawaii"
+    others = ["x", "a much longer text with many more tokens than the path text has, for padding", "Hawaii state"]
+    alone = minilm.encode([path])[0].copy()
+    minilm._qcache.clear()
+    mixed = minilm.encode(others + [path])[-1]
+    assert np.array_equal(alone, mixed)
+    assert not np.array_equal(alone, minilm.encode(others)[1])

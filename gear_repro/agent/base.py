@@ -8,16 +8,33 @@ from typing import Any, Protocol
 from gear_repro.types import Question, Ranking
 
 
+@dataclass(frozen=True)
+class MethodAnswer:
+    """A method's own answer (e.g. T²RAG's final answering step): the extracted answer and the raw reply.
+
+    The runner scores it with the same EM/F1 as the QA reader's answers; a method that answers by itself
+    is not re-answered by ``qa_reader``.
+    """
+
+    text: str
+    raw: str
+
+
 @dataclass
 class MethodOutput:
-    """Final ranking, per-round records (multi-step methods) and a JSON-serialisable trace."""
+    """Final ranking, per-round records (multi-step methods), a JSON-serialisable trace and, for methods that
+    answer by themselves, their answer."""
 
     ranking: Ranking
     rounds: list[dict[str, Any]] = field(default_factory=list)
     trace: dict[str, Any] = field(default_factory=dict)
+    answer: MethodAnswer | None = None
 
 
 class Method(Protocol):
+    """A retrieval method. Optional attributes the runner reads: ``answers_questions`` (True: its outputs
+    carry ``answer``, scored as EM/F1 without a QA reader) and ``max_rounds`` (length of per-round recall)."""
+
     name: str
     k_dependent: bool
 

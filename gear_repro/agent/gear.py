@@ -117,6 +117,7 @@ class GearAgent:
     """
 
     name = "gear"
+    needs_llm = True  # reader, gist, reasoner and rewriter are LLM calls (start-up checks credentials)
     k_dependent = False  # each round retrieves base_k passages whatever the evaluated k
     needs_vectors = True  # passageLink and the expansion's beam search use the embedder
 

@@ -33,8 +33,14 @@ class SingleStep:
         self.resources = resources
         self.retriever = resources.passage_retriever
         self.expansion = expansion
-        self.k_dependent = bool(expansion.k_dependent)
+        # a retriever whose list depends on k (GRIEVER pools k per iteration) is run once per evaluated k too
+        self.k_dependent = bool(expansion.k_dependent or getattr(self.retriever, "k_dependent", False))
         self.output_depth = output_depth
+
+    @property
+    def needs_llm(self) -> bool:
+        """Whether a question calls the LLM (checked at start-up): only through an expansion that reads."""
+        return bool(getattr(self.expansion, "needs_llm", False))
 
     def describe(self) -> dict[str, Any]:
         """Settings for run.json (the expansion's include γ and the triple graph's hub statistics)."""

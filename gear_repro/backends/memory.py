@@ -8,8 +8,10 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 
 import bm25s
 import numpy as np
@@ -43,18 +45,23 @@ def top_k_row(row: np.ndarray, k: int) -> np.ndarray:
     return part[np.lexsort((part, -row[part]))]
 
 
-def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int,
+                block: int = 65_536) -> list[tuple[np.ndarray, np.ndarray]]:
     """Exact top-k rows of ``matrix @ q`` for each query row: (row indices, scores), best first.
 
-    Ties break by row index (stable), so results are deterministic.
+    Ties break by row index (stable), so results are deterministic; each query is scored on its own, so its
+    scores do not depend on the other queries of the call.
     """
     n = matrix.shape[0]
     k = min(k, n)
     if k <= 0 or queries.shape[0] == 0:
         return [(np.zeros(0, np.int64), np.zeros(0, np.float32)) for _ in range(queries.shape[0])]
-    sims = (queries.astype(matrix.dtype, copy=False) @ matrix.T).astype(np.float32)
     out = []
-    for row in sims:
+    for q in queries.astype(np.float32, copy=False):  # one product per query: scores do not depend on the batch
+        if matrix.dtype == np.float32:
+            row = matrix @ q
+        else:  # float16 / memory-mapped: float32 products block by block (numpy has no fast float16 product)
+            row = np.concatenate([np.asarray(matrix[a:a + block], dtype=np.float32) @ q for a in range(0, n, block)])
         order = top_k_row(row, k)
         out.append((order, row[order]))
     return out
@@ -90,27 +97,38 @@ class MemoryCollection(DocCollection):
         retr = bm25s.BM25(k1=p["k1"], b=p["b"], method=p["method"])
         retr.index(tokens, show_progress=False)
         if self.cache:
-            tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+            # concurrent runs (hydra/launcher=joblib) may build the same index: each saves to its own temp
+            # directory and renames it into place; a loser of the race drops its copy (same content hash)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=path.name + ".tmp"))
             retr.save(str(tmp))
-            shutil.rmtree(path, ignore_errors=True)
-            os.replace(tmp, path)
+            try:
+                os.rename(tmp, path)
+            except OSError:  # the index appeared meanwhile
+                shutil.rmtree(tmp, ignore_errors=True)
         self._bm25 = retr
         return retr
 
-    def bm25(self, queries: Sequence[str], k: int) -> list[Ranking]:
+    def bm25_scores(self, queries: Sequence[str]) -> list[np.ndarray | None]:
+        """Full BM25 score vector per query (rows aligned with ``ids``); None for a query with no indexed
+        token. For in-process filtered search (GRIEVER's entity and novelty filters)."""
         index = self._bm25_index()
         p = self.bm25_params
         vocab = index.vocab_dict
         toks = [[t for t in q if t in vocab] for q in tokenize(list(queries), p["stopwords"], p["stemmer"])]
+        return [np.asarray(index.get_scores(t), dtype=np.float32) if t else None for t in toks]
+
+    def bm25(self, queries: Sequence[str], k: int) -> list[Ranking]:
         k_eff = min(k, len(self._ids))
-        out: list[Ranking] = [Ranking() for _ in queries]
-        live = [i for i, t in enumerate(toks) if t]
-        if not live or k_eff <= 0:
-            return out
-        for i in live:
-            scores = np.asarray(index.get_scores(toks[i]), dtype=np.float32)
+        if k_eff <= 0 or not queries:
+            return [Ranking() for _ in queries]
+        out: list[Ranking] = []
+        for scores in self.bm25_scores(queries):
+            if scores is None:
+                out.append(Ranking())
+                continue
             order = [int(d) for d in top_k_row(scores, k_eff) if scores[d] > 0]
-            out[i] = Ranking([self._ids[d] for d in order], [float(scores[d]) for d in order])
+            out.append(Ranking([self._ids[d] for d in order], [float(scores[d]) for d in order]))
         return out
 
     # -- dense -------------------------------------------------------------------------------

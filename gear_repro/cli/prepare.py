@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from gear_repro.data.canonical import save_corpus, save_questions, save_triples
+from gear_repro.data.chunking import chunk_corpus
 from gear_repro.data.converters import FORMATS, get_converter
 from gear_repro.data.openie import import_hipporag_openie
 from gear_repro.types import Passage, Question
 from gear_repro.utils.errors import DataError, GearError
 from gear_repro.utils.hashing import hash_file
-from gear_repro.utils.io import write_json
+from gear_repro.utils.io import require_dir_target, require_file, write_json
 
 log = logging.getLogger("gear_repro.prepare")
 
@@ -35,8 +36,17 @@ def _check_unique(passages: list[Passage], questions: list[Question]) -> None:
 
 
 def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path | None = None,
-            triples_hipporag: str | Path | None = None, limit: int | None = None) -> dict[str, Any]:
-    """Convert, validate and write one dataset folder; returns the stats written to prepare_stats.json."""
+            triples_hipporag: str | Path | None = None, limit: int | None = None, chunk_size: int = 0,
+            chunk_overlap: int = 0) -> dict[str, Any]:
+    """Convert, validate and write one dataset folder; returns the stats written to prepare_stats.json.
+    ``chunk_size`` > 0 splits documents into overlapping word windows (gear_repro.data.chunking)."""
+    if limit is not None and limit <= 0:
+        raise DataError(f"--limit must be a positive number of questions, got {limit}")
+    for what, path in (("questions file", questions), ("corpus file", corpus),
+                       ("--triples-hipporag file", triples_hipporag)):
+        if path is not None:
+            require_file(path, what)
+    require_dir_target(out, "--out")
     conv = get_converter(fmt)(questions, corpus=corpus, limit=limit)
     _check_unique(conv.passages, conv.questions)
     out = Path(out)
@@ -49,9 +59,12 @@ def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path
     if triples_hipporag is not None:
         triples, tstats = import_hipporag_openie(triples_hipporag, conv.passages)
         stats["triples"] = tstats
+    passages, qs = conv.passages, conv.questions
+    if chunk_size:
+        passages, qs, triples, stats["chunking"] = chunk_corpus(passages, qs, triples, chunk_size, chunk_overlap)
     out.mkdir(parents=True, exist_ok=True)
-    save_corpus(out / "corpus.jsonl", conv.passages)
-    save_questions(out / "questions.jsonl", conv.questions)
+    save_corpus(out / "corpus.jsonl", passages)
+    save_questions(out / "questions.jsonl", qs)
     if triples is not None:
         save_triples(out / "triples.jsonl", triples)
     elif (out / "triples.jsonl").exists():
@@ -79,6 +92,10 @@ def _summary(stats: dict[str, Any], out: Path) -> str:
             f"openie docs: {t['docs_matched']}/{t['docs']} matched; passages without triples: "
             f"{t['passages_without_triples']}",
         ]
+    c = stats.get("chunking")
+    if c:
+        lines.append(f"chunks: {c['chunks']} from {c['documents']} documents ({c['documents_split']} split; "
+                     f"{c['chunk_size']} words, overlap {c['chunk_overlap']})")
     lines.append(f"wrote {out}/")
     return "\n".join(lines)
 
@@ -90,14 +107,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", help="corpus file, list of {title, text[, idx]}; default: union of paragraphs")
     ap.add_argument("--triples-hipporag", help="HippoRAG OpenIE results file to import as triples.jsonl")
     ap.add_argument("--limit", type=int, help="keep the first N questions")
+    ap.add_argument("--chunk-size", type=int, default=0,
+                    help="split documents into windows of this many words (default 0 = no chunking)")
+    ap.add_argument("--chunk-overlap", type=int, default=0, help="words shared by neighbouring chunks (default 0)")
     ap.add_argument("--out", required=True, help="output dataset folder")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         stats = prepare(args.format, args.questions, args.out, corpus=args.corpus,
-                        triples_hipporag=args.triples_hipporag, limit=args.limit)
+                        triples_hipporag=args.triples_hipporag, limit=args.limit,
+                        chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap)
     except GearError as e:
         print(f"gear-repro-prepare: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # e.g. no permission to write --out
+        print(f"gear-repro-prepare: error: {e.strerror or e}: {e.filename or args.out}", file=sys.stderr)
         return 2
     print(_summary(stats, Path(args.out)))
     return 0

@@ -1,18 +1,24 @@
 """`gear-repro-report RUN_DIR... --out DIR`: paper-layout tables (and figures) from finished runs.
 
 Also writes the analyses that apply (Table 12 density, Table 9 rounds × beam length, tokens per stage,
-GEAR loop statistics; gear_repro/reporting/analyses.py). ``--trace QID`` prints the Table 6-style
-walk-through of one question instead.
+GEAR loop statistics; gear_repro/reporting/analyses.py) and the cost/latency table (cost.md). Every
+recall/EM/F1 value carries a 95% bootstrap interval over questions and N. ``--claims`` adds the claims
+scoreboard (claims.md: paired tests of the papers' claims on the same question ids; docs/evidence.md).
+``--trace QID`` prints the Table 6-style walk-through of one question instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from gear_repro.evaluation.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+from gear_repro.reporting.evidence import EvidenceOptions
 from gear_repro.reporting.runs import find_runs
-from gear_repro.reporting.tables import long_table, wide_table, write_tables
+from gear_repro.reporting.tables import long_table, sources_note, wide_table, write_tables
 from gear_repro.utils.errors import GearError
+from gear_repro.utils.io import require_dir_target
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,6 +29,16 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--figures", action="store_true", help="also draw the paper's figures from these runs")
     ap.add_argument("--trace", metavar="QID", default=None,
                     help="print the Table 6-style walk-through of question QID in these runs and exit")
+    ap.add_argument("--claims", action="store_true",
+                    help="write claims.md/csv: each paper claim these runs can test, with a paired test")
+    ap.add_argument("--claims-file", default=None, help="claims YAML (default: gear_repro/resources/claims.yaml)")
+    ap.add_argument("--intersect", action="store_true",
+                    help="pair runs on different question sets over their shared questions (default: refuse)")
+    ap.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
+                    help=f"bootstrap/permutation resamples (default {DEFAULT_RESAMPLES})")
+    ap.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the resampling (default {DEFAULT_SEED})")
+    ap.add_argument("--prices", default=None, help="price table YAML (default: gear_repro/resources/prices.yaml)")
+    ap.add_argument("--price-model", default=None, help="model of the price table (default: the table's default)")
     return ap
 
 
@@ -37,25 +53,44 @@ def main(argv: list[str] | None = None) -> int:
                 raise GearError(f"question {args.trace} is in none of the runs' predictions.jsonl")
             print(text)
             return 0
-        runs = find_runs(args.runs)
-        long = long_table(runs)
+        require_dir_target(args.out, "--out")
+        if args.resamples < 1:
+            raise GearError(f"--resamples must be positive, got {args.resamples}")
+        opts = EvidenceOptions(resamples=args.resamples, seed=args.seed, intersect=args.intersect)
+        skipped: list[Path] = []
+        runs = find_runs(args.runs, skipped)
+        if skipped:
+            print(f"skipped {len(skipped)} unfinished run(s) (predictions.jsonl without metrics.json; re-run them "
+                  "to finish): " + ", ".join(map(str, skipped)), file=sys.stderr)
+        long = long_table(runs, opts=opts)
         paths = write_tables(long, args.out, args.stem)
         for table, sub in long.groupby("table", sort=False):
-            print(f"\n{table}: ours (paper, delta)")
+            print(f"\n{table}: ours [95% CI] n=questions (paper, delta)")
             wide = wide_table(sub)
             wide.columns = [f"{d} {m}" for d, m in wide.columns]
             print(wide.to_string())
+            notes = sources_note(sub)
+            if notes:
+                print(notes)
         from gear_repro.reporting.analyses import write_analyses
+        from gear_repro.reporting.cost import load_prices, write_cost
 
-        extra = write_analyses(runs, args.out)
+        prices = load_prices(args.prices, args.price_model)
+        extra = write_analyses(runs, args.out, opts) + write_cost(runs, args.out, prices)
+        if args.claims:
+            from gear_repro.reporting.claims import write_claims
+
+            extra += write_claims(runs, args.out, opts, args.claims_file)
         for p in extra:
             if p.suffix == ".md":
                 print("\n" + p.read_text(encoding="utf-8").rstrip())
         paths.update({p.name: p for p in extra})
+        for note in dict.fromkeys(n for r in runs for n in r.notes):
+            print(f"warning: {note}", file=sys.stderr)
         if args.figures:
             from gear_repro.reporting.figures import draw_all
 
-            for p in draw_all(runs, args.out):
+            for p in draw_all(runs, args.out, opts):
                 print(f"figure: {p}")
     except GearError as e:
         print(f"error: {e}", file=sys.stderr)

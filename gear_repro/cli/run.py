@@ -1,19 +1,35 @@
-"""`gear-repro`: run one experiment (or a -m sweep) from Hydra configs in configs/."""
+"""`gear-repro`: run one experiment (or a -m sweep) from Hydra configs in configs/.
+
+Before Hydra sees the command line (issue 9 §3-4): a secret given as an override (``backend.password=...``,
+``+llm.api_key=...``) is moved into a process-private environment variable and replaced by an ``${oc.env:...}``
+reference, so Hydra's own ``.hydra/`` copies and ``multirun.yaml`` never hold it; a key passed by mistake as
+``llm.api_key_env`` and a ``hydra.run.dir`` that is a file are refused with one line. Exit codes: 0 ok,
+1 the run had errored questions (unless ``run.allow_errors=true``), 2 a user error, 130 interrupted.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 import gear_repro.config  # noqa: F401  (registers ${repo:} and ${cache:})
-from gear_repro.utils.errors import GearError
+from gear_repro.config import is_secret_key
+from gear_repro.llm.client import looks_like_env_name
+from gear_repro.utils.errors import ConfigError, GearError
 from gear_repro.utils.paths import config_dir
 
 log = logging.getLogger("gear_repro")
+
+SECRET_ENV_PREFIX = "GEAR_REPRO_SECRET_"
+
+
+_ERRORED_RUNS: list[str] = []  # run dirs with errored questions (a sweep goes on; the exit code says so at the end)
 
 
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
@@ -23,6 +39,10 @@ def _main(cfg: DictConfig) -> float | None:
     run_dir = HydraConfig.get().runtime.output_dir
     try:
         metrics = Runner(cfg, run_dir).run()
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: finished questions are saved in {run_dir}; re-run the same command to resume",
+              file=sys.stderr)
+        raise SystemExit(130) from None
     except Exception as e:
         cause = _user_error(e)
         if cause is None:
@@ -37,6 +57,13 @@ def _main(cfg: DictConfig) -> float | None:
     if isinstance(ref, dict):  # stage=extract: our triples vs the dataset's own (e.g. GPT-3.5 OpenIE)
         print("vs the dataset's triples on the same passages:",
               {k: round(v, 3) for k, v in ref.items() if isinstance(v, int | float)})
+    n_err = int((metrics or {}).get("n_errors") or 0)
+    if n_err:
+        print(f"WARNING: {n_err} of {metrics.get('n_questions')} questions failed and are scored as misses "
+              f"(see 'error' in {Path(run_dir) / 'predictions.jsonl'}); re-run the same command to retry them",
+              file=sys.stderr)
+        if not cfg.run.get("allow_errors", False):
+            _ERRORED_RUNS.append(str(run_dir))
     return shown.get(str(cfg.get("optimized_metric", "recall@15")))
 
 
@@ -49,8 +76,55 @@ def _user_error(e: BaseException | None) -> GearError | None:
     return None
 
 
+def _unquote(v: str) -> str:
+    return v[1:-1] if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"" else v
+
+
+def protect_argv(argv: list[str], environ: dict[str, str] | os._Environ = os.environ) -> list[str]:
+    """The command line with every secret override's value moved into ``environ`` (see the module doc).
+
+    Raises ConfigError for a key passed as ``*.api_key_env`` and for a ``hydra.run.dir``/``hydra.sweep.dir``
+    that is (inside) a file. Nothing of a secret is echoed.
+    """
+    out = []
+    for i, arg in enumerate(argv):
+        key, sep, value = arg.partition("=")
+        name = key.lstrip("+~")
+        if not sep or arg.startswith("-"):
+            out.append(arg)
+            continue
+        last = name.rsplit(".", 1)[-1]
+        if last.endswith("api_key_env") and value and not looks_like_env_name(_unquote(value)):
+            raise ConfigError(f"{name} must be the NAME of an environment variable (e.g. OPENAI_API_KEY); the "
+                              "value given looks like a key itself (not shown). Put the key in the environment")
+        if is_secret_key(last) and value and not value.startswith("${"):
+            var = f"{SECRET_ENV_PREFIX}{i}"
+            environ[var] = _unquote(value)
+            out.append(f"{key}=${{oc.env:{var}}}")
+            continue
+        if name in ("hydra.run.dir", "hydra.sweep.dir"):
+            from gear_repro.utils.io import require_dir_target
+
+            require_dir_target(_unquote(value), name)
+        out.append(arg)
+    return out
+
+
 def main() -> None:
-    _main()
+    try:
+        sys.argv[1:] = protect_argv(sys.argv[1:])
+    except GearError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    try:
+        _main()
+    except KeyboardInterrupt:  # outside the run (Hydra start-up): nothing to resume
+        print("\ninterrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+    if _ERRORED_RUNS:
+        print(f"error: {len(_ERRORED_RUNS)} run(s) had failed questions: {', '.join(_ERRORED_RUNS)} "
+              "(exit 1; run.allow_errors=true accepts them)", file=sys.stderr)
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

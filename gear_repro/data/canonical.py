@@ -55,9 +55,15 @@ def load_questions(path: str | Path) -> list[Question]:
         seen[qid] = lineno
         answers = _need(rec, "answers", list, path, lineno)
         gold = _need(rec, "gold_ids", list, path, lineno)
+        for key, vals in (("gold_ids", gold), ("answers", answers)):  # never scored as the string "None"
+            if any(v is None or (isinstance(v, str) and not v.strip()) for v in vals):
+                raise DataError(f"{path}:{lineno}: question '{qid}' has a null or empty entry in '{key}'")
+        text = _need(rec, "question", str, path, lineno)
+        if not text.strip():
+            raise DataError(f"{path}:{lineno}: question '{qid}' has an empty question text")
         out.append(Question(
             id=qid,
-            question=_need(rec, "question", str, path, lineno),
+            question=text,
             answers=[str(a) for a in answers],
             gold_ids=[str(g) for g in gold],
             type=str(rec.get("type") or ""),

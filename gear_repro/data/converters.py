@@ -66,11 +66,11 @@ def musique_hop_type(qid: str) -> str:
 def read_records(path: str | Path, what: str = "questions") -> list[tuple[str, dict]]:
     """Records of a JSON list or a JSONL file, each with a reference ("file:line" / "file[i]") for errors."""
     p = require_file(path, f"{what} file")
-    with open(p, encoding="utf-8") as f:
-        head = f.read(4096).lstrip()
+    with open(p, "rb") as f:
+        head = f.read(4096).lstrip()  # bytes: decoding (with file/line on error) is read_json's or iter_jsonl's
     if not head:
         raise DataError(f"{p}: empty {what} file")
-    if head.startswith("["):
+    if head.startswith(b"["):
         data = read_json(p)
         out = []
         for i, rec in enumerate(data):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,9 +27,21 @@ class Dataset:
     triples_path: Path | None = None
     hashes: dict[str, str] = field(default_factory=dict)
     warnings: dict[str, int] = field(default_factory=dict)
+    selection: dict = field(default_factory=dict)  # which questions were kept: see question_selection()
 
     def __post_init__(self) -> None:
         self.passage_by_id = {p.id: p for p in self.passages}
+
+
+def question_selection(questions: list[Question], kind: str, limit: int | None, seed: int, n_all: int) -> dict:
+    """The question subset a run works on, for run.json: kind, seed, limit, size, the ids and their sha256.
+
+    ``ids_sha256`` hashes the ids in the dataset's order joined by newlines, so two runs on the same subset
+    show the same hash (and a report can pair their questions).
+    """
+    ids = [q.id for q in questions]
+    return {"kind": kind, "seed": seed if kind == "stratified" else None, "limit": limit, "size": len(ids),
+            "of": n_all, "ids_sha256": hashlib.sha256("\n".join(ids).encode()).hexdigest(), "ids": ids}
 
 
 def load_dataset(
@@ -87,5 +100,6 @@ def load_dataset(
             t_path = None
     log.info("dataset %s: %d/%d questions, %d passages, %s triples", name or root.name, len(questions), n_all,
              len(passages), len(triples) if triples is not None else "no")
+    selection = question_selection(questions, subset, limit if limit and limit > 0 else None, subset_seed, n_all)
     return Dataset(name=name or root.name, path=root, passages=passages, questions=questions, triples=triples,
-                   triples_path=t_path, hashes=hashes, warnings=warnings)
+                   triples_path=t_path, hashes=hashes, warnings=warnings, selection=selection)

@@ -2,6 +2,11 @@
 
 Corpus embeddings are cached on disk by (model, texts) content hash; query embeddings in memory.
 Vectors are L2-normalised float32, so a dot product is the cosine similarity.
+
+Query and path vectors do not depend on the batch a text was encoded in (issue 9 §1): a padded batch
+changes a text's vector in the last bits (~1e-7), enough to flip ties, and so does the batch size, so
+:meth:`SentenceEmbedder.encode` encodes each text alone: a ranking is then the same whether a question
+runs alone, in a sweep or after a resume.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from typing import Protocol
 import numpy as np
 
 from gear_repro.embedding.offline import resolve_model
+from gear_repro.embedding.runtimes import BACKENDS, RuntimeSentenceModel
+from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.io import atomic_open
 from gear_repro.utils.paths import cache_dir
@@ -46,6 +53,7 @@ class SentenceEmbedder:
         query_cache_size: int = 100_000,
         num_threads: int | None = None,
         show_progress: bool = True,
+        backend: str = "torch",
     ):
         self.model_name = model
         self.batch_size = batch_size
@@ -55,11 +63,17 @@ class SentenceEmbedder:
         self.cache = cache
         self.show_progress = show_progress
         self.num_threads = num_threads
+        if backend not in BACKENDS:
+            raise ConfigError(f"embedder.backend must be one of {BACKENDS}, got '{backend}'")
+        self.backend = backend
         self._model = None
         self._qcache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._qcache_size = query_cache_size
-        self.model_id = hash_obj({"model": Path(model).name if Path(model).exists() else model,
-                                  "normalize": normalize, "max_seq_length": max_seq_length}, 12)
+        key = {"model": Path(model).name if Path(model).exists() else model, "normalize": normalize,
+               "max_seq_length": max_seq_length}
+        if backend != "torch":  # torch keeps its historical key; other back-ends get their own vectors
+            key["backend"] = backend
+        self.model_id = hash_obj(key, 12)
         self.stats = {"encoded": 0, "query_cache_hits": 0, "corpus_cache_hits": 0}
 
     @property
@@ -72,7 +86,14 @@ class SentenceEmbedder:
             if self.num_threads:
                 torch.set_num_threads(self.num_threads)
             path = resolve_model(self.model_name)
-            log.info("loading embedder %s from %s", self.model_name, path)
+            log.info("loading embedder %s from %s (%s)", self.model_name, path, self.backend)
+            if self.backend != "torch":
+                if not Path(path).is_dir():
+                    raise ConfigError(f"embedder.backend={self.backend} needs a local model folder, got '{path}'")
+                self._model = RuntimeSentenceModel(path, self.backend, self.num_threads)
+                if self.max_seq_length:
+                    self._model.max_seq_length = self.max_seq_length
+                return self._model
             try:
                 self._model = SentenceTransformer(path, device=self.device)
             except OSError as e:
@@ -96,11 +117,20 @@ class SentenceEmbedder:
         self.stats["encoded"] += len(texts)
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
+    def _encode_alone(self, texts: Sequence[str]) -> np.ndarray:
+        """Encode each text in a batch of its own. Padding changes a vector in the last bits, and so does the
+        batch size itself (the matrix kernels pick another blocking for another row count), so only a batch
+        of one gives every text the vector it gets alone, whatever else is encoded in the call."""
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            out[i] = self._encode([t])[0]
+        return out
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Encode queries/short texts, memoised in an in-memory LRU cache."""
+        """Encode queries/short texts, batch-independently (:meth:`_encode_alone`), memoised in an LRU."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._qcache]
         if missing:
-            for t, v in zip(missing, self._encode(missing), strict=True):
+            for t, v in zip(missing, self._encode_alone(missing), strict=True):
                 self._qcache[t] = v
         self.stats["query_cache_hits"] += len(texts) - len(missing)
         out = np.stack([self._qcache[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)

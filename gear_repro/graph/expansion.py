@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gear_repro.config import FusionOrder, OnNoProximal, choice
-from gear_repro.graph.beam_search import BeamConfig, BeamResult, PathScorer, beam_search, scorer_for
+from gear_repro.graph.beam_search import BeamConfig, BeamResult, beam_search
 from gear_repro.graph.reader import MEMORY_PROMPT, READER_PROMPT, read_triples
+from gear_repro.graph.scorers import PathScorer, scorer_for
 from gear_repro.graph.triple_index import TripleIndex
 from gear_repro.retrieval.fusion import RRF_K, rrf
 from gear_repro.types import Ranking, Triple3, triple_text
@@ -192,6 +193,7 @@ class SyncGE(GraphExpansion):
     """
 
     name = "sync"
+    needs_llm = True  # the K.2 reader is an LLM call (start-up checks its credentials)
 
     def __init__(self, resources: Any, beam: Any = None, k_rrf: int = RRF_K, output_depth: int | None = None,
                  trace_beams: int | None = None, name: str | None = None, prompt: str = READER_PROMPT,

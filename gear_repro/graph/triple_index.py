@@ -209,10 +209,12 @@ class TripleIndex:
         return self._vectors
 
     def set_vectors(self, vectors: np.ndarray) -> None:
-        """Use a given matrix (rows aligned with :attr:`ids`), e.g. in tests without a collection."""
+        """Use a given matrix (rows aligned with :attr:`ids`), e.g. in tests without a collection. float32 and
+        float16 matrices (also memory-mapped ones) are used as they are, without a copy; others become float32."""
         if vectors.shape[0] != len(self.ids):
             raise ValueError(f"{vectors.shape[0]} vectors for {len(self.ids)} triples")
-        self._vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        keep = vectors.dtype in (np.float32, np.float16) and vectors.flags.c_contiguous
+        self._vectors = vectors if keep else np.ascontiguousarray(vectors, dtype=np.float32)
 
     # -- tripleLink (§4.1, Eq. 2) ----------------------------------------------------------------
     def triple_link(self, proximal: str | tuple[str, str, str], retriever) -> str | None:

@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import random
+import re
 import threading
 import time
 from collections import Counter
@@ -108,8 +109,7 @@ class LLMClient:
     ):
         if not model:
             raise ConfigError("llm.model must be set")
-        if api_key_env and api_key_env.startswith(("sk-", "sk_")):
-            raise ConfigError("llm.api_key_env must be the NAME of an environment variable, not a key")
+        check_env_name(api_key_env)
         self.model = model
         self.base_url = base_url
         self.api_key_env = api_key_env
@@ -131,6 +131,12 @@ class LLMClient:
         return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
 
     # -- endpoint -----------------------------------------------------------------------------------------
+    def check_ready(self) -> None:
+        """Start-up check (no network): a hosted endpoint (no base_url, no local server) needs its key set."""
+        if self.base_url is None and self.server_cfg is None and not os.environ.get(self.api_key_env or ""):
+            raise ConfigError(f"no API key: set the environment variable {self.api_key_env} "
+                              "(or give llm.base_url for a local/self-hosted endpoint)")
+
     def _ensure_client(self) -> Any:
         """The ``openai.OpenAI`` object, starting the local server first if configured."""
         with self._lock:
@@ -303,6 +309,21 @@ class LLMClient:
             base = {k: 0 for k in ("calls", "cache_hits", "cache_misses", "retries", "failures", "prompt_tokens",
                                    "completion_tokens")}
             return base | dict(self._stats)
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def looks_like_env_name(value: object) -> bool:
+    """Whether ``value`` can be an environment variable's NAME (a key, e.g. "sk-...", cannot)."""
+    return isinstance(value, str) and bool(_ENV_NAME.fullmatch(value)) and not value.lower().startswith("sk_")
+
+
+def check_env_name(api_key_env: object) -> None:
+    """ConfigError (that never repeats the value: it may be a key) unless ``api_key_env`` names a variable."""
+    if api_key_env and not looks_like_env_name(api_key_env):
+        raise ConfigError("llm.api_key_env must be the NAME of an environment variable (e.g. OPENAI_API_KEY); "
+                          "the value given looks like a key itself (not shown). Put the key in the environment")
 
 
 def round_s(x: float) -> float:

@@ -200,6 +200,41 @@ def parse_extraction(text: str | None) -> tuple[list[str], ParsedTriples]:
     return entities, parsed
 
 
+@dataclass
+class ParsedEntities:
+    """Named entities parsed from one NER reply (HippoRAG's ``{"named_entities": [...]}`` format)."""
+
+    entities: list[str] = field(default_factory=list)
+    repaired: bool = False
+    failed: bool = False
+    error: str | None = None
+
+
+def parse_named_entities(text: str | None) -> ParsedEntities:
+    """Entities of a HippoRAG query-NER reply: the ``named_entities`` list of a JSON object, also inside code
+    fences, after leading text, or cut off mid-way (repaired; a cut-off last item is kept as it stands);
+    a bare JSON list of strings is accepted too. Empty or entity-free replies give ``failed=True``."""
+    if not text or not text.strip():
+        return ParsedEntities(failed=True, error="empty reply")
+    try:
+        values, repaired, err = _load(text)
+        if err:
+            return ParsedEntities(failed=True, repaired=repaired, error=err)
+        found = _find(values, "named_entities")
+        if found is None and len(values) == 1 and isinstance(values[0], list):
+            found = values[0]
+        if not isinstance(found, list):
+            return ParsedEntities(failed=True, repaired=repaired, error="no named_entities list in the reply")
+        out: list[str] = []
+        for e in found:
+            e = " ".join(str(e).split()) if isinstance(e, (str, int, float)) else ""
+            if e and e not in out:
+                out.append(e)
+        return ParsedEntities(entities=out, repaired=repaired)
+    except Exception as e:  # never crash a run on a reply
+        return ParsedEntities(failed=True, error=f"{type(e).__name__}: {e}")
+
+
 _ANSWERABLE = re.compile(r"answerable\s*[:：]?\s*\**\s*(yes|no)\b", re.IGNORECASE)
 _FIELD = re.compile(r"^\W*(answer|why|reason)\s*\**\s*[:：]\s*\**\s*(.*)", re.IGNORECASE | re.DOTALL)
 
@@ -238,4 +273,4 @@ def parse_rewrite(text: str | None) -> tuple[str, bool]:
     return q, bool(q)
 
 
-__all__ = ["ParsedTriples", "parse_extraction", "parse_reason", "parse_rewrite", "parse_triples", "strip_fences"]
+__all__ = ["ParsedEntities", "ParsedTriples", "parse_extraction", "parse_named_entities", "parse_reason", "parse_rewrite", "parse_triples", "strip_fences"]

@@ -11,6 +11,22 @@ One file per prompt in ``templates/`` (Python ``str.format`` syntax, so the pape
 - ``rewrite``         K.2 query re-writing (§5.3): ``query``, ``triples``, ``reason``
 - ``qa``              K.3 QA with retrieved passages and the in-context example: ``passages``, ``question``
 - ``qa_no_passages``  K.3 QA without passages: ``question``
+- ``t2rag_decompose`` T²RAG App. E "Structured Query Decomposition" (§4.3 Step 1): ``query``
+- ``t2rag_resolve``   T²RAG App. E "Triplets Resolving" (§4.3 Step 2.2): ``example_propositions``, ``query``,
+                      ``searchable``, ``fuzzy``, ``passages_section`` (the "Context Passages:" block, empty for
+                      the w/o-chunk ablation of Table 2), ``propositions``, ``resolved``
+- ``t2rag_answer``    T²RAG App. E "Final Answering" (§4.3 Step 3): ``query``, ``clues``
+- ``hipporag_ner``    HippoRAG's one-shot query NER prompt (baselines, docs/baselines.md): ``question``
+- ``ircot``           IRCoT's next-thought prompt as HippoRAG runs it (baselines): ``demos``, ``passages``,
+                      ``question``, ``thoughts``
+
+T²RAG layout notes: the paper's appendix is a PDF rendering with flattened lines; the line breaks of the
+examples and of the "Subject:/Predicate:/Object:" blocks follow the authors' code (rockcor/T2RAG
+``src/TRAG.py``), the wording follows the paper (e.g. "Searchable", where the code says "Traceable").
+
+A template may hold several chat turns: a line ``<|system|>``, ``<|user|>`` or ``<|assistant|>`` starts a turn
+(the baselines' prompts have a system turn and a one-shot exchange); without such lines the whole text is one
+user message.
 
 Layout notes: the paper's rendered "“‘" is a Markdown code fence (```), as in HippoRAG's OpenIE prompt;
 K.1 closes the input paragraph's fence. Each prompt is one user message (the paper shows no system turn).
@@ -20,6 +36,7 @@ Values of ``docs``/``passages`` may be pre-formatted strings or passages (``form
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Iterable, Sequence
 from functools import cache
@@ -29,7 +46,9 @@ from typing import Any
 from gear_repro.utils.errors import ConfigError
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
-PROMPT_NAMES = ("extraction", "reader", "reader_gist", "reason", "rewrite", "qa", "qa_no_passages")
+PROMPT_NAMES = ("extraction", "reader", "reader_gist", "reason", "rewrite", "qa", "qa_no_passages", "t2rag_decompose",
+                "t2rag_resolve", "t2rag_answer", "hipporag_ner", "ircot")
+_ROLE_LINE = re.compile(r"^<\|(system|user|assistant)\|>[ \t]*$", re.MULTILINE)
 
 
 class PromptError(ConfigError):
@@ -96,7 +115,17 @@ def render(name: str, **variables: Any) -> list[dict]:
     if extra:
         raise PromptError(f"prompt '{name}' takes only {sorted(need)}; unexpected {sorted(extra)}")
     values = {k: _FORMATTERS.get(k, str)(v) for k, v in variables.items()}
-    return [{"role": "user", "content": text.format(**values)}]
+    return [{"role": role, "content": part.format(**values)} for role, part in _turns(text)]
+
+
+def _turns(text: str) -> list[tuple[str, str]]:
+    """(role, template part) per chat turn: split at the role lines (module docstring), before formatting so a
+    value can never open a turn."""
+    marks = list(_ROLE_LINE.finditer(text))
+    if not marks:
+        return [("user", text)]
+    return [(m.group(1), text[m.end() + 1: nxt.start() if nxt else len(text)].rstrip("\n"))
+            for m, nxt in zip(marks, [*marks[1:], None], strict=True)]
 
 
 __all__ = ["PROMPT_NAMES", "PromptError", "format_passages", "format_triples", "load_template", "render",

@@ -46,6 +46,18 @@ def extract_answer(text: str | None) -> str:
     return ""
 
 
+def score_answer(question: Question, answer: str) -> dict[str, Any]:
+    """``{"answer", "em", "f1"}`` of one answer (em/f1 per question in [0, 1]; absent without gold answers).
+
+    The one scoring path of every answer: the QA reader's and a method's own (``MethodOutput.answer``).
+    """
+    out: dict[str, Any] = {"answer": answer}
+    if question.answers:
+        out["em"] = exact_match(answer, question.answers)
+        out["f1"] = f1_score(answer, question.answers)
+    return out
+
+
 class QAReader:
     """K.3 QA over a ranked list (or no passages / the gold passages for Table 3's bounds).
 
@@ -92,8 +104,4 @@ class QAReader:
         ids = self.passages_for(question, ranked_ids)
         reply = self.resources.llm.chat(self.messages(question, ids), stage="qa", round_no=0, **self.llm_params)
         ans = extract_answer(reply.text)
-        out: dict[str, Any] = {"answer": ans, "qa_raw": reply.text, "qa_mode": self.mode, "qa_passages": ids}
-        if question.answers:
-            out["em"] = exact_match(ans, question.answers)
-            out["f1"] = f1_score(ans, question.answers)
-        return out
+        return {**score_answer(question, ans), "qa_raw": reply.text, "qa_mode": self.mode, "qa_passages": ids}

@@ -7,8 +7,13 @@
   rewrite), per beam length; explicit max_rounds runs are used as they are.
 - :func:`tokens_table` — LLM calls and tokens per question per stage (Figure 4's quantities).
 - :func:`agent_table` — GEAR's loop statistics: rounds, stops, unparsed reasoner/rewriter replies.
+- :func:`t2rag_table` — T²RAG's loop statistics: iterations, stops, reply formats, EM/F1 by final resolution
+  status (the T²RAG paper's Figure 3).
 - :func:`format_trace` — the Table 6 walk-through of one question (``gear-repro-report RUN --trace QID``).
 - :func:`write_analyses` — all of the above that apply to the given runs, as CSV + Markdown.
+
+Recall cells of Tables 12 and 9 carry a 95% bootstrap interval over the questions of the cell and N
+(``ci_low``/``ci_high``/``n``; gear_repro/reporting/evidence.py); errored questions count as 0.
 """
 
 from __future__ import annotations
@@ -23,33 +28,37 @@ from typing import Any
 
 import pandas as pd
 
-from gear_repro.evaluation.aggregate import question_recalls, round_recalls
+from gear_repro.evaluation.aggregate import calls_at_k, run_k
 from gear_repro.evaluation.metrics import recall_at_k
+from gear_repro.evaluation.per_question import question_values
+from gear_repro.evaluation.stats import Interval
+from gear_repro.reporting.evidence import EvidenceOptions, values_interval
 from gear_repro.reporting.paper import paper_value
-from gear_repro.reporting.runs import RunResult, read_config
+from gear_repro.reporting.runs import RunResult, question_set, read_config, read_predictions
+from gear_repro.reporting.tables import ci_text
 from gear_repro.utils.io import iter_jsonl
 
 DENSITY_BINS: list[tuple[str, float, float]] = [
     ("rho<9", -math.inf, 9.0), ("9<=rho<11", 9.0, 11.0), ("11<=rho<13", 11.0, 13.0), ("13<=rho", 13.0, math.inf),
 ]
-LLM_STAGES = ("read", "gist", "reason", "rewrite", "qa")
+LLM_STAGES = ("read", "gist", "reason", "rewrite", "ner", "cot", "decompose", "resolve", "answer", "qa")
 
 
 # -- inputs ------------------------------------------------------------------------------------------------
 def load_predictions(run: RunResult) -> list[dict]:
-    """The run's predictions.jsonl records (questions with an error are kept; callers filter).
-
-    A run dir resumed with a smaller ``dataset.limit`` still holds the earlier, longer list: only the
-    first ``limit`` questions belong to the run (the ones its metrics.json scores).
-    """
-    path = Path(run.path) / "predictions.jsonl"
-    preds = [rec for _, rec in iter_jsonl(path)] if path.exists() else []
-    limit = (run.config.get("dataset") or {}).get("limit")
-    return preds[:limit] if limit else preds
+    """The run's predictions of the questions it evaluated (by the ids recorded in metrics.json; the last
+    record per id; a partial last line dropped). Questions with an error are kept; callers filter."""
+    return question_set(run, read_predictions(Path(run.path) / "predictions.jsonl", run.notes))
 
 
 def scored(preds: Sequence[dict]) -> list[dict]:
-    return [p for p in preds if p.get("gold_ids") and not p.get("error")]
+    """Questions with gold passages; an errored one stays in (a miss, as in metrics.json)."""
+    return [p for p in preds if p.get("gold_ids")]
+
+
+def _ci_cols(ci: Interval | None) -> dict:
+    return {"ci_low": None if ci is None else round(ci.low, 2), "ci_high": None if ci is None else round(ci.high, 2),
+            "n": 0 if ci is None else ci.n}
 
 
 @lru_cache(maxsize=8)
@@ -81,8 +90,9 @@ def density_bin(rho: float) -> str:
 
 
 # -- Table 12 -------------------------------------------------------------------------------------------------
-def density_table(runs: Sequence[RunResult], k: int = 15) -> pd.DataFrame:
-    """Table 12 rows: per run and ρ bin, mean R@k (0-100), questions in the bin, paper value and Δ."""
+def density_table(runs: Sequence[RunResult], k: int = 15, opts: EvidenceOptions | None = None) -> pd.DataFrame:
+    """Table 12 rows: per run and ρ bin, mean R@k (0-100) with its interval, questions in the bin, paper, Δ."""
+    opts = opts or EvidenceOptions()
     rows = []
     for run in runs:
         tf = triples_file(run)
@@ -90,17 +100,19 @@ def density_table(runs: Sequence[RunResult], k: int = 15) -> pd.DataFrame:
         if tf is None or not preds or run.is_qa_bound:
             continue
         per_passage = _triples_per_passage(str(tf))
+        recall = question_values(preds, f"recall@{k}")
         bins: dict[str, list[float]] = defaultdict(list)
         for p in preds:
             rho = triple_density(p["gold_ids"], per_passage)
-            bins[density_bin(rho)].append(question_recalls(p, [k])[f"recall@{k}"])
+            bins[density_bin(rho)].append(recall[str(p["id"])])
         for label, _, _ in DENSITY_BINS:
             vals = bins.get(label, [])
             metric = f"R@{k} {label}"
             paper = paper_value("Table 12", run.method, run.dataset, metric)
-            ours = round(mean(vals), 2) if vals else None
+            ci = values_interval(vals, opts)
+            ours = round(ci.mean, 2) if ci else None
             rows.append({"table": "Table 12", "method": run.method, "dataset": run.dataset, "metric": metric,
-                         "ours": ours, "paper": paper,
+                         "ours": ours, **_ci_cols(ci), "paper": paper,
                          "delta": None if paper is None or ours is None else round(ours - paper, 2),
                          "n_in_bin": len(vals), "n_questions": len(preds), "run_dir": str(run.path)})
     return pd.DataFrame(rows)
@@ -116,8 +128,10 @@ def _cfg(run: RunResult, *keys: str, default: Any = None) -> Any:
     return node
 
 
-def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15)) -> pd.DataFrame:
-    """Table 9 cells: GEAR runs (agent gear) by beam length and n = 1..max_rounds, R@k after n rounds."""
+def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15),
+                 opts: EvidenceOptions | None = None) -> pd.DataFrame:
+    """Table 9 cells: GEAR runs (agent gear) by beam length and n = 1..max_rounds, R@k after n rounds (with CI)."""
+    opts = opts or EvidenceOptions()
     cells: dict[tuple, dict] = {}
     for run in runs:
         if _cfg(run, "agent", "name") != "gear":
@@ -132,31 +146,33 @@ def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15)) -> 
             key = (run.method, run.dataset, length, n)
             if key in cells and derived and not cells[key]["derived"]:
                 continue  # an explicit max_rounds=n run wins over a derived column
-            vals = {k: mean(round_recalls(p, k, n)[n - 1] for p in preds) for k in ks}
+            vals = {k: values_interval(list(question_values(preds, f"recall@{k}@round{n}").values()), opts) for k in ks}
             cells[key] = {"derived": derived, "vals": vals, "n_questions": len(preds), "run_dir": str(run.path)}
     rows = []
     for (method, dataset, length, n), c in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][3])):
         setting = f"beam length {length}, max iterations {n}"
-        for k, v in c["vals"].items():
+        for k, ci in c["vals"].items():
             paper = paper_value("Table 9", method, dataset, f"R@{k}", setting=setting)
             rows.append({"table": "Table 9", "method": method, "dataset": dataset, "beam_length": length,
-                         "max_rounds": n, "metric": f"R@{k}", "ours": round(v, 2), "paper": paper,
-                         "delta": None if paper is None else round(v - paper, 2), "derived_from_rounds": c["derived"],
+                         "max_rounds": n, "metric": f"R@{k}", "ours": round(ci.mean, 2), **_ci_cols(ci),
+                         "paper": paper, "delta": None if paper is None else round(ci.mean - paper, 2), "derived_from_rounds": c["derived"],
                          "n_questions": c["n_questions"], "run_dir": c["run_dir"]})
     return pd.DataFrame(rows)
 
 
 # -- tokens and agent statistics --------------------------------------------------------------------------
 def tokens_table(runs: Sequence[RunResult]) -> pd.DataFrame:
-    """Per run and stage: calls, prompt/completion tokens per question, cached share."""
+    """Per run and stage: calls, prompt/completion tokens per question, cached share; for a matched-k run, what
+    one run at its largest k costs (column ``k``), not the sum of its k passes (Fig. 4)."""
     rows = []
     for run in runs:
         preds = load_predictions(run)
         if not preds:
             continue
+        k = run_k(preds)
         agg: dict[str, Counter] = defaultdict(Counter)
         for p in preds:
-            for c in p.get("llm_calls", []) or []:
+            for c in calls_at_k(p.get("llm_calls", []) or [], k):
                 a = agg[c.get("stage") or "?"]
                 a["calls"] += 1
                 a["prompt"] += int(c.get("prompt_tokens") or 0)
@@ -165,7 +181,7 @@ def tokens_table(runs: Sequence[RunResult]) -> pd.DataFrame:
         n = len(preds)
         for stage in sorted(agg, key=lambda s: (LLM_STAGES.index(s) if s in LLM_STAGES else 99, s)):
             a = agg[stage]
-            rows.append({"method": run.method, "dataset": run.dataset, "stage": stage,
+            rows.append({"method": run.method, "dataset": run.dataset, "stage": stage, "k": k,
                          "calls_per_q": round(a["calls"] / n, 3), "prompt_per_q": round(a["prompt"] / n, 1),
                          "completion_per_q": round(a["completion"] / n, 1), "cached_calls": a["cached"],
                          "n_questions": n, "run_dir": str(run.path)})
@@ -204,6 +220,46 @@ def agent_table(runs: Sequence[RunResult]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+T2RAG_COUNTERS = ("decompose_ok", "decompose_repaired", "decompose_failed", "resolve_ok", "resolve_repaired",
+                  "resolve_failed", "resolve_skipped", "reclassified", "fuzzy_filled", "new_fuzzy", "dropped_fuzzy")
+
+
+def t2rag_table(runs: Sequence[RunResult]) -> pd.DataFrame:
+    """Per T²RAG run: iterations, stops, LLM calls/tokens per question, reply-format counters and EM/F1 of
+    the questions whose triplets were all resolved vs not (T²RAG paper, Figure 3)."""
+    rows = []
+    for run in runs:
+        preds = [p for p in load_predictions(run) if isinstance(p.get("trace"), dict) and "t2rag" in p["trace"]]
+        if not preds:
+            continue
+        traces = [p["trace"]["t2rag"] for p in preds]
+        counters: Counter[str] = Counter()
+        for t in traces:
+            counters.update(t.get("counters", {}))
+        stops = Counter(t.get("stop", "?") for t in traces)
+        calls = [c for p in preds for c in p.get("llm_calls", []) or []]
+        row: dict[str, Any] = {
+            "method": run.method, "dataset": run.dataset, "n_questions": len(preds),
+            "iterations_mean": round(mean(t.get("iterations", 0) for t in traces), 3),
+            "iterations_hist": dict(sorted(Counter(t.get("iterations", 0) for t in traces).items())),
+            "stop_all_resolved": stops.get("all_resolved", 0), "stop_max_iterations": stops.get("max_iterations", 0),
+            "stop_no_triplets": stops.get("no_triplets", 0),
+            "llm_calls_per_q": round(len(calls) / len(preds), 3),
+            "prompt_tokens_per_q": round(sum(int(c.get("prompt_tokens") or 0) for c in calls) / len(preds), 1),
+            "completion_tokens_per_q": round(sum(int(c.get("completion_tokens") or 0) for c in calls) / len(preds), 1),
+            **{k: counters.get(k, 0) for k in T2RAG_COUNTERS},
+        }
+        for status in ("all_resolved", "unresolved"):
+            sel = [p for p, t in zip(preds, traces, strict=True)
+                   if (t.get("stop") == "all_resolved") == (status == "all_resolved") and "em" in p]
+            row[f"n_{status}"] = len(sel)
+            row[f"em_{status}"] = round(100 * mean(p["em"] for p in sel), 1) if sel else None
+            row[f"f1_{status}"] = round(100 * mean(p["f1"] for p in sel), 1) if sel else None
+        row["run_dir"] = str(run.path)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 # -- Table 6 walk-through ------------------------------------------------------------------------------------
 def _fmt_triples(ts: Sequence[Sequence[str]], limit: int = 12) -> str:
     if not ts:
@@ -230,6 +286,9 @@ def format_trace(pred: dict, titles: dict[str, str] | None = None, ks: Sequence[
     lines = [f"Question {pred.get('id')}: {pred.get('question')}",
              f"  answers: {pred.get('answers')}   type: {pred.get('type')}",
              f"  gold: {', '.join(titles.get(g, g) for g in gold)}   (* = gold passage)"]
+    t2 = (pred.get("trace") or {}).get("t2rag") if isinstance(pred.get("trace"), dict) else None
+    if t2 is not None:
+        return "\n".join(lines + _t2rag_lines(pred, t2, plist, recall_line))
     for r in pred.get("rounds", []):
         n = r.get("round")
         lines += [f"\n== Round {n} ==", f"1. Query q({n}): {r.get('query')}",
@@ -260,6 +319,35 @@ def format_trace(pred: dict, titles: dict[str, str] | None = None, ks: Sequence[
     return "\n".join(lines)
 
 
+def _t2rag_lines(pred: dict, t2: dict, plist: Any, recall_line: Any) -> list[str]:
+    """The T²RAG walk-through: decomposition, then per iteration the queries, retrieved propositions and
+    passages, the reply's clues and the triplet sets after the update (Alg. 1), then the answer."""
+    def sets(state: dict) -> list[str]:
+        return [f"   {name} ({len(state.get(name, []))}):\n" + _fmt_triples(state.get(name, []))
+                for name in ("resolved", "searchable", "fuzzy")]
+
+    dec = t2.get("decomposition", {})
+    lines = [f"\n== Decomposition ({dec.get('status')}) =="] + sets(dec.get("state", {}))
+    for r in pred.get("rounds", []):
+        n = r.get("round")
+        props = [f"{p['text']} [{p.get('score')}]" for p in r.get("propositions", [])]
+        lines += [f"\n== Iteration {n} ==", f"1. Queries: {r.get('queries')}",
+                  f"2. Propositions ({len(props)}): " + ("; ".join(props[:12]) or "(none)")
+                  + (f" ... {len(props) - 12} more" if len(props) > 12 else ""),
+                  f"   Passages: {plist(r.get('passages', []))}",
+                  f"3. Resolve reply ({r.get('status')}): resolved {r.get('new_resolved')}, "
+                  f"searchable {r.get('new_searchable')}", "4. Sets after the update:"] + sets(r.get("state", {}))
+        lines.append(f"   ranking had T2RAG stopped here: {recall_line(r.get('ranking', []))}")
+    final = (pred.get("rankings") or {}).get("final", [])
+    lines += ["\n== Result ==", f"  stop: {t2.get('stop')}   iterations: {t2.get('iterations')}   "
+              f"counters: {t2.get('counters')}", "  answer context:", _fmt_triples(t2.get("answer_context", [])),
+              f"  ranking: {plist(final, 15)}", f"  recall: {recall_line(final)}"]
+    if "answer" in pred:
+        lines.append(f"  answer ({pred.get('qa_mode')}): {pred.get('answer')!r}   EM {pred.get('em')}  "
+                     f"F1 {pred.get('f1') if pred.get('f1') is None else round(pred['f1'], 3)}")
+    return lines
+
+
 def passage_titles(run: RunResult) -> dict[str, str]:
     d = run.config.get("dataset", {})
     path = Path(d.get("path", "")) / "corpus.jsonl"
@@ -285,7 +373,8 @@ def trace_report(runs: Sequence[RunResult], qid: str) -> str:
     """Walk-throughs of question ``qid`` in every run that has it."""
     parts = []
     for run in runs:
-        hit = next((p for p in load_predictions(run) if str(p.get("id")) == qid), None)
+        preds = read_predictions(Path(run.path) / "predictions.jsonl", run.notes)  # every record, finished or not
+        hit = next((p for p in preds if str(p.get("id")) == qid), None)
         if hit is not None:
             parts.append(f"### {run.method} — {run.dataset} ({run.path})\n" + format_trace(hit, passage_titles(run)))
     return "\n\n".join(parts)
@@ -303,35 +392,37 @@ def _write(df: pd.DataFrame, out: Path, stem: str, title: str) -> list[Path]:
 
 
 def density_wide(long: pd.DataFrame) -> pd.DataFrame:
-    """Table 12 layout: method rows, ρ-bin columns, cell "ours (paper, Δ) [n]"."""
+    """Table 12 layout: method rows, ρ-bin columns, cell "ours [CI] n=N (paper, Δ)"."""
     def cell(r: pd.Series) -> str:
         if r["ours"] is None or pd.isna(r["ours"]):
-            return f"– [{r['n_in_bin']}]"
-        s = f"{r['ours']:.1f}"
+            return "– n=0"
+        s = ci_text(r["ours"], r["ci_low"], r["ci_high"], r["n"])
         if r["paper"] is not None and not pd.isna(r["paper"]):
             s += f" ({r['paper']:.1f}, {r['delta']:+.1f})"
-        return s + f" [{r['n_in_bin']}]"
+        return s
     df = long.drop_duplicates(["method", "dataset", "metric"], keep="last").copy()
     df["cell"] = df.apply(cell, axis=1)
     wide = df.pivot(index=["dataset", "method"], columns="metric", values="cell")
     return wide.reindex(columns=[c for c in dict.fromkeys(long["metric"]) if c in wide.columns])
 
 
-def write_analyses(runs: Sequence[RunResult], out_dir: str | Path) -> list[Path]:
+def write_analyses(runs: Sequence[RunResult], out_dir: str | Path, opts: EvidenceOptions | None = None) -> list[Path]:
     """Write Table 12 (density), Table 9 (rounds × beam length), tokens per stage and agent statistics."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
-    dens = density_table(runs)
+    dens = density_table(runs, opts=opts)
     paths += _write(dens, out, "table12_density", "Table 12: R@15 by gold-passage triple density ρ")
     if not dens.empty:
         wide = density_wide(dens)
         p = out / "table12_density_wide.md"
-        p.write_text("### Table 12 (ours; in brackets: paper, Δ; [questions in bin])\n\n" + wide.to_markdown() + "\n",
+        p.write_text("### Table 12: R@15 [95% bootstrap CI] n=questions in bin (paper, Δ)\n\n" + wide.to_markdown() + "\n",
                      encoding="utf-8")
         paths.append(p)
-    paths += _write(rounds_table(runs), out, "table9_rounds",
+    paths += _write(rounds_table(runs, opts=opts), out, "table9_rounds",
                     "Table 9: GEAR R@k by beam length and maximum rounds")
     paths += _write(tokens_table(runs), out, "tokens_by_stage", "LLM calls and tokens per question, by stage")
     paths += _write(agent_table(runs), out, "agent_stats", "GEAR loop statistics")
+    paths += _write(t2rag_table(runs), out, "t2rag_stats",
+                    "T²RAG loop statistics (EM/F1 by final resolution status: T²RAG Figure 3)")
     return paths

@@ -10,6 +10,9 @@
   each round, per method, from the ``llm_calls`` records (``round``, tokens) of predictions.jsonl; QA and
   extraction calls excluded. Single-step methods (round 0) appear as one point at n = 1.
 
+Recall points carry 95% bootstrap intervals over questions as error bars (gear_repro/reporting/evidence.py;
+none when predictions.jsonl is gone); the horizontal single-step lines of Figure 2 carry a shaded band.
+
 ``draw_all(runs, out_dir)`` draws every figure the runs support and returns the written paths.
 """
 
@@ -24,12 +27,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from gear_repro.evaluation.aggregate import question_recalls  # noqa: E402
+from gear_repro.evaluation.aggregate import calls_at_k, question_recalls, run_k  # noqa: E402
 from gear_repro.reporting.analyses import load_predictions, scored  # noqa: E402
+from gear_repro.reporting.evidence import DEFAULT_OPTIONS, EvidenceOptions, interval, values_interval  # noqa: E402
 from gear_repro.reporting.paper import paper_results  # noqa: E402
 from gear_repro.reporting.runs import RunResult  # noqa: E402
 
-RETRIEVAL_STAGES = ("read", "gist", "reason", "rewrite")
+RETRIEVAL_STAGES = ("read", "gist", "reason", "rewrite", "ner", "cot")  # ner/cot: HippoRAG and IRCoT
 HOP_ORDER = ["2hop", "3hop1", "3hop2", "4hop1", "4hop2", "4hop3"]
 HOP_LABELS = {"2hop": "2 Hop", "3hop1": "3 Hop Type 1", "3hop2": "3 Hop Type 2", "4hop1": "4 Hop Type 1",
               "4hop2": "4 Hop Type 2", "4hop3": "4 Hop Type 3"}
@@ -70,7 +74,15 @@ def _n_label(runs: Sequence[RunResult]) -> str:
 
 
 # -- Figure 2 / 5 -----------------------------------------------------------------------------------------
-def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15) -> list[Path]:
+def _yerr(cis: Sequence, ys: Sequence[float]) -> list[list[float]] | None:
+    """matplotlib asymmetric error bars from intervals (None if any is missing)."""
+    if not cis or any(c is None for c in cis):
+        return None
+    return [[y - c.low for c, y in zip(cis, ys, strict=True)], [c.high - y for c, y in zip(cis, ys, strict=True)]]
+
+
+def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: EvidenceOptions = DEFAULT_OPTIONS
+                ) -> list[Path]:
     paths: list[Path] = []
     key = f"recall@{k}_by_round"
     for dataset, group in _by_dataset(runs).items():
@@ -83,12 +95,18 @@ def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15) -> list[Path]
         for r in multi:
             ys = list(r.metrics[key])
             ys += [ys[-1]] * (n_max - len(ys))
-            ax.plot(xs, ys, marker="o", label=_label(r))
+            cis = [interval(r, f"recall@{k}@round{n}", opts) for n in xs]
+            if all(c is not None for c in cis):
+                ys = [c.mean for c in cis]
+            ax.errorbar(xs, ys, yerr=_yerr(cis, ys), marker="o", capsize=3, label=_label(r))
             ax.annotate(f"{ys[0]:.1f}", (1, ys[0]), textcoords="offset points", xytext=(4, -12), fontsize=8)
         for r in group:
             if _is_single_syncge(r) and f"recall@{k}" in r.metrics:
-                y = float(r.metrics[f"recall@{k}"])
+                ci = interval(r, f"R@{k}", opts)
+                y = ci.mean if ci else float(r.metrics[f"recall@{k}"])
                 ax.axhline(y, linestyle="--", color="tab:gray", linewidth=1)
+                if ci:
+                    ax.axhspan(ci.low, ci.high, color="tab:gray", alpha=0.12, linewidth=0)
                 ax.annotate(f"{_label(r)} {y:.1f}", (n_max, y), textcoords="offset points", xytext=(-4, 4),
                             ha="right", fontsize=8, color="tab:gray")
         df = paper_results()
@@ -105,7 +123,7 @@ def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15) -> list[Path]
         ax.set_xticks(xs)
         ax.set_xlabel("Number of Iterations (n)")
         ax.set_ylabel(f"R@{k}")
-        ax.set_title(f"R@{k} per round on {dataset} ({_n_label(group)}; carried forward)")
+        ax.set_title(f"R@{k} per round on {dataset} ({_n_label(group)}; carried forward; 95% CI)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
         fig_no = "fig5" if n_max > 4 else "fig2"
@@ -114,7 +132,8 @@ def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15) -> list[Path]
 
 
 # -- Figure 3 -------------------------------------------------------------------------------------------------
-def draw_hop_types(runs: Sequence[RunResult], out: Path, k: int = 15) -> list[Path]:
+def draw_hop_types(runs: Sequence[RunResult], out: Path, k: int = 15, opts: EvidenceOptions = DEFAULT_OPTIONS
+                   ) -> list[Path]:
     paths: list[Path] = []
     for dataset, group in _by_dataset(runs).items():
         data: dict[str, dict[str, list[float]]] = {}
@@ -148,10 +167,12 @@ def draw_hop_types(runs: Sequence[RunResult], out: Path, k: int = 15) -> list[Pa
             for box in bp["boxes"]:
                 box.set_facecolor(colors[i % len(colors)])
                 box.set_alpha(0.5)
-            ax.scatter([p for p, _ in present], [sum(s) / len(s) for _, s in present], color="dimgray",
-                       zorder=5, s=14)
+            means = [sum(s) / len(s) for _, s in present]
+            cis = [values_interval(s, opts) if len(s) > 1 else None for _, s in present]
+            ax.errorbar([p for p, _ in present], means, yerr=_yerr(cis, means), fmt="o", color="dimgray",
+                        zorder=5, markersize=4, capsize=2)
             ax.plot([], [], color=colors[i % len(colors)], linewidth=8, alpha=0.5, label=label)
-        ax.scatter([], [], color="dimgray", s=14, label="Mean")
+        ax.scatter([], [], color="dimgray", s=14, label="Mean (95% CI)")
         ax.set_xticks(range(len(types)))
         ns = {t: max(len(v.get(t, [])) for v in data.values()) for t in types}
         ax.set_xticklabels([f"{HOP_LABELS.get(t, t)}\n(n={ns[t]})" for t in types], fontsize=8)
@@ -166,12 +187,14 @@ def draw_hop_types(runs: Sequence[RunResult], out: Path, k: int = 15) -> list[Pa
 
 # -- Figure 4 -------------------------------------------------------------------------------------------------
 def cumulative_tokens(preds: Sequence[dict], n_max: int) -> tuple[list[float], list[float]]:
-    """Mean cumulative (input, output) retrieval-stage tokens per question after rounds 1..n_max."""
+    """Mean cumulative (input, output) retrieval-stage tokens per question after rounds 1..n_max, for one run
+    at the largest k (a matched-k run's passes are tagged with their k and not summed)."""
     inp, outp = [0.0] * n_max, [0.0] * n_max
     if not preds:
         return inp, outp
+    k = run_k(preds)
     for p in preds:
-        for c in p.get("llm_calls", []) or []:
+        for c in calls_at_k(p.get("llm_calls", []) or [], k):
             if c.get("stage") not in RETRIEVAL_STAGES:
                 continue
             r = max(1, int(c.get("round") or 0))
@@ -220,9 +243,9 @@ def draw_tokens(runs: Sequence[RunResult], out: Path) -> list[Path]:
     return paths
 
 
-def draw_all(runs: Sequence[RunResult], out_dir: str | Path) -> list[Path]:
+def draw_all(runs: Sequence[RunResult], out_dir: str | Path, opts: EvidenceOptions = DEFAULT_OPTIONS) -> list[Path]:
     """Every figure the runs support (Figures 2/5, 3, 4), as PNG and PDF under ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     runs = [r for r in runs if not r.is_qa_bound]  # QA bounds have no retrieval of their own
-    return [*draw_rounds(runs, out), *draw_hop_types(runs, out), *draw_tokens(runs, out)]
+    return [*draw_rounds(runs, out, opts=opts), *draw_hop_types(runs, out, opts=opts), *draw_tokens(runs, out)]

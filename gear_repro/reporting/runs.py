@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gear_repro.utils.errors import GearError
 from gear_repro.utils.io import read_json
 
+log = logging.getLogger(__name__)
 
 def read_config(path: Path) -> dict:
     """A run's resolved config (the runner's config.yaml) as a plain dict."""
@@ -17,6 +20,9 @@ def read_config(path: Path) -> dict:
 
 RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid"}
 EXPANSION_LABELS = {"naive": "NaiveGE", "sync": "SyncGE"}
+AGENT_LABELS = {"gear": "GEAR", "t2rag": "T2RAG", "hipporag": "HippoRAG",
+                "hipporag_ircot": "HippoRAG w/ IRCoT"}  # multi-step methods: their paper_results.csv `method` name
+BASE_NAMED_AGENTS = {"gear": "GEAR", "ircot": "IRCoT"}  # agents whose base retriever a paper label may name
 
 
 @dataclass
@@ -24,6 +30,7 @@ class RunResult:
     path: Path
     config: dict
     metrics: dict
+    notes: list[str] = field(default_factory=list)  # problems found while loading (partial line, stale metrics)
 
     @property
     def dataset(self) -> str:
@@ -35,16 +42,22 @@ class RunResult:
 
     @property
     def method(self) -> str:
-        """Row label: report.method if set, else derived ("BM25", "Hybrid + SyncGE", "GEAR")."""
+        """Row label: report.method if set, else derived ("BM25", "Hybrid + SyncGE", "GEAR", "HippoRAG",
+        "IRCoT (BM25)", "HippoRAG w/ IRCoT")."""
         if self.report.get("method"):
             return self.report["method"]
         if self.is_qa_bound:  # Table 3's bounds: the label names the bound, not the (unused) retriever
             return {"none": "No Passages", "gold": "Gold Passages"}.get(self.config["qa_reader"]["mode"], "QA bound")
         agent = self.config.get("agent", {}).get("name", "single")
-        if agent == "gear":
-            return "GEAR"
         ret = self.config.get("retriever", {}).get("name", "?")
-        label = RETRIEVER_LABELS.get(ret, ret)
+        paper_label = (self.report.get("labels") or {}).get(ret)
+        if agent in BASE_NAMED_AGENTS and paper_label:  # GRIEVER Table 4 names the base: "GEAR + GRIEVER"
+            return f"{BASE_NAMED_AGENTS[agent]} + {paper_label}"
+        if agent in AGENT_LABELS:
+            return AGENT_LABELS[agent]
+        label = paper_label or RETRIEVER_LABELS.get(ret, ret)
+        if agent == "ircot":  # "IRCoT (BM25)" is the paper's; SBERT/Hybrid runs stand in for ColBERTv2 and say so
+            return f"IRCoT ({label})"
         exp = (self.config.get("expansion") or {}).get("name", "none")
         if exp in EXPANSION_LABELS:
             label += f" + {EXPANSION_LABELS[exp]}"
@@ -53,9 +66,23 @@ class RunResult:
         return label
 
     @property
+    def paper(self) -> str:
+        """Paper whose published numbers this run is compared with (report.paper, default GEAR)."""
+        return self.report.get("paper") or "GEAR"
+
+    @property
     def is_qa_bound(self) -> bool:
         """A QA bound run (no passages / gold passages): its retrieval is not a method's."""
         return bool(self.config.get("qa")) and (self.config.get("qa_reader") or {}).get("mode", "retrieved") != "retrieved"
+
+    def paper_ref(self, metric: str) -> tuple[str, str, str | None]:
+        """(paper, table, setting) whose number stands beside ours: GEAR's table of the metric by default;
+        EM/F1 may name another paper's table (``report.qa_paper`` / ``qa_paper_table`` / ``qa_setting``)."""
+        table = self.table_for(metric)
+        if metric in ("EM", "F1") and self.report.get("qa_paper"):
+            return (self.report["qa_paper"], self.report.get("qa_paper_table") or table, self.report.get("qa_setting"))
+        setting = self.report.get("setting") if table == self.table_for("R@5") else None
+        return (self.paper, table, setting)
 
     def table_for(self, metric: str) -> str:
         """Paper table of a metric: EM/F1 belong to Table 3 (QA), recall to report.table (default Table 2)."""
@@ -64,12 +91,71 @@ class RunResult:
         return self.report.get("table") or "Table 2"
 
 
-def find_runs(paths: list[str | Path]) -> list[RunResult]:
-    """Every folder under ``paths`` holding metrics.json and config.yaml (multirun folders too)."""
+def read_predictions(path: Path, notes: list[str] | None = None) -> list[dict]:
+    """Records of a predictions.jsonl, the last one per question id, in first-seen order. A partial last line
+    (a run killed mid-write) is dropped with a warning instead of failing (issue 9 §3)."""
+    if not path.exists():
+        return []
+    lines = path.read_bytes().split(b"\n")
+    last: dict[str, dict] = {}
+    for n, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            if n == len(lines):  # no newline after it: the line a killed writer left unfinished
+                msg = f"{path}:{n}: dropped a partial last line (the run was interrupted while writing)"
+                log.warning(msg)
+                if notes is not None:
+                    notes.append(msg)
+                continue
+            raise GearError(f"{path}:{n}: malformed prediction line ({e})") from None
+        last[str(rec.get("id"))] = rec
+    return list(last.values())
+
+
+def question_set(run: RunResult, preds: list[dict]) -> list[dict]:
+    """The predictions of the questions the run evaluated, in its order: by the ids its metrics.json recorded
+    (any subset: first-N, stratified); runs from before ids were recorded fall back to the first
+    ``dataset.limit`` records (subset=first only)."""
+    ids = run.metrics.get("question_ids")
+    if ids is not None:
+        by_id = {str(p.get("id")): p for p in preds}
+        return [by_id[str(i)] for i in ids if str(i) in by_id]
+    d = run.config.get("dataset") or {}
+    limit = d.get("limit")
+    if d.get("subset", "first") != "first" and limit:
+        run.notes.append(f"{run.path}: metrics.json predates recorded question ids and the subset is "
+                         f"'{d.get('subset')}': all {len(preds)} predictions are used")
+        return preds
+    return preds[:limit] if limit and limit > 0 else preds
+
+
+def check_stale(run: RunResult, preds: list[dict]) -> None:
+    """Flag a metrics.json that scores fewer questions than predictions.jsonl finished (a run extended with a
+    larger dataset.limit and not finished): the report keeps the recorded set and says so."""
+    ids = run.metrics.get("question_ids")
+    n_metrics = len(ids) if ids is not None else run.metrics.get("n_questions")
+    finished = sum(1 for p in preds if not p.get("error"))
+    if n_metrics is not None and finished > n_metrics:
+        run.notes.append(f"{run.path}: metrics.json scores {n_metrics} questions but predictions.jsonl has "
+                         f"{finished} finished ones (an extended run that did not finish): the report uses the "
+                         f"{n_metrics}; re-run it to update metrics.json")
+
+
+def find_runs(paths: list[str | Path], skipped: list[Path] | None = None) -> list[RunResult]:
+    """Every folder under ``paths`` holding metrics.json and config.yaml (multirun folders too).
+
+    Folders with predictions.jsonl but no metrics.json (unfinished runs) are appended to ``skipped``.
+    """
     runs: list[RunResult] = []
     for root in map(Path, paths):
         if not root.exists():
             raise GearError(f"run dir not found: {root}")
+        for pfile in sorted(root.rglob("predictions.jsonl")):
+            if not (pfile.parent / "metrics.json").exists() and skipped is not None:
+                skipped.append(pfile.parent)
         for mfile in sorted(root.rglob("metrics.json")):
             cfile = mfile.parent / "config.yaml"
             if not cfile.exists():
@@ -77,7 +163,9 @@ def find_runs(paths: list[str | Path]) -> list[RunResult]:
             metrics = read_json(mfile)
             if metrics.get("stage") in ("index", "extract"):
                 continue
-            runs.append(RunResult(mfile.parent, read_config(cfile), metrics))
+            run = RunResult(mfile.parent, read_config(cfile), metrics)
+            check_stale(run, read_predictions(mfile.parent / "predictions.jsonl", run.notes))
+            runs.append(run)
     if not runs:
         raise GearError(f"no finished runs (metrics.json + config.yaml) under {', '.join(map(str, paths))}")
     return runs

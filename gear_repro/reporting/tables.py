@@ -1,6 +1,10 @@
 """Paper-layout tables: rows = methods, columns = dataset × metric, ours beside the paper's and Δ.
 
 Written as CSV (long form, every number), Markdown and LaTeX (wide form, the paper's layout).
+Every value carries its 95% percentile-bootstrap interval over questions and N (docs/evidence.md): the CSV
+has ``ci_low``/``ci_high``/``n`` beside ``ours``; a wide cell reads "ours [low, high] n=N (paper, Δ)".
+With predictions.jsonl present, ``ours`` is the mean of the per-question values (errored questions count
+as 0; gear_repro/evaluation/per_question.py); without it, metrics.json's value and no interval.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from gear_repro.reporting.evidence import DEFAULT_OPTIONS, EvidenceOptions, interval
 from gear_repro.reporting.paper import paper_value
 from gear_repro.reporting.runs import RunResult
 
@@ -17,8 +22,9 @@ METRIC_KEYS = {"R@5": "recall@5", "R@10": "recall@10", "R@15": "recall@15", "EM"
 DATASET_ORDER = ["MuSiQue", "2Wiki", "HotpotQA"]
 
 
-def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None) -> pd.DataFrame:
-    """One row per (run, metric): ours, the paper's value for the same table/method/dataset, delta."""
+def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None,
+               opts: EvidenceOptions = DEFAULT_OPTIONS) -> pd.DataFrame:
+    """One row per (run, metric): ours with its interval and N, the paper's value for the same cell, delta."""
     rows = []
     for r in runs:
         names = metrics or [m for m, key in METRIC_KEYS.items() if key in r.metrics]
@@ -28,27 +34,43 @@ def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None) 
             key = METRIC_KEYS[m]
             if key not in r.metrics:
                 continue
-            ours = float(r.metrics[key])
+            ci = interval(r, m, opts)
+            ours = ci.mean if ci is not None else float(r.metrics[key])
             table = r.table_for(m)
-            setting = r.report.get("setting") if table == r.table_for("R@5") else None
-            paper = paper_value(table, r.method, r.dataset, m, setting=setting)
+            ref_paper, ref_table, setting = r.paper_ref(m)
+            paper = paper_value(ref_table, r.method, r.dataset, m, paper=ref_paper, setting=setting)
+            source = "" if (ref_paper, ref_table) == (r.paper, table) else \
+                f"{ref_paper} {ref_table}" + (f" ({setting})" if setting else "")
             rows.append({
                 "table": table, "method": r.method, "dataset": r.dataset, "metric": m, "ours": round(ours, 2),
-                "paper": paper, "delta": None if paper is None else round(ours - paper, 2),
+                "ci_low": None if ci is None else round(ci.low, 2), "ci_high": None if ci is None else round(ci.high, 2),
+                "n": None if ci is None else ci.n, "paper": paper, "delta": None if paper is None else round(ours - paper, 2),
+                "paper_source": source,
                 "n_questions": r.metrics.get("n_scored", r.metrics.get("n_questions")),
+                "n_errors": int(r.metrics.get("n_errors") or 0),  # scored as misses (issue 9 §2)
                 "dataset_name": r.config.get("dataset", {}).get("name"), "run_dir": str(r.path),
             })
     return pd.DataFrame(rows)
 
 
+def ci_text(ours: float, low: float | None, high: float | None, n: int | None) -> str:
+    """ "45.2 [38.1, 52.3] n=100"; without per-question values (predictions.jsonl gone) "45.2 [no CI] n=100"."""
+    n_txt = "?" if n is None or pd.isna(n) else str(int(n))
+    if low is None or pd.isna(low):
+        return f"{ours:.1f} [no CI] n={n_txt}"
+    return f"{ours:.1f} [{low:.1f}, {high:.1f}] n={n_txt}"
+
+
 def _cell(row: pd.Series) -> str:
+    n = row.get("n")
+    ours = ci_text(row["ours"], row.get("ci_low"), row.get("ci_high"), row["n_questions"] if pd.isna(n) else n)
     if row["paper"] is None or pd.isna(row["paper"]):
-        return f"{row['ours']:.1f}"
-    return f"{row['ours']:.1f} ({row['paper']:.1f}, {row['delta']:+.1f})"
+        return ours
+    return f"{ours} ({row['paper']:.1f}, {row['delta']:+.1f})"
 
 
 def wide_table(long: pd.DataFrame) -> pd.DataFrame:
-    """Paper layout: method rows in first-seen order, (dataset, metric) columns; cell "ours (paper, Δ)"."""
+    """Paper layout: method rows in first-seen order, (dataset, metric) columns; cell "ours [CI] n=N (paper, Δ)"."""
     if long.empty:
         return pd.DataFrame()
     df = long.copy()
@@ -60,9 +82,23 @@ def wide_table(long: pd.DataFrame) -> pd.DataFrame:
     methods = list(dict.fromkeys(df["method"]))
     datasets = sorted(df["dataset"].unique(), key=lambda d: (DATASET_ORDER.index(d) if d in DATASET_ORDER else 99, d))
     order = list(METRIC_KEYS)
-    cols = [(d, m) for d in datasets for m in order if ((df.dataset == d) & (df.metric == m)).any()]
-    wide = df.pivot(index="method", columns=["dataset", "metric"], values="cell").reindex(index=methods)
+    cols = [(d, m) for d in datasets for m in [*order, "errors"]
+            if m == "errors" or ((df.dataset == d) & (df.metric == m)).any()]
+    both = df
+    if "n_errors" in df.columns:  # "errors" column per dataset: failed questions, scored as misses
+        errs = df.drop_duplicates(["method", "dataset"]).assign(metric="errors")
+        both = pd.concat([df, errs.assign(cell=errs["n_errors"].astype(int).astype(str))])
+    wide = both.pivot(index="method", columns=["dataset", "metric"], values="cell").reindex(index=methods)
+    cols = [c for c in cols if c in wide.columns]
     return wide.reindex(columns=pd.MultiIndex.from_tuples(cols)).fillna("–")
+
+
+def sources_note(long: pd.DataFrame) -> str:
+    """A footnote naming the paper table of rows whose bracketed numbers come from another paper."""
+    if "paper_source" not in long.columns:
+        return ""
+    src = long[long["paper_source"].fillna("") != ""].drop_duplicates(["method", "paper_source"])
+    return "\n".join(f"Paper numbers of {r.method}: {r.paper_source}." for r in src.itertuples())
 
 
 def write_tables(long: pd.DataFrame, out_dir: str | Path, stem: str = "table") -> dict[str, Path]:
@@ -77,9 +113,10 @@ def write_tables(long: pd.DataFrame, out_dir: str | Path, stem: str = "table") -
         flat = wide.copy()
         flat.columns = [f"{d} {m}" for d, m in wide.columns]
         n = sorted({int(x) for x in sub["n_questions"].dropna()})
-        md_parts.append(f"### {table} (ours; in brackets: paper, Δ) — questions per run: {n}\n\n"
-                        + flat.to_markdown() + "\n")
-        tex_parts.append(f"% {table}: ours (paper, delta)\n" + wide.to_latex(multicolumn=True, escape=True))
+        notes = sources_note(sub)
+        md_parts.append(f"### {table}: ours [95% bootstrap CI] n=questions (paper, Δ) — questions per run: {n}\n\n"
+                        + flat.to_markdown() + "\n" + (f"\n{notes}\n" if notes else ""))
+        tex_parts.append(f"% {table}: ours [95% bootstrap CI] n=questions (paper, delta)\n" + wide.to_latex(multicolumn=True, escape=True))
     paths["md"].write_text("\n".join(md_parts), encoding="utf-8")
     paths["tex"].write_text("\n".join(tex_parts), encoding="utf-8")
     return paths

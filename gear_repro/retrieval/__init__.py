@@ -1,6 +1,12 @@
-"""Base retrievers h_base^k(q, R) (GEAR §3): BM25, SBERT, and their RRF hybrid."""
+"""Base retrievers h_base^k(q, R) (GEAR §3): BM25, SBERT, their RRF hybrid, and composed (BM25 re-scored densely)."""
 
-from gear_repro.retrieval.base import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
+from gear_repro.retrieval.base import (
+    BM25Retriever,
+    ComposedRetriever,
+    DenseRetriever,
+    HybridRetriever,
+    Retriever,
+)
 from gear_repro.retrieval.fusion import rrf
 
-__all__ = ["Retriever", "BM25Retriever", "DenseRetriever", "HybridRetriever", "rrf"]
+__all__ = ["Retriever", "BM25Retriever", "ComposedRetriever", "DenseRetriever", "HybridRetriever", "rrf"]

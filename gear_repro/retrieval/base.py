@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+import numpy as np
+
 from gear_repro.backends.base import Collection
 from gear_repro.retrieval.fusion import RRF_K, rrf
 from gear_repro.types import Ranking
@@ -84,3 +86,34 @@ class HybridRetriever(_Base):
         sp = self.sparse.retrieve_many(queries, depth)
         de = self.dense.retrieve_many(queries, depth)
         return [rrf([s, d], k_rrf=self.k_rrf, limit=k) for s, d in zip(sp, de, strict=True)]
+
+
+class ComposedRetriever(_Base):
+    """Composed retrieval (GRIEVER §4.2.2): the top ``candidates`` BM25 passages re-scored by SBERT cosine,
+    best k by cosine (ties: BM25 order). Dense scoring touches only the candidates, hence its low latency
+    (GRIEVER Table 1). The cosine uses the collection's embedding matrix (``vectors()``, the cached corpus
+    embeddings) on every backend."""
+
+    name = "composed"
+
+    def __init__(self, collection: Collection, embedder=None, candidates: int = 100, name: str | None = None):
+        if embedder is None:
+            raise ValueError("ComposedRetriever needs an embedder")
+        super().__init__(collection, embedder, name)
+        self.candidates = candidates
+        self._row: dict[str, int] | None = None
+
+    def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        if not queries:
+            return []
+        if self._row is None:
+            self._row = {d: i for i, d in enumerate(self.collection.ids)}
+        matrix = self.collection.vectors()
+        vecs = self.embedder.encode(list(queries))
+        out = []
+        for cands, v in zip(self.collection.bm25(list(queries), max(self.candidates, k)), vecs, strict=True):
+            rows = np.asarray([self._row[i] for i in cands.ids], dtype=np.int64)
+            sims = (matrix[rows] @ v).astype(np.float32) if rows.size else np.zeros(0, np.float32)
+            order = np.argsort(-sims, kind="stable")[:k]
+            out.append(Ranking([cands.ids[i] for i in order], [float(sims[i]) for i in order]))
+        return out

@@ -25,20 +25,52 @@ def require_file(path: str | Path, what: str = "file") -> Path:
     return p
 
 
+def require_dir_target(path: str | Path, what: str = "output folder") -> Path:
+    """A folder to write into: it may not exist yet, but neither it nor a parent may be a file."""
+    p = Path(path)
+    for q in (p, *p.parents):
+        if q.exists():
+            if not q.is_dir():
+                raise DataError(f"{what} {p}: {q} is a file, not a folder")
+            break
+    return p
+
+
+def _not_utf8(p: Path, data: bytes, e: UnicodeDecodeError, line_offset: int = 0) -> DataError:
+    """DataError naming file, line and column of the first byte that is not UTF-8."""
+    lineno = data.count(b"\n", 0, e.start) + 1 + line_offset
+    col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+    return DataError(f"{p}:{lineno}: not UTF-8 text (byte 0x{data[e.start]:02x} at column {col}); "
+                     "re-encode the file as UTF-8")
+
+
+def read_text(path: str | Path) -> str:
+    """A UTF-8 text file; bytes that are not UTF-8 raise DataError naming file and line."""
+    p = require_file(path)
+    data = p.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _not_utf8(p, data, e) from None
+
+
 def read_json(path: str | Path) -> Any:
     p = require_file(path)
     try:
-        with open(p, encoding="utf-8") as f:
-            return json.load(f)
+        return json.loads(read_text(p))
     except json.JSONDecodeError as e:
         raise DataError(f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
-    """Yield (line number, record); a malformed line raises DataError naming file and line."""
+    """Yield (line number, record); a malformed or non-UTF-8 line raises DataError naming file and line."""
     p = require_file(path)
-    with open(p, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
+    with open(p, "rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise _not_utf8(p, raw, e, line_offset=lineno - 1) from None
             if not line.strip():
                 continue
             try:

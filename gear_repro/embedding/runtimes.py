@@ -1,0 +1,143 @@
+"""CPU encoder back-ends for the SBERT embedder (GEAR §6.2 uses all-mpnet-base-v2): ONNX Runtime (fp32 or
+dynamic int8) and OpenVINO, exported offline from the local sentence-transformers folder.
+
+``embedder.backend``: ``torch`` (default, sentence-transformers itself; reproduces the recorded numbers),
+``onnx`` (the transformer exported to ONNX, run by onnxruntime), ``onnx-int8`` (the same graph with dynamic int8
+weight quantisation, ``onnxruntime.quantization.quantize_dynamic``) or ``openvino`` (the fp32 ONNX graph compiled
+by OpenVINO). Pooling and normalisation follow the folder's sentence-transformers modules (mean pooling over
+the attention mask, L2 normalisation), done in numpy. Exports live in $GEAR_CACHE/onnx/<model folder>/ and are
+written atomically, so concurrent runs may export at the same time. sentence-transformers' own ONNX path needs
+``optimum``, whose releases require transformers < 4.58; this module needs only onnxruntime/onnx/openvino.
+Agreement with torch fp32 and speed: docs/encoders.md (``scripts/bench_encoders.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.paths import cache_dir
+
+BACKENDS = ("torch", "onnx", "onnx-int8", "openvino")
+
+
+def _export_fp32(folder: Path, out: Path) -> None:
+    """torch.onnx export of the folder's transformer: (input_ids, attention_mask) -> last_hidden_state."""
+    import torch
+    from transformers import AutoModel
+
+    class _Hidden(torch.nn.Module):  # keyword call: the positional order of forward() differs by model
+        def __init__(self, m: torch.nn.Module):
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            return self.m(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    model = _Hidden(AutoModel.from_pretrained(str(folder)).eval())
+    dummy = {"input_ids": torch.ones(1, 8, dtype=torch.long), "attention_mask": torch.ones(1, 8, dtype=torch.long)}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".onnx.tmp")
+    os.close(fd)
+    try:
+        with torch.no_grad():
+            torch.onnx.export(model, (dummy["input_ids"], dummy["attention_mask"]), tmp,
+                              input_names=["input_ids", "attention_mask"], output_names=["last_hidden_state"],
+                              dynamic_axes={"input_ids": {0: "b", 1: "n"}, "attention_mask": {0: "b", 1: "n"},
+                                            "last_hidden_state": {0: "b", 1: "n"}},
+                              opset_version=17, dynamo=False)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _quantize(src: Path, out: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".onnx.tmp")
+    os.close(fd)
+    try:
+        quantize_dynamic(str(src), tmp, weight_type=QuantType.QInt8)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def exported(folder: Path, backend: str) -> Path:
+    """The ONNX file ``backend`` runs for the model in ``folder`` (exported on first use)."""
+    d = cache_dir() / "onnx" / folder.name
+    fp32 = d / "model.onnx"
+    if not fp32.exists():
+        _export_fp32(folder, fp32)
+    if backend != "onnx-int8":
+        return fp32
+    int8 = d / "model-int8.onnx"
+    if not int8.exists():
+        _quantize(fp32, int8)
+    return int8
+
+
+class RuntimeSentenceModel:
+    """The subset of ``SentenceTransformer`` the embedder uses (``encode``, ``tokenizer``, ``max_seq_length``,
+    ``get_sentence_embedding_dimension``), run by onnxruntime or OpenVINO."""
+
+    def __init__(self, folder: str | os.PathLike, backend: str, num_threads: int | None = None):
+        if backend not in BACKENDS[1:]:
+            raise ConfigError(f"embedder.backend must be one of {BACKENDS}, got '{backend}'")
+        from transformers import AutoTokenizer
+
+        self.folder = Path(folder)
+        self.backend = backend
+        pooling = json.loads((self.folder / "1_Pooling" / "config.json").read_text())
+        if not pooling.get("pooling_mode_mean_tokens"):
+            raise ConfigError(f"embedder.backend={backend} supports mean-pooling models only ({self.folder})")
+        self.dim = int(pooling["word_embedding_dimension"])
+        st_cfg = self.folder / "sentence_bert_config.json"
+        self.max_seq_length = int(json.loads(st_cfg.read_text()).get("max_seq_length", 512)) if st_cfg.exists() else 512
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self.folder))
+        path = exported(self.folder, backend)
+        threads = num_threads or 0
+        if backend == "openvino":
+            import openvino as ov
+
+            core = ov.Core()
+            if threads:
+                core.set_property("CPU", {"INFERENCE_NUM_THREADS": threads})
+            self._ov = core.compile_model(str(path), "CPU")
+            self._run = lambda feed: self._ov(feed)[0]
+        else:
+            import onnxruntime as ort
+
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = threads
+            sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+            self._run = lambda feed: sess.run(None, feed)[0]
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return self.dim
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32, normalize_embeddings: bool = True,
+               **_: object) -> np.ndarray:
+        texts = list(texts)
+        order = np.argsort([-len(t) for t in texts], kind="stable")  # similar lengths share a batch
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for a in range(0, len(texts), batch_size):
+            idx = order[a:a + batch_size]
+            enc = self.tokenizer([texts[i] for i in idx], padding=True, truncation=True,
+                                 max_length=self.max_seq_length, return_tensors="np")
+            mask = enc["attention_mask"].astype(np.int64)
+            hidden = self._run({"input_ids": enc["input_ids"].astype(np.int64), "attention_mask": mask})
+            m = mask[..., None].astype(np.float32)
+            vec = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+            if normalize_embeddings:
+                vec /= np.clip(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12, None)
+            out[idx] = vec
+        return out

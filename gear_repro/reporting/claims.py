@@ -1,0 +1,311 @@
+"""Claims scoreboard: each paper claim the given runs can test -> holds / contradicted / inconclusive at this N.
+
+Claims live in gear_repro/resources/claims.yaml (format documented there and in docs/evidence.md). Runs are
+matched to a claim's roles by their resolved config (classes of agent / expansion / retriever, beam.diversity,
+qa_reader.mode), never by display labels. Each (claim, dataset, metric) row is a paired comparison of one run
+per role on the same question ids (:func:`gear_repro.reporting.evidence.paired`):
+
+- verdict ``holds``: the 95% interval of mean(a - b) lies entirely on the claimed side of 0 and p < α;
+  ``contradicted``: entirely on the other side and p < α; ``inconclusive``: otherwise;
+  ``no runs``: a role has no run (or no pair agrees on the claim's ``same`` keys);
+  ``refused``: the only pairs hold different question sets (rerun on one subset or use --intersect).
+- "N needed": :func:`gear_repro.evaluation.stats.questions_needed` from the observed difference and the
+  per-question sd of the differences (two-sided α = 0.05, power 0.8).
+Intervals are per row; no correction for testing several metrics/claims is applied (stated in claims.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from gear_repro.evaluation.stats import paired_test, questions_needed
+from gear_repro.reporting.evidence import (
+    DEFAULT_OPTIONS,
+    EvidenceOptions,
+    QuestionSetMismatch,
+    align,
+    paired_arrays,
+    values,
+)
+from gear_repro.reporting.paper import paper_value
+from gear_repro.reporting.runs import RunResult
+from gear_repro.utils.errors import GearError
+
+CLAIMS_YAML = Path(__file__).resolve().parent.parent / "resources" / "claims.yaml"
+VERDICTS = ("holds", "contradicted", "inconclusive", "refused", "no runs")
+
+
+# -- the claims file ---------------------------------------------------------------------------------------
+def _fill(obj: Any, var: dict[str, str]) -> Any:
+    """A copy of ``obj`` with "{name}" placeholders in strings replaced by ``var``'s values."""
+    if isinstance(obj, str):
+        return obj.format_map(var) if var else obj
+    if isinstance(obj, list):
+        return [_fill(x, var) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _fill(v, var) for k, v in obj.items()}
+    return obj
+
+
+def load_claims(path: str | Path | None = None) -> list[dict]:
+    """The claims of ``path`` (default: the bundled claims.yaml), one entry per ``each`` instance."""
+    p = Path(path) if path else CLAIMS_YAML
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as e:
+        raise GearError(f"claims file {p}: {e}") from e
+    same = doc.get("same") or ["dataset.name"]
+    out = []
+    for c in doc.get("claims") or []:
+        missing = [k for k in ("id", "text", "direction", "metrics", "a", "b") if k not in c]
+        if missing or c["direction"] not in ("greater", "less"):
+            raise GearError(f"claims file {p}: claim {c.get('id', '?')} lacks {missing} or has a bad direction")
+        for var in c.get("each") or [{}]:
+            inst = _fill({k: v for k, v in c.items() if k != "each"}, {k: str(v) for k, v in var.items()})
+            if var:
+                inst["id"] = f"{c['id']}[{var.get('label') or next(iter(var.values()))}]"
+            inst.setdefault("same", same)
+            out.append(inst)
+    return out
+
+
+# -- matching runs to roles ----------------------------------------------------------------------------------
+def config_value(cfg: dict, dotted: str) -> Any:
+    node: Any = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _class_name(target: Any) -> str | None:
+    return str(target).rsplit(".", 1)[-1] if target else None
+
+
+def matches(run: RunResult, selector: dict) -> bool:
+    """Does the run's config satisfy every key of the role selector (see claims.yaml)?"""
+    if "qa_reader.mode" not in selector and run.is_qa_bound:
+        return False
+    for key, want in selector.items():
+        have = config_value(run.config, key)
+        if key.endswith("_target_"):
+            have = _class_name(have)
+        if key == "qa_reader.mode" and have is None:
+            have = "retrieved"
+        options = want if isinstance(want, list) else [want]
+        if have not in options:
+            return False
+    return True
+
+
+# -- one row -----------------------------------------------------------------------------------------------
+@dataclass
+class ClaimRow:
+    claim: str
+    text: str
+    source: str
+    dataset: str
+    metric: str
+    direction: str
+    verdict: str
+    diff: float | None = None
+    low: float | None = None
+    high: float | None = None
+    p_value: float | None = None
+    n: int | None = None
+    sd: float | None = None
+    n_needed: float | None = None
+    mean_a: float | None = None
+    mean_b: float | None = None
+    paper_a: float | None = None
+    paper_b: float | None = None
+    paper_diff: float | None = None
+    run_a: str = ""
+    run_b: str = ""
+    note: str = ""
+
+
+def decide(diff: float, low: float, high: float, p: float, direction: str, alpha: float) -> str:
+    """holds / contradicted / inconclusive for a claim "a > b" (greater) or "a < b" (less)."""
+    sign = 1.0 if direction == "greater" else -1.0
+    lo, hi = sorted((sign * low, sign * high))
+    if p < alpha and lo > 0:
+        return "holds"
+    if p < alpha and hi < 0:
+        return "contradicted"
+    return "inconclusive"
+
+
+def _paper_cells(claim: dict, dataset: str, metric: str) -> tuple[float | None, float | None]:
+    spec = claim.get("paper") or {}
+
+    def one(cell: dict | None) -> float | None:
+        if not cell:
+            return None
+        return paper_value(cell["table"], cell["method"], dataset, cell.get("metric", metric),
+                           paper=cell.get("paper", "GEAR"), setting=cell.get("setting"))
+    return one(spec.get("a")), one(spec.get("b"))
+
+
+def _same(ra: RunResult, rb: RunResult, keys: Sequence[str]) -> bool:
+    return all(config_value(ra.config, k) == config_value(rb.config, k) for k in keys)
+
+
+def _label(run: RunResult) -> str:
+    return f"{run.method} ({Path(run.path).name})"
+
+
+def _max_rounds(run: RunResult) -> int:
+    return int(config_value(run.config, "agent.max_rounds") or config_value(run.config, "dataset.max_rounds") or 1)
+
+
+def _keys(claim: dict, metric: str, run: RunResult) -> tuple[str, str]:
+    """Per-question keys of a and b: the metric itself, or two rounds of one run (within_run: rounds)."""
+    if claim.get("within_run") == "rounds":
+        k = metric.removeprefix("R@")
+        return f"recall@{k}@round{_max_rounds(run)}", f"recall@{k}@round1"
+    return metric, metric
+
+
+def _pairs(claim: dict, ras: list[RunResult], rbs: list[RunResult]) -> list[tuple[RunResult, RunResult]]:
+    if claim.get("within_run"):
+        return [(r, r) for r in ras if r in rbs and _max_rounds(r) > 1]
+    return [(a, b) for a in ras for b in rbs if a is not b and _same(a, b, claim["same"])]
+
+
+def evaluate_claim(claim: dict, runs: Sequence[RunResult], opts: EvidenceOptions = DEFAULT_OPTIONS) -> list[ClaimRow]:
+    """Rows of one claim: one per dataset × metric the runs can test, or one "no runs" row."""
+    base = {"claim": claim["id"], "text": claim["text"], "source": claim.get("source", ""),
+            "direction": claim["direction"]}
+    ras = [r for r in runs if matches(r, claim["a"])]
+    rbs = [r for r in runs if matches(r, claim["b"])]
+    datasets = sorted({r.dataset for r in ras + rbs})
+    rows: list[ClaimRow] = []
+    for metric in claim["metrics"]:
+        for ds in datasets or ["–"]:
+            pa, pb = _paper_cells(claim, ds, metric)
+            paper = {"paper_a": pa, "paper_b": pb, "paper_diff": None if pa is None or pb is None else round(pa - pb, 2)}
+            row = ClaimRow(**base, dataset=ds, metric=metric, verdict="no runs", **paper)
+            cands = []
+            for a, b in _pairs(claim, [r for r in ras if r.dataset == ds], [r for r in rbs if r.dataset == ds]):
+                ka, kb = _keys(claim, metric, a)
+                va, vb = values(a, ka), values(b, kb)
+                if va and vb:
+                    shared = len(set(va) & set(vb))
+                    near = Path(a.path).parent == Path(b.path).parent  # same sweep first
+                    cands.append((set(va) == set(vb), shared, near, str(a.path), str(b.path), a, b, va, vb))
+            if not cands:
+                missing = [r for r, rs in (("a", ras), ("b", rbs)) if not [x for x in rs if x.dataset == ds]]
+                row.note = (f"no run for role {' and '.join(missing)}" if missing
+                            else f"no pair of runs with {metric} values agreeing on {', '.join(claim['same'])}")
+                rows.append(row)
+                continue
+            same_ids, *_, a, b, va, vb = max(cands, key=lambda c: c[:5])
+            row.run_a, row.run_b = _label(a), _label(b)
+            try:
+                pairing = align(va, vb, opts.intersect, f"{claim['id']} {ds} {metric}")
+            except QuestionSetMismatch as e:
+                row.verdict, row.note = "refused", str(e).split(": ", 1)[-1]
+                rows.append(row)
+                continue
+            xa, xb = paired_arrays(va, vb, pairing)
+            res = paired_test(xa, xb, opts.resamples, opts.seed, opts.alpha)
+            row.verdict = decide(res.diff, res.low, res.high, res.p_value, claim["direction"], opts.alpha)
+            row.diff, row.low, row.high, row.p_value = res.diff, res.low, res.high, res.p_value
+            row.n, row.sd, row.mean_a, row.mean_b = res.n, res.sd, res.mean_a, res.mean_b
+            row.n_needed = questions_needed(res.diff, res.sd, opts.alpha)
+            if not same_ids:
+                row.note = f"--intersect: {pairing.dropped_a} questions of a and {pairing.dropped_b} of b left out"
+            rows.append(row)
+    return rows
+
+
+def evaluate_claims(runs: Sequence[RunResult], claims: Sequence[dict] | None = None,
+                    opts: EvidenceOptions = DEFAULT_OPTIONS) -> list[ClaimRow]:
+    return [row for c in (claims if claims is not None else load_claims()) for row in evaluate_claim(c, runs, opts)]
+
+
+# -- writing -----------------------------------------------------------------------------------------------
+def _num(x: float | None, fmt: str = "{:+.1f}") -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else fmt.format(x)
+
+
+def _n_needed(row: ClaimRow) -> str:
+    if row.n_needed is None:
+        return "–"
+    if math.isinf(row.n_needed):
+        return "∞ (no difference)"
+    return f"{int(row.n_needed)}" + (" (decided)" if row.verdict in ("holds", "contradicted") else "")
+
+
+def _table_rows(rows: Sequence[ClaimRow]) -> list[str]:
+    """One line per tested row; a claim's "no runs" rows collapse into one line per dataset and note."""
+    out: list[str] = []
+    done: set[tuple] = set()
+    for r in rows:
+        if r.verdict == "no runs":
+            key = (r.claim, r.dataset, r.note)
+            if key in done:
+                continue
+            done.add(key)
+            metrics = ", ".join(x.metric for x in rows if (x.claim, x.dataset, x.note, x.verdict) == (*key, "no runs"))
+            out.append(f"| {r.claim} | {r.dataset} | {metrics} | no runs | – | – | – | – | – | – | {r.note} |")
+            continue
+        ours = "–" if r.diff is None else f"{r.diff:+.1f} [{r.low:+.1f}, {r.high:+.1f}]"
+        ab = "–" if r.mean_a is None else f"{r.mean_a:.1f} / {r.mean_b:.1f}"
+        paper = "–" if r.paper_diff is None else f"{r.paper_diff:+.1f} ({r.paper_a:.1f} / {r.paper_b:.1f})"
+        p = "–" if r.p_value is None else f"{r.p_value:.3g}"
+        runs = f"{r.run_a} vs {r.run_b}" if r.run_a else ""
+        note = "; ".join(x for x in (runs, r.note) if x)
+        verdict = f"**{r.verdict}**" if r.verdict in ("holds", "contradicted") else r.verdict
+        out.append(f"| {r.claim} | {r.dataset} | {r.metric} | {verdict} | {ours} | {r.n or '–'} | {p} | {ab} | "
+                   f"{paper} | {_n_needed(r)} | {note} |")
+    return out
+
+
+def claims_markdown(rows: Sequence[ClaimRow], opts: EvidenceOptions = DEFAULT_OPTIONS) -> str:
+    counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
+    lines = [
+        "# Claims scoreboard",
+        "",
+        f"Each row: one paper claim on one dataset and metric, tested on the same questions (paired). "
+        f"Δ = a − b, mean over questions with its {100 * (1 - opts.alpha):.0f}% paired-bootstrap interval "
+        f"({opts.resamples} resamples, seed {opts.seed}); p = two-sided sign-flip permutation test. "
+        f"**holds**: interval on the claimed side of 0 and p < {opts.alpha}; **contradicted**: on the other side and "
+        f"p < {opts.alpha}; else **inconclusive**. N needed = ⌈((z₀.₉₇₅ + z₀.₈)·sd/|Δ|)²⌉ questions for a paired "
+        "test to decide it with 80% power, from the observed per-question sd of the differences. "
+        "Paper Δ: the paper's own a − b (gear_repro/resources/paper_results.csv). No multiple-testing correction. "
+        "Rules: docs/evidence.md.",
+        "",
+        "Rows by verdict: " + ", ".join(f"{v} {n}" for v, n in counts.items()),
+        "",
+        "| claim | dataset | metric | verdict | ours Δ [95% CI] | N | p | ours a / b | paper Δ (a / b) | N needed | "
+        "runs (a vs b) / note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+        *_table_rows(rows),
+        "",
+        "Claims:",
+        "",
+        *dict.fromkeys(f"- `{r.claim}`: {r.text} ({r.source})" for r in rows),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_claims(runs: Sequence[RunResult], out_dir: str | Path, opts: EvidenceOptions = DEFAULT_OPTIONS,
+                 claims_file: str | Path | None = None) -> list[Path]:
+    """Write DIR/claims.md and DIR/claims.csv (every number of every row)."""
+    rows = evaluate_claims(runs, load_claims(claims_file), opts)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    md, csv = out / "claims.md", out / "claims.csv"
+    md.write_text(claims_markdown(rows, opts), encoding="utf-8")
+    pd.DataFrame([asdict(r) for r in rows]).to_csv(csv, index=False)
+    return [md, csv]

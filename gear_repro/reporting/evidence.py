@@ -1,0 +1,113 @@
+"""Per-run per-question values, their intervals, and paired differences between runs (docs/evidence.md).
+
+Bridges finished runs (:class:`~gear_repro.reporting.runs.RunResult`) and the numeric tools of
+:mod:`gear_repro.evaluation.stats`. Predictions are read once per run and report invocation.
+Paired comparisons are only made on the same question ids: :func:`paired` refuses runs whose question
+sets differ unless ``intersect`` is set (then it pairs the shared ids and says how many were dropped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gear_repro.evaluation.per_question import question_values
+from gear_repro.evaluation.stats import (
+    DEFAULT_ALPHA,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    Interval,
+    PairedResult,
+    bootstrap_ci,
+    paired_test,
+)
+from gear_repro.reporting.runs import RunResult
+from gear_repro.utils.errors import GearError
+
+METRIC_VALUE_KEYS = {"R@5": "recall@5", "R@10": "recall@10", "R@15": "recall@15", "EM": "em", "F1": "f1"}
+
+
+class QuestionSetMismatch(GearError):
+    """Two runs compared question by question hold different question ids."""
+
+
+@dataclass(frozen=True)
+class EvidenceOptions:
+    """Report-wide settings of intervals and tests (gear-repro-report --resamples/--seed/--intersect)."""
+
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
+    alpha: float = DEFAULT_ALPHA
+    intersect: bool = False
+
+
+DEFAULT_OPTIONS = EvidenceOptions()
+_PRED_CACHE: dict[tuple, list[dict]] = {}
+
+
+def predictions(run: RunResult) -> list[dict]:
+    """The run's prediction records (analyses.load_predictions), read once per file version."""
+    from gear_repro.reporting.analyses import load_predictions
+
+    f = Path(run.path) / "predictions.jsonl"
+    st = f.stat() if f.exists() else None
+    key = (str(f), st.st_mtime_ns if st else 0, st.st_size if st else 0, repr(run.config.get("dataset")))
+    if key not in _PRED_CACHE:
+        _PRED_CACHE[key] = load_predictions(run)
+    return _PRED_CACHE[key]
+
+
+def values(run: RunResult, key: str) -> dict[str, float]:
+    """{question id: value} of ``key`` (a per_question key or a table metric name such as "R@15")."""
+    return question_values(predictions(run), METRIC_VALUE_KEYS.get(key, key))
+
+
+def interval(run: RunResult, key: str, opts: EvidenceOptions = DEFAULT_OPTIONS) -> Interval | None:
+    """Mean and bootstrap interval of ``key`` over the run's questions (None without predictions)."""
+    v = values(run, key)
+    if not v:
+        return None
+    return bootstrap_ci(np.fromiter(v.values(), float, len(v)), opts.resamples, opts.seed, opts.alpha)
+
+
+def values_interval(vals: Sequence[float], opts: EvidenceOptions = DEFAULT_OPTIONS) -> Interval | None:
+    return bootstrap_ci(np.asarray(vals, float), opts.resamples, opts.seed, opts.alpha) if len(vals) else None
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """Question ids two runs are compared on, and how many of each run's ids were left out."""
+
+    ids: list[str]
+    dropped_a: int
+    dropped_b: int
+
+
+def align(va: dict[str, float], vb: dict[str, float], intersect: bool, what: str = "") -> Pairing:
+    """The ids to pair: all of them when both sets are equal; the shared ones with ``intersect``; else refuse."""
+    sa, sb = set(va), set(vb)
+    if sa != sb and not intersect:
+        raise QuestionSetMismatch(
+            f"{what}: the runs hold different question sets ({len(sa)} vs {len(sb)} questions, {len(sa & sb)} shared); "
+            "a paired comparison needs the same question ids. Run both on the same subset "
+            "(dataset.subset=stratified dataset.limit=N) or pass --intersect to compare the shared questions only")
+    ids = sorted(sa & sb)
+    if not ids:
+        raise QuestionSetMismatch(f"{what}: the runs share no question")
+    return Pairing(ids, len(sa) - len(ids), len(sb) - len(ids))
+
+
+def paired_arrays(va: dict[str, float], vb: dict[str, float], pairing: Pairing) -> tuple[np.ndarray, np.ndarray]:
+    return (np.array([va[i] for i in pairing.ids], float), np.array([vb[i] for i in pairing.ids], float))
+
+
+def paired(run_a: RunResult, run_b: RunResult, key: str, opts: EvidenceOptions = DEFAULT_OPTIONS,
+           key_b: str | None = None) -> tuple[PairedResult, Pairing]:
+    """Paired test of ``key`` in run_a minus ``key_b`` (default ``key``) in run_b on their common question ids."""
+    va, vb = values(run_a, key), values(run_b, key_b or key)
+    pairing = align(va, vb, opts.intersect, f"{run_a.path} vs {run_b.path} ({key})")
+    a, b = paired_arrays(va, vb, pairing)
+    return paired_test(a, b, opts.resamples, opts.seed, opts.alpha), pairing

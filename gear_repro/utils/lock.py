@@ -1,0 +1,89 @@
+"""An exclusive lock on a run directory (issue 9 §2): two runs into one dir would write every question twice.
+
+The lock file ``<run_dir>/.lock`` holds the owner's host, pid and process start time. A lock whose owner
+process is gone (killed, crashed; a zombie counts as gone) or whose pid now belongs to another process
+(same pid, different start time) is stale and taken over with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+from pathlib import Path
+
+from gear_repro.utils.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+LOCK_FILE = ".lock"
+
+
+def process_start(pid: int) -> str | None:
+    """Start time of ``pid`` in clock ticks since boot (``/proc/<pid>/stat`` field 22); None if it is not
+    running or is a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()  # after "(comm) ": state is field 3, starttime field 22
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def _owner_alive(owner: dict) -> bool:
+    if owner.get("host") != socket.gethostname():
+        return True  # another machine's process: cannot tell, so never steal its lock
+    pid = owner.get("pid")
+    if not isinstance(pid, int):
+        return False
+    start = process_start(pid)
+    return start is not None and (owner.get("start") is None or str(owner["start"]) == start)
+
+
+class RunDirLock:
+    """``with RunDirLock(run_dir): ...`` holds the run dir for this process or raises ConfigError."""
+
+    def __init__(self, run_dir: str | Path):
+        self.path = Path(run_dir) / LOCK_FILE
+        self.held = False
+
+    def _read_owner(self) -> dict:
+        try:
+            return json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}  # vanished or torn (killed while writing): stale
+
+    def acquire(self) -> None:
+        me = {"host": socket.gethostname(), "pid": os.getpid(), "start": process_start(os.getpid())}
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                owner = self._read_owner()
+                if _owner_alive(owner):
+                    raise ConfigError(
+                        f"{self.path.parent} is in use by process {owner.get('pid')} on {owner.get('host')}; wait "
+                        f"for it to finish or use another hydra.run.dir (delete {self.path} if that process is "
+                        "gone)") from None
+                log.warning("%s: taking over the stale lock of process %s (no longer running)", self.path,
+                            owner.get("pid"))
+                self.path.unlink(missing_ok=True)
+                continue
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(me, f)
+            self.held = True
+            return
+        raise ConfigError(f"could not lock {self.path.parent}: another process keeps taking the lock")
+
+    def release(self) -> None:
+        if self.held:
+            self.path.unlink(missing_ok=True)
+            self.held = False
+
+    def __enter__(self) -> RunDirLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

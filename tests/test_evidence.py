@@ -1,0 +1,273 @@
+"""Claims scoreboard, paired-run refusal, CI columns, cost table and recorded subsets on synthetic runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gear_repro.cli.report import main as report_main
+from gear_repro.evaluation.per_question import call_counts, question_values, timing
+from gear_repro.reporting.claims import decide, evaluate_claims, load_claims, matches
+from gear_repro.reporting.cost import cost_table, load_prices
+from gear_repro.reporting.evidence import EvidenceOptions, QuestionSetMismatch, paired
+from gear_repro.reporting.runs import find_runs
+from gear_repro.reporting.tables import long_table
+
+CLASSES = {"bm25": "gear_repro.retrieval.BM25Retriever", "sbert": "gear_repro.retrieval.DenseRetriever",
+           "hybrid": "gear_repro.retrieval.HybridRetriever"}
+EXPANSIONS = {"none": "gear_repro.graph.expansion.NoExpansion", "naive": "gear_repro.graph.expansion.NaiveGE",
+              "sync": "gear_repro.graph.expansion.SyncGE"}
+
+
+def make_run(root: Path, name: str, ret: str, exp: str, hits: list[int], agent: str = "SingleStep",
+             embedder: str = "all-MiniLM-L6-v2", label: str | None = None, ids: list[int] | None = None,
+             qa_mode: str | None = None, answers_right: list[bool] | None = None, llm_calls=None) -> Path:
+    """A finished run dir: question i has 2 gold passages, ``hits[i]`` of them in the top 5."""
+    run = root / name
+    run.mkdir(parents=True)
+    preds = []
+    for j, i in enumerate(ids if ids is not None else range(len(hits))):
+        gold = [f"g{i}a", f"g{i}b"]
+        ranking = gold[: hits[j]] + [f"x{i}-{m}" for m in range(20)]
+        rec = {"id": f"q{i}", "gold_ids": gold, "answers": ["yes sir"], "type": "2hop",
+               "rankings": {"final": ranking}, "timings": {"total_s": 0.01 * (1 + i % 3)}}
+        if answers_right is not None:
+            rec["answer"] = "yes sir" if answers_right[j] else "no"
+        if llm_calls is not None:
+            rec["llm_calls"] = llm_calls
+        preds.append(rec)
+    (run / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
+    (run / "metrics.json").write_text(json.dumps({"recall@5": 0.0, "n_questions": len(preds)}))
+    cfg = {"dataset": {"name": "musique_sample", "paper_name": "MuSiQue", "max_rounds": 4},
+           "retriever": {"_target_": CLASSES[ret], "name": ret},
+           "expansion": {"_target_": EXPANSIONS[exp], "name": exp},
+           "agent": {"_target_": f"gear_repro.agent.x.{agent}", "name": agent.lower()},
+           "embedder": {"model": embedder}, "beam": {"diversity": True, "length": 2, "width": 10},
+           "llm": {"model": "m"}, "report": {"method": label} if label else {}, "qa": answers_right is not None}
+    if qa_mode:
+        cfg["qa_reader"] = {"mode": qa_mode}
+    (run / "config.yaml").write_text(json.dumps(cfg))  # JSON is YAML
+    return run
+
+
+N = 40
+BETTER = [2] * 30 + [1] * 10  # vs BASE: +50 on 30 questions, 0 on 10
+BASE = [1] * 30 + [1] * 10
+WORSE = [0] * 30 + [1] * 10
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> Path:
+    root = tmp_path / "runs"
+    make_run(root, "bm25", "bm25", "none", BASE)
+    make_run(root, "bm25_naive", "bm25", "naive", BETTER, label="GEAR")  # a label must not make it GEAR
+    make_run(root, "hybrid", "hybrid", "none", BASE)
+    make_run(root, "hybrid_naive", "hybrid", "naive", WORSE)
+    make_run(root, "sbert", "sbert", "none", BASE)
+    make_run(root, "sbert_naive", "sbert", "naive", BASE)  # identical values: interval at 0, p = 1
+    make_run(root, "sbert_naive_mpnet", "sbert", "naive", BETTER, embedder="all-mpnet-base-v2")  # never paired
+    return root
+
+
+def rows_by(rows, claim, metric="R@5"):
+    return next(r for r in rows if r.claim == claim and r.metric == metric)
+
+
+def test_scoreboard_verdicts(runs: Path):
+    rows = evaluate_claims(find_runs([runs]), load_claims(), EvidenceOptions(resamples=1000))
+    bm25 = rows_by(rows, "naivege_gt_base[BM25]")
+    assert bm25.verdict == "holds" and bm25.n == N and bm25.diff == pytest.approx(37.5)
+    assert bm25.low > 0 and bm25.p_value < 0.01
+    assert (bm25.paper_a, bm25.paper_b) == (37.5, 33.8)  # Table 2 MuSiQue R@5: BM25 + NaiveGE vs BM25
+    assert bm25.paper_diff == pytest.approx(3.7)
+    assert rows_by(rows, "naivege_gt_base[Hybrid]").verdict == "contradicted"
+    sbert = rows_by(rows, "naivege_gt_base[SBERT]")
+    assert sbert.verdict == "inconclusive" and sbert.p_value == 1.0 and (sbert.low, sbert.high) == (0.0, 0.0)
+    assert "sbert_naive_mpnet" not in sbert.run_a  # other embedder: not paired
+    # roles by config class, not label: the run labelled "GEAR" is a SingleStep run, so GEAR claims have no runs
+    gear = [r for r in rows if r.claim.startswith("gear_")]
+    assert gear and all(r.verdict == "no runs" for r in gear)
+    assert rows_by(rows, "griever_gt_rrf_hybrid").verdict == "no runs"
+    assert rows_by(rows, "t2rag_gt_standard_rag", "EM").verdict == "no runs"
+    assert rows_by(rows, "syncge_gt_naivege[BM25]").note == "no run for role a"
+
+
+def test_paper_difference_and_needed_n(runs: Path):
+    rows = evaluate_claims(find_runs([runs]), load_claims(), EvidenceOptions(resamples=500))
+    r = rows_by(rows, "naivege_gt_base[BM25]", "R@15")
+    assert (r.paper_a, r.paper_b) == (48.4, 41.3) and r.paper_diff == pytest.approx(7.1)
+    # differences: +50 on 30 questions, 0 on 10 -> mean 37.5, sd = sqrt(30*12.5^2 + 10*37.5^2)/sqrt(39)
+    sd = ((30 * 12.5**2 + 10 * 37.5**2) / 39) ** 0.5
+    assert r.sd == pytest.approx(sd)
+    assert r.n_needed == -(-((1.959964 + 0.841621) * sd / 37.5) ** 2 // 1)
+
+
+def test_decide_directions():
+    assert decide(5, 1, 9, 0.01, "greater", 0.05) == "holds"
+    assert decide(-5, -9, -1, 0.01, "greater", 0.05) == "contradicted"
+    assert decide(-5, -9, -1, 0.01, "less", 0.05) == "holds"
+    assert decide(5, 1, 9, 0.2, "greater", 0.05) == "inconclusive"  # interval and test must agree
+    assert decide(1, -2, 4, 0.5, "greater", 0.05) == "inconclusive"
+
+
+def test_refuses_different_question_sets_unless_intersect(tmp_path: Path):
+    root = tmp_path / "runs"
+    make_run(root, "bm25", "bm25", "none", BASE)
+    make_run(root, "bm25_naive", "bm25", "naive", BETTER[:20], ids=list(range(20, 40)) and list(range(20)))
+    a, b = find_runs([root / "bm25_naive"])[0], find_runs([root / "bm25"])[0]
+    with pytest.raises(QuestionSetMismatch, match="different question sets .*20 vs 40.*--intersect"):
+        paired(a, b, "R@5")
+    res, pairing = paired(a, b, "R@5", EvidenceOptions(intersect=True))
+    assert res.n == 20 and pairing.dropped_b == 20
+    rows = evaluate_claims(find_runs([root]), load_claims(), EvidenceOptions(resamples=200))
+    assert rows_by(rows, "naivege_gt_base[BM25]").verdict == "refused"
+    rows = evaluate_claims(find_runs([root]), load_claims(), EvidenceOptions(resamples=200, intersect=True))
+    r = rows_by(rows, "naivege_gt_base[BM25]")
+    assert r.verdict == "holds" and r.n == 20 and "left out" in r.note
+
+
+def test_qa_bounds_and_roles(tmp_path: Path):
+    root = tmp_path / "runs"
+    gold = make_run(root, "gold", "hybrid", "none", BASE, qa_mode="gold", answers_right=[True] * 36 + [False] * 4)
+    make_run(root, "gear", "hybrid", "sync", BASE, agent="GearAgent", answers_right=[True] * 20 + [False] * 20)
+    make_run(root, "none", "hybrid", "none", BASE, qa_mode="none", answers_right=[True] * 20 + [False] * 20)
+    rg = find_runs([gold])[0]
+    assert matches(rg, {"qa_reader.mode": "gold"}) and not matches(rg, {"retriever._target_": "HybridRetriever"})
+    assert matches(rg, {"retriever._target_": ["BM25Retriever", "HybridRetriever"], "qa_reader.mode": "gold"})
+    rows = evaluate_claims(find_runs([root]), load_claims(), EvidenceOptions(resamples=500))
+    up = rows_by(rows, "gold_gt_gear_qa", "EM")
+    assert up.verdict == "holds" and up.diff == pytest.approx(40.0) and "gold" in up.run_a
+    assert (up.paper_a, up.paper_b) == (36.6, 19.0)
+    low = rows_by(rows, "gear_gt_no_passages_qa", "F1")
+    assert low.verdict == "inconclusive" and low.diff == 0.0 and low.p_value == 1.0
+    # the bounds are not retrieval runs: the Hybrid base role of NaiveGE's claim does not match them
+    assert rows_by(rows, "naivege_gt_base[Hybrid]").note == "no run for role a and b"
+
+
+def test_errored_questions_count_zero():
+    preds = [{"id": "a", "gold_ids": ["g"], "rankings": {"final": ["g"]}, "answer": "x", "answers": ["x"]},
+             {"id": "b", "gold_ids": ["g"], "rankings": {"final": []}, "error": "Boom"}]
+    assert question_values(preds, "recall@5") == {"a": 100.0, "b": 0.0}
+    assert question_values(preds, "em") == {"a": 100.0, "b": 0.0}
+
+
+def test_tables_carry_intervals_and_n(runs: Path, tmp_path: Path):
+    df = long_table(find_runs([runs]), opts=EvidenceOptions(resamples=300))
+    row = df[(df.run_dir.str.endswith("bm25_naive")) & (df.metric == "R@5")].iloc[0]
+    assert row.ours == pytest.approx(87.5) and row.ci_low < 87.5 < row.ci_high and row.n == N
+    cols = list(df.columns)
+    assert cols.index("ci_low") == cols.index("ours") + 1 and cols.index("ci_high") == cols.index("ours") + 2
+    out = tmp_path / "rep"
+    assert report_main([str(runs), "--out", str(out), "--claims", "--resamples", "300"]) == 0
+    csv = pd.read_csv(out / "table.csv")
+    assert {"ci_low", "ci_high", "n"} <= set(csv.columns) and csv["ci_low"].notna().all()
+    md = (out / "table.md").read_text()
+    assert "87.5 [" in md and "n=40" in md
+    assert "n=40" in (out / "table.tex").read_text()
+    claims = (out / "claims.md").read_text()
+    assert "naivege_gt_base[BM25]" in claims and "**holds**" in claims and "**contradicted**" in claims
+    assert "no runs" in claims and (out / "cost.md").exists()
+
+
+def test_cost_uses_one_pass_at_one_k():
+    calls = [{"stage": "read", "k": k, "prompt_tokens": 1000 * k, "completion_tokens": 10 * k, "latency_s": 1.0}
+             for k in (5, 10, 15)] + [{"stage": "qa", "prompt_tokens": 500, "completion_tokens": 5, "latency_s": 2.0}]
+    pred = {"id": "q", "rankings": {"5": [], "10": [], "15": [], "final": []}, "llm_calls": calls,
+            "trace": {str(k): {"timings": {"base_s": 0.01, "expansion_s": 0.1 * k}} for k in (5, 10, 15)},
+            "timings": {"total_s": 5.0}}
+    c = call_counts(pred)
+    assert c == {"calls": 2, "prompt_tokens": 15500, "completion_tokens": 155, "tokens": 15150}
+    t = timing(pred)
+    assert t["retrieval_s"] == pytest.approx(1.51)
+    assert t["e2e_s"] == pytest.approx(5.0 - 0.51 - 1.01)
+    untagged = {**pred, "llm_calls": [{k: v for k, v in x.items() if k != "k"} for x in calls]}
+    u = call_counts(untagged)  # split evenly over the 3 passes; QA counted once
+    assert u["calls"] == pytest.approx(2.0) and u["prompt_tokens"] == pytest.approx(30000 / 3 + 500)
+
+
+def test_cost_table_dollars(tmp_path: Path):
+    calls = [{"stage": "read", "prompt_tokens": 2000, "completion_tokens": 100, "latency_s": 0.002},
+             {"stage": "qa", "prompt_tokens": 1000, "completion_tokens": 10, "latency_s": 0.001}]
+    run = make_run(tmp_path / "r", "sync", "hybrid", "sync", BASE, llm_calls=calls)
+    prices = load_prices()
+    assert prices["model"] == "gpt-4o-mini" and prices["date"]
+    df = cost_table(find_runs([run]), prices)
+    r = df.iloc[0]
+    assert r.llm_calls_per_q == 2 and r.input_tokens_per_q == 3000 and r.output_tokens_per_q == 110
+    assert r.usd_per_1000_q == pytest.approx(1000 * (3000 * 0.15 + 110 * 0.60) / 1e6)
+    ret = [1000 * (0.01 * (1 + i % 3) - 0.001) for i in range(N)]  # total minus the QA call
+    assert r.retrieval_ms_p50 == pytest.approx(np.percentile(ret, 50))
+    assert r.retrieval_ms_p95 == pytest.approx(np.percentile(ret, 95)) and r.e2e_s_mean == pytest.approx(0.01975)
+
+
+def test_stratified_subset_on_the_sample_is_stable_nested_and_balanced(sample_dir: Path):
+    import random
+
+    from gear_repro.data import load_dataset
+    from gear_repro.data.subset import stratified_subset, stratum
+
+    full = load_dataset(sample_dir, subset="stratified", triples_file=None).questions
+    subsets = {n: load_dataset(sample_dir, limit=n, subset="stratified", triples_file=None) for n in (20, 40, 100)}
+    ids = {n: [q.id for q in d.questions] for n, d in subsets.items()}
+    assert set(ids[20]) < set(ids[40]) < set(ids[100]) and len(ids[100]) == 100
+    counts = {s: sum(stratum(q) == s for q in subsets[20].questions) for s in ("2hop", "3hop", "4hop")}
+    assert counts == {"2hop": 8, "3hop": 7, "4hop": 5}  # the sample has 68/27/5: all 4-hop ones are in
+    shuffled = list(full)
+    random.Random(7).shuffle(shuffled)
+    assert {q.id for q in stratified_subset(shuffled, 20)} == set(ids[20])  # independent of file order
+    assert load_dataset(sample_dir, limit=20, subset="stratified", triples_file=None).selection == subsets[20].selection
+    assert {q.id for q in stratified_subset(full, 20, seed=1)} != set(ids[20])  # the seed matters
+    sel = subsets[20].selection
+    assert (sel["kind"], sel["seed"], sel["limit"], sel["size"], sel["of"]) == ("stratified", 0, 20, 20, 100)
+    assert sel["ids"] == ids[20] and len(sel["ids_sha256"]) == 64
+
+
+def test_run_json_records_the_subset(compose, toy_dir: Path, tmp_path: Path):
+    from gear_repro.runner import Runner
+
+    recs = {}
+    for name, extra in (("a", []), ("b", ["run.ks=[1,2]"]), ("c", ["dataset.limit=3"])):
+        cfg = compose([f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "retriever=bm25",
+                       "dataset.subset=stratified", "dataset.limit=2", *extra])
+        Runner(cfg, tmp_path / name).run()
+        recs[name] = json.loads((tmp_path / name / "run.json").read_text())["subset"]
+    assert recs["a"]["kind"] == "stratified" and recs["a"]["size"] == 2 and recs["a"]["seed"] == 0
+    assert recs["a"]["ids"] == recs["b"]["ids"] and recs["a"]["ids_sha256"] == recs["b"]["ids_sha256"]
+    assert set(recs["a"]["ids"]) < set(recs["c"]["ids"]) and recs["c"]["size"] == 3
+    preds = [json.loads(x)["id"] for x in (tmp_path / "a" / "predictions.jsonl").read_text().splitlines()]
+    assert preds == recs["a"]["ids"]
+
+
+def test_error_bars_from_intervals():
+    from gear_repro.evaluation.stats import Interval
+    from gear_repro.reporting.figures import _yerr
+
+    assert _yerr([Interval(50.0, 40.0, 70.0, 10), Interval(20.0, 20.0, 20.0, 10)], [50.0, 20.0]) == [[10.0, 0.0],
+                                                                                                      [20.0, 0.0]]
+    assert _yerr([None], [1.0]) is None
+
+
+def test_recall_grows_with_rounds_within_one_gear_run(tmp_path: Path):
+    run = make_run(tmp_path / "runs", "gear", "hybrid", "sync", BETTER, agent="GearAgent")
+    preds = [json.loads(x) for x in (run / "predictions.jsonl").read_text().splitlines()]
+    for p in preds:  # round 1 finds one gold passage, round 2 the final ranking; rounds 3-4 carried forward
+        g = p["gold_ids"]
+        p["rounds"] = [{"round": 1, "ranking": [g[0], "x"]}, {"round": 2, "ranking": p["rankings"]["final"]}]
+    (run / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
+    rows = evaluate_claims(find_runs([run]), load_claims(), EvidenceOptions(resamples=500))
+    r = rows_by(rows, "recall_grows_with_rounds", "R@15")
+    assert r.verdict == "holds" and r.n == N and r.mean_b == 50.0 and r.mean_a == pytest.approx(87.5)
+    assert (r.paper_a, r.paper_b) == (71.5, 69.5) and r.run_a == r.run_b  # Table 9, beam length 2: n=4 vs n=1
+
+
+def test_cells_without_predictions_say_so(runs: Path):
+    (runs / "bm25" / "predictions.jsonl").unlink()
+    df = long_table(find_runs([runs / "bm25"]), opts=EvidenceOptions(resamples=100))
+    assert df["ci_low"].isna().all()
+    from gear_repro.reporting.tables import wide_table
+
+    assert wide_table(df).iloc[0, 0].startswith("0.0 [no CI] n=40")  # metrics.json's value and N

@@ -1,0 +1,443 @@
+"""GRIEVER components on a toy corpus with hand-checked outputs (clause split, partial triples, same_as,
+matcher scores, shortlisting, scoring, rewrite, the two iterations), the composed retriever, and the
+Resources wiring (``retriever=griever`` as base retriever; its triple-side retriever)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gear_repro.backends.base import IndexDoc
+from gear_repro.backends.memory import MemoryBackend
+from gear_repro.griever.index import GrieverData, SameAsConfig, ShortlistIndex
+from gear_repro.griever.matcher import EntityMatcher
+from gear_repro.griever.retriever import GrieverRetriever
+from gear_repro.griever.text import ngram_spans, rewrite, split_clauses, words
+from gear_repro.retrieval import ComposedRetriever
+from gear_repro.types import Passage, Triple
+from tests.es_fixtures import gear_cache
+
+NAPOLEON = ("When did Napoleon occupy the city where the mother of the woman who brought Louis XV style to "
+            "the court died?")
+
+
+# -- a bag-of-words embedder with token-level output -----------------------------------------------
+class BowEmbedder:
+    """Each lower-cased word has a fixed unit vector (``table`` or seeded by its text); a text's vector is
+    the normalised mean of its words' vectors; ``encode_tokens`` gives one 'token' per word. So the n-gram
+    vector of "acme corp" equals the embedding of the text "Acme Corp" exactly (cosine 1)."""
+
+    def __init__(self, dim: int = 64, table: dict[str, list[float]] | None = None):
+        self.dim = dim
+        self.model_id = f"bow-{dim}"
+        self.table = {k: np.asarray(v, np.float32) for k, v in (table or {}).items()}
+
+    def word(self, w: str) -> np.ndarray:
+        w = w.casefold()
+        if w in self.table:
+            v = np.zeros(self.dim, np.float32)
+            v[: len(self.table[w])] = self.table[w]
+        else:
+            seed = sum((i + 1) * ord(c) for i, c in enumerate(w))
+            v = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    def _text(self, t: str) -> np.ndarray:
+        ws = [w.text for w in words(t)] or ["<empty>"]
+        v = np.mean([self.word(w) for w in ws], axis=0)
+        return (v / np.linalg.norm(v)).astype(np.float32)
+
+    def encode(self, texts):
+        return np.stack([self._text(t) for t in texts]) if len(texts) else np.zeros((0, self.dim), np.float32)
+
+    def encode_corpus(self, texts, desc: str = ""):
+        return self.encode(texts)
+
+    def encode_tokens(self, text, ws):
+        sums = np.stack([self.word(w.text) for w in ws]) if ws else np.zeros((0, self.dim), np.float32)
+        return self._text(text), sums, np.ones(len(ws), np.float32)
+
+
+PASSAGES = [
+    Passage("0", "The North Star", "The North Star was an abolitionist newspaper published by Frederick Douglass."),
+    Passage("1", "Frederick Douglass", "Frederick Douglass married Helen Pitts in 1884."),
+    Passage("2", "Helen Pitts", "Helen Pitts Douglass was an American suffragist born in Honeoye."),
+    Passage("3", "Frederick Douglass (engineer)", "F. Douglass engineer built bridges in Ohio."),
+    Passage("4", "Honeoye", "Honeoye is a hamlet in Ontario County, New York."),
+    Passage("5", "Rochester", "Rochester is a city in New York state on Lake Ontario."),
+]
+TRIPLES = [
+    Triple("t0", "The North Star", "published by", "Frederick Douglass", "0"),
+    Triple("t1", "The North Star", "is", "abolitionist newspaper", "0"),
+    Triple("t2", "Frederick Douglass", "spouse", "Helen Pitts", "1"),
+    Triple("t3", "Frederick Douglass", "married in", "1884", "1"),
+    Triple("t4", "Helen Pitts Douglass", "born in", "Honeoye", "2"),
+    Triple("t5", "Frederick Douglass", "occupation", "engineer", "3"),
+    Triple("t6", "Honeoye", "located in", "Ontario County", "4"),
+    Triple("t7", "Rochester", "located in", "New York", "5"),
+    Triple("t8", "Helen Pitts", "spouse", "Frederick Douglass", "2"),
+]
+QUESTION = "Who married the publisher of abolitionist newspaper The North Star?"
+
+
+class _Res:
+    """Minimal stand-in for Resources: what GRIEVER takes (dataset passages/triples, backend)."""
+
+    def __init__(self, passages, triples, backend):
+        self.dataset = type("D", (), {"passages": passages, "triples": triples})()
+        self.backend = backend
+
+
+@pytest.fixture
+def cache(tmp_path: Path):
+    with gear_cache(tmp_path / "cache") as p:
+        yield p
+
+
+def make_griever(cache, emb=None, passages=PASSAGES, triples=TRIPLES, **settings) -> GrieverRetriever:
+    emb = emb or BowEmbedder()
+    backend = MemoryBackend()
+    coll = backend.open_collection("passages", [IndexDoc(p.id, p.content) for p in passages], emb)
+    settings.setdefault("same_as", {"threshold": 0.8, "max_aliases": 5})
+    return GrieverRetriever(coll, emb, _Res(passages, triples, backend), **settings)
+
+
+# -- §4.2.1 clause splitting --------------------------------------------------------------------------
+def test_split_clauses_paper_example():
+    assert split_clauses(NAPOLEON) == [
+        NAPOLEON,
+        "the mother of the woman who brought Louis XV style to the court died?",
+        "brought Louis XV style to the court died?",
+    ]
+
+
+def test_split_clauses_no_connector_leading_connector_and_short_tail():
+    assert split_clauses("Who wrote Hamlet?") == ["Who wrote Hamlet?"]  # leading "Who" is no split point
+    assert split_clauses("the band that won") == ["the band that won"]  # "won" is 1 word < min_words
+    assert split_clauses("the band that won it", include_full=False) == ["won it"]
+
+
+def test_ngrams_trim_stopwords():
+    ws = words("the city of Paris")
+    spans = ngram_spans(ws, 3)
+    got = [" ".join(w.text for w in ws[i:j]) for i, j in spans]
+    assert got == ["the city", "city", "city of Paris", "Paris"]  # 4-grams exceed max_n=3
+
+
+# -- §4.5 rewrite ------------------------------------------------------------------------------------
+def test_rewrite_replaces_entity_and_adjacent_predicate():
+    q = "Who married the publisher of The North Star?"
+    ws = words(q)  # Who married the publisher of The North Star
+    assert rewrite(q, ws, (5, 8), "Frederick Douglass", (3, 4)) == "Who married the Frederick Douglass?"
+    assert rewrite(q, ws, (5, 8), "Frederick Douglass") == "Who married the publisher of Frederick Douglass?"
+    # a predicate mention far from the entity is removed separately
+    assert rewrite(q, ws, (5, 8), "F. D.", (1, 2)) == "Who the publisher of F. D.?"
+
+
+# -- §4.1 offline indexes ----------------------------------------------------------------------------
+def test_partial_triples_units_and_freq():
+    data = GrieverData.build(PASSAGES, TRIPLES, None)
+    units = {(u.anchor, u.predicate, u.inverse): u for u in data.units}
+    fwd = units[("frederick douglass", "spouse", False)]
+    assert fwd.text == "Frederick Douglass spouse" and fwd.complements == ("helen pitts",)
+    assert fwd.passage_ids == ("1",) and fwd.triple_ids == ("t2",)
+    inv = units[("frederick douglass", "published by", True)]
+    assert inv.text == "published by Frederick Douglass" and inv.complements == ("the north star",)
+    located = units[("the north star", "published by", False)]
+    assert located.complements == ("frederick douglass",)
+    # "Frederick Douglass" is spouse-object once (t8) -> the inverse partial groups it
+    assert units[("frederick douglass", "spouse", True)].triple_ids == ("t8",)
+    assert len(data.units) == 2 * len(TRIPLES) - 0  # every (anchor, predicate, direction) is distinct here
+    assert data.freq("the north star", "published by", False) == 1
+    assert data.passage_subjects["0"] == ["the north star"]
+    assert data.passage_objects["0"] == ["frederick douglass", "abolitionist newspaper"]
+    assert data.entity_passages["frederick douglass"] == ["0", "1", "2", "3"]
+
+
+def test_partial_freq_counts_complements():
+    trs = [Triple("a", "X", "member", "A", "0"), Triple("b", "X", "member", "B", "1"),
+           Triple("c", "X", "member", "A", "1")]
+    data = GrieverData.build([Passage("0", "", "x"), Passage("1", "", "y")], trs, None)
+    u = next(u for u in data.units if u.anchor == "x" and not u.inverse)
+    assert u.complements == ("a", "b") and u.passage_ids == ("0", "1") and u.triple_ids == ("a", "b", "c")
+    assert data.freq("x", "member", False) == 2 and data.freq("a", "member", True) == 1
+
+
+def test_full_triples_units():
+    data = GrieverData.build(PASSAGES, TRIPLES, None, ShortlistIndex.full)
+    assert [u.text for u in data.units][:2] == ["The North Star published by Frederick Douglass",
+                                                "The North Star is abolitionist newspaper"]
+    assert all(len(u.triple_ids) == 1 for u in data.units)
+
+
+def test_same_as_threshold_and_token_overlap():
+    # "helen pitts douglass" ~ "helen pitts" (shared tokens, orthogonal words: cos = 2 / sqrt(6) = 0.8165);
+    # "rochester" ~ "honeoye" have cos 0.9 but share no token -> never aliases
+    onehot = lambda i: [0.0] * i + [1.0]  # noqa: E731
+    emb = BowEmbedder(table={"rochester": [1, 0.5], "honeoye": [1, 0.4], "helen": onehot(10), "pitts": onehot(11),
+                             "douglass": onehot(12)})
+    data = GrieverData.build(PASSAGES, TRIPLES, emb, same_as=SameAsConfig(threshold=0.8))
+    cos = float(emb._text("Helen Pitts Douglass") @ emb._text("Helen Pitts"))
+    assert cos == pytest.approx(0.8165, abs=1e-3)
+    assert data.same_as_entity["helen pitts"] == ["helen pitts douglass"]  # "frederick douglass": 1/sqrt(6)
+    assert data.same_as_entity["helen pitts douglass"] == ["helen pitts"]
+    assert float(emb._text("Rochester") @ emb._text("Honeoye")) > 0.9
+    assert "rochester" not in data.same_as_entity and "honeoye" not in data.same_as_entity
+    strict = GrieverData.build(PASSAGES, TRIPLES, emb, same_as=SameAsConfig(threshold=0.85))
+    assert "helen pitts" not in strict.same_as_entity
+
+
+# -- §4.3 matcher ------------------------------------------------------------------------------------
+def test_matcher_ngram_scores():
+    emb = BowEmbedder()
+    m = EntityMatcher(emb, max_ngram=4)
+    enc = m.encode(QUESTION)
+    got = {" ".join(w.text for w in enc.words[i:j]) for i, j in enc.spans}
+    assert "The North Star" in got and "the publisher" in got and "of abolitionist" not in got
+    ents = np.stack([emb._text("North Star"), emb._text("Frederick Douglass"), emb._text("abolitionist newspaper")])
+    sims, arg = EntityMatcher.best(enc, ents)
+    assert sims[0] == pytest.approx(1.0, abs=1e-6)
+    assert " ".join(w.text for w in enc.words[slice(*enc.spans[arg[0]])]) == "North Star"
+    assert sims[2] == pytest.approx(1.0, abs=1e-6)
+    # no word of "Frederick Douglass" is in the query: its best n-gram cosine is far below 1
+    assert sims[1] < 0.5
+
+
+def test_entity_score_takes_best_alias(cache):
+    g = make_griever(cache)
+    g.build()
+    enc = g.matcher.encode("Where was Helen Pitts Douglass born?")
+    s = g.entity_scores(enc, ["helen pitts"], {"helen pitts": ["helen pitts douglass"]})
+    assert s["helen pitts"][0] == pytest.approx(1.0, abs=1e-6)
+    alone = g.entity_scores(enc, ["helen pitts"], {})
+    assert alone["helen pitts"][0] == pytest.approx(1.0, abs=1e-6)  # the 2-gram "Helen Pitts" is in q too
+    enc2 = g.matcher.encode("Where was Mrs Douglass born?")
+    s2 = g.entity_scores(enc2, ["helen pitts"], {"helen pitts": ["helen pitts douglass"]})
+    assert s2["helen pitts"][0] > g.entity_scores(enc2, ["helen pitts"], {})["helen pitts"][0]
+
+
+# -- §4.4 scoring, Alg. 2 shortlisting, §4.5 rewrite, Alg. 1 ---------------------------------------------
+def test_score_triples_eq1_eq2(cache):
+    g = make_griever(cache)
+    g.build()
+    enc = g.matcher.encode(QUESTION)
+    scored = {t.id: t for t in g._score_triples(enc, ["t0", "t1"], {}, 0)}
+    e = lambda text: float(EntityMatcher.best(enc, g.matcher.encoder.encode([text]))[0][0])  # noqa: E731
+    s_star, s_fd, s_pub = e("The North Star"), e("Frederick Douglass"), e("published by")
+    # t0: forward partial (North Star, published by) beats the inverse (published by, Frederick Douglass)
+    assert scored["t0"].score == pytest.approx((s_star + s_pub) / 2, abs=1e-5)
+    assert (scored["t0"].anchor, scored["t0"].complement, scored["t0"].inverse) == (
+        "the north star", "frederick douglass", False)
+    assert s_star > s_fd
+    # t1 (North Star, is, abolitionist newspaper): both entities are in q verbatim (cosine 1), the partials
+    # tie and the forward one is kept
+    s_abol, s_is = e("abolitionist newspaper"), e("is")
+    assert s_abol == pytest.approx(s_star) == pytest.approx(1.0)
+    assert scored["t1"].score == pytest.approx((1.0 + s_is) / 2, abs=1e-5) and not scored["t1"].inverse
+
+
+def test_eq1_divides_by_log_frequency(cache):
+    trs = [Triple("a", "Acme", "member", "Ann", "0"), Triple("b", "Acme", "member", "Bob", "0"),
+           Triple("c", "Acme", "member", "Cid", "0")]
+    g = make_griever(cache, passages=[Passage("0", "Acme", "Acme members are Ann, Bob and Cid.")], triples=trs)
+    g.build()
+    enc = g.matcher.encode("Who is a member of Acme?")
+    t = g._score_triples(enc, ["a"], {}, 0)[0]
+    e = lambda text: float(EntityMatcher.best(enc, g.matcher.encoder.encode([text]))[0][0])  # noqa: E731
+    fwd = (e("Acme") + e("member")) / (2 * (1 + math.log(3)))  # (Acme, member) has 3 complements
+    inv = (e("Ann") + e("member")) / 2  # (member, Ann) has one
+    assert e("Acme") == pytest.approx(1.0) and fwd == pytest.approx(1 / (1 + math.log(3)))
+    # the frequent partial is discounted below the rare inverse one (Eq. 1), so the triple takes inv
+    assert inv > fwd and t.inverse and t.anchor == "ann" and t.complement == "acme"
+    assert t.score == pytest.approx(inv, abs=1e-5)
+
+
+def test_shortlist_keeps_triples_of_top_units(cache):
+    g = make_griever(cache, t_max=2)
+    g.build()
+    enc = g.matcher.encode(QUESTION)
+    kept, syn = g._shortlist(QUESTION, enc, ["0", "1"], ["0", "1"])
+    # 4 triples in passages 0-1 (t0..t3); the 2 best units by RRF(BM25, kNN) select t0 and t1 (the North
+    # Star partials); the others are dropped
+    assert kept == ["t0", "t1"]
+    everything, _ = make_griever(cache, shortlist=False)._shortlist(QUESTION, enc, ["0", "1"], ["0", "1"])
+    assert everything == ["t0", "t1", "t2", "t3"]
+    assert syn == {"helen pitts": ["helen pitts douglass"]}  # the only aliased entity of passages 0-1
+
+
+def test_griever_two_iterations_follow_the_bridge(cache):
+    # "publisher"/"published" and "married"/"spouse" share word vectors (the toy's synonyms)
+    one = [0.0] * 20 + [1.0]
+    emb = BowEmbedder(table={"publisher": one, "published": one, "married": one[1:], "spouse": one[1:]})
+    g = make_griever(cache, emb, split_clauses=False)
+    ranking, trace = g.retrieve_traced(QUESTION, 2)
+    it1, it2 = trace["iterations"]
+    assert it1["passages"][0] == "0"  # the North Star passage
+    assert it1["join"][0] == "frederick douglass"  # the unmatched complement of the best triple
+    # §4.5: "the publisher of abolitionist newspaper The North Star" -> the complement entity
+    assert "Frederick Douglass" in it2["query"] and "North Star" not in it2["query"]
+    # iteration 2 only sees new passages holding a join entity
+    assert set(it2["passages"]).isdisjoint(it1["passages"])
+    assert all("frederick douglass" in g.store.data.passage_entities[p] or
+               any(a in g.store.data.passage_entities[p] for a in g.store.data.same_as_entity.get(
+                   "frederick douglass", [])) for p in it2["passages"])
+    # iteration 2's best triple is t8 (Helen Pitts, spouse, Frederick Douglass): inverse partial, both the
+    # entity and the predicate ("married") match the rewritten query -> 1.0; passage 0's t0 joins it through
+    # Frederick Douglass: s_t0 * (s_t0 + s_t8) / 2
+    assert it2["best"][0] == ("t8", pytest.approx(1.0))
+    s0 = dict(it1["best"])["t0"]
+    assert ranking.ids == ["2", "0"]
+    assert ranking.scores == pytest.approx([1.0, s0 * (s0 + 1.0) / 2], abs=1e-3)
+
+
+def test_rank_passages_path_scores(cache):
+    from gear_repro.griever.retriever import ScoredTriple
+
+    g = make_griever(cache)
+    g.build()
+    graph = [ScoredTriple("t0", 0.8, "the north star", "published by", "frederick douglass", False, 0),
+             ScoredTriple("t2", 0.4, "frederick douglass", "spouse", "helen pitts", False, 1),
+             ScoredTriple("t6", 0.5, "honeoye", "located in", "ontario county", False, 1)]
+    r = g._rank({"0": 0, "1": 1, "4": 2, "5": 3}, graph, {}, 4)
+    # t0: max(0.8 * 0.8, 0.8 * (0.8 + 0.4) / 2) = 0.64; t2: 0.4 * 0.6 = 0.24 (path t0-t2 via Frederick
+    # Douglass beats t2 alone, 0.16); t6: 0.25; passage 5 has no scored triple -> last
+    assert r.ids == ["0", "4", "1", "5"]
+    assert r.scores == pytest.approx([0.64, 0.25, 0.24, 0.0])
+
+
+def test_first_iteration_composed_or_hybrid(cache):
+    """Iteration 1 is the composed retriever (default) or, for the Table 3 ablation, the RRF hybrid."""
+    from gear_repro.retrieval import HybridRetriever
+
+    emb = BowEmbedder()
+    g = make_griever(cache, emb, split_clauses=False)
+    h = make_griever(cache, emb, split_clauses=False, composed=False)
+    g.build(), h.build()
+    enc = g.matcher.encode(QUESTION)
+    assert g._first_retrieval(QUESTION, enc, 3).ids == ComposedRetriever(g.collection, emb).retrieve(QUESTION, 3).ids
+    assert h._first_retrieval(QUESTION, enc, 3).ids == HybridRetriever(g.collection, emb).retrieve(QUESTION, 3).ids
+
+
+def test_full_triples_shortlist_keeps_the_best_triples(cache):
+    from gear_repro.retrieval.fusion import rrf
+
+    b = make_griever(cache, shortlist_index="full", t_max=2)
+    b.build()
+    assert b.store.data.unit_kind == ShortlistIndex.full and len(b.store.data.units) == len(TRIPLES)
+    enc = b.matcher.encode(QUESTION)
+    kept, _ = b._shortlist(QUESTION, enc, ["0", "1"], ["0", "1"])
+    anchors = ["the north star", "frederick douglass", "helen pitts", "helen pitts douglass"]
+    top = rrf([b.store.unit_bm25(QUESTION, 2, ["0", "1"], anchors),
+               b.store.unit_knn(enc.sentence, 2, ["0", "1"], anchors)], limit=2).ids
+    assert len(kept) == 2 and sorted(kept) == sorted(u.removeprefix("ft:") for u in top)
+
+
+def test_inner_k_pool_returns_up_to_k(cache):
+    g = make_griever(cache, inner_k=1)
+    r, trace = g.retrieve_traced(QUESTION, 5)
+    assert [len(it["passages"]) for it in trace["iterations"]] == [1, 1] and len(r) == 2
+
+
+# -- composed retriever ------------------------------------------------------------------------------
+def test_composed_rescores_bm25_candidates(cache):
+    emb = BowEmbedder()
+    coll = MemoryBackend().open_collection("passages", [IndexDoc(p.id, p.content) for p in PASSAGES], emb)
+    r = ComposedRetriever(coll, emb, candidates=3)
+    q = "Frederick Douglass married"
+    bm = coll.bm25([q], 3)[0].ids
+    got = r.retrieve(q, 2)
+    cos = {i: float(coll.vectors()[int(i)] @ emb.encode([q])[0]) for i in bm}
+    assert got.ids == sorted(bm, key=lambda i: -cos[i])[:2]
+    assert got.scores == pytest.approx(sorted(cos.values(), reverse=True)[:2])
+    assert set(got.ids) <= set(bm)
+
+
+# -- wiring ------------------------------------------------------------------------------------------
+def test_resources_build_griever_and_hybrid_triple_retriever(compose, toy_dir, cache, monkeypatch):
+    from gear_repro.retrieval import HybridRetriever
+    from gear_repro.run_resources import Resources
+
+    cfg = compose(["retriever=griever", f"dataset.path={toy_dir}", "dataset.name=toy"])
+    res = Resources(cfg)
+    emb = BowEmbedder()
+    res.__dict__["embedder"] = emb
+    assert isinstance(res.passage_retriever, GrieverRetriever)
+    assert isinstance(res.triple_retriever, HybridRetriever)
+    r = res.passage_retriever.retrieve("Where was the president of France born?", 2)
+    assert len(r) == 2 and set(r.ids) <= {p.id for p in res.dataset.passages}
+    assert re.fullmatch(r"\d", r.ids[0])
+
+
+@pytest.mark.parametrize("experiment,retriever,key,value", [
+    ("griever_table1", "composed", "candidates", 100),
+    ("griever_table3_ablation", "griever_full", "shortlist_index", "full"),
+    ("griever_table3_ablation", "griever_no_shortlist", "shortlist", False),
+    ("griever_table3_ablation", "griever_no_composed", "composed", False),
+    ("griever_table4_gear", "griever_k5", "inner_k", 5),
+])
+def test_presets_and_variants_compose(compose, experiment, retriever, key, value):
+    cfg = compose([f"experiment={experiment}", f"retriever={retriever}"])
+    assert cfg.retriever[key] == value and cfg.report.paper == "GRIEVER"
+    if retriever.startswith("griever"):
+        assert cfg.retriever.triple_retriever._target_.endswith("HybridRetriever")
+        assert cfg.retriever.t_max == 30  # the rest comes from griever.yaml
+
+
+def test_report_labels_follow_the_griever_tables(tmp_path):
+    from gear_repro.reporting.runs import RunResult
+    from gear_repro.reporting.tables import long_table
+
+    labels = {"hybrid": "RRFHybrid", "griever_k5": "GRIEVER", "griever": "GRIEVER"}
+
+    def run(agent, ret, table):
+        cfg = {"agent": {"name": agent}, "retriever": {"name": ret}, "dataset": {"paper_name": "MuSiQue"},
+               "report": {"paper": "GRIEVER", "table": table, "labels": labels}}
+        return RunResult(tmp_path, cfg, {"recall@5": 50.0})
+
+    assert run("gear", "griever_k5", "Table 4").method == "GEAR + GRIEVER"
+    assert run("ircot", "hybrid", "Table 4").method == "IRCoT + RRFHybrid"
+    assert run("single", "griever", "Table 1").method == "GRIEVER"
+    df = long_table([run("gear", "griever_k5", "Table 4"), run("single", "griever", "Table 1")])
+    assert df["paper"].tolist() == [55.7, 45.6]  # paper_results.csv, paper GRIEVER
+
+
+def test_composed_unit_vectors_are_normalised_name_sums():
+    emb = BowEmbedder()
+    data = GrieverData.build(PASSAGES, TRIPLES, emb, unit_vectors="compose")
+    u = next(u for u in data.units if (u.anchor, u.predicate, u.inverse) == ("frederick douglass", "spouse", False))
+    v = emb.encode(["Frederick Douglass"])[0] + emb.encode(["spouse"])[0]
+    row = data.units.index(u)
+    assert np.allclose(data.unit_vectors()[row], v / np.linalg.norm(v), atol=1e-6)
+
+
+def test_unknown_setting_is_a_config_error(cache):
+    from gear_repro.utils.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="t_maxx"):
+        make_griever(cache, t_maxx=3)
+    with pytest.raises(ConfigError, match="'best' is not a valid FinalRanking"):
+        make_griever(cache, final="best")
+
+
+@pytest.mark.parametrize("expansion,berlin_rank", [("none", 0), ("naive", 4)])
+def test_runner_with_griever_as_base_retriever(compose, toy_dir, tmp_path, cache, expansion, berlin_rank):
+    """retriever=griever through the runner: plain and as NaiveGE's base (the triple graph is built beside it)."""
+    from gear_repro.run_resources import Resources
+    from gear_repro.runner import Runner
+
+    cfg = compose(["retriever=griever", f"expansion={expansion}", f"dataset.path={toy_dir}", "dataset.name=toy",
+                   "run.progress=false"])
+    res = Resources(cfg)
+    res.__dict__["embedder"] = BowEmbedder()
+    m = Runner(cfg, tmp_path / "run", resources=res).run()
+    assert m["n_questions"] == 3 and 0.0 <= m["recall@5"] <= 100.0
+    preds = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    q2 = next(p for p in preds if p["id"] == "q2")
+    # "What is the capital of Germany?" -> the Berlin passage: first from GRIEVER; within the 5 after NaiveGE's RRF
+    assert q2["rankings"]["5"].index("1") <= berlin_rank
+    assert set(q2["rankings"]) >= {"5", "10", "15"}  # GRIEVER is k-dependent: one pass per evaluated k

@@ -1,0 +1,302 @@
+"""HippoRAG baseline: PPR (hand-computed, networkx cross-check), graph construction (relation and synonym edges,
+node specificity, passage matrix, cache), NER reply parsing, v1/v2 retrieval with a scripted LLM, and the real
+LLM path once with the tiny model."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from gear_repro.config import group_config
+from gear_repro.graph.phrase_graph import (
+    PhraseGraph,
+    build_phrase_graph,
+    cached_phrase_graph,
+    phrase_key,
+    synonym_pairs,
+)
+from gear_repro.llm.parsing import parse_named_entities
+from gear_repro.retrieval.hipporag import HippoRAG
+from gear_repro.types import Passage, Question, Ranking, Triple
+from tests.conftest import TOY_PASSAGES, TOY_QUESTIONS, TOY_TRIPLES
+from tests.test_agent_gear import ScriptedLLM
+
+pytest.importorskip("igraph")
+
+
+def graph_of(n: int, edges: list[tuple[int, int, float]]) -> PhraseGraph:
+    import scipy.sparse as sp
+
+    return PhraseGraph(phrases=[f"p{i}" for i in range(n)], passage_ids=[], edges=np.array([e[:2] for e in edges]),
+                       weights=np.array([e[2] for e in edges], dtype=float), passage_phrase=sp.csr_matrix((0, n)))
+
+
+# -- PPR ------------------------------------------------------------------------------------------------------
+def test_ppr_on_a_hand_computed_star() -> None:
+    # a-b (1), a-c (3); reset on b; damping 0.5:
+    # pi_b = .5 + .5 * pi_a/4, pi_c = .5 * 3 pi_a/4, pi_a = .5 (pi_b + pi_c)  ->  (1/3, 13/24, 1/8)
+    g = graph_of(3, [(0, 1, 1.0), (0, 2, 3.0)])
+    pr = g.personalized_pagerank(np.array([0.0, 1.0, 0.0]), damping=0.5)
+    assert pr == pytest.approx([1 / 3, 13 / 24, 1 / 8], abs=1e-9)
+
+
+def test_ppr_matches_networkx_on_a_random_weighted_graph() -> None:
+    nx = pytest.importorskip("networkx")
+    rng = np.random.default_rng(7)
+    n = 40
+    pairs = {(i, i + 1) for i in range(n - 1)}  # connected
+    while len(pairs) < 120:
+        a, b = sorted(rng.choice(n, 2, replace=False).tolist())
+        pairs.add((a, b))
+    edges = [(a, b, float(rng.uniform(0.1, 5.0))) for a, b in sorted(pairs)]
+    reset = np.zeros(n)
+    reset[rng.choice(n, 4, replace=False)] = rng.uniform(0.1, 1.0, 4)
+    ours = graph_of(n, edges).personalized_pagerank(reset, damping=0.5)
+    G = nx.Graph()
+    G.add_nodes_from(range(n))
+    G.add_weighted_edges_from(edges)
+    ref = nx.pagerank(G, alpha=0.5, personalization={i: float(reset[i]) for i in range(n)}, weight="weight",
+                      tol=1e-12, max_iter=1000)
+    assert ours == pytest.approx([ref[i] for i in range(n)], abs=1e-8)
+    assert int(np.argmax(ours)) == max(ref, key=ref.get)
+
+
+def test_ppr_rejects_an_empty_reset() -> None:
+    with pytest.raises(ValueError, match="all zero"):
+        graph_of(2, [(0, 1, 1.0)]).personalized_pagerank(np.zeros(2))
+
+
+# -- graph construction --------------------------------------------------------------------------------------
+def T(i: int, s: str, p: str, o: str, pid: str) -> Triple:
+    return Triple(f"t{i}", s, p, o, pid)
+
+
+TOY_GRAPH_TRIPLES = [
+    T(0, "Barack Obama", "born in", "Honolulu", "d0"),
+    T(1, "Obama", "president of", "U.S.", "d1"),
+    T(2, "Barack Obama", "born in", "Honolulu", "d1"),
+    T(3, "barack  obama!", "born in", "Honolulu", "d1"),  # same fact after normalisation: counted once per passage
+    T(4, "Honolulu", "located in", "Hawaii", "d2"),
+]
+VECS = {  # unit vectors: obama ~ barack obama (cos 0.96), hawaii ~ u s (0.9, but "u s" has only 2 alphanumerics)
+    "barack obama": [1.0, 0.0, 0.0], "obama": [0.96, 0.28, 0.0], "honolulu": [0.0, 1.0, 0.0],
+    "u s": [0.0, 0.0, 1.0], "hawaii": [0.0, 0.43588989, 0.9],
+}
+
+
+def fake_embed(texts: list[str]) -> np.ndarray:
+    v = np.array([VECS[t] for t in texts], dtype=np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_phrase_key_follows_processing_phrases() -> None:
+    assert phrase_key("Barack  Obama!") == "barack obama"
+    assert phrase_key("U.S.") == "u s"
+    assert phrase_key("U.S.", "entity") == "u.s."
+
+
+def test_relation_and_synonym_edges_and_node_specificity() -> None:
+    g = build_phrase_graph(TOY_GRAPH_TRIPLES, ["d0", "d1", "d2", "d3"], fake_embed)
+    assert g.phrases == ["barack obama", "hawaii", "honolulu", "obama", "u s"]
+    w = {(g.phrases[a], g.phrases[b]): float(x) for (a, b), x in zip(g.edges.tolist(), g.weights, strict=True)}
+    # relation edges: count of triples per pair, stored in both directions (3 triples barack obama-honolulu)
+    assert w[("barack obama", "honolulu")] == pytest.approx(6.0)
+    assert w[("hawaii", "honolulu")] == pytest.approx(2.0)
+    # obama-u s: relation (1+1), no synonym: cos 0 (and "u s" has 2 alphanumerics)
+    assert w[("obama", "u s")] == pytest.approx(2.0)
+    # synonym barack obama <-> obama: cos 0.96 in both directions
+    assert w[("barack obama", "obama")] == pytest.approx(2 * 0.96, abs=1e-5)
+    # hawaii -> u s is a synonym (cos 0.9, hawaii has 6 alphanumerics) but u s -> hawaii is not: one direction
+    assert w[("hawaii", "u s")] == pytest.approx(0.9, abs=1e-5)
+    assert g.stats["synonym_entries"] == 3 and len(w) == 5
+    # node specificity |P_i|: passages containing the phrase
+    spec = dict(zip(g.phrases, g.node_specificity_counts().tolist(), strict=True))
+    assert spec == {"barack obama": 2, "hawaii": 1, "honolulu": 3, "obama": 1, "u s": 1}
+    # passage x phrase: distinct facts of the passage containing the phrase (d1's duplicate counted once)
+    m = g.passage_phrase.toarray()
+    assert m[1, g.phrase_index["barack obama"]] == 1 and m[1, g.phrase_index["honolulu"]] == 1
+    assert m[3].sum() == 0  # a passage without triples
+
+
+def test_synonym_search_in_blocks_equals_one_block() -> None:
+    rng = np.random.default_rng(3)
+    v = rng.normal(size=(50, 8)).astype(np.float32)
+    v[10:20] = v[0] + 0.05 * rng.normal(size=(10, 8))  # a cluster of near-duplicates
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    whole = synonym_pairs(v, 0.8, top_k=4)
+    blocks = synonym_pairs(v, 0.8, top_k=4, block_rows=3)  # BLAS may round the last float32 bit differently
+    assert [p[:2] for p in whole] == [p[:2] for p in blocks]
+    assert [p[2] for p in whole] == pytest.approx([p[2] for p in blocks], abs=1e-6)
+    assert whole and all(s >= 0.8 and i != j for i, j, s in whole)
+    per_row: dict[int, list[float]] = {}
+    for i, _, s in whole:
+        per_row.setdefault(i, []).append(s)
+    assert max(len(x) for x in per_row.values()) == 4
+    assert all(x == sorted(x, reverse=True) for x in per_row.values())
+
+
+def test_graph_cache_round_trip(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path))
+    args = (TOY_GRAPH_TRIPLES[:2], ["d0", "d1"], None, {"synonyms": False, "version": "v2"}, "none")
+    g1 = cached_phrase_graph(*args)
+    g2 = cached_phrase_graph(*args)
+    assert g1.stats["cached"] is False and g2.stats["cached"] is True
+    assert g2.phrases == g1.phrases and g2.version == "v2" and g2.n_nodes == 4 + 2
+    assert np.array_equal(g2.edges, g1.edges) and np.allclose(g2.weights, g1.weights)
+    assert (g2.passage_phrase != g1.passage_phrase).nnz == 0
+    assert len(list((tmp_path / "hipporag").glob("graph-*.npz"))) == 1
+
+
+# -- NER reply parsing ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("reply", "entities", "failed"), [
+    ('{"named_entities": ["First for Women", "Arthur\'s Magazine"]}', ["First for Women", "Arthur's Magazine"], False),
+    ('```json\n{"named_entities": ["Amiens", "France"]}\n```', ["Amiens", "France"], False),
+    ('Sure! {"named_entities": ["Emmanuel Macron", "Fra', ["Emmanuel Macron", "Fra"], False),  # truncated
+    ("", [], True),
+    ("   ", [], True),
+    ("I cannot find entities.", [], True),
+    ('{"named_entities": []}', [], False),
+])
+def test_ner_reply_parsing(reply: str, entities: list[str], failed: bool) -> None:
+    got = parse_named_entities(reply)
+    assert got.entities == entities and got.failed is failed
+
+
+# -- retrieval -----------------------------------------------------------------------------------------------
+class TableEmbedder:
+    """Deterministic stand-in embedder: a fixed unit vector per text (hash-seeded), identical texts equal."""
+
+    model_id = "table"
+
+    def __init__(self, dim: int = 16):
+        self.dim = dim
+
+    def encode(self, texts):
+        out = []
+        for t in texts:
+            rng = np.random.default_rng(zlib.crc32(phrase_key(t).encode()))
+            v = rng.normal(size=self.dim)
+            out.append(v / np.linalg.norm(v))
+        return np.array(out, dtype=np.float32)
+
+    def encode_corpus(self, texts, desc=""):
+        return self.encode(texts)
+
+
+class FixedRetriever:
+    def __init__(self, ids: list[str]):
+        self.ids = ids
+        self.queries: list[str] = []
+
+    def retrieve(self, query: str, k: int) -> Ranking:
+        self.queries.append(query)
+        return Ranking(self.ids[:k], [1.0 / (i + 1) for i in range(len(self.ids[:k]))])
+
+
+def toy_resources(ner_reply: str, **extra):
+    passages = [Passage(str(i), t, x) for i, (t, x) in enumerate(TOY_PASSAGES)]
+    triples = [Triple(f"{p}-{i}", s, r, o, p) for i, (s, r, o, p) in enumerate(TOY_TRIPLES)]
+    ds = SimpleNamespace(passages=passages, triples=triples, questions=[Question(**q) for q in TOY_QUESTIONS],
+                         passage_by_id={p.id: p for p in passages})
+    return SimpleNamespace(dataset=ds, embedder=TableEmbedder(), llm=ScriptedLLM({"ner": ner_reply}),
+                           passage_retriever=FixedRetriever(["5", "4"]), **extra)
+
+
+def test_v1_links_entities_and_ranks_by_ppr() -> None:
+    res = toy_resources('{"named_entities": ["France", "Emmanuel Macron"]}')
+    h = HippoRAG(res, cache=False, synonyms=False)
+    out = h.search("Where was the president of France born?", 6, round_no=2)
+    assert out.trace["entities"] == ["france", "emmanuel macron"]
+    assert [x[:2] for x in out.trace["linked"]] == [["france", "france"], ["emmanuel macron", "emmanuel macron"]]
+    assert out.trace["ppr_ms"] >= 0 and "fallback" not in out.trace
+    r = out.ranking
+    assert len(r) == 6 and r.scores[0] == pytest.approx(1.0) and min(r.scores) == pytest.approx(0.0)
+    # passage 2 holds the fact linking both seeds; Paris (0) and Amiens (3) hold one seed each
+    assert r.ids[0] == "2" and set(r.ids[1:3]) == {"0", "3"}
+    assert r.scores == sorted(r.scores, reverse=True)
+    assert res.llm.stages() == [("ner", 2)]
+    assert "Question: Where was the president of France born?" in res.llm.calls[0]["prompt"]
+    # the specificity-weighted reset is what PPR sees: both seeds occur in 2 passages -> weight 1/2 each
+    assert h.specificity[h.graph.phrase_index["france"]] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("reply", ["", "no entities here", '{"named_entities": ["!!"]}'])
+def test_v1_falls_back_when_no_entity(reply: str) -> None:
+    res = toy_resources(reply)
+    out = HippoRAG(res, cache=False, synonyms=False).search("q?", 2)
+    assert out.trace["fallback"] == "retriever" and out.ranking.ids == ["5", "4"]
+    assert res.passage_retriever.queries == ["q?"]
+    uni = HippoRAG(toy_resources(reply), cache=False, synonyms=False, no_entity_fallback="uniform").search("q?", 3)
+    assert uni.ranking.ids == ["0", "1", "2"] and uni.trace["fallback"] == "uniform"
+
+
+def test_v2_seeds_facts_and_passage_nodes() -> None:
+    base = toy_resources("")
+    emb = base.embedder
+    triples = SimpleNamespace(ids=[t.id for t in base.dataset.triples],
+                              vectors=lambda: emb.encode([t.text for t in base.dataset.triples]))
+    passages = SimpleNamespace(vectors=lambda: emb.encode([p.content for p in base.dataset.passages]))
+    res = toy_resources("", triples=triples, passages=passages)
+    h = HippoRAG(res, version="v2", cache=False, synonyms=False, linking_top_k=1, passage_node_weight=0.0)
+    query = "Emmanuel Macron born in Amiens"  # equals the text of triple 3 -> that fact scores 1.0
+    out = h.search(query, 6)
+    assert out.trace["facts"] == [["3-3", 1.0]]
+    # subject and object both weigh 1.0 / 2 passages; the tie keeps the first phrase in sorted order
+    assert out.trace["seeds"] == [["amiens", 0.5]]
+    # the passage nodes next to "amiens" come first
+    assert set(out.ranking.ids[:2]) == {"3", "4"} and len(out.ranking) == 6
+    assert h.graph.n_nodes == h.graph.n_phrases + 6 and res.llm.calls == []  # v2 needs no NER call
+
+
+# -- the real LLM path, once ---------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_hipporag_ner_through_the_tiny_model(tmp_path: Path) -> None:
+    from hydra.utils import instantiate
+
+    from gear_repro.llm.offline import smollm2_path
+
+    try:
+        smollm2_path()
+    except Exception as e:
+        pytest.skip(f"tiny model not installed: {e}")
+    cfg = group_config("llm", "tiny")
+    cfg.cache_dir = str(tmp_path / "cache")
+    client = instantiate(cfg)
+    res = toy_resources("")
+    res.llm = client
+    try:
+        out = HippoRAG(res, cache=False, synonyms=False).search("Where was the president of France born?", 6)
+    finally:
+        client.close()
+    recs = client.ledger.since(0)
+    assert [(r["stage"], r["round"], r["ok"]) for r in recs] == [("ner", 0, True)]
+    assert recs[0]["prompt_tokens"] > 50
+    assert isinstance(out.trace["ner"]["reply"], str)
+    assert len(out.ranking) in (2, 6)  # ranked by PPR, or the fallback's 2 passages when the reply has no entity
+
+
+def test_hipporag_through_the_runner(toy_dir, tmp_path, compose, monkeypatch) -> None:
+    from gear_repro.config import validate
+    from gear_repro.reporting.runs import find_runs
+    from gear_repro.run_resources import Resources
+    from gear_repro.runner import Runner
+    from gear_repro.utils.io import read_jsonl
+
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path / "cache"))
+    cfg = validate(compose(["agent=hipporag", "retriever=bm25", f"dataset.path={toy_dir}", "dataset.name=toy",
+                            "run.progress=false", "hipporag.synonyms=false"]))
+    res = Resources(cfg)
+    res.__dict__["embedder"] = TableEmbedder()
+    res.__dict__["llm"] = ScriptedLLM({"ner": '```json\n{"named_entities": ["France", "Emmanuel Macron"]}\n```'})
+    metrics = Runner(cfg, tmp_path / "run", resources=res).run()
+    assert metrics["n_errors"] == 0 and metrics["recall@5"] == pytest.approx(200 / 3)  # Berlin (q2) is cut off from the seeds
+    preds = read_jsonl(tmp_path / "run" / "predictions.jsonl")
+    assert [c["stage"] for c in preds[0]["llm_calls"]] == ["ner"] and preds[0]["llm_calls"][0]["round"] == 1
+    assert preds[0]["trace"]["entities"] == ["france", "emmanuel macron"] and preds[0]["rankings"]["final"][0] == "2"
+    assert find_runs([tmp_path / "run"])[0].method == "HippoRAG"
+    assert "version: v1" in (tmp_path / "run" / "config.yaml").read_text(encoding="utf-8")
+    assert len(list((tmp_path / "cache" / "hipporag").glob("graph-*.npz"))) == 1

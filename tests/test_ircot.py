@@ -1,0 +1,139 @@
+"""IRCoT / HippoRAG w/ IRCoT: stop rule, per-step normalised max merge, round limit, prompt, demonstrations,
+ledger stages and rounds, config composition and an end-to-end run through the runner and the report."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from gear_repro.agent.ircot import (
+    ANSWER_MARK,
+    IRCoTAgent,
+    first_sentence,
+    load_demos,
+    merge_step,
+    merged_ranking,
+)
+from gear_repro.types import Passage, Question, Ranking
+from tests.conftest import TOY_PASSAGES, TOY_QUESTIONS
+from tests.test_agent_gear import ScriptedLLM
+
+Q = Question(**TOY_QUESTIONS[0])
+
+
+class QueryRetriever:
+    """Stand-in base retriever: a fixed ranking per query (BM25-like raw scores)."""
+
+    def __init__(self, table: dict[str, Ranking]):
+        self.table = table
+        self.queries: list[str] = []
+
+    def retrieve(self, query: str, k: int) -> Ranking:
+        self.queries.append(query)
+        return self.table[query].top(k)
+
+
+TABLE = {
+    Q.question: Ranking(["2", "0", "5"], [8.0, 4.0, 2.0]),
+    "The president of France is Emmanuel Macron.": Ranking(["3", "2", "1"], [20.0, 15.0, 5.0]),
+    "Emmanuel Macron was born in Amiens.": Ranking(["4", "3"], [3.0, 3.0]),
+}
+THOUGHTS = ["The president of France is Emmanuel Macron.", "Emmanuel Macron was born in Amiens.",
+            f"{ANSWER_MARK} Amiens."]
+
+
+def resources(script: dict, questions: list[Question] | None = None):
+    passages = [Passage(str(i), t, x) for i, (t, x) in enumerate(TOY_PASSAGES)]
+    ds = SimpleNamespace(passages=passages, questions=questions or [Q], passage_by_id={p.id: p for p in passages})
+    return SimpleNamespace(dataset=ds, llm=ScriptedLLM(script), passage_retriever=QueryRetriever(TABLE))
+
+
+def test_merge_normalises_each_step_and_keeps_the_max() -> None:
+    merged: dict[str, float] = {}
+    merge_step(merged, Ranking(["a", "b", "c"], [8.0, 4.0, 2.0]))
+    merge_step(merged, Ranking(["d", "b", "e"], [20.0, 15.0, 5.0]))
+    r = merged_ranking(merged)
+    # a 1.0, d 1.0 (tie: a first seen), b max(0.5, 0.75), e .25, c .25 (tie: c first seen)
+    assert r.ids == ["a", "d", "b", "c", "e"]
+    assert r.scores == pytest.approx([1.0, 1.0, 0.75, 0.25, 0.25])
+
+
+def test_stops_at_the_answer_sentence() -> None:
+    res = resources({("cot", 1): THOUGHTS[0], ("cot", 2): THOUGHTS[2]})
+    out = IRCoTAgent(res, max_rounds=4, top_k=3).run(Q, 15)
+    assert out.trace["stop"] == "answer" and out.trace["answer"] == "Amiens."
+    assert res.llm.stages() == [("cot", 1), ("cot", 2)]
+    assert res.passage_retriever.queries == [Q.question, THOUGHTS[0]]  # no retrieval with the answer thought
+    assert [r["round"] for r in out.rounds] == [1, 2]
+    assert out.rounds[0]["ranking"] == ["2", "0", "5"]
+    assert out.rounds[1]["ranking"] == out.ranking.ids == ["2", "3", "0", "5", "1"]
+    assert out.rounds[1]["thought"] == THOUGHTS[2] and out.trace["thoughts"] == [THOUGHTS[0], THOUGHTS[2]]
+
+
+def test_round_limit_and_prompt_contents() -> None:
+    res = resources({("cot", 1): THOUGHTS[0], ("cot", 2): THOUGHTS[1], ("cot", 3): "never used"})
+    agent = IRCoTAgent(res, max_rounds=3, top_k=2)
+    out = agent.run(Q, 15)
+    assert out.trace["stop"] == "max_rounds" and len(out.rounds) == 3
+    assert res.llm.stages() == [("cot", 1), ("cot", 2)]  # max_rounds retrievals, max_rounds - 1 thoughts
+    assert out.rounds[2]["thought"] is None
+    assert [len(r["ranking"]) for r in out.rounds] == [2, 3, 4]  # nested, growing per round
+    assert out.ranking.ids[:2] == ["2", "3"]
+    prompt = res.llm.calls[1]["prompt"]  # system turn (instruction + the first demonstration), then the user turn
+    system, user = prompt.split("Question: When was Neville A. Stanton's employer founded?", 1)
+    assert system.startswith("You serve as an intelligent assistant") and "So the answer is:" in system
+    # the second thought sees the top-2 merged passages and the first thought after "Thought:"
+    assert "Wikipedia Title: France\n" in user and "Wikipedia Title: Emmanuel Macron\n" in user
+    assert user.rstrip().endswith(f"Question: {Q.question}\nThought:{THOUGHTS[0]}")
+    assert IRCoTAgent(res, max_rounds=1).run(Q, 15).trace["n_rounds"] == 1  # one round = no LLM call
+    assert len(res.llm.calls) == 2
+
+
+def test_demonstrations_as_published_and_evaluated_questions_skipped() -> None:
+    demos = load_demos("musique")
+    assert len(demos) == 20 and demos[0].qid == "2hop__292995_8796"
+    assert demos[0].answer.endswith("So the answer is: 1862.")
+    assert len(load_demos("2wikimultihopqa")) == 20 and len(load_demos("hotpotqa")) >= 20
+    first = Question(id=demos[0].qid, question="?", answers=[], gold_ids=[])
+    agent = IRCoTAgent(resources({}, [Q, first]), num_demo=2)
+    assert [d.qid for d in agent.demos] == [demos[1].qid, demos[2].qid] and agent.demos_skipped == 1
+    assert len(IRCoTAgent(resources({}), num_demo=None).demos) == 20
+
+
+def test_first_sentence_option() -> None:
+    assert first_sentence("Macron was born in 1977. He is French.") == "Macron was born in 1977."
+    res = resources({("cot", 1): THOUGHTS[0] + " So the answer is: Paris.", ("cot", 2): THOUGHTS[2]})
+    out = IRCoTAgent(res, max_rounds=4, top_k=3, thought="first_sentence").run(Q, 15)
+    assert out.trace["thoughts"][0] == THOUGHTS[0] and len(out.rounds) == 2
+
+
+def test_config_composition(compose) -> None:
+    cfg = compose(["agent=hipporag_ircot"])
+    assert cfg.agent.retriever == "hipporag" and cfg.agent.max_rounds == 4 and cfg.agent.demos == "musique"
+    assert cfg.hipporag.damping == 0.5 and cfg.hipporag.version == "v1"
+    assert compose(["agent=hipporag_ircot", "dataset=hotpotqa_sample"]).agent.demos == "hotpotqa"
+    assert compose(["agent=ircot", "dataset=2wiki_sample"]).agent.max_rounds == 2
+    assert "hipporag" not in compose(["agent=ircot"])
+    assert compose(["agent=hipporag", "hipporag.version=v2"]).hipporag.version == "v2"
+
+
+def test_ircot_bm25_end_to_end_through_runner_and_report(toy_dir, tmp_path, compose) -> None:
+    from gear_repro.config import validate
+    from gear_repro.reporting.runs import find_runs
+    from gear_repro.run_resources import Resources
+    from gear_repro.runner import Runner
+
+    cfg = validate(compose(["agent=ircot", "retriever=bm25", "embedder=minilm", f"dataset.path={toy_dir}",
+                            "dataset.name=toy", "run.progress=false", "agent.top_k=2", "qa=true"]))
+    res = Resources(cfg)
+    res.__dict__["llm"] = ScriptedLLM({("cot", 1): "Paris is the capital of France.", "cot": f"{ANSWER_MARK} x",
+                                       "qa": "Answer: Amiens"})
+    res.__dict__["embedder"] = None  # IRCoT (BM25) must not need vectors
+    metrics = Runner(cfg, tmp_path / "run", resources=res).run()
+    assert metrics["n_errors"] == 0 and len(metrics["recall@15_by_round"]) == 4
+    assert metrics["em"] == pytest.approx(100 / 3)  # q1's answer is Amiens
+    run = find_runs([tmp_path / "run"])[0]
+    assert run.method == "IRCoT (BM25)"
+    stages = {(c["stage"], c["round"]) for c in res.llm.ledger.records}
+    assert ("cot", 1) in stages and ("cot", 2) in stages and ("qa", 0) in stages

@@ -1,0 +1,29 @@
+"""Sweeps beyond one process (issue 11 §4): the launcher config groups compose with the project's config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+CONFIGS = str(Path(__file__).resolve().parent.parent / "configs")
+
+
+def _launcher(overrides: list[str]):
+    with initialize_config_dir(config_dir=CONFIGS, version_base=None):
+        return compose("config", overrides=overrides, return_hydra_config=True).hydra.launcher
+
+
+def test_slurm_launcher_group_composes():
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    la = _launcher(["hydra/launcher=slurm", "hydra.launcher.partition=cpu"])
+    assert la._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+    assert (la.partition, la.cpus_per_task, la.mem_gb, la.timeout_min) == ("cpu", 4, 32, 720)
+
+
+def test_joblib_launcher_composes():
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    la = _launcher(["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"])
+    assert la._target_ == "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"
+    assert la.n_jobs == 2

@@ -1,0 +1,408 @@
+"""T²RAG (seed 002, §4.3, Alg. 1-2): reply parsing, the triplet-state machine, adaptive retrieval and the
+agent with a scripted LLM on the toy corpus (MiniLM), the runner's scoring of its answer, the report's
+trace and statistics, and the real-LLM path once with the tiny model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gear_repro.agent.t2rag import (
+    Clue,
+    TripletState,
+    adaptive_retrieve,
+    parse_decomposition,
+    parse_resolution,
+    question_query,
+)
+from gear_repro.prompts import render
+from tests.test_agent_gear import ScriptedLLM
+
+# -- the paper's case study (App. D, Figure 8) as scripted replies ---------------------------------------------
+DECOMPOSE_FIG8 = """Reasoning: I need the director of each film and each director's birth year.
+
+Triples:
+God's Gift To Women | is directed by | ?directorA
+Aldri Annet Enn Brak | is directed by | ?directorB
+?directorA | was born in | ?
+?directorB | was born in | ?"""
+RESOLVE_FIG8_1 = """Fully Resolved Clue 1:
+Subject: God's Gift To Women
+Predicate: is directed by
+Object: Michael Curtiz
+
+Fully Resolved Clue 2:
+Subject: Aldri Annet Enn Brak
+Predicate: is directed by
+Object: Edith Carlmar
+
+Fully Resolved Clue 3:
+Subject: Edith Carlmar
+Predicate: was born in
+Object: 1911
+
+Newly Searchable Clue 1:
+Subject: Michael Curtiz
+Predicate: was born in
+Object: ?"""
+RESOLVE_FIG8_2 = "Fully Resolved Clue 1: Subject: Michael Curtiz Predicate: was born in Object: 1886"
+
+
+def _clue(s: str) -> Clue:
+    return Clue(*[x.strip() for x in s.split("|")])
+
+
+# -- triplets and parsing ----------------------------------------------------------------------------------------
+def test_clue_kinds_and_query_propositions() -> None:
+    assert _clue("France | has capital | ?").kind == "searchable"
+    assert _clue("?directorA | was born in | ?").kind == "fuzzy"
+    assert _clue("Paris | capital of | France").kind == "resolved"
+    assert _clue("God's Gift To Women | is directed by | ?directorA").query == "God's Gift To Women is directed by"
+    assert _clue("film ?X | released in | 1990").query == "film released in 1990"
+    assert _clue("?a | born in | ?b").n_placeholders == 2
+    assert question_query("Who is the mayor of the city where Whoopi was born?") == \
+        "is the mayor of the city Whoopi was born"  # word boundaries: "Whoopi" keeps its "Who"
+
+
+def test_parse_decomposition_well_formed() -> None:
+    p = parse_decomposition(DECOMPOSE_FIG8)
+    assert p.status == "ok"
+    assert [c.parts for c in p.clues] == [("God's Gift To Women", "is directed by", "?directorA"),
+                                          ("Aldri Annet Enn Brak", "is directed by", "?directorB"),
+                                          ("?directorA", "was born in", "?"), ("?directorB", "was born in", "?")]
+
+
+@pytest.mark.parametrize("reply, status, parts", [
+    ("**Triples:**\n1. **France** | has capital | ?\n2. ? | is located in | Europe", "ok",
+     [("France", "has capital", "?"), ("?", "is located in", "Europe")]),
+    ("Triples: A | p | ?x ; ?x | q | ?", "repaired", [("A", "p", "?x"), ("?x", "q", "?")]),
+    ("Triples:\n(Lothair II, has mother, ?)\n", "repaired", [("Lothair II", "has mother", "?")]),
+    ("Reasoning: blah\nLothair II | has mother | ?", "repaired", [("Lothair II", "has mother", "?")]),
+    ("Triples:\nA | directed | by | ?", "ok", [("A", "directed by", "?")]),
+    ("Triples:\nA | p | ?\nPropositions: A p ?\nB | q | ?", "ok", [("A", "p", "?")]),
+    ("Triples:\nA | p | ?\na |  P | ?", "ok", [("A", "p", "?")]),  # normalised duplicate dropped
+    ("I don't know.", "failed", []),
+    ("", "failed", []),
+    (None, "failed", []),
+])
+def test_parse_decomposition_malformed(reply, status, parts) -> None:
+    p = parse_decomposition(reply)
+    assert p.status == status
+    assert [c.parts for c in p.clues] == parts
+
+
+def test_parse_resolution_formats() -> None:
+    p = parse_resolution(RESOLVE_FIG8_1)
+    assert p.status == "ok"
+    assert [c.parts for c in p.clues] == [("God's Gift To Women", "is directed by", "Michael Curtiz"),
+                                          ("Aldri Annet Enn Brak", "is directed by", "Edith Carlmar"),
+                                          ("Edith Carlmar", "was born in", "1911")]
+    assert [c.parts for c in p.searchable] == [("Michael Curtiz", "was born in", "?")]
+    one_line = parse_resolution(RESOLVE_FIG8_2)  # the paper's flattened layout
+    assert one_line.status == "ok" and [c.parts for c in one_line.clues] == [("Michael Curtiz", "was born in", "1886")]
+    code_words = parse_resolution("**Newly Traceable Clue 1:**\n- Subject: X\n- Predicate: p\n- Object: ?\n\nDone.")
+    assert code_words.status == "ok" and [c.parts for c in code_words.searchable] == [("X", "p", "?")]
+
+
+@pytest.mark.parametrize("reply, status, resolved, searchable", [
+    ("Michael Curtiz | was born in | 1886\nEdith Carlmar | was born in | ?", "repaired",
+     [("Michael Curtiz", "was born in", "1886")], [("Edith Carlmar", "was born in", "?")]),
+    ("Fully Resolved Clue 1: Michael Curtiz | was born in | 1886", "ok",
+     [("Michael Curtiz", "was born in", "1886")], []),
+    ("Fully Resolved Clue 1:\nSubject: Michael Curtiz\nPredicate: was born in\n", "failed", [], []),  # no object
+    ("None.", "ok", [], []),
+    ("Fully Resolved Clue 1:\nSubject: ...\nPredicate: ...\nObject: ...\n\nNewly Searchable Clue 1:\nSubject: A\n"
+     "Predicate: p\nObject: ?", "ok", [], [("A", "p", "?")]),  # the template's "..." copied: ignored
+    ("The passages do not say anything about the film, so I cannot resolve any of the clues at all. " * 3,
+     "failed", [], []),
+    ("", "failed", [], []),
+])
+def test_parse_resolution_malformed(reply, status, resolved, searchable) -> None:
+    p = parse_resolution(reply)
+    assert p.status == status
+    assert [c.parts for c in p.clues] == resolved and [c.parts for c in p.searchable] == searchable
+
+
+# -- the state machine (Step 2.3) ---------------------------------------------------------------------------------
+def test_state_update_follows_the_case_study() -> None:
+    state = TripletState.from_clues(parse_decomposition(DECOMPOSE_FIG8).clues)
+    assert (len(state.resolved), len(state.searchable), len(state.fuzzy)) == (0, 2, 2) and state.open
+    r1 = parse_resolution(RESOLVE_FIG8_1)
+    counts = state.update(r1.clues, r1.searchable)
+    assert [c.object for c in state.resolved] == ["Michael Curtiz", "Edith Carlmar", "1911"]
+    assert [c.parts for c in state.searchable] == [("Michael Curtiz", "was born in", "?")]
+    # each new clue fills in one fuzzy triplet at most; the two "is directed by" ones resolve searchable ones
+    assert state.fuzzy == [] and counts["fuzzy_filled"] == 2 and state.open
+    r2 = parse_resolution(RESOLVE_FIG8_2)
+    state.update(r2.clues, r2.searchable)
+    assert not state.open and len(state.resolved) == 4
+    assert state.answer_context() == state.resolved
+
+
+def test_state_update_carries_or_drops_fuzzy_and_reclassifies() -> None:
+    fuzzy = [_clue("?x | born in | ?"), _clue("?y | died in | ?")]
+    state = TripletState([], [_clue("A | directed by | ?x")], list(fuzzy))
+    # the resolver answers nothing useful: searchable is replaced by the (empty) new set, fuzzy carried over
+    counts = state.update([], [])
+    assert state.searchable == [] and state.fuzzy == fuzzy and state.open and counts["fuzzy_filled"] == 0
+    # a "resolved" clue still holding a '?' is searchable; a "searchable" one without '?' is resolved
+    counts = state.update([_clue("Bob | born in | ?")], [_clue("Bob | died in | 1950")])
+    assert counts["reclassified"] == 2
+    assert [c.parts for c in state.searchable] == [("Bob", "born in", "?")]
+    assert [c.parts for c in state.resolved] == [("Bob", "died in", "1950")]
+    assert [c.parts for c in state.fuzzy] == []  # both filled in
+    dropped = TripletState([], [], list(fuzzy))
+    counts = dropped.update([], [_clue("?z | lives in | ?")], carry_fuzzy=False)  # the authors' code
+    assert dropped.fuzzy == [] and counts["dropped_fuzzy"] == 3 and not dropped.open
+    kept = TripletState([], [], list(fuzzy))
+    counts = kept.update([], [_clue("?z | lives in | ?"), _clue("?X | born in | ?")])
+    assert counts["new_fuzzy"] == 1 and [c.parts for c in kept.fuzzy][-1] == ("?z", "lives in", "?")
+
+
+def test_answer_context_at_the_cap_includes_searchable() -> None:
+    state = TripletState([_clue("A | p | B")], [_clue("B | q | ?")], [_clue("? | r | ?")])
+    assert [c.parts for c in state.answer_context()] == [("A", "p", "B"), ("B", "q", "?")]
+
+
+# -- prompts ----------------------------------------------------------------------------------------------------------
+def test_prompts_render_the_paper_wording() -> None:
+    dec = render("t2rag_decompose", query="Who is X?")[0]["content"]
+    assert dec.startswith("You are tasked with reasoning about a question and extracting the necessary knowledge")
+    assert "Question: Who is X?" in dec and dec.rstrip().endswith("subject | predicate | object]")
+    ans = render("t2rag_answer", query="Who is X?", clues="Clue 1: X | is | Y")[0]["content"]
+    assert "Key Reasoning Clues:\nClue 1: X | is | Y" in ans and "- One entity or fact only" in ans
+    res = render("t2rag_resolve", example_propositions="- p1", query="q?", searchable="S", fuzzy="None",
+                 passages_section="", propositions="- p1", resolved="None")[0]["content"]
+    assert "Context Passages" not in res and "Newly Searchable Clue 1:\nSubject: Ermengarde of Tours" in res
+    assert "{" not in res and "}" not in res
+
+
+# -- adaptive retrieval and the agent on the toy corpus -----------------------------------------------------------------
+TOY_DUPLICATE = {"id": "dup-0", "subject": "Emmanuel Macron", "predicate": "born in", "object": "Amiens",
+                 "passage_id": "4"}  # the same proposition extracted from another passage
+
+
+@pytest.fixture(scope="module")
+def toy_env(tmp_path_factory):
+    from tests.conftest import TOY_PASSAGES, TOY_QUESTIONS, TOY_TRIPLES, write_jsonl
+
+    d = tmp_path_factory.mktemp("t2rag") / "toy"
+    d.mkdir()
+    write_jsonl(d / "corpus.jsonl", [{"id": str(i), "title": t, "text": x} for i, (t, x) in enumerate(TOY_PASSAGES)])
+    write_jsonl(d / "questions.jsonl", TOY_QUESTIONS)
+    write_jsonl(d / "triples.jsonl", [{"id": f"{p}-{i}", "subject": s, "predicate": r, "object": o, "passage_id": p}
+                                      for i, (s, r, o, p) in enumerate(TOY_TRIPLES)] + [TOY_DUPLICATE])
+    shared: dict = {}
+
+    def make(overrides: list[str] | None = None, script: dict | None = None):
+        from gear_repro.config import validate
+        from gear_repro.run_resources import Resources
+        from tests.test_agent_gear import compose_cfg
+
+        cfg = validate(compose_cfg(["agent=t2rag", "embedder=minilm", "embedder.show_progress=false",
+                                    "run.progress=false", f"dataset.path={d}", "dataset.name=toy",
+                                    "dataset.paper_name=MuSiQue", *(overrides or [])]))
+        res = Resources(cfg)
+        for name in ("dataset", "backend", "embedder", "triples"):
+            if name in shared:
+                res.__dict__[name] = shared[name]
+            shared[name] = getattr(res, name)
+        res.__dict__["llm"] = ScriptedLLM(script or {})
+        return cfg, res
+
+    return d, make
+
+
+def build(toy_env, script: dict, overrides: list[str] | None = None):
+    from gear_repro.agent import build_method
+
+    cfg, res = toy_env[1](overrides, script)
+    return res, build_method(cfg, res)
+
+
+def test_adaptive_retrieval_stops_at_k_unique_passages_and_keeps_duplicates(toy_env) -> None:
+    res, agent = build(toy_env, {})
+    retriever, passage_of, text_of = agent._index()
+    got = adaptive_retrieve(retriever, passage_of, text_of, ["Emmanuel Macron born in"], 2, 50)
+    # the duplicate proposition maps to both of its passages; listed once, with both passages
+    assert got.propositions[0]["text"] == "Emmanuel Macron born in Amiens"
+    assert got.propositions[0]["passage_ids"] == ["3", "4"] and got.passages.ids == ["3", "4"]
+    assert len(got.propositions) == 1
+    # global ranking over all queries by best similarity, up to k unique passages
+    two = adaptive_retrieve(retriever, passage_of, text_of, ["Berlin capital of", "Emmanuel Macron born in"], 3, 50)
+    assert len(two.passages) == 3 and set(two.passages.ids) >= {"1", "3"}
+    assert two.passages.scores == sorted(two.passages.scores, reverse=True)
+    assert adaptive_retrieve(retriever, passage_of, text_of, [], 5, 50).passages.ids == []
+
+
+RESOLVE_TOY_1 = """Fully Resolved Clue 1:
+Subject: France
+Predicate: president
+Object: Emmanuel Macron
+
+Newly Searchable Clue 1:
+Subject: Emmanuel Macron
+Predicate: born in
+Object: ?"""
+RESOLVE_TOY_2 = "Fully Resolved Clue 1:\nSubject: Emmanuel Macron\nPredicate: born in\nObject: Amiens"
+SCRIPT = {"decompose": "Triples:\nFrance | president | ?p\n?p | born in | ?", ("resolve", 1): RESOLVE_TOY_1,
+          ("resolve", 2): RESOLVE_TOY_2, "answer": "Amiens"}
+
+
+def test_agent_resolves_and_stops(toy_env) -> None:
+    res, agent = build(toy_env, SCRIPT)
+    q = res.dataset.questions[0]
+    out = agent.run(q, 15)
+    t = out.trace["t2rag"]
+    assert res.llm.stages() == [("decompose", 0), ("resolve", 1), ("resolve", 2), ("answer", 0)]
+    assert t["stop"] == "all_resolved" and t["iterations"] == len(out.rounds) == 2
+    assert out.answer is not None and out.answer.text == "Amiens" and out.answer.raw == "Amiens"
+    r1, r2 = out.rounds
+    assert r1["queries"] == ["France president"] and r2["queries"] == ["Emmanuel Macron born in"]
+    assert r1["state"] == {"resolved": [["France", "president", "Emmanuel Macron"]],
+                           "searchable": [["Emmanuel Macron", "born in", "?"]], "fuzzy": []}
+    assert r2["state"]["searchable"] == [] and len(r2["state"]["resolved"]) == 2
+    assert len(r1["passages"]) == 5 and r1["passages"][0] == "2"  # k = 5 unique passages
+    # ranking: RRF of the iteration lists; each round carries the ranking had T²RAG stopped there
+    assert out.rounds[-1]["ranking"] == out.ranking.ids and out.rounds[0]["ranking"] == r1["passages"]
+    assert out.ranking.ids[:2] == ["2", "3"]
+    resolve1 = res.llm.calls[1]["prompt"]
+    assert "Searchable Clue 1:\nSubject: France\nPredicate: president\nObject: ?p" in resolve1
+    assert "Fuzzy Clue 1:\nSubject: ?p\nPredicate: born in\nObject: ?" in resolve1
+    assert "Context Passages:\n- France\nFrance is a country" in resolve1 and "- France president Emmanuel Macron" in resolve1
+    assert "Previous Resolved Clues:\n- France | president | Emmanuel Macron" in res.llm.calls[2]["prompt"]
+    assert "Clue 2: Emmanuel Macron | born in | Amiens" in res.llm.calls[3]["prompt"]
+    assert t["counters"] == {"decompose_ok": 1, "resolve_ok": 2, "fuzzy_filled": 1}
+    json.dumps(out.trace), json.dumps(out.rounds)  # JSON-serialisable
+
+
+def test_iteration_cap_and_answer_from_searchable(toy_env) -> None:
+    stuck = {"decompose": "Triples:\nFrance | president | ?p\n?p | born in | ?",
+             "resolve": "Newly Searchable Clue 1:\nSubject: France\nPredicate: president\nObject: ?", "answer": "x"}
+    for n in (1, 3):
+        res, agent = build(toy_env, stuck, [f"agent.max_iterations={n}"])
+        out = agent.run(res.dataset.questions[0], 15)
+        t = out.trace["t2rag"]
+        assert t["stop"] == "max_iterations" and t["iterations"] == len(out.rounds) == n
+        assert [s for s, _ in res.llm.stages()] == ["decompose"] + ["resolve"] * n + ["answer"]
+        assert t["answer_context"] == [["France", "president", "?"]]  # Step 3 (b): remaining searchable
+        assert "Clue 1: France | president | ?" in res.llm.calls[-1]["prompt"]
+
+
+def test_malformed_replies_are_counted_never_raised(toy_env) -> None:
+    res, agent = build(toy_env, {"decompose": "I think the answer is Paris.", "answer": "Paris"})
+    out = agent.run(res.dataset.questions[0], 15)
+    t = out.trace["t2rag"]
+    assert t["stop"] == "no_triplets" and out.rounds == [] and t["counters"] == {"decompose_failed": 1}
+    assert res.llm.stages() == [("decompose", 0), ("answer", 0)] and out.ranking.ids == []
+    res, agent = build(toy_env, {"decompose": "Triples:\nFrance | president | ?", "resolve": "???", "answer": ""})
+    out = agent.run(res.dataset.questions[0], 15)
+    t = out.trace["t2rag"]
+    assert t["counters"]["resolve_failed"] == 1 and t["stop"] == "all_resolved" and out.answer.text == ""
+    assert out.rounds[0]["status"] == "failed" and out.rounds[0]["reply"] == "???"
+
+
+def test_ablation_and_code_switches(toy_env) -> None:
+    res, agent = build(toy_env, SCRIPT, ["agent.with_passages=false", "agent.question_query=true",
+                                         "agent.example_propositions_chars=10"])
+    q = res.dataset.questions[0]
+    out = agent.run(q, 15)
+    prompt = res.llm.calls[1]["prompt"]
+    assert "Context Passages" not in prompt and "Context Propositions:\n- France" in prompt
+    assert prompt.split("Fully Resolved Clue 1")[0].strip().endswith("- France p")  # example cut at 10 chars
+    assert out.rounds[0]["queries"] == ["France president", question_query(q.question)]
+    res, agent = build(toy_env, {"decompose": "Triples:\n?a | president | ?b", "answer": "x"},
+                       ["agent.resolve_without_context=false", "agent.max_iterations=2"])
+    out = agent.run(q, 15)
+    assert [r["status"] for r in out.rounds] == ["skipped", "skipped"]
+    assert res.llm.stages() == [("decompose", 0), ("answer", 0)]
+    res, agent = build(toy_env, {"decompose": "Triples:\n?a | president | ?b", "resolve": "None", "answer": "x"},
+                       ["agent.carry_fuzzy=false"])
+    out = agent.run(q, 15)
+    assert out.trace["t2rag"]["iterations"] == 1 and out.trace["t2rag"]["stop"] == "all_resolved"
+
+
+def test_runner_scores_the_method_answer_and_reports(toy_env, tmp_path: Path) -> None:
+    from gear_repro.reporting.analyses import format_trace, t2rag_table
+    from gear_repro.reporting.runs import find_runs
+    from gear_repro.reporting.tables import long_table, write_tables
+    from gear_repro.runner import Runner
+
+    cfg, res = toy_env[1](["experiment=t2rag_table1", "dataset.limit=1"], SCRIPT)
+    res.__dict__.pop("dataset")  # reload with the limit
+    metrics = Runner(cfg, tmp_path / "run", resources=res).run()
+    assert metrics["em"] == 100.0 and metrics["f1"] == 100.0 and metrics["n_answered"] == 1
+    assert metrics["recall@5"] == 100.0  # gold passages 2 and 3 are the fused top-2
+    assert set(metrics["tokens_by_stage"]) == {"decompose", "resolve", "answer"}
+    assert len(metrics["recall@15_by_round"]) == 3  # N = 3 iterations (not dataset.max_rounds = 4)
+    pred = json.loads((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()[0])
+    assert pred["answer"] == "Amiens" and pred["qa_mode"] == "method" and pred["em"] == 1.0
+    assert [(c["stage"], c["round"]) for c in pred["llm_calls"]] == [("decompose", 0), ("resolve", 1),
+                                                                       ("resolve", 2), ("answer", 0)]
+    text = format_trace(pred)
+    assert "== Iteration 2 ==" in text and "stop: all_resolved" in text and "answer (method): 'Amiens'" in text
+    runs = find_runs([tmp_path / "run"])
+    stats = t2rag_table(runs).iloc[0]
+    assert stats["iterations_mean"] == 2 and stats["llm_calls_per_q"] == 4 and stats["em_all_resolved"] == 100.0
+    long = long_table(runs)
+    em = long[long.metric == "EM"].iloc[0]
+    assert em["table"] == "Table 3" and em["method"] == "T2RAG" and em["paper"] == 34.3  # GPT-4o-mini MuSiQue
+    assert em["paper_source"] == "T2RAG Table 1 (GPT-4o-mini)"
+    md = write_tables(long, tmp_path / "report")["md"].read_text()
+    assert "Paper numbers of T2RAG: T2RAG Table 1 (GPT-4o-mini)." in md
+
+
+def test_real_llm_path_with_the_tiny_model(toy_env, tmp_path: Path) -> None:
+    """The harness-started llama.cpp server with SmolLM2-135M: nonsense answers, but every reply is parsed
+    or counted and the run finishes with EM/F1 and the three stages in the ledger."""
+    try:
+        from gear_repro.llm.offline import smollm2_path
+
+        smollm2_path()
+        import llama_cpp  # noqa: F401
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"tiny model not installed: {e}")
+    from gear_repro.runner import Runner
+
+    cfg, res = toy_env[1](["llm=tiny", "dataset.limit=1", f"llm.cache_dir={tmp_path / 'cache'}"])
+    res.__dict__.pop("llm")  # the real client from llm=tiny
+    res.__dict__.pop("dataset")  # reload with the limit
+    metrics = Runner(cfg, tmp_path / "run", resources=res).run()
+    pred = json.loads((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()[0])
+    assert "error" not in pred and "em" in pred and metrics["n_answered"] == 1
+    stages = [c["stage"] for c in pred["llm_calls"]]
+    assert stages[0] == "decompose" and stages[-1] == "answer" and all(c["ok"] for c in pred["llm_calls"])
+    counters = pred["trace"]["t2rag"]["counters"]
+    assert sum(v for k, v in counters.items() if k.startswith("decompose_")) == 1
+
+
+@pytest.mark.parametrize("ablation, n, passages, label", [
+    ("full", 3, True, "T2RAG"), ("single_round", 1, True, "T2RAG - single round"),
+    ("wo_chunk", 3, False, "T2RAG - w/o chunk")])
+def test_table2_ablation_preset(compose, ablation, n, passages, label) -> None:
+    from omegaconf import OmegaConf
+
+    cfg = compose(["experiment=t2rag_table2_ablation", f"ablation={ablation}"])
+    c = OmegaConf.to_container(cfg, resolve=True)
+    assert c["agent"]["_target_"].endswith("T2RAGAgent")
+    assert (c["agent"]["max_iterations"], c["agent"]["with_passages"], c["report"]["method"]) == (n, passages, label)
+    from gear_repro.reporting.paper import paper_value
+
+    assert paper_value("Table 2", label, "MuSiQue", "EM", paper="T2RAG", setting="GPT-4o-mini") == \
+        {"full": 33.0, "single_round": 15.0, "wo_chunk": 21.6}[ablation]
+
+
+def test_schema_rejects_typos_and_bad_choices(compose) -> None:
+    from hydra.errors import ConfigCompositionException
+    from omegaconf.errors import ValidationError
+
+    cfg = compose(["agent=t2rag", "agent.ranking=concat"])
+    assert cfg.agent.ranking == "concat" and cfg.agent.k == 5
+    with pytest.raises((ConfigCompositionException, ValidationError)):
+        compose(["agent=t2rag", "agent.max_iteration=2"])  # a typo of max_iterations
+    with pytest.raises((ConfigCompositionException, ValidationError)):
+        compose(["agent=t2rag", "agent.ranking=borda"])
+    with pytest.raises((ConfigCompositionException, ValidationError)):
+        compose(["agent=t2rag", "agent.k=five"])
