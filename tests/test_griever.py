@@ -359,8 +359,8 @@ def test_composed_rescores_bm25_candidates(cache):
 
 # -- wiring ------------------------------------------------------------------------------------------
 def test_resources_build_griever_and_hybrid_triple_retriever(compose, toy_dir, cache, monkeypatch):
-    from gear_repro.resources import Resources
     from gear_repro.retrieval import HybridRetriever
+    from gear_repro.run_resources import Resources
 
     cfg = compose(["retriever=griever", f"dataset.path={toy_dir}", "dataset.name=toy"])
     res = Resources(cfg)
@@ -427,7 +427,7 @@ def test_unknown_setting_is_a_config_error(cache):
 @pytest.mark.parametrize("expansion,berlin_rank", [("none", 0), ("naive", 4)])
 def test_runner_with_griever_as_base_retriever(compose, toy_dir, tmp_path, cache, expansion, berlin_rank):
     """retriever=griever through the runner: plain and as NaiveGE's base (the triple graph is built beside it)."""
-    from gear_repro.resources import Resources
+    from gear_repro.run_resources import Resources
     from gear_repro.runner import Runner
 
     cfg = compose(["retriever=griever", f"expansion={expansion}", f"dataset.path={toy_dir}", "dataset.name=toy",

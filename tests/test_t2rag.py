@@ -202,7 +202,7 @@ def toy_env(tmp_path_factory):
 
     def make(overrides: list[str] | None = None, script: dict | None = None):
         from gear_repro.config import validate
-        from gear_repro.resources import Resources
+        from gear_repro.run_resources import Resources
         from tests.test_agent_gear import compose_cfg
 
         cfg = validate(compose_cfg(["agent=t2rag", "embedder=minilm", "embedder.show_progress=false",
@@ -220,10 +220,10 @@ def toy_env(tmp_path_factory):
 
 
 def build(toy_env, script: dict, overrides: list[str] | None = None):
-    from hydra.utils import instantiate
+    from gear_repro.agent import build_method
 
     cfg, res = toy_env[1](overrides, script)
-    return res, instantiate(cfg.agent, resources=res, cfg=cfg, _recursive_=False)
+    return res, build_method(cfg, res)
 
 
 def test_adaptive_retrieval_stops_at_k_unique_passages_and_keeps_duplicates(toy_env) -> None:

@@ -39,3 +39,7 @@ class Method(Protocol):
     k_dependent: bool
 
     def run(self, question: Question, k: int) -> MethodOutput: ...
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready settings written to run.json (``method``)."""
+        ...
