@@ -30,6 +30,10 @@ class HippoRAGMethod:
         self.resources = resources
         self.depth = int(depth)
 
+    def describe(self) -> dict[str, Any]:
+        """Settings for run.json (the graph's own figures are recorded by the runner from ``hipporag``)."""
+        return {"name": self.name, "depth": self.depth}
+
     def run(self, question: Question, k: int) -> MethodOutput:
         res = self.resources.hipporag.search(question.question, max(k, self.depth), round_no=1)
         return MethodOutput(ranking=res.ranking, trace={"agent": self.name, **res.trace})

@@ -425,6 +425,14 @@ class T2RAGAgent:
         self._maps: tuple[dict[str, str], dict[str, str]] | None = None
         self._retriever: DenseRetriever | None = None
 
+    def describe(self) -> dict[str, Any]:
+        """Settings for run.json (§5.2 / B.1 defaults and the paper-vs-code switches)."""
+        return {"name": self.name, "k": self.k, "max_iterations": self.max_iterations,
+                "candidate_depth": self.candidate_depth, "with_passages": self.with_passages,
+                "carry_fuzzy": self.carry_fuzzy, "question_query": self.question_query,
+                "resolve_without_context": self.resolve_without_context, "answer": self.answers_questions,
+                "ranking": self.ranking, "k_rrf": self.k_rrf}
+
     @property
     def max_rounds(self) -> int:
         """Rounds of the per-round recall (the runner's ``recall@k_by_round``): the N iterations."""
