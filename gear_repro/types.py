@@ -5,8 +5,16 @@ C = passages, T = triples (each tied to exactly one passage), q = question.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+Triple3 = tuple[str, str, str]  # a triple as (subject, predicate, object) strings (e.g. an LLM's proximal triple)
+
+
+def triple_text(spo: Sequence[Any]) -> str:
+    """Triple text for indexing, scoring, tripleLink and passageLink: "subject predicate object" (DESIGN.md)."""
+    return " ".join(str(x) for x in spo)
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,7 @@ class Triple:
     @property
     def text(self) -> str:
         """Triple text for indexing and scoring: "subject predicate object" (DESIGN.md)."""
-        return f"{self.subject} {self.predicate} {self.object}"
+        return triple_text(self.as_tuple())
 
     def as_tuple(self) -> tuple[str, str, str]:
         return (self.subject, self.predicate, self.object)

@@ -141,7 +141,7 @@ def main() -> None:
                     t = clock()
                     base = retrievers[b].retrieve(q.question, k)
                     tb = clock() - t
-                    out = ge.expand(q.question, base, q)
+                    out = ge.expand(q.question, base)
                     key = (sc, b, k)
                     times[key].append(clock() - t)
                     tm = out.trace["timings"]

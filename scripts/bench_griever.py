@@ -46,6 +46,8 @@ def main() -> None:
     ap.add_argument("--ks", type=int, nargs="+", default=[5, 10, 15])
     ap.add_argument("--threads", type=int, default=1, help="torch threads of the embedder (default 1)")
     ap.add_argument("--no-ablations", action="store_true")
+    ap.add_argument("--unit-vectors", default="encode", choices=["encode", "compose"],
+                    help="GRIEVER unit embeddings: encode the unit texts (paper) or compose name vectors")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -63,7 +65,8 @@ def main() -> None:
     qs = ds.questions
     emb = SentenceEmbedder(EMBEDDERS[a.embedder], show_progress=False, num_threads=a.threads)
     backend = MemoryBackend()
-    out: dict = {"dataset": str(a.dataset), "embedder": a.embedder, "n_questions": len(qs),
+    out: dict = {"dataset": str(a.dataset), "embedder": a.embedder, "unit_vectors": a.unit_vectors,
+                 "n_questions": len(qs),
                  "passages": len(ds.passages), "triples": len(ds.triples), "rss_start_mb": round(rss_mb(), 1)}
     t = time.perf_counter()
     coll = backend.open_collection("passages", [IndexDoc(p.id, p.content) for p in ds.passages], emb)
@@ -78,7 +81,7 @@ def main() -> None:
     Res.backend = backend
     retrievers = {"BM25": BM25Retriever(coll), "Dense": DenseRetriever(coll, emb),
                   "RRFHybrid": HybridRetriever(coll, emb), "Composed": ComposedRetriever(coll, emb)}
-    griever = GrieverRetriever(coll, emb, Res)
+    griever = GrieverRetriever(coll, emb, Res, unit_vectors=a.unit_vectors)
     t = time.perf_counter()
     out["griever_build"] = griever.build()
     out["griever_build_s"] = round(time.perf_counter() - t, 3)
@@ -86,7 +89,7 @@ def main() -> None:
     retrievers["GRIEVER"] = griever
     if not a.no_ablations:
         for label, kw in ABLATIONS.items():
-            g = GrieverRetriever(coll, emb, Res, **kw)
+            g = GrieverRetriever(coll, emb, Res, unit_vectors=a.unit_vectors, **kw)
             t = time.perf_counter()
             g.build()
             out.setdefault("ablation_build_s", {})[label] = round(time.perf_counter() - t, 3)

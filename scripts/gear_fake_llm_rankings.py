@@ -73,12 +73,9 @@ def main(argv: list[str]) -> None:
     out = Path(argv[0])
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=[*DEFAULTS, *argv[1:]])
+    from gear_repro.run_resources import Resources
     from gear_repro.runner import Runner
 
-    try:
-        from gear_repro.run_resources import Resources
-    except ImportError:  # before the rename (issue 13)
-        from gear_repro.resources import Resources
     res = Resources(cfg)
     res.__dict__["llm"] = FakeLLM(res.dataset)
     Runner(cfg, out, resources=res).run()

@@ -84,7 +84,7 @@ def slice_env(tmp_path_factory):
     if not (SAMPLE / "corpus.jsonl").exists():
         pytest.skip(f"bundled sample missing at {SAMPLE}")
     from gear_repro.config import validate
-    from gear_repro.resources import Resources
+    from gear_repro.run_resources import Resources
 
     root = tmp_path_factory.mktemp("gear")  # embeddings/indexes: the shared content-hashed $GEAR_CACHE
     data = make_slice(root / "musique_slice")
@@ -106,11 +106,11 @@ def slice_env(tmp_path_factory):
 
 
 def build(slice_env, script: dict, overrides: list[str] | None = None):
-    from hydra.utils import instantiate
+    from gear_repro.agent import build_method
 
     _, make = slice_env
     cfg, res = make(overrides, script)
-    agent = instantiate(cfg.agent, resources=res, cfg=cfg, _recursive_=False)
+    agent = build_method(cfg, res)
     return cfg, res, agent
 
 
@@ -178,7 +178,9 @@ def test_later_rounds_follow_the_pseudocode_by_default(slice_env):
     assert (agent.reader_memory, agent.query_for_beam, agent.gist_docs) == (True, "original", "expanded")
     queries = _spy_search(agent)
     q = res.dataset.questions[0]
+    before = {k: v for k, v in vars(agent.expansion).items() if k != "_scorer"}
     out = agent.run(q, 15)
+    assert {k: v for k, v in vars(agent.expansion).items() if k != "_scorer"} == before  # no side channels
     r1, r2 = out.rounds
     read1, read2 = [c["prompt"] for c in res.llm.calls if c["stage"] == "read"]
     assert "preliminary facts" not in read1
@@ -276,11 +278,11 @@ def test_final_rrf_includes_passage_link_lists(slice_env):
 def test_bad_options_fail_with_the_setting_name(slice_env):
     from gear_repro.utils.errors import ConfigError
 
-    with pytest.raises(Exception, match="query_for_beam") as e:
+    with pytest.raises(Exception, match="query_for_beam"):  # the schema rejects it at composition
         build(slice_env, {}, ["agent.query_for_beam=sometimes"])
-    assert isinstance(e.value.__cause__, ConfigError)
-    with pytest.raises(Exception, match="max_rounds"):
+    with pytest.raises(Exception, match="agent.max_rounds") as e:
         build(slice_env, {}, ["agent.max_rounds=0"])
+    assert isinstance(e.value.__cause__, ConfigError)
 
 
 def test_original_query_options(slice_env):

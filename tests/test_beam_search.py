@@ -116,13 +116,13 @@ def test_neighbours_and_alignment(graph):
     assert index.neighbours("t7") == []
     assert index.triples_of_passage("P2") == ["t2", "t3"]
     assert index.triples_of_passage("nope") == []
-    assert index.passage_of_triple("t8") == "P6"
+    assert index.passage_of["t8"] == "P6"
     assert index.entity_degree("b") == 4
 
 
 def test_hub_cap_truncate_and_drop():
     trunc = TripleIndex(None, TRIPLES, max_degree=2)  # B has degree 4 (t1, t2, t3, t8)
-    assert trunc.is_capped("B") and trunc.entity_degree("B") == 2
+    assert trunc.entity_degree("B") == 2
     assert trunc.stats["hub_entities"] == 1 and trunc.stats["hub_links_removed"] == 2
     counters: dict[str, int] = {}
     nb = trunc.neighbour_rows(trunc.row["t2"], counters)  # t2's B-list is {t1, t2}
@@ -142,7 +142,7 @@ def test_lookup_adjacency_and_triple_link():
         assert sorted(lazy.neighbours(t.id)) == sorted(by_rec.neighbours(t.id))
     retr = BM25Retriever(coll)
     assert by_rec.triple_link(("E", "r5", "F"), retr) == "t5"
-    assert by_rec.tripleLink("X r7 Y", retr) == "t7"
+    assert by_rec.triple_link("X r7 Y", retr) == "t7"
     assert by_rec.link_many(["zzz unknown"], retr) == [None]
 
 
@@ -329,6 +329,24 @@ def test_fusion_order_decides_rrf_ties():
 def test_fusion_order_default_in_configs(compose):
     for name in ("naive", "sync"):
         assert compose([f"expansion={name}"]).expansion.fusion_order == "base_first"
+
+
+def test_k_dependence_and_vector_needs_come_from_classes(compose):
+    """Issue 9 §5: derived from the classes the config names, not from display names."""
+    from gear_repro.agent.single import SingleStep
+    from gear_repro.graph.expansion import NaiveGE, NoExpansion
+    from gear_repro.run_resources import Resources
+
+    res = type("R", (), {"passage_retriever": None})()
+    assert SingleStep(res, NoExpansion()).k_dependent is False
+    assert SingleStep(res, NaiveGE(None)).k_dependent is True
+    needs = {o: Resources(compose(o.split())).needs_vectors for o in (
+        "retriever=bm25 expansion=none", "retriever=bm25 expansion=none expansion.name=naive",
+        "retriever=bm25 expansion=naive expansion.name=none", "retriever=sbert expansion=none",
+        "retriever=bm25 expansion=none agent=gear")}
+    assert needs == {"retriever=bm25 expansion=none": False, "retriever=bm25 expansion=none expansion.name=naive": False,
+                     "retriever=bm25 expansion=naive expansion.name=none": True, "retriever=sbert expansion=none": True,
+                     "retriever=bm25 expansion=none agent=gear": True}
 
 
 # -- fast (cascade) scorer --------------------------------------------------------------------------------

@@ -14,10 +14,10 @@ from gear_repro.data import load_dataset
 from gear_repro.data.converters import (
     FORMATS,
     MISSING_PREFIX,
-    import_hipporag_openie,
     join_sentences,
     musique_hop_type,
 )
+from gear_repro.data.openie import import_hipporag_openie
 from gear_repro.types import Passage
 
 REPO = Path(__file__).resolve().parent.parent

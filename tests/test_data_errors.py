@@ -10,7 +10,8 @@ import pytest
 
 from gear_repro.cli.prepare import main as prepare_main
 from gear_repro.data import load_corpus, load_dataset, load_questions, load_triples
-from gear_repro.data.converters import FORMATS, get_converter, import_hipporag_openie
+from gear_repro.data.converters import FORMATS, get_converter
+from gear_repro.data.openie import import_hipporag_openie
 from gear_repro.types import Passage
 from gear_repro.utils.errors import DataError
 

@@ -21,13 +21,10 @@ from gear_repro.backends.base import IndexDoc
 from gear_repro.backends.elasticsearch import (
     ElasticsearchBackend,
     ElasticsearchError,
-    bm25_body,
     check_server_version,
-    index_mappings,
-    knn_body,
     redact_url,
-    terms_body,
 )
+from gear_repro.backends.es_requests import bm25_body, index_mappings, knn_body, terms_body
 from gear_repro.utils.errors import ConfigError, DataError
 from tests import es_fixtures
 from tests.es_fixtures import FakeEmbedder, free_port

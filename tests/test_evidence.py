@@ -50,7 +50,7 @@ def make_run(root: Path, name: str, ret: str, exp: str, hits: list[int], agent: 
            "llm": {"model": "m"}, "report": {"method": label} if label else {}, "qa": answers_right is not None}
     if qa_mode:
         cfg["qa_reader"] = {"mode": qa_mode}
-    (run / "config.yaml.json").write_text(json.dumps(cfg))
+    (run / "config.yaml").write_text(json.dumps(cfg))  # JSON is YAML
     return run
 
 

@@ -19,6 +19,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from gear_repro.backends.base import IndexDoc  # noqa: E402
 from gear_repro.backends.memory import MemoryBackend  # noqa: E402
+from gear_repro.config import group_config  # noqa: E402
 from gear_repro.data import load_dataset  # noqa: E402
 from gear_repro.data.dataset import Dataset  # noqa: E402
 from gear_repro.graph.expansion import NaiveGE, NoExpansion, SyncGE  # noqa: E402
@@ -99,7 +100,7 @@ def test_naive_on_real_slice(res, beam):
     assert len(res.dataset.questions) >= 5
     for q in res.dataset.questions[: 1 if beam is BEAM else 5]:
         base = res.passage_retriever.retrieve(q.question, 10)
-        out = ge.expand(q.question, base, q)
+        out = ge.expand(q.question, base)
         ids = out.ranking.ids
         assert ids and set(base.ids) <= set(ids)  # base passages retained
         assert len(ids) == len(set(ids))
@@ -124,7 +125,7 @@ def test_naive_recovers_gold_beyond_base(res):
     gained = 0
     for q in res.dataset.questions:
         base = res.passage_retriever.retrieve(q.question, 5)
-        out = ge.expand(q.question, base, q)
+        out = ge.expand(q.question, base)
         gained += len((set(out.trace["expanded"]) - set(base.ids)) & set(q.gold_ids))
     assert gained > 0
 
@@ -133,14 +134,14 @@ def test_naive_passage_without_triples(res):
     ge = NaiveGE(res, beam=BEAM)
     q = res.dataset.questions[0]
     base = Ranking([NO_TRIPLES, "6", "10"], [3.0, 2.0, 1.0])
-    out = ge.expand(q.question, base, q)
+    out = ge.expand(q.question, base)
     assert out.trace["counters"]["passages_without_triples"] == 1
     assert set(base.ids) <= set(out.ranking.ids)
     only = Ranking([NO_TRIPLES], [1.0])
-    out = ge.expand(q.question, only, q)
+    out = ge.expand(q.question, only)
     assert out.ranking.ids == [NO_TRIPLES]
     assert out.trace["counters"]["no_initial_triples"] == 1 and out.trace["counters"]["empty_expansion"] == 1
-    assert ge.expand(q.question, Ranking(), q).ranking.ids == []
+    assert ge.expand(q.question, Ranking()).ranking.ids == []
 
 
 def test_naive_hub_entities_capped(res):
@@ -151,7 +152,7 @@ def test_naive_hub_entities_capped(res):
     hits = 0
     for q in res.dataset.questions[:5]:
         base = res.passage_retriever.retrieve(q.question, 10)
-        out = ge.expand(q.question, base, q)
+        out = ge.expand(q.question, base)
         assert set(base.ids) <= set(out.ranking.ids)
         hits += out.trace["counters"].get("hub_entities_capped", 0)
     assert hits > 0
@@ -161,8 +162,8 @@ def test_scorers_agree_on_first_beam(res):
     """The sum approximation keeps the B0 scores (single triples) and mostly agrees on the path ranking."""
     q = res.dataset.questions[0]
     base = res.passage_retriever.retrieve(q.question, 10)
-    exact = NaiveGE(res, beam=BEAM).expand(q.question, base, q).trace
-    approx = NaiveGE(res, beam={**BEAM, "scorer": "sum"}).expand(q.question, base, q).trace
+    exact = NaiveGE(res, beam=BEAM).expand(q.question, base).trace
+    approx = NaiveGE(res, beam={**BEAM, "scorer": "sum"}).expand(q.question, base).trace
     assert exact["initial_triples"] == approx["initial_triples"]
     overlap = set(exact["expanded"]) & set(approx["expanded"])
     assert len(overlap) >= len(exact["expanded"]) // 2
@@ -170,7 +171,7 @@ def test_scorers_agree_on_first_beam(res):
 
 def test_no_expansion(res):
     base = Ranking(["1", "2"], [2.0, 1.0])
-    out = NoExpansion(res, beam=BEAM).expand("q", base, None)
+    out = NoExpansion(res, beam=BEAM).expand("q", base)
     assert out.ranking is base and NoExpansion().name == "none"
 
 
@@ -186,7 +187,7 @@ def test_sync_reads_links_and_expands(res):
     base = res.passage_retriever.retrieve(q.question, 5)
     gold_triples = [t for t in res.dataset.triples if t.passage_id in q.gold_ids][:3]
     ge, llm = _sync(res, [_spo_text(gold_triples)], beam=BEAM)
-    out = ge.expand(q.question, base, q)
+    out = ge.expand(q.question, base)
     # one read call, K.2 reader prompt over the base passages in QA format
     assert len(llm.calls) == 1 and llm.calls[0]["stage"] == "read" and llm.calls[0]["round"] == 0
     prompt = llm.calls[0]["messages"][0]["content"]
@@ -202,16 +203,29 @@ def test_sync_reads_links_and_expands(res):
     assert set(q.gold_ids) & set(out.ranking.ids)
 
 
+def test_sync_reader_question_is_a_parameter(res):
+    """The method passes the reader's question (read_query) and the memory; beams use ``query``."""
+    q = res.dataset.questions[0]
+    base = res.passage_retriever.retrieve(q.question, 5)
+    ge, llm = _sync(res, ["", ""])
+    ge.expand("a rewritten query", base, read_query=q.question, round_no=2)
+    ge.expand("a rewritten query", base, read_query=q.question, round_no=3, memory=[("A", "b", "C")])
+    plain, with_memory = (c["messages"][0]["content"] for c in llm.calls)
+    assert [c["round"] for c in llm.calls] == [2, 3]
+    assert f"Question: {q.question}" in plain and "a rewritten query" not in plain + with_memory
+    assert "preliminary facts" not in plain and '("A", "b", "C")' in with_memory
+
+
 def test_sync_no_proximal_triples(res):
     q = res.dataset.questions[1]
     base = res.passage_retriever.retrieve(q.question, 5)
     ge, _ = _sync(res, ["I cannot find any facts."])
-    out = ge.expand(q.question, base, q)
+    out = ge.expand(q.question, base)
     assert out.ranking.ids == base.ids  # RRF of the base list alone keeps its order
     c = out.trace["counters"]
     assert c["no_proximal_triples"] == 1 and c["no_initial_triples"] == 1 and c["empty_expansion"] == 1
     ge, _ = _sync(res, [""], on_no_proximal="naive")
-    out = ge.expand(q.question, base, q)
+    out = ge.expand(q.question, base)
     assert out.trace["counters"]["naive_fallback"] == 1 and out.trace["expanded"]
 
 
@@ -221,7 +235,7 @@ def test_sync_linked_triple_without_neighbours(res):
     q = res.dataset.questions[2]
     base = res.passage_retriever.retrieve(q.question, 5)
     ge, _ = _sync(res, [_spo_text([isolated])])
-    out = ge.expand(q.question, base, q)
+    out = ge.expand(q.question, base)
     c = out.trace["counters"]
     assert out.trace["linked"][0]["triple_text"] == isolated.text
     assert c["linked_without_neighbours"] >= 1
@@ -232,17 +246,16 @@ def test_sync_linked_triple_without_neighbours(res):
 
 def test_sync_empty_base_skips_llm(res):
     ge, llm = _sync(res, ["unused"])
-    out = ge.expand("anything", Ranking(), res.dataset.questions[0])
+    out = ge.expand("anything", Ranking())
     assert out.ranking.ids == [] and llm.calls == []
 
 
 def test_instantiate_from_configs(res):
     from hydra.utils import instantiate
-    from omegaconf import OmegaConf
 
-    beam = OmegaConf.load(REPO / "configs" / "beam" / "default.yaml")
+    beam = group_config("beam", "default")
     for name, cls in (("none", NoExpansion), ("naive", NaiveGE), ("sync", SyncGE)):
-        obj = instantiate(OmegaConf.load(REPO / "configs" / "expansion" / f"{name}.yaml"), resources=res, beam=beam)
+        obj = instantiate(group_config("expansion", name), resources=res, beam=beam)
         assert isinstance(obj, cls) and obj.name == name
-    naive = instantiate(OmegaConf.load(REPO / "configs" / "expansion" / "naive.yaml"), resources=res, beam=beam)
+    naive = instantiate(group_config("expansion", "naive"), resources=res, beam=beam)
     assert naive.beam.gamma_value == 20 and naive.beam.width == 10 and naive.beam.length == 2

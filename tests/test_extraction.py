@@ -39,7 +39,8 @@ def load_sample() -> tuple[list[Passage], list[Triple] | None]:
         return ds.passages, ds.triples
     if not (RAW / "musique_train_100_corpus.json").exists():
         pytest.skip("no MuSiQue sample available")
-    from gear_repro.data.converters import import_hipporag_openie, load_hipporag_corpus
+    from gear_repro.data.converters import load_hipporag_corpus
+    from gear_repro.data.openie import import_hipporag_openie
 
     passages = load_hipporag_corpus(RAW / "musique_train_100_corpus.json")
     return passages, import_hipporag_openie(OPENIE, passages)[0]

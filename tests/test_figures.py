@@ -75,7 +75,7 @@ def make_run(root: Path, name: str, data: Path, gear: bool, n_q: int = 8, max_ro
            "retriever": {"name": "hybrid"}, "expansion": {"name": "sync"}, "beam": {"length": beam_length},
            "agent": {"name": "gear", "max_rounds": max_rounds} if gear else {"name": "single"},
            "report": {}, "qa": True}
-    (run / "config.yaml.json").write_text(json.dumps(cfg))
+    (run / "config.yaml").write_text(json.dumps(cfg))  # JSON is YAML
     return run
 
 

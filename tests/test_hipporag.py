@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from gear_repro.config import group_config
 from gear_repro.graph.phrase_graph import (
     PhraseGraph,
     build_phrase_graph,
@@ -255,16 +256,14 @@ def test_v2_seeds_facts_and_passage_nodes() -> None:
 @pytest.mark.slow
 def test_hipporag_ner_through_the_tiny_model(tmp_path: Path) -> None:
     from hydra.utils import instantiate
-    from omegaconf import OmegaConf
 
     from gear_repro.llm.offline import smollm2_path
-    from tests.conftest import REPO
 
     try:
         smollm2_path()
     except Exception as e:
         pytest.skip(f"tiny model not installed: {e}")
-    cfg = OmegaConf.load(REPO / "configs" / "llm" / "tiny.yaml")
+    cfg = group_config("llm", "tiny")
     cfg.cache_dir = str(tmp_path / "cache")
     client = instantiate(cfg)
     res = toy_resources("")
@@ -283,7 +282,7 @@ def test_hipporag_ner_through_the_tiny_model(tmp_path: Path) -> None:
 def test_hipporag_through_the_runner(toy_dir, tmp_path, compose, monkeypatch) -> None:
     from gear_repro.config import validate
     from gear_repro.reporting.runs import find_runs
-    from gear_repro.resources import Resources
+    from gear_repro.run_resources import Resources
     from gear_repro.runner import Runner
     from gear_repro.utils.io import read_jsonl
 

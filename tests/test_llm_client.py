@@ -19,6 +19,7 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from gear_repro.config import group_config
 from gear_repro.llm import LLMCallError, LLMClient, TokenLedger
 from gear_repro.llm.cache import LLMCache
 from gear_repro.utils.errors import ConfigError
@@ -278,7 +279,7 @@ def test_api_key_never_leaks(fake: FakeOpenAI, tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv(KEY_ENV, SECRET)
     monkeypatch.setenv("OPENAI_LOG", "debug")
     caplog.set_level(logging.DEBUG)
-    cfg = OmegaConf.load(REPO / "configs" / "llm" / "openai_compatible.yaml")
+    cfg = group_config("llm", "openai_compatible")
     cfg.base_url, cfg.model, cfg.api_key_env = fake.url, "fake-model", KEY_ENV
     cfg.cache_dir, cfg.backoff_base_s, cfg.backoff_max_s, cfg.timeout_s = str(tmp_path / "c"), 0.01, 0.02, 1.0
     c = instantiate(cfg)
@@ -316,7 +317,7 @@ def test_key_only_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 
 def test_every_llm_config_instantiates_and_is_documented(tmp_path: Path) -> None:
     for path in sorted((REPO / "configs" / "llm").glob("*.yaml")):
-        cfg = OmegaConf.load(path)
+        cfg = group_config("llm", path.stem)
         cfg.cache_dir = str(tmp_path)
         c = instantiate(cfg)
         assert isinstance(c, LLMClient) and c.default_params["temperature"] == 0.0
@@ -324,9 +325,9 @@ def test_every_llm_config_instantiates_and_is_documented(tmp_path: Path) -> None
             if line.strip() and not line.lstrip().startswith("#") and not line.strip().endswith(":") \
                     and not line.startswith("_target_"):
                 assert "#" in line, f"{path.name}: undocumented field: {line}"
-    local = OmegaConf.load(REPO / "configs" / "llm" / "local.yaml")
+    local = group_config("llm", "local")
     assert local.server.n_threads == 2 and local.server.n_ctx == 8192 and local.temperature == 0.0
-    assert OmegaConf.load(REPO / "configs" / "llm" / "openai.yaml").model == "gpt-4o-mini-2024-07-18"
+    assert group_config("llm", "openai").model == "gpt-4o-mini-2024-07-18"
 
 
 _WRITER = """

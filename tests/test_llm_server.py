@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from hydra.utils import instantiate
-from omegaconf import OmegaConf
 
+from gear_repro.config import group_config
 from gear_repro.prompts import render
 
 pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] not installed (make install-local-llm)")
@@ -32,7 +32,7 @@ def test_tiny_model_through_harness_started_server(tmp_path: Path) -> None:
         smollm2_path()
     except Exception as e:
         pytest.skip(f"tiny model not installed: {e}")
-    cfg = OmegaConf.load(REPO / "configs" / "llm" / "tiny.yaml")
+    cfg = group_config("llm", "tiny")
     cfg.cache_dir, cfg.max_tokens = str(tmp_path / "cache"), 16
     client = instantiate(cfg)
     assert client.server is None  # lazily started on the first uncached call
@@ -57,8 +57,8 @@ def test_tiny_model_through_harness_started_server(tmp_path: Path) -> None:
 _ORPHAN = """
 import sys
 from hydra.utils import instantiate
-from omegaconf import OmegaConf
-cfg = OmegaConf.load(sys.argv[1]); cfg.cache_dir = sys.argv[2]
+from gear_repro.config import group_config
+cfg = group_config("llm", sys.argv[1]); cfg.cache_dir = sys.argv[2]
 c = instantiate(cfg)
 c._ensure_client()
 print(c.server.proc.pid, flush=True)
@@ -102,7 +102,7 @@ def test_server_does_not_outlive_a_killed_harness(tmp_path: Path) -> None:
         smollm2_path()
     except Exception as e:
         pytest.skip(f"tiny model not installed: {e}")
-    harness = subprocess.Popen([sys.executable, "-c", _ORPHAN, str(REPO / "configs" / "llm" / "tiny.yaml"),
+    harness = subprocess.Popen([sys.executable, "-c", _ORPHAN, "tiny",
                                 str(tmp_path)], stdout=subprocess.PIPE, text=True)
     pid = int(harness.stdout.readline())  # type: ignore[union-attr]
     assert _running(pid)  # the server runs

@@ -28,6 +28,9 @@ VARS = {
                       "passages_section": "Context Passages:\n- A\nA is B.\n\n", "propositions": "- A is B",
                       "resolved": "None"},
     "t2rag_answer": {"query": "What is A?", "clues": "Clue 1: A | is | B"},
+    "hipporag_ner": {"question": "What is A?"},
+    "ircot": {"demos": "Wikipedia Title: C\nC is D.\n\nQ: What is C?\nA: D.", "passages": "Wikipedia Title: A\nA is B.",
+              "question": "What is A?", "thoughts": "A is B."},
 }
 
 
@@ -40,11 +43,11 @@ def test_every_prompt_has_a_template_and_known_variables() -> None:
 @pytest.mark.parametrize("name", PROMPT_NAMES)
 def test_renders_with_its_variables(name: str) -> None:
     msgs = render(name, **VARS[name])
-    assert len(msgs) == 1 and msgs[0]["role"] == "user"
-    text = msgs[0]["content"]
+    assert msgs[-1]["role"] == "user"  # App. K prompts are one user turn; HippoRAG NER / IRCoT have more turns
+    text = "\n".join(m["content"] for m in msgs)
     for v in VARS[name].values():
         assert v in text
-    if name != "extraction":  # K.1 alone has literal JSON braces
+    if name not in ("extraction", "hipporag_ner"):  # K.1 and HippoRAG's NER have literal JSON braces
         assert "{" not in text and "}" not in text
 
 

@@ -6,7 +6,6 @@ import json
 
 import pytest
 from hydra.errors import ConfigCompositionException
-from omegaconf import open_dict
 
 from gear_repro.cli.report import main as report_main
 from gear_repro.runner import Runner
@@ -28,6 +27,9 @@ def test_bm25_run_writes_outputs(compose, toy_dir, tmp_path):
     prov = json.loads((run / "run.json").read_text())
     assert prov["data_hashes"]["corpus"] and prov["environment"]["packages"]["bm25s"]
     assert prov["index_hashes"]["passages"]
+    assert prov["method"] == {"name": "single", "k_dependent": False, "output_depth": None,
+                              "expansion": {"name": "none"}}  # describe() reaches run.json
+    assert not (run / "config.yaml.json").exists()
     assert json.loads((run / "metrics.json").read_text())["recall@5"] == pytest.approx(m["recall@5"])
 
 
@@ -54,11 +56,8 @@ def test_resume_refuses_a_different_config(compose, toy_dir, tmp_path):
 def test_unknown_config_values_fail_clearly(compose, toy_dir, tmp_path):
     with pytest.raises(ConfigCompositionException, match="retriever"):
         compose(["retriever=colbert"])
-    cfg = _cfg(compose, toy_dir)
-    with open_dict(cfg):
-        cfg.dataset.limt = 3  # misspelt key
-    with pytest.raises(ConfigError, match="limt"):
-        Runner(cfg, tmp_path / "r")
+    with pytest.raises(ConfigCompositionException, match="limt"):  # misspelt key: the schema rejects it
+        _cfg(compose, toy_dir, "dataset.limt=3")
     with pytest.raises(ConfigError, match="stage"):
         Runner(_cfg(compose, toy_dir, "stage=train"), tmp_path / "r2")
 
@@ -85,3 +84,17 @@ def test_report_tables_with_paper_numbers(compose, toy_dir, tmp_path, capsys):
     assert "BM25" in (tmp_path / "rep" / "table.md").read_text()
     assert "\\begin{tabular}" in (tmp_path / "rep" / "table.tex").read_text()
     assert report_main([str(tmp_path / "empty_nothing")]) == 2
+
+
+@pytest.mark.slow
+def test_run_json_records_hub_statistics_and_gamma(compose, toy_dir, tmp_path):
+    """GraphExpansion.describe() (γ, fusion order, the triple graph's hub statistics) lands in run.json."""
+    from gear_repro.run_resources import Resources
+
+    cfg = _cfg(compose, toy_dir, "retriever=bm25", "expansion=naive", "beam.scorer=mean", "dataset.limit=1",
+               "embedder=minilm", "embedder.show_progress=false")
+    res = Resources(cfg)
+    Runner(cfg, tmp_path / "run", resources=res).run()
+    exp = json.loads((tmp_path / "run" / "run.json").read_text())["method"]["expansion"]
+    assert exp["beam"]["gamma_value"] == 20 and exp["fusion_order"] == "base_first"
+    assert exp["graph"]["max_degree"] is None and exp["graph"]["triples"] == len(res.dataset.triples)

@@ -113,6 +113,10 @@ def test_parse_resolution_formats() -> None:
      [("Michael Curtiz", "was born in", "1886")], []),
     ("Fully Resolved Clue 1:\nSubject: Michael Curtiz\nPredicate: was born in\n", "failed", [], []),  # no object
     ("None.", "ok", [], []),
+    # seen from Qwen2.5-1.5B: the prompt's fuzzy clues echoed after the lists; an empty block stays empty
+    ("Fully Resolved Clue 1:\nNone\n\nNewly Searchable Clue 1:\nSubject: 1974\nPredicate: is located in\n"
+     "Object: ?\n\nFuzzy Clue 2:\nSubject: ?\nPredicate: borders\nObject: ?", "ok", [],
+     [("1974", "is located in", "?")]),
     ("Fully Resolved Clue 1:\nSubject: ...\nPredicate: ...\nObject: ...\n\nNewly Searchable Clue 1:\nSubject: A\n"
      "Predicate: p\nObject: ?", "ok", [], [("A", "p", "?")]),  # the template's "..." copied: ignored
     ("The passages do not say anything about the film, so I cannot resolve any of the clues at all. " * 3,
@@ -198,7 +202,7 @@ def toy_env(tmp_path_factory):
 
     def make(overrides: list[str] | None = None, script: dict | None = None):
         from gear_repro.config import validate
-        from gear_repro.resources import Resources
+        from gear_repro.run_resources import Resources
         from tests.test_agent_gear import compose_cfg
 
         cfg = validate(compose_cfg(["agent=t2rag", "embedder=minilm", "embedder.show_progress=false",
@@ -216,10 +220,10 @@ def toy_env(tmp_path_factory):
 
 
 def build(toy_env, script: dict, overrides: list[str] | None = None):
-    from hydra.utils import instantiate
+    from gear_repro.agent import build_method
 
     cfg, res = toy_env[1](overrides, script)
-    return res, instantiate(cfg.agent, resources=res, cfg=cfg, _recursive_=False)
+    return res, build_method(cfg, res)
 
 
 def test_adaptive_retrieval_stops_at_k_unique_passages_and_keeps_duplicates(toy_env) -> None:
@@ -336,6 +340,7 @@ def test_runner_scores_the_method_answer_and_reports(toy_env, tmp_path: Path) ->
     assert metrics["em"] == 100.0 and metrics["f1"] == 100.0 and metrics["n_answered"] == 1
     assert metrics["recall@5"] == 100.0  # gold passages 2 and 3 are the fused top-2
     assert set(metrics["tokens_by_stage"]) == {"decompose", "resolve", "answer"}
+    assert len(metrics["recall@15_by_round"]) == 3  # N = 3 iterations (not dataset.max_rounds = 4)
     pred = json.loads((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()[0])
     assert pred["answer"] == "Amiens" and pred["qa_mode"] == "method" and pred["em"] == 1.0
     assert [(c["stage"], c["round"]) for c in pred["llm_calls"]] == [("decompose", 0), ("resolve", 1),
@@ -391,3 +396,17 @@ def test_table2_ablation_preset(compose, ablation, n, passages, label) -> None:
 
     assert paper_value("Table 2", label, "MuSiQue", "EM", paper="T2RAG", setting="GPT-4o-mini") == \
         {"full": 33.0, "single_round": 15.0, "wo_chunk": 21.6}[ablation]
+
+
+def test_schema_rejects_typos_and_bad_choices(compose) -> None:
+    from hydra.errors import ConfigCompositionException
+    from omegaconf.errors import ValidationError
+
+    cfg = compose(["agent=t2rag", "agent.ranking=concat"])
+    assert cfg.agent.ranking == "concat" and cfg.agent.k == 5
+    with pytest.raises((ConfigCompositionException, ValidationError)):
+        compose(["agent=t2rag", "agent.max_iteration=2"])  # a typo of max_iterations
+    with pytest.raises((ConfigCompositionException, ValidationError)):
+        compose(["agent=t2rag", "agent.ranking=borda"])
+    with pytest.raises((ConfigCompositionException, ValidationError)):
+        compose(["agent=t2rag", "agent.k=five"])

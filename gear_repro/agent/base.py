@@ -32,7 +32,14 @@ class MethodOutput:
 
 
 class Method(Protocol):
+    """A retrieval method. Optional attributes the runner reads: ``answers_questions`` (True: its outputs
+    carry ``answer``, scored as EM/F1 without a QA reader) and ``max_rounds`` (length of per-round recall)."""
+
     name: str
     k_dependent: bool
 
     def run(self, question: Question, k: int) -> MethodOutput: ...
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready settings written to run.json (``method``)."""
+        ...

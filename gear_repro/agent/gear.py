@@ -34,32 +34,23 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from gear_repro.agent.base import MethodOutput
+from gear_repro.config import GistDocs, GistFirstRound, QueryChoice, choice
+from gear_repro.graph.reader import read_triples
 from gear_repro.graph.triple_index import normalize_entity
 from gear_repro.retrieval.fusion import RRF_K, rrf
-from gear_repro.types import Question, Ranking
+from gear_repro.types import Question, Ranking, Triple3, triple_text
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.trace import bump, seconds
 
 log = logging.getLogger(__name__)
 
-Triple3 = tuple[str, str, str]
-_CHOICES = {"query_for_base": ("rewritten", "original"), "query_for_beam": ("rewritten", "original"),
-            "read_with": ("original", "rewritten"), "gist_docs": ("fused", "expanded", "base")}
-
-
-def _sec(x: float) -> float:
-    return round(float(x), 6)
-
-
-def _bump(counters: dict[str, int], key: str, n: int = 1) -> None:
-    counters[key] = counters.get(key, 0) + n
 
 
 def triple_key(t: Sequence[str]) -> tuple[str, ...]:
@@ -67,20 +58,43 @@ def triple_key(t: Sequence[str]) -> tuple[str, ...]:
     return tuple(normalize_entity(x) for x in t)
 
 
-def triple_text(t: Sequence[str]) -> str:
-    """Query text of a proximal triple for tripleLink/passageLink: "subject predicate object"."""
-    return " ".join(str(x) for x in t)
+@dataclass
+class RoundRecord:
+    """One GEAR round n as written to predictions.jsonl ``rounds[n-1]`` (docs/agent.md; JSON keys and order
+    unchanged from the earlier dict). ``ranking`` is the list GEAR returns had it stopped here (Figure 2)."""
+
+    round: int  # n (JSON name kept)
+    query: str  # q(n)
+    base: list[str]  # C'_q(n)
+    proximal: list[list[str]]  # reader triples T'_q(n)
+    linked: list[dict[str, Any]]  # tripleLink results
+    expanded: list[str]  # C~_q(n)
+    fused: list[str]  # C_q(n) (Eq. 3)
+    expansion: dict[str, Any]  # the expansion trace without the keys above and the beams
+    beams: list[dict[str, Any]]
+    gist_read: dict[str, Any]  # ids read, prompt, reply, parse info
+    gist_new: list[list[str]]  # TG_q(n) after de-duplication
+    memory: list[list[str]]  # G(n)
+    reason: dict[str, Any] | None  # Eq. 6 verdict (None: not called)
+    rewrite: dict[str, Any] | None = None  # Eq. 7 (None: stopped)
+    ranking: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 class GearAgent:
-    """Multi-step GEAR (§5). Built by the runner as ``instantiate(cfg.agent, resources=res, cfg=cfg)``.
+    """Multi-step GEAR (§5). Built by the runner (:func:`gear_repro.agent.build_method`) as
+    ``instantiate(cfg.agent, resources=res, expansion=<the run's expansion>)``.
 
     Args (configs/agent/gear.yaml documents each with its default):
         resources: run resources (``passage_retriever``, ``triple_retriever``, ``triple_index``, ``llm``,
             ``dataset``, and what the expansion needs).
-        cfg: the whole run config (``expansion``, ``beam``, ``dataset.max_rounds``, ``run.save_depth``).
+        expansion: the graph expansion run in every round (the run's ``expansion`` group, built and injected by
+            the runner; SyncGE by default, NaiveGE/NoExpansion for ablations).
+        max_rounds: rounds at most (YAML: ``${dataset.max_rounds}``: MuSiQue 4, 2Wiki/HotpotQA 2).
         base_k: passages per round from the base retriever (10).
-        max_rounds: rounds at most; None = ``dataset.max_rounds`` (MuSiQue 4, 2Wiki/HotpotQA 2).
         query_for_base: ``rewritten`` (q(n), the paper) or ``original`` (q).
         query_for_beam: query the beams are scored against: ``original`` (q, the pseudocode's
             ``graph_expasion(triples, query)``) or ``rewritten`` (q(n)).
@@ -98,39 +112,33 @@ class GearAgent:
         passage_link_k: k of the two passageLink retrievals (None = base_k).
         k_rrf: RRF constant (60).
         output_depth: truncate the final ranking (None = keep all).
-        round_ranking_depth: ids kept in each round's ``ranking`` (None = ``run.save_depth``).
+        round_ranking_depth: ids kept in each round's ``ranking`` (YAML: ``${run.save_depth}``; None = all).
         llm_params: extra keyword arguments for every ``llm.chat`` call of the agent (gist/reason/rewrite).
-        expansion: an expansion config to use instead of the run's ``expansion`` group (None = the group).
     """
 
     name = "gear"
     needs_llm = True  # reader, gist, reasoner and rewriter are LLM calls (start-up checks credentials)
-    k_dependent = False
+    k_dependent = False  # each round retrieves base_k passages whatever the evaluated k
+    needs_vectors = True  # passageLink and the expansion's beam search use the embedder
 
-    def __init__(self, resources: Any, cfg: Any, name: str = "gear", base_k: int = 10,
-                 max_rounds: int | None = None, query_for_base: str = "rewritten",
+    def __init__(self, resources: Any, expansion: Any, max_rounds: int, name: str = "gear", base_k: int = 10,
+                 query_for_base: str = "rewritten",
                  query_for_beam: str = "original", read_with: str = "original", gist_docs: str = "expanded",
                  gist_k: int = 10, gist_first_round: str = "read", dedupe_memory: bool = True, reason_last_round: bool = True,
                  passage_link: bool = True, passage_link_k: int | None = None, k_rrf: int = RRF_K,
                  output_depth: int | None = None, round_ranking_depth: int | None = None,
-                 llm_params: Any = None, expansion: Any = None, reader_memory: bool = True, **_: Any):
+                 llm_params: Mapping[str, Any] | None = None, reader_memory: bool = True):
         self.name = name
         self.resources = resources
-        opts = {"query_for_base": query_for_base, "query_for_beam": query_for_beam, "read_with": read_with,
-                "gist_docs": gist_docs}
-        for key, val in opts.items():
-            if val not in _CHOICES[key]:
-                raise ConfigError(f"agent.{key} must be one of {_CHOICES[key]}, got '{val}'")
-        self.query_for_base, self.query_for_beam = query_for_base, query_for_beam
-        self.read_with, self.gist_docs = read_with, gist_docs
+        self.query_for_base = choice(QueryChoice, query_for_base, "agent.query_for_base")
+        self.query_for_beam = choice(QueryChoice, query_for_beam, "agent.query_for_beam")
+        self.read_with = choice(QueryChoice, read_with, "agent.read_with")
+        self.gist_docs = choice(GistDocs, gist_docs, "agent.gist_docs")
+        self.gist_first_round = choice(GistFirstRound, gist_first_round, "agent.gist_first_round")
         self.reader_memory = bool(reader_memory)
-        if gist_first_round not in ("read", "reuse"):
-            raise ConfigError(f"agent.gist_first_round must be 'read' or 'reuse', got '{gist_first_round}'")
-        self.gist_first_round = gist_first_round
-        rounds = max_rounds if max_rounds is not None else cfg.get("dataset", {}).get("max_rounds")
-        if rounds is None or int(rounds) < 1:
-            raise ConfigError(f"agent.max_rounds (or dataset.max_rounds) must be >= 1, got {rounds}")
-        self.max_rounds = int(rounds)
+        if max_rounds is None or int(max_rounds) < 1:
+            raise ConfigError(f"agent.max_rounds (or dataset.max_rounds) must be >= 1, got {max_rounds}")
+        self.max_rounds = int(max_rounds)
         if base_k < 1 or gist_k < 1:
             raise ConfigError(f"agent.base_k and agent.gist_k must be >= 1 (got {base_k}, {gist_k})")
         self.base_k, self.gist_k = int(base_k), int(gist_k)
@@ -140,31 +148,22 @@ class GearAgent:
         self.passage_link_k = int(passage_link_k or base_k)
         self.k_rrf = k_rrf
         self.output_depth = output_depth
-        run_cfg = cfg.get("run", {}) or {}
-        self.round_ranking_depth = round_ranking_depth or run_cfg.get("save_depth")
+        self.round_ranking_depth = round_ranking_depth
         if llm_params is not None and not isinstance(llm_params, dict):
             llm_params = OmegaConf.to_container(llm_params, resolve=True)
         self.llm_params = dict(llm_params or {})
-        exp_cfg = expansion if expansion is not None else cfg.get("expansion")
-        if exp_cfg is None:
-            from gear_repro.graph.expansion import NoExpansion
-
-            self.expansion = NoExpansion(resources)
-        else:
-            self.expansion = instantiate(exp_cfg, resources=resources, beam=cfg.get("beam"))
-        # the agent decides which question the reader sees (read_with); SyncGE reads question.question
-        if hasattr(self.expansion, "read_query"):
-            self.expansion.read_query = "original"
+        self.expansion = expansion
         self.retriever = resources.passage_retriever
 
     # -- description ----------------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
-        exp = self.expansion.describe() if hasattr(self.expansion, "describe") else {}
+        """Settings for run.json (the expansion's include γ and the triple graph's hub statistics)."""
         return {"name": self.name, "base_k": self.base_k, "max_rounds": self.max_rounds,
                 "query_for_base": self.query_for_base, "query_for_beam": self.query_for_beam,
                 "read_with": self.read_with, "reader_memory": self.reader_memory, "gist_docs": self.gist_docs,
-                "gist_k": self.gist_k,
-                "passage_link": self.passage_link, "passage_link_k": self.passage_link_k, "expansion": exp}
+                "gist_k": self.gist_k, "gist_first_round": self.gist_first_round,
+                "passage_link": self.passage_link, "passage_link_k": self.passage_link_k,
+                "expansion": self.expansion.describe()}
 
     # -- LLM steps ----------------------------------------------------------------------------------------
     def _chat(self, messages: list[dict], stage: str, round_no: int):
@@ -172,28 +171,19 @@ class GearAgent:
 
     def gist_read(self, query: str, passage_ids: Sequence[str], memory: list[Triple3], *, round_no: int,
                   counters: dict[str, int]) -> tuple[list[Triple3], dict[str, Any]]:
-        """Eq. 4: TG_q(n) = read(C_q(n), q[, G(n-1)]). The plain reader while the memory is empty."""
-        from gear_repro.llm.parsing import parse_triples
-        from gear_repro.prompts import render
-
+        """Eq. 4: TG_q(n) = read(passages, q[, G(n-1)]) (:func:`gear_repro.graph.reader.read_triples`, stage
+        ``gist``). The plain reader while the memory is empty."""
         by_id = self.resources.dataset.passage_by_id
         passages = [by_id[p] for p in passage_ids if p in by_id]
         if not passages:
-            _bump(counters, "gist_no_passages")
-            return [], {"prompt": None, "reply": None}
-        if memory:
-            prompt, msgs = "reader_gist", render("reader_gist", docs=passages, query=query, triples=memory)
-        else:
-            prompt, msgs = "reader", render("reader", docs=passages, query=query)
-        reply = self._chat(msgs, "gist", round_no)
-        parsed = parse_triples(reply.text)
-        if parsed.failed:
-            _bump(counters, "gist_parse_failed")
-        if parsed.repaired:
-            _bump(counters, "gist_parse_repaired")
-        triples = [tuple(str(x) for x in t) for t in parsed.triples]
-        return triples, {"prompt": prompt, "reply": reply.text, "failed": parsed.failed,
-                         "repaired": parsed.repaired, "dropped": parsed.dropped, "error": parsed.error}
+            bump(counters, "gist_no_passages")
+        read = read_triples(self.resources.llm, passages, query, stage="gist", round_no=round_no, memory=memory,
+                            llm_params=self.llm_params)
+        if read.failed:
+            bump(counters, "gist_parse_failed")
+        if read.repaired:
+            bump(counters, "gist_parse_repaired")
+        return read.triples, read.info()
 
     def reason(self, question: str, memory: list[Triple3], *, round_no: int,
                counters: dict[str, int]) -> dict[str, Any]:
@@ -204,7 +194,7 @@ class GearAgent:
         reply = self._chat(render("reason", query=question, triples=memory), "reason", round_no)
         answerable, text, ok = parse_reason(reply.text)
         if not ok or answerable is None:
-            _bump(counters, "reason_unparsed")
+            bump(counters, "reason_unparsed")
         return {"answerable": bool(answerable) if ok and answerable is not None else False, "parsed": ok,
                 "reason": text, "raw": reply.text}
 
@@ -219,7 +209,7 @@ class GearAgent:
         new_q, ok = parse_rewrite(reply.text)
         fallback = not ok or not new_q.strip()
         if fallback:
-            _bump(counters, "rewrite_fallback")
+            bump(counters, "rewrite_fallback")
             new_q = question
         return {"query": new_q, "parsed": ok, "fallback": fallback, "raw": reply.text}
 
@@ -253,20 +243,19 @@ class GearAgent:
         seen: set[tuple[str, ...]] = set()
         link_cache: dict[str, list[str]] = {}
         round_lists: list[list[str]] = []
-        rounds: list[dict[str, Any]] = []
+        rounds: list[RoundRecord] = []
         query = q
         stop = "max_rounds"
         final = Ranking()
         links: list[list[str]] = []
         for n in range(1, self.max_rounds + 1):
             t0 = time.perf_counter()
-            rec: dict[str, Any] = {"round": n, "query": query}
             base_q = query if self.query_for_base == "rewritten" else q
             beam_q = query if self.query_for_beam == "rewritten" else q
             read_q = q if self.read_with == "original" else query
             base = self.retriever.retrieve(base_q, self.base_k)
             t1 = time.perf_counter()
-            out = self.expansion.expand(beam_q, base, replace(question, question=read_q), round_no=n,
+            out = self.expansion.expand(beam_q, base, read_query=read_q, round_no=n,
                                         memory=list(memory) if self.reader_memory else [])
             t2 = time.perf_counter()
             etrace = out.trace or {}
@@ -275,7 +264,7 @@ class GearAgent:
             round_lists.append(list(fused.ids))
             for key, val in (etrace.get("counters") or {}).items():
                 if isinstance(val, int):
-                    _bump(counters, f"expansion.{key}", val)
+                    bump(counters, f"expansion.{key}", val)
             gist_src = {"fused": fused.ids, "expanded": expanded, "base": base.ids}[self.gist_docs]
             gist_ids = list(gist_src[: self.gist_k]) or list(fused.ids[: self.gist_k])
             if n == 1 and self.gist_first_round == "reuse":
@@ -287,7 +276,7 @@ class GearAgent:
             for t in new:
                 key = triple_key(t)
                 if self.dedupe_memory and key in seen:
-                    _bump(counters, "memory_duplicates")
+                    bump(counters, "memory_duplicates")
                     continue
                 seen.add(key)
                 memory.append(t)
@@ -300,39 +289,30 @@ class GearAgent:
             t4 = time.perf_counter()
             final, links = self.fuse(memory, round_lists, link_cache)
             t5 = time.perf_counter()
-            rec.update({
-                "base": list(base.ids),
-                "proximal": etrace.get("proximal", []),
-                "linked": etrace.get("linked", []),
-                "expanded": expanded,
-                "fused": list(fused.ids),
-                "expansion": {k_: v for k_, v in etrace.items()
-                              if k_ not in ("proximal", "linked", "expanded", "beams")},
-                "beams": etrace.get("beams", []),
-                "gist_read": {"ids": gist_ids, **ginfo},
-                "gist_new": [list(t) for t in added],
-                "memory": [list(t) for t in memory],
-                "reason": verdict,
-                "rewrite": None,
-                "ranking": final.ids[: self.round_ranking_depth] if self.round_ranking_depth else final.ids,
-            })
+            rec = RoundRecord(
+                round=n, query=query, base=list(base.ids), proximal=etrace.get("proximal", []),
+                linked=etrace.get("linked", []), expanded=expanded, fused=list(fused.ids),
+                expansion={k_: v for k_, v in etrace.items() if k_ not in ("proximal", "linked", "expanded", "beams")},
+                beams=etrace.get("beams", []), gist_read={"ids": gist_ids, **ginfo},
+                gist_new=[list(t) for t in added], memory=[list(t) for t in memory], reason=verdict,
+                ranking=final.ids[: self.round_ranking_depth] if self.round_ranking_depth else final.ids)
             timings = {"base_s": t1 - t0, "expansion_s": t2 - t1, "gist_s": t3 - t2, "reason_s": t4 - t3,
                        "fusion_s": t5 - t4}
             rounds.append(rec)
             if verdict is not None and verdict["answerable"]:
                 stop = "answerable"
-                rec["timings"] = {k_: _sec(v) for k_, v in timings.items()}
+                rec.timings = {k_: seconds(v) for k_, v in timings.items()}
                 break
             if last:
-                rec["timings"] = {k_: _sec(v) for k_, v in timings.items()}
+                rec.timings = {k_: seconds(v) for k_, v in timings.items()}
                 break
             t6 = time.perf_counter()
             rw = self.rewrite(q, memory, verdict["reason"] if verdict else "", round_no=n, counters=counters)
             timings["rewrite_s"] = time.perf_counter() - t6
-            rec["rewrite"] = rw
-            rec["timings"] = {k_: _sec(v) for k_, v in timings.items()}
-            if normalize_entity(rw["query"]) in {normalize_entity(r["query"]) for r in rounds}:
-                _bump(counters, "rewrite_repeated")
+            rec.rewrite = rw
+            rec.timings = {k_: seconds(v) for k_, v in timings.items()}
+            if normalize_entity(rw["query"]) in {normalize_entity(r.query) for r in rounds}:
+                bump(counters, "rewrite_repeated")
             query = rw["query"]
         trace = {
             "agent": self.name,
@@ -340,11 +320,11 @@ class GearAgent:
             "n_rounds": len(rounds),
             "max_rounds": self.max_rounds,
             "memory": [list(t) for t in memory],
-            "answer": next((r["reason"]["reason"] for r in reversed(rounds)
-                            if r.get("reason") and r["reason"]["answerable"]), None),
+            "answer": next((r.reason["reason"] for r in reversed(rounds) if r.reason and r.reason["answerable"]),
+                           None),
             "passage_link": [{"triple": list(t), "ids": ids[: self.passage_link_k * 2]}
                              for t, ids in zip(memory, links, strict=False)] if links else [],
             "counters": counters,
-            "timings": {"total_s": _sec(time.perf_counter() - t_start)},
+            "timings": {"total_s": seconds(time.perf_counter() - t_start)},
         }
-        return MethodOutput(ranking=final, rounds=rounds, trace=trace)
+        return MethodOutput(ranking=final, rounds=[r.to_dict() for r in rounds], trace=trace)

@@ -213,6 +213,8 @@ def parse_decomposition(text: str | None) -> Parsed:
 
 _HEADER = re.compile(r"(fully\s+resolved|newly\s+(?:searchable|traceable))\s+clues?\s*(?:\d+)?\s*[:.-]?",
                      re.IGNORECASE)
+# any "<label> Clue n:" line, e.g. the prompt's "Fuzzy Clue 2:" echoed back: it ends the previous block
+_ANY_HEADER = re.compile(r"^[ \t]*[A-Za-z][A-Za-z ]*?\bclues?\s*\d*\s*:", re.IGNORECASE | re.MULTILINE)
 _SPO = re.compile(r"subject\s*:\s*(?P<s>.*?)\s*predicate\s*:\s*(?P<p>.*?)\s*object\s*:\s*(?P<o>.*?)\s*"
                   r"(?=subject\s*:|$)", re.IGNORECASE | re.DOTALL)
 
@@ -230,7 +232,8 @@ def parse_resolution(text: str | None) -> Parsed:
     """"Fully Resolved Clue n" / "Newly Searchable Clue n" blocks (App. E) of a resolve reply.
 
     Accepts Subject/Predicate/Object on one line or on separate lines, Markdown emphasis, the code's
-    "Newly Traceable" wording, and, when no such header is present, ``s | p | o`` lines classified by their
+    "Newly Traceable" wording; other "... Clue n:" blocks (e.g. the prompt's fuzzy clues echoed back) are
+    ignored. When no such header is present, ``s | p | o`` lines classified by their
     placeholders (``repaired``). ``clues`` holds the fully resolved ones, ``searchable`` the newly searchable.
     """
     if not text or not text.strip():
@@ -240,8 +243,10 @@ def parse_resolution(text: str | None) -> Parsed:
     if heads:
         resolved: list[Clue] = []
         searchable: list[Clue] = []
-        for i, h in enumerate(heads):
-            seg = body[h.end(): heads[i + 1].start() if i + 1 < len(heads) else len(body)]
+        starts = sorted({m.start() for m in _ANY_HEADER.finditer(body)} | {h.start() for h in heads})
+        for h in heads:
+            end = next((x for x in starts if x > h.start()), len(body))
+            seg = body[h.end(): max(end, h.end())]
             seg = re.split(r"\(continue numbering", seg, flags=re.IGNORECASE)[0]
             found = _spo_clues(seg)
             if not found:
@@ -412,12 +417,18 @@ class T2RAGAgent:
         self.with_passages, self.carry_fuzzy = with_passages, carry_fuzzy
         self.question_query, self.resolve_without_context = question_query, resolve_without_context
         self.example_propositions_chars = example_propositions_chars
-        self.answer, self.ranking, self.k_rrf = answer, ranking, k_rrf
+        self.answers_questions = answer  # the runner scores EM/F1 of this method's own answers
+        self.ranking, self.k_rrf = ranking, k_rrf
         if llm_params is not None and not isinstance(llm_params, dict):
             llm_params = OmegaConf.to_container(llm_params, resolve=True)
         self.llm_params = dict(llm_params or {})
         self._maps: tuple[dict[str, str], dict[str, str]] | None = None
         self._retriever: DenseRetriever | None = None
+
+    @property
+    def max_rounds(self) -> int:
+        """Rounds of the per-round recall (the runner's ``recall@k_by_round``): the N iterations."""
+        return self.max_iterations
 
     # -- resources --------------------------------------------------------------------------------------------
     def _index(self) -> tuple[DenseRetriever, dict[str, str], dict[str, str]]:
@@ -430,7 +441,7 @@ class T2RAGAgent:
         return self._retriever, *self._maps
 
     def _chat(self, messages: list[dict], stage: str, iteration: int) -> str:
-        return self.resources.llm.chat(messages, stage=stage, round=iteration, **self.llm_params).text
+        return self.resources.llm.chat(messages, stage=stage, round_no=iteration, **self.llm_params).text
 
     # -- prompts ----------------------------------------------------------------------------------------------
     def resolve_messages(self, question: str, state: TripletState, retrieved: Retrieved) -> list[dict]:
@@ -501,7 +512,7 @@ class T2RAGAgent:
         stop = "no_triplets" if not dec.clues else "all_resolved" if not state.open else "max_iterations"
         trace.update(stop=stop, iterations=iteration, counters=counters, final_state=state.to_dict())
         answer = None
-        if self.answer:
+        if self.answers_questions:
             context = state.answer_context()
             reply = self._chat(self.answer_messages(q, context), "answer", 0)
             answer = MethodAnswer(text=extract_answer(reply), raw=reply)

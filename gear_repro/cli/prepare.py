@@ -16,7 +16,8 @@ from typing import Any
 
 from gear_repro.data.canonical import save_corpus, save_questions, save_triples
 from gear_repro.data.chunking import chunk_corpus
-from gear_repro.data.converters import FORMATS, get_converter, import_hipporag_openie
+from gear_repro.data.converters import FORMATS, get_converter
+from gear_repro.data.openie import import_hipporag_openie
 from gear_repro.types import Passage, Question
 from gear_repro.utils.errors import DataError, GearError
 from gear_repro.utils.hashing import hash_file

@@ -64,7 +64,7 @@ def _main(cfg: DictConfig) -> float | None:
               file=sys.stderr)
         if not cfg.run.get("allow_errors", False):
             _ERRORED_RUNS.append(str(run_dir))
-    return shown.get("recall@15")
+    return shown.get(str(cfg.get("optimized_metric", "recall@15")))
 
 
 def _user_error(e: BaseException | None) -> GearError | None:

@@ -7,11 +7,12 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gear_repro.config import Subset, choice
 from gear_repro.data.canonical import load_corpus, load_questions, load_triples
 from gear_repro.data.subset import stratified_subset
 from gear_repro.types import Passage, Question, Triple
 from gear_repro.utils.errors import DataError
-from gear_repro.utils.hashing import hash_file, hash_obj
+from gear_repro.utils.hashing import hash_file
 
 log = logging.getLogger(__name__)
 
@@ -30,11 +31,6 @@ class Dataset:
 
     def __post_init__(self) -> None:
         self.passage_by_id = {p.id: p for p in self.passages}
-
-    @property
-    def fingerprint(self) -> str:
-        """Content hash of the corpus + triples files (keys caches of indexes over them)."""
-        return hash_obj(self.hashes)
 
 
 def question_selection(questions: list[Question], kind: str, limit: int | None, seed: int, n_all: int) -> dict:
@@ -71,8 +67,7 @@ def load_dataset(
     passages = load_corpus(corpus_path)
     questions = load_questions(q_path)
     n_all = len(questions)
-    if subset not in ("first", "stratified"):
-        raise DataError(f"dataset.subset must be 'first' or 'stratified', got '{subset}'")
+    subset = choice(Subset, subset, "dataset.subset")
     if limit is not None and limit > 0:
         questions = questions[:limit] if subset == "first" else stratified_subset(questions, limit, subset_seed)
     hashes = {"corpus": hash_file(corpus_path), "questions": hash_file(q_path)}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from gear_repro.utils.errors import GearError
 
@@ -75,9 +75,3 @@ def f1_score(prediction: str, golds: Sequence[str] | str) -> float:
     """Token-level F1, max over the answer and its aliases."""
     return max(_f1_single(prediction, g) for g in _answers(golds))
 
-
-METRICS: dict[str, Callable[..., float]] = {
-    "recall": recall_at_k,
-    "em": exact_match,
-    "f1": f1_score,
-}

@@ -4,22 +4,23 @@ The means of these values are the table numbers; their spread gives the interval
 :mod:`gear_repro.evaluation.stats`. Rules (one place, so tables, claims and figures agree):
 
 - ``recall@k`` (0-100): questions with gold passages; a question that errored counts as 0.
-- ``em`` / ``f1`` (0-100): questions the QA reader answered; a question that errored counts as 0.
+- ``em`` / ``f1`` (0-100): every question of a QA run; one without an answer (it errored) counts as 0.
 - ``recall@k@round<n>``: R@k of the ranking GEAR had after round n (carried forward; Fig. 2).
 - ``tokens``: retrieval-stage LLM tokens (input + output; QA and extraction excluded, as Fig. 4) of ONE pass.
 - ``calls`` / ``prompt_tokens`` / ``completion_tokens``: every LLM call of one pass, QA included (cost table).
 
 "One pass": single-step methods whose output depends on k run once per evaluated k (Table 2); the cost of
 the method is the pass at the largest k. Ledger records tagged with their pass's k (``k``) are filtered to
-that pass; untagged records of a matched-k run are divided by the number of passes (an approximation,
-flagged by :func:`pass_share`).
+that pass (:func:`gear_repro.evaluation.aggregate.calls_at_k`); untagged records of a matched-k run (runs from
+before the tags) are divided by the number of passes (an approximation, flagged by :func:`pass_share`).
+These rules are aggregate.py's (metrics.json), so the means here equal metrics.json's numbers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gear_repro.evaluation.aggregate import question_recalls, round_recalls
+from gear_repro.evaluation.aggregate import calls_at_k, question_recalls, round_recalls
 from gear_repro.evaluation.metrics import exact_match, f1_score
 
 NON_RETRIEVAL_STAGES = ("qa", "extract")
@@ -42,7 +43,7 @@ def pass_calls(pred: dict) -> tuple[list[dict], float]:
     if k is None:
         return calls, 1.0
     if any(c.get("k") is not None for c in calls):
-        return [c for c in calls if c.get("k") is None or str(c.get("k")) == k], 1.0
+        return calls_at_k(calls, int(k)), 1.0
     per_pass = [c for c in calls if c.get("stage") not in NON_RETRIEVAL_STAGES]
     other = [c for c in calls if c.get("stage") in NON_RETRIEVAL_STAGES]
     if not per_pass:
@@ -122,12 +123,7 @@ def question_values(preds: Sequence[dict], key: str) -> dict[str, float]:
         if not any("answer" in p for p in preds):
             return {}
         score = exact_match if key == "em" else f1_score
-        for p in preds:
-            if p.get("error"):
-                out[str(p["id"])] = 0.0
-            elif "answer" in p and p.get("answers"):
-                out[str(p["id"])] = 100.0 * score(p["answer"] or "", p["answers"])
-        return out
+        return {str(p["id"]): 100.0 * score(p["answer"] or "", p["answers"]) if "answer" in p else 0.0 for p in preds}
     if key in ("tokens", "calls", "prompt_tokens", "completion_tokens"):
         return {str(p["id"]): call_counts(p)[key] for p in preds}
     raise KeyError(f"unknown per-question quantity '{key}'")

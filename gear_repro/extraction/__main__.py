@@ -16,10 +16,9 @@ import logging
 from pathlib import Path
 
 from hydra.utils import instantiate
-from omegaconf import OmegaConf
 
+from gear_repro.config import group_config
 from gear_repro.extraction.extract import extract_triples, failed_calls_error
-from gear_repro.utils.paths import config_dir
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -40,11 +39,12 @@ def main(argv: list[str] | None = None) -> None:
         ds = load_dataset(a.dataset)
         passages, reference, name = ds.passages, ds.triples, ds.name
     else:
-        from gear_repro.data.converters import import_hipporag_openie, load_hipporag_corpus
+        from gear_repro.data.converters import load_hipporag_corpus
+        from gear_repro.data.openie import import_hipporag_openie
 
         passages, name = load_hipporag_corpus(a.corpus), Path(a.corpus).stem
         reference = import_hipporag_openie(a.openie, passages)[0] if a.openie else None
-    cfg = OmegaConf.merge(OmegaConf.load(config_dir() / "llm" / f"{a.llm}.yaml"), OmegaConf.from_dotlist(a.set))
+    cfg = group_config("llm", a.llm, [f"llm.{kv}" for kv in a.set])
     llm = instantiate(cfg)
     try:
         stats = extract_triples(passages[: a.limit] if a.limit else passages, llm, a.out, reference=reference,

@@ -37,6 +37,7 @@ import numpy as np
 from gear_repro.graph.scorers import PathScorer, cosines
 from gear_repro.graph.triple_index import TripleIndex
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.trace import bump as _bump
 
 # --------------------------------------------------------------------------------------------------
 # configuration
@@ -148,10 +149,6 @@ def flatten_breadth_first(beams: Sequence[Beam]) -> list[int]:
     """Position 0 of every beam in beam order, then position 1, ... (§4.2, DESIGN.md)."""
     depth = max((len(b.rows) for b in beams), default=0)
     return [b.rows[i] for i in range(depth) for b in beams if i < len(b.rows)]
-
-
-def _bump(c: MutableMapping[str, int], key: str, n: int = 1) -> None:
-    c[key] = c.get(key, 0) + n
 
 
 def beam_search(

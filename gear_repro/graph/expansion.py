@@ -4,8 +4,9 @@ Given q and C'_q = h^k_base(q, C):
 
 * ``NoExpansion``: C'_q unchanged (the base retriever rows of Table 2).
 * ``NaiveGE`` (§6.3): initial triples T_q = all triples of the passages in C'_q; no LLM.
-* ``SyncGE`` (§4.1): T'_q = read(C'_q, q) with the K.2 reader prompt without gist memory (Eq. 1);
-  T_q = {tripleLink(t') : t' in T'_q} (Eq. 2), tripleLink = top-1 of h_base(t', T).
+* ``SyncGE`` (§4.1): T'_q = read(C'_q, q) with the K.2 reader (:mod:`gear_repro.graph.reader`; without gist
+  memory, Eq. 1, unless the caller passes one); T_q = {tripleLink(t') : t' in T'_q} (Eq. 2), tripleLink =
+  top-1 of h_base(t', T).
 
 Both then run the diverse triple beam search (Alg. 1, :mod:`gear_repro.graph.beam_search`), flatten the
 beams breadth-first, map triples to passages and de-duplicate (C~_q), and return
@@ -14,7 +15,9 @@ C_q = RRF(C'_q, C~_q) (Eq. 3). ``fusion_order`` decides which list comes first, 
 ``rrf(base_passages + expanded_passages)`` (gear-rag.github.io, pseudocode_examples/syncge.py and gear.py);
 ``expanded_first`` is this harness's earlier reading.
 
-Built by Hydra as ``instantiate(cfg.expansion, resources=res, beam=cfg.beam)``. Degenerate cases never
+Built by the runner as ``instantiate(cfg.expansion, resources=res, beam=cfg.beam)`` and injected into the
+method. ``expand(query, base, *, read_query, round_no, memory)`` takes everything a call needs as parameters
+(the method decides which question the reader sees and which memory). Degenerate cases never
 crash and never empty a non-empty base list; each is counted in ``trace['counters']``:
 ``passages_without_triples``, ``hub_entities_capped``, ``no_proximal_triples``, ``link_failed``,
 ``dead_end_beams``, ``beam_stalled``, ``no_initial_triples``, ``empty_expansion`` (see docs/graph_expansion.md).
@@ -24,25 +27,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gear_repro.config import FusionOrder, OnNoProximal, choice
 from gear_repro.graph.beam_search import BeamConfig, BeamResult, beam_search
+from gear_repro.graph.reader import MEMORY_PROMPT, READER_PROMPT, read_triples
 from gear_repro.graph.scorers import PathScorer, scorer_for
 from gear_repro.graph.triple_index import TripleIndex
 from gear_repro.retrieval.fusion import RRF_K, rrf
-from gear_repro.types import Question, Ranking
-from gear_repro.utils.errors import ConfigError
+from gear_repro.types import Ranking, Triple3, triple_text
+from gear_repro.utils.trace import bump, seconds
 
 log = logging.getLogger(__name__)
-
-FUSION_ORDERS = ("base_first", "expanded_first")
-
-
-def _sec(x: float) -> float:
-    """Seconds rounded for traces."""
-    return round(float(x), 6)
 
 
 @dataclass
@@ -53,41 +51,19 @@ class ExpansionOutput:
     trace: dict[str, Any] = field(default_factory=dict)
 
 
-def _reader_tools() -> tuple[Callable[..., Any], Callable[[str], Any]]:
-    """The App. K prompt renderer and the forgiving triple parser of the LLM layer (imported lazily, so
-    NoExpansion/NaiveGE never import the LLM stack)."""
-    from gear_repro.llm.parsing import parse_triples
-    from gear_repro.prompts import render
-
-    return render, parse_triples
-
-
-def _as_spo(item: Any) -> tuple[str, str, str] | None:
-    """A parsed triple as (s, p, o) strings; None when it is not a well-formed triple."""
-    if isinstance(item, Mapping):
-        vals = [item.get(k) for k in ("subject", "predicate", "object")]
-    elif hasattr(item, "subject") and hasattr(item, "object"):
-        vals = [item.subject, item.predicate, item.object]
-    elif isinstance(item, Sequence) and not isinstance(item, str) and len(item) == 3:
-        vals = list(item)
-    else:
-        return None
-    if any(v is None for v in vals):
-        return None
-    spo = tuple(str(v).strip() for v in vals)
-    return spo if any(spo) else None  # type: ignore[return-value]
-
-
 class NoExpansion:
-    """expansion=none: the base list C'_q unchanged."""
+    """expansion=none: the base list C'_q unchanged. Its output does not depend on the base k beyond
+    truncation, so single-step runs need one pass (``k_dependent = False``)."""
 
     name = "none"
+    k_dependent = False  # C_q = C'_q: the k=15 list truncated is the k=5 list
+    needs_vectors = False  # reads no triple vectors
 
     def __init__(self, resources: Any = None, beam: Any = None, name: str = "none", **_: Any):
         self.resources = resources
         self.name = name
 
-    def expand(self, query: str, base: Ranking, question: Question | None = None, **_: Any) -> ExpansionOutput:
+    def expand(self, query: str, base: Ranking, **_: Any) -> ExpansionOutput:
         return ExpansionOutput(ranking=base, trace={"expansion": self.name})
 
     def describe(self) -> dict[str, Any]:
@@ -95,7 +71,7 @@ class NoExpansion:
 
 
 class GraphExpansion:
-    """Shared machinery: initial triples -> Alg. 1 -> C~_q -> RRF(C~_q, C'_q).
+    """Shared machinery: initial triples -> Alg. 1 -> C~_q -> RRF of C'_q and C~_q (Eq. 3).
 
     Args:
         resources: run resources (``triple_index``, ``embedder``, and for SyncGE ``triple_retriever``,
@@ -110,14 +86,14 @@ class GraphExpansion:
     """
 
     name = "graph"
+    k_dependent = True  # the base list of size k seeds the expansion (Table 2: one pass per evaluated k)
+    needs_vectors = True  # the beam search scores with triple vectors
 
     def __init__(self, resources: Any, beam: Any = None, k_rrf: int = RRF_K, output_depth: int | None = None,
                  trace_beams: int | None = None, name: str | None = None, fusion_order: str = "base_first"):
         if name:
             self.name = name
-        if fusion_order not in FUSION_ORDERS:
-            raise ConfigError(f"expansion.fusion_order must be one of {FUSION_ORDERS}, got '{fusion_order}'")
-        self.fusion_order = fusion_order
+        self.fusion_order = choice(FusionOrder, fusion_order, "expansion.fusion_order")
         self.resources = resources
         self.beam = BeamConfig.from_any(beam)
         self.k_rrf = k_rrf
@@ -138,11 +114,12 @@ class GraphExpansion:
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "beam": self.beam.to_dict(), "k_rrf": self.k_rrf,
-                "output_depth": self.output_depth, "fusion_order": self.fusion_order}
+                "output_depth": self.output_depth, "fusion_order": self.fusion_order, "graph": self.index.describe()}
 
     # -- steps ---------------------------------------------------------------------------------------
-    def initial_triples(self, query: str, base: Ranking, question: Question | None, counters: dict[str, int],
-                        trace: dict[str, Any], **kw: Any) -> list[str]:
+    def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], *, read_query: str,
+                        round_no: int, memory: Sequence[Sequence[str]]) -> list[str]:
+        """T_q: the triple ids the beam search starts from."""
         raise NotImplementedError
 
     def search(self, query: str, initial: Sequence[str], counters: dict[str, int]) -> BeamResult:
@@ -154,19 +131,25 @@ class GraphExpansion:
         lists = [base, list(expanded)] if self.fusion_order == "base_first" else [list(expanded), base]
         return rrf(lists, k_rrf=self.k_rrf, limit=self.output_depth)
 
-    def expand(self, query: str, base: Ranking, question: Question | None = None, *, round_no: int = 0,
-               memory: Sequence[Sequence[str]] = (), **kw: Any) -> ExpansionOutput:
-        """C_q for ``query`` from the base list ``base`` (C'_q). ``round_no`` tags LLM calls (GEAR rounds);
-        ``memory`` is the gist memory G(n-1) a reader may see (GEAR rounds >= 2; empty = none)."""
+    def expand(self, query: str, base: Ranking, *, read_query: str | None = None, round_no: int = 0,
+               memory: Sequence[Sequence[str]] = ()) -> ExpansionOutput:
+        """C_q from the base list ``base`` (C'_q); the beams are scored against ``query``.
+
+        Args:
+            read_query: the question a reader sees (SyncGE; None = ``query``).
+            round_no: tags LLM calls (GEAR rounds; 0 = single-step).
+            memory: the gist memory G(n-1) a reader sees (GEAR rounds >= 2; empty = none).
+        """
         t0 = time.perf_counter()
         counters: dict[str, int] = {}
         trace: dict[str, Any] = {"expansion": self.name}
-        initial = self.initial_triples(query, base, question, counters, trace, round_no=round_no, memory=memory, **kw)
+        initial = self.initial_triples(base, counters, trace, read_query=query if read_query is None else read_query,
+                                       round_no=round_no, memory=memory)
         t1 = time.perf_counter()
         res = self.search(query, initial, counters)
         t2 = time.perf_counter()
         if not res.passages:
-            counters["empty_expansion"] = counters.get("empty_expansion", 0) + 1
+            bump(counters, "empty_expansion")
         ranking = self.fuse(res.passages, base)
         t3 = time.perf_counter()
         trace.update({
@@ -174,8 +157,8 @@ class GraphExpansion:
             "beam_steps": res.steps,
             "expanded": list(res.passages),
             "counters": {**res.counters, **counters},
-            "timings": {"initial_s": _sec(t1 - t0), **{k: _sec(v) for k, v in res.timings.items()},
-                        "search_s": _sec(t2 - t1), "fusion_s": _sec(t3 - t2)},
+            "timings": {"initial_s": seconds(t1 - t0), **{k: seconds(v) for k, v in res.timings.items()},
+                        "search_s": seconds(t2 - t1), "fusion_s": seconds(t3 - t2)},
         })
         return ExpansionOutput(ranking=ranking, trace=trace)
 
@@ -185,25 +168,22 @@ class NaiveGE(GraphExpansion):
 
     name = "naive"
 
-    def initial_triples(self, query: str, base: Ranking, question: Question | None, counters: dict[str, int],
-                        trace: dict[str, Any], **kw: Any) -> list[str]:
+    def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], **_: Any) -> list[str]:
         out: list[str] = []
         for pid in base.ids:
             ts = self.index.triples_of_passage(pid)
             if not ts:
-                counters["passages_without_triples"] = counters.get("passages_without_triples", 0) + 1
+                bump(counters, "passages_without_triples")
             out.extend(ts)
         trace["initial_triples"] = len(out)
         return out
 
 
 class SyncGE(GraphExpansion):
-    """SyncGE (§4.1): LLM read of C'_q (K.2 reader, no gist memory) -> proximal triples T'_q ->
-    tripleLink (top-1 of the base retriever over T) -> T_q -> Alg. 1 -> RRF with C'_q.
+    """SyncGE (§4.1): LLM read of C'_q (K.2 reader; :func:`gear_repro.graph.reader.read_triples`) -> proximal
+    triples T'_q -> tripleLink (top-1 of the base retriever over T) -> T_q -> Alg. 1 -> RRF with C'_q.
 
     Args (besides :class:`GraphExpansion`'s):
-        read_query: the question text the reader sees: ``original`` (question.question, as GEAR's reads)
-            or ``current`` (the ``query`` passed to ``expand``; the same in single-step runs).
         prompt: the reader template name (``reader``, App. K.2 without memory).
         memory_prompt: the reader template used when ``expand`` is given a gist memory (``reader_gist``, the
             K.2 reader with G(n-1): GEAR rounds >= 2, the pseudocode's ``reader(base, query, gist_memory)``).
@@ -216,96 +196,63 @@ class SyncGE(GraphExpansion):
     needs_llm = True  # the K.2 reader is an LLM call (start-up checks its credentials)
 
     def __init__(self, resources: Any, beam: Any = None, k_rrf: int = RRF_K, output_depth: int | None = None,
-                 trace_beams: int | None = None, name: str | None = None, read_query: str = "original",
-                 prompt: str = "reader", max_proximal: int | None = None, on_no_proximal: str = "base",
+                 trace_beams: int | None = None, name: str | None = None, prompt: str = READER_PROMPT,
+                 max_proximal: int | None = None, on_no_proximal: str = "base",
                  llm_params: Mapping[str, Any] | None = None, fusion_order: str = "base_first",
-                 memory_prompt: str = "reader_gist"):
+                 memory_prompt: str = MEMORY_PROMPT):
         super().__init__(resources, beam, k_rrf, output_depth, trace_beams, name, fusion_order)
-        self.memory_prompt = memory_prompt
-        if read_query not in ("original", "current"):
-            raise ConfigError(f"expansion.read_query must be 'original' or 'current', got '{read_query}'")
-        if on_no_proximal not in ("base", "naive"):
-            raise ConfigError(f"expansion.on_no_proximal must be 'base' or 'naive', got '{on_no_proximal}'")
-        self.read_query = read_query
         self.prompt = prompt
+        self.memory_prompt = memory_prompt
         self.max_proximal = max_proximal
-        self.on_no_proximal = on_no_proximal
+        self.on_no_proximal = choice(OnNoProximal, on_no_proximal, "expansion.on_no_proximal")
         self.llm_params = dict(llm_params or {})
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "read_query": self.read_query, "prompt": self.prompt,
+        return {**super().describe(), "prompt": self.prompt, "memory_prompt": self.memory_prompt,
                 "max_proximal": self.max_proximal, "on_no_proximal": self.on_no_proximal}
 
-    def read(self, query: str, passage_ids: Sequence[str], *, round_no: int = 0,
-             memory: Sequence[Sequence[str]] = ()) -> tuple[list[tuple[str, str, str]], dict]:
-        """Eq. 1: T'_q = read(C'_q, q[, G(n-1)]). Returns the proximal triples and parse information."""
-        render, parse_triples = _reader_tools()
-        by_id = self.resources.dataset.passage_by_id
-        passages = [by_id[p] for p in passage_ids if p in by_id]
-        # docs formatted as the QA prompt's passages ("Wikipedia Title: {title}\n{text}", blank-line separated)
-        if memory:
-            messages = render(self.memory_prompt, docs=passages, query=query, triples=[list(t) for t in memory])
-        else:
-            messages = render(self.prompt, docs=passages, query=query)
-        if isinstance(messages, str):
-            messages = [{"role": "user", "content": messages}]
-        reply = self.resources.llm.chat(messages, stage="read", round_no=round_no, **self.llm_params)
-        parsed = parse_triples(reply.text)
-        triples: list[tuple[str, str, str]] = []
-        malformed = 0
-        for item in getattr(parsed, "triples", None) or []:
-            spo = _as_spo(item)
-            if spo is None:
-                malformed += 1
-            else:
-                triples.append(spo)
-        info = {"reply": reply.text, "repaired": bool(getattr(parsed, "repaired", False)),
-                "dropped": getattr(parsed, "dropped", 0), "failed": bool(getattr(parsed, "failed", False)),
-                "error": getattr(parsed, "error", None), "malformed": malformed,
-                "prompt": self.memory_prompt if memory else self.prompt}
-        return triples, info
-
-    def link(self, proximal: Sequence[tuple[str, str, str]], counters: dict[str, int]) -> list[dict[str, Any]]:
+    def link(self, proximal: Sequence[Triple3], counters: dict[str, int]) -> list[dict[str, Any]]:
         """Eq. 2: tripleLink each proximal triple (top-1 of h_base(t', T)); failures are counted."""
-        texts = [" ".join(p) for p in proximal]
+        texts = [triple_text(p) for p in proximal]
         ids = self.index.link_many(texts, self.resources.triple_retriever)
         out = []
         for p, t, tid in zip(proximal, texts, ids, strict=True):
             if tid is None:
-                counters["link_failed"] = counters.get("link_failed", 0) + 1
+                bump(counters, "link_failed")
                 out.append({"proximal": list(p), "text": t, "triple": None})
                 continue
             deg = int(self.index.neighbour_rows(self.index.row[tid]).size)
             if deg == 0:
-                counters["linked_without_neighbours"] = counters.get("linked_without_neighbours", 0) + 1
+                bump(counters, "linked_without_neighbours")
             out.append({"proximal": list(p), "text": t, "triple": tid, "triple_text": self.index.text(tid),
                         "passage": self.index.passage_of[tid], "neighbours": deg})
         return out
 
-    def initial_triples(self, query: str, base: Ranking, question: Question | None, counters: dict[str, int],
-                        trace: dict[str, Any], *, round_no: int = 0, memory: Sequence[Sequence[str]] = (),
-                        **kw: Any) -> list[str]:
-        read_q = question.question if (self.read_query == "original" and question is not None) else query
+    def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], *, read_query: str,
+                        round_no: int, memory: Sequence[Sequence[str]]) -> list[str]:
         t0 = time.perf_counter()
-        proximal, info = (self.read(read_q, base.ids, round_no=round_no, memory=memory) if len(base)
-                          else ([], {"reply": None}))
+        by_id = self.resources.dataset.passage_by_id
+        read = read_triples(self.resources.llm, [by_id[p] for p in base.ids if p in by_id], read_query,
+                            stage="read", round_no=round_no, memory=memory, prompt=self.prompt,
+                            memory_prompt=self.memory_prompt, llm_params=self.llm_params)
+        proximal = read.triples
         t1 = time.perf_counter()
-        if info.get("failed"):
-            counters["parse_failed"] = counters.get("parse_failed", 0) + 1
-        if info.get("repaired"):
-            counters["parse_repaired"] = counters.get("parse_repaired", 0) + 1
+        if read.failed:
+            bump(counters, "parse_failed")
+        if read.repaired:
+            bump(counters, "parse_repaired")
         if self.max_proximal is not None and len(proximal) > self.max_proximal:
             counters["proximal_capped"] = len(proximal) - self.max_proximal
             proximal = proximal[: self.max_proximal]
         counters["proximal_triples"] = len(proximal)
         linked = self.link(proximal, counters) if proximal else []
         initial = [x["triple"] for x in linked if x["triple"] is not None]
-        trace.update({"proximal": [list(p) for p in proximal], "linked": linked, "read": info,
-                      "read_s": _sec(t1 - t0), "link_s": _sec(time.perf_counter() - t1)})
+        trace.update({"proximal": [list(p) for p in proximal], "linked": linked, "read": read.info(),
+                      "read_s": seconds(t1 - t0), "link_s": seconds(time.perf_counter() - t1)})
         if not proximal:
-            counters["no_proximal_triples"] = counters.get("no_proximal_triples", 0) + 1
+            bump(counters, "no_proximal_triples")
             if self.on_no_proximal == "naive":
                 counters["naive_fallback"] = 1
-                initial = NaiveGE.initial_triples(self, query, base, question, counters, trace)  # type: ignore[arg-type]
+                initial = NaiveGE.initial_triples(self, base, counters, trace)  # type: ignore[arg-type]
         trace["initial_triples"] = len(initial)
         return initial

@@ -24,7 +24,8 @@ from collections.abc import Iterable, MutableMapping, Sequence
 import numpy as np
 
 from gear_repro.backends.base import Collection, IndexDoc
-from gear_repro.types import Triple
+from gear_repro.config import Adjacency, HubPolicy, choice
+from gear_repro.types import Triple, triple_text
 from gear_repro.utils.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -79,10 +80,8 @@ class TripleIndex:
         adjacency: str = "records",
         link_empty_entities: bool = False,
     ):
-        if hub_policy not in ("truncate", "drop"):
-            raise ConfigError(f"graph.hub_policy must be 'truncate' or 'drop', got '{hub_policy}'")
-        if adjacency not in ("records", "lookup"):
-            raise ConfigError(f"graph.adjacency must be 'records' or 'lookup', got '{adjacency}'")
+        hub_policy = choice(HubPolicy, hub_policy, "graph.hub_policy")
+        adjacency = choice(Adjacency, adjacency, "graph.adjacency")
         if adjacency == "lookup" and collection is None:
             raise ConfigError("graph.adjacency=lookup needs a triple collection")
         if not triples:
@@ -170,9 +169,6 @@ class TripleIndex:
         """Number of triples linked through ``entity`` (after normalisation and the hub cap)."""
         return int(self._rows_of_entity(normalize_entity(entity)).size)
 
-    def is_capped(self, entity: str) -> bool:
-        return normalize_entity(entity) in self._capped
-
     def neighbour_rows(self, row: int, counters: MutableMapping[str, int] | None = None) -> np.ndarray:
         """Rows of the triples sharing the subject or object entity of triple ``row`` (itself excluded),
         ascending. O(degree); memoised per row. Hub entities touched are added to
@@ -201,9 +197,6 @@ class TripleIndex:
         """Triple ids extracted from passage ``passage_id`` (record order); [] when it has none."""
         return self._by_passage.get(passage_id, [])
 
-    def passage_of_triple(self, triple_id: str) -> str:
-        return self.passage_of[triple_id]
-
     def text(self, triple_id: str) -> str:
         return self.triples[triple_id].text
 
@@ -228,11 +221,9 @@ class TripleIndex:
         """tripleLink(t') = top-1 of h_base(t', T); ``None`` when the retriever finds nothing."""
         return self.link_many([proximal], retriever)[0]
 
-    tripleLink = triple_link  # the paper's name (Eq. 2)
-
     def link_many(self, proximal: Sequence[str | tuple[str, str, str]], retriever) -> list[str | None]:
         """Batched tripleLink. A proximal triple is given as its text or as (s, p, o)."""
-        texts = [p if isinstance(p, str) else " ".join(str(x) for x in p) for p in proximal]
+        texts = [p if isinstance(p, str) else triple_text(p) for p in proximal]
         if not texts:
             return []
         out: list[str | None] = []

@@ -36,6 +36,15 @@ from gear_repro.utils.errors import DataError
 log = logging.getLogger(__name__)
 
 
+class UnitVectors(str, Enum):
+    """How unit embeddings are made: ``encode`` the unit text (§4.2.4, the paper) or ``compose`` them as the
+    normalised sum of the anchor, predicate (and, for full triples, object) name embeddings (ours: no
+    encoder pass over the ~2 units per triple; for slow machines)."""
+
+    encode = "encode"
+    compose = "compose"
+
+
 class ShortlistIndex(str, Enum):
     """Which index Alg. 2 shortlists with (Table 3: partial_triples vs full_triples)."""
 
@@ -95,8 +104,8 @@ class GrieverData:
     # -- building ---------------------------------------------------------------------------------
     @classmethod
     def build(cls, passages: Sequence[Passage], triples: Sequence[Triple], embedder,
-              unit_kind: ShortlistIndex = ShortlistIndex.partial, same_as: SameAsConfig | None = None
-              ) -> GrieverData:
+              unit_kind: ShortlistIndex = ShortlistIndex.partial, same_as: SameAsConfig | None = None,
+              unit_vectors: UnitVectors = UnitVectors.encode) -> GrieverData:
         if not triples:
             raise DataError("GRIEVER needs the corpus triples (triples.jsonl); run extraction or import them")
         same_as = same_as or SameAsConfig()
@@ -143,19 +152,26 @@ class GrieverData:
                    passage_objects={k: list(v) for k, v in p_obj.items()}, entity_name=name, units=units,
                    unit_kind=unit_kind, partial_freq=freq, entity_passages=dict(ent), pred_name=pred_name)
         if embedder is not None:
-            data._embed(embedder)
+            data._embed(embedder, UnitVectors(unit_vectors))
             data._cluster_same_as(same_as)
         return data
 
-    def _embed(self, embedder) -> None:
+    def _embed(self, embedder, unit_vectors: UnitVectors) -> None:
         """Cached encodes of every distinct entity name and predicate (§4.3 matcher inputs; one call shared by
         both unit kinds) and of the unit texts (full triples: the same list, hence the same cache file, as
         the base retrievers' triple index)."""
         names = list(dict.fromkeys([*self.entity_name.values(), *self.pred_name.values()]))
         units = [u.text for u in self.units]
-        m1 = embedder.encode_corpus(names, desc="griever entities+predicates")
-        m2 = embedder.encode_corpus(units, desc=f"griever {self.unit_kind.value} units")
+        m1 = np.asarray(embedder.encode_corpus(names, desc="griever entities+predicates"), dtype=np.float32)
         self.text_row = {t: i for i, t in enumerate(names)}
+        if unit_vectors == UnitVectors.encode:
+            m2 = embedder.encode_corpus(units, desc=f"griever {self.unit_kind.value} units")
+        else:
+            parts = [[self.entity_name[u.anchor], self.pred_name[u.predicate]]
+                     + ([self.entity_name[u.complements[0]]] if self.unit_kind == ShortlistIndex.full else [])
+                     for u in self.units]
+            m2 = np.stack([m1[[self.text_row[t] for t in p]].sum(axis=0) for p in parts]) if parts else m1[:0]
+            m2 /= np.maximum(np.linalg.norm(m2, axis=1, keepdims=True), 1e-12)
         self.unit_row0 = len(names)
         self.matrix = np.ascontiguousarray(np.vstack([m1, m2]), dtype=np.float32)
 

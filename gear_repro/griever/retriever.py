@@ -35,7 +35,7 @@ from enum import Enum
 import numpy as np
 
 from gear_repro.graph.triple_index import normalize_entity
-from gear_repro.griever.index import GrieverData, SameAsConfig, ShortlistIndex
+from gear_repro.griever.index import GrieverData, SameAsConfig, ShortlistIndex, UnitVectors
 from gear_repro.griever.matcher import EntityMatcher, QueryEncoding, SentenceTokenEncoder
 from gear_repro.griever.store import GrieverStore, MemoryGrieverStore, PassageFilter
 from gear_repro.griever.text import DEFAULT_CONNECTORS, rewrite, split_clauses
@@ -70,6 +70,7 @@ class GrieverSettings:
     shortlist: bool = True              # Alg. 2 (False = all triples of R_i; Table 3 "w/o shortlisting")
     shortlist_index: ShortlistIndex = ShortlistIndex.partial  # partial | full (Table 3)
     t_max: int = 30                     # units kept by the shortlisting search (paper silent)
+    unit_vectors: UnitVectors = UnitVectors.encode  # encode unit texts (paper) | compose from name vectors
     max_ngram: int = 6                  # longest query n-gram of the matcher, in words
     n_join: int = 5                     # best triples whose complements become join entities / rewrite candidates
     rewrite_min_sim: float = 0.5        # matcher cosine an entity mention needs to be rewritten
@@ -78,6 +79,7 @@ class GrieverSettings:
 
     def __post_init__(self) -> None:
         self.shortlist_index = ShortlistIndex(self.shortlist_index)
+        self.unit_vectors = UnitVectors(self.unit_vectors)
         self.final = FinalRanking(self.final)
         if isinstance(self.same_as, dict):
             self.same_as = SameAsConfig(**self.same_as)
@@ -109,6 +111,7 @@ class GrieverRetriever:
 
     name = "griever"
     needs_resources = True
+    k_dependent = True  # each iteration retrieves k: the top k of a k-pool differs from the top k of a 15-pool
 
     def __init__(self, collection, embedder, resources, name: str | None = None, **settings):
         if embedder is None:
@@ -116,7 +119,10 @@ class GrieverRetriever:
         self.collection = collection
         self.embedder = embedder
         self.resources = resources
-        self.settings = GrieverSettings(**settings)
+        try:
+            self.settings = GrieverSettings(**settings)
+        except (TypeError, ValueError) as e:  # unknown key or a bad enum value names the setting
+            raise ConfigError(f"retriever={self.name}: {e}") from e
         if name:
             self.name = name
         encoder = embedder if hasattr(embedder, "encode_tokens") else SentenceTokenEncoder(embedder)
@@ -134,7 +140,7 @@ class GrieverRetriever:
             t0 = time.perf_counter()
             ds = self.resources.dataset
             data = GrieverData.build(ds.passages, ds.triples, self.embedder, self.settings.shortlist_index,
-                                     self.settings.same_as)
+                                     self.settings.same_as, self.settings.unit_vectors)
             t1 = time.perf_counter()
             backend = self.resources.backend
             if isinstance(backend, ElasticsearchBackend):

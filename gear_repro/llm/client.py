@@ -303,11 +303,6 @@ class LLMClient:
         if self.cache is None or any(self.cache.get(request_key(self.model, m, req)) is None for m in batch):
             self._ensure_client()
 
-    def is_cached(self, messages: list[dict], **params: Any) -> bool:
-        """Whether ``chat(messages, **params)`` would be served from the cache."""
-        return self.cache is not None and self.cache.get(request_key(self.model, messages, self._params(params))) \
-            is not None
-
     def stats(self) -> dict[str, int]:
         """Counters: calls, cache_hits, cache_misses, retries, failures, prompt/completion tokens."""
         with self._lock:

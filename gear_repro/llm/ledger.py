@@ -5,10 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
-
-from gear_repro.utils.io import write_jsonl
 
 LEDGER_FIELDS = ("stage", "round", "prompt_tokens", "completion_tokens", "cached", "latency_s", "model",
                  "tokens_source", "ok", "error", "ts")
@@ -71,7 +68,3 @@ class TokenLedger:
 
     def totals(self) -> dict[str, Any]:
         return self.summarize(self.since(0))
-
-    def save(self, path: str | Path) -> int:
-        """Write all records to a JSONL file (atomic)."""
-        return write_jsonl(path, self.since(0))

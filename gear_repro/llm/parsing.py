@@ -18,7 +18,7 @@ from typing import Any
 
 import json_repair
 
-Triple3 = tuple[str, str, str]
+from gear_repro.types import Triple3
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)(?:```|$)", re.DOTALL)
 

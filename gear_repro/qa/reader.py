@@ -21,11 +21,12 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from gear_repro.config import QAMode, choice
 from gear_repro.evaluation.metrics import exact_match, f1_score
 from gear_repro.types import Question
 from gear_repro.utils.errors import ConfigError
 
-QA_MODES = ("retrieved", "none", "gold")
+QA_MODES = tuple(m.value for m in QAMode)
 _ANSWER_LABEL = re.compile(r"\banswer\s*[:：]", re.IGNORECASE)
 _STRIP = " \t\r\n\"'`*“”‘’"
 
@@ -70,8 +71,7 @@ class QAReader:
 
     def __init__(self, resources: Any, top_k: int = 5, mode: str = "retrieved", prompt: str = "qa",
                  prompt_no_passages: str = "qa_no_passages", llm_params: Any = None, **_: Any):
-        if mode not in QA_MODES:
-            raise ConfigError(f"qa_reader.mode must be one of {QA_MODES}, got '{mode}'")
+        mode = choice(QAMode, mode, "qa_reader.mode")
         if top_k < 1:
             raise ConfigError(f"qa_reader.top_k must be >= 1, got {top_k}")
         self.resources = resources

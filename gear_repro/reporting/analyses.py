@@ -34,7 +34,7 @@ from gear_repro.evaluation.per_question import question_values
 from gear_repro.evaluation.stats import Interval
 from gear_repro.reporting.evidence import EvidenceOptions, values_interval
 from gear_repro.reporting.paper import paper_value
-from gear_repro.reporting.runs import RunResult, question_set, read_predictions
+from gear_repro.reporting.runs import RunResult, question_set, read_config, read_predictions
 from gear_repro.reporting.tables import ci_text
 from gear_repro.utils.io import iter_jsonl
 
@@ -363,8 +363,8 @@ def runs_with_predictions(paths: Sequence[str | Path]) -> list[RunResult]:
     out = []
     for root in map(Path, paths):
         for pf in sorted(root.rglob("predictions.jsonl")) if root.is_dir() else []:
-            cfile, mfile = pf.parent / "config.yaml.json", pf.parent / "metrics.json"
-            cfg = read_json(cfile) if cfile.exists() else {}
+            cfile, mfile = pf.parent / "config.yaml", pf.parent / "metrics.json"
+            cfg = read_config(cfile) if cfile.exists() else {}
             out.append(RunResult(pf.parent, cfg, read_json(mfile) if mfile.exists() else {}))
     return out
 

@@ -12,6 +12,12 @@ from gear_repro.utils.io import read_json
 
 log = logging.getLogger(__name__)
 
+def read_config(path: Path) -> dict:
+    """A run's resolved config (the runner's config.yaml) as a plain dict."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(OmegaConf.load(path), resolve=False)  # type: ignore[return-value]
+
 RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid"}
 EXPANSION_LABELS = {"naive": "NaiveGE", "sync": "SyncGE"}
 AGENT_LABELS = {"gear": "GEAR", "t2rag": "T2RAG", "hipporag": "HippoRAG",
@@ -139,7 +145,7 @@ def check_stale(run: RunResult, preds: list[dict]) -> None:
 
 
 def find_runs(paths: list[str | Path], skipped: list[Path] | None = None) -> list[RunResult]:
-    """Every folder under ``paths`` holding metrics.json and config.yaml.json (multirun folders too).
+    """Every folder under ``paths`` holding metrics.json and config.yaml (multirun folders too).
 
     Folders with predictions.jsonl but no metrics.json (unfinished runs) are appended to ``skipped``.
     """
@@ -151,15 +157,15 @@ def find_runs(paths: list[str | Path], skipped: list[Path] | None = None) -> lis
             if not (pfile.parent / "metrics.json").exists() and skipped is not None:
                 skipped.append(pfile.parent)
         for mfile in sorted(root.rglob("metrics.json")):
-            cfile = mfile.parent / "config.yaml.json"
+            cfile = mfile.parent / "config.yaml"
             if not cfile.exists():
                 continue
             metrics = read_json(mfile)
             if metrics.get("stage") in ("index", "extract"):
                 continue
-            run = RunResult(mfile.parent, read_json(cfile), metrics)
+            run = RunResult(mfile.parent, read_config(cfile), metrics)
             check_stale(run, read_predictions(mfile.parent / "predictions.jsonl", run.notes))
             runs.append(run)
     if not runs:
-        raise GearError(f"no finished runs (metrics.json + config.yaml.json) under {', '.join(map(str, paths))}")
+        raise GearError(f"no finished runs (metrics.json + config.yaml) under {', '.join(map(str, paths))}")
     return runs

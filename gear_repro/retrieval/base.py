@@ -27,6 +27,7 @@ class Retriever(Protocol):
 
 class _Base:
     name = "base"
+    needs_vectors = True  # the collection must hold embeddings (dense search)
 
     def __init__(self, collection: Collection, embedder=None, name: str | None = None):
         self.collection = collection
@@ -45,6 +46,7 @@ class BM25Retriever(_Base):
     """Sparse BM25 (Robertson & Zaragoza, 2009)."""
 
     name = "bm25"
+    needs_vectors = False
 
     def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]:
         return self.collection.bm25(list(queries), k)

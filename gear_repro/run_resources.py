@@ -43,11 +43,12 @@ class Resources:
 
     @property
     def needs_vectors(self) -> bool:
-        """False only for plain BM25 runs: then no collection is embedded (an ES index holds no vectors)."""
-        bm25_only = str(self.cfg.retriever.get("_target_", "")).endswith("BM25Retriever")
-        no_graph = (self.cfg.get("expansion") or {}).get("name", "none") == "none"
-        single = (self.cfg.get("agent") or {}).get("name", "single") == "single"
-        return not (bm25_only and no_graph and single)
+        """Whether collections are embedded: asked of the classes the run uses (retriever, expansion, agent, hipporag;
+        each has ``needs_vectors``). False for plain BM25 runs (an ES index then holds no vectors)."""
+        from gear_repro.agent import target_class
+
+        classes = [target_class(self.cfg.get(group)) for group in ("retriever", "expansion", "agent", "hipporag")]
+        return any(getattr(c, "needs_vectors", True) for c in classes if c is not None)
 
     @cached_property
     def passages(self) -> Collection:
@@ -104,11 +105,6 @@ class Resources:
         if "llm" not in self.cfg or self.cfg.llm is None:
             raise ConfigError("this run needs an LLM but no `llm=` config group is selected")
         return instantiate(self.cfg.llm)
-
-    def built(self) -> dict[str, bool]:
-        """Which resources were actually built (for the run record)."""
-        names = ["dataset", "backend", "embedder", "passages", "triples", "triple_index", "hipporag", "llm"]
-        return {n: n in self.__dict__ for n in names}
 
     def close(self) -> None:
         llm = self.__dict__.get("llm")

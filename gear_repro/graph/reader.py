@@ -1,0 +1,63 @@
+"""The K.2 reader (GEAR §4.1 Eq. 1, §5.1 Eq. 4; App. K.2): render the passages and the question (and, when
+given, the gist memory), ask the LLM, parse the proximal triples.
+
+One home for every method that reads passages into triples: SyncGE (Eq. 1, no memory; with G(n-1) in GEAR
+rounds >= 2, as the authors' pseudocode ``reader(base_passages, query, gist_memory)``), GEAR's gist read
+(Eq. 4), and later IRCoT / T²RAG. Passages are shown as the QA prompt shows them ("Wikipedia Title: ...",
+:func:`gear_repro.prompts.format_passages`); the memory as ``("s", "p", "o")`` facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gear_repro.types import Passage, Triple3
+
+READER_PROMPT = "reader"  # App. K.2 without the gist-memory parts
+MEMORY_PROMPT = "reader_gist"  # App. K.2 with the gist memory ("preliminary facts")
+
+
+@dataclass
+class ReadResult:
+    """Proximal triples of one read and what the trace keeps about it."""
+
+    triples: list[Triple3] = field(default_factory=list)
+    prompt: str | None = None  # template used (None: nothing was read)
+    reply: str | None = None
+    failed: bool = False  # the reply held no parseable triple structure
+    repaired: bool = False  # the parser had to repair the reply
+    dropped: int = 0  # items that were not (s, p, o) triples
+    error: str | None = None
+
+    def info(self) -> dict[str, Any]:
+        """Trace record (everything but the triples)."""
+        return {"prompt": self.prompt, "reply": self.reply, "failed": self.failed, "repaired": self.repaired,
+                "dropped": self.dropped, "error": self.error}
+
+
+def read_triples(llm: Any, passages: Sequence[Passage], query: str, *, stage: str, round_no: int = 0,
+                 memory: Sequence[Sequence[str]] = (), prompt: str = READER_PROMPT,
+                 memory_prompt: str = MEMORY_PROMPT, llm_params: Mapping[str, Any] | None = None) -> ReadResult:
+    """T' = read(passages, query[, memory]) with ``llm.chat(..., stage=stage, round_no=round_no)``.
+
+    Without ``memory`` the ``prompt`` template is used (K.2 plain reader), with it ``memory_prompt`` (K.2 with
+    the gist memory). No passages: no call, an empty result.
+    """
+    from gear_repro.llm.parsing import parse_triples
+    from gear_repro.prompts import render
+
+    if not passages:
+        return ReadResult()
+    if memory:
+        name = memory_prompt
+        messages = render(name, docs=list(passages), query=query, triples=[tuple(t) for t in memory])
+    else:
+        name = prompt
+        messages = render(name, docs=list(passages), query=query)
+    reply = llm.chat(messages, stage=stage, round_no=round_no, **dict(llm_params or {}))
+    parsed = parse_triples(reply.text)
+    return ReadResult(triples=[(str(s), str(p), str(o)) for s, p, o in parsed.triples], prompt=name,
+                      reply=reply.text, failed=parsed.failed, repaired=parsed.repaired, dropped=parsed.dropped,
+                      error=parsed.error)
