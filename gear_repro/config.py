@@ -359,11 +359,50 @@ class T2RAGAgentSchema:
     llm_params: dict[str, Any] = field(default_factory=dict)
 
 
+class IRCoTRetrieverKind(str, Enum):
+    """Where IRCoT retrieves from (agent.retriever)."""
+
+    base = "base"            # the run's `retriever` group ("IRCoT (BM25)" with retriever=bm25)
+    hipporag = "hipporag"    # HippoRAG (HippoRAG w/ IRCoT)
+
+
+class IRCoTThought(str, Enum):
+    """What of the LLM's reply becomes the next thought (agent.thought)."""
+
+    full = "full"                      # the whole reply (HippoRAG's ircot_hipporag.py)
+    first_sentence = "first_sentence"  # its first sentence (the IRCoT paper)
+
+
+@dataclass
+class HippoRAGMethodSchema:
+    """``configs/agent/hipporag.yaml`` (HippoRAG as GEAR re-ran it; settings in the ``hipporag`` group)."""
+
+    _target_: str = "gear_repro.agent.hipporag.HippoRAGMethod"
+    name: str = "hipporag"
+    depth: int = 100  # passages returned per question
+
+
+@dataclass
+class IRCoTAgentSchema:
+    """``configs/agent/ircot.yaml`` and ``hipporag_ircot.yaml`` (IRCoT as HippoRAG runs it; docs/baselines.md)."""
+
+    _target_: str = "gear_repro.agent.ircot.IRCoTAgent"
+    name: str = "ircot"
+    retriever: IRCoTRetrieverKind = IRCoTRetrieverKind.base
+    top_k: int = 10
+    max_rounds: int = 4
+    demo_files: dict[str, str] = field(default_factory=dict)
+    demos: str = "musique"
+    num_demo: int | None = 1
+    thought: IRCoTThought = IRCoTThought.full
+    cot_params: dict[str, Any] = field(default_factory=dict)
+    round_ranking_depth: int | None = None
 
 
 # group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults
 GROUP_SCHEMAS: dict[str, dict[str, type]] = {
-    "agent": {"single_schema": SingleStepSchema, "gear_schema": GearAgentSchema, "t2rag_schema": T2RAGAgentSchema},
+    "agent": {"single_schema": SingleStepSchema, "gear_schema": GearAgentSchema, "t2rag_schema": T2RAGAgentSchema,
+              "hipporag_schema": HippoRAGMethodSchema, "ircot_schema": IRCoTAgentSchema},
     "expansion": {"none_schema": NoExpansionSchema, "naive_schema": NaiveGESchema, "sync_schema": SyncGESchema},
     "beam": {"beam_schema": BeamSchema},
     "llm": {"llm_schema": LLMSchema},
