@@ -1,0 +1,333 @@
+"""Issue 9 §2-§5: errored questions, resume, locks, start-up checks, matched-k tokens and QA pass, report
+question sets, bad input and secrets. Toy dataset + BM25 (no model needed) unless said otherwise."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gear_repro.agent.base import MethodOutput
+from gear_repro.evaluation.aggregate import aggregate
+from gear_repro.llm.ledger import TokenLedger
+from gear_repro.retrieval.base import BM25Retriever
+from gear_repro.runner import Runner
+from gear_repro.types import Ranking
+from gear_repro.utils.errors import ConfigError, DataError
+from gear_repro.utils.io import read_json
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _cfg(compose, toy_dir, *extra):
+    return compose([f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "retriever=bm25", *extra])
+
+
+def _preds(run: Path) -> list[dict]:
+    return [json.loads(x) for x in (run / "predictions.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture
+def germany_fails(monkeypatch):
+    """BM25 raises for the question about Germany (q2), as a dead endpoint would."""
+    orig = BM25Retriever.retrieve_many
+
+    def flaky(self, queries, k):
+        if any("Germany" in q for q in queries):
+            raise ConnectionError("endpoint http://127.0.0.1:9/v1 unreachable")
+        return orig(self, queries, k)
+
+    monkeypatch.setattr(BM25Retriever, "retrieve_many", flaky)
+    return monkeypatch
+
+
+# -- §2 failed questions and resume ------------------------------------------------------------------------
+def test_errored_question_is_a_miss_and_retried_on_resume(compose, toy_dir, tmp_path, germany_fails):
+    run = tmp_path / "run"
+    m = Runner(_cfg(compose, toy_dir), run).run()
+    assert m["n_errors"] == 1 and m["n_questions"] == 3 and m["n_scored"] == 3
+    good = Runner(_cfg(compose, toy_dir), tmp_path / "clean")  # reference numbers need a working retriever
+    germany_fails.undo()
+    ref = good.run()
+    per_q = {p["id"]: p for p in _preds(tmp_path / "clean")}
+    # q2 counts as 0, not left out: the mean is over all 3 questions
+    from gear_repro.evaluation.aggregate import question_recalls
+
+    expect = sum(question_recalls(per_q[q], [5])["recall@5"] for q in ("q1", "q3")) / 3
+    assert m["recall@5"] == pytest.approx(expect) and ref["recall@5"] > m["recall@5"]
+    m2 = Runner(_cfg(compose, toy_dir), run).run()  # cause fixed: the resume retries q2 only
+    assert m2["n_errors"] == 0 and m2["recall@5"] == pytest.approx(ref["recall@5"])
+    assert [p["id"] for p in _preds(run)] == ["q1", "q2", "q3", "q2"]
+
+
+def test_errors_score_zero_in_em_f1():
+    preds = [{"id": "a", "gold_ids": ["1"], "answers": ["Paris"], "rankings": {"final": ["1"]}, "answer": "Paris"},
+             {"id": "b", "gold_ids": ["2"], "answers": ["Rome"], "rankings": {"final": []}, "error": "X: y"}]
+    m = aggregate(preds, [5], qa=True)
+    assert (m["recall@5"], m["em"], m["f1"], m["n_errors"], m["n_answered"]) == (50.0, 50.0, 50.0, 1, 1)
+
+
+def test_run_with_errors_exits_non_zero_unless_allowed(toy_dir, tmp_path):
+    code = ("import sys; from gear_repro.retrieval.base import BM25Retriever as B; o = B.retrieve_many\n"
+            "def f(self, q, k):\n"
+            "    if any('Germany' in x for x in q): raise ConnectionError('down')\n"
+            "    return o(self, q, k)\n"
+            "B.retrieve_many = f\nfrom gear_repro.cli.run import main\nsys.argv[0] = 'gear-repro'\nmain()\n")
+    base = [sys.executable, "-c", code, f"dataset.path={toy_dir}", "dataset.name=toy", "retriever=bm25",
+            "run.progress=false"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "GEAR_CACHE": str(tmp_path / "cache")}
+    r = subprocess.run([*base, f"hydra.run.dir={tmp_path}/a"], capture_output=True, text=True, env=env, cwd=REPO)
+    assert r.returncode == 1 and "1 of 3 questions failed" in r.stderr
+    r = subprocess.run([*base, f"hydra.run.dir={tmp_path}/b", "run.allow_errors=true"], capture_output=True,
+                       text=True, env=env, cwd=REPO)
+    assert r.returncode == 0 and "1 of 3 questions failed" in r.stderr
+
+
+def test_resume_fingerprint_covers_the_data(compose, toy_dir, tmp_path):
+    run = tmp_path / "run"
+    Runner(_cfg(compose, toy_dir), run).run()
+    q = toy_dir / "questions.jsonl"
+    q.write_text(q.read_text().replace("capital of Germany", "capital of France"), encoding="utf-8")
+    with pytest.raises(ConfigError, match="different config or different data"):
+        Runner(_cfg(compose, toy_dir), run).run()
+
+
+def test_run_dir_lock(compose, toy_dir, tmp_path):
+    from gear_repro.utils.lock import LOCK_FILE, process_start
+
+    run = tmp_path / "run"
+    run.mkdir()
+    import socket
+
+    parent = os.getppid()  # a live process that is not us
+    (run / LOCK_FILE).write_text(json.dumps({"host": socket.gethostname(), "pid": parent,
+                                             "start": process_start(parent)}))
+    with pytest.raises(ConfigError, match=f"in use by process {parent}"):
+        Runner(_cfg(compose, toy_dir), run).run()
+    assert not (run / "predictions.jsonl").exists()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # reaped: its pid is free
+    (run / LOCK_FILE).write_text(json.dumps({"host": socket.gethostname(), "pid": dead.pid, "start": "1"}))
+    m = Runner(_cfg(compose, toy_dir), run).run()  # stale lock taken over
+    assert m["n_questions"] == 3 and not (run / LOCK_FILE).exists()
+    # a live pid whose start time differs (pid reused by another process) is stale too
+    (run / LOCK_FILE).write_text(json.dumps({"host": socket.gethostname(), "pid": parent, "start": "-1"}))
+    assert Runner(_cfg(compose, toy_dir), run).run()["n_questions"] == 3
+
+
+@pytest.mark.parametrize("override,msg", [
+    ("run.save_depth=10", r"run.save_depth \(10\) must be >= max\(run.ks\) \(15\)"),
+    ("run.save_depth=0", r"run.save_depth \(0\)"),
+    ("dataset.limit=0", "dataset.limit must be a positive"),
+    ("dataset.limit=-1", "dataset.limit must be a positive"),
+    ("beam.scorer=foo", "beam.scorer 'foo' is unknown"),
+    ("llm.api_key_env=sk-SENTINEL-0123456789", "looks like a key itself"),
+])
+def test_config_errors_before_any_question(compose, toy_dir, tmp_path, override, msg):
+    run = tmp_path / "run"
+    with pytest.raises(ConfigError, match=msg) as e:
+        Runner(_cfg(compose, toy_dir, override), run).run()
+    assert "SENTINEL" not in str(e.value)
+    assert not (run / "predictions.jsonl").exists()
+
+
+def test_missing_api_key_found_at_start_up(compose, toy_dir, tmp_path, monkeypatch):
+    monkeypatch.delenv("GEAR_TEST_NO_SUCH_KEY", raising=False)
+    cfg = _cfg(compose, toy_dir, "llm=openai", "llm.api_key_env=GEAR_TEST_NO_SUCH_KEY", "expansion=sync",
+               "embedder=minilm")
+    with pytest.raises(ConfigError, match="no API key: set the environment variable GEAR_TEST_NO_SUCH_KEY"):
+        Runner(cfg, tmp_path / "run").run()
+    assert not (tmp_path / "run" / "predictions.jsonl").exists()
+
+
+def test_prepare_rejects_bad_limit_and_paths(tmp_path, capsys):
+    from gear_repro.cli.prepare import main
+
+    q = tmp_path / "q.json"
+    q.write_text("[]")
+    assert main(["--format", "musique", "--questions", str(q), "--limit", "0", "--out", str(tmp_path / "o")]) == 2
+    assert "--limit must be a positive" in capsys.readouterr().err
+    assert main(["--format", "musique", "--questions", str(q), "--triples-hipporag", str(tmp_path / "nope.json"),
+                 "--out", str(tmp_path / "o")]) == 2
+    assert "--triples-hipporag file not found" in capsys.readouterr().err
+    assert main(["--format", "musique", "--questions", str(q), "--out", str(q)]) == 2
+    err = capsys.readouterr().err
+    assert "is a file, not a folder" in err and len(err.strip().splitlines()) == 1
+
+
+# -- §5 tokens (Fig. 4) and Table 3's QA pass ----------------------------------------------------------------
+class _LLM:
+    def __init__(self):
+        self.ledger = TokenLedger()
+
+
+class _KMethod:
+    """k-dependent stand-in: one 'read' call of 100*k prompt tokens per pass; ranking depends on k."""
+
+    k_dependent = True
+    needs_llm = False
+
+    def __init__(self, llm):
+        self.llm = llm
+
+    def run(self, q, k):
+        self.llm.ledger.add(stage="read", round=0, prompt_tokens=100 * k, completion_tokens=k)
+        return MethodOutput(ranking=Ranking([f"p{k}-{i}" for i in range(k)], [1.0] * k))
+
+
+class _QA:
+    top_k = 5
+
+    def __init__(self, llm):
+        self.llm, self.seen = llm, []
+
+    def answer(self, q, ids):
+        self.seen.append(list(ids))
+        self.llm.ledger.add(stage="qa", round=0, prompt_tokens=7, completion_tokens=1)
+        return {"answer": "x"}
+
+
+def test_matched_k_calls_tagged_and_qa_reads_the_k5_pass(compose, toy_dir, tmp_path):
+    r = Runner(_cfg(compose, toy_dir), tmp_path / "run")
+    llm = _LLM()
+    r.res.__dict__["llm"] = llm
+    qa = _QA(llm)
+    q = r.res.dataset.questions[0]
+    rec = r._one(q, _KMethod(llm), qa)
+    assert qa.seen == [[f"p5-{i}" for i in range(5)]]  # Table 3: the k=5 pass, not k=15
+    assert [(c["stage"], c["k"]) for c in rec["llm_calls"]] == [("read", 5), ("read", 10), ("read", 15), ("qa", None)]
+    m = aggregate([rec], [5, 10, 15], qa=True)
+    assert m["tokens_per_question"]["prompt"] == 1500 + 7  # one run at k=15 (+QA), not 500+1000+1500+7
+    assert m["tokens_per_question_by_k"]["5"]["prompt"] == 507 and m["tokens_k"] == 15
+
+
+# -- report: question set by id, partial lines, unfinished and stale runs, n_errors ----------------------------
+def test_report_takes_the_recorded_question_set(compose, toy_dir, tmp_path, germany_fails, capsys):
+    from gear_repro.cli.report import main as report_main
+    from gear_repro.reporting.analyses import load_predictions
+    from gear_repro.reporting.runs import find_runs
+
+    run = tmp_path / "runs" / "a"
+    Runner(_cfg(compose, toy_dir, "dataset.subset=stratified", "dataset.limit=2", "run.allow_errors=true"), run).run()
+    metrics = read_json(run / "metrics.json")
+    ids = metrics["question_ids"]
+    assert len(ids) == 2 and metrics["question_ids_hash"]
+    (r,) = find_runs([tmp_path / "runs"])
+    assert [p["id"] for p in load_predictions(r)] == ids  # by id, not the first `limit` lines
+    # a partial last line (killed writer) is dropped with a warning; --trace still works
+    with open(run / "predictions.jsonl", "a") as f:
+        f.write('{"id": "q9", "rank')
+    unfinished = tmp_path / "runs" / "b"
+    unfinished.mkdir()
+    (unfinished / "predictions.jsonl").write_text(json.dumps({"id": "q1", "rankings": {"final": []}}) + "\n")
+    assert report_main([str(tmp_path / "runs"), "--out", str(tmp_path / "rep")]) == 0
+    out = capsys.readouterr()
+    assert "dropped a partial last line" in out.err and "unfinished run(s)" in out.err and str(unfinished) in out.err
+    table = (tmp_path / "rep" / "table.md").read_text()
+    assert "errors" in table
+    csv = (tmp_path / "rep" / "table.csv").read_text().splitlines()
+    assert csv[0].split(",").count("n_errors") == 1
+    assert report_main([str(tmp_path / "runs"), "--trace", ids[0]]) == 0
+    assert report_main([str(tmp_path / "runs"), "--out", str(run / "metrics.json")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+
+
+def test_report_flags_stale_metrics(compose, toy_dir, tmp_path, capsys):
+    from gear_repro.cli.report import main as report_main
+
+    run = tmp_path / "a"
+    Runner(_cfg(compose, toy_dir, "dataset.limit=1"), run).run()
+    Runner(_cfg(compose, toy_dir, "dataset.limit=3"), run).run()
+    (run / "metrics.json").write_text(json.dumps({**read_json(run / "metrics.json"), "question_ids": ["q1"]}))
+    assert report_main([str(run), "--out", str(tmp_path / "rep")]) == 0
+    assert "metrics.json scores 1 questions but predictions.jsonl has 3 finished" in capsys.readouterr().err
+
+
+# -- §3 bad input --------------------------------------------------------------------------------------------
+def test_non_utf8_input_names_file_and_line(compose, toy_dir, tmp_path):
+    c = toy_dir / "corpus.jsonl"
+    lines = c.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b"Western", b"W\xe9stern")
+    c.write_bytes(b"\n".join(lines))
+    with pytest.raises(DataError, match=r"corpus.jsonl:3: not UTF-8 text \(byte 0xe9 at column \d+\)"):
+        Runner(_cfg(compose, toy_dir), tmp_path / "run").run()
+
+
+@pytest.mark.parametrize("field,value,msg", [
+    ("question", "  ", "empty question text"),
+    ("gold_ids", ["2", None], "null or empty entry in 'gold_ids'"),
+    ("answers", [None], "null or empty entry in 'answers'"),
+])
+def test_empty_question_and_null_gold_are_reported(toy_dir, field, value, msg):
+    from gear_repro.data.dataset import load_dataset
+
+    q = toy_dir / "questions.jsonl"
+    rows = [json.loads(x) for x in q.read_text().splitlines()]
+    rows[1][field] = value
+    q.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(DataError, match=f"questions.jsonl:2: question 'q2' has an? {msg}"):
+        load_dataset(toy_dir)
+
+
+# -- §3-4 the command line: secrets, run dir a file, Ctrl-C ------------------------------------------------------
+SENTINEL = "sk-SENTINEL-9f8e7d6c5b4a"
+
+
+def _cli(args, tmp_path, code="from gear_repro.cli.run import main; import sys; sys.argv[0]='gear-repro'; main()"):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "GEAR_CACHE": str(tmp_path / "cache")}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, cwd=REPO)
+
+
+def _files_with(root: Path, needle: str) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and needle.encode() in p.read_bytes())
+
+
+def test_no_secret_reaches_disk(toy_dir, tmp_path):
+    run = tmp_path / "run"
+    r = _cli([f"dataset.path={toy_dir}", "dataset.name=toy", "retriever=bm25", "run.progress=false",
+              f"hydra.run.dir={run}", f"+llm.api_key={SENTINEL}", f"+report.password={SENTINEL}"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (run / ".hydra" / "overrides.yaml").exists() and (run / "config.yaml").exists()
+    assert "oc.env:GEAR_REPRO_SECRET_" in (run / ".hydra" / "overrides.yaml").read_text()
+    assert _files_with(tmp_path, SENTINEL) == [] and SENTINEL not in r.stdout + r.stderr
+    # a key passed as the variable's NAME: refused before anything is written, value not echoed
+    r = _cli([f"dataset.path={toy_dir}", "retriever=bm25", f"hydra.run.dir={tmp_path}/run2",
+              f"llm.api_key_env={SENTINEL}"], tmp_path)
+    assert r.returncode == 2 and "looks like a key itself" in r.stderr and SENTINEL not in r.stderr
+    assert not (tmp_path / "run2").exists() and _files_with(tmp_path, SENTINEL) == []
+
+
+def test_multirun_keeps_secrets_off_disk(toy_dir, tmp_path):
+    sweep = tmp_path / "sweep"
+    r = _cli(["-m", f"dataset.path={toy_dir}", "dataset.name=toy", "retriever=bm25", "run.progress=false",
+              f"hydra.sweep.dir={sweep}", f"+report.password={SENTINEL}", "run.ks=[5],[5,10]"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (sweep / "multirun.yaml").exists() and _files_with(tmp_path, SENTINEL) == []
+
+
+def test_run_dir_that_is_a_file_is_one_line(toy_dir, tmp_path):
+    f = tmp_path / "afile"
+    f.write_text("x")
+    r = _cli([f"dataset.path={toy_dir}", "retriever=bm25", f"hydra.run.dir={f}/sub"], tmp_path)
+    assert r.returncode == 2 and r.stderr.strip() == f"error: hydra.run.dir {f}/sub: {f} is a file, not a folder"
+
+
+def test_ctrl_c_is_one_line_and_resumable(toy_dir, tmp_path):
+    run = tmp_path / "run"
+    code = ("import sys; from gear_repro.retrieval.base import BM25Retriever as B; o = B.retrieve_many\n"
+            "def f(self, q, k):\n"
+            "    if any('Germany' in x for x in q): raise KeyboardInterrupt\n"
+            "    return o(self, q, k)\n"
+            "B.retrieve_many = f\nfrom gear_repro.cli.run import main\nsys.argv[0] = 'gear-repro'\nmain()\n")
+    args = [f"dataset.path={toy_dir}", "dataset.name=toy", "retriever=bm25", "run.progress=false",
+            f"hydra.run.dir={run}"]
+    r = _cli(args, tmp_path, code)
+    assert r.returncode == 130 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("interrupted: finished questions are saved in")
+    assert [p["id"] for p in _preds(run)] == ["q1"] and not (run / ".lock").exists()
+    r = _cli(args, tmp_path)
+    assert r.returncode == 0 and [p["id"] for p in _preds(run)] == ["q1", "q2", "q3"]
