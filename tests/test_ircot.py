@@ -62,7 +62,7 @@ def test_merge_normalises_each_step_and_keeps_the_max() -> None:
 def test_stops_at_the_answer_sentence() -> None:
     res = resources({("cot", 1): THOUGHTS[0], ("cot", 2): THOUGHTS[2]})
     out = IRCoTAgent(res, max_rounds=4, top_k=3).run(Q, 15)
-    assert out.trace["stop"] == "answer" and out.trace["answer"] == "Amiens."
+    assert out.trace["stop"] == "answerable" and out.trace["answer"] == "Amiens."
     assert res.llm.stages() == [("cot", 1), ("cot", 2)]
     assert res.passage_retriever.queries == [Q.question, THOUGHTS[0]]  # no retrieval with the answer thought
     assert [r["round"] for r in out.rounds] == [1, 2]

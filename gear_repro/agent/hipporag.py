@@ -36,4 +36,4 @@ class HippoRAGMethod:
 
     def run(self, question: Question, k: int) -> MethodOutput:
         res = self.resources.hipporag.search(question.question, max(k, self.depth), round_no=1)
-        return MethodOutput(ranking=res.ranking, trace={"agent": self.name, **res.trace})
+        return MethodOutput(ranking=res.ranking, trace=res.trace)

@@ -10,7 +10,8 @@ Per question q (rounds n = 1..max_rounds; MuSiQue 4, 2Wiki/HotpotQA 2, as ``--ma
 1. round 1: retrieve ``top_k`` (10) passages for q;
 2. after round n < max_rounds, the LLM (stage ``cot``, round n) writes the next thought over the top ``top_k``
    passages of the merged list, the demonstrations and the thoughts so far (``prompts/templates/ircot.txt``);
-3. a thought containing "So the answer is:" stops the loop; otherwise round n+1 retrieves ``top_k`` with the
+3. a thought containing "So the answer is:" stops the loop (trace ``stop: answerable``, the text after the mark
+   is ``trace['answer']``); an empty thought stops it too (``empty_thought``); otherwise round n+1 retrieves ``top_k`` with the
    thought and merges: every score is divided by the best score of its retrieval (per-step normalisation; for
    HippoRAG's min-max scores and for BM25, whose corpus minimum is 0, this is min-max over the corpus), a
    passage keeps its best score over the rounds, the merged list is sorted by score, ties in first-seen order.
@@ -189,7 +190,7 @@ class IRCoTAgent:
             rec.update(thought=thought, raw_thought=raw, cot_ms=round(1000 * (time.perf_counter() - t), 3))
             thoughts.append(thought)
             if ANSWER_MARK in thought:
-                stop, answer = "answer", thought.split(ANSWER_MARK, 1)[1].strip()
+                stop, answer = "answerable", thought.split(ANSWER_MARK, 1)[1].strip()
                 break
             if not thought:
                 stop = "empty_thought"
