@@ -370,7 +370,8 @@ def test_real_llm_path_with_the_tiny_model(toy_env, tmp_path: Path) -> None:
         pytest.skip(f"tiny model not installed: {e}")
     from gear_repro.runner import Runner
 
-    cfg, res = toy_env[1](["llm=tiny", "dataset.limit=1", f"llm.cache_dir={tmp_path / 'cache'}"])
+    # a loaded 2-core machine can take minutes per call: a generous timeout keeps this a plumbing test
+    cfg, res = toy_env[1](["llm=tiny", "dataset.limit=1", f"llm.cache_dir={tmp_path / 'cache'}", "llm.timeout_s=900"])
     res.__dict__.pop("llm")  # the real client from llm=tiny
     res.__dict__.pop("dataset")  # reload with the limit
     metrics = Runner(cfg, tmp_path / "run", resources=res).run()
