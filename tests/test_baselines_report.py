@@ -77,3 +77,14 @@ def test_hipporag_ircot_series_in_fig2_and_fig4(compose, tmp_path) -> None:
     figs.mkdir()
     assert [p.name for p in draw_rounds([run], figs)] == ["fig2_r15_by_round_musique.png", "fig2_r15_by_round_musique.pdf"]
     assert [p.name for p in draw_tokens([run], figs)][0] == "fig4_tokens_by_round_musique.png"
+
+
+@pytest.mark.parametrize(("overrides", "label"), [
+    (["agent=gear", "retriever=hybrid"], "GEAR"),
+    (["agent=gear", "retriever=griever_k5"], "GEAR + GRIEVER"),
+    (["agent=gear", "retriever=bm25"], "GEAR + BM25"),
+    (["retriever=griever"], "GRIEVER"),
+])
+def test_gear_rows_name_a_non_default_base(compose, tmp_path, overrides, label) -> None:
+    """GEAR + GRIEVER and GEAR (hybrid base) are two rows, never one label (GRIEVER Table 4)."""
+    assert run_of(compose, overrides, tmp_path).method == label

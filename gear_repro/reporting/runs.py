@@ -18,7 +18,8 @@ def read_config(path: Path) -> dict:
 
     return OmegaConf.to_container(OmegaConf.load(path), resolve=False)  # type: ignore[return-value]
 
-RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid"}
+RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid", "composed": "Composed",
+                    "griever": "GRIEVER", "griever_k5": "GRIEVER"}
 EXPANSION_LABELS = {"naive": "NaiveGE", "sync": "SyncGE"}
 AGENT_LABELS = {"gear": "GEAR", "t2rag": "T2RAG", "hipporag": "HippoRAG",
                 "hipporag_ircot": "HippoRAG w/ IRCoT"}  # multi-step methods: their paper_results.csv `method` name
@@ -42,8 +43,8 @@ class RunResult:
 
     @property
     def method(self) -> str:
-        """Row label: report.method if set, else derived ("BM25", "Hybrid + SyncGE", "GEAR", "HippoRAG",
-        "IRCoT (BM25)", "HippoRAG w/ IRCoT")."""
+        """Row label: report.method if set, else derived ("BM25", "Hybrid + SyncGE", "GEAR", "GEAR + GRIEVER",
+        "HippoRAG", "IRCoT (BM25)", "HippoRAG w/ IRCoT")."""
         if self.report.get("method"):
             return self.report["method"]
         if self.is_qa_bound:  # Table 3's bounds: the label names the bound, not the (unused) retriever
@@ -53,6 +54,8 @@ class RunResult:
         paper_label = (self.report.get("labels") or {}).get(ret)
         if agent in BASE_NAMED_AGENTS and paper_label:  # GRIEVER Table 4 names the base: "GEAR + GRIEVER"
             return f"{BASE_NAMED_AGENTS[agent]} + {paper_label}"
+        if agent == "gear" and ret != "hybrid":  # GEAR's own rows use the hybrid base; any other base is named
+            return f"GEAR + {RETRIEVER_LABELS.get(ret, ret)}"
         if agent in AGENT_LABELS:
             return AGENT_LABELS[agent]
         label = paper_label or RETRIEVER_LABELS.get(ret, ret)
