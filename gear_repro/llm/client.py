@@ -2,8 +2,9 @@
 
 All calls go through the ``openai`` package against an OpenAI-compatible endpoint; ``llm=local``/``tiny``
 start a llama.cpp server subprocess lazily on the first uncached call (``server.LlamaServer``).
-Every call gets: a persistent cache keyed by (model, messages, params); bounded retries with exponential
-backoff on 429/5xx/timeouts/connection errors/malformed bodies; a token-ledger record (stage, round,
+Every call gets: a persistent cache keyed by (model, messages, params); bounded retries (the SDK's own for
+429/5xx/timeouts/connection errors, a tenacity wrapper for malformed 2xx bodies, both counted in ``stats()``);
+a token-ledger record (stage, round,
 tokens, cached, latency, model). Used by every LLM step of the paper: extraction (K.1, §6.2), reader,
 gist memory, reasoner and rewriter (K.2, §4.1, §5) and QA (K.3).
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import random
 import re
 import threading
 import time
@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from gear_repro.llm.cache import LLMCache, request_key
 from gear_repro.llm.ledger import TokenLedger
@@ -61,24 +63,20 @@ class LLMReply:
         return asdict(self)
 
 
-def _retryable(exc: BaseException) -> bool:
+def _malformed_types() -> tuple[type[BaseException], ...]:
+    """2xx replies that are not a chat completion: retried by the harness (the SDK does not)."""
     import openai
 
-    if isinstance(exc, (MalformedReply, openai.APIConnectionError, openai.APIResponseValidationError,
-                        json.JSONDecodeError)):
-        return True  # APITimeoutError is an APIConnectionError; a truncated JSON body raises JSONDecodeError
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in RETRY_STATUS or exc.status_code >= 500
-    return False
+    return (MalformedReply, openai.APIResponseValidationError, json.JSONDecodeError)
 
 
-def _retry_after(exc: BaseException) -> float | None:
-    resp = getattr(exc, "response", None)
-    try:
-        val = resp.headers.get("retry-after") if resp is not None else None
-        return float(val) if val is not None else None
-    except (TypeError, ValueError):
-        return None
+def _transport_retryable(exc: BaseException) -> bool:
+    """Whether the SDK retried ``exc`` (its rule: connection errors and timeouts, 408/409/429/5xx)."""
+    import openai
+
+    if isinstance(exc, openai.APIConnectionError):  # APITimeoutError is one
+        return True
+    return isinstance(exc, openai.APIStatusError) and (exc.status_code in (408, 409, 429) or exc.status_code >= 500)
 
 
 class LLMClient:
@@ -126,6 +124,7 @@ class LLMClient:
         self._client: Any = None
         self._lock = threading.Lock()
         self._stats: Counter[str] = Counter()
+        self._attempts = threading.local()  # HTTP requests sent by this thread's current call
 
     def __repr__(self) -> str:
         return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
@@ -163,8 +162,15 @@ class LLMClient:
                     raise ConfigError(f"no API key: set the environment variable {self.api_key_env} "
                                       "(or give llm.base_url for a local/self-hosted endpoint)")
                 key = "not-needed"  # vLLM / llama.cpp servers accept any key
-            self._client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=self.timeout_s)
+            # transport retries are the SDK's (backoff 0.5 s doubling to 8 s, Retry-After honoured); the request
+            # hook counts every HTTP attempt so that stats()["retries"] includes them
+            http = openai.DefaultHttpxClient(timeout=self.timeout_s, event_hooks={"request": [self._count_attempt]})
+            self._client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=self.max_retries,
+                                         timeout=self.timeout_s, http_client=http)
             return self._client
+
+    def _count_attempt(self, _request: Any) -> None:
+        self._attempts.n = getattr(self._attempts, "n", 0) + 1
 
     def close(self) -> None:
         """Close the HTTP client and stop a harness-started server."""
@@ -212,26 +218,29 @@ class LLMClient:
                 "model": getattr(resp, "model", None) or self.model}
 
     def _call_with_retries(self, messages: list[dict], params: dict[str, Any]) -> dict[str, Any]:
-        attempt = 0
-        while True:
-            try:
-                return self._request(messages, params)
-            except GearError:
-                raise  # configuration/server-start problems: retrying cannot help
-            except Exception as e:
-                if not _retryable(e) or attempt >= self.max_retries:
-                    kind = "retries exhausted" if _retryable(e) else "non-retryable"
-                    raise LLMCallError(f"LLM call to {self.model} failed ({kind} after {attempt + 1} "
-                                       f"attempt(s)): {type(e).__name__}: {str(e)[:300]}") from e
-                delay = min(self.backoff_max_s, self.backoff_base_s * 2 ** attempt) * (0.75 + random.random() / 2)
-                hint = _retry_after(e)
-                if hint is not None:
-                    delay = max(delay, min(hint, self.backoff_max_s))
-                attempt += 1
-                self._bump(retries=1)
-                log.warning("LLM call to %s: %s; retry %d/%d in %.2fs", self.model, type(e).__name__, attempt,
-                            self.max_retries, delay)
-                time.sleep(delay)
+        """``_request`` with malformed 2xx bodies retried (tenacity, ``backoff_*_s``); transport errors are
+        retried inside the SDK (``max_retries``). Every extra HTTP attempt counts in ``stats()["retries"]``."""
+
+        def log_retry(state: Any) -> None:
+            log.warning("LLM call to %s: malformed reply (%s); retry %d/%d in %.2fs", self.model,
+                        type(state.outcome.exception()).__name__, state.attempt_number, self.max_retries,
+                        state.next_action.sleep)
+
+        self._attempts.n = 0
+        try:
+            retrying = Retrying(retry=retry_if_exception_type(_malformed_types()), reraise=True,
+                                stop=stop_after_attempt(self.max_retries + 1), before_sleep=log_retry,
+                                wait=wait_random_exponential(multiplier=self.backoff_base_s, max=self.backoff_max_s))
+            return retrying(self._request, messages, params)
+        except GearError:
+            raise  # configuration/server-start problems: retrying cannot help
+        except Exception as e:
+            exhausted = isinstance(e, _malformed_types()) or _transport_retryable(e)
+            kind = "retries exhausted" if exhausted else "non-retryable"
+            raise LLMCallError(f"LLM call to {self.model} failed ({kind} after {max(1, self._attempts.n)} "
+                               f"attempt(s)): {type(e).__name__}: {str(e)[:300]}") from e
+        finally:
+            self._bump(retries=max(0, self._attempts.n - 1))
 
     def chat(self, messages: list[dict], *, stage: str, round_no: int = 0, **params: Any) -> LLMReply:
         """Send chat ``messages`` (cached); record the call under ``stage``/``round_no`` in ``self.ledger``
