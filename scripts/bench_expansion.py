@@ -15,6 +15,7 @@ in the JSON.
     python scripts/bench_expansion.py                                   # bm25, sbert, hybrid × exact, fast
     python scripts/bench_expansion.py --limit 20 --bases hybrid --scorers exact fast mean
     python scripts/bench_expansion.py --embedder minilm --out bench_expansion.json
+    python scripts/bench_expansion.py --scorers exact fast fast:rescore=20,margin=0.05   # scorer options
 
 Uses all-mpnet-base-v2 (the paper's) when $GEAR_CACHE/models/all-mpnet-base-v2 exists, else
 all-MiniLM-L6-v2, and says which.
@@ -73,8 +74,14 @@ def pct(xs: list[float], p: float) -> float:
     return float(np.percentile(np.asarray(xs) * 1000.0, p)) if xs else float("nan")
 
 
-def scorer_beam(name: str, a: argparse.Namespace) -> dict:
-    opts = {"batch_size": a.batch_size} if a.batch_size and name in ("exact", "fast") else {}
+def scorer_beam(spec: str, a: argparse.Namespace) -> dict:
+    """Beam settings for a scorer spec: a name, or ``name:key=value,...`` (scorer options, e.g.
+    ``fast:rescore=20,margin=0.05``)."""
+    name, _, rest = spec.partition(":")
+    opts: dict = {"batch_size": a.batch_size} if a.batch_size and name in ("exact", "fast") else {}
+    for kv in filter(None, rest.split(",")):
+        key, _, val = kv.partition("=")
+        opts[key] = float(val) if "." in val else int(val) if val.lstrip("-").isdigit() else val
     return {"scorer": name, "scorer_options": opts, "path_cache": name == "exact" and not a.exact_cold}
 
 
@@ -154,6 +161,16 @@ def main() -> None:
                     counts[key + ("encoded",)].append(now.get("paths_encoded", 0) - stats.get("paths_encoded", 0))
         if (i + 1) % 10 == 0:
             print(f"  {i + 1}/{len(questions)} questions", flush=True)
+            if i + 1 < len(questions):  # a partial table, so a slow run still reports
+                summarise(report, a, retrievers, times, parts, recall, counts, i + 1)
+    summarise(report, a, retrievers, times, parts, recall, counts, len(questions))
+
+
+def summarise(report: dict, a: argparse.Namespace, retrievers: dict, times: dict, parts: dict, recall: dict,
+              counts: dict, done: int) -> None:
+    """Print the scorer × base table over the first ``done`` questions and write the JSON (``--out``)."""
+    model = report["embedder"]
+    report["questions_done"] = done
     report["load_avg_end"] = os.getloadavg()
     for b in sorted(retrievers):
         report["base"][b] = {k: {"recall": 100 * float(np.mean(recall[(b, k)])), "p50_ms": pct(times[(b, k)], 50),
@@ -185,7 +202,7 @@ def main() -> None:
                       for sc in a.scorers]
             cells.append(" / ".join(f"{sc} {rows[sc]['paths_encoded_mean']:.1f}" for sc in a.scorers))
             print("| " + " | ".join(cells) + " |")
-    print(f"\nembedder {model}; {a.clock} clock; {len(questions)} questions; load average {report['load_avg_start']} -> "
+    print(f"\nembedder {model}; {a.clock} clock; {done} questions; load average {report['load_avg_start']} -> "
           f"{report['load_avg_end']} on {os.cpu_count()} cores")
     if a.out:
         Path(a.out).write_text(json.dumps(report, indent=2))

@@ -404,3 +404,21 @@ def test_fast_scorer_options(graph):
         CascadeScorer(index, emb, approx="median")
     with pytest.raises(ConfigError):
         CascadeScorer(index, emb, rescore=-1)
+
+
+def test_fast_scorer_margin_widens_the_rescored_set(graph):
+    index, emb = graph
+    qv = np.array([1.0, 0.0], dtype=np.float32)
+    r = index.row
+    paths = [(r["t1"], r["t2"]), (r["t1"], r["t3"]), (r["t4"], r["t5"])]
+    prior = np.array([.9, .9, .8])
+    total = SumScorer(index, emb).paths(qv, paths) + prior
+    gap = float(np.sort(total)[-1] - np.sort(total)[0])  # last rescored (rescore=1) minus the lowest
+    wide = CascadeScorer(index, emb, rescore=1, margin=gap + 1e-6, rescore_max=3)
+    wide.paths(qv, paths, prior)
+    assert wide.stats["paths_rescored"] == 3
+    capped = CascadeScorer(index, emb, rescore=1, margin=gap + 1e-6, rescore_max=2)
+    capped.paths(qv, paths, prior)
+    assert capped.stats["paths_rescored"] == 2
+    with pytest.raises(ConfigError):
+        CascadeScorer(index, emb, rescore=5, rescore_max=4)

@@ -216,7 +216,9 @@ class CascadeScorer(ExactScorer):
        no encoding).
     2. The ``rescore`` candidates with the highest cheap accumulated score ``s + approx`` (the quantity the
        global top-b of Alg. 1 line 20 ranks; ``prior`` = s) are scored exactly as :class:`ExactScorer`
-       does (SBERT of the path text). Candidates left with a cheap score are shifted by the median
+       does (SBERT of the path text); with ``margin`` > 0 also every further candidate whose cheap total is
+       within ``margin`` of the last of those (at most ``rescore_max`` in all): an adaptive rescoring set
+       that covers candidates the cheap score's error could still lift into the top-b. Candidates left with a cheap score are shifted by the median
        (exact - cheap) difference of the rescored ones, so both kinds of scores are on one scale.
     3. Exact path vectors are memoised per text (LRU of ``memo_size``), so the k-passes of a question and
        the rounds of GEAR encode a path once; with ``path_cache`` they persist on disk as well.
@@ -230,12 +232,17 @@ class CascadeScorer(ExactScorer):
     name = "fast"
 
     def __init__(self, index: TripleIndex, embedder, approx: str = "sum", rescore: int = 10, memo_size: int = 50_000,
-                 **exact_options: Any):
+                 margin: float = 0.0, rescore_max: int = 100, **exact_options: Any):
         super().__init__(index, embedder, **exact_options)
         if approx not in ("sum", "mean"):
             raise ConfigError(f"beam.scorer_options.approx must be 'sum' or 'mean', got '{approx}'")
         if rescore < 0:
             raise ConfigError(f"beam.scorer_options.rescore must be >= 0 (got {rescore})")
+        if margin < 0 or rescore_max < rescore:
+            raise ConfigError(f"beam.scorer_options: need margin >= 0 and rescore_max >= rescore (got {margin}, "
+                              f"{rescore_max})")
+        self.margin = margin
+        self.rescore_max = rescore_max
         self.approx = _SCORERS[approx](index, embedder)
         self.rescore = rescore
         self.memo: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -265,7 +272,12 @@ class CascadeScorer(ExactScorer):
         cheap = self.approx.paths(qv, paths)
         self.stats["paths_scored"] += len(paths)
         total = cheap if prior is None else cheap + np.asarray(prior, dtype=np.float64)
-        pick = np.argsort(-total, kind="stable")[: self.rescore]
+        order = np.argsort(-total, kind="stable")
+        pick = order[: self.rescore]
+        if self.margin > 0 and pick.size and order.size > pick.size:
+            # adaptive: also every candidate whose cheap total is within `margin` of the last one rescored
+            near = int(np.count_nonzero(total >= total[pick[-1]] - self.margin))
+            pick = order[: max(pick.size, min(near, self.rescore_max))]
         if pick.size == 0:
             return cheap
         exact = (self._memo_encode([self.path_text(paths[i]) for i in pick]) @ qv).astype(np.float64)
