@@ -88,3 +88,19 @@ def test_hipporag_ircot_series_in_fig2_and_fig4(compose, tmp_path) -> None:
 def test_gear_rows_name_a_non_default_base(compose, tmp_path, overrides, label) -> None:
     """GEAR + GRIEVER and GEAR (hybrid base) are two rows, never one label (GRIEVER Table 4)."""
     assert run_of(compose, overrides, tmp_path).method == label
+
+
+def test_gear_claims_never_take_gear_on_another_base(compose, tmp_path) -> None:
+    """The scoreboard's GEAR role is GEAR with the hybrid base; GEAR + GRIEVER only fills its own claim."""
+    import yaml
+
+    from gear_repro.reporting.claims import matches
+
+    claims = {c["id"]: c for c in yaml.safe_load(
+        (Path(__file__).parent.parent / "gear_repro/resources/claims.yaml").read_text())["claims"]}
+    gear = run_of(compose, ["agent=gear", "retriever=hybrid"], tmp_path)
+    gear_griever = run_of(compose, ["agent=gear", "retriever=griever_k5"], tmp_path)
+    for cid in ("gear_gt_hipporag_ircot", "gear_fewer_tokens_than_hipporag_ircot", "recall_grows_with_rounds"):
+        assert matches(gear, claims[cid]["a"]) and not matches(gear_griever, claims[cid]["a"])
+    assert matches(gear_griever, claims["gear_griever_gt_gear_hybrid"]["a"])
+    assert matches(gear, claims["gear_griever_gt_gear_hybrid"]["b"])
