@@ -92,12 +92,9 @@ def test_gear_rows_name_a_non_default_base(compose, tmp_path, overrides, label) 
 
 def test_gear_claims_never_take_gear_on_another_base(compose, tmp_path) -> None:
     """The scoreboard's GEAR role is GEAR with the hybrid base; GEAR + GRIEVER only fills its own claim."""
-    import yaml
+    from gear_repro.reporting.claims import load_claims, matches
 
-    from gear_repro.reporting.claims import matches
-
-    claims = {c["id"]: c for c in yaml.safe_load(
-        (Path(__file__).parent.parent / "gear_repro/resources/claims.yaml").read_text())["claims"]}
+    claims = {c["id"]: c for c in load_claims()}
     gear = run_of(compose, ["agent=gear", "retriever=hybrid"], tmp_path)
     gear_griever = run_of(compose, ["agent=gear", "retriever=griever_k5"], tmp_path)
     for cid in ("gear_gt_hipporag_ircot", "gear_fewer_tokens_than_hipporag_ircot", "recall_grows_with_rounds"):

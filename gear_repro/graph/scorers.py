@@ -274,7 +274,7 @@ class CascadeScorer(ExactScorer):
         total = cheap if prior is None else cheap + np.asarray(prior, dtype=np.float64)
         order = np.argsort(-total, kind="stable")
         pick = order[: self.rescore]
-        if self.margin > 0 and pick.size and order.size > pick.size:
+        if self.margin > 0 and pick.size:
             # adaptive: also every candidate whose cheap total is within `margin` of the last one rescored
             near = int(np.count_nonzero(total >= total[pick[-1]] - self.margin))
             pick = order[: max(pick.size, min(near, self.rescore_max))]

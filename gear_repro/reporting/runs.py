@@ -24,6 +24,7 @@ EXPANSION_LABELS = {"naive": "NaiveGE", "sync": "SyncGE"}
 AGENT_LABELS = {"gear": "GEAR", "t2rag": "T2RAG", "hipporag": "HippoRAG",
                 "hipporag_ircot": "HippoRAG w/ IRCoT"}  # multi-step methods: their paper_results.csv `method` name
 BASE_NAMED_AGENTS = {"gear": "GEAR", "ircot": "IRCoT"}  # agents whose base retriever a paper label may name
+PAPER_BASE = {"gear": "hybrid"}  # the base of the agent's own paper rows; any other base is named in the label
 
 
 @dataclass
@@ -52,13 +53,11 @@ class RunResult:
         agent = self.config.get("agent", {}).get("name", "single")
         ret = self.config.get("retriever", {}).get("name", "?")
         paper_label = (self.report.get("labels") or {}).get(ret)
-        if agent in BASE_NAMED_AGENTS and paper_label:  # GRIEVER Table 4 names the base: "GEAR + GRIEVER"
-            return f"{BASE_NAMED_AGENTS[agent]} + {paper_label}"
-        if agent == "gear" and ret != "hybrid":  # GEAR's own rows use the hybrid base; any other base is named
-            return f"GEAR + {RETRIEVER_LABELS.get(ret, ret)}"
+        label = paper_label or RETRIEVER_LABELS.get(ret, ret)
+        if agent in BASE_NAMED_AGENTS and (paper_label or ret != PAPER_BASE.get(agent, ret)):
+            return f"{BASE_NAMED_AGENTS[agent]} + {label}"  # "GEAR + GRIEVER" (GRIEVER Table 4), "GEAR + BM25"
         if agent in AGENT_LABELS:
             return AGENT_LABELS[agent]
-        label = paper_label or RETRIEVER_LABELS.get(ret, ret)
         if agent == "ircot":  # "IRCoT (BM25)" is the paper's; SBERT/Hybrid runs stand in for ColBERTv2 and say so
             return f"IRCoT ({label})"
         exp = (self.config.get("expansion") or {}).get("name", "none")
