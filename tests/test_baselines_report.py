@@ -101,3 +101,15 @@ def test_gear_claims_never_take_gear_on_another_base(compose, tmp_path) -> None:
         assert matches(gear, claims[cid]["a"]) and not matches(gear_griever, claims[cid]["a"])
     assert matches(gear_griever, claims["gear_griever_gt_gear_hybrid"]["a"])
     assert matches(gear, claims["gear_griever_gt_gear_hybrid"]["b"])
+
+
+def test_t2rag_read_by_the_k3_reader_is_its_own_row_outside_t2rag_claims(compose, tmp_path) -> None:
+    """agent.answer=false: T²RAG's passages read by the K.3 reader; not T²RAG's own answers (Table 1)."""
+    from gear_repro.reporting.claims import load_claims, matches
+
+    own = run_of(compose, ["experiment=t2rag_table1"], tmp_path / "own")
+    k3 = run_of(compose, ["experiment=t2rag_table1", "agent.answer=false", "qa=true"], tmp_path / "k3")
+    assert (own.method, k3.method) == ("T2RAG", "T2RAG (K.3 reader)")
+    claim = next(c for c in load_claims() if c["id"] == "t2rag_gt_standard_rag")
+    assert matches(own, claim["a"]) and not matches(k3, claim["a"])
+    assert long_table([k3]).query("metric == 'EM'")["paper"].isna().all()

@@ -57,6 +57,8 @@ class RunResult:
         if agent in BASE_NAMED_AGENTS and (paper_label or ret != PAPER_BASE.get(agent, ret)):
             return f"{BASE_NAMED_AGENTS[agent]} + {label}"  # "GEAR + GRIEVER" (GRIEVER Table 4), "GEAR + BM25"
         if agent in AGENT_LABELS:
+            if self.config["agent"].get("answer") is False:  # a self-answering method whose passages K.3 reads
+                return f"{AGENT_LABELS[agent]} (K.3 reader)"
             return AGENT_LABELS[agent]
         if agent == "ircot":  # "IRCoT (BM25)" is the paper's; SBERT/Hybrid runs stand in for ColBERTv2 and say so
             return f"IRCoT ({label})"
