@@ -153,6 +153,7 @@ class RunSchema:
     progress: bool = True
     fail_fast: bool = False  # re-raise a question's error instead of logging and counting it
     allow_errors: bool = False  # false: a run with errored questions exits non-zero (they are scored as misses)
+    workers: int = 1  # questions in flight; their LLM waits overlap (docs/llm.md, "Concurrency")
 
 
 @dataclass

@@ -20,6 +20,8 @@ from __future__ import annotations
 import logging
 import time
 import traceback
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from hydra.utils import instantiate
@@ -29,9 +31,11 @@ from tqdm import tqdm
 from gear_repro.agent import build_method
 from gear_repro.config import to_container, validate
 from gear_repro.evaluation.aggregate import aggregate
+from gear_repro.llm.ledger import call_scope
 from gear_repro.qa.reader import score_answer
 from gear_repro.run_resources import Resources
 from gear_repro.types import Question
+from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.io import JsonlAppender, iter_jsonl, read_json, repair_jsonl_tail, write_json
@@ -42,7 +46,7 @@ log = logging.getLogger("gear_repro")
 
 # config keys that do not change results (excluded from the run fingerprint used for resuming)
 _NON_RESULT_KEYS = {
-    "run": {"progress", "resume", "fail_fast", "allow_errors"}, "hydra": None, "report": None, "name": None,
+    "run": {"progress", "resume", "fail_fast", "allow_errors", "workers"}, "hydra": None, "report": None, "name": None,
     "embedder": {"num_threads", "show_progress", "batch_size", "cache"},
     "llm": {"timeout_s", "max_retries", "backoff_base_s", "backoff_max_s", "concurrency", "cache", "cache_dir", "server",
             "base_url"},
@@ -99,12 +103,14 @@ class Runner:
     # -- bookkeeping ---------------------------------------------------------------------------------
     def preflight(self, method, qa_reader) -> None:
         """Configuration errors found at start-up, before any question runs (issue 9 §2): beam options and
-        scorer name, and the LLM's credentials when the method (``needs_llm``, default true) or QA uses it."""
+        scorer name, ``run.workers``, and the LLM's credentials when the method (``needs_llm``, default true) or QA uses it."""
         from gear_repro.graph.beam_search import BeamConfig
         from gear_repro.graph.scorers import check_scorer
 
         if self.cfg.get("beam") is not None:
             check_scorer(BeamConfig.from_any(self.cfg.beam).scorer)
+        if int(self.cfg.run.workers) < 1:
+            raise ConfigError(f"run.workers must be >= 1 (got {self.cfg.run.workers})")
         if self.cfg.get("llm") is not None and (qa_reader is not None or getattr(method, "needs_llm", True)):
             check = getattr(self.res.llm, "check_ready", None)
             if check is not None:
@@ -199,13 +205,12 @@ class Runner:
         provenance = {"method": method.describe()}  # hub statistics, γ, switches (issue 13)
         self._write_provenance(fp, provenance)
         t_loop = time.perf_counter()
-        with JsonlAppender(pred_path) as out:
-            bar = tqdm(todo, desc=f"{cfg.dataset.name} {cfg.get('name', '')}", disable=not cfg.run.progress,
-                       unit="q", dynamic_ncols=True)
-            for q in bar:
-                rec = self._one(q, method, qa_reader)
+        with JsonlAppender(pred_path) as out, tqdm(total=len(todo), desc=f"{cfg.dataset.name} {cfg.get('name', '')}",
+                                                   disable=not cfg.run.progress, unit="q", dynamic_ncols=True) as bar:
+            for rec in self._records(todo, method, qa_reader, int(cfg.run.workers)):
                 out.write(rec)  # an errored record is scored as a miss now and retried by a resume
-                finished[q.id] = rec
+                finished[rec["id"]] = rec
+                bar.update()
         self.timings["questions_s"] = time.perf_counter() - t_loop
         preds = [finished[q.id] for q in questions if q.id in finished]
         max_rounds = getattr(method, "max_rounds", None) or cfg.dataset.get("max_rounds")  # per-round recall length
@@ -220,12 +225,28 @@ class Runner:
         log.info("metrics: %s", {k: round(v, 2) for k, v in metrics.items() if isinstance(v, float)})
         return metrics
 
-    def _one(self, q: Question, method, qa_reader) -> dict:
+    def _records(self, todo: Sequence[Question], method, qa_reader, workers: int) -> Iterator[dict]:
+        """Each question's record, in question order. With ``workers`` > 1 that many questions are in flight:
+        their LLM waits overlap while :data:`~gear_repro.utils.concurrency.COMPUTE` keeps their computation
+        one at a time, so every record equals the one ``workers=1`` writes (docs/llm.md, "Concurrency")."""
+        def one(q: Question) -> dict:
+            with COMPUTE.hold(), call_scope() as calls:
+                return self._one(q, method, qa_reader, calls)
+
+        if workers == 1:
+            yield from map(one, todo)
+            return
+        ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="question")
+        try:
+            yield from ex.map(one, todo)
+        finally:  # Ctrl-C or fail_fast: questions not started are dropped, running ones finish unrecorded
+            ex.shutdown(wait=True, cancel_futures=True)
+
+    def _one(self, q: Question, method, qa_reader, calls: list[dict]) -> dict:
+        """One question's record; ``calls`` collects its LLM calls (:func:`~gear_repro.llm.ledger.call_scope`)."""
         cfg = self.cfg
         ks = sorted(cfg.run.ks)
-        llm = self.res.__dict__.get("llm")
-        mark = llm.ledger.mark() if llm is not None else None
-        spans: list[tuple[int, int, int]] = []  # (k, first, end) ledger positions of each matched-k pass
+        spans: list[tuple[int, int, int]] = []  # (k, first, end) positions in `calls` of each matched-k pass
         rec: dict = {"id": q.id, "question": q.question, "gold_ids": q.gold_ids, "answers": q.answers, "type": q.type}
         t0 = time.perf_counter()
         try:
@@ -233,12 +254,9 @@ class Runner:
             if method.k_dependent and cfg.run.matched_k:
                 outs = {}
                 for k in ks:
-                    llm = self.res.__dict__.get("llm")
-                    start = llm.ledger.mark() if llm is not None else 0
+                    start = len(calls)
                     outs[k] = method.run(q, k)
-                    llm = self.res.__dict__.get("llm")
-                    if llm is not None:
-                        spans.append((k, start, llm.ledger.mark()))
+                    spans.append((k, start, len(calls)))
                 for k, o in outs.items():
                     rankings[str(k)] = o.ranking.ids[: cfg.run.save_depth]
                 final = outs[ks[-1]]
@@ -263,12 +281,9 @@ class Runner:
             rec["error"] = f"{type(e).__name__}: {e}"
             rec["traceback"] = traceback.format_exc(limit=5)
             rec.setdefault("rankings", {"final": []})
-        llm = self.res.__dict__.get("llm")
-        if llm is not None:
-            calls = llm.ledger.since(mark) if mark is not None else list(llm.ledger.records)
-            base = mark or 0
-            for i, c in enumerate(calls):  # Fig. 4: each call tagged with the k of its matched-k pass
-                c["k"] = next((k for k, a, b in spans if a <= base + i < b), None)
-            rec["llm_calls"] = calls
+        if self.res.__dict__.get("llm") is not None:
+            rec["llm_calls"] = [dict(c) for c in calls]
+            for i, c in enumerate(rec["llm_calls"]):  # Fig. 4: each call tagged with the k of its matched-k pass
+                c["k"] = next((k for k, a, b in spans if a <= i < b), None)
         rec["timings"] = {"total_s": time.perf_counter() - t0}
         return rec

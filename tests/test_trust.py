@@ -13,7 +13,7 @@ import pytest
 
 from gear_repro.agent.base import MethodOutput
 from gear_repro.evaluation.aggregate import aggregate
-from gear_repro.llm.ledger import TokenLedger
+from gear_repro.llm.ledger import TokenLedger, call_scope
 from gear_repro.retrieval.base import BM25Retriever
 from gear_repro.runner import Runner
 from gear_repro.types import Ranking
@@ -197,7 +197,8 @@ def test_matched_k_calls_tagged_and_qa_reads_the_k5_pass(compose, toy_dir, tmp_p
     r.res.__dict__["llm"] = llm
     qa = _QA(llm)
     q = r.res.dataset.questions[0]
-    rec = r._one(q, _KMethod(llm), qa)
+    with call_scope() as calls:
+        rec = r._one(q, _KMethod(llm), qa, calls)
     assert qa.seen == [[f"p5-{i}" for i in range(5)]]  # Table 3: the k=5 pass, not k=15
     assert [(c["stage"], c["k"]) for c in rec["llm_calls"]] == [("read", 5), ("read", 10), ("read", 15), ("qa", None)]
     m = aggregate([rec], [5, 10, 15], qa=True)

@@ -14,6 +14,7 @@ first contacted; it is never stored in the config, the cache, the ledger, logs o
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import os
@@ -31,6 +32,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 from gear_repro.llm.cache import LLMCache, request_key
 from gear_repro.llm.ledger import TokenLedger
 from gear_repro.llm.tokens import count_messages, count_text
+from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError, GearError
 
 log = logging.getLogger(__name__)
@@ -117,6 +119,8 @@ class LLMClient:
         self.max_retries = int(max_retries)
         self.backoff_base_s, self.backoff_max_s = float(backoff_base_s), float(backoff_max_s)
         self.concurrency = max(1, int(concurrency))
+        self._in_flight = threading.BoundedSemaphore(self.concurrency)  # requests in flight, from any thread
+        self._in_flight_keys: dict[str, threading.Event] = {}  # cache keys being requested (single flight)
         self.cache = LLMCache(cache_dir) if cache else None
         self.server_cfg = dict(server) if server else None
         self.server = None
@@ -199,7 +203,8 @@ class LLMClient:
     def _request(self, messages: list[dict], params: dict[str, Any]) -> dict[str, Any]:
         """One HTTP round trip, validated; returns the cacheable reply fields."""
         client = self._ensure_client()
-        resp = client.chat.completions.create(model=self.model, messages=messages, **params)
+        with self._in_flight:
+            resp = client.chat.completions.create(model=self.model, messages=messages, **params)
         choices = getattr(resp, "choices", None)
         if not choices or getattr(choices[0], "message", None) is None:
             raise MalformedReply(f"not a chat completion: {str(resp)[:200]!r}")
@@ -254,6 +259,9 @@ class LLMClient:
         key = request_key(self.model, messages, req) if self.cache is not None else None
         self._bump(calls=1)
         hit = self.cache.get(key) if self.cache is not None and key else None
+        owner = False
+        if hit is None and key:
+            owner, hit = self._join_in_flight(key)
         if hit is not None:
             self._bump(cache_hits=1)
             reply = LLMReply(text=hit["text"], prompt_tokens=hit["prompt_tokens"],
@@ -263,15 +271,19 @@ class LLMClient:
         else:
             self._bump(cache_misses=1)
             try:
-                out = self._call_with_retries(messages, req)
+                with COMPUTE.released():  # other questions compute while this one waits (run.workers)
+                    out = self._call_with_retries(messages, req)
+                if self.cache is not None and key:
+                    self.cache.put(key, self.model, out)
             except LLMCallError as e:
                 self._bump(failures=1)
                 self.ledger.add(stage=stage, round=round_no, prompt_tokens=0, completion_tokens=0, cached=False,
                                 latency_s=round_s(time.perf_counter() - t0), model=self.model,
                                 tokens_source=None, ok=False, error=str(e)[:300])
                 raise
-            if self.cache is not None and key:
-                self.cache.put(key, self.model, out)
+            finally:
+                if owner:
+                    self._leave_in_flight(key)
             reply = LLMReply(text=out["text"], prompt_tokens=out["prompt_tokens"],
                              completion_tokens=out["completion_tokens"], cached=False,
                              latency_s=round_s(time.perf_counter() - t0), model=out["model"],
@@ -281,6 +293,22 @@ class LLMClient:
                         completion_tokens=reply.completion_tokens, cached=reply.cached, latency_s=reply.latency_s,
                         model=reply.model, tokens_source=reply.tokens_source, ok=True, error=None)
         return reply
+
+    def _join_in_flight(self, key: str) -> tuple[bool, dict | None]:
+        """Single flight: the first thread to miss ``key`` owns the request (True, None); a thread that finds it in
+        flight waits for it and takes the cached reply (False, reply), or sends its own if the owner failed."""
+        with self._lock:
+            done = self._in_flight_keys.get(key)
+            if done is None:
+                self._in_flight_keys[key] = threading.Event()
+                return True, None
+        with COMPUTE.released():
+            done.wait()
+        return False, self.cache.get(key) if self.cache is not None else None
+
+    def _leave_in_flight(self, key: str) -> None:
+        with self._lock:
+            self._in_flight_keys.pop(key).set()
 
     def chat_many(self, batch: Sequence[list[dict]], *, stage: str, round_no: int = 0,
                   return_exceptions: bool = False, **params: Any) -> list[Any]:
@@ -303,8 +331,9 @@ class LLMClient:
 
         if self.concurrency == 1 or len(batch) == 1:
             return [one(m) for m in batch]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batch))) as ex:
-            return list(ex.map(one, batch))
+        contexts = [contextvars.copy_context() for _ in batch]  # the caller's ledger scope (ledger.call_scope)
+        with COMPUTE.released(), ThreadPoolExecutor(max_workers=min(self.concurrency, len(batch))) as ex:
+            return list(ex.map(lambda cm: cm[0].run(one, cm[1]), zip(contexts, batch, strict=True)))
 
     def _ensure_client_if_needed(self, batch: Sequence[list[dict]], params: Mapping[str, Any]) -> None:
         """Start a local server from the calling thread when some request misses the cache."""

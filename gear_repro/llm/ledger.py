@@ -5,10 +5,29 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 LEDGER_FIELDS = ("stage", "round", "prompt_tokens", "completion_tokens", "cached", "latency_s", "model",
                  "tokens_source", "ok", "error", "ts")
+
+
+_SCOPE: ContextVar[list[dict[str, Any]] | None] = ContextVar("ledger_scope", default=None)
+
+
+@contextmanager
+def call_scope() -> Iterator[list[dict[str, Any]]]:
+    """Collect (copies of) the records every ledger adds in this context: one question's calls, whatever other
+    questions run in other threads at the same time (``run.workers``). ``LLMClient.chat_many`` runs its requests
+    in the caller's context, so they land in the caller's scope."""
+    records: list[dict[str, Any]] = []
+    token = _SCOPE.set(records)
+    try:
+        yield records
+    finally:
+        _SCOPE.reset(token)
 
 
 class TokenLedger:
@@ -17,7 +36,8 @@ class TokenLedger:
     Each record: ``stage`` (extract/read/gist/reason/rewrite/qa), ``round``, ``prompt_tokens``,
     ``completion_tokens`` (server usage, else tiktoken, else an estimate: ``tokens_source``),
     ``cached``, ``latency_s``, ``model``, ``ok`` and ``error`` (failed calls are recorded with 0 tokens), ``ts``.
-    Slice per question with ``m = ledger.mark(); ...; ledger.since(m)``.
+    Per question: ``with call_scope() as calls: ...`` (thread-safe); or ``m = ledger.mark(); ...; ledger.since(m)``
+    when one thread uses the ledger.
     """
 
     def __init__(self) -> None:
@@ -29,6 +49,9 @@ class TokenLedger:
         out = {k: rec.get(k) for k in LEDGER_FIELDS} | {k: v for k, v in rec.items() if k not in LEDGER_FIELDS}
         with self._lock:
             self.records.append(out)
+        scope = _SCOPE.get()
+        if scope is not None:
+            scope.append(dict(out))
         return out
 
     def mark(self) -> int:
