@@ -275,7 +275,7 @@ class LLMSchema:
     max_retries: int = 4
     backoff_base_s: float = 1.0
     backoff_max_s: float = 30.0
-    concurrency: int = 4
+    concurrency: int = 4  # requests in flight at most (chat_many, run.workers questions)
     cache: bool = True
     cache_dir: str | None = None
     server: LLMServerSchema | None = None

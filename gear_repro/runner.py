@@ -20,8 +20,8 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from hydra.utils import instantiate
@@ -207,10 +207,9 @@ class Runner:
         t_loop = time.perf_counter()
         with JsonlAppender(pred_path) as out, tqdm(total=len(todo), desc=f"{cfg.dataset.name} {cfg.get('name', '')}",
                                                    disable=not cfg.run.progress, unit="q", dynamic_ncols=True) as bar:
-            for rec in self._records(todo, method, qa_reader, int(cfg.run.workers)):
+            for rec in self._records(todo, method, qa_reader, int(cfg.run.workers), done=bar.update):
                 out.write(rec)  # an errored record is scored as a miss now and retried by a resume
                 finished[rec["id"]] = rec
-                bar.update()
         self.timings["questions_s"] = time.perf_counter() - t_loop
         preds = [finished[q.id] for q in questions if q.id in finished]
         max_rounds = getattr(method, "max_rounds", None) or cfg.dataset.get("max_rounds")  # per-round recall length
@@ -225,20 +224,36 @@ class Runner:
         log.info("metrics: %s", {k: round(v, 2) for k, v in metrics.items() if isinstance(v, float)})
         return metrics
 
-    def _records(self, todo: Sequence[Question], method, qa_reader, workers: int) -> Iterator[dict]:
-        """Each question's record, in question order. With ``workers`` > 1 that many questions are in flight:
-        their LLM waits overlap while :data:`~gear_repro.utils.concurrency.COMPUTE` keeps their computation
-        one at a time, so every record equals the one ``workers=1`` writes (docs/llm.md, "Concurrency")."""
+    def _records(self, todo: Sequence[Question], method, qa_reader, workers: int, *,
+                 done: Callable[[], object]) -> Iterator[dict]:
+        """Each question's record, in question order; ``done()`` as each question finishes (the progress bar).
+
+        With ``workers`` > 1 that many questions are in flight: their LLM waits overlap while
+        :data:`~gear_repro.utils.concurrency.COMPUTE` keeps their computation one at a time, so every record
+        equals the one ``workers=1`` writes (docs/llm.md, "Concurrency"). A finished record waits until every
+        earlier question has finished, so the records come (and a killed run keeps them) in question order; with
+        ``run.fail_fast`` a question's error is raised in that order too, after the records before it."""
         def one(q: Question) -> dict:
             with COMPUTE.hold(), call_scope() as calls:
                 return self._one(q, method, qa_reader, calls)
 
         if workers == 1:
-            yield from map(one, todo)
+            for q in todo:
+                rec = one(q)
+                done()
+                yield rec
             return
         ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="question")
         try:
-            yield from ex.map(one, todo)
+            position = {ex.submit(one, q): i for i, q in enumerate(todo)}
+            ready: dict[int, Future[dict]] = {}
+            head = 0  # position of the first question not yielded yet
+            for fut in as_completed(position):
+                ready[position.pop(fut)] = fut  # popped: a written record is not kept
+                done()
+                while head in ready:
+                    yield ready.pop(head).result()
+                    head += 1
         finally:  # Ctrl-C or fail_fast: questions not started are dropped, running ones finish unrecorded
             ex.shutdown(wait=True, cancel_futures=True)
 

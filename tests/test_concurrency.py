@@ -1,23 +1,54 @@
 """``run.workers`` (questions in flight) against a stand-in endpoint: the records and their order equal
-``workers=1`` although requests finish out of order; ``llm.concurrency`` caps the requests in flight; each
-record keeps its own question's LLM calls (ledger.call_scope)."""
+``workers=1`` although requests finish out of order, for IRCoT, GEAR, SyncGE with matched-k passes and T²RAG;
+``llm.concurrency`` caps the requests in flight; each record keeps its own question's LLM calls
+(ledger.call_scope); progress counts completions while records keep question order."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from gear_repro.agent.base import MethodOutput
 from gear_repro.config import validate
 from gear_repro.llm.ledger import TokenLedger, call_scope
 from gear_repro.llm.standin import StandInServer
 from gear_repro.run_resources import Resources
 from gear_repro.runner import Runner
+from gear_repro.types import Question, Ranking
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError
-from tests.conftest import TOY_QUESTIONS, write_jsonl
+from tests.conftest import TOY_PASSAGES, TOY_QUESTIONS, write_jsonl
+
+IRCOT = ["agent=ircot", "retriever=bm25", "agent.top_k=2", "qa=true"]
+ENTITIES = [title for title, _ in TOY_PASSAGES]
+
+
+def scripted_reply(prompt: str) -> str:
+    """A reply in the format of the prompt's template (GEAR reader/reason/rewrite, T²RAG decompose/resolve/answer,
+    QA), its entities and verdicts picked by the prompt's hash: the same prompt gets the same reply, and the
+    questions take different paths (rounds, stops)."""
+    h = int(hashlib.sha256(prompt.encode()).hexdigest(), 16)
+    a, b, c = (ENTITIES[(h >> (8 * i)) % len(ENTITIES)] for i in range(3))
+    if "Fully Resolved Clue" in prompt:  # T²RAG resolve
+        more = f"\n\nNewly Searchable Clue 1:\nSubject: {b}\nPredicate: located in\nObject: ?" if h % 2 else ""
+        return f"Fully Resolved Clue 1:\nSubject: {a}\nPredicate: related to\nObject: {b}{more}"
+    if "Key Reasoning Clues" in prompt:  # T²RAG answer
+        return a
+    if "extracting the necessary knowledge triples" in prompt:  # T²RAG decompose
+        return f"Triples:\n{a} | related to | ?x\n?x | located in | ?"
+    if "what else information is needed" in prompt:  # GEAR rewrite
+        return f"Next Question: Where is {a}?"
+    if "Answerable: Yes" in prompt:  # GEAR reason
+        return f"Answerable: Yes\nAnswer: {a}" if h % 3 == 0 else "Answerable: No\nWhy: a fact is missing."
+    if "knowlege triples" in prompt:  # K.2 reader (SyncGE read, GEAR gist)
+        return f'Facts: ("{a}", "related to", "{b}"), ("{b}", "located in", "{c}")'
+    return f"Answer: {a}"  # QA reader
+
 
 def _is_timing(key: str) -> bool:
     return key in ("timings", "ts") or key.endswith(("_ms", "_s"))
@@ -32,14 +63,16 @@ def _strip(obj):
     return obj
 
 
-def _run(compose, data: Path, out: Path, url: str, workers: int, concurrency: int) -> list[dict]:
+def _run(compose, data: Path, out: Path, url: str, workers: int, concurrency: int, method: list[str] = IRCOT,
+         embedder: Any = None) -> list[dict]:
+    """``method`` (overrides) on ``data`` against the endpoint ``url``; ``embedder`` None for methods without
+    vectors."""
     cfg = validate(compose([
-        "agent=ircot", "retriever=bm25", "embedder=minilm", f"dataset.path={data}", "dataset.name=toy",
-        "run.progress=false", "agent.top_k=2", "qa=true", "llm=openai_compatible", f"llm.base_url={url}",
-        "llm.model=standin", f"llm.cache_dir={out / 'llm_cache'}", f"run.workers={workers}",
-        f"llm.concurrency={concurrency}"]))
+        *method, "embedder=minilm", f"dataset.path={data}", "dataset.name=toy", "run.progress=false",
+        "llm=openai_compatible", f"llm.base_url={url}", "llm.model=standin", f"llm.cache_dir={out / 'llm_cache'}",
+        f"run.workers={workers}", f"llm.concurrency={concurrency}"]))
     res = Resources(cfg)
-    res.__dict__["embedder"] = None  # IRCoT (BM25) needs no vectors
+    res.__dict__["embedder"] = embedder
     metrics = Runner(cfg, out / "run", resources=res).run()
     assert metrics["n_errors"] == 0
     return [json.loads(x) for x in (out / "run" / "predictions.jsonl").read_text().splitlines()]
@@ -81,6 +114,94 @@ def test_identical_requests_in_flight_are_sent_once(compose, toy_dir, tmp_path) 
     strip_cached = [{**r, "llm_calls": [{k: v for k, v in c.items() if k != "cached"} for c in r["llm_calls"]]}
                     for r in (*serial, *parallel)]
     assert _strip(strip_cached[:12]) == _strip(strip_cached[12:])  # which duplicate paid is the only difference
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Any:
+    """One MiniLM embedder for this module's runs (a text's vector does not depend on the run)."""
+    from hydra.utils import instantiate
+
+    from tests.test_agent_gear import compose_cfg
+
+    return instantiate(compose_cfg(["embedder=minilm", "embedder.show_progress=false"]).embedder)
+
+
+@pytest.mark.parametrize("method", [
+    ["agent=gear", "retriever=bm25", "beam.scorer=sum"],
+    ["agent=single", "expansion=sync", "retriever=bm25", "beam.scorer=sum", "qa=true"],  # a pass per k (matched-k)
+    ["agent=t2rag"],
+], ids=["gear", "syncge-matched-k", "t2rag"])
+def test_llm_methods_give_the_records_of_one_worker(method, compose, toy_dir, tmp_path, minilm) -> None:
+    """Shared objects (expansion, scorer memos, retrievers, embedder LRU) and per-question state stay apart:
+    every record, its LLM calls and their matched-k tags equal ``workers=1``'s, in question order."""
+    data = _twelve(toy_dir, same_text=False)
+    runs: dict[int, list[dict]] = {}
+    for workers, concurrency in ((1, 1), (4, 2)):
+        with StandInServer(latency_s=0.01, jitter_s=0.05, seed=workers, reply=scripted_reply) as server:
+            runs[workers] = _run(compose, data, tmp_path / f"w{workers}", server.url, workers, concurrency, method,
+                                 minilm)
+        assert server.max_in_flight <= concurrency
+    assert [r["id"] for r in runs[4]] == [f"{q['id']}-{i}" for i in range(4) for q in TOY_QUESTIONS]
+    assert _strip(runs[4]) == _strip(runs[1])
+    assert len({json.dumps(r["rankings"]) for r in runs[1]}) > 1  # the script sends questions different ways
+    if "expansion=sync" in method:
+        assert all([c["k"] for c in r["llm_calls"] if c["stage"] == "read"] == [5, 10, 15] for r in runs[4])
+
+
+class _WaitFor:
+    """A method whose first question waits (as on an LLM reply, the compute lock given up) until ``release``
+    is set; question ``fail`` raises."""
+
+    k_dependent = False
+
+    def __init__(self, first: str, fail: str | None = None):
+        self.first, self.fail, self.release = first, fail, threading.Event()
+
+    def run(self, q: Question, k: int) -> MethodOutput:
+        if q.id == self.first:
+            with COMPUTE.released():
+                assert self.release.wait(30)
+        if q.id == self.fail:
+            raise RuntimeError(f"{q.id} failed")
+        return MethodOutput(ranking=Ranking([q.id], [1.0]))
+
+
+def _runner(compose, toy_dir: Path, tmp_path: Path, *overrides: str) -> tuple[Runner, list[Question]]:
+    cfg = validate(compose([f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "retriever=bm25",
+                            *overrides]))
+    runner = Runner(cfg, tmp_path / "run")
+    return runner, runner.res.dataset.questions
+
+
+def test_progress_counts_completions_and_records_keep_question_order(compose, toy_dir, tmp_path) -> None:
+    """q1 finishes only after q2 has (its completion releases q1): the bar counts q2 at once, the records still
+    come q1, q2, q3."""
+    runner, questions = _runner(compose, toy_dir, tmp_path)
+    method = _WaitFor("q1")
+    completed: list[int] = []
+
+    def done() -> None:
+        completed.append(1)
+        method.release.set()
+
+    got = []
+    for rec in runner._records(questions, method, None, 2, done=done):
+        got.append((rec["id"], len(completed)))
+    assert [qid for qid, _ in got] == ["q1", "q2", "q3"] and got[0][1] >= 2
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_fail_fast_raises_in_question_order(workers, compose, toy_dir, tmp_path) -> None:
+    """With run.fail_fast the error of q2 (finished first) comes after q1's record, as with one worker."""
+    runner, questions = _runner(compose, toy_dir, tmp_path, "run.fail_fast=true")
+    method = _WaitFor("q1", fail="q2")
+    if workers == 1:
+        method.release.set()
+    got = []
+    with pytest.raises(RuntimeError, match="q2 failed"):
+        for rec in runner._records(questions, method, None, workers, done=method.release.set):
+            got.append(rec["id"])
+    assert got == ["q1"]
 
 
 def test_call_scope_keeps_each_threads_calls() -> None:

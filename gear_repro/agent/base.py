@@ -33,7 +33,12 @@ class MethodOutput:
 
 class Method(Protocol):
     """A retrieval method. Optional attributes the runner reads: ``answers_questions`` (True: its outputs
-    carry ``answer``, scored as EM/F1 without a QA reader) and ``max_rounds`` (length of per-round recall)."""
+    carry ``answer``, scored as EM/F1 without a QA reader) and ``max_rounds`` (length of per-round recall).
+
+    With ``run.workers`` > 1 one method object runs several questions, one computing at a time, another's
+    computation running while one waits on an LLM reply (:mod:`gear_repro.utils.concurrency`). So ``run`` keeps a
+    question's state in locals, never on ``self`` (or on what the method shares) across an LLM call; memos of
+    per-text values are fine. ``tests/test_concurrency.py`` checks every LLM method against ``run.workers=1``."""
 
     name: str
     k_dependent: bool

@@ -5,6 +5,10 @@ server (``LLMClient.chat``). Only one question computes at a time, so shared mem
 lazily built indexes, counters) see no races. Each question computes what it would compute alone, because those
 memos hold per-text values, not per-batch ones (``SentenceEmbedder.encode``). With an API or vLLM endpoint the
 time goes to the waits, and those overlap.
+
+The lock does not guard state that outlives a wait: a method must not keep one question's values on ``self``
+across an LLM call (:class:`gear_repro.agent.base.Method`). None does (GEAR, SyncGE, IRCoT, HippoRAG, T²RAG keep
+them in locals; their lazily built indexes and memos are per text).
 """
 
 from __future__ import annotations
