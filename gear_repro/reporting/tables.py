@@ -39,7 +39,7 @@ def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None,
             table = r.table_for(m)
             ref_paper, ref_table, setting = r.paper_ref(m)
             paper = paper_value(ref_table, r.method, r.dataset, m, paper=ref_paper, setting=setting)
-            source = "" if (ref_paper, ref_table) == (r.paper, table) else \
+            source = "" if paper is None or (ref_paper, ref_table) == (r.paper, table) else \
                 f"{ref_paper} {ref_table}" + (f" ({setting})" if setting else "")
             rows.append({
                 "table": table, "method": r.method, "dataset": r.dataset, "metric": m, "ours": round(ours, 2),
