@@ -73,6 +73,8 @@ def test_questions_needed_formula():
     assert questions_needed(-1.0, 2.0) == 32
     assert questions_needed(3.0, 0.0) == 1
     assert math.isinf(questions_needed(0.0, 5.0))
+    cancelled = float(np.mean(np.array([100 / 3, -100 / 3, 50.0, -50.0, 0.1, -0.1]) * 1.0))  # ~1e-15, not 0
+    assert math.isinf(questions_needed(cancelled + 1e-14, 22.4))
 
 
 def test_bad_inputs_raise():

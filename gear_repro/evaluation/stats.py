@@ -147,8 +147,9 @@ def paired_test(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray
 
 
 def questions_needed(diff: float, sd: float, alpha: float = DEFAULT_ALPHA, power: float = DEFAULT_POWER) -> float:
-    """n = ceil(((z_{1-α/2} + z_{power}) · sd / |diff|)^2); inf when diff = 0; 1 when sd = 0 and diff != 0."""
-    if diff == 0 or not math.isfinite(diff):
+    """n = ceil(((z_{1-α/2} + z_{power}) · sd / |diff|)^2); inf when diff = 0 (to rounding: a mean of per-question
+    differences that cancel is ~1e-15, not 0); 1 when sd = 0 and diff != 0."""
+    if not math.isfinite(diff) or abs(diff) < 1e-9:
         return math.inf
     if sd <= 0:
         return 1.0
