@@ -296,9 +296,9 @@ class Runner:
             rec["error"] = f"{type(e).__name__}: {e}"
             rec["traceback"] = traceback.format_exc(limit=5)
             rec.setdefault("rankings", {"final": []})
-        if self.res.__dict__.get("llm") is not None:
-            rec["llm_calls"] = [dict(c) for c in calls]
-            for i, c in enumerate(rec["llm_calls"]):  # Fig. 4: each call tagged with the k of its matched-k pass
+        if self.res.__dict__.get("llm") is not None:  # `calls` holds this question's own copies of the records
+            for i, c in enumerate(calls):  # Fig. 4: each call tagged with the k of its matched-k pass
                 c["k"] = next((k for k, a, b in spans if a <= i < b), None)
+            rec["llm_calls"] = calls
         rec["timings"] = {"total_s": time.perf_counter() - t0}
         return rec
