@@ -64,7 +64,7 @@ $(LLAMA_WHEEL_DIR)/.complete: | $(BIN)/python
 	@if ! ls $(LLAMA_WHEEL_DIR)/llama_cpp_python-*.whl >/dev/null 2>&1; then \
 	  echo "building llama-cpp-python $(LLAMA_CPP_VERSION) with portable CPU flags (one time, ~3 min)"; \
 	  rm -rf $(LLAMA_WHEEL_DIR).tmp && mkdir -p $(LLAMA_WHEEL_DIR).tmp/src \
-	  && $(BIN)/pip download -q --no-deps --no-binary :all: -d $(LLAMA_WHEEL_DIR).tmp/src "llama-cpp-python==$(LLAMA_CPP_VERSION)" \
+	  && $(BIN)/pip download -q --no-deps --no-binary llama-cpp-python -d $(LLAMA_WHEEL_DIR).tmp/src "llama-cpp-python==$(LLAMA_CPP_VERSION)" \
 	  && tar xzf $(LLAMA_WHEEL_DIR).tmp/src/llama_cpp_python-$(LLAMA_CPP_VERSION).tar.gz -C $(LLAMA_WHEEL_DIR).tmp/src \
 	  && sed -i.orig 's/set(LLAMA_BUILD_COMMON ON CACHE/set(LLAMA_BUILD_COMMON OFF CACHE/' $(LLAMA_SRC)/CMakeLists.txt \
 	  && CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel -q --no-deps --no-cache-dir -w $(LLAMA_WHEEL_DIR).tmp $(LLAMA_SRC) \
