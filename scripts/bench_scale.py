@@ -16,7 +16,10 @@ queries get seeded random unit vectors, so no encoder runs (retrieval cost, not 
 BLAS runs one thread unless OPENBLAS_NUM_THREADS/OMP_NUM_THREADS say otherwise; all times are the process's
 CPU time (``time.process_time``), i.e. what one idle core takes, whatever else the machine runs.
 
-Measured (one process per fraction; peak RSS is the process's maximum resident set):
+Measured (one process per fraction): peak RSS is the process's maximum resident set, which counts the pages of
+the memory-mapped vector files it touched (file-backed: the kernel drops them under memory pressure); peak anon
+is the maximum of its anonymous resident memory (RssAnon, sampled every 20 ms), the memory that cannot be
+dropped, i.e. what a run needs beside the page cache.
   build_bm25_s   BM25 index of the passages (memory backend: bm25s, stop words, Snowball stemmer)
   build_vectors_s  writing the fp16 vector files; vectors_gib on disk
   build_graph_s  triple graph (TripleIndex: entity adjacency, passage alignment)
@@ -39,6 +42,7 @@ import platform
 import resource
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -151,6 +155,35 @@ def rss_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # Linux: KiB
 
 
+def anon_gib() -> float:
+    """This process's anonymous resident memory now (Linux /proc/self/status RssAnon), GiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) / 2**20
+    return float("nan")
+
+
+class AnonPeak(threading.Thread):
+    """Samples :func:`anon_gib` every ``interval`` s until stopped; ``peak`` is the largest sample."""
+
+    def __init__(self, interval: float = 0.02):
+        super().__init__(daemon=True)
+        self.interval = interval
+        self.peak = anon_gib()
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.interval):
+            self.peak = max(self.peak, anon_gib())
+
+    def stop(self) -> float:
+        self._stop_event.set()
+        self.join()
+        self.peak = max(self.peak, anon_gib())
+        return self.peak
+
+
 def pct(xs: list[float]) -> dict[str, float]:
     a = np.asarray(xs) * 1000.0
     return {"p50_ms": round(float(np.percentile(a, 50)), 2), "p95_ms": round(float(np.percentile(a, 95)), 2)}
@@ -160,6 +193,8 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
     out: dict = {"corpus": corpus, "fraction": fraction, "seed": seed, "cpu": platform.processor() or platform.machine(),
                  "cores": os.cpu_count(), "blas_threads": os.environ["OPENBLAS_NUM_THREADS"],
                  "load_avg_start": os.getloadavg()}
+    probe = AnonPeak()
+    probe.start()
     t = clock()
     passages, triples = generate(corpus, fraction, seed)
     out.update(chunks=len(passages), triples=len(triples), generate_s=round(clock() - t, 1),
@@ -179,7 +214,9 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
     coll.bm25(["warm"], 1)
     out["build_bm25_s"] = round(clock() - t, 1)
     out["rss_after_bm25_gib"] = round(rss_gib(), 2)
-    print(f"  BM25 {out['build_bm25_s']} s, RSS {out['rss_after_bm25_gib']} GiB", flush=True)
+    out["anon_after_bm25_gib"] = round(anon_gib(), 2)
+    print(f"  BM25 {out['build_bm25_s']} s, RSS {out['rss_after_bm25_gib']} GiB, anon {out['anon_after_bm25_gib']} GiB",
+          flush=True)
 
     t = clock()
     index = TripleIndex(None, triples)
@@ -189,7 +226,9 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
     out["entity_degree"] = {"entities": int(deg.size), "median": float(np.median(deg)), "max": int(deg.max()),
                             "hubs_capped": int(index.stats.get("hub_entities", 0))}
     out["rss_after_graph_gib"] = round(rss_gib(), 2)
-    print(f"  triple graph {out['build_graph_s']} s, RSS {out['rss_after_graph_gib']} GiB", flush=True)
+    out["anon_after_graph_gib"] = round(anon_gib(), 2)
+    print(f"  triple graph {out['build_graph_s']} s, RSS {out['rss_after_graph_gib']} GiB, anon "
+          f"{out['anon_after_graph_gib']} GiB", flush=True)
     del triples
 
     rng = np.random.default_rng(seed + 3)
@@ -211,18 +250,19 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
     out["latency"] = {k: pct(v) for k, v in times.items()}
     out["queries"] = n_queries
     out["peak_rss_gib"] = round(rss_gib(), 2)
+    out["peak_anon_gib"] = round(probe.stop(), 2)
     out["load_avg_end"] = os.getloadavg()
     return out
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| corpus | fraction | chunks | triples | vectors GiB (fp16) | BM25 build s | graph build s | peak RSS GiB "
+    head = ("| corpus | fraction | chunks | triples | vectors GiB (fp16) | BM25 build s | graph build s | peak RSS / anon GiB "
             "| BM25 p50/p95 CPU ms | dense p50/p95 | hybrid p50/p95 | hybrid+NaiveGE p50/p95 |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         lat = r["latency"]
         cells = [r["corpus"], f"{r['fraction']:g}", f"{r['chunks']:,}", f"{r['triples']:,}", r["vectors_gib"],
-                 r["build_bm25_s"], r["build_graph_s"], r["peak_rss_gib"],
+                 r["build_bm25_s"], r["build_graph_s"], f"{r['peak_rss_gib']} / {r.get('peak_anon_gib', '—')}",
                  *(f"{lat[k]['p50_ms']:.1f} / {lat[k]['p95_ms']:.1f}" for k in ("bm25", "dense", "hybrid", "naive"))]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
@@ -241,10 +281,13 @@ def plot(files: list[str], out: str) -> None:
         x = [r["chunks"] for r in rs]
         for key, style in (("bm25", "-o"), ("dense", "-s"), ("hybrid", "-^"), ("naive", "-d")):
             axes[0].plot(x, [r["latency"][key]["p50_ms"] for r in rs], style, label=f"{corpus} {key}")
-        axes[1].plot(x, [r["peak_rss_gib"] for r in rs], "-o", label=corpus)
+        line, = axes[1].plot(x, [r["peak_rss_gib"] for r in rs], "-o", label=f"{corpus} RSS")
+        if all("peak_anon_gib" in r for r in rs):
+            axes[1].plot(x, [r["peak_anon_gib"] for r in rs], "--", color=line.get_color(), label=f"{corpus} anon")
         axes[2].plot(x, [r["build_bm25_s"] + r["build_graph_s"] + r["build_vectors_s"] for r in rs], "-o",
                      label=corpus)
-    for ax, title in zip(axes, ("p50 CPU time per query (ms)", "peak RSS (GiB)", "index + graph build, CPU s"),
+    for ax, title in zip(axes, ("p50 CPU time per query (ms)", "peak RSS (solid) / anonymous (dashed), GiB",
+                                         "index + graph build, CPU s"),
                          strict=True):
         ax.set_xscale("log")
         ax.set_yscale("log")

@@ -17,7 +17,7 @@ import bm25s
 import numpy as np
 
 from gear_repro.backends.base import DocCollection, IndexDoc
-from gear_repro.backends.tokenize import tokenize
+from gear_repro.backends.tokenize import tokenize, tokenize_ids
 from gear_repro.types import Ranking
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.paths import cache_dir
@@ -93,7 +93,7 @@ class MemoryCollection(DocCollection):
             self._bm25 = bm25s.BM25.load(str(path))
             return self._bm25
         p = self.bm25_params
-        tokens = tokenize([d.text for d in self._docs], p["stopwords"], p["stemmer"])
+        tokens = tokenize_ids([d.text for d in self._docs], p["stopwords"], p["stemmer"])
         retr = bm25s.BM25(k1=p["k1"], b=p["b"], method=p["method"])
         retr.index(tokens, show_progress=False)
         if self.cache:
