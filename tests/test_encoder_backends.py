@@ -16,3 +16,11 @@ def test_backend_in_the_cache_key_and_torch_key_unchanged():
     assert ids["torch"] == hash_obj({"model": "all-MiniLM-L6-v2", "normalize": True, "max_seq_length": None}, 12)
     with pytest.raises(ConfigError):
         SentenceEmbedder("all-MiniLM-L6-v2", backend="tensorrt")
+
+
+def test_lossy_int8_backend_warns(caplog):
+    with caplog.at_level("WARNING", logger="gear_repro.embedding.embedder"):
+        SentenceEmbedder("all-MiniLM-L6-v2", backend="onnx")
+        assert not caplog.records
+        SentenceEmbedder("all-MiniLM-L6-v2", backend="onnx-int8")
+    assert len(caplog.records) == 1 and "lossy" in caplog.records[0].getMessage()
