@@ -10,14 +10,15 @@ outputs/demo/ (one folder per step) and the paper-layout tables and figures to o
      CPU: `experiment=table2_single_step`)
   3. offline triple extraction (K.1) with the local Qwen2.5-1.5B on DEMO_EXTRACT_PASSAGES passages, compared with GPT-3.5
   4. SyncGE (one pass at base k=15, evaluated at 5/10/15) and the GEAR agent with the local LLM, with QA, on the
-     first DEMO_LLM_QUESTIONS questions (one multirun: one process, one model load)
+     first DEMO_LLM_QUESTIONS questions (one multirun: one process, one model load); GEAR at most DEMO_GEAR_ROUNDS
+     rounds (default 2; the paper's MuSiQue setting is 4, App. B.1: each round costs ~1 min of local LLM here)
   5. gear-repro-report: tables beside the paper's numbers, and figures
 
 Environment: DEMO_EMBEDDER (default minilm = all-MiniLM-L6-v2, ~8x faster to encode the corpus and triples on
 CPU than the paper's all-mpnet-base-v2; `mpnet` for the paper's, after `make install-paper-embedder`),
 DEMO_LLM_QUESTIONS (default 1; each question costs 1-4 min of local LLM time on 2 cores),
-DEMO_EXTRACT_PASSAGES (default 3), DEMO_OUT (default outputs/demo). Re-running reuses every cache
-(indexes, embeddings, LLM replies), so a second `make demo` takes about a minute.
+DEMO_EXTRACT_PASSAGES (default 2), DEMO_GEAR_ROUNDS (default 2), DEMO_OUT (default outputs/demo). Re-running
+reuses every cache (indexes, embeddings, LLM replies), so a second `make demo` takes about 20 s.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 OUT = Path(os.environ.get("DEMO_OUT", REPO / "outputs" / "demo"))
 NQ = int(os.environ.get("DEMO_LLM_QUESTIONS", "1"))
-NP = int(os.environ.get("DEMO_EXTRACT_PASSAGES", "3"))
+NP = int(os.environ.get("DEMO_EXTRACT_PASSAGES", "2"))
+ROUNDS = int(os.environ.get("DEMO_GEAR_ROUNDS", "2"))
 EMBEDDER = os.environ.get("DEMO_EMBEDDER", "minilm")
 
 
@@ -56,7 +58,8 @@ def main() -> None:
     if NQ > 0:
         # run.matched_k=false: SyncGE reads the base passages once (k=15) instead of once per k
         sh("gear-repro", "-m", "agent=single,gear", "retriever=hybrid", "expansion=sync", "llm=local", "qa=true",
-           "run.matched_k=false", f"dataset.limit={NQ}", *common, f"hydra.sweep.dir={OUT}/4_llm")
+           "run.matched_k=false", f"dataset.limit={NQ}", f"dataset.max_rounds={ROUNDS}", *common,
+           f"hydra.sweep.dir={OUT}/4_llm")
     sh("gear-repro-report", f"{OUT}", "--out", f"{OUT}/report", "--figures")
     print(f"\ndemo done in {(time.time() - t0) / 60:.1f} min; tables and figures in {OUT}/report")
 
