@@ -1,0 +1,1 @@
+"""Test doubles shared by the suite: a scripted LLM, a model-free embedder, run helpers."""

@@ -1,0 +1,31 @@
+"""Run a method through the real runner with the test doubles in place of the LLM and the embedder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hydra import compose, initialize_config_dir
+
+import gear_repro.config  # noqa: F401  (resolvers, schemas)
+from gear_repro.utils.paths import config_dir
+
+
+def compose_config(overrides: list[str]) -> Any:
+    """The project's Hydra config with ``overrides`` (Hydra's compose API)."""
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        return compose("config", overrides=overrides)
+
+
+def run_with_doubles(overrides: list[str], run_dir: Path, *, llm: Any, embedder: Any) -> list[dict]:
+    """Compose ``overrides``, run every question with ``llm`` and ``embedder`` injected, return the records."""
+    from gear_repro.run_resources import Resources
+    from gear_repro.runner import Runner
+
+    cfg = compose_config(overrides)
+    res = Resources(cfg)
+    res.__dict__["llm"] = llm
+    res.__dict__["embedder"] = embedder
+    Runner(cfg, run_dir, resources=res).run()
+    return [json.loads(x) for x in (run_dir / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
