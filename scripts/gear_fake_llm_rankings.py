@@ -3,7 +3,7 @@
 The stand-in answers every reader/gist prompt with the dataset's own first two triples of the first three
 passages shown in the prompt (so replies depend on which passages, in which order, a step reads), says
 "not answerable" until round 3, and rewrites the question by appending the object of the last fact shown.
-No model is loaded besides the embedder; the run goes through :class:`gear_repro.runner.Runner`.
+No model is loaded besides the embedder; the run goes through :class:`gear_repro.pipeline.runner.Runner`.
 
     PYTHONPATH=$PWD python scripts/gear_fake_llm_rankings.py OUT_DIR [hydra overrides...]
 
@@ -73,8 +73,8 @@ def main(argv: list[str]) -> None:
     out = Path(argv[0])
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=[*DEFAULTS, *argv[1:]])
-    from gear_repro.run_resources import Resources
-    from gear_repro.runner import Runner
+    from gear_repro.pipeline.resources import Resources
+    from gear_repro.pipeline.runner import Runner
 
     res = Resources(cfg)
     res.__dict__["llm"] = FakeLLM(res.dataset)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from gear_repro.core.fusion import rrf
 from gear_repro.evaluation.aggregate import aggregate, round_recalls
 from gear_repro.llm import LLMReply, TokenLedger
-from gear_repro.retrieval.fusion import rrf
 from tests.conftest import SAMPLE
 
 N_PASSAGES = 60  # first passages of the sample (hold the gold passages of its first questions)
@@ -84,7 +84,7 @@ def slice_env(tmp_path_factory):
     if not (SAMPLE / "corpus.jsonl").exists():
         pytest.skip(f"bundled sample missing at {SAMPLE}")
     from gear_repro.config import validate
-    from gear_repro.run_resources import Resources
+    from gear_repro.pipeline.resources import Resources
 
     root = tmp_path_factory.mktemp("gear")  # embeddings/indexes: the shared content-hashed $GEAR_CACHE
     data = make_slice(root / "musique_slice")
@@ -106,7 +106,7 @@ def slice_env(tmp_path_factory):
 
 
 def build(slice_env, script: dict, overrides: list[str] | None = None):
-    from gear_repro.agent import build_method
+    from gear_repro.pipeline.wiring import build_method
 
     _, make = slice_env
     cfg, res = make(overrides, script)

@@ -19,7 +19,7 @@ import pytest
 from gear_repro.backends.base import Backend, Collection, IndexDoc
 from gear_repro.backends.elasticsearch import ElasticsearchBackend, ElasticsearchCollection
 from gear_repro.backends.memory import MemoryBackend, MemoryCollection
-from gear_repro.graph.triple_index import TripleIndex, triple_docs
+from gear_repro.core.triple_graph import TripleIndex, triple_docs
 from gear_repro.retrieval import BM25Retriever, DenseRetriever, HybridRetriever
 from gear_repro.types import Triple
 from gear_repro.utils.errors import ConfigError

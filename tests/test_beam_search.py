@@ -15,22 +15,22 @@ import numpy as np
 import pytest
 
 from gear_repro.backends.memory import MemoryCollection
-from gear_repro.graph.beam_search import (
+from gear_repro.core.triple_graph import TripleIndex, normalize_entity, triple_docs
+from gear_repro.methods.gear.beam_search import (
     Beam,
     BeamConfig,
     beam_search,
     diversity_weight,
     flatten_breadth_first,
+    scorer_for,
 )
-from gear_repro.graph.scorers import (
+from gear_repro.methods.gear.scorers import (
     CascadeScorer,
     ExactScorer,
     MeanScorer,
     SumScorer,
     make_scorer,
-    scorer_for,
 )
-from gear_repro.graph.triple_index import TripleIndex, normalize_entity, triple_docs
 from gear_repro.retrieval.base import BM25Retriever
 from gear_repro.types import Triple
 from gear_repro.utils.errors import ConfigError
@@ -315,7 +315,7 @@ def test_hub_default_in_config_is_uncapped(compose):
 
 def test_fusion_order_decides_rrf_ties():
     """Eq. 3: base_first (default, pseudocode rrf(base_passages + expanded_passages)) vs expanded_first."""
-    from gear_repro.graph.expansion import NaiveGE, SyncGE
+    from gear_repro.methods.gear.expansion import NaiveGE, SyncGE
     from gear_repro.types import Ranking
 
     base, expanded = Ranking(["a", "b"], [2.0, 1.0]), ["x", "b", "y"]
@@ -333,9 +333,9 @@ def test_fusion_order_default_in_configs(compose):
 
 def test_k_dependence_and_vector_needs_come_from_classes(compose):
     """Issue 9 §5: derived from the classes the config names, not from display names."""
-    from gear_repro.agent.single import SingleStep
-    from gear_repro.graph.expansion import NaiveGE, NoExpansion
-    from gear_repro.run_resources import Resources
+    from gear_repro.methods.gear.expansion import NaiveGE, NoExpansion
+    from gear_repro.methods.single import SingleStep
+    from gear_repro.pipeline.resources import Resources
 
     res = type("R", (), {"passage_retriever": None})()
     assert SingleStep(res, NoExpansion()).k_dependent is False

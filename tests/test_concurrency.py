@@ -13,16 +13,16 @@ from typing import Any
 
 import pytest
 
-from gear_repro.agent.base import MethodOutput
 from gear_repro.config import validate
 from gear_repro.llm.ledger import TokenLedger, call_scope
-from gear_repro.llm.standin import StandInServer
-from gear_repro.run_resources import Resources
-from gear_repro.runner import Runner
+from gear_repro.methods.base import MethodOutput
+from gear_repro.pipeline.resources import Resources
+from gear_repro.pipeline.runner import Runner
 from gear_repro.types import Question, Ranking
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError
 from tests.conftest import TOY_PASSAGES, TOY_QUESTIONS, write_jsonl
+from tests.helpers.standin_server import StandInServer
 
 IRCOT = ["agent=ircot", "retriever=bm25", "agent.top_k=2", "qa=true"]
 ENTITIES = [title for title, _ in TOY_PASSAGES]

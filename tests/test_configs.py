@@ -90,7 +90,7 @@ def test_misspelt_key_fails_at_composition(key):
 
 
 def test_beam_schema_matches_beam_config():
-    from gear_repro.graph.beam_search import BeamConfig
+    from gear_repro.methods.gear.beam_search import BeamConfig
 
     schema = {f.name: f.default for f in dataclasses.fields(C.BeamSchema)}
     config = {f.name: f.default for f in dataclasses.fields(BeamConfig)}
@@ -122,8 +122,8 @@ class EmptyLLM:
 @pytest.mark.slow
 @pytest.mark.parametrize("overrides", QUICK_RUNS, ids=lambda o: " ".join(o))
 def test_presets_run_on_two_questions(overrides, tmp_path: Path):
-    from gear_repro.run_resources import Resources
-    from gear_repro.runner import Runner
+    from gear_repro.pipeline.resources import Resources
+    from gear_repro.pipeline.runner import Runner
     from gear_repro.utils.io import iter_jsonl
 
     cfg = _compose([*QUICK[:1], *overrides, *QUICK[1:]])

@@ -18,7 +18,7 @@ TEXTS = ["Who is the spouse of the Green performer?", "Paris",
 @pytest.fixture(scope="module")
 def embedder():
     from gear_repro.embedding import SentenceEmbedder
-    from gear_repro.embedding.offline import resolve_model
+    from gear_repro.embedding.sbert_weights import resolve_model
 
     if resolve_model("all-MiniLM-L6-v2") == "all-MiniLM-L6-v2":
         pytest.skip("MiniLM not installed offline (make install-test-models)")

@@ -19,8 +19,8 @@ from gear_repro.reporting.tables import long_table
 
 CLASSES = {"bm25": "gear_repro.retrieval.BM25Retriever", "sbert": "gear_repro.retrieval.DenseRetriever",
            "hybrid": "gear_repro.retrieval.HybridRetriever"}
-EXPANSIONS = {"none": "gear_repro.graph.expansion.NoExpansion", "naive": "gear_repro.graph.expansion.NaiveGE",
-              "sync": "gear_repro.graph.expansion.SyncGE"}
+EXPANSIONS = {"none": "gear_repro.methods.gear.expansion.NoExpansion", "naive": "gear_repro.methods.gear.expansion.NaiveGE",
+              "sync": "gear_repro.methods.gear.expansion.SyncGE"}
 
 
 def make_run(root: Path, name: str, ret: str, exp: str, hits: list[int], agent: str = "SingleStep",
@@ -45,7 +45,7 @@ def make_run(root: Path, name: str, ret: str, exp: str, hits: list[int], agent: 
     cfg = {"dataset": {"name": "musique_sample", "paper_name": "MuSiQue", "max_rounds": 4},
            "retriever": {"_target_": CLASSES[ret], "name": ret},
            "expansion": {"_target_": EXPANSIONS[exp], "name": exp},
-           "agent": {"_target_": f"gear_repro.agent.x.{agent}", "name": agent.lower()},
+           "agent": {"_target_": f"gear_repro.pipeline.wiring.x.{agent}", "name": agent.lower()},
            "embedder": {"model": embedder}, "beam": {"diversity": True, "length": 2, "width": 10},
            "llm": {"model": "m"}, "report": {"method": label} if label else {}, "qa": answers_right is not None}
     if qa_mode:
@@ -227,7 +227,7 @@ def test_stratified_subset_on_the_sample_is_stable_nested_and_balanced(sample_di
 
 
 def test_run_json_records_the_subset(compose, toy_dir: Path, tmp_path: Path):
-    from gear_repro.runner import Runner
+    from gear_repro.pipeline.runner import Runner
 
     recs = {}
     for name, extra in (("a", []), ("b", ["run.ks=[1,2]"]), ("c", ["dataset.limit=3"])):

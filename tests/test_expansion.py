@@ -20,12 +20,12 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from gear_repro.backends.base import IndexDoc  # noqa: E402
 from gear_repro.backends.memory import MemoryBackend  # noqa: E402
 from gear_repro.config import group_config  # noqa: E402
+from gear_repro.core.fusion import rrf  # noqa: E402
+from gear_repro.core.triple_graph import TripleIndex, triple_docs  # noqa: E402
 from gear_repro.data import load_dataset  # noqa: E402
 from gear_repro.data.dataset import Dataset  # noqa: E402
-from gear_repro.graph.expansion import NaiveGE, NoExpansion, SyncGE  # noqa: E402
-from gear_repro.graph.triple_index import TripleIndex, triple_docs  # noqa: E402
+from gear_repro.methods.gear.expansion import NaiveGE, NoExpansion, SyncGE  # noqa: E402
 from gear_repro.retrieval.base import HybridRetriever  # noqa: E402
-from gear_repro.retrieval.fusion import rrf  # noqa: E402
 from gear_repro.types import Ranking  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -62,7 +62,7 @@ class ScriptedLLM:
 def _embedder():
     pytest.importorskip("sentence_transformers")
     from gear_repro.embedding import SentenceEmbedder
-    from gear_repro.embedding.offline import resolve_model
+    from gear_repro.embedding.sbert_weights import resolve_model
 
     if resolve_model("all-MiniLM-L6-v2") == "all-MiniLM-L6-v2":
         pytest.skip("all-MiniLM-L6-v2 not installed offline (make install-test-models)")

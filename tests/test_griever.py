@@ -14,10 +14,10 @@ import pytest
 
 from gear_repro.backends.base import IndexDoc
 from gear_repro.backends.memory import MemoryBackend
-from gear_repro.griever.index import GrieverData, SameAsConfig, ShortlistIndex
-from gear_repro.griever.matcher import EntityMatcher
-from gear_repro.griever.retriever import GrieverRetriever
-from gear_repro.griever.text import ngram_spans, rewrite, split_clauses, words
+from gear_repro.methods.griever.index import GrieverData, SameAsConfig, ShortlistIndex
+from gear_repro.methods.griever.matcher import EntityMatcher
+from gear_repro.methods.griever.retriever import GrieverRetriever
+from gear_repro.methods.griever.text import ngram_spans, rewrite, split_clauses, words
 from gear_repro.retrieval import ComposedRetriever
 from gear_repro.types import Passage, Triple
 from tests.es_fixtures import gear_cache
@@ -296,7 +296,7 @@ def test_griever_two_iterations_follow_the_bridge(cache):
 
 
 def test_rank_passages_path_scores(cache):
-    from gear_repro.griever.retriever import ScoredTriple
+    from gear_repro.methods.griever.retriever import ScoredTriple
 
     g = make_griever(cache)
     g.build()
@@ -324,7 +324,7 @@ def test_first_iteration_composed_or_hybrid(cache):
 
 
 def test_full_triples_shortlist_keeps_the_best_triples(cache):
-    from gear_repro.retrieval.fusion import rrf
+    from gear_repro.core.fusion import rrf
 
     b = make_griever(cache, shortlist_index="full", t_max=2)
     b.build()
@@ -359,8 +359,8 @@ def test_composed_rescores_bm25_candidates(cache):
 
 # -- wiring ------------------------------------------------------------------------------------------
 def test_resources_build_griever_and_hybrid_triple_retriever(compose, toy_dir, cache, monkeypatch):
+    from gear_repro.pipeline.resources import Resources
     from gear_repro.retrieval import HybridRetriever
-    from gear_repro.run_resources import Resources
 
     cfg = compose(["retriever=griever", f"dataset.path={toy_dir}", "dataset.name=toy"])
     res = Resources(cfg)
@@ -427,8 +427,8 @@ def test_unknown_setting_is_a_config_error(cache):
 @pytest.mark.parametrize("expansion,berlin_rank", [("none", 0), ("naive", 4)])
 def test_runner_with_griever_as_base_retriever(compose, toy_dir, tmp_path, cache, expansion, berlin_rank):
     """retriever=griever through the runner: plain and as NaiveGE's base (the triple graph is built beside it)."""
-    from gear_repro.run_resources import Resources
-    from gear_repro.runner import Runner
+    from gear_repro.pipeline.resources import Resources
+    from gear_repro.pipeline.runner import Runner
 
     cfg = compose(["retriever=griever", f"expansion={expansion}", f"dataset.path={toy_dir}", "dataset.name=toy",
                    "run.progress=false"])

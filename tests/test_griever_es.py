@@ -1,4 +1,4 @@
-"""GRIEVER on Elasticsearch (griever/elasticsearch.py) against the in-process store: the noida-db emulator
+"""GRIEVER on Elasticsearch (methods/griever/elasticsearch.py) against the in-process store: the noida-db emulator
 (and a real cluster with ES_URL) answers every store search and the whole retrieval like the memory
 backend, on the toy corpus and on a slice of the bundled MuSiQue sample."""
 
@@ -14,9 +14,9 @@ import pytest
 from gear_repro.backends.base import IndexDoc
 from gear_repro.backends.elasticsearch import ElasticsearchBackend
 from gear_repro.backends.memory import MemoryBackend
-from gear_repro.griever.elasticsearch import ElasticsearchGrieverStore
-from gear_repro.griever.retriever import GrieverRetriever
-from gear_repro.griever.store import MemoryGrieverStore, PassageFilter
+from gear_repro.methods.griever.elasticsearch import ElasticsearchGrieverStore
+from gear_repro.methods.griever.retriever import GrieverRetriever
+from gear_repro.methods.griever.store import MemoryGrieverStore, PassageFilter
 from gear_repro.types import Passage, Triple
 from tests import es_fixtures
 from tests.es_fixtures import delete_prefix, gear_cache, session_prefix

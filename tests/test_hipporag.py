@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 
 from gear_repro.config import group_config
-from gear_repro.graph.phrase_graph import (
+from gear_repro.llm.parsing import parse_named_entities
+from gear_repro.methods.hipporag.phrase_graph import (
     PhraseGraph,
     build_phrase_graph,
     cached_phrase_graph,
     phrase_key,
     synonym_pairs,
 )
-from gear_repro.llm.parsing import parse_named_entities
-from gear_repro.retrieval.hipporag import HippoRAG
+from gear_repro.methods.hipporag.retriever import HippoRAG
 from gear_repro.types import Passage, Question, Ranking, Triple
 from tests.conftest import TOY_PASSAGES, TOY_QUESTIONS, TOY_TRIPLES
 from tests.test_agent_gear import ScriptedLLM
@@ -257,7 +257,7 @@ def test_v2_seeds_facts_and_passage_nodes() -> None:
 def test_hipporag_ner_through_the_tiny_model(tmp_path: Path) -> None:
     from hydra.utils import instantiate
 
-    from gear_repro.llm.offline import smollm2_path
+    from gear_repro.llm.gguf_weights import smollm2_path
 
     try:
         smollm2_path()
@@ -281,9 +281,9 @@ def test_hipporag_ner_through_the_tiny_model(tmp_path: Path) -> None:
 
 def test_hipporag_through_the_runner(toy_dir, tmp_path, compose, monkeypatch) -> None:
     from gear_repro.config import validate
+    from gear_repro.pipeline.resources import Resources
+    from gear_repro.pipeline.runner import Runner
     from gear_repro.reporting.runs import find_runs
-    from gear_repro.run_resources import Resources
-    from gear_repro.runner import Runner
     from gear_repro.utils.io import read_jsonl
 
     monkeypatch.setenv("GEAR_CACHE", str(tmp_path / "cache"))

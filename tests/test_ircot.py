@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gear_repro.agent.ircot import (
+from gear_repro.methods.ircot import (
     ANSWER_MARK,
     IRCoTAgent,
     first_sentence,
@@ -120,9 +120,9 @@ def test_config_composition(compose) -> None:
 
 def test_ircot_bm25_end_to_end_through_runner_and_report(toy_dir, tmp_path, compose) -> None:
     from gear_repro.config import validate
+    from gear_repro.pipeline.resources import Resources
+    from gear_repro.pipeline.runner import Runner
     from gear_repro.reporting.runs import find_runs
-    from gear_repro.run_resources import Resources
-    from gear_repro.runner import Runner
 
     cfg = validate(compose(["agent=ircot", "retriever=bm25", "embedder=minilm", f"dataset.path={toy_dir}",
                             "dataset.name=toy", "run.progress=false", "agent.top_k=2", "qa=true"]))

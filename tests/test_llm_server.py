@@ -26,7 +26,7 @@ def _port_open(port: int) -> bool:
 
 
 def test_tiny_model_through_harness_started_server(tmp_path: Path) -> None:
-    from gear_repro.llm.offline import smollm2_path
+    from gear_repro.llm.gguf_weights import smollm2_path
 
     try:
         smollm2_path()
@@ -96,7 +96,7 @@ def test_server_does_not_outlive_a_killed_harness(tmp_path: Path) -> None:
     import sys
     import time
 
-    from gear_repro.llm.offline import smollm2_path
+    from gear_repro.llm.gguf_weights import smollm2_path
 
     try:
         smollm2_path()

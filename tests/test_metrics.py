@@ -2,9 +2,9 @@
 
 import pytest
 
+from gear_repro.core.fusion import rrf
 from gear_repro.evaluation.aggregate import aggregate, round_recalls
 from gear_repro.evaluation.metrics import MetricError, exact_match, f1_score, normalize_answer, recall_at_k
-from gear_repro.retrieval.fusion import rrf
 
 
 def test_recall_at_k_by_id():

@@ -61,7 +61,7 @@ def test_prompt_modes_and_bounds(slice_env):  # noqa: F811
 
 
 def test_em_f1_through_the_runner(slice_env, tmp_path):  # noqa: F811
-    from gear_repro.runner import Runner
+    from gear_repro.pipeline.runner import Runner
 
     data, _ = slice_env
     qs = [json.loads(x) for x in (data / "questions.jsonl").read_text().splitlines()]
@@ -82,7 +82,7 @@ def test_em_f1_through_the_runner(slice_env, tmp_path):  # noqa: F811
 
 
 def test_gear_with_qa_end_to_end(slice_env, tmp_path):  # noqa: F811
-    from gear_repro.runner import Runner
+    from gear_repro.pipeline.runner import Runner
 
     cfg, res, _ = build(slice_env, {"read": READ, "gist": GIST_2, "reason": YES, "qa": "Answer: G. Stanley Hall"},
                         ["qa=true"])

@@ -8,7 +8,7 @@ import pytest
 from hydra.errors import ConfigCompositionException
 
 from gear_repro.cli.report import main as report_main
-from gear_repro.runner import Runner
+from gear_repro.pipeline.runner import Runner
 from gear_repro.utils.errors import ConfigError
 
 
@@ -89,7 +89,7 @@ def test_report_tables_with_paper_numbers(compose, toy_dir, tmp_path, capsys):
 @pytest.mark.slow
 def test_run_json_records_hub_statistics_and_gamma(compose, toy_dir, tmp_path):
     """GraphExpansion.describe() (γ, fusion order, the triple graph's hub statistics) lands in run.json."""
-    from gear_repro.run_resources import Resources
+    from gear_repro.pipeline.resources import Resources
 
     cfg = _cfg(compose, toy_dir, "retriever=bm25", "expansion=naive", "beam.scorer=mean", "dataset.limit=1",
                "embedder=minilm", "embedder.show_progress=false")

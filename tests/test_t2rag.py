@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gear_repro.agent.t2rag import (
+from gear_repro.methods.t2rag.method import (
     Clue,
     TripletState,
     adaptive_retrieve,
@@ -202,7 +202,7 @@ def toy_env(tmp_path_factory):
 
     def make(overrides: list[str] | None = None, script: dict | None = None):
         from gear_repro.config import validate
-        from gear_repro.run_resources import Resources
+        from gear_repro.pipeline.resources import Resources
         from tests.test_agent_gear import compose_cfg
 
         cfg = validate(compose_cfg(["agent=t2rag", "embedder=minilm", "embedder.show_progress=false",
@@ -220,7 +220,7 @@ def toy_env(tmp_path_factory):
 
 
 def build(toy_env, script: dict, overrides: list[str] | None = None):
-    from gear_repro.agent import build_method
+    from gear_repro.pipeline.wiring import build_method
 
     cfg, res = toy_env[1](overrides, script)
     return res, build_method(cfg, res)
@@ -329,10 +329,10 @@ def test_ablation_and_code_switches(toy_env) -> None:
 
 
 def test_runner_scores_the_method_answer_and_reports(toy_env, tmp_path: Path) -> None:
+    from gear_repro.pipeline.runner import Runner
     from gear_repro.reporting.analyses import format_trace, t2rag_table
     from gear_repro.reporting.runs import find_runs
     from gear_repro.reporting.tables import long_table, write_tables
-    from gear_repro.runner import Runner
 
     cfg, res = toy_env[1](["experiment=t2rag_table1", "dataset.limit=1"], SCRIPT)
     res.__dict__.pop("dataset")  # reload with the limit
@@ -362,13 +362,13 @@ def test_real_llm_path_with_the_tiny_model(toy_env, tmp_path: Path) -> None:
     """The harness-started llama.cpp server with SmolLM2-135M: nonsense answers, but every reply is parsed
     or counted and the run finishes with EM/F1 and the three stages in the ledger."""
     try:
-        from gear_repro.llm.offline import smollm2_path
+        from gear_repro.llm.gguf_weights import smollm2_path
 
         smollm2_path()
         import llama_cpp  # noqa: F401
     except Exception as e:  # noqa: BLE001
         pytest.skip(f"tiny model not installed: {e}")
-    from gear_repro.runner import Runner
+    from gear_repro.pipeline.runner import Runner
 
     # a loaded 2-core machine can take minutes per call: a generous timeout keeps this a plumbing test
     cfg, res = toy_env[1](["llm=tiny", "dataset.limit=1", f"llm.cache_dir={tmp_path / 'cache'}", "llm.timeout_s=900"])

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from gear_repro.agent.base import MethodOutput
 from gear_repro.evaluation.aggregate import aggregate
 from gear_repro.llm.ledger import TokenLedger, call_scope
+from gear_repro.methods.base import MethodOutput
+from gear_repro.pipeline.runner import Runner
 from gear_repro.retrieval.base import BM25Retriever
-from gear_repro.runner import Runner
 from gear_repro.types import Ranking
 from gear_repro.utils.errors import ConfigError, DataError
 from gear_repro.utils.io import read_json

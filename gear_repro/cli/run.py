@@ -34,7 +34,7 @@ _ERRORED_RUNS: list[str] = []  # run dirs with errored questions (a sweep goes o
 
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
 def _main(cfg: DictConfig) -> float | None:
-    from gear_repro.runner import Runner
+    from gear_repro.pipeline.runner import Runner
 
     run_dir = HydraConfig.get().runtime.output_dir
     try:

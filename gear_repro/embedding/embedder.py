@@ -20,8 +20,8 @@ from typing import Protocol
 
 import numpy as np
 
-from gear_repro.embedding.offline import resolve_model
 from gear_repro.embedding.runtimes import BACKENDS, RuntimeSentenceModel
+from gear_repro.embedding.sbert_weights import resolve_model
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.io import atomic_open

@@ -8,7 +8,7 @@ by OpenVINO). Pooling and normalisation follow the folder's sentence-transformer
 the attention mask, L2 normalisation), done in numpy. Exports live in $GEAR_CACHE/onnx/<model folder>/ and are
 written atomically, so concurrent runs may export at the same time. sentence-transformers' own ONNX path needs
 ``optimum``, whose releases require transformers < 4.58; this module needs only onnxruntime/onnx/openvino.
-Agreement with torch fp32 and speed: docs/encoders.md (``scripts/bench_encoders.py``).
+Agreement with torch fp32 and speed: docs/encoders.md (``benchmarks/bench_encoders.py``).
 """
 
 from __future__ import annotations

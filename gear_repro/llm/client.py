@@ -152,7 +152,7 @@ class LLMClient:
             base_url = self.base_url
             if base_url is None and self.server_cfg is not None:
                 if self.server is None:
-                    from gear_repro.llm.offline import resolve_model_path
+                    from gear_repro.llm.gguf_weights import resolve_model_path
                     from gear_repro.llm.server import LlamaServer
 
                     cfg = dict(self.server_cfg)

@@ -34,7 +34,7 @@ from gear_repro.evaluation.per_question import question_values
 from gear_repro.evaluation.stats import Interval
 from gear_repro.reporting.evidence import EvidenceOptions, values_interval
 from gear_repro.reporting.paper import paper_value
-from gear_repro.reporting.runs import RunResult, question_set, read_config, read_predictions
+from gear_repro.reporting.runs import RunResult, load_predictions, read_config, read_predictions
 from gear_repro.reporting.tables import ci_text
 from gear_repro.utils.io import iter_jsonl
 
@@ -45,12 +45,6 @@ LLM_STAGES = ("read", "gist", "reason", "rewrite", "ner", "cot", "decompose", "r
 
 
 # -- inputs ------------------------------------------------------------------------------------------------
-def load_predictions(run: RunResult) -> list[dict]:
-    """The run's predictions of the questions it evaluated (by the ids recorded in metrics.json; the last
-    record per id; a partial last line dropped). Questions with an error are kept; callers filter."""
-    return question_set(run, read_predictions(Path(run.path) / "predictions.jsonl", run.notes))
-
-
 def scored(preds: Sequence[dict]) -> list[dict]:
     """Questions with gold passages; an errored one stays in (a miss, as in metrics.json)."""
     return [p for p in preds if p.get("gold_ids")]

@@ -24,7 +24,7 @@ from gear_repro.evaluation.stats import (
     bootstrap_ci,
     paired_test,
 )
-from gear_repro.reporting.runs import RunResult
+from gear_repro.reporting.runs import RunResult, load_predictions
 from gear_repro.utils.errors import GearError
 
 METRIC_VALUE_KEYS = {"R@5": "recall@5", "R@10": "recall@10", "R@15": "recall@15", "EM": "em", "F1": "f1"}
@@ -49,8 +49,7 @@ _PRED_CACHE: dict[tuple, list[dict]] = {}
 
 
 def predictions(run: RunResult) -> list[dict]:
-    """The run's prediction records (analyses.load_predictions), read once per file version."""
-    from gear_repro.reporting.analyses import load_predictions
+    """The run's prediction records (runs.load_predictions), read once per file version."""
 
     f = Path(run.path) / "predictions.jsonl"
     st = f.stat() if f.exists() else None

@@ -28,10 +28,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from gear_repro.evaluation.aggregate import calls_at_k, question_recalls, run_k  # noqa: E402
-from gear_repro.reporting.analyses import load_predictions, scored  # noqa: E402
+from gear_repro.reporting.analyses import scored  # noqa: E402
 from gear_repro.reporting.evidence import DEFAULT_OPTIONS, EvidenceOptions, interval, values_interval  # noqa: E402
 from gear_repro.reporting.paper import paper_results  # noqa: E402
-from gear_repro.reporting.runs import RunResult  # noqa: E402
+from gear_repro.reporting.runs import RunResult, load_predictions  # noqa: E402
 
 RETRIEVAL_STAGES = ("read", "gist", "reason", "rewrite", "ner", "cot")  # ner/cot: HippoRAG and IRCoT
 HOP_ORDER = ["2hop", "3hop1", "3hop2", "4hop1", "4hop2", "4hop3"]

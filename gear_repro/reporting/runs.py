@@ -173,3 +173,9 @@ def find_runs(paths: list[str | Path], skipped: list[Path] | None = None) -> lis
     if not runs:
         raise GearError(f"no finished runs (metrics.json + config.yaml) under {', '.join(map(str, paths))}")
     return runs
+
+
+def load_predictions(run: RunResult) -> list[dict]:
+    """The run's predictions of the questions it evaluated (by the ids recorded in metrics.json; the last
+    record per id; a partial last line dropped). Questions with an error are kept; callers filter."""
+    return question_set(run, read_predictions(Path(run.path) / "predictions.jsonl", run.notes))

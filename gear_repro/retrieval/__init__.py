@@ -7,6 +7,5 @@ from gear_repro.retrieval.base import (
     HybridRetriever,
     Retriever,
 )
-from gear_repro.retrieval.fusion import rrf
 
-__all__ = ["Retriever", "BM25Retriever", "ComposedRetriever", "DenseRetriever", "HybridRetriever", "rrf"]
+__all__ = ["Retriever", "BM25Retriever", "ComposedRetriever", "DenseRetriever", "HybridRetriever"]

@@ -12,7 +12,7 @@ from typing import Protocol
 import numpy as np
 
 from gear_repro.backends.base import Collection
-from gear_repro.retrieval.fusion import RRF_K, rrf
+from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.types import Ranking
 
 

@@ -7,7 +7,7 @@ memos hold per-text values, not per-batch ones (``SentenceEmbedder.encode``). Wi
 time goes to the waits, and those overlap.
 
 The lock does not guard state that outlives a wait: a method must not keep one question's values on ``self``
-across an LLM call (:class:`gear_repro.agent.base.Method`). None does (GEAR, SyncGE, IRCoT, HippoRAG, T²RAG keep
+across an LLM call (:class:`gear_repro.methods.base.Method`). None does (GEAR, SyncGE, IRCoT, HippoRAG, T²RAG keep
 them in locals; their lazily built indexes and memos are per text).
 """
 

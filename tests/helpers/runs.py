@@ -20,8 +20,8 @@ def compose_config(overrides: list[str]) -> Any:
 
 def run_with_doubles(overrides: list[str], run_dir: Path, *, llm: Any, embedder: Any) -> list[dict]:
     """Compose ``overrides``, run every question with ``llm`` and ``embedder`` injected, return the records."""
-    from gear_repro.run_resources import Resources
-    from gear_repro.runner import Runner
+    from gear_repro.pipeline.resources import Resources
+    from gear_repro.pipeline.runner import Runner
 
     cfg = compose_config(overrides)
     res = Resources(cfg)

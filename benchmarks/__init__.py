@@ -1,0 +1,1 @@
+"""Benchmark scripts (speed and memory; run from the repo root as ``python -m benchmarks.<name>``)."""

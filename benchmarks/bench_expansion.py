@@ -1,0 +1,210 @@
+"""Benchmark NaiveGE (GEAR §6.3, Alg. 1 with the paper's l=2, b=10, 100 neighbours, γ=20) on this CPU:
+the scorer × base-retriever table (R@k and latency) with the ratio to the hybrid retriever's p50 of the same run.
+
+Protocol (matched k as Table 2: base k = the evaluated rank, three passes k = 5, 10, 15 per question):
+  * before every pass the embedder's query cache is emptied, so each pass encodes q (base retrievers and
+    NaiveGE alike; the hybrid p50 is the per-pass time of BM25 + SBERT + RRF with a cold q);
+  * the ``fast`` scorer's per-text path memo is emptied at the start of every question and shared by its
+    three k-passes (as in a run: the runner calls the method once per k for a question);
+  * the ``exact`` scorer reads and writes the on-disk path-vector store (``path_cache``), so its recall is
+    exact but its latency is not cold (its cold cost: ~4 s/question with mpnet, docs/graph_expansion.md);
+    ``--exact-cold`` measures it cold instead.
+Per pass: total = base retrieval + expansion; p50/p95 over all questions; parts (init/gather/score/fusion)
+in the JSON.
+
+    python -m benchmarks.bench_expansion                                   # bm25, sbert, hybrid × exact, fast
+    python -m benchmarks.bench_expansion --limit 20 --bases hybrid --scorers exact fast mean
+    python -m benchmarks.bench_expansion --embedder minilm --out bench_expansion.json
+    python -m benchmarks.bench_expansion --scorers exact fast fast:rescore=20,margin=0.05   # scorer options
+
+Uses all-mpnet-base-v2 (the paper's) when $GEAR_CACHE/models/all-mpnet-base-v2 exists, else
+all-MiniLM-L6-v2, and says which.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from collections import defaultdict
+from pathlib import Path
+from types import SimpleNamespace
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+
+from gear_repro.backends.base import IndexDoc  # noqa: E402
+from gear_repro.backends.memory import MemoryBackend  # noqa: E402
+from gear_repro.core.triple_graph import TripleIndex, triple_docs  # noqa: E402
+from gear_repro.data import load_dataset  # noqa: E402
+from gear_repro.embedding import SentenceEmbedder  # noqa: E402
+from gear_repro.embedding.sbert_weights import MINILM, MPNET, resolve_model  # noqa: E402
+from gear_repro.evaluation.metrics import recall_at_k  # noqa: E402
+from gear_repro.methods.gear.expansion import NaiveGE  # noqa: E402
+from gear_repro.retrieval.base import BM25Retriever, DenseRetriever, HybridRetriever  # noqa: E402
+
+RETRIEVERS = {"bm25": BM25Retriever, "sbert": DenseRetriever, "hybrid": HybridRetriever}
+
+
+def pick_embedder(choice: str) -> str:
+    if choice == "mpnet":
+        return MPNET
+    if choice == "minilm":
+        return MINILM
+    return MPNET if resolve_model(MPNET) != MPNET else MINILM
+
+
+def clear_caches(emb) -> None:
+    """Forget memoised query/path vectors, so each question is measured cold."""
+    cache = getattr(emb, "_qcache", None)
+    if cache is not None:
+        cache.clear()
+
+
+def pct(xs: list[float], p: float) -> float:
+    return float(np.percentile(np.asarray(xs) * 1000.0, p)) if xs else float("nan")
+
+
+def scorer_beam(spec: str, a: argparse.Namespace) -> dict:
+    """Beam settings for a scorer spec: a name, or ``name:key=value,...`` (scorer options, e.g.
+    ``fast:rescore=20,margin=0.05``)."""
+    name, _, rest = spec.partition(":")
+    opts: dict = {"batch_size": a.batch_size} if a.batch_size and name in ("exact", "fast") else {}
+    for kv in filter(None, rest.split(",")):
+        key, _, val = kv.partition("=")
+        opts[key] = float(val) if "." in val else int(val) if val.lstrip("-").isdigit() else val
+    return {"scorer": name, "scorer_options": opts, "path_cache": name == "exact" and not a.exact_cold}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=str(REPO / "data" / "musique_sample"))
+    ap.add_argument("--limit", type=int, default=None, help="first N questions (default all)")
+    ap.add_argument("--ks", type=int, nargs="+", default=[5, 10, 15], help="evaluated ranks = base k")
+    ap.add_argument("--bases", nargs="+", default=["bm25", "sbert", "hybrid"], choices=sorted(RETRIEVERS))
+    ap.add_argument("--scorers", nargs="+", default=["exact", "fast"])
+    ap.add_argument("--embedder", choices=["auto", "mpnet", "minilm"], default="auto")
+    ap.add_argument("--batch-size", type=int, default=None, help="embedder batch size for path encoding")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default torch's)")
+    ap.add_argument("--exact-cold", action="store_true", help="exact scorer without the disk path store")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="cpu: the process's CPU time (with --threads 1, what an idle core takes on a shared machine)")
+    ap.add_argument("--out", default=None, help="write the figures as JSON here")
+    a = ap.parse_args()
+    clock = time.process_time if a.clock == "cpu" else time.perf_counter
+
+    ds = load_dataset(a.data, limit=a.limit)
+    model = pick_embedder(a.embedder)
+    emb = SentenceEmbedder(model=model, show_progress=False, num_threads=a.threads)
+    print(f"embedder: {model} ({resolve_model(model)})", flush=True)
+    backend = MemoryBackend()
+    t0 = time.perf_counter()
+    pcoll = backend.open_collection("passages", [IndexDoc(p.id, p.content) for p in ds.passages], emb)
+    pcoll.vectors()
+    pcoll.bm25(["warm up"], 1)
+    tcoll = backend.open_collection("triples", triple_docs(ds.triples or []), emb)
+    tcoll.vectors()
+    index = TripleIndex(tcoll, ds.triples)
+    build_s = time.perf_counter() - t0
+    print(f"indexes ready in {build_s:.1f}s: {len(pcoll)} passages, {len(tcoll)} triples; {index.describe()}",
+          flush=True)
+    res = SimpleNamespace(dataset=ds, embedder=emb, triple_index=index)
+    retrievers = {b: RETRIEVERS[b](pcoll, emb) for b in sorted(set(a.bases) | {"hybrid"})}
+    questions = [q for q in ds.questions if q.gold_ids]
+    retrievers["hybrid"].retrieve("warm up the model", 5)
+    expansions = {sc: NaiveGE(res, beam=scorer_beam(sc, a)) for sc in a.scorers}
+
+    report: dict = {"embedder": model, "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+                    "load_avg_start": os.getloadavg(), "questions": len(questions), "ks": a.ks,
+                    "index_build_s": round(build_s, 2), "exact_cold": a.exact_cold, "clock": a.clock, "base": {}, "naive": {}}
+    times: dict[tuple, list[float]] = defaultdict(list)
+    parts: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    recall: dict[tuple, list[float]] = defaultdict(list)
+    counts: dict[tuple, list[float]] = defaultdict(list)
+    for i, q in enumerate(questions):
+        for b in sorted(retrievers):  # the base retrievers alone
+            for k in a.ks:
+                clear_caches(emb)
+                t = clock()
+                r = retrievers[b].retrieve(q.question, k)
+                times[(b, k)].append(clock() - t)
+                recall[(b, k)].append(recall_at_k(r.ids, q.gold_ids, k))
+        for sc, ge in expansions.items():
+            for b in a.bases:
+                if hasattr(ge.scorer, "clear"):
+                    ge.scorer.clear()  # a cold question; its k-passes share the path memo
+                for k in a.ks:
+                    clear_caches(emb)
+                    stats = dict(getattr(ge.scorer, "stats", {}))
+                    t = clock()
+                    base = retrievers[b].retrieve(q.question, k)
+                    tb = clock() - t
+                    out = ge.expand(q.question, base)
+                    key = (sc, b, k)
+                    times[key].append(clock() - t)
+                    tm = out.trace["timings"]
+                    for p, v in (("base", tb), ("init", tm["initial_s"]), ("gather", tm["gather_s"]),
+                                 ("score", tm["score_s"]), ("fusion", tm["fusion_s"])):
+                        parts[key][p].append(v)
+                    recall[key].append(recall_at_k(out.ranking.ids, q.gold_ids, k))
+                    counts[key].append(out.trace["counters"].get("candidates", 0))
+                    now = getattr(ge.scorer, "stats", {})
+                    counts[key + ("encoded",)].append(now.get("paths_encoded", 0) - stats.get("paths_encoded", 0))
+        if (i + 1) % 10 == 0:
+            print(f"  {i + 1}/{len(questions)} questions", flush=True)
+            if i + 1 < len(questions):  # a partial table, so a slow run still reports
+                summarise(report, a, retrievers, times, parts, recall, counts, i + 1)
+    summarise(report, a, retrievers, times, parts, recall, counts, len(questions))
+
+
+def summarise(report: dict, a: argparse.Namespace, retrievers: dict, times: dict, parts: dict, recall: dict,
+              counts: dict, done: int) -> None:
+    """Print the scorer × base table over the first ``done`` questions and write the JSON (``--out``)."""
+    model = report["embedder"]
+    report["questions_done"] = done
+    report["load_avg_end"] = os.getloadavg()
+    for b in sorted(retrievers):
+        report["base"][b] = {k: {"recall": 100 * float(np.mean(recall[(b, k)])), "p50_ms": pct(times[(b, k)], 50),
+                                 "p95_ms": pct(times[(b, k)], 95)} for k in a.ks}
+    for sc in a.scorers:
+        report["naive"][sc] = {b: {k: {
+            "recall": 100 * float(np.mean(recall[(sc, b, k)])), "p50_ms": pct(times[(sc, b, k)], 50),
+            "p95_ms": pct(times[(sc, b, k)], 95), "candidates_mean": float(np.mean(counts[(sc, b, k)])),
+            "paths_encoded_mean": float(np.mean(counts[(sc, b, k, "encoded")])),
+            "parts": {p: {"p50_ms": pct(v, 50), "p95_ms": pct(v, 95)} for p, v in parts[(sc, b, k)].items()},
+        } for k in a.ks} for b in a.bases}
+
+    hyb = {k: report["base"]["hybrid"][k]["p50_ms"] for k in a.ks}
+    print("\nhybrid retriever p50 (this run): " + ", ".join(f"k={k} {hyb[k]:.1f} ms" for k in a.ks))
+    ref = "exact" if "exact" in a.scorers else None
+    print("\n| base | k | base R@k | " + " | ".join(f"NaiveGE {sc} R@k" for sc in a.scorers)
+          + (" | " + " | ".join(f"{sc} − exact" for sc in a.scorers if sc != ref) if ref else "")
+          + " | " + " | ".join(f"{sc} p50 / p95 ms (× hybrid p50)" for sc in a.scorers) + " | paths encoded/pass |")
+    n_cols = 3 + len(a.scorers) * 2 + (len(a.scorers) - 1 if ref else 0) + 1
+    print("|" + "---|" * n_cols)
+    for b in a.bases:
+        for k in a.ks:
+            rows = {sc: report["naive"][sc][b][k] for sc in a.scorers}
+            cells = [b, str(k), f"{report['base'][b][k]['recall']:.1f}"]
+            cells += [f"{rows[sc]['recall']:.1f}" for sc in a.scorers]
+            if ref:
+                cells += [f"{rows[sc]['recall'] - rows[ref]['recall']:+.1f}" for sc in a.scorers if sc != ref]
+            cells += [f"{rows[sc]['p50_ms']:.0f} / {rows[sc]['p95_ms']:.0f} ({rows[sc]['p50_ms'] / hyb[k]:.2f}×)"
+                      for sc in a.scorers]
+            cells.append(" / ".join(f"{sc} {rows[sc]['paths_encoded_mean']:.1f}" for sc in a.scorers))
+            print("| " + " | ".join(cells) + " |")
+    print(f"\nembedder {model}; {a.clock} clock; {done} questions; load average {report['load_avg_start']} -> "
+          f"{report['load_avg_end']} on {os.cpu_count()} cores")
+    if a.out:
+        Path(a.out).write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

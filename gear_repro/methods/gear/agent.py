@@ -1,0 +1,330 @@
+"""The GEAR agent (§5, App. B.2): SyncGE per round, gist memory, reasoning for termination, query re-writing,
+passageLink and the final RRF (DESIGN.md "GEAR agent").
+
+Per round n (q(1) = q):
+
+1. base retrieval C'_q(n) = h_base^k(q(n), C), k = ``base_k`` (10, App. B.2);
+2. graph expansion of C'_q(n) (the run's ``expansion`` group, SyncGE by default): read (K.2 reader with the
+   original q; in rounds >= 2 with the gist memory G(n-1), ``reader_memory``) -> proximal triples ->
+   tripleLink -> diverse triple beam search scored against the original q (``query_for_beam``) ->
+   C_q(n) = RRF(C'_q(n), C~_q(n)). The agent calls :meth:`SyncGE.expand` itself, so single-step SyncGE
+   and GEAR share one implementation of read / tripleLink / beam search;
+3. gist read (Eq. 4) of the top ``gist_k`` expanded passages C~_q(n) (``gist_docs``) with the original q and
+   the memory G(n-1) (K.2 reader with the gist-memory parts; the plain reader while G is empty) -> TG_q(n);
+   G(n) = G(n-1) ∘ TG_q(n), de-duplicated (Eq. 5);
+4. a(n), r(n) = reason(G(n), q) (Eq. 6) -> stop when answerable;
+5. otherwise, if a round is left, q(n+1) = rewrite(q, G(n), r(n)) (Eq. 7).
+
+After stopping: passageLink(t) = RRF(h_base^k(t, C), passages of h_base^k(t, T)) for every t in G(n)
+(Eq. 8, Eq. 10) and the final list is RRF(passageLink lists..., C_q(1), ..., C_q(n)) (Eq. 9).
+
+Every round record carries ``ranking``: the list GEAR would return had it stopped at that round (the same
+Eq. 9 recipe over rounds 1..n and G(n)); :func:`gear_repro.evaluation.aggregate.round_recalls` reads it
+for Figure 2. Replies of the reasoner that do not follow the format count as "not answerable" (raw reply
+kept); a rewrite that does not parse falls back to the original question; both are counted in
+``trace['counters']``. The loop runs at most ``max_rounds`` rounds.
+
+The defaults of ``reader_memory``, ``query_for_beam`` and ``gist_docs`` follow the authors' pseudocode
+(gear-rag.github.io, ``pseudocode_examples/gear.py``: ``reader(base_passages, query, gist_memory)`` from
+step 2, ``graph_expasion(triples, query)``, ``gist_memory_constructor(expanded_passages)``); docs/agent.md
+lists the readings and the switches that restore the earlier ones.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from gear_repro.config import GistDocs, GistFirstRound, QueryChoice, choice
+from gear_repro.core.fusion import RRF_K, rrf
+from gear_repro.core.triple_graph import normalize_entity
+from gear_repro.core.triple_reader import read_triples
+from gear_repro.methods.base import MethodOutput
+from gear_repro.types import Question, Ranking, Triple3, triple_text
+from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.trace import bump, seconds
+
+log = logging.getLogger(__name__)
+
+
+
+def triple_key(t: Sequence[str]) -> tuple[str, ...]:
+    """De-duplication key of a proximal triple: each element normalised like an entity."""
+    return tuple(normalize_entity(x) for x in t)
+
+
+@dataclass
+class RoundRecord:
+    """One GEAR round n as written to predictions.jsonl ``rounds[n-1]`` (docs/agent.md; JSON keys and order
+    unchanged from the earlier dict). ``ranking`` is the list GEAR returns had it stopped here (Figure 2)."""
+
+    round: int  # n (JSON name kept)
+    query: str  # q(n)
+    base: list[str]  # C'_q(n)
+    proximal: list[list[str]]  # reader triples T'_q(n)
+    linked: list[dict[str, Any]]  # tripleLink results
+    expanded: list[str]  # C~_q(n)
+    fused: list[str]  # C_q(n) (Eq. 3)
+    expansion: dict[str, Any]  # the expansion trace without the keys above and the beams
+    beams: list[dict[str, Any]]
+    gist_read: dict[str, Any]  # ids read, prompt, reply, parse info
+    gist_new: list[list[str]]  # TG_q(n) after de-duplication
+    memory: list[list[str]]  # G(n)
+    reason: dict[str, Any] | None  # Eq. 6 verdict (None: not called)
+    rewrite: dict[str, Any] | None = None  # Eq. 7 (None: stopped)
+    ranking: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class GearAgent:
+    """Multi-step GEAR (§5). Built by the runner (:func:`gear_repro.pipeline.wiring.build_method`) as
+    ``instantiate(cfg.agent, resources=res, expansion=<the run's expansion>)``.
+
+    Args (configs/agent/gear.yaml documents each with its default):
+        resources: run resources (``passage_retriever``, ``triple_retriever``, ``triple_index``, ``llm``,
+            ``dataset``, and what the expansion needs).
+        expansion: the graph expansion run in every round (the run's ``expansion`` group, built and injected by
+            the runner; SyncGE by default, NaiveGE/NoExpansion for ablations).
+        max_rounds: rounds at most (YAML: ``${dataset.max_rounds}``: MuSiQue 4, 2Wiki/HotpotQA 2).
+        base_k: passages per round from the base retriever (10).
+        query_for_base: ``rewritten`` (q(n), the paper) or ``original`` (q).
+        query_for_beam: query the beams are scored against: ``original`` (q, the pseudocode's
+            ``graph_expasion(triples, query)``) or ``rewritten`` (q(n)).
+        reader_memory: rounds >= 2 give the SyncGE reader the gist memory G(n-1) (the pseudocode's
+            ``reader(base_passages, query, gist_memory)``); False = the memory-less reader every round.
+        read_with: question shown to the reader and the gist reader: ``original`` (q) or ``rewritten``.
+        gist_docs / gist_k: which list the gist reader reads (``expanded`` = C~_q(n), the pseudocode's
+            ``gist_memory_constructor(expanded_passages)``; ``fused`` = C_q(n); ``base`` = C'_q(n)) and how
+            many of its top passages (10). An empty list falls back to the top of C_q(n).
+        gist_first_round: ``read`` (a gist read in round 1 too, DESIGN.md) or ``reuse`` (TG_q(1) = the
+            proximal triples of the round-1 SyncGE read: "Eq. 1 and 4 are identical" at n = 1; one call less).
+        dedupe_memory: drop gist triples already in G (normalised comparison).
+        reason_last_round: also call the reasoner in the last allowed round (its verdict is recorded).
+        passage_link: apply passageLink to G(n) in the final RRF (Eq. 9); False = RRF of C_q(1..n) only.
+        passage_link_k: k of the two passageLink retrievals (None = base_k).
+        k_rrf: RRF constant (60).
+        output_depth: truncate the final ranking (None = keep all).
+        round_ranking_depth: ids kept in each round's ``ranking`` (YAML: ``${run.save_depth}``; None = all).
+        llm_params: extra keyword arguments for every ``llm.chat`` call of the agent (gist/reason/rewrite).
+    """
+
+    name = "gear"
+    needs_llm = True  # reader, gist, reasoner and rewriter are LLM calls (start-up checks credentials)
+    k_dependent = False  # each round retrieves base_k passages whatever the evaluated k
+    needs_vectors = True  # passageLink and the expansion's beam search use the embedder
+
+    def __init__(self, resources: Any, expansion: Any, max_rounds: int, name: str = "gear", base_k: int = 10,
+                 query_for_base: str = "rewritten",
+                 query_for_beam: str = "original", read_with: str = "original", gist_docs: str = "expanded",
+                 gist_k: int = 10, gist_first_round: str = "read", dedupe_memory: bool = True, reason_last_round: bool = True,
+                 passage_link: bool = True, passage_link_k: int | None = None, k_rrf: int = RRF_K,
+                 output_depth: int | None = None, round_ranking_depth: int | None = None,
+                 llm_params: Mapping[str, Any] | None = None, reader_memory: bool = True):
+        self.name = name
+        self.resources = resources
+        self.query_for_base = choice(QueryChoice, query_for_base, "agent.query_for_base")
+        self.query_for_beam = choice(QueryChoice, query_for_beam, "agent.query_for_beam")
+        self.read_with = choice(QueryChoice, read_with, "agent.read_with")
+        self.gist_docs = choice(GistDocs, gist_docs, "agent.gist_docs")
+        self.gist_first_round = choice(GistFirstRound, gist_first_round, "agent.gist_first_round")
+        self.reader_memory = bool(reader_memory)
+        if max_rounds is None or int(max_rounds) < 1:
+            raise ConfigError(f"agent.max_rounds (or dataset.max_rounds) must be >= 1, got {max_rounds}")
+        self.max_rounds = int(max_rounds)
+        if base_k < 1 or gist_k < 1:
+            raise ConfigError(f"agent.base_k and agent.gist_k must be >= 1 (got {base_k}, {gist_k})")
+        self.base_k, self.gist_k = int(base_k), int(gist_k)
+        self.dedupe_memory = dedupe_memory
+        self.reason_last_round = reason_last_round
+        self.passage_link = passage_link
+        self.passage_link_k = int(passage_link_k or base_k)
+        self.k_rrf = k_rrf
+        self.output_depth = output_depth
+        self.round_ranking_depth = round_ranking_depth
+        if llm_params is not None and not isinstance(llm_params, dict):
+            llm_params = OmegaConf.to_container(llm_params, resolve=True)
+        self.llm_params = dict(llm_params or {})
+        self.expansion = expansion
+        self.retriever = resources.passage_retriever
+
+    # -- description ----------------------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        """Settings for run.json (the expansion's include γ and the triple graph's hub statistics)."""
+        return {"name": self.name, "base_k": self.base_k, "max_rounds": self.max_rounds,
+                "query_for_base": self.query_for_base, "query_for_beam": self.query_for_beam,
+                "read_with": self.read_with, "reader_memory": self.reader_memory, "gist_docs": self.gist_docs,
+                "gist_k": self.gist_k, "gist_first_round": self.gist_first_round,
+                "passage_link": self.passage_link, "passage_link_k": self.passage_link_k,
+                "expansion": self.expansion.describe()}
+
+    # -- LLM steps ----------------------------------------------------------------------------------------
+    def _chat(self, messages: list[dict], stage: str, round_no: int):
+        return self.resources.llm.chat(messages, stage=stage, round_no=round_no, **self.llm_params)
+
+    def gist_read(self, query: str, passage_ids: Sequence[str], memory: list[Triple3], *, round_no: int,
+                  counters: dict[str, int]) -> tuple[list[Triple3], dict[str, Any]]:
+        """Eq. 4: TG_q(n) = read(passages, q[, G(n-1)]) (:func:`gear_repro.core.triple_reader.read_triples`, stage
+        ``gist``). The plain reader while the memory is empty."""
+        by_id = self.resources.dataset.passage_by_id
+        passages = [by_id[p] for p in passage_ids if p in by_id]
+        if not passages:
+            bump(counters, "gist_no_passages")
+        read = read_triples(self.resources.llm, passages, query, stage="gist", round_no=round_no, memory=memory,
+                            llm_params=self.llm_params)
+        if read.failed:
+            bump(counters, "gist_parse_failed")
+        if read.repaired:
+            bump(counters, "gist_parse_repaired")
+        return read.triples, read.info()
+
+    def reason(self, question: str, memory: list[Triple3], *, round_no: int,
+               counters: dict[str, int]) -> dict[str, Any]:
+        """Eq. 6: a(n), r(n) = reason(G(n), q). An unparseable reply counts as not answerable."""
+        from gear_repro.llm.parsing import parse_reason
+        from gear_repro.prompts import render
+
+        reply = self._chat(render("reason", query=question, triples=memory), "reason", round_no)
+        answerable, text, ok = parse_reason(reply.text)
+        if not ok or answerable is None:
+            bump(counters, "reason_unparsed")
+        return {"answerable": bool(answerable) if ok and answerable is not None else False, "parsed": ok,
+                "reason": text, "raw": reply.text}
+
+    def rewrite(self, question: str, memory: list[Triple3], reason: str, *, round_no: int,
+                counters: dict[str, int]) -> dict[str, Any]:
+        """Eq. 7: q(n+1) = rewrite(G(n), q, r(n)); falls back to q when the reply does not parse."""
+        from gear_repro.llm.parsing import parse_rewrite
+        from gear_repro.prompts import render
+
+        reply = self._chat(render("rewrite", query=question, triples=memory, reason=reason or ""), "rewrite",
+                           round_no)
+        new_q, ok = parse_rewrite(reply.text)
+        fallback = not ok or not new_q.strip()
+        if fallback:
+            bump(counters, "rewrite_fallback")
+            new_q = question
+        return {"query": new_q, "parsed": ok, "fallback": fallback, "raw": reply.text}
+
+    # -- passageLink and fusion ---------------------------------------------------------------------------
+    def passage_link_lists(self, memory: Sequence[Triple3], cache: dict[str, list[str]]) -> list[list[str]]:
+        """Eq. 8/10: for each t in G, RRF(h_base^k(t, C), passages of h_base^k(t, T)); memoised per text."""
+        texts = [triple_text(t) for t in memory]
+        todo = list(dict.fromkeys(t for t in texts if t not in cache))
+        if todo:
+            index = self.resources.triple_index
+            p_lists = self.retriever.retrieve_many(todo, self.passage_link_k)
+            t_lists = self.resources.triple_retriever.retrieve_many(todo, self.passage_link_k)
+            for text, pr, tr in zip(todo, p_lists, t_lists, strict=True):
+                via_triples = list(dict.fromkeys(index.passage_of[t] for t in tr.ids if t in index.passage_of))
+                cache[text] = rrf([pr, via_triples], k_rrf=self.k_rrf).ids
+        return [cache[t] for t in texts]
+
+    def fuse(self, memory: Sequence[Triple3], round_lists: Sequence[Sequence[str]],
+             cache: dict[str, list[str]]) -> tuple[Ranking, list[list[str]]]:
+        """Eq. 9: RRF(passageLink lists..., C_q(1..n)); returns the ranking and the passageLink lists."""
+        links = self.passage_link_lists(memory, cache) if self.passage_link and memory else []
+        return rrf([*links, *[list(x) for x in round_lists]], k_rrf=self.k_rrf, limit=self.output_depth), links
+
+    # -- the loop -------------------------------------------------------------------------------------------
+    def run(self, question: Question, k: int) -> MethodOutput:
+        """Run GEAR on one question. ``k`` is ignored (k_dependent=False): each round retrieves ``base_k``."""
+        t_start = time.perf_counter()
+        q = question.question
+        counters: dict[str, int] = {}
+        memory: list[Triple3] = []
+        seen: set[tuple[str, ...]] = set()
+        link_cache: dict[str, list[str]] = {}
+        round_lists: list[list[str]] = []
+        rounds: list[RoundRecord] = []
+        query = q
+        stop = "max_rounds"
+        final = Ranking()
+        links: list[list[str]] = []
+        for n in range(1, self.max_rounds + 1):
+            t0 = time.perf_counter()
+            base_q = query if self.query_for_base == "rewritten" else q
+            beam_q = query if self.query_for_beam == "rewritten" else q
+            read_q = q if self.read_with == "original" else query
+            base = self.retriever.retrieve(base_q, self.base_k)
+            t1 = time.perf_counter()
+            out = self.expansion.expand(beam_q, base, read_query=read_q, round_no=n,
+                                        memory=list(memory) if self.reader_memory else [])
+            t2 = time.perf_counter()
+            etrace = out.trace or {}
+            fused = out.ranking
+            expanded = list(etrace.get("expanded", []))
+            round_lists.append(list(fused.ids))
+            for key, val in (etrace.get("counters") or {}).items():
+                if isinstance(val, int):
+                    bump(counters, f"expansion.{key}", val)
+            gist_src = {"fused": fused.ids, "expanded": expanded, "base": base.ids}[self.gist_docs]
+            gist_ids = list(gist_src[: self.gist_k]) or list(fused.ids[: self.gist_k])
+            if n == 1 and self.gist_first_round == "reuse":
+                new = [tuple(str(x) for x in t) for t in etrace.get("proximal", [])]
+                ginfo = {"prompt": None, "reply": None, "reused": "proximal"}
+            else:
+                new, ginfo = self.gist_read(read_q, gist_ids, memory, round_no=n, counters=counters)
+            added = []
+            for t in new:
+                key = triple_key(t)
+                if self.dedupe_memory and key in seen:
+                    bump(counters, "memory_duplicates")
+                    continue
+                seen.add(key)
+                memory.append(t)
+                added.append(t)
+            t3 = time.perf_counter()
+            last = n == self.max_rounds
+            verdict = None
+            if not last or self.reason_last_round:
+                verdict = self.reason(q, memory, round_no=n, counters=counters)
+            t4 = time.perf_counter()
+            final, links = self.fuse(memory, round_lists, link_cache)
+            t5 = time.perf_counter()
+            rec = RoundRecord(
+                round=n, query=query, base=list(base.ids), proximal=etrace.get("proximal", []),
+                linked=etrace.get("linked", []), expanded=expanded, fused=list(fused.ids),
+                expansion={k_: v for k_, v in etrace.items() if k_ not in ("proximal", "linked", "expanded", "beams")},
+                beams=etrace.get("beams", []), gist_read={"ids": gist_ids, **ginfo},
+                gist_new=[list(t) for t in added], memory=[list(t) for t in memory], reason=verdict,
+                ranking=final.ids[: self.round_ranking_depth] if self.round_ranking_depth else final.ids)
+            timings = {"base_s": t1 - t0, "expansion_s": t2 - t1, "gist_s": t3 - t2, "reason_s": t4 - t3,
+                       "fusion_s": t5 - t4}
+            rounds.append(rec)
+            if verdict is not None and verdict["answerable"]:
+                stop = "answerable"
+                rec.timings = {k_: seconds(v) for k_, v in timings.items()}
+                break
+            if last:
+                rec.timings = {k_: seconds(v) for k_, v in timings.items()}
+                break
+            t6 = time.perf_counter()
+            rw = self.rewrite(q, memory, verdict["reason"] if verdict else "", round_no=n, counters=counters)
+            timings["rewrite_s"] = time.perf_counter() - t6
+            rec.rewrite = rw
+            rec.timings = {k_: seconds(v) for k_, v in timings.items()}
+            if normalize_entity(rw["query"]) in {normalize_entity(r.query) for r in rounds}:
+                bump(counters, "rewrite_repeated")
+            query = rw["query"]
+        trace = {
+            "agent": self.name,
+            "stop": stop,
+            "n_rounds": len(rounds),
+            "max_rounds": self.max_rounds,
+            "memory": [list(t) for t in memory],
+            "answer": next((r.reason["reason"] for r in reversed(rounds) if r.reason and r.reason["answerable"]),
+                           None),
+            "passage_link": [{"triple": list(t), "ids": ids[: self.passage_link_k * 2]}
+                             for t, ids in zip(memory, links, strict=False)] if links else [],
+            "counters": counters,
+            "timings": {"total_s": seconds(time.perf_counter() - t_start)},
+        }
+        return MethodOutput(ranking=final, rounds=[r.to_dict() for r in rounds], trace=trace)

@@ -1,0 +1,273 @@
+"""Diverse triple beam search (GEAR §4.2, Alg. 1), read exactly as DESIGN.md fixes it.
+
+::
+
+    B0 <- top_b({<score(q,[t]), [t]> : t in initial triples})
+    for i in 1..l-1:
+        X <- all triples in any beam of B_{i-1}                      # exists(t, B_{i-1}), line 11
+        for <s, T> in B_{i-1}:
+            V <- [<s + score(q, T∘t), T∘t> : t in get_neighbours(T.last()), t not in X]   # line 13
+            sort(V, descending)
+            V[n].s <- V[n].s * exp(-min(n, γ) / γ)    for n = 0, 1, ...  # lines 16-18 (diversity)
+        B_i <- top_b(all V)                                           # line 20
+    return B_{l-1}
+
+score(q, path) is the cosine of SBERT embeddings of q and the path text (the concatenation of its triples'
+"s p o" texts). At most ``neighbours`` candidates are considered per beam, picked by the relevance of the
+single neighbour triple to q (cosine of q and the triple's pre-computed vector). The final beams are
+flattened breadth-first (position 0 of every beam in beam order, then position 1, ...).
+
+Switches (``configs/beam/default.yaml``; docs/graph_expansion.md): ``length`` l, ``width`` b, ``neighbours``,
+``neighbour_selection``, ``gamma`` γ (null -> 2b), ``diversity`` (false = plain beam search, the Table 4
+ablation), ``exists`` (which triples a beam may not re-use), ``dead_ends`` (beams whose last triple has no
+admissible neighbour), ``scorer`` (``exact`` = the paper's definition; ``sum``/``mean`` = approximations from
+pre-computed triple vectors), ``path_separator``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, MutableMapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from gear_repro.core.triple_graph import TripleIndex
+from gear_repro.methods.gear.scorers import PathScorer, cosines, make_scorer, takes_path_text
+from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.trace import bump as _bump
+
+# --------------------------------------------------------------------------------------------------
+# configuration
+
+
+@dataclass
+class BeamConfig:
+    """Parameters of Alg. 1 and of our reading of it (defaults = the paper's, §6.2 / DESIGN.md)."""
+
+    length: int = 2  # l: maximum number of triples per beam
+    width: int = 10  # b: beams kept per step
+    neighbours: int | None = 100  # max candidates per beam and step (None/0 = all neighbours)
+    neighbour_selection: str = "relevance"  # "relevance" (cosine of q and the single triple) | "order" (row order)
+    gamma: float | None = None  # γ of exp(-min(n,γ)/γ); None -> 2 * width
+    diversity: bool = True  # False = plain beam search (Table 4 "w/o diversity")
+    exists: str = "previous_step"  # "previous_step" (Alg. 1 exists(t, B_{i-1})) | "path" | "none"
+    dead_ends: str = "fallback"  # "fallback" | "drop" (literal Alg. 1) | "keep"
+    scorer: str = "exact"  # "exact" | "sum" | "mean" | "fast" | a name registered with scorers.register_scorer
+    path_separator: str = " "  # joins triple texts into the path text (exact scorer)
+    scorer_options: dict[str, Any] = field(default_factory=dict)  # extra keyword args of the scorer
+    path_cache: bool = False  # exact scorer: persist path vectors under $GEAR_CACHE/path_vectors (same results)
+    label: str | None = None  # free-form row label for reports (Table 4: "w/ diversity"); no effect on search
+
+    def __post_init__(self) -> None:
+        if self.length < 1 or self.width < 1:
+            raise ConfigError(f"beam.length and beam.width must be >= 1 (got {self.length}, {self.width})")
+        if self.gamma is not None and self.gamma <= 0:
+            raise ConfigError(f"beam.gamma must be > 0 or null (got {self.gamma})")
+        for name, allowed in (("neighbour_selection", ("relevance", "order")),
+                              ("exists", ("previous_step", "path", "none")),
+                              ("dead_ends", ("fallback", "drop", "keep"))):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"beam.{name} must be one of {allowed}, got '{getattr(self, name)}'")
+
+    @property
+    def gamma_value(self) -> float:
+        """γ in use: the configured value, or 2b when unset (DESIGN.md)."""
+        return float(self.gamma) if self.gamma else 2.0 * self.width
+
+    @classmethod
+    def from_any(cls, cfg: BeamConfig | Mapping[str, Any] | None) -> BeamConfig:
+        """Build from a BeamConfig, a dict or an OmegaConf node (``cfg.beam``); unknown keys are an error."""
+        if cfg is None:
+            return cls()
+        if isinstance(cfg, cls):
+            return cfg
+        try:
+            from omegaconf import DictConfig, OmegaConf
+
+            if isinstance(cfg, DictConfig):
+                cfg = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
+        except ImportError:  # pragma: no cover
+            pass
+        known = {f.name for f in fields(cls)}
+        extra = set(cfg) - known
+        if extra:
+            raise ConfigError(f"unknown beam option(s) {sorted(extra)}; known: {sorted(known)}")
+        return cls(**dict(cfg))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "gamma_value": self.gamma_value}
+
+
+def diversity_weight(n: int, gamma: float) -> float:
+    """Alg. 1 line 18: weight of the n-th (0-based) candidate of a beam, exp(-min(n, γ) / γ)."""
+    return math.exp(-min(n, gamma) / gamma)
+
+
+# --------------------------------------------------------------------------------------------------
+# the search
+
+
+@dataclass
+class Beam:
+    """A sequence of triples (rows of the index) and its accumulated (re-weighted) score."""
+
+    rows: tuple[int, ...]
+    score: float
+    path_scores: tuple[float, ...] = ()  # score(q, prefix) at each step, before re-weighting
+
+    @property
+    def last(self) -> int:
+        return self.rows[-1]
+
+
+@dataclass
+class BeamResult:
+    """Final beams B_{l-1} (best first), the breadth-first triple and passage lists, counters, timings."""
+
+    beams: list[Beam]
+    triples: list[str]  # breadth-first flattened triple ids (may repeat across beams)
+    passages: list[str]  # their passages, de-duplicated: C~_q
+    steps: int = 0  # expansion steps actually performed
+    counters: dict[str, int] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_trace(self, index: TripleIndex, n_beams: int | None = None) -> list[dict[str, Any]]:
+        """JSON-friendly beams: triple ids, texts, passages, score and per-step path scores."""
+        out = []
+        for b in self.beams[:n_beams]:
+            ids = [index.ids[r] for r in b.rows]
+            out.append({"score": round(float(b.score), 6), "path_scores": [round(float(x), 6) for x in b.path_scores],
+                        "triples": ids, "texts": [index.text(t) for t in ids],
+                        "passages": [index.passage_of[t] for t in ids]})
+        return out
+
+
+def flatten_breadth_first(beams: Sequence[Beam]) -> list[int]:
+    """Position 0 of every beam in beam order, then position 1, ... (§4.2, DESIGN.md)."""
+    depth = max((len(b.rows) for b in beams), default=0)
+    return [b.rows[i] for i in range(depth) for b in beams if i < len(b.rows)]
+
+
+def scorer_for(cfg: BeamConfig, index: TripleIndex, embedder) -> PathScorer:
+    """The scorer a :class:`BeamConfig` asks for (``scorer``, ``scorer_options``, ``path_separator``)."""
+    opts = dict(cfg.scorer_options)
+    if takes_path_text(cfg.scorer):
+        opts.setdefault("separator", cfg.path_separator)
+        opts.setdefault("path_cache", cfg.path_cache)
+    return make_scorer(cfg.scorer, index, embedder, **opts)
+
+
+def beam_search(
+    query: str,
+    initial: Sequence[str],
+    index: TripleIndex,
+    scorer: PathScorer,
+    cfg: BeamConfig | Mapping[str, Any] | None = None,
+    counters: MutableMapping[str, int] | None = None,
+    query_vector: np.ndarray | None = None,
+) -> BeamResult:
+    """Alg. 1 over ``index`` from the initial triple ids; see the module docstring for the reading.
+
+    Duplicate and unknown initial ids are skipped (counted). Ties keep the order in which candidates are
+    generated (beam order, then within-beam rank), so results are deterministic.
+    """
+    cfg = BeamConfig.from_any(cfg)
+    c: MutableMapping[str, int] = counters if counters is not None else {}
+    timings = {"query_s": 0.0, "gather_s": 0.0, "score_s": 0.0}
+    t0 = time.perf_counter()
+    seen: set[int] = set()
+    rows_l: list[int] = []
+    for tid in initial:
+        r = index.row.get(tid)
+        if r is None:
+            _bump(c, "initial_unknown")
+            continue
+        if r in seen:
+            _bump(c, "initial_duplicates")
+            continue
+        seen.add(r)
+        rows_l.append(r)
+    c["initial_triples"] = len(rows_l)
+    if not rows_l:
+        _bump(c, "no_initial_triples")
+        return BeamResult([], [], [], 0, dict(c), timings)
+    qv = query_vector if query_vector is not None else scorer.query_vector(query)
+    timings["query_s"] = time.perf_counter() - t0
+
+    # B0 (lines 1-5)
+    t1 = time.perf_counter()
+    rows = np.asarray(rows_l, dtype=np.int64)
+    s0 = scorer.single(qv, rows)
+    order = np.argsort(-s0, kind="stable")[: cfg.width]
+    beams = [Beam((int(rows[i]),), float(s0[i]), (float(s0[i]),)) for i in order]
+    timings["score_s"] += time.perf_counter() - t1
+
+    gamma = cfg.gamma_value
+    cap = cfg.neighbours or 0
+    steps = 0
+    for _step in range(1, cfg.length):
+        # gather candidates per beam (lines 8-12)
+        t2 = time.perf_counter()
+        if cfg.exists == "previous_step":
+            in_prev = np.fromiter({r for b in beams for r in b.rows}, dtype=np.int64)
+        cand_rows: list[np.ndarray] = []
+        for b in beams:
+            nb = index.neighbour_rows(b.last, c)
+            n_raw = nb.size
+            if cfg.exists == "previous_step":
+                nb = nb[~np.isin(nb, in_prev)]
+            elif cfg.exists == "path":
+                nb = nb[~np.isin(nb, np.asarray(b.rows, dtype=np.int64))]
+            if n_raw - nb.size:
+                _bump(c, "exists_skipped", int(n_raw - nb.size))
+            if cap and nb.size > cap:
+                _bump(c, "neighbours_capped")
+                if cfg.neighbour_selection == "relevance":
+                    v = index.vectors()
+                    rel = cosines(v, nb, qv)  # cosine(q, t) of the single triples
+                    keep = np.lexsort((nb, -rel))[:cap]  # by relevance, ties by row
+                    nb = nb[np.sort(keep)]  # keep row order among the chosen
+                else:
+                    nb = nb[:cap]
+            cand_rows.append(nb)
+        paths = [b.rows + (int(r),) for b, nb in zip(beams, cand_rows, strict=True) for r in nb]
+        _bump(c, "candidates", len(paths))
+        timings["gather_s"] += time.perf_counter() - t2
+
+        # score (line 13), sort and re-weight per beam (lines 15-19), global top-b (line 20)
+        t3 = time.perf_counter()
+        sc = scorer.paths(qv, paths, np.repeat([b.score for b in beams], [nb.size for nb in cand_rows]))
+        pool: list[Beam] = []
+        pos = 0
+        for b, nb in zip(beams, cand_rows, strict=True):
+            m = nb.size
+            if m == 0:
+                _bump(c, "dead_end_beams")
+                if cfg.dead_ends == "keep":
+                    pool.append(b)
+                continue
+            part = sc[pos:pos + m]
+            pos += m
+            s_new = b.score + part
+            local = np.argsort(-s_new, kind="stable")
+            for n, j in enumerate(local):
+                w = diversity_weight(n, gamma) if cfg.diversity else 1.0
+                pool.append(Beam(paths[pos - m + j], float(s_new[j] * w), b.path_scores + (float(part[j]),)))
+        pool.sort(key=lambda x: -x.score)  # stable: generation order breaks ties
+        new_beams = pool[: cfg.width]
+        timings["score_s"] += time.perf_counter() - t3
+        if not new_beams:
+            _bump(c, "beam_stalled")
+            if cfg.dead_ends == "drop":
+                beams = []
+            break
+        beams = new_beams
+        steps += 1
+
+    flat = flatten_breadth_first(beams)
+    triples = [index.ids[r] for r in flat]
+    passages = list(dict.fromkeys(index.passage_of[t] for t in triples))
+    return BeamResult(beams, triples, passages, steps, dict(c), timings)

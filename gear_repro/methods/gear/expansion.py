@@ -1,0 +1,258 @@
+"""Graph expansion of a base passage list (GEAR §4, §6.3): NoExpansion, NaiveGE, SyncGE.
+
+Given q and C'_q = h^k_base(q, C):
+
+* ``NoExpansion``: C'_q unchanged (the base retriever rows of Table 2).
+* ``NaiveGE`` (§6.3): initial triples T_q = all triples of the passages in C'_q; no LLM.
+* ``SyncGE`` (§4.1): T'_q = read(C'_q, q) with the K.2 reader (:mod:`gear_repro.core.triple_reader`; without gist
+  memory, Eq. 1, unless the caller passes one); T_q = {tripleLink(t') : t' in T'_q} (Eq. 2), tripleLink =
+  top-1 of h_base(t', T).
+
+Both then run the diverse triple beam search (Alg. 1, :mod:`gear_repro.methods.gear.beam_search`), flatten the
+beams breadth-first, map triples to passages and de-duplicate (C~_q), and return
+C_q = RRF(C'_q, C~_q) (Eq. 3). ``fusion_order`` decides which list comes first, which breaks RRF ties
+(first-seen order): ``base_first`` (default) follows the authors' pseudocode
+``rrf(base_passages + expanded_passages)`` (gear-rag.github.io, pseudocode_examples/syncge.py and gear.py);
+``expanded_first`` is this harness's earlier reading.
+
+Built by the runner as ``instantiate(cfg.expansion, resources=res, beam=cfg.beam)`` and injected into the
+method. ``expand(query, base, *, read_query, round_no, memory)`` takes everything a call needs as parameters
+(the method decides which question the reader sees and which memory). Degenerate cases never
+crash and never empty a non-empty base list; each is counted in ``trace['counters']``:
+``passages_without_triples``, ``hub_entities_capped``, ``no_proximal_triples``, ``link_failed``,
+``dead_end_beams``, ``beam_stalled``, ``no_initial_triples``, ``empty_expansion`` (see docs/graph_expansion.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gear_repro.config import FusionOrder, OnNoProximal, choice
+from gear_repro.core.fusion import RRF_K, rrf
+from gear_repro.core.triple_graph import TripleIndex
+from gear_repro.core.triple_reader import MEMORY_PROMPT, READER_PROMPT, read_triples
+from gear_repro.methods.gear.beam_search import BeamConfig, BeamResult, beam_search, scorer_for
+from gear_repro.methods.gear.scorers import PathScorer
+from gear_repro.types import Ranking, Triple3, triple_text
+from gear_repro.utils.trace import bump, seconds
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ExpansionOutput:
+    """The fused ranking C_q and a JSON-serialisable trace of how it came about."""
+
+    ranking: Ranking
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+class NoExpansion:
+    """expansion=none: the base list C'_q unchanged. Its output does not depend on the base k beyond
+    truncation, so single-step runs need one pass (``k_dependent = False``)."""
+
+    name = "none"
+    k_dependent = False  # C_q = C'_q: the k=15 list truncated is the k=5 list
+    needs_vectors = False  # reads no triple vectors
+
+    def __init__(self, resources: Any = None, beam: Any = None, name: str = "none", **_: Any):
+        self.resources = resources
+        self.name = name
+
+    def expand(self, query: str, base: Ranking, **_: Any) -> ExpansionOutput:
+        return ExpansionOutput(ranking=base, trace={"expansion": self.name})
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+
+class GraphExpansion:
+    """Shared machinery: initial triples -> Alg. 1 -> C~_q -> RRF of C'_q and C~_q (Eq. 3).
+
+    Args:
+        resources: run resources (``triple_index``, ``embedder``, and for SyncGE ``triple_retriever``,
+            ``llm``, ``dataset``).
+        beam: the ``beam`` config group (:class:`BeamConfig` fields).
+        k_rrf: RRF constant (60, DESIGN.md).
+        output_depth: truncate the fused list (None = keep every passage of both lists).
+        trace_beams: how many final beams to store in the trace (None = all b).
+        name: label of the expansion in run names and reports (default: the class's ``name``).
+        fusion_order: Eq. 3 list order, ``base_first`` (RRF(C'_q, C~_q), the authors' pseudocode) or
+            ``expanded_first`` (RRF(C~_q, C'_q)); decides RRF ties.
+    """
+
+    name = "graph"
+    k_dependent = True  # the base list of size k seeds the expansion (Table 2: one pass per evaluated k)
+    needs_vectors = True  # the beam search scores with triple vectors
+
+    def __init__(self, resources: Any, beam: Any = None, k_rrf: int = RRF_K, output_depth: int | None = None,
+                 trace_beams: int | None = None, name: str | None = None, fusion_order: str = "base_first"):
+        if name:
+            self.name = name
+        self.fusion_order = choice(FusionOrder, fusion_order, "expansion.fusion_order")
+        self.resources = resources
+        self.beam = BeamConfig.from_any(beam)
+        self.k_rrf = k_rrf
+        self.output_depth = output_depth
+        self.trace_beams = trace_beams
+        self._scorer: PathScorer | None = None
+
+    # -- resources ---------------------------------------------------------------------------------
+    @property
+    def index(self) -> TripleIndex:
+        return self.resources.triple_index
+
+    @property
+    def scorer(self) -> PathScorer:
+        if self._scorer is None:
+            self._scorer = scorer_for(self.beam, self.index, self.resources.embedder)
+        return self._scorer
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "beam": self.beam.to_dict(), "k_rrf": self.k_rrf,
+                "output_depth": self.output_depth, "fusion_order": self.fusion_order, "graph": self.index.describe()}
+
+    # -- steps ---------------------------------------------------------------------------------------
+    def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], *, read_query: str,
+                        round_no: int, memory: Sequence[Sequence[str]]) -> list[str]:
+        """T_q: the triple ids the beam search starts from."""
+        raise NotImplementedError
+
+    def search(self, query: str, initial: Sequence[str], counters: dict[str, int]) -> BeamResult:
+        """Alg. 1 from the initial triples with q = ``query``."""
+        return beam_search(query, initial, self.index, self.scorer, self.beam, counters)
+
+    def fuse(self, expanded: Sequence[str], base: Ranking) -> Ranking:
+        """Eq. 3: C_q = RRF of C'_q and C~_q in ``fusion_order`` (ties keep first-seen order)."""
+        lists = [base, list(expanded)] if self.fusion_order == "base_first" else [list(expanded), base]
+        return rrf(lists, k_rrf=self.k_rrf, limit=self.output_depth)
+
+    def expand(self, query: str, base: Ranking, *, read_query: str | None = None, round_no: int = 0,
+               memory: Sequence[Sequence[str]] = ()) -> ExpansionOutput:
+        """C_q from the base list ``base`` (C'_q); the beams are scored against ``query``.
+
+        Args:
+            read_query: the question a reader sees (SyncGE; None = ``query``).
+            round_no: tags LLM calls (GEAR rounds; 0 = single-step).
+            memory: the gist memory G(n-1) a reader sees (GEAR rounds >= 2; empty = none).
+        """
+        t0 = time.perf_counter()
+        counters: dict[str, int] = {}
+        trace: dict[str, Any] = {"expansion": self.name}
+        initial = self.initial_triples(base, counters, trace, read_query=query if read_query is None else read_query,
+                                       round_no=round_no, memory=memory)
+        t1 = time.perf_counter()
+        res = self.search(query, initial, counters)
+        t2 = time.perf_counter()
+        if not res.passages:
+            bump(counters, "empty_expansion")
+        ranking = self.fuse(res.passages, base)
+        t3 = time.perf_counter()
+        trace.update({
+            "beams": res.to_trace(self.index, self.trace_beams),
+            "beam_steps": res.steps,
+            "expanded": list(res.passages),
+            "counters": {**res.counters, **counters},
+            "timings": {"initial_s": seconds(t1 - t0), **{k: seconds(v) for k, v in res.timings.items()},
+                        "search_s": seconds(t2 - t1), "fusion_s": seconds(t3 - t2)},
+        })
+        return ExpansionOutput(ranking=ranking, trace=trace)
+
+
+class NaiveGE(GraphExpansion):
+    """NaiveGE (§6.3): T_q = all triples of the passages in C'_q, in base-rank then record order. No LLM."""
+
+    name = "naive"
+
+    def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], **_: Any) -> list[str]:
+        out: list[str] = []
+        for pid in base.ids:
+            ts = self.index.triples_of_passage(pid)
+            if not ts:
+                bump(counters, "passages_without_triples")
+            out.extend(ts)
+        trace["initial_triples"] = len(out)
+        return out
+
+
+class SyncGE(GraphExpansion):
+    """SyncGE (§4.1): LLM read of C'_q (K.2 reader; :func:`gear_repro.core.triple_reader.read_triples`) -> proximal
+    triples T'_q -> tripleLink (top-1 of the base retriever over T) -> T_q -> Alg. 1 -> RRF with C'_q.
+
+    Args (besides :class:`GraphExpansion`'s):
+        prompt: the reader template name (``reader``, App. K.2 without memory).
+        memory_prompt: the reader template used when ``expand`` is given a gist memory (``reader_gist``, the
+            K.2 reader with G(n-1): GEAR rounds >= 2, the pseudocode's ``reader(base, query, gist_memory)``).
+        max_proximal: cap on proximal triples linked per read (None = all parsed).
+        on_no_proximal: ``base`` (return C'_q, counted) or ``naive`` (fall back to NaiveGE's initial triples).
+        llm_params: extra keyword arguments for ``llm.chat`` (e.g. temperature, max_tokens).
+    """
+
+    name = "sync"
+    needs_llm = True  # the K.2 reader is an LLM call (start-up checks its credentials)
+
+    def __init__(self, resources: Any, beam: Any = None, k_rrf: int = RRF_K, output_depth: int | None = None,
+                 trace_beams: int | None = None, name: str | None = None, prompt: str = READER_PROMPT,
+                 max_proximal: int | None = None, on_no_proximal: str = "base",
+                 llm_params: Mapping[str, Any] | None = None, fusion_order: str = "base_first",
+                 memory_prompt: str = MEMORY_PROMPT):
+        super().__init__(resources, beam, k_rrf, output_depth, trace_beams, name, fusion_order)
+        self.prompt = prompt
+        self.memory_prompt = memory_prompt
+        self.max_proximal = max_proximal
+        self.on_no_proximal = choice(OnNoProximal, on_no_proximal, "expansion.on_no_proximal")
+        self.llm_params = dict(llm_params or {})
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "prompt": self.prompt, "memory_prompt": self.memory_prompt,
+                "max_proximal": self.max_proximal, "on_no_proximal": self.on_no_proximal}
+
+    def link(self, proximal: Sequence[Triple3], counters: dict[str, int]) -> list[dict[str, Any]]:
+        """Eq. 2: tripleLink each proximal triple (top-1 of h_base(t', T)); failures are counted."""
+        texts = [triple_text(p) for p in proximal]
+        ids = self.index.link_many(texts, self.resources.triple_retriever)
+        out = []
+        for p, t, tid in zip(proximal, texts, ids, strict=True):
+            if tid is None:
+                bump(counters, "link_failed")
+                out.append({"proximal": list(p), "text": t, "triple": None})
+                continue
+            deg = int(self.index.neighbour_rows(self.index.row[tid]).size)
+            if deg == 0:
+                bump(counters, "linked_without_neighbours")
+            out.append({"proximal": list(p), "text": t, "triple": tid, "triple_text": self.index.text(tid),
+                        "passage": self.index.passage_of[tid], "neighbours": deg})
+        return out
+
+    def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], *, read_query: str,
+                        round_no: int, memory: Sequence[Sequence[str]]) -> list[str]:
+        t0 = time.perf_counter()
+        by_id = self.resources.dataset.passage_by_id
+        read = read_triples(self.resources.llm, [by_id[p] for p in base.ids if p in by_id], read_query,
+                            stage="read", round_no=round_no, memory=memory, prompt=self.prompt,
+                            memory_prompt=self.memory_prompt, llm_params=self.llm_params)
+        proximal = read.triples
+        t1 = time.perf_counter()
+        if read.failed:
+            bump(counters, "parse_failed")
+        if read.repaired:
+            bump(counters, "parse_repaired")
+        if self.max_proximal is not None and len(proximal) > self.max_proximal:
+            counters["proximal_capped"] = len(proximal) - self.max_proximal
+            proximal = proximal[: self.max_proximal]
+        counters["proximal_triples"] = len(proximal)
+        linked = self.link(proximal, counters) if proximal else []
+        initial = [x["triple"] for x in linked if x["triple"] is not None]
+        trace.update({"proximal": [list(p) for p in proximal], "linked": linked, "read": read.info(),
+                      "read_s": seconds(t1 - t0), "link_s": seconds(time.perf_counter() - t1)})
+        if not proximal:
+            bump(counters, "no_proximal_triples")
+            if self.on_no_proximal == "naive":
+                counters["naive_fallback"] = 1
+                initial = NaiveGE.initial_triples(self, base, counters, trace)  # type: ignore[arg-type]
+        trace["initial_triples"] = len(initial)
+        return initial

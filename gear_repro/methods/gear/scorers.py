@@ -1,0 +1,312 @@
+"""score(q, path) of the diverse triple beam search (GEAR §4.2, Alg. 1 lines 3 and 13) and the path-vector store.
+
+The paper scores a path by the cosine of SBERT(q) and SBERT(path text), the path text being the concatenation
+of its triples' "s p o" texts (DESIGN.md): :class:`ExactScorer`. The others trade exactness for speed:
+
+* ``sum``  (:class:`SumScorer`): cosine of q and the normalised sum of the triples' pre-computed vectors;
+* ``mean`` (:class:`MeanScorer`): mean of the single-triple cosines;
+* ``fast`` (:class:`CascadeScorer`, ``beam=fast``): the cheap ``sum`` score for every candidate, exact SBERT
+  encoding only for the few candidates that can reach the top-b of a step, path vectors memoised per text
+  across the k-passes and rounds of a run (docs/graph_expansion.md).
+
+A scorer is chosen by ``beam.scorer`` (``scorer_for``); new ones are added with :func:`register_scorer`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from gear_repro.core.triple_graph import TripleIndex
+from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.hashing import hash_texts
+from gear_repro.utils.io import atomic_open
+from gear_repro.utils.paths import cache_dir
+
+
+def cosines(vectors: np.ndarray, rows: np.ndarray, qv: np.ndarray) -> np.ndarray:
+    """q · v for the given rows of a unit-vector matrix, computed in float32 (a float16 or memory-mapped
+    matrix is converted row-wise; numpy has no fast float16 product)."""
+    return np.asarray(vectors[rows], dtype=np.float32) @ np.asarray(qv, dtype=np.float32)
+
+
+class PathScorer(Protocol):
+    """score(q, ·) of Alg. 1. Paths are tuples of triple rows of the :class:`TripleIndex`."""
+
+    name: str
+
+    def query_vector(self, query: str) -> np.ndarray:
+        """Unit embedding of q."""
+        ...
+
+    def single(self, qv: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """score(q, [t]) for each row (B0, line 3)."""
+        ...
+
+    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]], prior: np.ndarray | None = None) -> np.ndarray:
+        """score(q, T∘t) for each path (line 13). ``prior`` holds the accumulated score s of the beam each
+        path extends (Alg. 1 line 13's s); scorers that spend effort only where it can change the top-b
+        (:class:`CascadeScorer`) use it, the others ignore it."""
+        ...
+
+
+class _VectorScorer:
+    """Shared parts: q is encoded with the embedder; single triples use the index's triple vectors."""
+
+    name = "base"
+
+    def __init__(self, index: TripleIndex, embedder):
+        self.index = index
+        self.embedder = embedder
+        self.stats: dict[str, int] = {"paths_scored": 0, "paths_encoded": 0}
+
+    def query_vector(self, query: str) -> np.ndarray:
+        return np.asarray(self.embedder.encode([query])[0], dtype=np.float32)
+
+    def single(self, qv: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        v = self.index.vectors()
+        return cosines(v, np.asarray(rows, dtype=np.int64), qv).astype(np.float64)
+
+
+class PathVectorStore:
+    """Append-only disk memo of encoded path texts for one embedder ($GEAR_CACHE/path_vectors/<model_id>/).
+
+    Each batch of newly encoded paths is one ``.npz`` shard (texts + float32 vectors), written atomically,
+    so concurrent runs only ever add files. Shards present when the store opens are loaded; vectors are the
+    embedder's own, so scores are unchanged; it only skips re-encoding across runs (k-passes, Table 2/4 rows).
+    """
+
+    def __init__(self, model_id: str, root: str | os.PathLike | None = None):
+        self.dir = (cache_dir() / "path_vectors" if root is None else Path(root)) / str(model_id)
+        self.vectors: dict[str, np.ndarray] = {}
+        if self.dir.is_dir():
+            for f in sorted(self.dir.glob("*.npz")):
+                try:
+                    with np.load(f) as z:
+                        for t, v in zip(z["texts"].tolist(), z["vecs"], strict=True):
+                            self.vectors[t] = v
+                except (OSError, ValueError, KeyError):  # a torn or foreign file: ignore it
+                    continue
+
+    def put(self, texts: Sequence[str], vecs: np.ndarray) -> None:
+        for t, v in zip(texts, vecs, strict=True):
+            self.vectors[t] = v
+        path = self.dir / f"{hash_texts(texts)}.npz"
+        if path.exists():
+            return
+        with atomic_open(path, "wb") as f:
+            np.savez(f, texts=np.asarray(list(texts), dtype=str), vecs=np.asarray(vecs, dtype=np.float32))
+
+
+class ExactScorer(_VectorScorer):
+    """The paper's score: cosine of SBERT(q) and SBERT(path text), path text = triple texts joined by
+    ``separator`` (§4.2, DESIGN.md). A one-triple path's text is the triple text itself, whose vector the
+    triple collection already holds (same model, same text), so B0 reuses it (``reuse_triple_vectors``).
+    Longer paths are encoded in one batched call per step; the embedder de-duplicates them and memoises
+    them in its LRU (shared across queries and the k-passes of a run); with ``path_cache`` they also persist
+    on disk (:class:`PathVectorStore`) for later runs."""
+
+    name = "exact"
+
+    def __init__(self, index: TripleIndex, embedder, separator: str = " ", reuse_triple_vectors: bool = True,
+                 batch_size: int | None = None, path_cache: bool = False):
+        super().__init__(index, embedder)
+        self.separator = separator
+        self.reuse_triple_vectors = reuse_triple_vectors
+        self.batch_size = batch_size
+        self.store = PathVectorStore(getattr(embedder, "model_id", "embedder")) if path_cache else None
+
+    def path_text(self, path: Sequence[int]) -> str:
+        return self.separator.join(self.index.text(self.index.ids[r]) for r in path)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        """Path vectors: from the disk store when enabled, else encoded through the embedder (which
+        de-duplicates and memoises them in its LRU)."""
+        if self.store is None:
+            return self._embed(texts)
+        stored = self.store.vectors
+        missing = [t for t in dict.fromkeys(texts) if t not in stored]
+        if missing:
+            self.store.put(missing, self._embed(missing))
+        self.stats["paths_from_disk"] = self.stats.get("paths_from_disk", 0) + len(texts) - len(missing)
+        return np.stack([stored[t] for t in texts])
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        old_bs = getattr(self.embedder, "batch_size", None)
+        if self.batch_size and old_bs is not None:
+            self.embedder.batch_size = self.batch_size
+        try:
+            stats = getattr(self.embedder, "stats", None)
+            before = stats.get("encoded", 0) if isinstance(stats, dict) else 0
+            vecs = np.asarray(self.embedder.encode(texts), dtype=np.float32)
+            if isinstance(stats, dict):
+                self.stats["paths_encoded"] += stats.get("encoded", 0) - before
+        finally:
+            if self.batch_size and old_bs is not None:
+                self.embedder.batch_size = old_bs
+        return vecs
+
+    def single(self, qv: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        if self.reuse_triple_vectors:
+            return super().single(qv, rows)
+        return ExactScorer.paths(self, qv, [(int(r),) for r in rows])
+
+    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]], prior: np.ndarray | None = None) -> np.ndarray:
+        if not paths:
+            return np.zeros(0)
+        self.stats["paths_scored"] += len(paths)
+        return (self._encode([self.path_text(p) for p in paths]) @ qv).astype(np.float64)
+
+
+class SumScorer(_VectorScorer):
+    """Approximation: the path's vector is the normalised sum of its triples' unit vectors (no encoding
+    at query time beyond q). For unit vectors this equals the normalised mean."""
+
+    name = "sum"
+
+    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]], prior: np.ndarray | None = None) -> np.ndarray:
+        if not paths:
+            return np.zeros(0)
+        self.stats["paths_scored"] += len(paths)
+        v = self.index.vectors()
+        lengths = {len(p) for p in paths}
+        out = np.empty(len(paths), dtype=np.float64)
+        for n in lengths:  # vectorised per path length
+            sel = [i for i, p in enumerate(paths) if len(p) == n]
+            rows = np.asarray([paths[i] for i in sel], dtype=np.int64)  # (m, n)
+            summed = np.asarray(v[rows], dtype=np.float32).sum(axis=1)  # (m, d)
+            norms = np.linalg.norm(summed, axis=1)
+            norms[norms == 0] = 1.0
+            out[sel] = (summed @ qv) / norms
+        return out
+
+
+class MeanScorer(_VectorScorer):
+    """Approximation: the mean of the path's single-triple cosines (no path vector, no encoding beyond q).
+    On the MuSiQue sample it keeps NaiveGE's R@15 within 0.4 points of ``exact`` (docs/graph_expansion.md)."""
+
+    name = "mean"
+
+    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]], prior: np.ndarray | None = None) -> np.ndarray:
+        if not paths:
+            return np.zeros(0)
+        self.stats["paths_scored"] += len(paths)
+        v = self.index.vectors()
+        out = np.empty(len(paths), dtype=np.float64)
+        for n in {len(p) for p in paths}:  # vectorised per path length
+            sel = [i for i, p in enumerate(paths) if len(p) == n]
+            rows = np.asarray([paths[i] for i in sel], dtype=np.int64)  # (m, n)
+            sims = cosines(v, rows.ravel(), qv)
+            out[sel] = sims.reshape(rows.shape).astype(np.float64).mean(axis=1)
+        return out
+
+
+class CascadeScorer(ExactScorer):
+    """``beam=fast``: the exact score where it matters, a cheap one elsewhere (a two-stage cascade).
+
+    1. Every candidate gets the cheap score of ``approx`` (``sum`` or ``mean``: pre-computed triple vectors,
+       no encoding).
+    2. The ``rescore`` candidates with the highest cheap accumulated score ``s + approx`` (the quantity the
+       global top-b of Alg. 1 line 20 ranks; ``prior`` = s) are scored exactly as :class:`ExactScorer`
+       does (SBERT of the path text); with ``margin`` > 0 also every further candidate whose cheap total is
+       within ``margin`` of the last of those (at most ``rescore_max`` in all): an adaptive rescoring set
+       that covers candidates the cheap score's error could still lift into the top-b. Candidates left with a cheap score are shifted by the median
+       (exact - cheap) difference of the rescored ones, so both kinds of scores are on one scale.
+    3. Exact path vectors are memoised per text (LRU of ``memo_size``), so the k-passes of a question and
+       the rounds of GEAR encode a path once; with ``path_cache`` they persist on disk as well.
+
+    With ``rescore`` >= the number of candidates it returns the exact scores. The rescored texts are encoded
+    deterministically (the embedder batches equal-length texts only), so a score does not depend on which
+    other paths were encoded with it. Agreement with ``exact`` on the MuSiQue sample:
+    docs/graph_expansion.md (``benchmarks/bench_expansion.py``).
+    """
+
+    name = "fast"
+
+    def __init__(self, index: TripleIndex, embedder, approx: str = "sum", rescore: int = 10, memo_size: int = 50_000,
+                 margin: float = 0.0, rescore_max: int = 100, **exact_options: Any):
+        super().__init__(index, embedder, **exact_options)
+        if approx not in ("sum", "mean"):
+            raise ConfigError(f"beam.scorer_options.approx must be 'sum' or 'mean', got '{approx}'")
+        if rescore < 0:
+            raise ConfigError(f"beam.scorer_options.rescore must be >= 0 (got {rescore})")
+        if margin < 0 or rescore_max < rescore:
+            raise ConfigError(f"beam.scorer_options: need margin >= 0 and rescore_max >= rescore (got {margin}, "
+                              f"{rescore_max})")
+        self.margin = margin
+        self.rescore_max = rescore_max
+        self.approx = _SCORERS[approx](index, embedder)
+        self.rescore = rescore
+        self.memo: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.memo_size = memo_size
+        self.stats.update(paths_rescored=0, paths_memo_hits=0)
+
+    def clear(self) -> None:
+        """Forget memoised path vectors (benchmarks measuring cold questions)."""
+        self.memo.clear()
+
+    def _memo_encode(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.memo]
+        self.stats["paths_memo_hits"] += len(texts) - len(missing)
+        if missing:
+            for t, v in zip(missing, self._encode(missing), strict=True):
+                self.memo[t] = v
+        out = np.stack([self.memo[t] for t in texts])
+        for t in texts:
+            self.memo.move_to_end(t)
+        while len(self.memo) > self.memo_size:
+            self.memo.popitem(last=False)
+        return out
+
+    def paths(self, qv: np.ndarray, paths: Sequence[tuple[int, ...]], prior: np.ndarray | None = None) -> np.ndarray:
+        if not paths:
+            return np.zeros(0)
+        cheap = self.approx.paths(qv, paths)
+        self.stats["paths_scored"] += len(paths)
+        total = cheap if prior is None else cheap + np.asarray(prior, dtype=np.float64)
+        order = np.argsort(-total, kind="stable")
+        pick = order[: self.rescore]
+        if self.margin > 0 and pick.size:
+            # adaptive: also every candidate whose cheap total is within `margin` of the last one rescored
+            near = int(np.count_nonzero(total >= total[pick[-1]] - self.margin))
+            pick = order[: max(pick.size, min(near, self.rescore_max))]
+        if pick.size == 0:
+            return cheap
+        exact = (self._memo_encode([self.path_text(paths[i]) for i in pick]) @ qv).astype(np.float64)
+        self.stats["paths_rescored"] += int(pick.size)
+        out = cheap + float(np.median(exact - cheap[pick]))
+        out[pick] = exact
+        return out
+
+
+_SCORERS: dict[str, Callable[..., PathScorer]] = {"exact": ExactScorer, "sum": SumScorer, "mean": MeanScorer,
+                                                  "fast": CascadeScorer}
+
+
+def register_scorer(name: str, factory: Callable[..., PathScorer]) -> None:
+    """Add a scorer: ``factory(index, embedder, **options)`` returning a :class:`PathScorer`."""
+    _SCORERS[name] = factory
+
+
+def check_scorer(name: str) -> None:
+    """ConfigError unless ``name`` is a known scorer (checked at run start-up too)."""
+    if name not in _SCORERS:
+        raise ConfigError(f"beam.scorer '{name}' is unknown; known: {sorted(_SCORERS)}")
+
+
+def make_scorer(name: str, index: TripleIndex, embedder, **options: Any) -> PathScorer:
+    """Build the scorer ``name`` ("exact", "sum", "mean", or registered)."""
+    check_scorer(name)
+    return _SCORERS[name](index, embedder, **options)
+
+
+def takes_path_text(name: str) -> bool:
+    """Whether the scorer ``name`` encodes path texts (an :class:`ExactScorer`: it takes ``separator`` and
+    ``path_cache``)."""
+    factory = _SCORERS.get(name)
+    return isinstance(factory, type) and issubclass(factory, ExactScorer)

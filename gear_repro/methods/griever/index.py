@@ -1,0 +1,225 @@
+"""GRIEVER's offline index content (§4.1, App. A.1), independent of the engine that serves it.
+
+* ``passages``: id, title, content, the passage's triples, its subjects and objects (normalised entity
+  keys) and its embedding (the run's passage embedding cache).
+* ``partial_triples`` (§4.2.4): one unit per distinct (anchor entity, predicate, direction): the forward
+  partial "s p" (anchor s, complement o) and the inverse partial "p o" (anchor o, complement s), with the
+  complement entities, the passages and the triples it was taken from, and the embedding of its text.
+  The Table 3 ablation ``full`` indexes whole triples "s p o" instead (anchor s, complement o, one unit
+  per triple).
+* ``same_as`` (§4.2.3): per entity, its aliases and the passages the entity occurs in. The paper does not
+  say how synonyms are found; we take the entities whose name embeddings have cosine >= ``threshold``
+  (default 0.8) with it *and* share at least one non-stopword token (``require_token_overlap``, so
+  "Florida"/"Georgia" are never aliases), at most ``max_aliases`` of them, best first. No transitive
+  closure: chains of near-synonyms do not merge into one cluster.
+
+Every distinct entity name and predicate is embedded once (one cached ``encode_corpus`` call), the unit
+texts in a second call; passage and full-triple vectors are the same cached matrices the base retrievers
+use (same texts in the same order, so the same cache file).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+
+from gear_repro.core.triple_graph import normalize_entity
+from gear_repro.methods.griever.text import STOPWORDS, words
+from gear_repro.types import Passage, Triple
+from gear_repro.utils.errors import DataError
+
+log = logging.getLogger(__name__)
+
+
+class UnitVectors(str, Enum):
+    """How unit embeddings are made: ``encode`` the unit text (§4.2.4, the paper) or ``compose`` them as the
+    normalised sum of the anchor, predicate (and, for full triples, object) name embeddings (ours: no
+    encoder pass over the ~2 units per triple; for slow machines)."""
+
+    encode = "encode"
+    compose = "compose"
+
+
+class ShortlistIndex(str, Enum):
+    """Which index Alg. 2 shortlists with (Table 3: partial_triples vs full_triples)."""
+
+    partial = "partial"
+    full = "full"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One document of the shortlisting index: a partial triple (or a full triple for the ablation)."""
+
+    id: str
+    text: str
+    anchor: str              # normalised anchor entity ("subject" field of App. A.1)
+    predicate: str           # normalised predicate
+    inverse: bool            # True for "p o" partials (anchor = object)
+    complements: tuple[str, ...]  # normalised complement entities ("objects" of App. A.1)
+    passage_ids: tuple[str, ...]
+    triple_ids: tuple[str, ...]
+
+
+@dataclass
+class SameAsConfig:
+    """Alias clustering of the ``same_as`` index (our choice; the paper is silent)."""
+
+    threshold: float = 0.8
+    require_token_overlap: bool = True
+    max_aliases: int = 5
+    block: int = 2048  # rows per block of the all-pairs cosine computation
+
+
+def _content_tokens(name: str) -> frozenset[str]:
+    return frozenset(w.text.casefold() for w in words(name) if w.text.casefold() not in STOPWORDS)
+
+
+@dataclass
+class GrieverData:
+    """The three indexes' content plus the vectors GRIEVER scores with (rows follow the id lists)."""
+
+    passages: list[Passage]
+    triples: dict[str, Triple]
+    passage_triples: dict[str, list[str]]
+    passage_entities: dict[str, list[str]]     # subjects + objects, first-seen order
+    passage_subjects: dict[str, list[str]]
+    passage_objects: dict[str, list[str]]
+    entity_name: dict[str, str]                # key -> first surface form
+    units: list[Unit]
+    unit_kind: ShortlistIndex
+    partial_freq: dict[tuple[str, str, bool], int]  # freq(e, p) of Eq. 1 = number of complements
+    same_as_entity: dict[str, list[str]] = field(default_factory=dict)  # key -> alias keys
+    entity_passages: dict[str, list[str]] = field(default_factory=dict)
+    pred_name: dict[str, str] = field(default_factory=dict)  # predicate key -> first surface form
+    text_row: dict[str, int] = field(default_factory=dict)   # entity/predicate text -> row of ``matrix``
+    unit_row0: int = 0                                       # row of the first unit in ``matrix``
+    matrix: np.ndarray | None = None
+
+    # -- building ---------------------------------------------------------------------------------
+    @classmethod
+    def build(cls, passages: Sequence[Passage], triples: Sequence[Triple], embedder,
+              unit_kind: ShortlistIndex = ShortlistIndex.partial, same_as: SameAsConfig | None = None,
+              unit_vectors: UnitVectors = UnitVectors.encode) -> GrieverData:
+        if not triples:
+            raise DataError("GRIEVER needs the corpus triples (triples.jsonl); run extraction or import them")
+        same_as = same_as or SameAsConfig()
+        tmap: dict[str, Triple] = {}
+        p_tr: dict[str, list[str]] = defaultdict(list)
+        p_sub: dict[str, dict[str, None]] = defaultdict(dict)
+        p_obj: dict[str, dict[str, None]] = defaultdict(dict)
+        name: dict[str, str] = {}
+        pred_name: dict[str, str] = {}
+        groups: dict[tuple[str, str, bool], dict] = {}
+        for t in triples:
+            tmap[t.id] = t
+            s, p, o = normalize_entity(t.subject), normalize_entity(t.predicate), normalize_entity(t.object)
+            p_tr[t.passage_id].append(t.id)
+            p_sub[t.passage_id][s] = None
+            p_obj[t.passage_id][o] = None
+            name.setdefault(s, t.subject.strip())
+            name.setdefault(o, t.object.strip())
+            pred_name.setdefault(p, t.predicate.strip())
+            for anchor, comp, inverse in ((s, o, False), (o, s, True)):
+                g = groups.setdefault((anchor, p, inverse), {"c": {}, "p": {}, "t": []})
+                g["c"][comp] = None
+                g["p"][t.passage_id] = None
+                g["t"].append(t.id)
+        freq = {key: len(g["c"]) for key, g in groups.items()}
+        units: list[Unit] = []
+        if unit_kind == ShortlistIndex.partial:
+            for n, ((anchor, p, inverse), g) in enumerate(groups.items()):
+                text = f"{pred_name[p]} {name[anchor]}" if inverse else f"{name[anchor]} {pred_name[p]}"
+                units.append(Unit(f"pt{n}", text, anchor, p, inverse, tuple(g["c"]), tuple(g["p"]), tuple(g["t"])))
+        else:
+            for t in triples:
+                units.append(Unit(f"ft:{t.id}", t.text, normalize_entity(t.subject), normalize_entity(t.predicate),
+                                  False, (normalize_entity(t.object),), (t.passage_id,), (t.id,)))
+        ent: dict[str, list[str]] = defaultdict(list)
+        p_ent: dict[str, list[str]] = {}
+        for pid in p_tr:
+            keys = list(dict.fromkeys([*p_sub[pid], *p_obj[pid]]))
+            p_ent[pid] = keys
+            for e in keys:
+                ent[e].append(pid)
+        data = cls(passages=list(passages), triples=tmap, passage_triples=dict(p_tr), passage_entities=p_ent,
+                   passage_subjects={k: list(v) for k, v in p_sub.items()},
+                   passage_objects={k: list(v) for k, v in p_obj.items()}, entity_name=name, units=units,
+                   unit_kind=unit_kind, partial_freq=freq, entity_passages=dict(ent), pred_name=pred_name)
+        if embedder is not None:
+            data._embed(embedder, UnitVectors(unit_vectors))
+            data._cluster_same_as(same_as)
+        return data
+
+    def _embed(self, embedder, unit_vectors: UnitVectors) -> None:
+        """Cached encodes of every distinct entity name and predicate (§4.3 matcher inputs; one call shared by
+        both unit kinds) and of the unit texts (full triples: the same list, hence the same cache file, as
+        the base retrievers' triple index)."""
+        names = list(dict.fromkeys([*self.entity_name.values(), *self.pred_name.values()]))
+        units = [u.text for u in self.units]
+        m1 = np.asarray(embedder.encode_corpus(names, desc="griever entities+predicates"), dtype=np.float32)
+        self.text_row = {t: i for i, t in enumerate(names)}
+        if unit_vectors == UnitVectors.encode:
+            m2 = embedder.encode_corpus(units, desc=f"griever {self.unit_kind.value} units")
+        else:
+            parts = [[self.entity_name[u.anchor], self.pred_name[u.predicate]]
+                     + ([self.entity_name[u.complements[0]]] if self.unit_kind == ShortlistIndex.full else [])
+                     for u in self.units]
+            m2 = np.stack([m1[[self.text_row[t] for t in p]].sum(axis=0) for p in parts]) if parts else m1[:0]
+            m2 /= np.maximum(np.linalg.norm(m2, axis=1, keepdims=True), 1e-12)
+        self.unit_row0 = len(names)
+        self.matrix = np.ascontiguousarray(np.vstack([m1, m2]), dtype=np.float32)
+
+    def _cluster_same_as(self, cfg: SameAsConfig) -> None:
+        keys = list(self.entity_name)
+        if cfg.max_aliases <= 0 or not keys:
+            return
+        m = self.matrix[[self.text_row[self.entity_name[k]] for k in keys]]
+        toks = [_content_tokens(self.entity_name[k]) for k in keys]
+        by_tok: dict[str, list[int]] = defaultdict(list)
+        for i, ts in enumerate(toks):
+            for t in ts:
+                by_tok[t].append(i)
+        out: dict[str, list[str]] = {}
+        for start in range(0, len(keys), cfg.block):
+            sims = m[start:start + cfg.block] @ m.T
+            for r, row in enumerate(sims):
+                i = start + r
+                if cfg.require_token_overlap:
+                    cand = np.asarray(sorted({j for t in toks[i] for j in by_tok[t]} - {i}), dtype=np.int64)
+                else:
+                    cand = np.flatnonzero(row >= cfg.threshold)
+                    cand = cand[cand != i]
+                if cand.size == 0:
+                    continue
+                cand = cand[row[cand] >= cfg.threshold]
+                if cand.size:
+                    best = cand[np.lexsort((cand, -row[cand]))][: cfg.max_aliases]
+                    out[keys[i]] = [keys[j] for j in best]
+        self.same_as_entity = out
+        log.info("griever same_as: %d of %d entities have aliases (cos >= %.2f)", len(out), len(keys), cfg.threshold)
+
+    # -- access -----------------------------------------------------------------------------------
+    def entity_vectors(self, keys: Sequence[str]) -> np.ndarray:
+        return self.matrix[[self.text_row[self.entity_name[k]] for k in keys]]
+
+    def predicate_vectors(self, keys: Sequence[str]) -> np.ndarray:
+        return self.matrix[[self.text_row[self.pred_name[k]] for k in keys]]
+
+    def unit_vectors(self) -> np.ndarray:
+        """Embeddings of the unit texts, rows aligned with ``units``."""
+        return self.matrix[self.unit_row0:]
+
+    def freq(self, anchor: str, predicate: str, inverse: bool) -> int:
+        return self.partial_freq.get((anchor, predicate, inverse), 1)
+
+    def stats(self) -> dict[str, int]:
+        return {"passages": len(self.passages), "passages_with_triples": len(self.passage_triples),
+                "triples": len(self.triples), "entities": len(self.entity_name), "predicates": len(self.pred_name),
+                "units": len(self.units), "entities_with_aliases": len(self.same_as_entity),
+                "texts_embedded": len(self.text_row) + len(self.units)}

@@ -1,0 +1,331 @@
+"""GRIEVER (Melo et al.): the LLM-free multi-step graph retriever, usable as any method's base retriever.
+
+Alg. 1 (App. A.2), per iteration i = 1..n_i (``iterations``, 2 in the paper's tables):
+
+1. passages R_i: iteration 1 runs the *composed* retrieval (§4.2.2: BM25 candidates re-scored by dense
+   cosine) for the query and its relative-clause sub-queries (§4.2.1), a passage keeping its best score;
+   later iterations run RRF(BM25, kNN) filtered to passages holding a joinable entity among their
+   subjects/objects and never retrieved before (§4.2.2);
+2. T = shortlist_triples(q, R_i) (Alg. 2, §4.2.4): the triples of R_i whose partial ("s p" or "p o") is among
+   the ``t_max`` best units by RRF(BM25, kNN) within R_i, anchors expanded with their same_as aliases (§4.2.3);
+3. score_triples (§4.3-4.4): entity and predicate matching scores from one query encoding, Eq. 1 per
+   partial, Eq. 2 per triple; the join entities E_i are the unmatched complements of the best triples;
+4. q <- rewrite(q) (§4.5): the best triple's matched entity mention (and its predicate mention) replaced by
+   its complement entity;
+5. the sub-graph G_q grows by T.
+
+rank_passages(R, G_q) (§4.4): a path's score is the mean of its triples' scores; a passage scores the
+maximum over its triples t and the paths P containing t of s_t * s_P; passages with no scored triple follow
+in retrieval order. Paths are single triples and pairs of triples of G_q sharing an entity (or an alias).
+
+With ``inner_k`` unset each iteration retrieves the requested k; the result is the top k of the pool.
+Choices where the paper is silent are config keys, listed with reasons in docs/griever.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+
+from gear_repro.core.fusion import RRF_K, rrf
+from gear_repro.core.triple_graph import normalize_entity
+from gear_repro.methods.griever.index import GrieverData, SameAsConfig, ShortlistIndex, UnitVectors
+from gear_repro.methods.griever.matcher import EntityMatcher, QueryEncoding, SentenceTokenEncoder
+from gear_repro.methods.griever.store import GrieverStore, MemoryGrieverStore, PassageFilter
+from gear_repro.methods.griever.text import DEFAULT_CONNECTORS, rewrite, split_clauses
+from gear_repro.types import Ranking
+from gear_repro.utils.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+class FinalRanking(str, Enum):
+    """How the pooled passages are ordered: ``graph`` (§4.4, path scores) or ``rrf`` (RRF of the graph
+    order and the retrieval order; not in the paper)."""
+
+    graph = "graph"
+    rrf = "rrf"
+
+
+@dataclass
+class GrieverSettings:
+    """GRIEVER's hyper-parameters (configs/retriever/griever.yaml documents each; docs/griever.md lists
+    the ones the paper leaves open)."""
+
+    iterations: int = 2                 # n_i of Alg. 1 (§5.2: two iterations, one rewrite)
+    inner_k: int | None = None          # passages per iteration (None = the requested k; 5 inside GEAR/IRCoT)
+    composed: bool = True               # iteration 1 composed retrieval (False = RRF hybrid; Table 3 ablation)
+    composed_candidates: int = 100      # BM25 candidates re-scored densely (paper silent)
+    rrf_depth: int = 100                # depth of each list before RRF (as the hybrid base retriever)
+    k_rrf: int = RRF_K                  # RRF constant (paper silent; Cormack et al.'s 60)
+    split_clauses: bool = True          # §4.2.1 relative-clause sub-queries
+    connectors: list[str] = field(default_factory=lambda: list(DEFAULT_CONNECTORS))
+    shortlist: bool = True              # Alg. 2 (False = all triples of R_i; Table 3 "w/o shortlisting")
+    shortlist_index: ShortlistIndex = ShortlistIndex.partial  # partial | full (Table 3)
+    t_max: int = 30                     # units kept by the shortlisting search (paper silent)
+    unit_vectors: UnitVectors = UnitVectors.encode  # encode unit texts (paper) | compose from name vectors
+    max_ngram: int = 6                  # longest query n-gram of the matcher, in words
+    n_join: int = 5                     # best triples whose complements become join entities / rewrite candidates
+    rewrite_min_sim: float = 0.5        # matcher cosine an entity mention needs to be rewritten
+    final: FinalRanking = FinalRanking.graph
+    same_as: SameAsConfig = field(default_factory=SameAsConfig)
+
+    def __post_init__(self) -> None:
+        self.shortlist_index = ShortlistIndex(self.shortlist_index)
+        self.unit_vectors = UnitVectors(self.unit_vectors)
+        self.final = FinalRanking(self.final)
+        if isinstance(self.same_as, dict):
+            self.same_as = SameAsConfig(**self.same_as)
+        self.connectors = list(self.connectors)
+        if self.iterations < 1 or self.t_max < 1 or self.composed_candidates < 1 or self.rrf_depth < 1:
+            raise ConfigError("retriever: iterations, t_max, composed_candidates and rrf_depth must be >= 1")
+
+
+@dataclass
+class ScoredTriple:
+    """A shortlisted triple with its Eq. 2 score and its best partial (anchor matched, complement not)."""
+
+    id: str
+    score: float
+    anchor: str
+    predicate: str
+    complement: str
+    inverse: bool
+    iteration: int
+
+
+class GrieverRetriever:
+    """``retriever=griever``: built as ``instantiate(cfg.retriever, collection=, embedder=, resources=)``.
+
+    ``collection`` is the run's passage collection, ``resources`` gives the dataset (passages and triples)
+    and the backend; the Elasticsearch backend gets :class:`ElasticsearchGrieverStore`, the memory backend
+    :class:`MemoryGrieverStore`. The indexes are built on first use (:meth:`build`).
+    """
+
+    name = "griever"
+    needs_resources = True
+    k_dependent = True  # each iteration retrieves k: the top k of a k-pool differs from the top k of a 15-pool
+
+    def __init__(self, collection, embedder, resources, name: str | None = None, **settings):
+        if embedder is None:
+            raise ConfigError("retriever=griever needs an embedder")
+        self.collection = collection
+        self.embedder = embedder
+        self.resources = resources
+        try:
+            self.settings = GrieverSettings(**settings)
+        except (TypeError, ValueError) as e:  # unknown key or a bad enum value names the setting
+            raise ConfigError(f"retriever={self.name}: {e}") from e
+        if name:
+            self.name = name
+        encoder = embedder if hasattr(embedder, "encode_tokens") else SentenceTokenEncoder(embedder)
+        self.matcher = EntityMatcher(encoder, max_ngram=self.settings.max_ngram)
+        self._store: GrieverStore | None = None
+        self._unit_triples: dict[str, tuple[str, ...]] = {}
+        self.build_stats: dict = {}
+
+    # -- offline ------------------------------------------------------------------------------
+    def build(self) -> dict:
+        """Build (or load) the three indexes; returns sizes and seconds."""
+        if self._store is None:
+            from gear_repro.backends.elasticsearch import ElasticsearchBackend
+
+            t0 = time.perf_counter()
+            ds = self.resources.dataset
+            data = GrieverData.build(ds.passages, ds.triples, self.embedder, self.settings.shortlist_index,
+                                     self.settings.same_as, self.settings.unit_vectors)
+            t1 = time.perf_counter()
+            backend = self.resources.backend
+            if isinstance(backend, ElasticsearchBackend):
+                from gear_repro.methods.griever.elasticsearch import ElasticsearchGrieverStore
+
+                self._store = ElasticsearchGrieverStore(backend, data, self.embedder)
+            else:
+                self._store = MemoryGrieverStore(data, self.collection, backend)
+            self._unit_triples = {u.id: u.triple_ids for u in data.units}
+            self.build_stats = {**data.stats(), "data_s": round(t1 - t0, 3),
+                                "store_s": round(time.perf_counter() - t1, 3)}
+            log.info("griever indexes: %s", self.build_stats)
+        return self.build_stats
+
+    @property
+    def store(self) -> GrieverStore:
+        if self._store is None:
+            self.build()
+        assert self._store is not None
+        return self._store
+
+    # -- online -------------------------------------------------------------------------------
+    def retrieve(self, query: str, k: int) -> Ranking:
+        return self.retrieve_traced(query, k)[0]
+
+    def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        return [self.retrieve(q, k) for q in queries]
+
+    def retrieve_traced(self, query: str, k: int) -> tuple[Ranking, dict]:
+        """Alg. 1; the trace holds each iteration's query, new passages, join entities and best triples."""
+        s = self.settings
+        store = self.store
+        kk = s.inner_k or k
+        pool: dict[str, int] = {}
+        q = query
+        filt: PassageFilter | None = None
+        graph: list[ScoredTriple] = []
+        aliases: dict[str, list[str]] = {}
+        trace: list[dict] = []
+        for it in range(s.iterations):
+            enc = self.matcher.encode(q)
+            if filt is None:
+                got = self._first_retrieval(q, enc, kk)
+            else:
+                got = self._rrf_retrieval(q, enc.sentence, kk, filt)
+            new = [p for p in got.ids if p not in pool]
+            for p in new:
+                pool[p] = len(pool)
+            rec: dict = {"query": q, "passages": new}
+            trace.append(rec)
+            if not new:
+                break
+            triples, syn = self._shortlist(q, enc, new, list(pool))
+            aliases.update(syn)
+            scored = self._score_triples(enc, triples, syn, it)
+            graph += scored
+            join = list(dict.fromkeys(t.complement for t in scored[: s.n_join]))
+            join_syn = store.same_as(join, list(pool))
+            aliases.update(join_syn)
+            ents = frozenset(join) | frozenset(a for e in join for a in join_syn.get(e, ()))
+            rec.update(n_triples=len(triples), join=join, best=[(t.id, round(t.score, 4)) for t in scored[:3]])
+            if it + 1 < s.iterations:
+                q = self._rewrite(q, enc, scored)
+                filt = PassageFilter(ents, frozenset(pool))
+        return self._rank(pool, graph, aliases, k), {"iterations": trace}
+
+    def _first_retrieval(self, q: str, enc: QueryEncoding, k: int) -> Ranking:
+        """Iteration 1 (§4.2.1-4.2.2): composed (or RRF hybrid) retrieval of q and its sub-queries, best score
+        per passage across them (first-seen order on ties)."""
+        s = self.settings
+        subs = split_clauses(q, s.connectors) if s.split_clauses else [q]
+        encs = [enc] + [self.matcher.encode(x) for x in subs[1:]]
+        best: dict[str, float] = {}
+        if s.composed:
+            for e, cands in zip(encs, self.store.passage_bm25(subs, s.composed_candidates), strict=True):
+                r = self.store.passage_rescore(e.sentence, cands.ids)
+                for pid, sc in zip(r.ids, r.scores, strict=True):
+                    best[pid] = max(sc, best.get(pid, -math.inf))
+        else:
+            for sub, e in zip(subs, encs, strict=True):
+                r = self._rrf_retrieval(sub, e.sentence, s.rrf_depth, None)
+                for pid, sc in zip(r.ids, r.scores, strict=True):
+                    best[pid] = max(sc, best.get(pid, -math.inf))
+        order = sorted(best, key=lambda p: -best[p])[:k]  # stable: first-seen order on ties
+        return Ranking(order, [best[p] for p in order])
+
+    def _rrf_retrieval(self, q: str, vec: np.ndarray, k: int, filt: PassageFilter | None) -> Ranking:
+        s = self.settings
+        sparse = self.store.passage_bm25([q], s.rrf_depth, filt)[0]
+        dense = self.store.passage_knn(vec, s.rrf_depth, filt)
+        return rrf([sparse, dense], k_rrf=s.k_rrf, limit=k)
+
+    def _shortlist(self, q: str, enc: QueryEncoding, passage_ids: list[str],
+                   pool: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+        """Alg. 2: (shortlisted triple ids of ``passage_ids``, same_as aliases of their entities)."""
+        s = self.settings
+        data = self.store.data
+        by_passage = self.store.passage_triples(passage_ids)
+        triples = [t for p in passage_ids for t in by_passage.get(p, [])]
+        ents = list(dict.fromkeys(e for p in passage_ids for e in data.passage_entities.get(p, [])))
+        syn = self.store.same_as(ents, pool)
+        if not s.shortlist or not triples:
+            return triples, syn
+        anchors = list(dict.fromkeys([*ents, *(a for e in ents for a in syn.get(e, ()))]))
+        units = rrf([self.store.unit_bm25(q, s.t_max, passage_ids, anchors),
+                     self.store.unit_knn(enc.sentence, s.t_max, passage_ids, anchors)], k_rrf=s.k_rrf, limit=s.t_max)
+        keep = {t for u in units.ids for t in self._unit_triples[u]}
+        return [t for t in triples if t in keep], syn
+
+    def _score_triples(self, enc: QueryEncoding, triple_ids: list[str], syn: dict[str, list[str]],
+                       iteration: int) -> list[ScoredTriple]:
+        """§4.3-4.4: s_e = best n-gram cosine over the entity and its aliases, s_p likewise for the predicate;
+        Eq. 1 per partial (s_e + s_p) / (2 (1 + log freq(e, p))); Eq. 2 the better partial. Best first."""
+        if not triple_ids:
+            return []
+        data = self.store.data
+        norm = normalize_entity
+        keys = [(norm(t.subject), norm(t.predicate), norm(t.object)) for t in (data.triples[i] for i in triple_ids)]
+        ents = list(dict.fromkeys(e for s_, _, o in keys for e in (s_, o)))
+        preds = list(dict.fromkeys(p for _, p, _ in keys))
+        s_e = self.entity_scores(enc, ents, syn)
+        sp, _ = EntityMatcher.best(enc, data.predicate_vectors(preds))
+        s_p = dict(zip(preds, sp.tolist(), strict=True))
+        out = []
+        for tid, (sk, pk, ok) in zip(triple_ids, keys, strict=True):
+            fwd = (s_e[sk][0] + s_p[pk]) / (2 * (1 + math.log(data.freq(sk, pk, False))))
+            inv = (s_e[ok][0] + s_p[pk]) / (2 * (1 + math.log(data.freq(ok, pk, True))))
+            if fwd >= inv:
+                out.append(ScoredTriple(tid, fwd, sk, pk, ok, False, iteration))
+            else:
+                out.append(ScoredTriple(tid, inv, ok, pk, sk, True, iteration))
+        return sorted(out, key=lambda t: -t.score)
+
+    def entity_scores(self, enc: QueryEncoding, ents: list[str],
+                      syn: dict[str, list[str]]) -> dict[str, tuple[float, int]]:
+        """s_e^q per entity (§4.3): max over the entity and its aliases of the best n-gram cosine, and the
+        index of that n-gram in ``enc.spans`` (-1 when the query has none)."""
+        data = self.store.data
+        cands = list(dict.fromkeys([*ents, *(a for e in ents for a in syn.get(e, ()))]))
+        sims, arg = EntityMatcher.best(enc, data.entity_vectors(cands))
+        one = {c: (float(v), int(a)) for c, v, a in zip(cands, sims, arg, strict=True)}
+        return {e: max([one[e], *(one[a] for a in syn.get(e, ()))], key=lambda x: x[0]) for e in ents}
+
+    def _rewrite(self, q: str, enc: QueryEncoding, scored: list[ScoredTriple]) -> str:
+        """§4.5: the first of the ``n_join`` best triples whose anchor mention matches (cosine >=
+        ``rewrite_min_sim``) and whose complement is not yet in q: replace the mention (and the predicate
+        mention when it matches too) by the complement. Unchanged q when none qualifies."""
+        s = self.settings
+        data = self.store.data
+        for t in scored[: s.n_join]:
+            name = data.entity_name[t.complement]
+            if not name or name.casefold() in q.casefold():
+                continue
+            (e_sim, e_arg), = self.entity_scores(enc, [t.anchor], {}).values()
+            if e_arg < 0 or e_sim < s.rewrite_min_sim:
+                continue
+            p_sim, p_arg = EntityMatcher.best(enc, data.predicate_vectors([t.predicate]))
+            p_span = enc.spans[int(p_arg[0])] if p_arg[0] >= 0 and p_sim[0] >= s.rewrite_min_sim else None
+            return rewrite(q, enc.words, enc.spans[e_arg], name, p_span)
+        return q
+
+    def _rank(self, pool: dict[str, int], graph: list[ScoredTriple], aliases: dict[str, list[str]],
+              k: int) -> Ranking:
+        """rank_passages (§4.4) over the pool, top k."""
+        data = self.store.data
+        score = {t.id: max(t.score, 0.0) for t in graph}
+        ents_of = {t.id: {t.anchor, t.complement} for t in graph}
+        by_ent: dict[str, list[str]] = defaultdict(list)
+        for t in graph:
+            for e in ents_of[t.id]:
+                for x in (e, *aliases.get(e, ())):
+                    by_ent[x].append(t.id)
+        best_path = dict(score)  # single-triple path: s_P = s_t
+        for t in graph:
+            for e in ents_of[t.id]:
+                for u in by_ent.get(e, ()):
+                    if u != t.id:
+                        best_path[t.id] = max(best_path[t.id], (score[t.id] + score[u]) / 2)
+        passage_score: dict[str, float] = {}
+        for t in graph:
+            pid = data.triples[t.id].passage_id
+            passage_score[pid] = max(passage_score.get(pid, 0.0), score[t.id] * best_path[t.id])
+        retrieval_order = sorted(pool, key=pool.__getitem__)
+        graph_order = sorted(retrieval_order, key=lambda p: -passage_score.get(p, -1.0))
+        if self.settings.final == FinalRanking.rrf:
+            return rrf([graph_order, retrieval_order], k_rrf=self.settings.k_rrf, limit=k)
+        top = graph_order[:k]
+        return Ranking(top, [passage_score.get(p, 0.0) for p in top])

@@ -1,0 +1,39 @@
+"""HippoRAG as a single-step method (GEAR Table 2 "HippoRAG", Table 3, Table 7): one retrieval with the
+question (query NER -> node linking -> PPR; gear_repro/methods/hipporag/retriever.py).
+
+The PPR ranking does not depend on k, so the method runs once per question (``k_dependent = False``) and
+returns the top ``depth`` passages; R@5/10/15 read prefixes of that list. Its NER call is recorded as stage
+``ner``, round 1 (Fig. 4 draws single-step methods at n = 1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gear_repro.methods.base import MethodOutput
+from gear_repro.types import Question
+
+
+class HippoRAGMethod:
+    """Built by the runner from configs/agent/hipporag.yaml; the retriever is ``resources.hipporag``.
+
+    Args:
+        resources: run resources (``hipporag``).
+        depth: passages returned per question (100; R@k uses the top k).
+    """
+
+    k_dependent = False
+    needs_vectors = False  # collection vectors are the hipporag group's concern (HippoRAG.needs_vectors)
+
+    def __init__(self, resources: Any, name: str = "hipporag", depth: int = 100, **_: Any):
+        self.name = name
+        self.resources = resources
+        self.depth = int(depth)
+
+    def describe(self) -> dict[str, Any]:
+        """Settings for run.json (the graph's own figures are recorded by the runner from ``hipporag``)."""
+        return {"name": self.name, "depth": self.depth}
+
+    def run(self, question: Question, k: int) -> MethodOutput:
+        res = self.resources.hipporag.search(question.question, max(k, self.depth), round_no=1)
+        return MethodOutput(ranking=res.ranking, trace=res.trace)

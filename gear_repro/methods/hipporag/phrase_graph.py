@@ -1,0 +1,286 @@
+"""HippoRAG's knowledge graph over phrases (Gutiérrez et al., 2024, §3 "Offline indexing"), built from T.
+
+Follows the reference code OSU-NLP-Group/HippoRAG: ``legacy`` branch ``src/create_graph.py`` (v1 graph),
+``src/hipporag.py`` (``build_graph``, ``load_index_files``: node specificity and the passage matrices) and, for
+``version=v2``, ``main`` branch ``src/hipporag/HippoRAG.py`` (``add_fact_edges``, ``add_passage_edges``,
+``add_synonymy_edges``). Our own code; differences are listed in docs/baselines.md.
+
+- Phrase nodes: normalised subjects and objects of the triples (:func:`phrase_key`; ``hipporag``
+  normalisation = the reference's ``processing_phrases``: lower case, non-alphanumerics to spaces, then
+  :func:`gear_repro.core.triple_graph.normalize_entity`; ``entity`` = GEAR's entity key only).
+- Relation edges: every triple adds 1 to the (subject, object) pair in both directions (co-occurrence count).
+- Synonym edges: for each phrase with more than 2 alphanumeric characters, its nearest phrases by embedding
+  cosine with score >= ``synonym_threshold`` (0.8), at most ``synonym_top_k`` (100) of them, weight = the
+  cosine. As in the reference, a synonym entry overwrites the relation count of that direction.
+- The reference stores directed entries and builds an undirected igraph with one edge per entry, so an
+  undirected pair weighs s(a->b) + s(b->a); :class:`PhraseGraph` keeps exactly that sum in one edge (the same
+  PPR: igraph adds the weights of parallel edges).
+- Passage <-> phrase incidence: ``passage_phrase[d, p]`` = number of distinct (normalised) facts of passage d
+  that contain phrase p (the reference's ``docs_to_facts @ facts_to_phrases``); node specificity |P_i| = number
+  of passages containing phrase i.
+- v2 adds one node per passage, linked to each phrase of its triples with weight 1.0 (one direction).
+
+The exact nearest-neighbour search runs in blocks of query rows against all phrase vectors (memory
+``block_rows x n_phrases`` floats; time O(n_phrases^2 d) — measured in docs/baselines.md). The built graph is
+cached under $GEAR_CACHE/hipporag/<content hash>.npz (triples, passages, settings, embedder).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from gear_repro.core.triple_graph import normalize_entity
+from gear_repro.types import Triple
+from gear_repro.utils.errors import ConfigError, DataError
+from gear_repro.utils.hashing import hash_obj, hash_texts
+from gear_repro.utils.io import atomic_open
+from gear_repro.utils.paths import cache_dir
+
+log = logging.getLogger(__name__)
+
+_NON_ALNUM_SPACE = re.compile(r"[^A-Za-z0-9 ]")
+_NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
+NORMALISATIONS = ("hipporag", "entity")
+VERSIONS = ("v1", "v2")
+
+
+def phrase_key(s: str, normalisation: str = "hipporag") -> str:
+    """Phrase node key. ``hipporag``: the reference's ``processing_phrases`` (lower case, every character
+    other than A-Z, a-z, 0-9 and space becomes a space) followed by GEAR's entity key (casefold, trim, squeeze
+    spaces); ``entity``: GEAR's entity key only (``normalize_entity``)."""
+    if normalisation == "hipporag":
+        s = _NON_ALNUM_SPACE.sub(" ", str(s).lower())
+    return normalize_entity(s)
+
+
+def alnum_length(s: str) -> int:
+    """Number of ASCII letters and digits (the reference's synonym-candidate filter: more than 2)."""
+    return len(_NON_ALNUM.sub("", s))
+
+
+def synonym_pairs(vectors: np.ndarray, threshold: float = 0.8, top_k: int = 100, eligible: np.ndarray | None = None,
+                  block_rows: int | None = None, max_block_bytes: int = 256 << 20) -> list[tuple[int, int, float]]:
+    """Directed synonym entries (i, j, cosine) for rows ``i`` (``eligible``) and their nearest rows ``j != i``
+    with cosine >= ``threshold``, best first, at most ``top_k`` per row; ties by ascending ``j``.
+
+    ``vectors`` must be L2-normalised. Exact search in blocks of query rows (``block_rows``, else as many as fit
+    in ``max_block_bytes`` of float32 similarities), so memory stays bounded for any number of phrases.
+    """
+    n = vectors.shape[0]
+    if n == 0 or top_k <= 0:
+        return []
+    v = np.ascontiguousarray(vectors, dtype=np.float32)
+    rows = np.arange(n) if eligible is None else np.flatnonzero(eligible)
+    step = block_rows or max(1, int(max_block_bytes // (4 * n)))
+    out: list[tuple[int, int, float]] = []
+    for start in range(0, len(rows), step):
+        q = rows[start:start + step]
+        sims = v[q] @ v.T
+        sims[np.arange(len(q)), q] = -np.inf  # never link a phrase to itself
+        hit_r, hit_c = np.nonzero(sims >= threshold)
+        if hit_r.size == 0:
+            continue
+        scores = sims[hit_r, hit_c]
+        order = np.lexsort((hit_c, -scores, hit_r))  # by row, then score desc, then column asc
+        hit_r, hit_c, scores = hit_r[order], hit_c[order], scores[order]
+        bounds = np.flatnonzero(np.diff(hit_r)) + 1
+        for seg_r, seg_c, seg_s in zip(np.split(hit_r, bounds), np.split(hit_c, bounds), np.split(scores, bounds),
+                                       strict=True):
+            i = int(q[seg_r[0]])
+            out.extend((i, int(j), float(s)) for j, s in zip(seg_c[:top_k], seg_s[:top_k], strict=True))
+    return out
+
+
+@dataclass
+class PhraseGraph:
+    """The built graph: node names, undirected weighted edges, passage<->phrase matrix and statistics.
+
+    Nodes ``0..n_phrases-1`` are phrases (sorted); with v2, nodes ``n_phrases..`` are the passages in corpus
+    order. ``edges`` is an (E, 2) int array (u < v), ``weights`` its (E,) float array.
+    """
+
+    phrases: list[str]
+    passage_ids: list[str]
+    edges: np.ndarray
+    weights: np.ndarray
+    passage_phrase: sp.csr_matrix  # (n_passages, n_phrases) distinct-fact counts
+    version: str = "v1"
+    stats: dict[str, Any] = field(default_factory=dict)
+    _igraph: Any = None
+
+    @property
+    def n_phrases(self) -> int:
+        return len(self.phrases)
+
+    @property
+    def n_nodes(self) -> int:
+        return self.n_phrases + (len(self.passage_ids) if self.version == "v2" else 0)
+
+    @property
+    def phrase_index(self) -> dict[str, int]:
+        if "_pidx" not in self.__dict__:
+            self.__dict__["_pidx"] = {p: i for i, p in enumerate(self.phrases)}
+        return self.__dict__["_pidx"]
+
+    def node_specificity_counts(self) -> np.ndarray:
+        """|P_i|: number of passages containing phrase i (the reference's ``phrase_to_num_doc``)."""
+        return np.asarray((self.passage_phrase > 0).sum(axis=0)).ravel().astype(np.int64)
+
+    def igraph(self):
+        """The python-igraph Graph (undirected, edge attribute ``weight``), built once."""
+        if self._igraph is None:
+            import igraph as ig
+
+            g = ig.Graph(n=self.n_nodes, edges=self.edges.tolist(), directed=False)
+            g.es["weight"] = self.weights.tolist()
+            self._igraph = g
+        return self._igraph
+
+    def personalized_pagerank(self, reset: np.ndarray, damping: float = 0.5) -> np.ndarray:
+        """PPR over the graph (python-igraph ``personalized_pagerank``, prpack, undirected, weighted).
+
+        ``damping`` is the probability of following an edge (HippoRAG's experiment scripts: 0.5). ``reset``
+        (length ``n_nodes``, non-negative, not all zero) is normalised by igraph.
+        """
+        reset = np.asarray(reset, dtype=np.float64)
+        if reset.shape != (self.n_nodes,):
+            raise ValueError(f"reset vector of length {reset.shape} for {self.n_nodes} nodes")
+        reset = np.where(np.isnan(reset) | (reset < 0), 0.0, reset)
+        if reset.sum() <= 0:
+            raise ValueError("PPR reset vector is all zero")
+        pr = self.igraph().personalized_pagerank(vertices=None, directed=False, damping=damping, reset=reset.tolist(),
+                                                 weights="weight", implementation="prpack")
+        return np.asarray(pr, dtype=np.float64)
+
+    # -- persistence -------------------------------------------------------------------------------
+    def save(self, path) -> None:
+        m = self.passage_phrase.tocsr()
+        with atomic_open(path, "wb") as f:
+            np.savez_compressed(f, phrases=np.array(self.phrases, dtype=np.str_), passage_ids=np.array(self.passage_ids, dtype=np.str_),
+                                edges=self.edges, weights=self.weights, m_data=m.data, m_indices=m.indices,
+                                m_indptr=m.indptr, m_shape=np.array(m.shape), version=np.array(self.version),
+                                stats=np.array(json.dumps(self.stats)))
+
+    @classmethod
+    def load(cls, path) -> PhraseGraph:
+        z = np.load(path, allow_pickle=False)
+        m = sp.csr_matrix((z["m_data"], z["m_indices"], z["m_indptr"]), shape=tuple(z["m_shape"]))
+        return cls(phrases=[str(p) for p in z["phrases"]], passage_ids=[str(p) for p in z["passage_ids"]],
+                   edges=z["edges"], weights=z["weights"], passage_phrase=m, version=str(z["version"]),
+                   stats=json.loads(str(z["stats"])))
+
+
+def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], embed=None, *, version: str = "v1",
+                       normalisation: str = "hipporag", synonym_threshold: float = 0.8, synonym_top_k: int = 100,
+                       synonym_min_alnum: int = 3, synonyms: bool = True, block_rows: int | None = None) -> PhraseGraph:
+    """Build the HippoRAG graph (module docstring). ``embed(texts) -> L2-normalised vectors`` is needed for
+    synonym edges (``synonyms=False`` builds the reference's ``facts`` graph without them)."""
+    if version not in VERSIONS:
+        raise ConfigError(f"hipporag.version must be one of {VERSIONS}, got '{version}'")
+    if normalisation not in NORMALISATIONS:
+        raise ConfigError(f"hipporag.normalisation must be one of {NORMALISATIONS}, got '{normalisation}'")
+    if not triples:
+        raise DataError("HippoRAG needs triples (dataset has no triples.jsonl; run extraction first)")
+    t0 = time.perf_counter()
+    pid_row = {p: i for i, p in enumerate(passage_ids)}
+    clean: list[tuple[int, str, str, str]] = []  # (passage row, head, relation, tail)
+    skipped = defaultdict(int)
+    for t in triples:
+        row = pid_row.get(t.passage_id)
+        if row is None:
+            skipped["triples_without_passage"] += 1
+            continue
+        h, r, o = phrase_key(t.subject, normalisation), phrase_key(t.predicate, normalisation), phrase_key(t.object, normalisation)
+        if not h or not o:
+            skipped["triples_with_empty_phrase"] += 1
+            continue
+        clean.append((row, h, r, o))
+    phrases = sorted({x for _, h, _, o in clean for x in (h, o)})
+    idx = {p: i for i, p in enumerate(phrases)}
+    n_p = len(phrases)
+
+    stats_dir: dict[tuple[int, int], float] = defaultdict(float)  # directed entries, as the reference stores them
+    facts_by_passage: dict[int, set[tuple[str, str, str]]] = defaultdict(set)
+    for row, h, r, o in clean:
+        a, b = idx[h], idx[o]
+        stats_dir[(a, b)] += 1.0
+        stats_dir[(b, a)] += 1.0
+        facts_by_passage[row].add((h, r, o))
+    n_relation_pairs = len({(min(a, b), max(a, b)) for a, b in stats_dir if a != b})
+
+    # passage x phrase: number of distinct facts of the passage containing the phrase
+    counts: dict[tuple[int, int], int] = defaultdict(int)
+    for row, facts in facts_by_passage.items():
+        for h, _, o in facts:
+            for p in {h, o}:
+                counts[(row, idx[p])] += 1
+    keys = sorted(counts)
+    m = sp.csr_matrix(([counts[k] for k in keys], ([k[0] for k in keys], [k[1] for k in keys])),
+                      shape=(len(passage_ids), n_p), dtype=np.float64)
+
+    n_syn = 0
+    t_syn = 0.0
+    if synonyms and n_p:
+        if embed is None:
+            raise ConfigError("synonym edges need an embedder")
+        t1 = time.perf_counter()
+        vecs = np.asarray(embed(phrases), dtype=np.float32)
+        eligible = np.array([alnum_length(p) >= synonym_min_alnum for p in phrases])
+        for i, j, s in synonym_pairs(vecs, synonym_threshold, synonym_top_k, eligible, block_rows=block_rows):
+            stats_dir[(i, j)] = s  # overwrites a relation count of this direction, as the reference does
+            n_syn += 1
+        t_syn = time.perf_counter() - t1
+
+    if version == "v2":
+        for row in range(len(passage_ids)):
+            for p in m.indices[m.indptr[row]:m.indptr[row + 1]]:
+                stats_dir[(n_p + row, int(p))] = 1.0
+
+    und: dict[tuple[int, int], float] = defaultdict(float)
+    for (a, b), w in stats_dir.items():
+        if a != b:  # self loops are dropped (reference build_graph)
+            und[(min(a, b), max(a, b))] += w
+    pairs = sorted(und)
+    edges = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    weights = np.array([und[e] for e in pairs], dtype=np.float64)
+    stats = {"phrases": n_p, "passages": len(passage_ids), "triples_used": len(clean), "relation_pairs": n_relation_pairs,
+             "synonym_entries": n_syn, "edges": len(pairs), "synonym_s": round(t_syn, 3),
+             "build_s": round(time.perf_counter() - t0, 3), **skipped}
+    log.info("HippoRAG graph (%s): %s", version, stats)
+    return PhraseGraph(phrases=phrases, passage_ids=list(passage_ids), edges=edges, weights=weights, passage_phrase=m,
+                       version=version, stats=stats)
+
+
+def graph_cache_key(triples: Sequence[Triple], passage_ids: Sequence[str], settings: dict[str, Any]) -> str:
+    """Content hash of everything the graph depends on."""
+    th = hash_texts(f"{t.passage_id}\t{t.subject}\t{t.predicate}\t{t.object}" for t in triples)
+    return hash_obj({"triples": th, "passages": hash_texts(passage_ids), **settings})
+
+
+def cached_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], embed, settings: dict[str, Any],
+                        embedder_id: str, cache: bool = True, block_rows: int | None = None) -> PhraseGraph:
+    """:func:`build_phrase_graph` with ``settings`` memoised at $GEAR_CACHE/hipporag/graph-<key>.npz
+    (``stats['cached']`` says which); ``block_rows`` only changes memory use, not the graph."""
+    key = graph_cache_key(triples, passage_ids, {**settings, "embedder": embedder_id, "format": 1})
+    path = cache_dir() / "hipporag" / f"graph-{key}.npz"
+    if cache and path.exists():
+        t0 = time.perf_counter()
+        g = PhraseGraph.load(path)
+        g.stats.update(cached=True, load_s=round(time.perf_counter() - t0, 3))
+        return g
+    g = build_phrase_graph(triples, passage_ids, embed, block_rows=block_rows, **settings)
+    if cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        g.save(path)
+    g.stats["cached"] = False
+    return g

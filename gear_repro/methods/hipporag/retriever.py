@@ -1,0 +1,219 @@
+"""HippoRAG online retrieval (Gutiérrez et al., 2024, §3 "Online retrieval") as a retriever: query NER ->
+link each entity to its most similar phrase node -> Personalized PageRank -> passage scores.
+
+Reference code: OSU-NLP-Group/HippoRAG, ``legacy`` branch ``src/hipporag.py`` (``rank_docs``, ``query_ner``,
+``link_node_by_dpr``, ``run_pagerank_igraph_chunk``) and ``src/named_entity_extraction_parallel.py`` (the NER
+prompt: ``gear_repro/prompts/templates/hipporag_ner.txt``); ``version=v2``: ``main`` branch
+``src/hipporag/HippoRAG.py`` (``retrieve``, ``get_fact_scores``, ``graph_search_with_fact_entities``,
+``run_ppr``). Our own code; every default and difference is listed in configs/hipporag/*.yaml and
+docs/baselines.md.
+
+v1, per query:
+1. named entities from the LLM (one-shot NER prompt, stage ``ner``), parsed by
+   :func:`gear_repro.llm.parsing.parse_named_entities` and normalised like the phrase nodes;
+2. each entity linked to the phrase node of highest embedding cosine; reset weight of a linked node = its node
+   specificity 1/|P_i| (|P_i| = passages containing it; 1 when 0), or 1 with ``node_specificity=false``;
+3. PPR (damping 0.5) over the phrase graph; passage score = passage_phrase @ PPR, min-max normalised;
+   ranking by score, ties in corpus order.
+No entity (or no parseable reply) -> ``no_entity_fallback``: ``retriever`` (the run's base retriever, as v2
+falls back to dense retrieval) or ``uniform`` (the v1 code's uniform scores, i.e. corpus order).
+
+v2, per query (no LLM call unless the optional fact filter existed; it is not implemented): fact scores =
+cosine(query, triple text) min-max normalised; the top ``linking_top_k`` (5) facts seed their subject/object
+phrases with score / |P_i|, averaged over occurrences, top ``linking_top_k`` phrases kept; every passage node is
+seeded with its min-max normalised dense score × ``passage_node_weight`` (0.05); PPR (0.5); passage score = its
+node's PPR value. No fact -> the fallback.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from gear_repro.methods.base import SearchResult
+from gear_repro.methods.hipporag.phrase_graph import PhraseGraph, cached_phrase_graph, phrase_key
+from gear_repro.types import Ranking
+from gear_repro.utils.errors import ConfigError
+
+log = logging.getLogger(__name__)
+FALLBACKS = ("retriever", "uniform")
+
+
+def min_max(x: np.ndarray) -> np.ndarray:
+    """(x - min) / (max - min); all zeros when x is constant (the reference would divide by zero)."""
+    lo, hi = float(np.min(x)), float(np.max(x))
+    return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x, dtype=np.float64)
+
+
+def rank_scores(ids: list[str], scores: np.ndarray, k: int | None) -> Ranking:
+    """Ids by descending score, ties in the given (corpus) order; top ``k`` (None = all)."""
+    order = np.lexsort((np.arange(len(scores)), -np.asarray(scores, dtype=np.float64)))
+    if k is not None:
+        order = order[:k]
+    return Ranking([ids[i] for i in order], [float(scores[i]) for i in order])
+
+
+class HippoRAG:
+    """HippoRAG v1/v2 over the run's dataset triples; a retriever (``retrieve(query, k) -> Ranking``) that also
+    reports its trace (``search``). Built lazily by ``Resources.hipporag`` from ``configs/hipporag/*.yaml``.
+
+    Args (each documented with its default and source in configs/hipporag/default.yaml):
+        resources: the run's resources (``dataset``, ``embedder``, ``llm``; ``passage_retriever`` only for the
+            fallback; v2 also ``passages`` and ``triples`` vectors).
+    """
+
+    name = "hipporag"
+    needs_vectors = True  # v2 scores passage and triple vectors; v1's dense fallback may
+
+    def __init__(self, resources: Any, version: str = "v1", damping: float = 0.5, node_specificity: bool = True,
+                 normalisation: str = "hipporag", synonyms: bool = True, synonym_threshold: float = 0.8,
+                 synonym_top_k: int = 100, synonym_min_alnum: int = 3, no_entity_fallback: str = "retriever",
+                 linking_top_k: int = 5, passage_node_weight: float = 0.05, ner_params: Any = None,
+                 cache: bool = True, block_rows: int | None = None):
+        if no_entity_fallback not in FALLBACKS:
+            raise ConfigError(f"hipporag.no_entity_fallback must be one of {FALLBACKS}, got '{no_entity_fallback}'")
+        if not 0.0 < damping < 1.0:
+            raise ConfigError(f"hipporag.damping must be in (0, 1), got {damping}")
+        self.resources = resources
+        self.version = version
+        self.damping = float(damping)
+        self.node_specificity = node_specificity
+        self.normalisation = normalisation
+        self.no_entity_fallback = no_entity_fallback
+        self.linking_top_k = int(linking_top_k)
+        self.passage_node_weight = float(passage_node_weight)
+        if ner_params is not None and not isinstance(ner_params, dict):
+            ner_params = OmegaConf.to_container(ner_params, resolve=True)
+        self.ner_params = dict(ner_params or {})
+        self.cache = cache
+        self.settings = {"version": version, "normalisation": normalisation, "synonyms": synonyms,
+                         "synonym_threshold": float(synonym_threshold), "synonym_top_k": int(synonym_top_k),
+                         "synonym_min_alnum": int(synonym_min_alnum)}
+        self.block_rows = block_rows
+
+    # -- offline ----------------------------------------------------------------------------------------
+    def _embed_corpus(self, texts: list[str]) -> np.ndarray:
+        return self.resources.embedder.encode_corpus(texts, desc="hipporag phrases")
+
+    @cached_property
+    def graph(self) -> PhraseGraph:
+        ds = self.resources.dataset
+        emb = self.resources.embedder
+        g = cached_phrase_graph(ds.triples or [], [p.id for p in ds.passages], self._embed_corpus, self.settings,
+                                embedder_id=getattr(emb, "model_id", type(emb).__name__), cache=self.cache,
+                                block_rows=self.block_rows)
+        log.info("HippoRAG graph: %s", g.stats)
+        return g
+
+    @cached_property
+    def phrase_vectors(self) -> np.ndarray:
+        return np.asarray(self._embed_corpus(self.graph.phrases), dtype=np.float32)
+
+    @cached_property
+    def specificity(self) -> np.ndarray:
+        counts = self.graph.node_specificity_counts()
+        return np.where(counts > 0, 1.0 / np.maximum(counts, 1), 1.0)
+
+    def describe(self) -> dict[str, Any]:
+        return {"version": self.version, "damping": self.damping, "node_specificity": self.node_specificity,
+                "no_entity_fallback": self.no_entity_fallback, **self.settings, "graph": self.graph.stats}
+
+    # -- online -----------------------------------------------------------------------------------------
+    def retrieve(self, query: str, k: int) -> Ranking:
+        return self.search(query, k).ranking
+
+    def retrieve_many(self, queries: list[str], k: int) -> list[Ranking]:
+        return [self.retrieve(q, k) for q in queries]
+
+    def search(self, query: str, k: int, *, round_no: int = 0) -> SearchResult:
+        """Top-``k`` passages for ``query`` and the trace (entities, links, fallback, timings in ms)."""
+        t0 = time.perf_counter()
+        res = self._search_v2(query, k) if self.version == "v2" else self._search_v1(query, k, round_no)
+        res.trace["total_ms"] = round(1000 * (time.perf_counter() - t0), 3)
+        return res
+
+    def ner(self, query: str, round_no: int) -> tuple[list[str], dict[str, Any]]:
+        """HippoRAG's query NER (stage ``ner``); the LLM layer caches the reply."""
+        from gear_repro.llm.parsing import parse_named_entities
+        from gear_repro.prompts import render
+
+        reply = self.resources.llm.chat(render("hipporag_ner", question=query), stage="ner", round_no=round_no,
+                                        **self.ner_params)
+        parsed = parse_named_entities(reply.text)
+        return parsed.entities, {"reply": reply.text, "failed": parsed.failed, "repaired": parsed.repaired,
+                                 "error": parsed.error}
+
+    def _fallback(self, query: str, k: int, trace: dict[str, Any]) -> SearchResult:
+        trace["fallback"] = self.no_entity_fallback
+        if self.no_entity_fallback == "uniform":
+            ids = [p.id for p in self.resources.dataset.passages]
+            return SearchResult(rank_scores(ids, np.full(len(ids), 1.0 / max(1, len(ids))), k), trace)
+        return SearchResult(self.resources.passage_retriever.retrieve(query, k), trace)
+
+    def _scores_from_ppr(self, reset: np.ndarray, trace: dict[str, Any]) -> np.ndarray:
+        t = time.perf_counter()
+        ppr = self.graph.personalized_pagerank(reset, self.damping)
+        trace["ppr_ms"] = round(1000 * (time.perf_counter() - t), 3)
+        return ppr
+
+    def _search_v1(self, query: str, k: int, round_no: int) -> SearchResult:
+        g = self.graph
+        t = time.perf_counter()
+        raw, ner_info = self.ner(query, round_no)
+        entities = list(dict.fromkeys(e for e in (phrase_key(x, self.normalisation) for x in raw) if e))
+        trace: dict[str, Any] = {"entities": entities, "ner": ner_info, "ner_ms": round(1000 * (time.perf_counter() - t), 3)}
+        if not entities or g.n_phrases == 0:
+            return self._fallback(query, k, trace)
+        t = time.perf_counter()
+        sims = self.resources.embedder.encode(entities) @ self.phrase_vectors.T
+        linked = np.argmax(sims, axis=1)
+        reset = np.zeros(g.n_nodes)
+        for i in linked:
+            reset[i] = self.specificity[i] if self.node_specificity else 1.0
+        trace["linked"] = [[e, g.phrases[int(i)], round(float(sims[r, i]), 4)] for r, (e, i) in enumerate(zip(entities, linked, strict=True))]
+        trace["link_ms"] = round(1000 * (time.perf_counter() - t), 3)
+        ppr = self._scores_from_ppr(reset, trace)
+        scores = min_max(np.asarray(g.passage_phrase @ ppr[: g.n_phrases]).ravel())
+        return SearchResult(rank_scores(g.passage_ids, scores, k), trace)
+
+    @cached_property
+    def _facts(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """(triple ids, subject node, object node) aligned with the triple collection's vectors (-1 = no node)."""
+        coll = self.resources.triples
+        by_id = {t.id: t for t in self.resources.dataset.triples or []}
+        idx = self.graph.phrase_index
+        subj = np.array([idx.get(phrase_key(by_id[i].subject, self.normalisation), -1) for i in coll.ids])
+        obj = np.array([idx.get(phrase_key(by_id[i].object, self.normalisation), -1) for i in coll.ids])
+        return list(coll.ids), subj, obj
+
+    def _search_v2(self, query: str, k: int) -> SearchResult:
+        g = self.graph
+        trace: dict[str, Any] = {}
+        t = time.perf_counter()
+        ids, subj, obj = self._facts
+        q = self.resources.embedder.encode([query])[0]
+        fact_scores = min_max(self.resources.triples.vectors() @ q)
+        top = np.lexsort((np.arange(len(fact_scores)), -fact_scores))[: self.linking_top_k]
+        weights, occurs = np.zeros(g.n_phrases), np.zeros(g.n_phrases)
+        for f in top:
+            for node in {int(subj[f]), int(obj[f])} - {-1}:
+                weights[node] += fact_scores[f] * (self.specificity[node] if self.node_specificity else 1.0)
+                occurs[node] += 1
+        weights = np.divide(weights, occurs, out=np.zeros_like(weights), where=occurs > 0)
+        keep = np.lexsort((np.arange(g.n_phrases), -weights))[: self.linking_top_k]
+        phrase_reset = np.zeros(g.n_phrases)
+        phrase_reset[keep] = weights[keep]
+        trace["facts"] = [[ids[int(f)], round(float(fact_scores[f]), 4)] for f in top]
+        trace["seeds"] = [[g.phrases[int(i)], round(float(weights[i]), 4)] for i in keep if weights[i] > 0]
+        trace["link_ms"] = round(1000 * (time.perf_counter() - t), 3)
+        if not trace["seeds"]:
+            return self._fallback(query, k, trace)
+        dense = min_max(self.resources.passages.vectors() @ q)
+        reset = np.concatenate([phrase_reset, dense * self.passage_node_weight])
+        ppr = self._scores_from_ppr(reset, trace)
+        return SearchResult(rank_scores(g.passage_ids, ppr[g.n_phrases:], k), trace)

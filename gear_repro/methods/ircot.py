@@ -1,0 +1,201 @@
+"""IRCoT (Trivedi et al., 2023) as HippoRAG runs it, and HippoRAG w/ IRCoT (GEAR Table 2/3 multi-step rows,
+Fig. 2, Fig. 4): retrieval interleaved with chain-of-thought sentences.
+
+Reference code: OSU-NLP-Group/HippoRAG ``legacy`` branch ``src/ircot_hipporag.py`` (``parse_prompt``,
+``reason_step`` and its main loop; HippoRAG w/ IRCoT) and ``src/baselines/ircot.py`` (IRCoT with BM25 and other
+retrievers). Our own code; differences in docs/baselines.md.
+
+Per question q (rounds n = 1..max_rounds; MuSiQue 4, 2Wiki/HotpotQA 2, as ``--max_steps`` in the scripts):
+
+1. round 1: retrieve ``top_k`` (10) passages for q;
+2. after round n < max_rounds, the LLM (stage ``cot``, round n) writes the next thought over the top ``top_k``
+   passages of the merged list, the demonstrations and the thoughts so far (``prompts/templates/ircot.txt``);
+3. a thought containing "So the answer is:" stops the loop (trace ``stop: answerable``, the text after the mark
+   is ``trace['answer']``); an empty thought stops it too (``empty_thought``); otherwise round n+1 retrieves ``top_k`` with the
+   thought and merges: every score is divided by the best score of its retrieval (per-step normalisation; for
+   HippoRAG's min-max scores and for BM25, whose corpus minimum is 0, this is min-max over the corpus), a
+   passage keeps its best score over the rounds, the merged list is sorted by score, ties in first-seen order.
+
+Each round record carries ``ranking``: the merged list after that round, i.e. what the method returns had it
+stopped there (Fig. 2). The retriever is the run's base retriever (``retriever: base``; BM25 is the paper's
+IRCoT (BM25)) or HippoRAG (``retriever: hipporag`` = HippoRAG w/ IRCoT, whose NER calls are stage ``ner`` of
+the round that retrieves).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from gear_repro.methods.base import MethodOutput, SearchResult
+from gear_repro.types import Question, Ranking
+from gear_repro.utils.errors import ConfigError
+
+DEMO_DIR = Path(__file__).resolve().parent.parent / "prompts" / "ircot_demos"
+ANSWER_MARK = "So the answer is:"
+RETRIEVERS = ("base", "hipporag")
+THOUGHTS = ("full", "first_sentence")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
+
+
+@dataclass(frozen=True)
+class Demo:
+    """One IRCoT demonstration: its question id, documents, question and the full thought chain."""
+
+    qid: str
+    document: str
+    question: str
+    answer: str
+
+
+@cache
+def load_demos(name: str) -> tuple[Demo, ...]:
+    """Demonstrations of ``prompts/ircot_demos/<name>.txt`` in file order (the reference's ``parse_prompt``
+    format: ``# METADATA: {"qid": ...}``, documents, ``Q: ...``, ``A: ...``; lines before the first
+    ``# METADATA:`` are a header)."""
+    path = DEMO_DIR / f"{name}.txt"
+    if not path.is_file():
+        known = sorted(p.stem for p in DEMO_DIR.glob("*.txt"))
+        raise ConfigError(f"no IRCoT demonstration file '{name}' ({path}); known: {known}")
+    out = []
+    for part in path.read_text(encoding="utf-8").split("# METADATA: ")[1:]:
+        meta, rest = part.split("\n", 1)
+        docs, qa = rest.strip().split("\n\nQ: ", 1)
+        question, answer = qa.split("\nA: ", 1)
+        out.append(Demo(str(json.loads(meta).get("qid", "")), docs.strip(), question.strip(), answer.strip()))
+    return tuple(out)
+
+
+def format_demos(demos: Sequence[Demo]) -> str:
+    """The system-turn demonstrations as ``reason_step`` writes them."""
+    return "\n\n".join(f"{d.document}\n\nQuestion: {d.question}\nThought: {d.answer}" for d in demos)
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a reply (IRCoT paper's reading; the HippoRAG code keeps the whole reply)."""
+    return _SENTENCE_END.split(" ".join(text.split()), maxsplit=1)[0]
+
+
+def merge_step(merged: dict[str, float], ranking: Ranking) -> None:
+    """Fold one retrieval into ``merged`` (insertion = first-seen order): score / best score of the step, max."""
+    best = max((float(s) for s in ranking.scores), default=0.0)
+    for pid, s in zip(ranking.ids, ranking.scores, strict=True):
+        v = float(s) / best if best > 0 else 0.0
+        if pid not in merged or v > merged[pid]:
+            merged[pid] = v
+
+
+def merged_ranking(merged: dict[str, float]) -> Ranking:
+    """Sort by score descending, ties in first-seen order (Python's sort is stable)."""
+    order = sorted(merged, key=lambda p: -merged[p])
+    return Ranking(order, [merged[p] for p in order])
+
+
+class IRCoTAgent:
+    """IRCoT / HippoRAG w/ IRCoT. Built by the runner from configs/agent/ircot.yaml or hipporag_ircot.yaml.
+
+    Args (each documented with its default and source in configs/agent/ircot.yaml):
+        resources: run resources (``llm``, ``dataset``, and ``passage_retriever`` or ``hipporag``).
+        retriever: ``base`` (the run's ``retriever`` group) or ``hipporag``.
+        top_k: passages per retrieval and passages shown to the LLM (10).
+        max_rounds: retrievals at most (``dataset.max_rounds``).
+        demos / num_demo: demonstration file and how many of its demonstrations, in file order, skipping any
+            whose question is among the run's questions (1, as ``ircot_hipporag.py``; null = all).
+        thought: ``full`` reply (the reference code) or ``first_sentence``.
+        cot_params: extra ``llm.chat`` parameters of the thought call.
+        round_ranking_depth: ids kept in each round's ``ranking`` (None = all).
+    """
+
+    k_dependent = False
+    needs_vectors = False  # the retriever (base retriever class or HippoRAG) decides
+
+    def __init__(self, resources: Any, name: str = "ircot", retriever: str = "base", top_k: int = 10,
+                 max_rounds: int = 4, demos: str = "musique", num_demo: int | None = 1, thought: str = "full",
+                 cot_params: Any = None, round_ranking_depth: int | None = None, **_: Any):
+        if retriever not in RETRIEVERS:
+            raise ConfigError(f"agent.retriever must be one of {RETRIEVERS}, got '{retriever}'")
+        if thought not in THOUGHTS:
+            raise ConfigError(f"agent.thought must be one of {THOUGHTS}, got '{thought}'")
+        if int(max_rounds) < 1 or int(top_k) < 1:
+            raise ConfigError(f"agent.max_rounds and agent.top_k must be >= 1 (got {max_rounds}, {top_k})")
+        self.name = name
+        self.resources = resources
+        self.retriever_kind = retriever
+        self.top_k, self.max_rounds = int(top_k), int(max_rounds)
+        self.thought = thought
+        if cot_params is not None and not isinstance(cot_params, dict):
+            cot_params = OmegaConf.to_container(cot_params, resolve=True)
+        self.cot_params = dict(cot_params or {})
+        self.round_ranking_depth = round_ranking_depth
+        evaluated = {q.id for q in resources.dataset.questions}
+        pool = [d for d in load_demos(demos) if d.qid not in evaluated]
+        self.demos_skipped = len(load_demos(demos)) - len(pool)
+        self.demos = pool if num_demo is None else pool[: int(num_demo)]
+        self.demo_text = format_demos(self.demos)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "retriever": self.retriever_kind, "top_k": self.top_k,
+                "max_rounds": self.max_rounds, "demos": [d.qid for d in self.demos],
+                "demos_skipped_as_evaluated": self.demos_skipped, "thought": self.thought}
+
+    # -- steps ------------------------------------------------------------------------------------------
+    def search(self, query: str, round_no: int) -> SearchResult:
+        if self.retriever_kind == "hipporag":
+            return self.resources.hipporag.search(query, self.top_k, round_no=round_no)
+        t = time.perf_counter()
+        ranking = self.resources.passage_retriever.retrieve(query, self.top_k)
+        return SearchResult(ranking, {"total_ms": round(1000 * (time.perf_counter() - t), 3)})
+
+    def next_thought(self, question: str, passage_ids: Sequence[str], thoughts: Sequence[str], round_no: int):
+        from gear_repro.prompts import render
+
+        by_id = self.resources.dataset.passage_by_id
+        msgs = render("ircot", demos=self.demo_text, passages=[by_id[p] for p in passage_ids if p in by_id],
+                      question=question, thoughts=" ".join(thoughts))
+        reply = self.resources.llm.chat(msgs, stage="cot", round_no=round_no, **self.cot_params)
+        text = reply.text.strip()
+        return (first_sentence(text) if self.thought == "first_sentence" else text), reply.text
+
+    # -- the loop -----------------------------------------------------------------------------------------
+    def run(self, question: Question, k: int) -> MethodOutput:
+        """IRCoT on one question; ``k`` is ignored (each retrieval takes ``top_k``)."""
+        t_start = time.perf_counter()
+        q = question.question
+        merged: dict[str, float] = {}
+        thoughts: list[str] = []
+        rounds: list[dict[str, Any]] = []
+        query, stop, answer = q, "max_rounds", None
+        for n in range(1, self.max_rounds + 1):
+            res = self.search(query, n)
+            merge_step(merged, res.ranking)
+            ranking = merged_ranking(merged)
+            depth = self.round_ranking_depth
+            rec: dict[str, Any] = {"round": n, "query": query, "retrieved": list(res.ranking.ids),
+                                   "retrieval": res.trace, "thought": None,
+                                   "ranking": ranking.ids[:depth] if depth else list(ranking.ids)}
+            rounds.append(rec)
+            if n == self.max_rounds:
+                break
+            t = time.perf_counter()
+            thought, raw = self.next_thought(q, ranking.ids[: self.top_k], thoughts, n)
+            rec.update(thought=thought, raw_thought=raw, cot_ms=round(1000 * (time.perf_counter() - t), 3))
+            thoughts.append(thought)
+            if ANSWER_MARK in thought:
+                stop, answer = "answerable", thought.split(ANSWER_MARK, 1)[1].strip()
+                break
+            if not thought:
+                stop = "empty_thought"
+                break
+            query = thought
+        trace = {"agent": self.name, "stop": stop, "n_rounds": len(rounds), "max_rounds": self.max_rounds,
+                 "thoughts": thoughts, "answer": answer, "demos": [d.qid for d in self.demos],
+                 "timings": {"total_s": round(time.perf_counter() - t_start, 6)}}
+        return MethodOutput(ranking=merged_ranking(merged), rounds=rounds, trace=trace)

@@ -1,0 +1,63 @@
+"""Single-step retrieval (GEAR Table 2, top half): C'_q = h_base^k(q, C), then graph expansion.
+
+With expansion=none this is the plain base retriever. With NaiveGE/SyncGE (§4) the base list of
+size k seeds the expansion, so the result depends on k (``k_dependent``, from the expansion's class):
+the runner calls it once per evaluated rank (``run.matched_k``), as the paper's single-step rows do.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gear_repro.methods.base import MethodOutput
+from gear_repro.types import Question
+
+
+class SingleStep:
+    """Base retrieval then the run's expansion. Built by the runner (:func:`gear_repro.pipeline.wiring.build_method`) as
+    ``instantiate(cfg.agent, resources=res, expansion=<the run's expansion>)``.
+
+    Args:
+        resources: run resources (``passage_retriever`` and what the expansion needs).
+        expansion: the graph expansion (NoExpansion / NaiveGE / SyncGE), built and injected by the runner.
+        output_depth: truncate the final ranking (None = keep all).
+        name: label in run names and reports.
+    """
+
+    name = "single"
+    needs_vectors = False  # only what the retriever and the expansion need
+
+    def __init__(self, resources: Any, expansion: Any, output_depth: int | None = None, name: str = "single"):
+        self.name = name
+        self.resources = resources
+        self.retriever = resources.passage_retriever
+        self.expansion = expansion
+        # a retriever whose list depends on k (GRIEVER pools k per iteration) is run once per evaluated k too
+        self.k_dependent = bool(expansion.k_dependent or getattr(self.retriever, "k_dependent", False))
+        self.output_depth = output_depth
+
+    @property
+    def needs_llm(self) -> bool:
+        """Whether a question calls the LLM (checked at start-up): only through an expansion that reads."""
+        return bool(getattr(self.expansion, "needs_llm", False))
+
+    def describe(self) -> dict[str, Any]:
+        """Settings for run.json (the expansion's include γ and the triple graph's hub statistics)."""
+        return {"name": self.name, "k_dependent": self.k_dependent, "output_depth": self.output_depth,
+                "expansion": self.expansion.describe()}
+
+    def run(self, question: Question, k: int) -> MethodOutput:
+        t0 = time.perf_counter()
+        base = self.retriever.retrieve(question.question, k)
+        timings = {"base_s": time.perf_counter() - t0}
+        trace: dict = {"base": base.ids}
+        t1 = time.perf_counter()
+        out = self.expansion.expand(question.question, base)
+        timings["expansion_s"] = time.perf_counter() - t1
+        ranking = out.ranking
+        trace["expansion"] = out.trace
+        if self.output_depth:
+            ranking = ranking.top(self.output_depth)
+        trace["timings"] = timings
+        return MethodOutput(ranking=ranking, trace=trace)

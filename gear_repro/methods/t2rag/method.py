@@ -1,0 +1,539 @@
+"""T²RAG: triplet-driven thinking over a proposition index (seed 002, §4; Algorithms 1-2; App. E prompts).
+
+Offline (§4.2): every triple t = (s, p, o) of T is a proposition "s p o" mapped to its passage. The harness's
+triple collection already indexes exactly that, one document per triple id with its ``passage_id``
+(:func:`gear_repro.core.triple_graph.triple_docs`), so every mapping is kept, also duplicate propositions
+from different passages (they score alike and each brings its own passage; the prompt lists a text once).
+
+Online (§4.3, Alg. 1):
+
+1. Decompose (App. E "Structured Query Decomposition"): q -> triplets ``s | p | o`` with ``?`` placeholders,
+   classified by their number of placeholders: resolved (0), searchable (1), fuzzy (>= 2).
+2. For l = 1..N while searchable or fuzzy triplets remain:
+   2.1 adaptive retrieval (Alg. 2): each searchable triplet's known parts form a query proposition; the
+       candidates of all queries are pooled and ranked globally by their best cosine similarity, and
+       propositions are taken in that order until ``k`` unique passages are reached;
+   2.2 resolve (App. E "Triplets Resolving") with the searchable and fuzzy triplets, the retrieved passages
+       and propositions and the resolved triplets -> "Fully Resolved" and "Newly Searchable" clues;
+   2.3 update: resolved ∪= new resolved; searchable = new searchable; fuzzy = fuzzy \\ (the ones a new clue
+       fills in). Stop when no searchable or fuzzy triplet is left.
+3. Answer (App. E "Final Answering") from the resolved triplets, plus the remaining searchable ones when the
+   loop ended at the iteration cap (§4.3 Step 3 (b)).
+
+Where the paper and its public code (rockcor/T2RAG ``src/TRAG.py``, ``TRAG.trag_qa``) differ, the paper is
+the default and the code is a switch: ``carry_fuzzy`` (paper: unresolved fuzzy triplets are carried over;
+code: ``remaining_fuzzy_clues`` is always empty after a resolve call), ``question_query`` (code: the question,
+without question words and '?', is an extra retrieval query; paper, Alg. 2: searchable triplets only),
+``resolve_without_context`` (paper, Alg. 1: the resolve call is made every iteration; code: skipped when
+nothing was retrieved) and ``example_propositions_chars`` (the code cuts the example's propositions to 1000
+characters). Ablations of Table 2: ``max_iterations=1`` ("single round") and ``with_passages=false`` ("w/o chunk").
+
+Our reading of Step 2.3's set difference (fuzzy \\ (new resolved ∪ new searchable)): a new clue "fills in" a
+fuzzy triplet when it agrees with every known part of it (normalised; one part's words contained in the
+other's) and has fewer placeholders. Each new clue is matched once, first against the searchable triplets it
+resolves, then against the first fuzzy triplet it fills in, so one reply clue never removes two fuzzy ones.
+Reply clues are re-classified by their placeholder count (a "Fully Resolved" clue that still has a '?' is
+searchable, a "Newly Searchable" one without '?' is resolved; counted as ``reclassified``).
+
+Retrieval output (not evaluated by the paper, §5.2; needed to report Recall@k beside GEAR): each iteration's
+passages in retrieval order; the method's ranking is the RRF of the iteration lists (``ranking: rrf``, as
+GEAR fuses its rounds, Eq. 9) or their concatenation (``ranking: concat``). Each round record carries the
+ranking had T²RAG stopped there (Figure-2-style per-iteration recall).
+
+T²RAG answers by itself: :class:`~gear_repro.methods.base.MethodOutput` carries the answer and the runner
+scores it with the same EM/F1 as the QA reader (``answer: false`` leaves answering to ``qa_reader``).
+Malformed replies never raise: they are repaired where the intent is clear and counted in
+``trace['t2rag']['counters']``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from gear_repro.core.fusion import RRF_K, rrf
+from gear_repro.methods.base import MethodAnswer, MethodOutput
+from gear_repro.prompts import render
+from gear_repro.qa.reader import extract_answer
+from gear_repro.retrieval.base import DenseRetriever
+from gear_repro.types import Question, Ranking
+from gear_repro.utils.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+RESOLVED, SEARCHABLE, FUZZY = "resolved", "searchable", "fuzzy"
+RANKINGS = ("rrf", "concat")
+_PLACEHOLDER = re.compile(r"\?[\w'-]*")
+_WORD = re.compile(r"\w+")
+_QUESTION_WORDS = re.compile(r"\b(what|who|where|when|why|how|which|whose)\b", re.IGNORECASE)
+_MD = re.compile(r"[*_`#]+")
+
+
+# -- triplets -------------------------------------------------------------------------------------------------
+def _norm(text: str) -> str:
+    """Casefolded words of ``text`` joined by one space (comparison key of a triplet part)."""
+    return " ".join(_WORD.findall(text.casefold()))
+
+
+@dataclass(frozen=True)
+class Clue:
+    """A query triplet (§4.3 Step 1): subject, predicate, object, each possibly holding a '?' placeholder."""
+
+    subject: str
+    predicate: str
+    object: str
+
+    @property
+    def parts(self) -> tuple[str, str, str]:
+        return (self.subject, self.predicate, self.object)
+
+    @property
+    def n_placeholders(self) -> int:
+        """Number of '?' in the triplet (the authors' code counts characters: ``value.count('?')``)."""
+        return sum(p.count("?") for p in self.parts)
+
+    @property
+    def kind(self) -> str:
+        """resolved (0 placeholders), searchable (1) or fuzzy (>= 2), §4.3 Step 1."""
+        n = self.n_placeholders
+        return RESOLVED if n == 0 else SEARCHABLE if n == 1 else FUZZY
+
+    @property
+    def query(self) -> str:
+        """Query proposition (§4.3 Step 2.1): the elements concatenated without their placeholders."""
+        kept = (" ".join(_PLACEHOLDER.sub(" ", p).split()) for p in self.parts)
+        return " ".join(k for k in kept if k)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (_norm(self.subject), _norm(self.predicate), _norm(self.object))
+
+    def pipe(self) -> str:
+        """``s | p | o`` (the decomposition format)."""
+        return " | ".join(self.parts)
+
+    def block(self, label: str) -> str:
+        """The Subject/Predicate/Object block of the resolve prompt (layout of the authors' code)."""
+        return f"{label}:\nSubject: {self.subject}\nPredicate: {self.predicate}\nObject: {self.object}"
+
+    def fills_in(self, other: Clue) -> bool:
+        """Whether this clue is ``other`` with some placeholders filled in: it agrees with every known part
+        of ``other`` (normalised; one part's words contained in the other's) and has fewer placeholders."""
+        if self.n_placeholders >= other.n_placeholders:
+            return False
+        for mine, theirs in zip(self.parts, other.parts, strict=True):
+            if "?" in theirs:
+                continue
+            a, b = set(_norm(mine).split()), set(_norm(theirs).split())
+            if not a or not b or not (a <= b or b <= a):
+                return False
+        return True
+
+
+def dedupe(clues: Sequence[Clue]) -> list[Clue]:
+    """Clues in order, without normalised duplicates (the code's ``_deduplicate_clues``)."""
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for c in clues:
+        if c.key not in seen:
+            seen.add(c.key)
+            out.append(c)
+    return out
+
+
+# -- reply parsing --------------------------------------------------------------------------------------------
+def _clean(part: str) -> str:
+    return _MD.sub("", part).strip().strip("\"'“”‘’[]()").strip()
+
+
+def _template_echo(parts: Sequence[str]) -> bool:
+    """A part left as the template's "..." (the reply copied the format instead of filling it)."""
+    return any(p.strip(" .…") == "" for p in parts)
+
+
+def _triple_from_line(line: str, allow_commas: bool) -> Clue | None:
+    line = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", _MD.sub("", line)).strip()
+    line = re.sub(r"^(?:triples?|triplets?)\s*(?:\d+)?\s*:\s*", "", line, flags=re.IGNORECASE)
+    if "|" in line:
+        parts = [_clean(p) for p in line.split("|")]
+        parts = [p for p in parts if p]
+        if len(parts) < 3 or _template_echo(parts):
+            return None
+        # more than three cells: the middle ones belong to the predicate
+        return Clue(parts[0], " ".join(parts[1:-1]), parts[-1])
+    if allow_commas:
+        parts = [_clean(p) for p in line.strip("()").split(",")]
+        if len(parts) == 3 and all(parts) and not _template_echo(parts):
+            return Clue(*parts)
+    return None
+
+
+@dataclass
+class Parsed:
+    """Clues read off a reply and how: ``ok`` (the requested format), ``repaired`` or ``failed``."""
+
+    clues: list[Clue] = field(default_factory=list)
+    searchable: list[Clue] = field(default_factory=list)
+    status: str = "ok"
+
+
+def parse_decomposition(text: str | None) -> Parsed:
+    """Triplets of a decomposition reply (App. E): ``s | p | o`` lines after "Triples:".
+
+    Repairs: triplets on the "Triples:" line itself or separated by ';', bullets/numbering/Markdown, more than
+    three cells (middle cells joined into the predicate), and, inside the Triples section, ``(s, p, o)`` or
+    ``s, p, o`` lines; ``|`` lines anywhere when there is no "Triples:" header.
+    """
+    if not text or not text.strip():
+        return Parsed(status="failed")
+    lines = _MD.sub("", text).splitlines()
+    start = next((i for i, ln in enumerate(lines) if re.match(r"\s*triples?\s*:", ln, re.IGNORECASE)), None)
+    section = lines[start:] if start is not None else lines
+    clues: list[Clue] = []
+    repaired = start is None
+    for raw in section:
+        if re.match(r"\s*(reasoning|propositions?)\s*:", raw, re.IGNORECASE) and clues:
+            break  # the code's "Propositions:" section or a second reasoning block ends the triplets
+        for piece in raw.split(";"):
+            c = _triple_from_line(piece, allow_commas=start is not None)
+            if c is not None:
+                repaired |= "|" not in piece or ";" in raw
+                clues.append(c)
+    clues = dedupe(clues)
+    if not clues:
+        return Parsed(status="failed")
+    return Parsed(clues=clues, status="repaired" if repaired else "ok")
+
+
+_HEADER = re.compile(r"(fully\s+resolved|newly\s+(?:searchable|traceable))\s+clues?\s*(?:\d+)?\s*[:.-]?",
+                     re.IGNORECASE)
+# any "<label> Clue n:" line, e.g. the prompt's "Fuzzy Clue 2:" echoed back: it ends the previous block
+_ANY_HEADER = re.compile(r"^[ \t]*[A-Za-z][A-Za-z ]*?\bclues?\s*\d*\s*:", re.IGNORECASE | re.MULTILINE)
+_SPO = re.compile(r"subject\s*:\s*(?P<s>.*?)\s*predicate\s*:\s*(?P<p>.*?)\s*object\s*:\s*(?P<o>.*?)\s*"
+                  r"(?=subject\s*:|$)", re.IGNORECASE | re.DOTALL)
+
+
+def _spo_clues(segment: str) -> list[Clue]:
+    out = []
+    for m in _SPO.finditer(segment):
+        s, p, o = (_clean(next((ln for ln in m.group(g).splitlines() if ln.strip()), "")) for g in "spo")
+        if s and p and o and not _template_echo((s, p, o)):
+            out.append(Clue(s, p, o))
+    return out
+
+
+def parse_resolution(text: str | None) -> Parsed:
+    """"Fully Resolved Clue n" / "Newly Searchable Clue n" blocks (App. E) of a resolve reply.
+
+    Accepts Subject/Predicate/Object on one line or on separate lines, Markdown emphasis, the code's
+    "Newly Traceable" wording; other "... Clue n:" blocks (e.g. the prompt's fuzzy clues echoed back) are
+    ignored. When no such header is present, ``s | p | o`` lines classified by their
+    placeholders (``repaired``). ``clues`` holds the fully resolved ones, ``searchable`` the newly searchable.
+    """
+    if not text or not text.strip():
+        return Parsed(status="failed")
+    body = _MD.sub("", text)
+    heads = list(_HEADER.finditer(body))
+    if heads:
+        resolved: list[Clue] = []
+        searchable: list[Clue] = []
+        starts = sorted({m.start() for m in _ANY_HEADER.finditer(body)} | {h.start() for h in heads})
+        for h in heads:
+            end = next((x for x in starts if x > h.start()), len(body))
+            seg = body[h.end(): max(end, h.end())]
+            seg = re.split(r"\(continue numbering", seg, flags=re.IGNORECASE)[0]
+            found = _spo_clues(seg)
+            if not found:
+                c = next((x for x in (_triple_from_line(ln, False) for ln in seg.splitlines()) if x), None)
+                found = [c] if c else []
+            (resolved if h.group(1).lower().startswith("fully") else searchable).extend(found[:1])
+        if resolved or searchable:
+            return Parsed(clues=resolved, searchable=searchable, status="ok")
+    loose = [c for c in (_triple_from_line(ln, False) for ln in body.splitlines()) if c is not None]
+    loose += _spo_clues(body) if not loose else []
+    if not loose:
+        if re.search(r"\bnone\b", body, re.IGNORECASE) and len(body) < 200:
+            return Parsed(status="ok")  # "None" / "no clues could be resolved": an answer, not a format error
+        return Parsed(status="failed")
+    return Parsed(clues=[c for c in loose if c.kind == RESOLVED],
+                  searchable=[c for c in loose if c.kind != RESOLVED], status="repaired")
+
+
+# -- triplet state (Alg. 1) -----------------------------------------------------------------------------------
+@dataclass
+class TripletState:
+    """The three sets of Alg. 1: resolved, searchable and fuzzy triplets."""
+
+    resolved: list[Clue] = field(default_factory=list)
+    searchable: list[Clue] = field(default_factory=list)
+    fuzzy: list[Clue] = field(default_factory=list)
+
+    @classmethod
+    def from_clues(cls, clues: Sequence[Clue]) -> TripletState:
+        """Classify decomposed triplets by their number of placeholders (§4.3 Step 1)."""
+        clues = dedupe(clues)
+        return cls([c for c in clues if c.kind == RESOLVED], [c for c in clues if c.kind == SEARCHABLE],
+                   [c for c in clues if c.kind == FUZZY])
+
+    @property
+    def open(self) -> bool:
+        """The loop condition of Alg. 1: |searchable ∪ fuzzy| > 0."""
+        return bool(self.searchable or self.fuzzy)
+
+    def update(self, new_resolved: Sequence[Clue], new_searchable: Sequence[Clue],
+               carry_fuzzy: bool = True) -> dict[str, int]:
+        """Step 2.3: resolved ∪= new resolved; searchable = new searchable; fuzzy \\= filled-in ones.
+
+        Reply clues are re-classified by their placeholders first. With ``carry_fuzzy=False`` (the authors'
+        code) the fuzzy set is emptied instead; fuzzy-looking reply clues are then dropped too.
+        Returns counters: reclassified, fuzzy_filled, new_fuzzy, dropped_fuzzy.
+        """
+        counts = {"reclassified": 0, "fuzzy_filled": 0, "new_fuzzy": 0, "dropped_fuzzy": 0}
+        reported = [(c, RESOLVED) for c in new_resolved] + [(c, SEARCHABLE) for c in new_searchable]
+        by_kind: dict[str, list[Clue]] = {RESOLVED: [], SEARCHABLE: [], FUZZY: []}
+        for c, said in reported:
+            counts["reclassified"] += c.kind != said
+            by_kind[c.kind].append(c)
+        remaining = list(self.fuzzy)
+        if carry_fuzzy:
+            for c in by_kind[RESOLVED] + by_kind[SEARCHABLE]:
+                if any(c.fills_in(s) for s in self.searchable):
+                    continue
+                hit = next((f for f in remaining if c.fills_in(f)), None)
+                if hit is not None:
+                    remaining.remove(hit)
+                    counts["fuzzy_filled"] += 1
+            known = {f.key for f in remaining}
+            new_fuzzy = [c for c in dedupe(by_kind[FUZZY]) if c.key not in known]
+            counts["new_fuzzy"] = len(new_fuzzy)
+            remaining += new_fuzzy
+        else:
+            counts["dropped_fuzzy"] = len(remaining) + len(by_kind[FUZZY])
+            remaining = []
+        self.resolved = dedupe(self.resolved + by_kind[RESOLVED])
+        self.searchable = dedupe(by_kind[SEARCHABLE])
+        self.fuzzy = remaining
+        return counts
+
+    def answer_context(self) -> list[Clue]:
+        """Step 3: resolved triplets; plus the remaining searchable ones when the loop hit the cap."""
+        return list(self.resolved) if not self.open else dedupe(self.resolved + self.searchable)
+
+    def to_dict(self) -> dict[str, list[list[str]]]:
+        return {k: [list(c.parts) for c in getattr(self, k)] for k in (RESOLVED, SEARCHABLE, FUZZY)}
+
+
+# -- adaptive retrieval (Alg. 2) ------------------------------------------------------------------------------
+@dataclass
+class Retrieved:
+    """Output of Alg. 2: propositions (text, best score, passages) and the unique passages, best first."""
+
+    propositions: list[dict[str, Any]] = field(default_factory=list)
+    passages: Ranking = field(default_factory=Ranking)
+
+
+def adaptive_retrieve(retriever: Any, triple_passage: dict[str, str], triple_text: dict[str, str],
+                      queries: Sequence[str], k: int, depth: int) -> Retrieved:
+    """Alg. 2: pool the top-``depth`` propositions of every query, rank them by their best similarity, take
+    them in that order until ``k`` unique passages are reached (checked before each proposition, line 11).
+
+    Propositions are triple ids of the triple collection, so a text extracted from several passages brings
+    each of its passages; the returned list names a text once (its best score, all its passages taken).
+    """
+    queries = [q for q in dict.fromkeys(queries) if q.strip()]
+    if not queries or k < 1:
+        return Retrieved()
+    best: dict[str, float] = {}
+    order: dict[str, int] = {}
+    for rank in retriever.retrieve_many(queries, depth):
+        for tid, score in zip(rank.ids, rank.scores, strict=True):
+            order.setdefault(tid, len(order))
+            best[tid] = max(best.get(tid, float("-inf")), float(score))
+    passages: dict[str, float] = {}
+    props: dict[str, dict[str, Any]] = {}
+    for tid in sorted(best, key=lambda t: (-best[t], order[t])):
+        if len(passages) >= k:
+            break
+        pid = triple_passage.get(tid)
+        if pid is None:
+            continue
+        passages.setdefault(pid, best[tid])
+        rec = props.setdefault(triple_text[tid], {"text": triple_text[tid], "score": round(best[tid], 6),
+                                                  "passage_ids": []})
+        if pid not in rec["passage_ids"]:
+            rec["passage_ids"].append(pid)
+    return Retrieved(list(props.values()), Ranking(list(passages), list(passages.values())))
+
+
+def question_query(question: str) -> str:
+    """The authors' extra query: the question without question words and '?' (word boundaries here; the
+    code removes these words as substrings)."""
+    return " ".join(_QUESTION_WORDS.sub(" ", question).replace("?", " ").split())
+
+
+# -- the method -----------------------------------------------------------------------------------------------
+class T2RAGAgent:
+    """T²RAG (§4.3, Alg. 1-2). Built by the runner from ``configs/agent/t2rag.yaml`` (each value documented).
+
+    Args:
+        resources: run resources; uses ``triples`` (the proposition index), ``embedder``, ``dataset``, ``llm``.
+        k: unique passages per iteration (§5.2: k = 5).
+        max_iterations: N, resolve iterations at most (§5.2: 3; 1 = the "single round" ablation, Table 2).
+        candidate_depth: propositions retrieved per query before the global ranking (Alg. 2 ``Search(I, q, N)``).
+        with_passages: give the retrieved passages to the resolve prompt (False = "w/o chunk", Table 2).
+        carry_fuzzy: carry unresolved fuzzy triplets over (paper §4.3 Step 2.3) or drop them (authors' code).
+        question_query: also retrieve with the question (authors' code) or not (paper, Alg. 2).
+        resolve_without_context: call the resolver when nothing was retrieved (paper, Alg. 1) or skip it (code).
+        example_propositions_chars: cut the example's propositions to this many characters (None = whole, as
+            the paper's template; the code cuts at 1000).
+        answer: produce T²RAG's own answer (Step 3); False leaves answering to ``qa_reader`` (qa=true).
+        ranking: ``rrf`` (RRF of the iteration lists) or ``concat`` (iteration lists in order).
+        k_rrf: RRF constant.
+        llm_params: extra ``llm.chat`` keyword arguments (temperature 0 comes from the llm group, App. B.1).
+    """
+
+    name = "t2rag"
+    k_dependent = False
+
+    def __init__(self, resources: Any, name: str = "t2rag", k: int = 5, max_iterations: int = 3,
+                 candidate_depth: int = 200, with_passages: bool = True, carry_fuzzy: bool = True,
+                 question_query: bool = False, resolve_without_context: bool = True,
+                 example_propositions_chars: int | None = None, answer: bool = True, ranking: str = "rrf",
+                 k_rrf: int = RRF_K, llm_params: Any = None, **_: Any):
+        if k < 1 or max_iterations < 1 or candidate_depth < 1:
+            raise ConfigError(f"agent.k, agent.max_iterations and agent.candidate_depth must be >= 1 "
+                              f"(got {k}, {max_iterations}, {candidate_depth})")
+        if ranking not in RANKINGS:
+            raise ConfigError(f"agent.ranking must be one of {RANKINGS}, got '{ranking}'")
+        self.name = name
+        self.resources = resources
+        self.k, self.max_iterations, self.candidate_depth = int(k), int(max_iterations), int(candidate_depth)
+        self.with_passages, self.carry_fuzzy = with_passages, carry_fuzzy
+        self.question_query, self.resolve_without_context = question_query, resolve_without_context
+        self.example_propositions_chars = example_propositions_chars
+        self.answers_questions = answer  # the runner scores EM/F1 of this method's own answers
+        self.ranking, self.k_rrf = ranking, k_rrf
+        if llm_params is not None and not isinstance(llm_params, dict):
+            llm_params = OmegaConf.to_container(llm_params, resolve=True)
+        self.llm_params = dict(llm_params or {})
+        self._maps: tuple[dict[str, str], dict[str, str]] | None = None
+        self._retriever: DenseRetriever | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """Settings for run.json (§5.2 / B.1 defaults and the paper-vs-code switches)."""
+        return {"name": self.name, "k": self.k, "max_iterations": self.max_iterations,
+                "candidate_depth": self.candidate_depth, "with_passages": self.with_passages,
+                "carry_fuzzy": self.carry_fuzzy, "question_query": self.question_query,
+                "resolve_without_context": self.resolve_without_context, "answer": self.answers_questions,
+                "ranking": self.ranking, "k_rrf": self.k_rrf}
+
+    @property
+    def max_rounds(self) -> int:
+        """Rounds of the per-round recall (the runner's ``recall@k_by_round``): the N iterations."""
+        return self.max_iterations
+
+    # -- resources --------------------------------------------------------------------------------------------
+    def _index(self) -> tuple[DenseRetriever, dict[str, str], dict[str, str]]:
+        """The proposition index (§4.2): dense search over the triple collection, triple -> passage/text."""
+        if self._retriever is None:
+            triples = self.resources.dataset.triples
+            self._maps = ({t.id: t.passage_id for t in triples}, {t.id: t.text for t in triples})
+            self._retriever = DenseRetriever(self.resources.triples, self.resources.embedder)
+        assert self._maps is not None
+        return self._retriever, *self._maps
+
+    def _chat(self, messages: list[dict], stage: str, iteration: int) -> str:
+        return self.resources.llm.chat(messages, stage=stage, round_no=iteration, **self.llm_params).text
+
+    # -- prompts ----------------------------------------------------------------------------------------------
+    def resolve_messages(self, question: str, state: TripletState, retrieved: Retrieved) -> list[dict]:
+        """App. E "Triplets Resolving" with the current sets and the retrieved context (Step 2.2)."""
+        by_id = self.resources.dataset.passage_by_id
+        props = "\n".join(f"- {p['text']}" for p in retrieved.propositions) or "None"
+        example = props if self.example_propositions_chars is None else props[: self.example_propositions_chars]
+        section = ""
+        if self.with_passages:
+            texts = "\n".join(f"- {by_id[p].content}" for p in retrieved.passages.ids if p in by_id) or "None"
+            section = f"Context Passages:\n{texts}\n\n"
+        return render(
+            "t2rag_resolve", example_propositions=example, query=question,
+            searchable="\n".join(c.block(f"Searchable Clue {i + 1}") for i, c in enumerate(state.searchable)) or "None",
+            fuzzy="\n".join(c.block(f"Fuzzy Clue {i + 1}") for i, c in enumerate(state.fuzzy)) or "None",
+            passages_section=section, propositions=props,
+            resolved="\n".join(f"- {c.pipe()}" for c in state.resolved) or "None")
+
+    @staticmethod
+    def answer_messages(question: str, clues: Sequence[Clue]) -> list[dict]:
+        """App. E "Final Answering" (Step 3); clues as "Clue n: s | p | o" lines (the code's layout)."""
+        lines = "\n".join(f"Clue {i + 1}: {c.pipe()}" for i, c in enumerate(clues)) or "None"
+        return render("t2rag_answer", query=question, clues=lines)
+
+    # -- Alg. 1 -----------------------------------------------------------------------------------------------
+    def run(self, question: Question, k: int | None = None) -> MethodOutput:
+        """Answer ``question`` (Alg. 1). ``k`` from the runner is ignored: T²RAG retrieves ``self.k`` unique
+        passages per iteration (its ranking holds up to k × iterations passages)."""
+        t0 = time.perf_counter()
+        q = question.question
+        counters: dict[str, int] = {}
+
+        def bump(key: str, n: int = 1) -> None:
+            if n:
+                counters[key] = counters.get(key, 0) + n
+
+        raw = self._chat(render("t2rag_decompose", query=q), "decompose", 0)
+        dec = parse_decomposition(raw)
+        bump(f"decompose_{dec.status}")
+        state = TripletState.from_clues(dec.clues)
+        trace: dict[str, Any] = {"decomposition": {"raw": raw, "status": dec.status, "state": state.to_dict()}}
+        rounds: list[dict[str, Any]] = []
+        lists: list[Ranking] = []
+        retriever, passage_of, text_of = self._index()
+        iteration = 0
+        while state.open and iteration < self.max_iterations:
+            iteration += 1
+            queries = [c.query for c in state.searchable] + ([question_query(q)] if self.question_query else [])
+            got = adaptive_retrieve(retriever, passage_of, text_of, queries, self.k, self.candidate_depth)
+            lists.append(got.passages)
+            rec: dict[str, Any] = {"round": iteration, "queries": queries, "passages": got.passages.ids,
+                                   "propositions": got.propositions, "input": state.to_dict()}
+            if got.propositions or self.resolve_without_context:
+                reply = self._chat(self.resolve_messages(q, state, got), "resolve", iteration)
+                res = parse_resolution(reply)
+                bump(f"resolve_{res.status}")
+                rec.update(reply=reply, status=res.status, new_resolved=[list(c.parts) for c in res.clues],
+                           new_searchable=[list(c.parts) for c in res.searchable])
+            else:
+                res = Parsed()
+                bump("resolve_skipped")
+                rec.update(reply=None, status="skipped", new_resolved=[], new_searchable=[])
+            for key, n in state.update(res.clues, res.searchable, self.carry_fuzzy).items():
+                bump(key, n)
+            rec["state"] = state.to_dict()
+            rec["ranking"] = self._fuse(lists).ids
+            rounds.append(rec)
+        stop = "no_triplets" if not dec.clues else "all_resolved" if not state.open else "max_iterations"
+        trace.update(stop=stop, iterations=iteration, counters=counters, final_state=state.to_dict())
+        answer = None
+        if self.answers_questions:
+            context = state.answer_context()
+            reply = self._chat(self.answer_messages(q, context), "answer", 0)
+            answer = MethodAnswer(text=extract_answer(reply), raw=reply)
+            trace["answer_context"] = [list(c.parts) for c in context]
+        trace["timings"] = {"total_s": round(time.perf_counter() - t0, 6)}
+        return MethodOutput(ranking=self._fuse(lists), rounds=rounds, trace={"t2rag": trace}, answer=answer)
+
+    def _fuse(self, lists: Sequence[Ranking]) -> Ranking:
+        if self.ranking == "concat":
+            ids = list(dict.fromkeys(p for lst in lists for p in lst.ids))
+            return Ranking(ids, [float(len(ids) - i) for i in range(len(ids))])
+        return rrf(list(lists), k_rrf=self.k_rrf) if lists else Ranking()
+
+
+__all__ = ["Clue", "Parsed", "Retrieved", "T2RAGAgent", "TripletState", "adaptive_retrieve",
+           "parse_decomposition", "parse_resolution", "question_query"]

@@ -1,0 +1,304 @@
+"""Compose one run from its config: load data, build what the method needs, retrieve, answer, score.
+
+The runner holds no paper logic: methods (agent/), expansions (graph/), the QA reader (qa/) and
+metrics (evaluation/) do. It owns the run directory:
+
+    config.yaml        resolved config (secrets redacted)
+    run.json           provenance: fingerprint, package versions, data/index hashes, question subset, timings
+    predictions.jsonl  one line per finished question (appended, so an interrupted run resumes)
+    metrics.json       recall@k (0-100), EM/F1 with qa=true, tokens, latency, n_errors, the evaluated question ids
+    llm_stats.json     LLM cache hits/misses, retries, failures (when an LLM was used)
+    .lock              held while the run writes (utils/lock.py); a second run into the dir is refused
+
+Bookkeeping rules (issue 9 §2): a question that errored is recorded (scored as a miss) but not finished, so a
+resume retries it; the resume fingerprint covers the config and the data files' hashes; configuration errors
+are found by :meth:`Runner.preflight` before any question runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+from gear_repro.config import to_container, validate
+from gear_repro.evaluation.aggregate import aggregate
+from gear_repro.llm.ledger import call_scope
+from gear_repro.pipeline.resources import Resources
+from gear_repro.pipeline.wiring import build_method
+from gear_repro.qa.reader import score_answer
+from gear_repro.types import Question
+from gear_repro.utils.concurrency import COMPUTE
+from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.hashing import hash_obj
+from gear_repro.utils.io import JsonlAppender, iter_jsonl, read_json, repair_jsonl_tail, write_json
+from gear_repro.utils.lock import RunDirLock
+from gear_repro.utils.provenance import environment
+
+log = logging.getLogger("gear_repro")
+
+# config keys that do not change results (excluded from the run fingerprint used for resuming)
+_NON_RESULT_KEYS = {
+    "run": {"progress", "resume", "fail_fast", "allow_errors", "workers"}, "hydra": None, "report": None, "name": None,
+    "embedder": {"num_threads", "show_progress", "batch_size", "cache"},
+    "llm": {"timeout_s", "max_retries", "backoff_base_s", "backoff_max_s", "concurrency", "cache", "cache_dir", "server",
+            "base_url"},
+}
+
+
+def run_fingerprint(cfg: DictConfig) -> str:
+    c = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
+    for key, sub in _NON_RESULT_KEYS.items():
+        if sub is None:
+            c.pop(key, None)
+        elif key in c:
+            c[key] = {k: v for k, v in c[key].items() if k not in sub}
+    c.get("dataset", {}).pop("limit", None)  # a larger limit extends a run; finished questions stay valid
+    return hash_obj(c)
+
+
+def data_fingerprint(cfg: DictConfig, data_hashes: dict) -> str:
+    """Resume fingerprint: the result-relevant config plus the hashes of the data files (corpus, questions,
+    triples), so editing the data and re-running into the same dir never reuses old predictions. Indexes are
+    built from these files with settings that are part of the config, so they are covered too."""
+    return hash_obj({"config": run_fingerprint(cfg), "data": dict(sorted(data_hashes.items()))})
+
+
+def question_ids_hash(ids: list[str]) -> str:
+    """Hash of the evaluated question ids, in order (recorded in metrics.json beside the ids)."""
+    return hash_obj(list(ids))
+
+
+def load_finished(path: Path) -> dict[str, dict]:
+    """Finished questions of a run dir: the last record per id, without errored ones (they are retried)."""
+    if not path.exists():
+        return {}
+    if repair_jsonl_tail(path):
+        log.warning("%s: dropped a partial last line left by an interrupted run", path)
+    last = {rec["id"]: rec for _, rec in iter_jsonl(path)}
+    return {qid: rec for qid, rec in last.items() if not rec.get("error")}
+
+
+def pass_for_qa(ks: list[int], top_k: int) -> int:
+    """The matched-k pass QA reads (Table 3): the smallest evaluated k holding the reader's top_k passages
+    (k=5 for the paper's 5 passages), else the largest."""
+    return next((k for k in sorted(ks) if k >= top_k), max(ks))
+
+
+class Runner:
+    def __init__(self, cfg: DictConfig, run_dir: str | Path, resources: Resources | None = None):
+        self.cfg = validate(cfg)
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.res = resources or Resources(self.cfg)
+        self.timings: dict[str, float] = {}
+
+    # -- bookkeeping ---------------------------------------------------------------------------------
+    def preflight(self, method, qa_reader) -> None:
+        """Configuration errors found at start-up, before any question runs (issue 9 §2): beam options and
+        scorer name, ``run.workers``, and the LLM's credentials when the method (``needs_llm``, default true) or QA uses it."""
+        from gear_repro.methods.gear.beam_search import BeamConfig
+        from gear_repro.methods.gear.scorers import check_scorer
+
+        if self.cfg.get("beam") is not None:
+            check_scorer(BeamConfig.from_any(self.cfg.beam).scorer)
+        if int(self.cfg.run.workers) < 1:
+            raise ConfigError(f"run.workers must be >= 1 (got {self.cfg.run.workers})")
+        if self.cfg.get("llm") is not None and (qa_reader is not None or getattr(method, "needs_llm", True)):
+            check = getattr(self.res.llm, "check_ready", None)
+            if check is not None:
+                check()
+
+    def _check_resume(self) -> str:
+        fp = data_fingerprint(self.cfg, self.res.dataset.hashes)
+        run_json = self.run_dir / "run.json"
+        if run_json.exists() and (self.run_dir / "predictions.jsonl").exists():
+            old = read_json(run_json).get("fingerprint")
+            if old and old != fp:
+                raise ConfigError(
+                    f"{self.run_dir} holds predictions of a different config or different data (fingerprint {old} "
+                    f"!= {fp}); use a new run dir (hydra.run.dir=...) instead of mixing results")
+        return fp
+
+    def _write_provenance(self, fp: str, extra: dict | None = None) -> None:
+        with open(self.run_dir / "config.yaml", "w", encoding="utf-8") as f:
+            f.write(OmegaConf.to_yaml(OmegaConf.create(to_container(self.cfg))))
+        rec = {"fingerprint": fp, "environment": environment(), "data_hashes": self.res.dataset.hashes,
+               "data_warnings": self.res.dataset.warnings, "subset": self.res.dataset.selection,
+               "timings": self.timings, **(extra or {})}
+        for name in ("passages", "triples"):
+            coll = self.res.__dict__.get(name)
+            if coll is not None:
+                rec.setdefault("index_hashes", {})[name] = getattr(coll, "content_hash", None)
+        hippo = self.res.__dict__.get("hipporag")
+        if hippo is not None:
+            rec["hipporag"] = hippo.describe()  # graph size, build/load time (docs/baselines.md "Costs")
+        emb = self.res.__dict__.get("embedder")
+        if emb is not None and hasattr(emb, "stats"):
+            rec["embedder_stats"] = emb.stats
+        write_json(self.run_dir / "run.json", rec)
+        llm = self.res.__dict__.get("llm")
+        if llm is not None and hasattr(llm, "stats"):
+            write_json(self.run_dir / "llm_stats.json", llm.stats())
+
+    # -- stages --------------------------------------------------------------------------------------
+    def run(self) -> dict:
+        stage = self.cfg.get("stage", "retrieve")
+        try:
+            with RunDirLock(self.run_dir):
+                if stage == "extract":
+                    from gear_repro.extraction import failed_calls_error, run_extraction
+
+                    fp = data_fingerprint(self.cfg, self.res.dataset.hashes)
+                    result = run_extraction(self.cfg, self.res, self.run_dir)
+                    self._write_provenance(fp)
+                    err = failed_calls_error(result)
+                    if err is not None:
+                        raise err
+                    return result
+                if stage == "index":
+                    return self.build_indexes()
+                return self.retrieve()
+        finally:
+            self.res.close()
+
+    def build_indexes(self) -> dict:
+        t0 = time.perf_counter()
+        out = {"passages": len(self.res.passages)}
+        self.res.passages.bm25(["warm up"], 1)
+        if self.res.needs_vectors:
+            self.res.passages.vectors()
+        if self.res.dataset.triples:
+            out["triples"] = len(self.res.triples)
+            self.res.triples.bm25(["warm up"], 1)
+            if self.res.needs_vectors:
+                self.res.triples.vectors()
+        self.timings["index_s"] = time.perf_counter() - t0
+        self._write_provenance(data_fingerprint(self.cfg, self.res.dataset.hashes), {"indexes": out})
+        write_json(self.run_dir / "metrics.json", {"stage": "index", **out, "index_s": self.timings["index_s"]})
+        return out
+
+    def retrieve(self) -> dict:
+        cfg = self.cfg
+        t_setup = time.perf_counter()
+        questions = self.res.dataset.questions  # load data first: its errors name the file
+        fp = self._check_resume()
+        method = build_method(cfg, self.res)
+        qa_reader = instantiate(cfg.qa_reader, resources=self.res, _recursive_=False) if cfg.get("qa") else None
+        self.preflight(method, qa_reader)
+        self.timings["setup_s"] = time.perf_counter() - t_setup
+        pred_path = self.run_dir / "predictions.jsonl"
+        finished = load_finished(pred_path) if cfg.run.resume else {}
+        if not cfg.run.resume and pred_path.exists():
+            pred_path.unlink()
+        todo = [q for q in questions if q.id not in finished]
+        if finished:
+            log.info("resuming %s: %d of %d questions already done", self.run_dir, len(questions) - len(todo),
+                     len(questions))
+        provenance = {"method": method.describe()}  # hub statistics, γ, switches (issue 13)
+        self._write_provenance(fp, provenance)
+        t_loop = time.perf_counter()
+        with JsonlAppender(pred_path) as out, tqdm(total=len(todo), desc=f"{cfg.dataset.name} {cfg.get('name', '')}",
+                                                   disable=not cfg.run.progress, unit="q", dynamic_ncols=True) as bar:
+            for rec in self._records(todo, method, qa_reader, int(cfg.run.workers), done=bar.update):
+                out.write(rec)  # an errored record is scored as a miss now and retried by a resume
+                finished[rec["id"]] = rec
+        self.timings["questions_s"] = time.perf_counter() - t_loop
+        preds = [finished[q.id] for q in questions if q.id in finished]
+        max_rounds = getattr(method, "max_rounds", None) or cfg.dataset.get("max_rounds")  # per-round recall length
+        metrics = aggregate(preds, list(cfg.run.ks), max_rounds=max_rounds,
+                            qa=qa_reader is not None or getattr(method, "answers_questions", False))
+        ids = [q.id for q in questions]
+        metrics.update({"dataset": cfg.dataset.name, "name": cfg.get("name"), "fingerprint": fp,
+                        "question_ids": ids, "question_ids_hash": question_ids_hash(ids),
+                        "method_class": f"{type(method).__module__}.{type(method).__qualname__}"})
+        write_json(self.run_dir / "metrics.json", metrics)
+        self._write_provenance(fp, provenance)
+        log.info("metrics: %s", {k: round(v, 2) for k, v in metrics.items() if isinstance(v, float)})
+        return metrics
+
+    def _records(self, todo: Sequence[Question], method, qa_reader, workers: int, *,
+                 done: Callable[[], object]) -> Iterator[dict]:
+        """Each question's record, in question order; ``done()`` as each question finishes (the progress bar).
+
+        With ``workers`` > 1 that many questions are in flight: their LLM waits overlap while
+        :data:`~gear_repro.utils.concurrency.COMPUTE` keeps their computation one at a time, so every record
+        equals the one ``workers=1`` writes (docs/llm.md, "Concurrency"). A finished record waits until every
+        earlier question has finished, so the records come (and a killed run keeps them) in question order; with
+        ``run.fail_fast`` a question's error is raised in that order too, after the records before it."""
+        def one(q: Question) -> dict:
+            with COMPUTE.hold(), call_scope() as calls:
+                return self._one(q, method, qa_reader, calls)
+
+        if workers == 1:
+            for q in todo:
+                rec = one(q)
+                done()
+                yield rec
+            return
+        ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="question")
+        try:
+            position = {ex.submit(one, q): i for i, q in enumerate(todo)}
+            ready: dict[int, Future[dict]] = {}
+            head = 0  # position of the first question not yielded yet
+            for fut in as_completed(position):
+                ready[position.pop(fut)] = fut  # popped: a written record is not kept
+                done()
+                while head in ready:
+                    yield ready.pop(head).result()
+                    head += 1
+        finally:  # Ctrl-C or fail_fast: questions not started are dropped, running ones finish unrecorded
+            ex.shutdown(wait=True, cancel_futures=True)
+
+    def _one(self, q: Question, method, qa_reader, calls: list[dict]) -> dict:
+        """One question's record; ``calls`` collects its LLM calls (:func:`~gear_repro.llm.ledger.call_scope`)."""
+        cfg = self.cfg
+        ks = sorted(cfg.run.ks)
+        spans: list[tuple[int, int, int]] = []  # (k, first, end) positions in `calls` of each matched-k pass
+        rec: dict = {"id": q.id, "question": q.question, "gold_ids": q.gold_ids, "answers": q.answers, "type": q.type}
+        t0 = time.perf_counter()
+        try:
+            rankings: dict[str, list[str]] = {}
+            if method.k_dependent and cfg.run.matched_k:
+                outs = {}
+                for k in ks:
+                    start = len(calls)
+                    outs[k] = method.run(q, k)
+                    spans.append((k, start, len(calls)))
+                for k, o in outs.items():
+                    rankings[str(k)] = o.ranking.ids[: cfg.run.save_depth]
+                final = outs[ks[-1]]
+                # Table 3: QA reads the top passages of the pass whose k matches them (k=5), not the k=15 pass
+                qa_source = outs[pass_for_qa(ks, getattr(qa_reader, "top_k", ks[-1]))] if qa_reader else final
+                rec["trace"] = {str(k): o.trace for k, o in outs.items()}
+            else:
+                final = method.run(q, cfg.run.base_k or ks[-1])
+                qa_source = final
+                rec["trace"] = final.trace
+            rankings["final"] = final.ranking.ids[: cfg.run.save_depth]
+            rec["rankings"] = rankings
+            rec["rounds"] = final.rounds
+            if final.answer is not None:  # the method answered by itself (T²RAG): score that answer
+                rec.update(score_answer(q, final.answer.text), qa_raw=final.answer.raw, qa_mode="method")
+            elif qa_reader is not None:
+                rec.update(qa_reader.answer(q, qa_source.ranking.ids))
+        except Exception as e:  # one bad question never loses the run; scored as a miss, retried on resume
+            if cfg.run.fail_fast:
+                raise
+            log.error("question %s failed: %s", q.id, e)
+            rec["error"] = f"{type(e).__name__}: {e}"
+            rec["traceback"] = traceback.format_exc(limit=5)
+            rec.setdefault("rankings", {"final": []})
+        if self.res.__dict__.get("llm") is not None:  # `calls` holds this question's own copies of the records
+            for i, c in enumerate(calls):  # Fig. 4: each call tagged with the k of its matched-k pass
+                c["k"] = next((k for k, a, b in spans if a <= i < b), None)
+            rec["llm_calls"] = calls
+        rec["timings"] = {"total_s": time.perf_counter() - t0}
+        return rec

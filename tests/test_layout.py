@@ -1,0 +1,85 @@
+"""The package's layout (docs/ARCHITECTURE.md): imports go down the layers only, no import cycle between modules,
+and a method never imports another method (they meet in the pipeline's wiring)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "gear_repro"
+# lowest first; a module may import its own layer or lower ones
+LAYERS: list[tuple[str, ...]] = [
+    ("types", "utils"),
+    ("config", "data", "prompts", "evaluation", "llm", "embedding", "backends"),
+    ("core", "retrieval", "qa", "extraction"),
+    ("methods",),
+    ("pipeline", "reporting"),
+    ("cli",),
+]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports() -> dict[str, set[str]]:
+    """Every gear_repro module -> the gear_repro modules it imports (top level and inside functions)."""
+    mods = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    out: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gear_repro"):
+                for alias in node.names:  # `from pkg import module` imports the module
+                    sub = f"{node.module}.{alias.name}"
+                    deps.add(sub if sub in mods else node.module)
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names if a.name.startswith("gear_repro"))
+        out[name] = {d for d in deps if d in mods and d != name}
+    return out
+
+
+def layer(module: str) -> int:
+    top = module.split(".")[1] if module.count(".") else ""
+    for i, names in enumerate(LAYERS):
+        if top in names:
+            return i
+    raise AssertionError(f"{module} is in no layer of tests/test_layout.py")
+
+
+def method_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "methods" and parts[2] != "base" else None
+
+
+def test_imports_go_down_the_layers() -> None:
+    up = [f"{m} -> {d}" for m, deps in imports().items() if m != "gear_repro" for d in deps
+          if d != "gear_repro" and layer(d) > layer(m)]
+    assert up == []
+
+
+def test_methods_do_not_import_each_other() -> None:
+    across = [f"{m} -> {d}" for m, deps in imports().items() for d in deps
+              if method_of(m) and method_of(d) and method_of(m) != method_of(d)]
+    assert across == []
+
+
+def test_no_import_cycle() -> None:
+    graph = imports()
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1 on the stack, 2 done
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(graph[node]):
+            if state.get(dep) == 1:
+                cycles.append([*stack[stack.index(dep):], dep])
+            elif dep not in state:
+                visit(dep, [*stack, dep])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert cycles == []
