@@ -88,6 +88,9 @@ class GrieverSettings:
             raise ConfigError("retriever: iterations, t_max, composed_candidates and rrf_depth must be >= 1")
 
 
+TIE_EPS = 1e-6  # cosines of one text encoded alone and in a batch differ in the last bits (~1e-7)
+
+
 @dataclass
 class ScoredTriple:
     """A shortlisted triple with its Eq. 2 score and its best partial (anchor matched, complement not)."""
@@ -268,7 +271,7 @@ class GrieverRetriever:
         for tid, (sk, pk, ok) in zip(triple_ids, keys, strict=True):
             fwd = (s_e[sk][0] + s_p[pk]) / (2 * (1 + math.log(data.freq(sk, pk, False))))
             inv = (s_e[ok][0] + s_p[pk]) / (2 * (1 + math.log(data.freq(ok, pk, True))))
-            if fwd >= inv:
+            if fwd >= inv - TIE_EPS:  # a tie within float noise keeps the forward partial
                 out.append(ScoredTriple(tid, fwd, sk, pk, ok, False, iteration))
             else:
                 out.append(ScoredTriple(tid, inv, ok, pk, sk, True, iteration))
