@@ -32,6 +32,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import REPO_DIR, cache_dir
+from gear_repro.utils.secrets import MASK, is_header_key, redact_text
 
 
 # -- choices ----------------------------------------------------------------------------------------------
@@ -496,12 +497,23 @@ def _secret(key: Any, value: Any) -> bool:
 
 
 def redact(obj: Any) -> Any:
-    """A copy of a plain config container with secret-looking values replaced by '***'."""
+    """A copy of a plain config container with secrets replaced by '***': secret-looking keys, every value under
+    a ``*headers`` key, URL userinfo and registered secret values in any string (gear_repro/utils/secrets.py)."""
     if isinstance(obj, dict):
-        return {k: ("***" if _secret(k, v) else redact(v)) for k, v in obj.items()}
+        return {k: (MASK if _secret(k, v) else _mask_headers(v) if is_header_key(k) else redact(v))
+                for k, v in obj.items()}
     if isinstance(obj, list):
         return [redact(v) for v in obj]
+    if isinstance(obj, str):
+        return redact_text(obj)
     return obj
+
+
+def _mask_headers(headers: Any) -> Any:
+    """Header names kept, every value masked (a bare string or list of headers is masked whole)."""
+    if isinstance(headers, dict):
+        return {k: MASK if v not in (None, "") else v for k, v in headers.items()}
+    return MASK if headers not in (None, "", [], {}) else headers
 
 
 def to_container(cfg: DictConfig, resolve: bool = True) -> dict:

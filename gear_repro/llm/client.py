@@ -34,6 +34,7 @@ from gear_repro.llm.ledger import TokenLedger
 from gear_repro.llm.tokens import count_messages, count_text
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError, GearError
+from gear_repro.utils.secrets import redact_text
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +132,8 @@ class LLMClient:
         self._attempts = threading.local()  # HTTP requests sent by this thread's current call
 
     def __repr__(self) -> str:
-        return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
+        url = None if self.base_url is None else redact_text(self.base_url)
+        return f"LLMClient(model={self.model!r}, base_url={url!r}, api_key_env={self.api_key_env!r})"
 
     # -- endpoint -----------------------------------------------------------------------------------------
     def check_ready(self) -> None:
@@ -243,7 +245,7 @@ class LLMClient:
             exhausted = isinstance(e, _malformed_types()) or _transport_retryable(e)
             kind = "retries exhausted" if exhausted else "non-retryable"
             raise LLMCallError(f"LLM call to {self.model} failed ({kind} after {max(1, self._attempts.n)} "
-                               f"attempt(s)): {type(e).__name__}: {str(e)[:300]}") from e
+                               f"attempt(s)): {type(e).__name__}: {redact_text(str(e))[:300]}") from e
         finally:
             self._bump(retries=max(0, self._attempts.n - 1))
 
