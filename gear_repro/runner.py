@@ -30,6 +30,7 @@ from tqdm import tqdm
 
 from gear_repro.agent import build_method
 from gear_repro.config import to_container, validate
+from gear_repro.data.dataset import check_gold_answers
 from gear_repro.evaluation.aggregate import aggregate
 from gear_repro.llm.ledger import call_scope
 from gear_repro.qa.reader import score_answer
@@ -115,6 +116,8 @@ class Runner:
             check_scorer(BeamConfig.from_any(self.cfg.beam).scorer)
         if int(self.cfg.run.workers) < 1:
             raise ConfigError(f"run.workers must be >= 1 (got {self.cfg.run.workers})")
+        if qa_reader is not None or getattr(method, "answers_questions", False):
+            check_gold_answers(self.res.dataset)
         if self.cfg.get("llm") is not None and (qa_reader is not None or getattr(method, "needs_llm", True)):
             check = getattr(self.res.llm, "check_ready", None)
             if check is not None:
