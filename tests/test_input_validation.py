@@ -84,3 +84,42 @@ def test_misspelt_preset_fails(toy_dir: Path, tmp_path: Path) -> None:
                                       f"hydra.run.dir={tmp_path}/r")], tmp_path)
         assert r.returncode != 0 and "Could not find 'experiment/table2_single_stpe'" in r.stderr, (mode, r.stderr)
         assert not list(tmp_path.rglob("metrics.json"))
+
+
+@pytest.mark.parametrize("overrides,msg", [
+    (["+run.foo=1"], r"run\.foo is not a setting of run \(its settings: allow_errors, base_k"),
+    (["+agent.foo=1"], r"agent\.foo is not a setting of agent"),
+    (["llm=local", "+llm.server.foo=1"], r"llm\.server\.foo is not a setting of llm\.server"),
+    (["beam.neighbours=-1"], r"beam\.neighbours must be >= 0 \(got -1\)"),
+    (["beam.gamma=0"], r"beam\.gamma must be > 0 \(got 0"),
+    (["llm.timeout_s=0"], r"llm\.timeout_s must be > 0"),
+    (["llm.temperature=3"], r"llm\.temperature must be >= 0 and <= 2 \(got 3"),
+    (["run.workers=0"], r"run\.workers must be >= 1 \(got 0\)"),
+    (["retriever=hybrid", "retriever.fusion_depth=-5"], r"retriever\.fusion_depth must be >= 0 \(got -5\)"),
+    (["backend.bm25.k1=-1"], r"backend\.bm25\.k1 must be >= 0"),
+    (["retriever=hybrid", "beam.neighbours=0", "llm=local"], None),  # in range: accepted
+])
+def test_unknown_keys_and_out_of_range_numbers_refused_at_start_up(compose, toy_dir: Path, tmp_path: Path,
+                                                                    overrides: list[str], msg: str | None) -> None:
+    from gear_repro.utils.errors import ConfigError
+
+    cfg = compose(toy_args(toy_dir, *overrides))
+    if msg is None:
+        Runner(cfg, tmp_path / "run")
+        return
+    with pytest.raises(ConfigError, match=msg):
+        Runner(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_every_numeric_schema_field_declares_its_range() -> None:
+    import dataclasses
+    import re
+
+    from gear_repro.config import GROUP_SCHEMAS, NODE_SCHEMAS, SCHEMAS, LLMServerSchema
+
+    schemas = {*NODE_SCHEMAS.values(), *SCHEMAS.values(), LLMServerSchema,
+               *(s for group in GROUP_SCHEMAS.values() for s in group.values())}
+    missing = [f"{s.__name__}.{f.name}" for s in schemas for f in dataclasses.fields(s)
+               if re.fullmatch(r"(int|float)( \| None)?", str(f.type)) and "range" not in f.metadata]
+    assert missing == []

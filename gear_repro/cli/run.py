@@ -1,8 +1,9 @@
 """`gear-repro`: run one experiment (or a -m sweep) from Hydra configs in configs/.
 
-Before Hydra sees the command line (issue 9 §3-4): a secret given as an override (``backend.password=...``,
-``+llm.api_key=...``) is moved into a process-private environment variable and replaced by an ``${oc.env:...}``
-reference, so Hydra's own ``.hydra/`` copies and ``multirun.yaml`` never hold it; a key passed by mistake as
+Before Hydra sees the command line (issues 9 §3-4, 23): a secret given as an override (``backend.password=...``,
+``llm.params.extra_headers={...}``, a URL with ``user:KEY@``) is moved into a process-private environment variable
+and replaced by an ``${oc.env:...}`` reference, so ``.hydra/`` copies and ``multirun.yaml`` never hold it; log
+lines are redacted (utils/secrets.py); a key passed by mistake as
 ``llm.api_key_env`` and a ``hydra.run.dir`` that is a file are refused with one line. Exit codes: 0 ok,
 1 the run had errored questions (unless ``run.allow_errors=true``), 2 a user error, 130 interrupted.
 """
