@@ -39,7 +39,15 @@ from gear_repro.types import Question
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj
-from gear_repro.utils.io import JsonlAppender, iter_jsonl, read_json, repair_jsonl_tail, write_json
+from gear_repro.utils.io import (
+    JsonlAppender,
+    atomic_open,
+    iter_jsonl,
+    read_json,
+    repair_jsonl_tail,
+    require_writable_dir,
+    write_json,
+)
 from gear_repro.utils.lock import RunDirLock
 from gear_repro.utils.provenance import environment
 from gear_repro.utils.secrets import redact_text
@@ -100,8 +108,7 @@ class Runner:
         """``on_start`` runs once the run dir is locked and checked, before the first write (the CLI's .hydra copies)."""
         self.cfg = validate(cfg)
         self.on_start = on_start
-        self.run_dir = Path(run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.run_dir = require_writable_dir(run_dir, "run dir")
         self.res = resources or Resources(self.cfg)
         self.timings: dict[str, float] = {}
 
@@ -141,7 +148,7 @@ class Runner:
             self.on_start = None
 
     def _write_provenance(self, fp: str, extra: dict | None = None) -> None:
-        with open(self.run_dir / "config.yaml", "w", encoding="utf-8") as f:
+        with atomic_open(self.run_dir / "config.yaml") as f:
             f.write(OmegaConf.to_yaml(OmegaConf.create(to_container(self.cfg))))
         rec = {"fingerprint": fp, "environment": environment(), "data_hashes": self.res.dataset.hashes,
                "data_warnings": self.res.dataset.warnings, "subset": self.res.dataset.selection,

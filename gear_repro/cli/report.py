@@ -18,7 +18,7 @@ from gear_repro.reporting.evidence import EvidenceOptions
 from gear_repro.reporting.runs import find_runs
 from gear_repro.reporting.tables import long_table, sources_note, wide_table, write_tables
 from gear_repro.utils.errors import GearError
-from gear_repro.utils.io import require_dir_target
+from gear_repro.utils.io import output_error, require_writable_dir
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise GearError(f"question {args.trace} is in none of the runs' predictions.jsonl")
             print(text)
             return 0
-        require_dir_target(args.out, "--out")
+        require_writable_dir(args.out, "--out")
         if args.resamples < 1:
             raise GearError(f"--resamples must be positive, got {args.resamples}")
         opts = EvidenceOptions(resamples=args.resamples, seed=args.seed, intersect=args.intersect)
@@ -94,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"figure: {p}")
     except GearError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # disk full or read-only while writing: one line naming the file
+        print(f"error: {output_error(e.filename or args.out, e)}", file=sys.stderr)
         return 2
     print("\nwrote " + ", ".join(str(p) for p in paths.values()))
     return 0

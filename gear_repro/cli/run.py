@@ -24,7 +24,7 @@ import gear_repro.config  # noqa: F401  (registers ${repo:} and ${cache:})
 from gear_repro.config import is_secret_key
 from gear_repro.llm.client import looks_like_env_name
 from gear_repro.utils.errors import ConfigError, GearError
-from gear_repro.utils.paths import config_dir
+from gear_repro.utils.paths import cache_dir, config_dir
 from gear_repro.utils.secrets import (
     has_userinfo,
     install_log_redaction,
@@ -99,10 +99,15 @@ def save_hydra_copies(cfg: DictConfig, run_dir: str | Path) -> None:
 
 
 def _user_error(e: BaseException | None) -> GearError | None:
-    """The GearError behind ``e`` (Hydra wraps errors raised while instantiating), if any."""
+    """The GearError behind ``e`` (Hydra wraps errors raised while instantiating), if any; an OSError naming a file
+    (disk full, read-only) becomes one (``utils.io.output_error``)."""
+    from gear_repro.utils.io import output_error
+
     while e is not None:
         if isinstance(e, GearError):
             return e
+        if isinstance(e, OSError) and e.filename:
+            return output_error(e.filename, e)
         e = e.__cause__
     return None
 
@@ -203,9 +208,10 @@ def protect_argv(argv: list[str], environ: dict[str, str] | os._Environ = os.env
             out.append(f"{key}={','.join(hidden)}")
             continue
         if name in ("hydra.run.dir", "hydra.sweep.dir"):
-            from gear_repro.utils.io import require_dir_target
+            from gear_repro.utils.io import require_dir_target, require_writable_dir
 
-            require_dir_target(_unquote(value), name)
+            target = _unquote(value)  # probed only without interpolations (${now:...} names a folder yet to be made)
+            require_dir_target(target, name) if "${" in target else require_writable_dir(target, name, create=False)
         out.append(arg)
     return out
 
@@ -213,6 +219,7 @@ def protect_argv(argv: list[str], environ: dict[str, str] | os._Environ = os.env
 def main() -> None:
     try:
         sys.argv[1:] = protect_argv(sys.argv[1:])
+        cache_dir()  # $GEAR_CACHE must be a folder: refused once here, not once per question
     except GearError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
