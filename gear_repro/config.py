@@ -539,9 +539,12 @@ def _check_node(path: str, node: DictConfig, schema: type) -> None:
     if unknown:
         raise ConfigError(f"{path}.{unknown[0]} is not a setting of {path} (its settings: {', '.join(sorted(known))})")
     for name, f in known.items():
-        if OmegaConf.is_missing(node, name):
+        if not ({"range", "schema"} & f.metadata.keys()) or OmegaConf.is_missing(node, name):
             continue
-        value = node.get(name)
+        try:
+            value = node.get(name)
+        except OmegaConfBaseException:
+            continue  # an interpolation that cannot resolve yet: reported where it is used, naming it
         if "range" in f.metadata:
             _check_number(f"{path}.{name}", value, f.metadata["range"])
         elif "schema" in f.metadata and isinstance(value, DictConfig):
@@ -551,8 +554,11 @@ def _check_node(path: str, node: DictConfig, schema: type) -> None:
 def _check_numbers(path: str, node: Any) -> None:
     if isinstance(node, DictConfig):
         for k in node:
-            if not OmegaConf.is_missing(node, k):
-                _check_numbers(f"{path}.{k}", node.get(k))
+            try:
+                value = None if OmegaConf.is_missing(node, k) else node.get(k)
+            except OmegaConfBaseException:
+                continue
+            _check_numbers(f"{path}.{k}", value)
     else:
         _check_number(path, node, _NON_NEGATIVE)
 
