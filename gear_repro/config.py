@@ -21,8 +21,9 @@ with :func:`choice`, which raises :class:`ConfigError` naming the setting.
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -32,6 +33,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import REPO_DIR, cache_dir
+from gear_repro.utils.secrets import MASK, is_header_key, redact_text
 
 
 # -- choices ----------------------------------------------------------------------------------------------
@@ -128,39 +130,57 @@ def choice(enum: type[E], value: Any, key: str) -> E:
         raise ConfigError(f"{key} must be one of {[m.value for m in enum]}, got '{value}'") from None
 
 
+# -- numeric ranges ---------------------------------------------------------------------------------------
+def num(default: Any, *, ge: float | None = None, gt: float | None = None, le: float | None = None) -> Any:
+    """A numeric schema field with its allowed range (``ge`` <= v, ``gt`` < v, v <= ``le``; null always allowed),
+    checked by :func:`validate` at start-up. Every int/float field of a schema declares one (tested)."""
+    return field(default=default, metadata={"range": {"ge": ge, "gt": gt, "le": le}})
+
+
+def range_text(rng: dict[str, float | None]) -> str:
+    """">= 1", "> 0", ">= 0 and <= 2"."""
+    parts = [f"{op} {rng[k]:g}" for k, op in (("ge", ">="), ("gt", ">"), ("le", "<=")) if rng.get(k) is not None]
+    return " and ".join(parts)
+
+
+def in_range(value: float, rng: dict[str, float | None]) -> bool:
+    ge, gt, le = rng.get("ge"), rng.get("gt"), rng.get("le")
+    return (ge is None or value >= ge) and (gt is None or value > gt) and (le is None or value <= le)
+
+
 # -- schemas of the plain nodes ---------------------------------------------------------------------------
 @dataclass
 class DatasetSchema:
     name: str = "musique_sample"
     paper_name: str = "MuSiQue"  # the dataset's column name in the paper's tables
     path: str = "data/musique_sample"
-    limit: int | None = None  # first N questions (the corpus stays whole); the subset size with stratified
+    limit: int | None = num(None, ge=1)  # first N questions (the corpus stays whole); the subset size with stratified
     subset: Subset = Subset.first  # first N | stratified (balanced over hop types; data/subset.py)
-    subset_seed: int = 0  # seed of the stratified order (same ids for every method; larger limits extend it)
-    limit_passages: int | None = None  # first N passages (extraction stage only)
+    subset_seed: int = num(0, ge=0)  # seed of the stratified order (same ids for every method; larger limits extend it)
+    limit_passages: int | None = num(None, ge=1)  # first N passages (extraction stage only)
     triples_file: str | None = "triples.jsonl"
     missing_gold: MissingGold = MissingGold.warn
-    max_rounds: int = 4  # GEAR agent rounds (MuSiQue 4, 2Wiki/HotpotQA 2; §6.3)
+    max_rounds: int = num(4, ge=1)  # GEAR agent rounds (MuSiQue 4, 2Wiki/HotpotQA 2; §6.3)
 
 
 @dataclass
 class RunSchema:
     ks: list[int] = field(default_factory=lambda: [5, 10, 15])
     matched_k: bool = True  # single-step: base k = evaluated rank (Table 2)
-    base_k: int | None = None  # base k otherwise (null = max(ks))
-    save_depth: int = 100  # ids of the final ranking kept in predictions.jsonl
+    base_k: int | None = num(None, ge=1)  # base k otherwise (null = max(ks))
+    save_depth: int = num(100, ge=1)  # ids of the final ranking kept in predictions.jsonl
     resume: bool = True
     progress: bool = True
     fail_fast: bool = False  # re-raise a question's error instead of logging and counting it
     allow_errors: bool = False  # false: a run with errored questions exits non-zero (they are scored as misses)
-    workers: int = 1  # questions in flight; their LLM waits overlap (docs/llm.md, "Concurrency")
+    workers: int = num(1, ge=1)  # questions in flight; their LLM waits overlap (docs/llm.md, "Concurrency")
 
 
 @dataclass
 class GraphSchema:
     """``graph:`` -> :class:`gear_repro.core.triple_graph.TripleIndex` (§4.2 entity adjacency)."""
 
-    max_degree: int | None = None
+    max_degree: int | None = num(None, ge=1)
     hub_policy: HubPolicy = HubPolicy.truncate
     adjacency: Adjacency = Adjacency.records
     link_empty_entities: bool = False
@@ -178,11 +198,11 @@ class ExtractionSchema:
 class BeamSchema:
     """``beam:`` -> :class:`gear_repro.methods.gear.beam_search.BeamConfig` (Alg. 1); same fields (tested)."""
 
-    length: int = 2
-    width: int = 10
-    neighbours: int | None = 100
+    length: int = num(2, ge=1)
+    width: int = num(10, ge=1)
+    neighbours: int | None = num(100, ge=0)
     neighbour_selection: NeighbourSelection = NeighbourSelection.relevance
-    gamma: float | None = None
+    gamma: float | None = num(None, gt=0)
     diversity: bool = True
     exists: Exists = Exists.previous_step
     dead_ends: DeadEnds = DeadEnds.fallback
@@ -198,29 +218,29 @@ class BeamSchema:
 class SingleStepSchema:
     _target_: str = "gear_repro.methods.single.SingleStep"
     name: str = "single"
-    output_depth: int | None = None
+    output_depth: int | None = num(None, ge=1)
 
 
 @dataclass
 class GearAgentSchema:
     _target_: str = "gear_repro.methods.gear.agent.GearAgent"
     name: str = "gear"
-    base_k: int = 10
-    max_rounds: int = MISSING  # ${dataset.max_rounds}
+    base_k: int = num(10, ge=1)
+    max_rounds: int = num(MISSING, ge=1)  # ${dataset.max_rounds}
     query_for_base: QueryChoice = QueryChoice.rewritten
     query_for_beam: QueryChoice = QueryChoice.original
     reader_memory: bool = True
     read_with: QueryChoice = QueryChoice.original
     gist_docs: GistDocs = GistDocs.expanded
     gist_first_round: GistFirstRound = GistFirstRound.read
-    gist_k: int = 10
+    gist_k: int = num(10, ge=1)
     dedupe_memory: bool = True
     reason_last_round: bool = True
     passage_link: bool = True
-    passage_link_k: int | None = None
-    k_rrf: int = 60
-    output_depth: int | None = None
-    round_ranking_depth: int | None = None  # ${run.save_depth}
+    passage_link_k: int | None = num(None, ge=1)
+    k_rrf: int = num(60, ge=0)
+    output_depth: int | None = num(None, ge=1)
+    round_ranking_depth: int | None = num(None, ge=1)  # ${run.save_depth}
     llm_params: dict[str, Any] = field(default_factory=dict)
 
 
@@ -234,9 +254,9 @@ class NoExpansionSchema:
 class NaiveGESchema:
     _target_: str = "gear_repro.methods.gear.expansion.NaiveGE"
     name: str = "naive"
-    k_rrf: int = 60
-    output_depth: int | None = None
-    trace_beams: int | None = None
+    k_rrf: int = num(60, ge=0)
+    output_depth: int | None = num(None, ge=1)
+    trace_beams: int | None = num(None, ge=0)
     fusion_order: FusionOrder = FusionOrder.base_first
 
 
@@ -246,7 +266,7 @@ class SyncGESchema(NaiveGESchema):
     name: str = "sync"
     prompt: str = "reader"
     memory_prompt: str = "reader_gist"
-    max_proximal: int | None = None
+    max_proximal: int | None = num(None, ge=1)
     on_no_proximal: OnNoProximal = OnNoProximal.base
     llm_params: dict[str, Any] = field(default_factory=dict)
 
@@ -254,11 +274,11 @@ class SyncGESchema(NaiveGESchema):
 @dataclass
 class LLMServerSchema:
     model_path: str = "qwen"
-    n_threads: int = 2
-    n_ctx: int = 8192
+    n_threads: int = num(2, ge=1)
+    n_ctx: int = num(8192, ge=1)
     host: str = "127.0.0.1"
-    port: int | None = None
-    startup_timeout_s: float = 300.0
+    port: int | None = num(None, ge=1, le=65535)
+    startup_timeout_s: float = num(300.0, gt=0)
     extra_args: list[str] = field(default_factory=list)
 
 
@@ -268,23 +288,23 @@ class LLMSchema:
     model: str = MISSING
     base_url: str | None = None
     api_key_env: str | None = "OPENAI_API_KEY"
-    temperature: float | None = 0.0
-    max_tokens: int | None = None
+    temperature: float | None = num(0.0, ge=0, le=2)
+    max_tokens: int | None = num(None, ge=1)
     params: dict[str, Any] = field(default_factory=dict)
-    timeout_s: float = 120.0
-    max_retries: int = 4
-    backoff_base_s: float = 1.0
-    backoff_max_s: float = 30.0
-    concurrency: int = 4  # requests in flight at most (chat_many, run.workers questions)
+    timeout_s: float = num(120.0, gt=0)
+    max_retries: int = num(4, ge=0)
+    backoff_base_s: float = num(1.0, ge=0)
+    backoff_max_s: float = num(30.0, ge=0)
+    concurrency: int = num(4, ge=1)  # requests in flight at most (chat_many, run.workers questions)
     cache: bool = True
     cache_dir: str | None = None
-    server: LLMServerSchema | None = None
+    server: LLMServerSchema | None = field(default=None, metadata={"schema": LLMServerSchema})
 
 
 @dataclass
 class QAReaderSchema:
     _target_: str = "gear_repro.qa.QAReader"
-    top_k: int = 5
+    top_k: int = num(5, ge=1)
     mode: QAMode = QAMode.retrieved
     prompt: str = "qa"
     prompt_no_passages: str = "qa_no_passages"
@@ -312,19 +332,19 @@ class HippoRAGSchema:
 
     _target_: str = "gear_repro.methods.hipporag.retriever.HippoRAG"
     version: HippoRAGVersion = HippoRAGVersion.v1
-    damping: float = 0.5
+    damping: float = num(0.5, ge=0, le=1)
     node_specificity: bool = True
     normalisation: PhraseNormalisation = PhraseNormalisation.hipporag
     synonyms: bool = True
-    synonym_threshold: float = 0.8
-    synonym_top_k: int = 100
-    synonym_min_alnum: int = 3
+    synonym_threshold: float = num(0.8, ge=-1, le=1)
+    synonym_top_k: int = num(100, ge=1)
+    synonym_min_alnum: int = num(3, ge=0)
     no_entity_fallback: NoEntityFallback = NoEntityFallback.retriever
-    linking_top_k: int = 5
-    passage_node_weight: float = 0.05
+    linking_top_k: int = num(5, ge=1)
+    passage_node_weight: float = num(0.05, ge=0)
     ner_params: dict[str, Any] = field(default_factory=dict)
     cache: bool = True
-    block_rows: int | None = None
+    block_rows: int | None = num(None, ge=1)
 
 
 # plain nodes merged onto their schema by validate() (not in a config group)
@@ -346,17 +366,17 @@ class T2RAGAgentSchema:
 
     _target_: str = "gear_repro.methods.t2rag.method.T2RAGAgent"
     name: str = "t2rag"
-    k: int = 5  # unique passages per iteration (§5.2)
-    max_iterations: int = 3  # N (§5.2); 1 = "single round" ablation (Table 2)
-    candidate_depth: int = 200  # propositions per query before the global ranking (Alg. 2)
+    k: int = num(5, ge=1)  # unique passages per iteration (§5.2)
+    max_iterations: int = num(3, ge=1)  # N (§5.2); 1 = "single round" ablation (Table 2)
+    candidate_depth: int = num(200, ge=1)  # propositions per query before the global ranking (Alg. 2)
     with_passages: bool = True  # false = "w/o chunk" ablation (Table 2)
     carry_fuzzy: bool = True  # paper (Step 2.3); false = the authors' code
     question_query: bool = False  # true = the authors' code (question as an extra query)
     resolve_without_context: bool = True  # paper (Alg. 1); false = the authors' code
-    example_propositions_chars: int | None = None  # None = whole (App. E); the code: 1000
+    example_propositions_chars: int | None = num(None, ge=0)  # None = whole (App. E); the code: 1000
     answer: bool = True  # T²RAG's own answer (Step 3); false = qa_reader answers
     ranking: T2RAGRanking = T2RAGRanking.rrf
-    k_rrf: int = 60
+    k_rrf: int = num(60, ge=0)
     llm_params: dict[str, Any] = field(default_factory=dict)
 
 
@@ -380,7 +400,7 @@ class HippoRAGMethodSchema:
 
     _target_: str = "gear_repro.methods.hipporag.method.HippoRAGMethod"
     name: str = "hipporag"
-    depth: int = 100  # passages returned per question
+    depth: int = num(100, ge=1)  # passages returned per question
 
 
 @dataclass
@@ -390,14 +410,14 @@ class IRCoTAgentSchema:
     _target_: str = "gear_repro.methods.ircot.IRCoTAgent"
     name: str = "ircot"
     retriever: IRCoTRetrieverKind = IRCoTRetrieverKind.base
-    top_k: int = 10
-    max_rounds: int = 4
+    top_k: int = num(10, ge=1)
+    max_rounds: int = num(4, ge=1)
     demo_files: dict[str, str] = field(default_factory=dict)
     demos: str = "musique"
-    num_demo: int | None = 1
+    num_demo: int | None = num(1, ge=0)
     thought: IRCoTThought = IRCoTThought.full
     cot_params: dict[str, Any] = field(default_factory=dict)
-    round_ranking_depth: int | None = None
+    round_ranking_depth: int | None = num(None, ge=1)
 
 
 # group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults
@@ -474,7 +494,73 @@ def validate(cfg: DictConfig) -> DictConfig:
         from gear_repro.llm.client import check_env_name
 
         check_env_name(llm.api_key_env)
+    check_settings(cfg)
     return cfg
+
+
+# groups without a schema: every number in them must be >= 0 (their YAML files document each value)
+UNTYPED_GROUPS = ("retriever", "backend", "embedder")
+_NON_NEGATIVE = {"ge": 0.0, "gt": None, "le": None}
+
+
+def schema_of(key: str, node: Any) -> type | None:
+    """The schema of a top-level config node: its plain-node schema, or its group option's (matched on
+    ``_target_``); None for untyped groups and for a ``_target_`` no schema names."""
+    if key in NODE_SCHEMAS or key in SCHEMAS:
+        return NODE_SCHEMAS.get(key) or SCHEMAS[key]
+    target = node.get("_target_") if isinstance(node, DictConfig) else None
+    options = GROUP_SCHEMAS.get(key, {}).values()
+    return next((sc for sc in options if target is None or getattr(sc, "_target_", None) == target), None)
+
+
+def check_settings(cfg: DictConfig) -> None:
+    """ConfigError naming the setting for a key its schema does not have (``+run.foo=1``) or a number outside its
+    range (``beam.neighbours=-1``); in the untyped groups every number must be >= 0."""
+    for key in cfg:
+        node = cfg.get(key)
+        if not isinstance(node, DictConfig):
+            continue
+        schema = schema_of(str(key), node)
+        if schema is not None:
+            _check_node(str(key), node, schema)
+        elif key in UNTYPED_GROUPS:
+            _check_numbers(str(key), node)
+
+
+def _check_number(path: str, value: Any, rng: dict[str, float | None]) -> None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and not (
+            math.isfinite(value) and in_range(value, rng)):
+        raise ConfigError(f"{path} must be {range_text(rng)} (got {value})")
+
+
+def _check_node(path: str, node: DictConfig, schema: type) -> None:
+    known = {f.name: f for f in fields(schema)}
+    unknown = [str(k) for k in node if k not in known]
+    if unknown:
+        raise ConfigError(f"{path}.{unknown[0]} is not a setting of {path} (its settings: {', '.join(sorted(known))})")
+    for name, f in known.items():
+        if not ({"range", "schema"} & f.metadata.keys()) or OmegaConf.is_missing(node, name):
+            continue
+        try:
+            value = node.get(name)
+        except OmegaConfBaseException:
+            continue  # an interpolation that cannot resolve yet: reported where it is used, naming it
+        if "range" in f.metadata:
+            _check_number(f"{path}.{name}", value, f.metadata["range"])
+        elif "schema" in f.metadata and isinstance(value, DictConfig):
+            _check_node(f"{path}.{name}", value, f.metadata["schema"])
+
+
+def _check_numbers(path: str, node: Any) -> None:
+    if isinstance(node, DictConfig):
+        for k in node:
+            try:
+                value = None if OmegaConf.is_missing(node, k) else node.get(k)
+            except OmegaConfBaseException:
+                continue
+            _check_numbers(f"{path}.{k}", value)
+    else:
+        _check_number(path, node, _NON_NEGATIVE)
 
 
 def is_secret_key(key: Any) -> bool:
@@ -496,12 +582,23 @@ def _secret(key: Any, value: Any) -> bool:
 
 
 def redact(obj: Any) -> Any:
-    """A copy of a plain config container with secret-looking values replaced by '***'."""
+    """A copy of a plain config container with secrets replaced by '***': secret-looking keys, every value under
+    a ``*headers`` key, URL userinfo and registered secret values in any string (gear_repro/utils/secrets.py)."""
     if isinstance(obj, dict):
-        return {k: ("***" if _secret(k, v) else redact(v)) for k, v in obj.items()}
+        return {k: (MASK if _secret(k, v) else _mask_headers(v) if is_header_key(k) else redact(v))
+                for k, v in obj.items()}
     if isinstance(obj, list):
         return [redact(v) for v in obj]
+    if isinstance(obj, str):
+        return redact_text(obj)
     return obj
+
+
+def _mask_headers(headers: Any) -> Any:
+    """Header names kept, every value masked (a bare string or list of headers is masked whole)."""
+    if isinstance(headers, dict):
+        return {k: MASK if v not in (None, "") else v for k, v in headers.items()}
+    return MASK if headers not in (None, "", [], {}) else headers
 
 
 def to_container(cfg: DictConfig, resolve: bool = True) -> dict:

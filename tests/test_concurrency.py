@@ -235,8 +235,8 @@ def test_compute_lock_is_given_up_only_by_its_holder() -> None:
 
 
 def test_workers_below_one_rejected_before_any_question(compose, toy_dir, tmp_path) -> None:
-    cfg = validate(compose([f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "retriever=bm25",
-                            "run.workers=0"]))
+    cfg = compose([f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "retriever=bm25",
+                   "run.workers=0"])
     with pytest.raises(ConfigError, match="run.workers"):
-        Runner(cfg, tmp_path / "run").run()
+        Runner(validate(cfg), tmp_path / "run").run()
     assert not (tmp_path / "run" / "predictions.jsonl").exists()

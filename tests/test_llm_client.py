@@ -149,12 +149,13 @@ def test_cache_miss_then_hit_and_deterministic_replay(fake: FakeOpenAI, make_cli
     c.chat(msgs(), stage="read", max_tokens=7)  # different params -> different key
     assert len(fake.requests) == 2 and fake.requests[1]["body"]["max_tokens"] == 7
     assert fake.requests[0]["body"]["temperature"] == 0.0
-    # a new client (a re-run) replays from the persistent cache without touching the endpoint
-    c2 = make_client(base_url="http://127.0.0.1:9/v1")  # unreachable: must not be contacted
+    # a new client (a re-run) on the same endpoint replays from the persistent cache without a request
+    c2 = make_client()
     r3 = c2.chat(msgs(), stage="read", round_no=1)
-    assert r3.cached and r3.text == r1.text and c2.stats()["cache_hits"] == 1
+    assert r3.cached and r3.text == r1.text and c2.stats()["cache_hits"] == 1 and len(fake.requests) == 2
     assert c.stats() | {} == {"calls": 3, "cache_hits": 1, "cache_misses": 2, "retries": 0, "failures": 0,
-                              "prompt_tokens": 33, "completion_tokens": 15}
+                              "prompt_tokens": 33, "completion_tokens": 15, "cache_hit_rate": 0.3333,
+                              "endpoint": fake.url}
 
 
 def test_cache_disabled(fake: FakeOpenAI, make_client) -> None:

@@ -290,7 +290,7 @@ def _files_with(root: Path, needle: str) -> list[Path]:
 def test_no_secret_reaches_disk(toy_dir, tmp_path):
     run = tmp_path / "run"
     r = _cli([f"dataset.path={toy_dir}", "dataset.name=toy", "retriever=bm25", "run.progress=false",
-              f"hydra.run.dir={run}", f"+llm.api_key={SENTINEL}", f"+report.password={SENTINEL}"], tmp_path)
+              f"hydra.run.dir={run}", f"+report.api_key={SENTINEL}", f"+report.password={SENTINEL}"], tmp_path)
     assert r.returncode == 0, r.stderr
     assert (run / ".hydra" / "overrides.yaml").exists() and (run / "config.yaml").exists()
     assert "oc.env:GEAR_REPRO_SECRET_" in (run / ".hydra" / "overrides.yaml").read_text()

@@ -24,6 +24,7 @@ from gear_repro.utils.hashing import hash_file
 from gear_repro.utils.io import require_dir_target, require_file, write_json
 
 log = logging.getLogger("gear_repro.prepare")
+_N_IDS = 20  # question ids listed in prepare_stats.json per warning
 
 
 def _check_unique(passages: list[Passage], questions: list[Question]) -> None:
@@ -62,13 +63,20 @@ def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path
     passages, qs = conv.passages, conv.questions
     if chunk_size:
         passages, qs, triples, stats["chunking"] = chunk_corpus(passages, qs, triples, chunk_size, chunk_overlap)
+    no_answer = [q.id for q in qs if not q.answers]
+    if no_answer:  # recall works; QA (qa=true) refuses such a dataset at start-up
+        log.warning("%d questions have no gold answer (first: '%s'): EM/F1 cannot score them and qa=true will "
+                    "refuse this dataset", len(no_answer), no_answer[0])
+        stats["questions_without_answers_ids"] = no_answer[:_N_IDS]
     out.mkdir(parents=True, exist_ok=True)
     save_corpus(out / "corpus.jsonl", passages)
     save_questions(out / "questions.jsonl", qs)
     if triples is not None:
         save_triples(out / "triples.jsonl", triples)
-    elif (out / "triples.jsonl").exists():
-        log.warning("%s exists from an earlier run and was not rewritten", out / "triples.jsonl")
+    elif (out / "triples.jsonl").exists():  # another dataset's triples would be used with this corpus
+        (out / "triples.jsonl").unlink()
+        stats["removed_stale"] = ["triples.jsonl"]
+        log.warning("removed %s left by an earlier prepare (this one imports no triples)", out / "triples.jsonl")
     write_json(out / "prepare_stats.json", stats)
     return stats
 
@@ -84,6 +92,11 @@ def _summary(stats: dict[str, Any], out: Path) -> str:
         f"no gold: {stats['questions_without_gold']}",
         f"types: {stats['types']}",
     ]
+    if stats.get("questions_without_answers"):
+        lines.append(f"WARNING: {stats['questions_without_answers']} questions have no gold answer (EM/F1 cannot score "
+                     f"them; qa=true refuses them), e.g. {stats['questions_without_answers_ids'][0]}")
+    if stats.get("removed_stale"):
+        lines.append(f"removed stale {', '.join(stats['removed_stale'])} from an earlier prepare")
     t = stats.get("triples")
     if t:
         lines += [

@@ -15,10 +15,11 @@ from pathlib import Path
 
 from gear_repro.evaluation.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 from gear_repro.reporting.evidence import EvidenceOptions
+from gear_repro.reporting.output import MANIFEST, ReportDir
 from gear_repro.reporting.runs import find_runs
 from gear_repro.reporting.tables import long_table, sources_note, wide_table, write_tables
 from gear_repro.utils.errors import GearError
-from gear_repro.utils.io import require_dir_target
+from gear_repro.utils.io import output_error, require_writable_dir
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise GearError(f"question {args.trace} is in none of the runs' predictions.jsonl")
             print(text)
             return 0
-        require_dir_target(args.out, "--out")
+        require_writable_dir(args.out, "--out")
         if args.resamples < 1:
             raise GearError(f"--resamples must be positive, got {args.resamples}")
         opts = EvidenceOptions(resamples=args.resamples, seed=args.seed, intersect=args.intersect)
@@ -62,41 +63,52 @@ def main(argv: list[str] | None = None) -> int:
         if skipped:
             print(f"skipped {len(skipped)} unfinished run(s) (predictions.jsonl without metrics.json; re-run them "
                   "to finish): " + ", ".join(map(str, skipped)), file=sys.stderr)
-        long = long_table(runs, opts=opts)
-        paths = write_tables(long, args.out, args.stem)
-        for table, sub in long.groupby("table", sort=False):
-            print(f"\n{table}: ours [95% CI] n=questions (paper, delta)")
-            wide = wide_table(sub)
-            wide.columns = [f"{d} {m}" for d, m in wide.columns]
-            print(wide.to_string())
-            notes = sources_note(sub)
-            if notes:
-                print(notes)
-        from gear_repro.reporting.analyses import write_analyses
-        from gear_repro.reporting.cost import load_prices, write_cost
-
-        prices = load_prices(args.prices, args.price_model)
-        extra = write_analyses(runs, args.out, opts) + write_cost(runs, args.out, prices)
-        if args.claims:
-            from gear_repro.reporting.claims import write_claims
-
-            extra += write_claims(runs, args.out, opts, args.claims_file)
-        for p in extra:
-            if p.suffix == ".md":
-                print("\n" + p.read_text(encoding="utf-8").rstrip())
-        paths.update({p.name: p for p in extra})
+        report = ReportDir(args.out, args.stem)
+        with report as staging:  # the whole folder replaces --out at the end (reporting/output.py)
+            write_report(runs, staging, args, opts)
+        for name in report.files:
+            if name.startswith("fig"):
+                print(f"figure: {report.out / name}")
         for note in dict.fromkeys(n for r in runs for n in r.notes):
             print(f"warning: {note}", file=sys.stderr)
-        if args.figures:
-            from gear_repro.reporting.figures import draw_all
-
-            for p in draw_all(runs, args.out, opts):
-                print(f"figure: {p}")
     except GearError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print("\nwrote " + ", ".join(str(p) for p in paths.values()))
+    except OSError as e:  # disk full or read-only while writing: one line naming the file
+        print(f"error: {output_error(e.filename or args.out, e)}", file=sys.stderr)
+        return 2
+    print(f"\nwrote {len(report.files)} files to {report.out}/ (listed in {MANIFEST}): " + ", ".join(report.files))
     return 0
+
+
+def write_report(runs: list, out: Path, args: argparse.Namespace, opts: EvidenceOptions) -> None:
+    """Tables, analyses, cost, claims (``--claims``) and figures (``--figures``) into ``out``; Markdown shown."""
+    long = long_table(runs, opts=opts)
+    write_tables(long, out, args.stem)
+    for table, sub in long.groupby("table", sort=False):
+        print(f"\n{table}: ours [95% CI] n=questions (paper, delta)")
+        wide = wide_table(sub)
+        wide.columns = [f"{d} {m}" for d, m in wide.columns]
+        print(wide.to_string())
+        notes = sources_note(sub)
+        if notes:
+            print(notes)
+    from gear_repro.reporting.analyses import write_analyses
+    from gear_repro.reporting.cost import load_prices, write_cost
+
+    prices = load_prices(args.prices, args.price_model)
+    extra = write_analyses(runs, out, opts) + write_cost(runs, out, prices)
+    if args.claims:
+        from gear_repro.reporting.claims import write_claims
+
+        extra += write_claims(runs, out, opts, args.claims_file)
+    for p in extra:
+        if p.suffix == ".md":
+            print("\n" + p.read_text(encoding="utf-8").rstrip())
+    if args.figures:
+        from gear_repro.reporting.figures import draw_all
+
+        draw_all(runs, out, opts)
 
 
 if __name__ == "__main__":

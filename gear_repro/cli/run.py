@@ -1,8 +1,9 @@
 """`gear-repro`: run one experiment (or a -m sweep) from Hydra configs in configs/.
 
-Before Hydra sees the command line (issue 9 §3-4): a secret given as an override (``backend.password=...``,
-``+llm.api_key=...``) is moved into a process-private environment variable and replaced by an ``${oc.env:...}``
-reference, so Hydra's own ``.hydra/`` copies and ``multirun.yaml`` never hold it; a key passed by mistake as
+Before Hydra sees the command line (issues 9 §3-4, 23): a secret given as an override (``backend.password=...``,
+``llm.params.extra_headers={...}``, a URL with ``user:KEY@``) is moved into a process-private environment variable
+and replaced by an ``${oc.env:...}`` reference, so ``.hydra/`` copies and ``multirun.yaml`` never hold it; log
+lines are redacted (utils/secrets.py); a key passed by mistake as
 ``llm.api_key_env`` and a ``hydra.run.dir`` that is a file are refused with one line. Exit codes: 0 ok,
 1 the run had errored questions (unless ``run.allow_errors=true``), 2 a user error, 130 interrupted.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -22,7 +24,14 @@ import gear_repro.config  # noqa: F401  (registers ${repo:} and ${cache:})
 from gear_repro.config import is_secret_key
 from gear_repro.llm.client import looks_like_env_name
 from gear_repro.utils.errors import ConfigError, GearError
-from gear_repro.utils.paths import config_dir
+from gear_repro.utils.paths import cache_dir, config_dir
+from gear_repro.utils.secrets import (
+    has_userinfo,
+    install_log_redaction,
+    is_header_key,
+    redact_text,
+    register_secret,
+)
 
 log = logging.getLogger("gear_repro")
 
@@ -36,9 +45,10 @@ _ERRORED_RUNS: list[str] = []  # run dirs with errored questions (a sweep goes o
 def _main(cfg: DictConfig) -> float | None:
     from gear_repro.pipeline.runner import Runner
 
+    install_log_redaction()  # Hydra has set up the console and run.log handlers by now
     run_dir = HydraConfig.get().runtime.output_dir
     try:
-        metrics = Runner(cfg, run_dir).run()
+        metrics = Runner(cfg, run_dir, on_start=lambda: save_hydra_copies(cfg, run_dir)).run()
     except KeyboardInterrupt:
         print(f"\ninterrupted: finished questions are saved in {run_dir}; re-run the same command to resume",
               file=sys.stderr)
@@ -48,7 +58,7 @@ def _main(cfg: DictConfig) -> float | None:
         if cause is None:
             raise
         log.error("%s", cause)
-        print(f"error: {cause}", file=sys.stderr)
+        print(f"error: {redact_text(str(cause))}", file=sys.stderr)
         raise SystemExit(2) from e
     print(f"run dir: {run_dir}")
     shown = {k: round(v, 2) for k, v in (metrics or {}).items() if isinstance(v, int | float)}
@@ -67,11 +77,37 @@ def _main(cfg: DictConfig) -> float | None:
     return shown.get(str(cfg.get("optimized_metric", "recall@15")))
 
 
+HYDRA_SUBDIR = ".hydra"
+
+
+def save_hydra_copies(cfg: DictConfig, run_dir: str | Path) -> None:
+    """Hydra's ``.hydra/{config,hydra,overrides}.yaml``, secrets redacted (``config.redact``).
+
+    configs/config.yaml sets ``hydra.output_subdir: null`` so Hydra itself writes nothing there: the runner calls
+    this once the run dir is locked and its resume check passed, so a run refused for a different config never
+    overwrites the copies of the run already in the dir."""
+    from omegaconf import OmegaConf
+
+    from gear_repro.config import redact
+    from gear_repro.utils.io import atomic_open
+
+    hc = HydraConfig.get()
+    nodes = {"config.yaml": cfg, "hydra.yaml": OmegaConf.create({"hydra": hc}), "overrides.yaml": hc.overrides.task}
+    for name, node in nodes.items():
+        with atomic_open(Path(run_dir) / HYDRA_SUBDIR / name) as f:
+            f.write(OmegaConf.to_yaml(OmegaConf.create(redact(OmegaConf.to_container(node, resolve=False)))))
+
+
 def _user_error(e: BaseException | None) -> GearError | None:
-    """The GearError behind ``e`` (Hydra wraps errors raised while instantiating), if any."""
+    """The GearError behind ``e`` (Hydra wraps errors raised while instantiating), if any; an OSError naming a file
+    (disk full, read-only) becomes one (``utils.io.output_error``)."""
+    from gear_repro.utils.io import output_error
+
     while e is not None:
         if isinstance(e, GearError):
             return e
+        if isinstance(e, OSError) and e.filename:
+            return output_error(e.filename, e)
         e = e.__cause__
     return None
 
@@ -80,12 +116,72 @@ def _unquote(v: str) -> str:
     return v[1:-1] if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"" else v
 
 
+_SWEEP_FUNCTION = re.compile(r"^\s*(choice|range|interval|glob|sort|shuffle|tag)\s*\(")
+
+
+def _split_top_level(value: str) -> list[str]:
+    """``value`` split at the commas outside quotes and brackets (Hydra's sweep syntax ``a,b,c``)."""
+    parts, depth, quote, cur = [], 0, "", ""
+    for ch in value:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        cur += ch
+    return [*parts, cur]
+
+
+def _is_secret_override(name: str, value: str) -> bool:
+    """A value to keep off disk: under a secret-looking key or a ``*headers`` key, or a URL with credentials."""
+    return (is_secret_key(name.rsplit(".", 1)[-1]) or any(is_header_key(part) for part in name.split("."))
+            or has_userinfo(value))
+
+
+def _register(name: str, value: str) -> None:
+    """Record a secret's value(s) for log redaction: each header value of a ``{Name: value}`` map, else the value."""
+    if any(is_header_key(part) for part in name.split(".")) and value.lstrip().startswith("{"):
+        import yaml
+
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            parsed = None
+        if isinstance(parsed, dict):
+            for v in parsed.values():
+                register_secret(v)
+            return
+    register_secret(value)
+
+
+def _hide(name: str, value: str, var: str, environ: dict[str, str] | os._Environ) -> str:
+    """Store one secret value in ``environ[var]``; the interpolation that reads it back (a header map decoded)."""
+    value = _unquote(value)
+    _register(name, value)
+    environ[var] = value
+    if any(is_header_key(part) for part in name.split(".")) and value.lstrip().startswith("{"):
+        return f"'${{oc.decode:${{oc.env:{var}}}}}'"  # quoted: the override grammar nests interpolations in quotes
+    return f"${{oc.env:{var}}}"
+
+
 def protect_argv(argv: list[str], environ: dict[str, str] | os._Environ = os.environ) -> list[str]:
     """The command line with every secret override's value moved into ``environ`` (see the module doc).
 
-    Raises ConfigError for a key passed as ``*.api_key_env`` and for a ``hydra.run.dir``/``hydra.sweep.dir``
+    Secret overrides: secret-looking keys (``*.api_key``, ``*.password``, ...), any ``*headers`` key (every header
+    value is a secret) and any value holding a URL with credentials (``http://user:KEY@host``). Under ``-m`` an
+    unquoted comma is Hydra's sweep syntax: each value of the sweep is hidden on its own and the sweep is announced
+    on stderr (quote the value, ``'A,B'``, for one secret containing a comma); a sweep function over a secret is
+    refused. Raises ConfigError for a key passed as ``*.api_key_env`` and for a ``hydra.run.dir``/``hydra.sweep.dir``
     that is (inside) a file. Nothing of a secret is echoed.
     """
+    multirun = any(a in ("-m", "--multirun") for a in argv) or "hydra.mode=MULTIRUN" in argv
     out = []
     for i, arg in enumerate(argv):
         key, sep, value = arg.partition("=")
@@ -97,15 +193,25 @@ def protect_argv(argv: list[str], environ: dict[str, str] | os._Environ = os.env
         if last.endswith("api_key_env") and value and not looks_like_env_name(_unquote(value)):
             raise ConfigError(f"{name} must be the NAME of an environment variable (e.g. OPENAI_API_KEY); the "
                               "value given looks like a key itself (not shown). Put the key in the environment")
-        if is_secret_key(last) and value and not value.startswith("${"):
-            var = f"{SECRET_ENV_PREFIX}{i}"
-            environ[var] = _unquote(value)
-            out.append(f"{key}=${{oc.env:{var}}}")
+        if value and not value.startswith("${") and _is_secret_override(name, value):
+            if not multirun:
+                out.append(f"{key}={_hide(name, value, f'{SECRET_ENV_PREFIX}{i}', environ)}")
+                continue
+            if _SWEEP_FUNCTION.match(value):
+                raise ConfigError(f"{name}: a sweep function over a secret is not supported (value not shown); list "
+                                  "the values (-m key=A,B) or run one job per value")
+            values = _split_top_level(value)
+            if len(values) > 1:
+                print(f"note: {name} is swept over {len(values)} values (not shown), one job each; quote the value "
+                      "('A,B') for a single secret that contains a comma", file=sys.stderr)
+            hidden = [_hide(name, v, f"{SECRET_ENV_PREFIX}{i}_{j}", environ) for j, v in enumerate(values)]
+            out.append(f"{key}={','.join(hidden)}")
             continue
         if name in ("hydra.run.dir", "hydra.sweep.dir"):
-            from gear_repro.utils.io import require_dir_target
+            from gear_repro.utils.io import require_dir_target, require_writable_dir
 
-            require_dir_target(_unquote(value), name)
+            target = _unquote(value)  # probed only without interpolations (${now:...} names a folder yet to be made)
+            require_dir_target(target, name) if "${" in target else require_writable_dir(target, name, create=False)
         out.append(arg)
     return out
 
@@ -113,6 +219,7 @@ def protect_argv(argv: list[str], environ: dict[str, str] | os._Environ = os.env
 def main() -> None:
     try:
         sys.argv[1:] = protect_argv(sys.argv[1:])
+        cache_dir()  # $GEAR_CACHE must be a folder: refused once here, not once per question
     except GearError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

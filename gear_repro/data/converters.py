@@ -90,6 +90,33 @@ def _get(rec: dict, ref: str, *keys: str, typ: type | tuple = str) -> Any:
     raise DataError(f"{ref}: record lacks field {' or '.join(repr(k) for k in keys)}")
 
 
+_TRUE, _FALSE = {"true", "yes", "1"}, {"false", "no", "0", ""}
+
+
+def _flag(rec: dict, ref: str, key: str) -> bool:
+    """A boolean field: JSON true/false (null or absent = false), 0/1, or the strings true/false/yes/no/1/0 (any
+    case); anything else raises DataError naming the record (a string "false" is never true)."""
+    value = rec.get(key)
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise DataError(f"{ref}: field '{key}' should be true or false, got {value!r}")
+
+
+def _string_list(value: Any, ref: str, key: str) -> list[Any]:
+    """A field holding a list of answers; a single string is one answer (never its characters)."""
+    if value is None:
+        return []
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, list):
+        return value
+    raise DataError(f"{ref}: field '{key}' should be a list of strings, got {type(value).__name__}")
+
+
 def load_hipporag_corpus(path: str | Path) -> list[Passage]:
     """A corpus file: list/JSONL of {title, text} with optional ``id`` or ``idx`` (see module doc for ids)."""
     recs = read_records(path, "corpus")
@@ -293,9 +320,9 @@ def _parse_paragraph_record(ref: str, rec: dict, para_key: str = "paragraphs") -
         title = str(p.get("title") or "")
         text = _get(p, f"{ref} {para_key}[{j}]", "paragraph_text", "text")
         ctx.append((title, text))
-        if p.get("is_supporting"):
+        if _flag(p, f"{ref} {para_key}[{j}]", "is_supporting"):
             gold.append((title, text))
-    answers = _answers(rec.get("answer"), rec.get("answer_aliases") or [])
+    answers = _answers(rec.get("answer"), _string_list(rec.get("answer_aliases"), ref, "answer_aliases"))
     return _Item(ref, qid, _get(rec, ref, "question"), answers, _qtype(rec, qid), ctx, gold)
 
 
@@ -318,7 +345,7 @@ def _parse_context_record(ref: str, rec: dict) -> _Item:
         g = (sf[0], text_of.get(sf[0]))
         if g not in gold:
             gold.append(g)
-    answers = _answers(rec.get("answer"), rec.get("answer_aliases") or [])
+    answers = _answers(rec.get("answer"), _string_list(rec.get("answer_aliases"), ref, "answer_aliases"))
     return _Item(ref, qid, _get(rec, ref, "question"), answers, _qtype(rec, qid), ctx, gold)
 
 
@@ -331,7 +358,7 @@ def _parse_evidence_record(ref: str, rec: dict) -> _Item:
             raise DataError(f"{ref}: evidence[{j}] should be [subject, relation, object]")
         if (ev[0], None) not in gold:
             gold.append((ev[0], None))
-    answers = _answers(rec.get("answer"), rec.get("answer_aliases") or [])
+    answers = _answers(rec.get("answer"), _string_list(rec.get("answer_aliases"), ref, "answer_aliases"))
     return _Item(ref, qid, _get(rec, ref, "question"), answers, _qtype(rec, qid), [], gold)
 
 
@@ -342,7 +369,7 @@ def _parse_ircot_record(ref: str, rec: dict) -> _Item:
     for j, ao in enumerate(_get(rec, ref, "answers_objects", typ=list)):
         if not isinstance(ao, dict):
             raise DataError(f"{ref}: answers_objects[{j}] should be an object")
-        spans += list(ao.get("spans") or [])
+        spans += _string_list(ao.get("spans"), f"{ref} answers_objects[{j}]", "spans")
     item = _parse_paragraph_record(ref, {**rec, "id": qid, "question": _get(rec, ref, "question_text"),
                                          "answer": spans, "answer_aliases": []}, para_key="contexts")
     return item

@@ -33,6 +33,16 @@ class Dataset:
         self.passage_by_id = {p.id: p for p in self.passages}
 
 
+def check_gold_answers(dataset: Dataset) -> None:
+    """DataError naming the first question without a gold answer: EM/F1 (qa=true, self-answering methods) would
+    fail only after every LLM call had run."""
+    missing = [q.id for q in dataset.questions if not q.answers]
+    if missing:
+        raise DataError(f"{dataset.path / 'questions.jsonl'}: question '{missing[0]}' has no gold answer "
+                        f"({len(missing)} of the run's {len(dataset.questions)} questions): EM/F1 cannot score it; "
+                        "drop these questions or run without qa=true")
+
+
 def question_selection(questions: list[Question], kind: str, limit: int | None, seed: int, n_all: int) -> dict:
     """The question subset a run works on, for run.json: kind, seed, limit, size, the ids and their sha256.
 

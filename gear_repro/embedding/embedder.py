@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -37,6 +38,21 @@ class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def encode_corpus(self, texts: Sequence[str], desc: str = "") -> np.ndarray: ...
+
+
+@contextmanager
+def transformers_bars(enabled: bool) -> Iterator[None]:
+    """Inside the block, transformers' (and the hub's) tqdm bars off unless ``enabled``; restored after it."""
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    if not enabled:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was and not enabled:
+            hf_logging.enable_progress_bar()
 
 
 class SentenceEmbedder:
@@ -94,12 +110,14 @@ class SentenceEmbedder:
             if self.backend != "torch":
                 if not Path(path).is_dir():
                     raise ConfigError(f"embedder.backend={self.backend} needs a local model folder, got '{path}'")
-                self._model = RuntimeSentenceModel(path, self.backend, self.num_threads)
+                with transformers_bars(self.show_progress):
+                    self._model = RuntimeSentenceModel(path, self.backend, self.num_threads)
                 if self.max_seq_length:
                     self._model.max_seq_length = self.max_seq_length
                 return self._model
             try:
-                self._model = SentenceTransformer(path, device=self.device)
+                with transformers_bars(self.show_progress):  # transformers' "Loading weights" bar
+                    self._model = SentenceTransformer(path, device=self.device)
             except OSError as e:
                 raise RuntimeError(
                     f"cannot load embedder '{self.model_name}' (resolved to '{path}'): {e}. Offline copies: "

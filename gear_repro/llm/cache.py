@@ -1,8 +1,10 @@
-"""Persistent LLM reply cache keyed by (model, messages, params): re-runs cost nothing, replays are exact.
+"""Persistent LLM reply cache keyed by (model, endpoint, messages, params): re-runs cost nothing, replays are exact.
 
 One SQLite file (WAL mode, busy timeout) under ``$GEAR_CACHE/llm_cache``: safe for many threads and
-processes writing at once. Keys are sha256 of the canonical JSON of the request; nothing else (no
-endpoint, no key) enters the key or the stored row.
+processes writing at once. Keys are sha256 of the canonical JSON of the request. What identifies a model
+(docs/llm.md, "Cache"): its served name plus the endpoint that serves it (``llm.base_url`` without credentials),
+so two servers serving the same model name never share replies; the hosted OpenAI API and the harness-started
+local server (``llm.server``) are identified by the model name alone. No API key enters the key or the row.
 """
 
 from __future__ import annotations
@@ -18,9 +20,26 @@ from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.paths import cache_dir
 
 
-def request_key(model: str, messages: list[dict], params: dict[str, Any]) -> str:
-    """Cache key of one chat request (full sha256 of canonical JSON)."""
-    return hash_obj({"model": model, "messages": messages, "params": params}, n=64)
+def request_key(model: str, messages: list[dict], params: dict[str, Any], endpoint: str | None = None) -> str:
+    """Cache key of one chat request (full sha256 of canonical JSON); ``endpoint`` None = the model name alone
+    identifies the model (hosted OpenAI, the harness's own local server: keys as before the endpoint counted)."""
+    request: dict[str, Any] = {"model": model, "messages": messages, "params": params}
+    if endpoint is not None:
+        request["endpoint"] = endpoint
+    return hash_obj(request, n=64)
+
+
+def endpoint_identity(base_url: str | None) -> str | None:
+    """The endpoint part of a model's identity: ``base_url`` without credentials or a trailing slash (None: none)."""
+    if not base_url:
+        return None
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(base_url.strip())
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return urlunsplit((parts.scheme.lower(), host.lower(), parts.path.rstrip("/"), parts.query, ""))
 
 
 class LLMCache:

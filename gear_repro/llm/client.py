@@ -2,7 +2,8 @@
 
 All calls go through the ``openai`` package against an OpenAI-compatible endpoint; ``llm=local``/``tiny``
 start a llama.cpp server subprocess lazily on the first uncached call (``server.LlamaServer``).
-Every call gets: a persistent cache keyed by (model, messages, params); bounded retries (the SDK's own for
+Every call gets: a persistent cache keyed by (model, endpoint, messages, params; ``cache.py``); an overall
+deadline of ``timeout_s`` per HTTP request (``deadline.py``: a server that trickles bytes cannot hang a call); bounded retries (the SDK's own for
 429/5xx/timeouts/connection errors, a tenacity wrapper for malformed 2xx bodies, both counted in ``stats()``);
 a token-ledger record (stage, round,
 tokens, cached, latency, model). Used by every LLM step of the paper: extraction (K.1, §6.2), reader,
@@ -29,11 +30,13 @@ from typing import Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from gear_repro.llm.cache import LLMCache, request_key
+from gear_repro.llm.cache import LLMCache, endpoint_identity, request_key
+from gear_repro.llm.deadline import DeadlineTransport
 from gear_repro.llm.ledger import TokenLedger
 from gear_repro.llm.tokens import count_messages, count_text
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError, GearError
+from gear_repro.utils.secrets import redact_text
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +115,7 @@ class LLMClient:
         check_env_name(api_key_env)
         self.model = model
         self.base_url = base_url
+        self.endpoint = endpoint_identity(base_url)  # part of the cache key: what serves `model`
         self.api_key_env = api_key_env
         self.default_params: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens,
                                                **dict(params or {})}
@@ -131,7 +135,8 @@ class LLMClient:
         self._attempts = threading.local()  # HTTP requests sent by this thread's current call
 
     def __repr__(self) -> str:
-        return f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
+        url = None if self.base_url is None else redact_text(self.base_url)
+        return f"LLMClient(model={self.model!r}, base_url={url!r}, api_key_env={self.api_key_env!r})"
 
     # -- endpoint -----------------------------------------------------------------------------------------
     def check_ready(self) -> None:
@@ -168,7 +173,9 @@ class LLMClient:
                 key = "not-needed"  # vLLM / llama.cpp servers accept any key
             # transport retries are the SDK's (backoff 0.5 s doubling to 8 s, Retry-After honoured); the request
             # hook counts every HTTP attempt so that stats()["retries"] includes them
-            http = openai.DefaultHttpxClient(timeout=self.timeout_s, event_hooks={"request": [self._count_attempt]})
+            # timeout_s is also each request's overall deadline (DeadlineTransport), not only a per-read limit
+            http = openai.DefaultHttpxClient(timeout=self.timeout_s, event_hooks={"request": [self._count_attempt]},
+                                             transport=DeadlineTransport(self.timeout_s))
             self._client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=self.max_retries,
                                          timeout=self.timeout_s, http_client=http)
             return self._client
@@ -209,9 +216,9 @@ class LLMClient:
         if not choices or getattr(choices[0], "message", None) is None:
             raise MalformedReply(f"not a chat completion: {str(resp)[:200]!r}")
         text = choices[0].message.content
-        if text is not None and not isinstance(text, str):
-            raise MalformedReply(f"message content is {type(text).__name__}")
-        text = text or ""
+        if not isinstance(text, str):  # null: no reply at all (a refusal, a tool call), never an empty success
+            raise MalformedReply(f"message content is {'null' if text is None else type(text).__name__} "
+                                 f"(finish_reason {getattr(choices[0], 'finish_reason', None)!r})")
         usage = getattr(resp, "usage", None)
         if usage is not None and getattr(usage, "prompt_tokens", None):
             pt, ct, source = int(usage.prompt_tokens), int(usage.completion_tokens or 0), "usage"
@@ -242,8 +249,9 @@ class LLMClient:
         except Exception as e:
             exhausted = isinstance(e, _malformed_types()) or _transport_retryable(e)
             kind = "retries exhausted" if exhausted else "non-retryable"
+            detail = str(e) if e.__cause__ is None or str(e.__cause__) in str(e) else f"{e} ({e.__cause__})"
             raise LLMCallError(f"LLM call to {self.model} failed ({kind} after {max(1, self._attempts.n)} "
-                               f"attempt(s)): {type(e).__name__}: {str(e)[:300]}") from e
+                               f"attempt(s)): {type(e).__name__}: {redact_text(detail)[:300]}") from e
         finally:
             self._bump(retries=max(0, self._attempts.n - 1))
 
@@ -256,7 +264,7 @@ class LLMClient:
         """
         req = self._params(params)
         t0 = time.perf_counter()
-        key = request_key(self.model, messages, req) if self.cache is not None else None
+        key = request_key(self.model, messages, req, self.endpoint) if self.cache is not None else None
         self._bump(calls=1)
         hit = self.cache.get(key) if self.cache is not None and key else None
         owner = False
@@ -338,15 +346,20 @@ class LLMClient:
     def _ensure_client_if_needed(self, batch: Sequence[list[dict]], params: Mapping[str, Any]) -> None:
         """Start a local server from the calling thread when some request misses the cache."""
         req = self._params(params)
-        if self.cache is None or any(self.cache.get(request_key(self.model, m, req)) is None for m in batch):
+        if self.cache is None or any(self.cache.get(request_key(self.model, m, req, self.endpoint)) is None
+                                     for m in batch):
             self._ensure_client()
 
-    def stats(self) -> dict[str, int]:
-        """Counters: calls, cache_hits, cache_misses, retries, failures, prompt/completion tokens."""
+    def stats(self) -> dict[str, Any]:
+        """Counters: calls, cache_hits, cache_misses, retries, failures, prompt/completion tokens; the cache hit rate
+        (hits / calls, None without calls) and the endpoint that identifies the model in the cache."""
         with self._lock:
             base = {k: 0 for k in ("calls", "cache_hits", "cache_misses", "retries", "failures", "prompt_tokens",
                                    "completion_tokens")}
-            return base | dict(self._stats)
+            out: dict[str, Any] = base | dict(self._stats)
+        out["cache_hit_rate"] = round(out["cache_hits"] / out["calls"], 4) if out["calls"] else None
+        out["endpoint"] = self.endpoint
+        return out
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from gear_repro.config import to_container, validate
+from gear_repro.data.dataset import check_gold_answers
 from gear_repro.evaluation.aggregate import aggregate
 from gear_repro.llm.ledger import call_scope
 from gear_repro.pipeline.resources import Resources
@@ -38,9 +39,18 @@ from gear_repro.types import Question
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj
-from gear_repro.utils.io import JsonlAppender, iter_jsonl, read_json, repair_jsonl_tail, write_json
+from gear_repro.utils.io import (
+    JsonlAppender,
+    atomic_open,
+    iter_jsonl,
+    read_json,
+    repair_jsonl_tail,
+    require_writable_dir,
+    write_json,
+)
 from gear_repro.utils.lock import RunDirLock
 from gear_repro.utils.provenance import environment
+from gear_repro.utils.secrets import redact_text
 
 log = logging.getLogger("gear_repro")
 
@@ -93,10 +103,12 @@ def pass_for_qa(ks: list[int], top_k: int) -> int:
 
 
 class Runner:
-    def __init__(self, cfg: DictConfig, run_dir: str | Path, resources: Resources | None = None):
+    def __init__(self, cfg: DictConfig, run_dir: str | Path, resources: Resources | None = None,
+                 on_start: Callable[[], object] | None = None):
+        """``on_start`` runs once the run dir is locked and checked, before the first write (the CLI's .hydra copies)."""
         self.cfg = validate(cfg)
-        self.run_dir = Path(run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.on_start = on_start
+        self.run_dir = require_writable_dir(run_dir, "run dir")
         self.res = resources or Resources(self.cfg)
         self.timings: dict[str, float] = {}
 
@@ -111,6 +123,8 @@ class Runner:
             check_scorer(BeamConfig.from_any(self.cfg.beam).scorer)
         if int(self.cfg.run.workers) < 1:
             raise ConfigError(f"run.workers must be >= 1 (got {self.cfg.run.workers})")
+        if qa_reader is not None or getattr(method, "answers_questions", False):
+            check_gold_answers(self.res.dataset)
         if self.cfg.get("llm") is not None and (qa_reader is not None or getattr(method, "needs_llm", True)):
             check = getattr(self.res.llm, "check_ready", None)
             if check is not None:
@@ -127,8 +141,14 @@ class Runner:
                     f"!= {fp}); use a new run dir (hydra.run.dir=...) instead of mixing results")
         return fp
 
+    def _start(self) -> None:
+        """Checks passed: let the caller write its own records (``on_start``), once."""
+        if self.on_start is not None:
+            self.on_start()
+            self.on_start = None
+
     def _write_provenance(self, fp: str, extra: dict | None = None) -> None:
-        with open(self.run_dir / "config.yaml", "w", encoding="utf-8") as f:
+        with atomic_open(self.run_dir / "config.yaml") as f:
             f.write(OmegaConf.to_yaml(OmegaConf.create(to_container(self.cfg))))
         rec = {"fingerprint": fp, "environment": environment(), "data_hashes": self.res.dataset.hashes,
                "data_warnings": self.res.dataset.warnings, "subset": self.res.dataset.selection,
@@ -157,6 +177,7 @@ class Runner:
                     from gear_repro.extraction import failed_calls_error, run_extraction
 
                     fp = data_fingerprint(self.cfg, self.res.dataset.hashes)
+                    self._start()
                     result = run_extraction(self.cfg, self.res, self.run_dir)
                     self._write_provenance(fp)
                     err = failed_calls_error(result)
@@ -164,6 +185,7 @@ class Runner:
                         raise err
                     return result
                 if stage == "index":
+                    self._start()
                     return self.build_indexes()
                 return self.retrieve()
         finally:
@@ -203,6 +225,7 @@ class Runner:
             log.info("resuming %s: %d of %d questions already done", self.run_dir, len(questions) - len(todo),
                      len(questions))
         provenance = {"method": method.describe()}  # hub statistics, γ, switches (issue 13)
+        self._start()
         self._write_provenance(fp, provenance)
         t_loop = time.perf_counter()
         with JsonlAppender(pred_path) as out, tqdm(total=len(todo), desc=f"{cfg.dataset.name} {cfg.get('name', '')}",
@@ -293,8 +316,8 @@ class Runner:
             if cfg.run.fail_fast:
                 raise
             log.error("question %s failed: %s", q.id, e)
-            rec["error"] = f"{type(e).__name__}: {e}"
-            rec["traceback"] = traceback.format_exc(limit=5)
+            rec["error"] = redact_text(f"{type(e).__name__}: {e}")
+            rec["traceback"] = redact_text(traceback.format_exc(limit=5))
             rec.setdefault("rankings", {"final": []})
         if self.res.__dict__.get("llm") is not None:  # `calls` holds this question's own copies of the records
             for i, c in enumerate(calls):  # Fig. 4: each call tagged with the k of its matched-k pass

@@ -105,7 +105,7 @@ def density_table(runs: Sequence[RunResult], k: int = 15, opts: EvidenceOptions 
             paper = paper_value("Table 12", run.method, run.dataset, metric)
             ci = values_interval(vals, opts)
             ours = round(ci.mean, 2) if ci else None
-            rows.append({"table": "Table 12", "method": run.method, "dataset": run.dataset, "metric": metric,
+            rows.append({"table": "Table 12", "method": run.label, "dataset": run.dataset, "metric": metric,
                          "ours": ours, **_ci_cols(ci), "paper": paper,
                          "delta": None if paper is None or ours is None else round(ours - paper, 2),
                          "n_in_bin": len(vals), "n_questions": len(preds), "run_dir": str(run.path)})
@@ -137,17 +137,17 @@ def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15),
         n_max = int(_cfg(run, "agent", "max_rounds") or _cfg(run, "dataset", "max_rounds", default=4))
         for n in range(1, n_max + 1):
             derived = n < n_max
-            key = (run.method, run.dataset, length, n)
+            key = (run.label, run.method, run.dataset, length, n)
             if key in cells and derived and not cells[key]["derived"]:
                 continue  # an explicit max_rounds=n run wins over a derived column
             vals = {k: values_interval(list(question_values(preds, f"recall@{k}@round{n}").values()), opts) for k in ks}
             cells[key] = {"derived": derived, "vals": vals, "n_questions": len(preds), "run_dir": str(run.path)}
     rows = []
-    for (method, dataset, length, n), c in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][3])):
+    for (label, method, dataset, length, n), c in sorted(cells.items(), key=lambda kv: (kv[0][2], kv[0][3], kv[0][4])):
         setting = f"beam length {length}, max iterations {n}"
         for k, ci in c["vals"].items():
             paper = paper_value("Table 9", method, dataset, f"R@{k}", setting=setting)
-            rows.append({"table": "Table 9", "method": method, "dataset": dataset, "beam_length": length,
+            rows.append({"table": "Table 9", "method": label, "dataset": dataset, "beam_length": length,
                          "max_rounds": n, "metric": f"R@{k}", "ours": round(ci.mean, 2), **_ci_cols(ci),
                          "paper": paper, "delta": None if paper is None else round(ci.mean - paper, 2), "derived_from_rounds": c["derived"],
                          "n_questions": c["n_questions"], "run_dir": c["run_dir"]})
@@ -175,7 +175,7 @@ def tokens_table(runs: Sequence[RunResult]) -> pd.DataFrame:
         n = len(preds)
         for stage in sorted(agg, key=lambda s: (LLM_STAGES.index(s) if s in LLM_STAGES else 99, s)):
             a = agg[stage]
-            rows.append({"method": run.method, "dataset": run.dataset, "stage": stage, "k": k,
+            rows.append({"method": run.label, "dataset": run.dataset, "stage": stage, "k": k,
                          "calls_per_q": round(a["calls"] / n, 3), "prompt_per_q": round(a["prompt"] / n, 1),
                          "completion_per_q": round(a["completion"] / n, 1), "cached_calls": a["cached"],
                          "n_questions": n, "run_dir": str(run.path)})
@@ -200,7 +200,7 @@ def agent_table(runs: Sequence[RunResult]) -> pd.DataFrame:
                 calls["rewrite"] += r.get("rewrite") is not None
                 calls["gist"] += bool((r.get("gist_read") or {}).get("prompt"))
         rows.append({
-            "method": run.method, "dataset": run.dataset, "n_questions": len(preds),
+            "method": run.label, "dataset": run.dataset, "n_questions": len(preds),
             "rounds_mean": round(mean(len(p.get("rounds", [])) for p in preds), 3),
             "stop_answerable": stops.get("answerable", 0), "stop_max_rounds": stops.get("max_rounds", 0),
             "reason_calls": calls["reason"], "reason_unparsed": counters.get("reason_unparsed", 0),
@@ -233,7 +233,7 @@ def t2rag_table(runs: Sequence[RunResult]) -> pd.DataFrame:
         stops = Counter(t.get("stop", "?") for t in traces)
         calls = [c for p in preds for c in p.get("llm_calls", []) or []]
         row: dict[str, Any] = {
-            "method": run.method, "dataset": run.dataset, "n_questions": len(preds),
+            "method": run.label, "dataset": run.dataset, "n_questions": len(preds),
             "iterations_mean": round(mean(t.get("iterations", 0) for t in traces), 3),
             "iterations_hist": dict(sorted(Counter(t.get("iterations", 0) for t in traces).items())),
             "stop_all_resolved": stops.get("all_resolved", 0), "stop_max_iterations": stops.get("max_iterations", 0),
@@ -394,7 +394,7 @@ def density_wide(long: pd.DataFrame) -> pd.DataFrame:
         if r["paper"] is not None and not pd.isna(r["paper"]):
             s += f" ({r['paper']:.1f}, {r['delta']:+.1f})"
         return s
-    df = long.drop_duplicates(["method", "dataset", "metric"], keep="last").copy()
+    df = long.copy()  # "method" holds RunResult.label: one row per run
     df["cell"] = df.apply(cell, axis=1)
     wide = df.pivot(index=["dataset", "method"], columns="metric", values="cell")
     return wide.reindex(columns=[c for c in dict.fromkeys(long["metric"]) if c in wide.columns])

@@ -63,7 +63,7 @@ def cost_table(runs: Sequence[RunResult], prices: dict) -> pd.DataFrame:
         tout = sum(c["completion_tokens"] for c in counts) / n
         ks = passes(preds[0])
         rows.append({
-            "method": run.method, "dataset": run.dataset, "n_questions": n,
+            "method": run.label, "dataset": run.dataset, "n_questions": n,
             "k": int(ks[-1]) if ks else None, "passes_in_run": len(ks) or 1,
             "retrieval_ms_p50": _pct(ret, 50), "retrieval_ms_p95": _pct(ret, 95),
             "e2e_s_mean": float(np.mean(e2e)) if e2e else None,

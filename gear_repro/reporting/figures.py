@@ -41,7 +41,7 @@ HOP_LABELS = {"2hop": "2 Hop", "3hop1": "3 Hop Type 1", "3hop2": "3 Hop Type 2",
 
 def _label(run: RunResult) -> str:
     setting = run.report.get("setting")
-    return f"{run.method} ({setting})" if setting else run.method
+    return f"{run.label} ({setting})" if setting else run.label
 
 
 def _is_single_syncge(run: RunResult) -> bool:

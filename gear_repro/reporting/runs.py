@@ -33,6 +33,12 @@ class RunResult:
     config: dict
     metrics: dict
     notes: list[str] = field(default_factory=list)  # problems found while loading (partial line, stale metrics)
+    tag: str = ""  # what tells this run from others with its label and dataset (set by tag_runs)
+
+    @property
+    def label(self) -> str:
+        """The row label of tables keyed by run: :attr:`method`, plus ``[tag]`` when several runs share it."""
+        return f"{self.method} [{self.tag}]" if self.tag else self.method
 
     @property
     def dataset(self) -> str:
@@ -93,6 +99,41 @@ class RunResult:
         if metric in ("EM", "F1"):
             return self.report.get("qa_table") or "Table 3"
         return self.report.get("table") or "Table 2"
+
+
+_TAG_IGNORED = {"hydra", "name"}  # never what tells two runs apart
+_TAG_KEYS = 3  # differing settings shown in a tag at most
+
+
+def _flat(node: object, prefix: str = "") -> dict[str, str]:
+    if isinstance(node, dict):
+        out: dict[str, str] = {}
+        for k, v in node.items():
+            if not prefix and k in _TAG_IGNORED:
+                continue
+            out.update(_flat(v, f"{prefix}{k}."))
+        return out
+    return {prefix[:-1]: json.dumps(node, sort_keys=True)}
+
+
+def tag_runs(runs: list[RunResult]) -> None:
+    """Give runs that share a label and a dataset (a ``-m beam.width=3,10`` sweep) a :attr:`RunResult.tag`: the
+    settings whose values differ among them (``beam.width=3``), or the run folder's name when none differ."""
+    groups: dict[tuple[str, str], list[RunResult]] = {}
+    for r in runs:
+        groups.setdefault((r.method, r.dataset), []).append(r)
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        flat = [_flat(r.config) for r in group]
+        keys = sorted({k for f in flat for k in f if len({g.get(k) for g in flat}) > 1})
+        for r, f in zip(group, flat, strict=True):
+            shown = [f"{k}={json.loads(f[k]) if k in f else 'unset'}" for k in keys[:_TAG_KEYS]]
+            r.tag = ", ".join(shown) + (", ..." if len(keys) > _TAG_KEYS else "") if keys else Path(r.path).name
+    labels = [(r.label, r.dataset) for r in runs]
+    for r in runs:  # the same differing settings with the same values (the same config run twice): add the folder
+        if labels.count((r.label, r.dataset)) > 1:
+            r.tag = f"{r.tag}, {Path(r.path).name}" if r.tag else Path(r.path).name
 
 
 def read_predictions(path: Path, notes: list[str] | None = None) -> list[dict]:
@@ -172,6 +213,7 @@ def find_runs(paths: list[str | Path], skipped: list[Path] | None = None) -> lis
             runs.append(run)
     if not runs:
         raise GearError(f"no finished runs (metrics.json + config.yaml) under {', '.join(map(str, paths))}")
+    tag_runs(runs)
     return runs
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 from gear_repro.reporting.evidence import DEFAULT_OPTIONS, EvidenceOptions, interval
 from gear_repro.reporting.paper import paper_value
 from gear_repro.reporting.runs import RunResult
+from gear_repro.utils.errors import GearError
 
 METRIC_KEYS = {"R@5": "recall@5", "R@10": "recall@10", "R@15": "recall@15", "EM": "em", "F1": "f1"}
 DATASET_ORDER = ["MuSiQue", "2Wiki", "HotpotQA"]
@@ -42,7 +43,8 @@ def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None,
             source = "" if paper is None or (ref_paper, ref_table) == (r.paper, table) else \
                 f"{ref_paper} {ref_table}" + (f" ({setting})" if setting else "")
             rows.append({
-                "table": table, "method": r.method, "dataset": r.dataset, "metric": m, "ours": round(ours, 2),
+                "table": table, "method": r.method, "label": r.label, "dataset": r.dataset, "metric": m,
+                "ours": round(ours, 2),
                 "ci_low": None if ci is None else round(ci.low, 2), "ci_high": None if ci is None else round(ci.high, 2),
                 "n": None if ci is None else ci.n, "paper": paper, "delta": None if paper is None else round(ours - paper, 2),
                 "paper_source": source,
@@ -70,14 +72,15 @@ def _cell(row: pd.Series) -> str:
 
 
 def wide_table(long: pd.DataFrame) -> pd.DataFrame:
-    """Paper layout: method rows in first-seen order, (dataset, metric) columns; cell "ours [CI] n=N (paper, Δ)"."""
+    """Paper layout: rows by run label in first-seen order (runs sharing a method label are told apart by the
+    settings that differ, ``RunResult.label``), (dataset, metric) columns; cell "ours [CI] n=N (paper, Δ)"."""
     if long.empty:
         return pd.DataFrame()
     df = long.copy()
-    # several runs with one label (e.g. a beam-length sweep): name each row by its run dir
-    dup = df.duplicated(["method", "dataset", "metric"], keep=False)
-    df.loc[dup, "method"] = df.loc[dup].apply(lambda r: f"{r['method']} [{Path(r['run_dir']).name}]", axis=1)
-    df = df.drop_duplicates(["method", "dataset", "metric"], keep="last")
+    df["method"] = df["label"] if "label" in df.columns else df["method"]
+    if df.duplicated(["method", "dataset", "metric"]).any():  # RunResult.label is unique per dataset
+        raise GearError("two runs share a row label and a dataset: " + ", ".join(
+            df[df.duplicated(["method", "dataset", "metric"], keep=False)]["run_dir"].drop_duplicates()))
     df["cell"] = df.apply(_cell, axis=1)
     methods = list(dict.fromkeys(df["method"]))
     datasets = sorted(df["dataset"].unique(), key=lambda d: (DATASET_ORDER.index(d) if d in DATASET_ORDER else 99, d))

@@ -11,3 +11,7 @@ class DataError(GearError):
 
 class ConfigError(GearError):
     """An unknown or inconsistent configuration value; the message names the setting."""
+
+
+class OutputError(GearError):
+    """A file or folder could not be written (disk full, read-only, a file in the way); the message names it."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -10,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from gear_repro.utils.errors import DataError
+from gear_repro.utils.errors import DataError, OutputError
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -34,6 +35,28 @@ def require_dir_target(path: str | Path, what: str = "output folder") -> Path:
                 raise DataError(f"{what} {p}: {q} is a file, not a folder")
             break
     return p
+
+
+def require_writable_dir(path: str | Path, what: str = "output folder", create: bool = True) -> Path:
+    """A folder this process can write into, created if missing (``create=False``: the nearest existing folder on
+    its path is probed instead): OutputError naming the path otherwise (a file in the way, a read-only file
+    system, no permission, a full disk)."""
+    p = require_dir_target(path, what)
+    try:
+        if create:
+            p.mkdir(parents=True, exist_ok=True)
+        probe_dir = p if create else next(q for q in (p, *p.absolute().parents) if q.exists())
+        fd, probe = tempfile.mkstemp(prefix=".write-probe.", dir=probe_dir)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise OutputError(f"{what} {p}: cannot write there ({e.strerror or e})") from None
+    return p
+
+
+def output_error(path: str | Path, e: OSError) -> OutputError:
+    """One line naming the file a write failed on and why (``[Errno 28] ...`` becomes "No space left on device")."""
+    return OutputError(f"cannot write {e.filename or path}: {e.strerror or e}")
 
 
 def _not_utf8(p: Path, data: bytes, e: UnicodeDecodeError, line_offset: int = 0) -> DataError:
@@ -90,8 +113,11 @@ def read_jsonl(path: str | Path) -> list[dict]:
 def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8"):
     """Write to a temp file in the same folder, then rename over the target."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    except OSError as e:
+        raise output_error(p, e) from None
     os.close(fd)
     try:
         kw = {} if "b" in mode else {"encoding": encoding}
@@ -101,9 +127,11 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the usual permissions
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise output_error(p, e) from None
         raise
 
 
@@ -144,17 +172,25 @@ class JsonlAppender:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        repair_jsonl_tail(self.path)
-        self._f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed by close()/__exit__)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            repair_jsonl_tail(self.path)
+            self._f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed by close()/__exit__)
+        except OSError as e:
+            raise output_error(self.path, e) from None
 
     def write(self, rec: dict) -> None:
-        self._f.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
-        self._f.flush()
-        os.fsync(self._f.fileno())
+        line = json.dumps(rec, ensure_ascii=False, default=str) + "\n"
+        try:
+            self._f.write(line)
+            self._f.flush()
+            os.fsync(self._f.fileno())
+        except OSError as e:  # a partial line is cut by the next open (repair_jsonl_tail)
+            raise output_error(self.path, e) from None
 
     def close(self) -> None:
-        self._f.close()
+        with contextlib.suppress(OSError):  # every record was flushed by write(); a failed one raised there
+            self._f.close()
 
     def __enter__(self) -> JsonlAppender:
         return self

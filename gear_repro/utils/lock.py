@@ -2,7 +2,9 @@
 
 The lock file ``<run_dir>/.lock`` holds the owner's host, pid and process start time. A lock whose owner
 process is gone (killed, crashed; a zombie counts as gone) or whose pid now belongs to another process
-(same pid, different start time) is stale and taken over with a warning.
+(same pid, different start time) is stale and taken over with a warning; so is an empty or torn lock file
+(a lock is created with its content in one step, so only a killed writer of an older version or a crash of the
+file system leaves one).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import logging
 import os
 import socket
+import threading
 from pathlib import Path
 
 from gear_repro.utils.errors import ConfigError
@@ -32,6 +35,8 @@ def process_start(pid: int) -> str | None:
 
 
 def _owner_alive(owner: dict) -> bool:
+    if not owner.get("host") or not isinstance(owner.get("pid"), int):
+        return False  # empty or torn (a lock is written whole, see RunDirLock._create): nobody holds it
     if owner.get("host") != socket.gethostname():
         return True  # another machine's process: cannot tell, so never steal its lock
     pid = owner.get("pid")
@@ -50,15 +55,32 @@ class RunDirLock:
 
     def _read_owner(self) -> dict:
         try:
-            return json.loads(self.path.read_text(encoding="utf-8"))
+            owner = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}  # vanished or torn (killed while writing): stale
+        return owner if isinstance(owner, dict) else {}
+
+    def _create(self, me: dict) -> None:
+        """Create the lock file with its content in one step (a temp file hard-linked into place, so no reader
+        ever sees it empty); FileExistsError if it exists. Where hard links fail, O_EXCL and a write."""
+        tmp = self.path.with_name(f"{LOCK_FILE}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(me), encoding="utf-8")
+        try:
+            os.link(tmp, self.path)
+        except FileExistsError:
+            raise
+        except OSError:  # no hard links on this file system
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(me, f)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def acquire(self) -> None:
         me = {"host": socket.gethostname(), "pid": os.getpid(), "start": process_start(os.getpid())}
         for _ in range(3):
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                self._create(me)
             except FileExistsError:
                 owner = self._read_owner()
                 if _owner_alive(owner):
@@ -66,12 +88,13 @@ class RunDirLock:
                         f"{self.path.parent} is in use by process {owner.get('pid')} on {owner.get('host')}; wait "
                         f"for it to finish or use another hydra.run.dir (delete {self.path} if that process is "
                         "gone)") from None
-                log.warning("%s: taking over the stale lock of process %s (no longer running)", self.path,
-                            owner.get("pid"))
+                if owner.get("pid") is None:
+                    log.warning("%s: taking over an empty or torn lock (its writer was killed)", self.path)
+                else:
+                    log.warning("%s: taking over the stale lock of process %s (no longer running)", self.path,
+                                owner.get("pid"))
                 self.path.unlink(missing_ok=True)
                 continue
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(me, f)
             self.held = True
             return
         raise ConfigError(f"could not lock {self.path.parent}: another process keeps taking the lock")

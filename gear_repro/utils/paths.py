@@ -10,9 +10,17 @@ REPO_DIR = PACKAGE_DIR.parent
 
 
 def cache_dir() -> Path:
-    """Root of content-hashed caches (embeddings, indexes, LLM replies, models): $GEAR_CACHE."""
+    """Root of content-hashed caches (embeddings, indexes, LLM replies, models): $GEAR_CACHE, created if missing.
+
+    Raises OutputError naming $GEAR_CACHE when it (or a parent) is a file or cannot be created."""
+    from gear_repro.utils.errors import OutputError
+
     root = Path(os.environ.get("GEAR_CACHE", Path.home() / ".cache" / "gear_repro"))
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        what = "is a file, not a folder" if root.is_file() else f"cannot be created ({e.strerror or e})"
+        raise OutputError(f"GEAR_CACHE={root} {what}; point GEAR_CACHE at a folder") from None
     return root
 
 

@@ -1,0 +1,75 @@
+"""An overall deadline for every HTTP request of an LLM call (issue 23).
+
+httpx's timeouts bound each socket read, so a server that sends one byte every 0.5 s never trips a 5 s timeout.
+:class:`DeadlineTransport` runs each request (connect, headers and the whole body) in a helper thread and gives up
+after ``deadline_s`` with httpx's ``ReadTimeout``, which the ``openai`` SDK treats like any timeout (retried up to
+``llm.max_retries`` times, then the call fails). An abandoned request stops reading at its next chunk; one whose
+server trickles the response headers holds its helper thread until the server stops.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from types import ModuleType
+from typing import Any
+
+
+def httpx_module() -> ModuleType:
+    """The httpx package the installed ``openai`` SDK is built on (``httpx``, or a renamed fork of it)."""
+    import openai
+
+    client = next(c for c in openai.DefaultHttpxClient.__mro__ if c.__name__ == "Client")
+    return importlib.import_module(client.__module__.split(".")[0])
+
+
+class DeadlineTransport:
+    """An httpx transport (duck-typed) that answers each request in full within ``deadline_s`` or raises
+    ``ReadTimeout``; ``inner`` (default: httpx's ``HTTPTransport``) does the I/O."""
+
+    def __init__(self, deadline_s: float, inner: Any | None = None):
+        self.deadline_s = float(deadline_s)
+        self.httpx = httpx_module()
+        self.inner = inner if inner is not None else self.httpx.HTTPTransport()
+
+    def handle_request(self, request: Any) -> Any:
+        result: dict[str, Any] = {}
+        cancelled = threading.Event()
+
+        def attempt() -> None:
+            try:
+                response = self.inner.handle_request(request)
+                try:
+                    chunks = []
+                    for chunk in response.stream:
+                        if cancelled.is_set():
+                            return
+                        chunks.append(chunk)
+                finally:
+                    response.close()
+                result["response"] = self.httpx.Response(
+                    response.status_code, headers=response.headers, stream=self.httpx.ByteStream(b"".join(chunks)),
+                    extensions=response.extensions)
+            except BaseException as e:  # handed to the caller's thread
+                result["error"] = e
+
+        worker = threading.Thread(target=attempt, name="llm-request", daemon=True)
+        worker.start()
+        worker.join(self.deadline_s)
+        if worker.is_alive():
+            cancelled.set()
+            raise self.httpx.ReadTimeout(f"no complete reply within llm.timeout_s={self.deadline_s:g} s (the overall "
+                                         "deadline of one request)", request=request)
+        if "error" in result:
+            raise result["error"]
+        return result["response"]
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __enter__(self) -> DeadlineTransport:
+        self.inner.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.inner.__exit__(*exc)

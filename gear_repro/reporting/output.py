@@ -1,0 +1,73 @@
+"""A report folder written as a whole (issue 23): never old figures beside new tables.
+
+``with ReportDir(out, stem) as staging:`` the report is written into a temporary folder beside ``out``; on success it
+gets ``report_files.json`` (the files it holds) and replaces ``out`` by renames, so a reused ``--out`` keeps nothing
+of an earlier report (no stale ``claims.*`` or ``fig3_*``) and a killed report leaves the earlier one whole. ``out``
+may hold only what a report wrote (listed in its ``report_files.json``, or named as report outputs are, for folders
+from before the list existed); anything else is refused, so a report never deletes a user's files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from gear_repro.utils.errors import GearError
+from gear_repro.utils.io import read_json, write_json
+
+MANIFEST = "report_files.json"
+_REPORT_NAMES = re.compile(r"^(table\d*_|claims\.|cost\.|tokens_by_stage\.|agent_stats\.|t2rag_stats\.|fig\d)")
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def check_owned(out: Path, stem: str) -> None:
+    """GearError naming the first file in ``out`` that no report wrote (see the module doc)."""
+    if not out.is_dir():
+        return
+    listed = set(read_json(out / MANIFEST).get("files", [])) if (out / MANIFEST).is_file() else set()
+    for name in _files(out):
+        if name in listed or name == MANIFEST or ("/" not in name and (
+                _REPORT_NAMES.match(name) or Path(name).stem == stem)):
+            continue
+        raise GearError(f"--out {out} holds {out / name}, which no report wrote; a report replaces its folder "
+                        "as a whole: use a new or empty folder")
+
+
+class ReportDir:
+    """Context manager: yields the staging folder; on a clean exit publishes it as ``out`` (see the module doc).
+    ``files`` then lists what was written, relative to ``out``."""
+
+    def __init__(self, out: str | Path, stem: str = "table"):
+        self.out, self.stem = Path(out), stem
+        self.files: list[str] = []
+
+    def __enter__(self) -> Path:
+        check_owned(self.out, self.stem)
+        self.staging = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.tmp-", dir=self.out.parent))
+        return self.staging
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is not None:
+            shutil.rmtree(self.staging, ignore_errors=True)
+            return
+        try:
+            self.files = _files(self.staging)
+            write_json(self.staging / MANIFEST, {"files": self.files})
+            old = self.out.with_name(f".{self.out.name}.old-{os.getpid()}")
+            if self.out.exists():
+                os.rename(self.out, old)
+            os.rename(self.staging, self.out)
+            shutil.rmtree(old, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(self.staging, ignore_errors=True)
+            raise
+
+    def final(self, path: Path) -> Path:
+        """Where a file written into the staging folder is now."""
+        return self.out / Path(path).relative_to(self.staging)

@@ -1,0 +1,73 @@
+"""Secret redaction for every file a run writes and every log line (issues 9 and 23).
+
+Three kinds of secret are hidden: credentials inside a URL (``scheme://user:password@host``: the userinfo becomes
+``***``), the values of HTTP headers (any config key ending in ``headers``: ``llm.params.extra_headers``) and the
+values given on the command line under a secret-looking key (``*.api_key``, ``*.password``, ...), which
+:func:`register_secret` records so that :func:`redact_text` replaces them wherever they appear. Log records pass
+through :class:`RedactingFilter` (installed on the root handlers by :func:`install_log_redaction`), so httpx's
+request line and any message or traceback that quotes a URL are redacted before they reach the console or
+``run.log``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+
+MASK = "***"
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@\"'<>]+@")
+_MIN_SECRET_LEN = 4  # shorter values would mask ordinary text; a URL's userinfo is masked by pattern anyway
+_known: set[str] = set()
+_lock = threading.Lock()
+
+
+def has_userinfo(text: str) -> bool:
+    """Whether ``text`` holds a URL with credentials (``scheme://user[:password]@host``)."""
+    return bool(_USERINFO.search(text))
+
+
+def is_header_key(key: object) -> bool:
+    """A config key whose values are HTTP headers (``extra_headers``, ``default_headers``, ``headers``)."""
+    return str(key).lower().endswith("headers")
+
+
+def register_secret(value: object) -> None:
+    """Remember ``value`` (a password, key or header value) so :func:`redact_text` masks it everywhere."""
+    text = str(value).strip()
+    if len(text) >= _MIN_SECRET_LEN:
+        with _lock:
+            _known.add(text)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with URL userinfo and every registered secret replaced by ``***``."""
+    text = _USERINFO.sub(rf"\1{MASK}@", text)
+    with _lock:
+        known = sorted(_known, key=len, reverse=True)
+    for secret in known:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts a record's message (arguments merged in) and its traceback text in place; never drops a record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        clean = redact_text(msg)
+        if clean != msg:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact_text(record.exc_text)
+        return True
+
+
+def install_log_redaction(logger: logging.Logger | None = None) -> None:
+    """Add a :class:`RedactingFilter` to every handler of ``logger`` (default: the root logger), once."""
+    for handler in (logger or logging.getLogger()).handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())

@@ -1,0 +1,125 @@
+"""Issue 23 bad data and bad configs: string booleans, a string of spans, stale triples in a prepare --out,
+questions without gold answers, misspelt presets, added keys and numeric ranges."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gear_repro.cli.prepare import main as prepare_main
+from gear_repro.data.converters import FORMATS
+from gear_repro.runner import Runner
+from gear_repro.utils.errors import DataError
+from tests.helpers.cli import run_cli, toy_args
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _musique(supporting: list) -> dict:
+    return {"id": "2hop__1_2", "question": "Where?", "answer": "Amiens", "answer_aliases": [],
+            "paragraphs": [{"idx": i, "title": f"T{i}", "paragraph_text": f"text {i}", "is_supporting": s}
+                           for i, s in enumerate(supporting)]}
+
+
+# -- (c) data ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", ["musique", "ircot"])
+def test_string_booleans_are_parsed(tmp_path: Path, fmt: str) -> None:
+    rec = _musique([True, "false", "no", "Yes", 0, "TRUE", None])
+    if fmt == "ircot":
+        rec = {"question_id": rec["id"], "question_text": rec["question"],
+               "answers_objects": [{"spans": ["Amiens"]}], "contexts": rec["paragraphs"]}
+    conv = FORMATS[fmt](_jsonl(tmp_path / "q.jsonl", [rec]))
+    assert conv.questions[0].gold_ids == ["0", "3", "5"]
+
+
+def test_unreadable_boolean_names_file_and_line(tmp_path: Path) -> None:
+    q = _jsonl(tmp_path / "q.jsonl", [_musique([True]), _musique(["maybe"]) | {"id": "x"}])
+    with pytest.raises(DataError, match=r"q\.jsonl:2 paragraphs\[0\]: field 'is_supporting' should be true or "
+                                        r"false, got 'maybe'"):
+        FORMATS["musique"](q)
+
+
+def test_spans_string_is_one_answer(tmp_path: Path) -> None:
+    rec = {"question_id": "q", "question_text": "Capital?", "answers_objects": [{"spans": "Paris"}],
+           "contexts": [{"title": "P", "paragraph_text": "Paris.", "is_supporting": True}]}
+    assert FORMATS["ircot"](_jsonl(tmp_path / "q.jsonl", [rec])).questions[0].answers == ["Paris"]
+    rec["answers_objects"] = [{"spans": {"text": "Paris"}}]
+    with pytest.raises(DataError, match=r"q\.jsonl:1 answers_objects\[0\]: field 'spans' should be a list"):
+        FORMATS["ircot"](_jsonl(tmp_path / "q.jsonl", [rec]))
+
+
+def test_prepare_removes_stale_triples_and_warns_on_questions_without_answers(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "P"
+    _jsonl(out / "triples.jsonl", [{"id": "t", "subject": "a", "predicate": "b", "object": "c", "passage_id": "0"}])
+    q = _jsonl(tmp_path / "q.jsonl", [_musique([True]), _musique([True]) | {"id": "noans", "answer": ""}])
+    assert prepare_main(["--format", "musique", "--questions", str(q), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    stats = json.loads((out / "prepare_stats.json").read_text())
+    assert not (out / "triples.jsonl").exists() and stats["removed_stale"] == ["triples.jsonl"]
+    assert "removed stale triples.jsonl" in printed
+    assert stats["questions_without_answers"] == 1 and stats["questions_without_answers_ids"] == ["noans"]
+    assert "WARNING: 1 questions have no gold answer" in printed and "noans" in printed
+
+
+def test_qa_refuses_a_question_without_gold_answer_at_start_up(compose, toy_dir: Path, tmp_path: Path) -> None:
+    rows = [json.loads(x) for x in (toy_dir / "questions.jsonl").read_text().splitlines()]
+    rows[1]["answers"] = []
+    _jsonl(toy_dir / "questions.jsonl", rows)
+    cfg = compose(toy_args(toy_dir, "qa=true", "llm=openai_compatible", "llm.base_url=http://127.0.0.1:9/v1"))
+    with pytest.raises(DataError, match=r"questions\.jsonl: question 'q2' has no gold answer \(1 of the run's 3"):
+        Runner(cfg, tmp_path / "run").run()
+    assert not (tmp_path / "run" / "predictions.jsonl").exists()
+
+
+# -- (d) config -------------------------------------------------------------------------------------------------
+def test_misspelt_preset_fails(toy_dir: Path, tmp_path: Path) -> None:
+    for mode in ([], ["-m"]):
+        r = run_cli([*mode, *toy_args(toy_dir, "experiment=table2_single_stpe", f"hydra.sweep.dir={tmp_path}/s",
+                                      f"hydra.run.dir={tmp_path}/r")], tmp_path)
+        assert r.returncode != 0 and "Could not find 'experiment/table2_single_stpe'" in r.stderr, (mode, r.stderr)
+        assert not list(tmp_path.rglob("metrics.json"))
+
+
+@pytest.mark.parametrize("overrides,msg", [
+    (["+run.foo=1"], r"run\.foo is not a setting of run \(its settings: allow_errors, base_k"),
+    (["+agent.foo=1"], r"agent\.foo is not a setting of agent"),
+    (["llm=local", "+llm.server.foo=1"], r"llm\.server\.foo is not a setting of llm\.server"),
+    (["beam.neighbours=-1"], r"beam\.neighbours must be >= 0 \(got -1\)"),
+    (["beam.gamma=0"], r"beam\.gamma must be > 0 \(got 0"),
+    (["llm.timeout_s=0"], r"llm\.timeout_s must be > 0"),
+    (["llm.temperature=3"], r"llm\.temperature must be >= 0 and <= 2 \(got 3"),
+    (["run.workers=0"], r"run\.workers must be >= 1 \(got 0\)"),
+    (["retriever=hybrid", "retriever.fusion_depth=-5"], r"retriever\.fusion_depth must be >= 0 \(got -5\)"),
+    (["backend.bm25.k1=-1"], r"backend\.bm25\.k1 must be >= 0"),
+    (["retriever=hybrid", "beam.neighbours=0", "llm=local"], None),  # in range: accepted
+])
+def test_unknown_keys_and_out_of_range_numbers_refused_at_start_up(compose, toy_dir: Path, tmp_path: Path,
+                                                                    overrides: list[str], msg: str | None) -> None:
+    from gear_repro.utils.errors import ConfigError
+
+    cfg = compose(toy_args(toy_dir, *overrides))
+    if msg is None:
+        Runner(cfg, tmp_path / "run")
+        return
+    with pytest.raises(ConfigError, match=msg):
+        Runner(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_every_numeric_schema_field_declares_its_range() -> None:
+    import dataclasses
+    import re
+
+    from gear_repro.config import GROUP_SCHEMAS, NODE_SCHEMAS, SCHEMAS, LLMServerSchema
+
+    schemas = {*NODE_SCHEMAS.values(), *SCHEMAS.values(), LLMServerSchema,
+               *(s for group in GROUP_SCHEMAS.values() for s in group.values())}
+    missing = [f"{s.__name__}.{f.name}" for s in schemas for f in dataclasses.fields(s)
+               if re.fullmatch(r"(int|float)( \| None)?", str(f.type)) and "range" not in f.metadata]
+    assert missing == []

@@ -1,0 +1,68 @@
+"""Issue 23 LLM faults: an overall deadline per request (a trickling server), ``content: null`` is a failure or a
+repaired reply (never an empty success), the cache key includes the endpoint, and the cache hit rate per run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gear_repro.llm import LLMCallError, LLMClient
+from gear_repro.llm.standin import StandInServer
+from gear_repro.utils.io import read_json
+from tests.helpers.cli import run_cli, toy_args
+from tests.helpers.llm_servers import NullContentServer, TrickleServer, elapsed
+
+MSGS = [{"role": "user", "content": "Capital of France?"}]
+
+
+def _client(url: str, tmp_path: Path, **kw) -> LLMClient:
+    args = dict(model="m", base_url=url, api_key_env="GEAR_TEST_NO_KEY", max_retries=0, backoff_base_s=0.01,
+                backoff_max_s=0.02, cache_dir=str(tmp_path / "llm_cache"))
+    return LLMClient(**(args | kw))
+
+
+def test_trickling_server_fails_at_the_overall_deadline(tmp_path: Path) -> None:
+    # the reply would take ~170 bytes x 0.5 s; every read returns within 0.5 s, so a per-read timeout never trips
+    with TrickleServer(interval_s=0.5) as server, _client(server.url, tmp_path, timeout_s=2.0, cache=False) as c:
+        seconds, err = elapsed(lambda: c.chat(MSGS, stage="qa"))
+        assert isinstance(err, LLMCallError) and "llm.timeout_s=2 s" in str(err), err
+        assert 1.9 <= seconds < 4.0, seconds
+        assert c.stats()["failures"] == 1 and server.n_requests == 1
+
+
+def test_null_content_is_a_failure_not_an_empty_reply(tmp_path: Path) -> None:
+    with NullContentServer() as server, _client(server.url, tmp_path, max_retries=2) as c:
+        with pytest.raises(LLMCallError, match="message content is null"):
+            c.chat(MSGS, stage="qa")
+        assert server.n_requests == 3 and c.stats()["failures"] == 1 and c.stats()["retries"] == 2
+        assert c.ledger.since(0)[-1]["ok"] is False
+
+
+def test_null_content_then_a_reply_is_repaired(tmp_path: Path) -> None:
+    with NullContentServer(n_null=1) as server, _client(server.url, tmp_path, max_retries=2) as c:
+        assert c.chat(MSGS, stage="qa").text == "Paris"
+        assert server.n_requests == 2 and c.stats()["retries"] == 1 and c.stats()["failures"] == 0
+
+
+def test_cache_key_includes_the_endpoint(tmp_path: Path) -> None:
+    with StandInServer(latency_s=0, reply=lambda p: "from A") as a, \
+            StandInServer(latency_s=0, reply=lambda p: "from B") as b:
+        with _client(a.url, tmp_path) as ca, _client(b.url, tmp_path) as cb:
+            assert ca.chat(MSGS, stage="qa").text == "from A"
+            reply = cb.chat(MSGS, stage="qa")  # same model name, another server: not A's cached reply
+            assert (reply.text, reply.cached, b.n_requests) == ("from B", False, 1)
+            assert cb.chat(MSGS, stage="qa").cached and cb.stats()["cache_hit_rate"] == 0.5
+        with _client(a.url.replace("http://", "http://user:pw@") + "/", tmp_path) as again:
+            assert again.chat(MSGS, stage="qa").text == "from A" and a.n_requests == 1  # credentials do not count
+
+
+def test_run_reports_its_cache_hit_rate(toy_dir: Path, tmp_path: Path) -> None:
+    with StandInServer(latency_s=0) as server:
+        args = toy_args(toy_dir, "qa=true", "llm=openai_compatible", "llm.model=standin", f"llm.base_url={server.url}",
+                        f"llm.cache_dir={tmp_path / 'llm_cache'}")
+        assert run_cli([*args, f"hydra.run.dir={tmp_path / 'r1'}"], tmp_path).returncode == 0
+        second = run_cli([*args, f"hydra.run.dir={tmp_path / 'r2'}"], tmp_path)
+    assert second.returncode == 0 and "'llm_cache_hit_rate': 1.0" in second.stdout
+    assert read_json(tmp_path / "r1" / "metrics.json")["llm_cache_hit_rate"] == 0.0
+    assert read_json(tmp_path / "r2" / "llm_stats.json")["cache_hit_rate"] == 1.0

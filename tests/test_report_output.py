@@ -1,0 +1,59 @@
+"""Issue 23 reports: runs sharing a label are told apart in every table keyed by label, and a report replaces its
+--out as a whole (nothing stale kept, foreign files refused, what was written listed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gear_repro.cli.report import main as report_main
+from gear_repro.reporting.output import MANIFEST
+from gear_repro.runner import Runner
+from tests.helpers.cli import toy_args
+
+
+@pytest.fixture
+def two_widths(compose, toy_dir: Path, tmp_path: Path) -> Path:
+    """A beam.width=3,10 sweep of BM25 on the toy data: two runs labelled "BM25"."""
+    sweep = tmp_path / "sweep"
+    for i, width in enumerate((3, 10)):
+        Runner(compose(toy_args(toy_dir, f"beam.width={width}")), sweep / f"{i}_toy").run()
+    return sweep
+
+
+def test_tables_keyed_by_label_tell_runs_apart(two_widths: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "report"
+    assert report_main([str(two_widths), "--out", str(out), "--resamples", "50"]) == 0
+    for name in ("table.md", "table12_density_wide.md", "table.tex"):
+        text = (out / name).read_text()
+        assert "BM25 [beam.width=3]" in text and "BM25 [beam.width=10]" in text, name
+    csv = (out / "table.csv").read_text()
+    assert csv.count("BM25 [beam.width=3]") == csv.count("BM25 [beam.width=10]") > 0
+
+
+def test_reused_out_keeps_nothing_stale_and_lists_what_it_wrote(two_widths: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "report"
+    assert report_main([str(two_widths), "--out", str(out), "--resamples", "50", "--claims"]) == 0
+    assert (out / "claims.md").exists()
+    (out / "fig3_r15_by_type_toy.png").write_bytes(b"old figure")  # as a report from before the file list
+    capsys.readouterr()
+    assert report_main([str(two_widths), "--out", str(out), "--resamples", "50"]) == 0
+    listed = json.loads((out / MANIFEST).read_text())["files"]
+    on_disk = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != MANIFEST)
+    assert listed == on_disk and "table.md" in listed
+    assert not (out / "claims.md").exists() and not (out / "fig3_r15_by_type_toy.png").exists()
+    assert f"wrote {len(listed)} files to {out}/" in capsys.readouterr().out
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".report.")]  # no staging folder left
+
+
+def test_out_holding_other_files_is_refused(two_widths: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("my notes")
+    assert report_main([str(two_widths), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"error: --out {out} holds {out / 'notes.txt'}, which no report wrote; a report replaces its "
+                   "folder as a whole: use a new or empty folder")
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]

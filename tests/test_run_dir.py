@@ -1,0 +1,83 @@
+"""Issue 23 run dirs and outputs: a refused run keeps the existing run's .hydra copies, an empty or torn .lock is
+taken over, and a full disk, a read-only run dir or report --out and a GEAR_CACHE that is a file each give one line
+naming the path (no traceback, no per-question errors)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from gear_repro.runner import Runner
+from gear_repro.utils.lock import LOCK_FILE
+from tests.helpers.cli import run_cli, toy_args
+
+READ_ONLY = Path("/sys/kernel")  # an existing folder no process may write into (sysfs), root included
+
+
+def _read_only() -> Path:
+    try:
+        fd, probe = tempfile.mkstemp(dir=READ_ONLY)
+    except OSError:
+        return READ_ONLY
+    os.close(fd)
+    os.unlink(probe)
+    pytest.skip(f"{READ_ONLY} is writable on this machine")
+
+
+def _one_line_error(r, *needles: str) -> None:
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert lines and all(n in lines[-1] for n in needles), r.stderr
+
+
+def test_refused_run_keeps_the_existing_runs_hydra_copies(toy_dir: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    assert run_cli(toy_args(toy_dir, f"hydra.run.dir={run}"), tmp_path).returncode == 0
+    before = {p: (run / ".hydra" / p).read_bytes() for p in ("config.yaml", "overrides.yaml", "hydra.yaml")}
+    assert b"retriever=bm25" in before["overrides.yaml"]
+    r = run_cli(toy_args(toy_dir, "retriever=sbert", f"hydra.run.dir={run}"), tmp_path)
+    _one_line_error(r, "holds predictions of a different config")
+    assert {p: (run / ".hydra" / p).read_bytes() for p in before} == before
+
+
+@pytest.mark.parametrize("content", ["", '{"host": "h', "[]"])
+def test_empty_or_torn_lock_is_taken_over(compose, toy_dir: Path, tmp_path: Path, content: str, caplog) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / LOCK_FILE).write_text(content)
+    m = Runner(compose(toy_args(toy_dir)), run).run()
+    assert m["n_questions"] == 3 and not (run / LOCK_FILE).exists()
+    assert "taking over an empty or torn lock" in caplog.text
+
+
+def test_disk_full_is_one_line_naming_the_file(toy_dir: Path, tmp_path: Path) -> None:
+    code = ("import errno, os, sys\n"
+            "def full(fd): raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))\n"
+            "os.fsync = full\n"
+            "from gear_repro.cli.run import main\nsys.argv[0] = 'gear-repro'\nmain()\n")
+    run = tmp_path / "run"
+    r = run_cli(toy_args(toy_dir, f"hydra.run.dir={run}"), tmp_path, code=code)
+    _one_line_error(r, f"error: cannot write {run}/", "No space left on device")
+
+
+def test_read_only_run_dir_and_report_out(toy_dir: Path, tmp_path: Path) -> None:
+    ro = _read_only()
+    r = run_cli(toy_args(toy_dir, f"hydra.run.dir={ro}"), tmp_path)
+    _one_line_error(r, f"error: hydra.run.dir {ro}: cannot write there")
+    run = tmp_path / "run"
+    assert run_cli(toy_args(toy_dir, f"hydra.run.dir={run}"), tmp_path).returncode == 0
+    code = "from gear_repro.cli.report import main; import sys; sys.exit(main())"
+    r = run_cli([str(run), "--out", str(ro / "report")], tmp_path, code=code)
+    _one_line_error(r, f"error: --out {ro / 'report'}: cannot write there")
+
+
+def test_gear_cache_that_is_a_file(toy_dir: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache_file"
+    cache.write_text("x")
+    run = tmp_path / "run"
+    r = run_cli(toy_args(toy_dir, f"hydra.run.dir={run}"), tmp_path, env={"GEAR_CACHE": str(cache)})
+    _one_line_error(r, f"error: GEAR_CACHE={cache} is a file, not a folder")
+    assert not (run / "predictions.jsonl").exists()

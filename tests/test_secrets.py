@@ -1,0 +1,67 @@
+"""Issue 23 "Secrets": credentials inside a URL and header values never reach a file a run writes (config.yaml,
+.hydra/*, run.log with httpx's request line, predictions, stats) nor the console; a sweep over a secret."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from gear_repro.config import redact
+from gear_repro.llm.standin import StandInServer
+from gear_repro.utils.secrets import RedactingFilter, redact_text
+from tests.helpers.cli import files_with, run_cli, toy_args
+
+URL_KEY = "URLPW-sentinel-5e1d"
+ES_KEY = "ESPW-sentinel-77ab"
+HEADER_KEY = "HDR-sentinel-0c3f"
+
+
+def test_sentinels_reach_no_file_and_no_console(toy_dir: Path, tmp_path: Path) -> None:
+    """One QA run against a stand-in endpoint whose URL carries credentials, with an ES URL with credentials and a
+    bearer header: every file the run writes and its console are free of the three sentinels."""
+    run = tmp_path / "run"
+    with StandInServer(latency_s=0.0) as server:
+        url = server.url.replace("http://", f"http://user:{URL_KEY}@")
+        r = run_cli(toy_args(toy_dir, "qa=true", "llm=openai_compatible", "llm.model=standin", f"llm.base_url={url}",
+                             "llm.cache=false", f"+report.es_url=https://elastic:{ES_KEY}@es.example:9200",
+                             f'+llm.params.extra_headers={{Authorization: "Bearer {HEADER_KEY}"}}',
+                             f"hydra.run.dir={run}"), tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert server.n_requests == 3  # the header reached the endpoint's request: one QA call per question
+    log_text = (run / "run.log").read_text()
+    assert "HTTP Request: POST http://***@127.0.0.1" in log_text  # httpx's line, redacted
+    for name in ("config.yaml", ".hydra/config.yaml", ".hydra/overrides.yaml", ".hydra/hydra.yaml"):
+        assert (run / name).exists(), name
+    assert "Authorization: '***'" in (run / "config.yaml").read_text()
+    for sentinel in (URL_KEY, ES_KEY, HEADER_KEY):
+        assert files_with(tmp_path, sentinel) == [], sentinel
+        assert sentinel not in r.stdout + r.stderr, sentinel
+
+
+def test_sweep_over_a_secret_runs_one_job_per_value_and_says_so(toy_dir: Path, tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    r = run_cli(["-m", *toy_args(toy_dir, f"hydra.sweep.dir={sweep}", "+report.password=pw-A-1234,pw-B-5678")],
+                tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "report.password is swept over 2 values (not shown)" in r.stderr
+    assert len(list(sweep.glob("*/metrics.json"))) == 2
+    for sentinel in ("pw-A-1234", "pw-B-5678"):
+        assert files_with(tmp_path, sentinel) == [] and sentinel not in r.stdout + r.stderr
+    quoted = run_cli(["-m", *toy_args(toy_dir, f"hydra.sweep.dir={tmp_path / 'one'}", "+report.password='A,B'")],
+                     tmp_path)
+    assert quoted.returncode == 0 and len(list((tmp_path / "one").glob("*/metrics.json"))) == 1
+    refused = run_cli(["-m", *toy_args(toy_dir, "+report.password=choice(A,B)")], tmp_path)
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].startswith(
+        "error: report.password: a sweep function over a secret is not supported")
+
+
+def test_redaction_rules() -> None:
+    assert redact_text("GET https://u:pw@h:9200/x and http://h/y") == "GET https://***@h:9200/x and http://h/y"
+    cfg = {"llm": {"base_url": "http://u:k@h/v1", "params": {"extra_headers": {"X-Api": "k", "Empty": None}}},
+           "backend": {"password": "p", "url": "https://h:9200"}}
+    assert redact(cfg) == {"llm": {"base_url": "http://***@h/v1", "params": {"extra_headers": {"X-Api": "***",
+                                                                                               "Empty": None}}},
+                           "backend": {"password": "***", "url": "https://h:9200"}}
+    rec = logging.LogRecord("httpx", logging.INFO, __file__, 1, "HTTP Request: %s %s", ("POST", "http://a:b@h/v1"),
+                            None)
+    assert RedactingFilter().filter(rec) and rec.getMessage() == "HTTP Request: POST http://***@h/v1"
