@@ -10,7 +10,7 @@ import pytest
 
 from gear_repro.cli.prepare import main as prepare_main
 from gear_repro.data.converters import FORMATS
-from gear_repro.runner import Runner
+from gear_repro.pipeline.runner import Runner
 from gear_repro.utils.errors import DataError
 from tests.helpers.cli import run_cli, toy_args
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from gear_repro.llm import LLMCallError, LLMClient
-from gear_repro.llm.standin import StandInServer
 from gear_repro.utils.io import read_json
 from tests.helpers.cli import run_cli, toy_args
 from tests.helpers.llm_servers import NullContentServer, TrickleServer, elapsed
+from tests.helpers.standin_server import StandInServer
 
 MSGS = [{"role": "user", "content": "Capital of France?"}]
 

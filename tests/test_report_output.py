@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from gear_repro.cli.report import main as report_main
+from gear_repro.pipeline.runner import Runner
 from gear_repro.reporting.output import MANIFEST
-from gear_repro.runner import Runner
 from tests.helpers.cli import toy_args
 
 

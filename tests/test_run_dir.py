@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gear_repro.runner import Runner
+from gear_repro.pipeline.runner import Runner
 from gear_repro.utils.lock import LOCK_FILE
 from tests.helpers.cli import run_cli, toy_args
 

@@ -7,9 +7,9 @@ import logging
 from pathlib import Path
 
 from gear_repro.config import redact
-from gear_repro.llm.standin import StandInServer
 from gear_repro.utils.secrets import RedactingFilter, redact_text
 from tests.helpers.cli import files_with, run_cli, toy_args
+from tests.helpers.standin_server import StandInServer
 
 URL_KEY = "URLPW-sentinel-5e1d"
 ES_KEY = "ESPW-sentinel-77ab"
