@@ -115,7 +115,7 @@ test-deps: install-test-models install-llama-cpp install-launchers
 test:
 	$(MAKE) -j3 --no-print-directory test-deps
 	$(BIN)/ruff check gear_repro tests scripts benchmarks
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --strict-missing tests
 
 # no real models: tests marked slow (embedder or LLM) are deselected
 test-fast: install

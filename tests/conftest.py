@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.requirements import STRICT, missing
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -43,6 +45,33 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--strict-missing", action="store_true",
+                     help="a missing model, data file or optional package fails the test instead of skipping it")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    STRICT["on"] = bool(config.getoption("--strict-missing"))
+
+
+class ModelLoadInFastTest(RuntimeError):
+    """A test not marked ``slow`` tried to load a real model."""
+
+
+@pytest.fixture(autouse=True)
+def _models_only_in_slow_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests that load a real model (an SBERT embedder or the llama.cpp server) are marked ``slow``, so that
+    ``make test-fast`` needs none: loading one from a test without the mark is an error."""
+    if request.node.get_closest_marker("slow") is not None:
+        return
+
+    def refuse(*_a, **_k):
+        raise ModelLoadInFastTest(f"{request.node.nodeid} loads a real model: mark it @pytest.mark.slow")
+
+    monkeypatch.setattr("gear_repro.embedding.embedder.resolve_model", refuse)
+    monkeypatch.setattr("gear_repro.llm.server.LlamaServer.start", refuse)
+
+
 @pytest.fixture
 def toy_dir(tmp_path: Path) -> Path:
     d = tmp_path / "toy"
@@ -73,12 +102,12 @@ def compose():
 @pytest.fixture(scope="session")
 def sample_dir() -> Path:
     if not (SAMPLE / "corpus.jsonl").exists():
-        pytest.skip(f"bundled sample missing at {SAMPLE}")
+        missing(f"bundled sample missing at {SAMPLE}")
     return SAMPLE
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not SHARED_DATA.exists():
-        pytest.skip(f"shared data not found at {SHARED_DATA} (set GEAR_SHARED_DATA)")
+        missing(f"shared data not found at {SHARED_DATA} (set GEAR_SHARED_DATA)")
     return SHARED_DATA

@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers.requirements import missing
+
 
 def noida_binary() -> Path | None:
     """Path of the emulator binary shipped in the noida-db wheel, or None when not installed."""
@@ -108,7 +110,7 @@ class NoidaServer:
 def noida_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """URL of a noida-db emulator running for the whole test session."""
     if noida_binary() is None:
-        pytest.skip("noida-db emulator not installed (pip install noida-db==0.2.3)")
+        missing("noida-db emulator not installed (pip install noida-db==0.2.3)")
     server = NoidaServer(tmp_path_factory.mktemp("noida"))
     server.start()
     try:

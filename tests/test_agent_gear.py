@@ -12,6 +12,7 @@ from gear_repro.core.fusion import rrf
 from gear_repro.evaluation.aggregate import aggregate, round_recalls
 from gear_repro.llm import LLMReply, TokenLedger
 from tests.conftest import SAMPLE
+from tests.helpers.requirements import missing
 
 N_PASSAGES = 60  # first passages of the sample (hold the gold passages of its first questions)
 N_QUESTIONS = 3
@@ -82,7 +83,7 @@ BASE_OVERRIDES = ["agent=gear", "embedder=minilm", "retriever=bm25", "beam.score
 def slice_env(tmp_path_factory):
     """(dataset dir, Resources factory) sharing one embedder and one set of indexes across the module."""
     if not (SAMPLE / "corpus.jsonl").exists():
-        pytest.skip(f"bundled sample missing at {SAMPLE}")
+        missing(f"bundled sample missing at {SAMPLE}")
     from gear_repro.config import validate
     from gear_repro.pipeline.resources import Resources
 

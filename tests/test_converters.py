@@ -19,6 +19,7 @@ from gear_repro.data.converters import (
 )
 from gear_repro.data.openie import import_hipporag_openie
 from gear_repro.types import Passage
+from tests.helpers.requirements import missing
 
 REPO = Path(__file__).resolve().parent.parent
 MQ_OPENIE = "openie_musique_train_results_ner_gpt-3.5-turbo-1106_1890.json"
@@ -28,7 +29,7 @@ MQ_OPENIE = "openie_musique_train_results_ner_gpt-3.5-turbo-1106_1890.json"
 def shared() -> Path:
     root = Path(os.environ.get("GEAR_SHARED_DATA", REPO.parent / "shared" / "data"))
     if not root.is_dir():
-        pytest.skip(f"real samples not found at {root} (set GEAR_SHARED_DATA to the shared data folder)")
+        missing(f"real samples not found at {root} (set GEAR_SHARED_DATA to the shared data folder)")
     return root
 
 

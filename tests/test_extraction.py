@@ -23,6 +23,7 @@ from gear_repro.extraction import extract_triples, run_extraction
 from gear_repro.llm import LLMCallError, LLMReply
 from gear_repro.types import Passage, Triple
 from gear_repro.utils.io import read_json, read_jsonl
+from tests.helpers.requirements import missing
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "musique_sample"
@@ -38,7 +39,7 @@ def load_sample() -> tuple[list[Passage], list[Triple] | None]:
         ds = load_dataset(SAMPLE)
         return ds.passages, ds.triples
     if not (RAW / "musique_train_100_corpus.json").exists():
-        pytest.skip("no MuSiQue sample available")
+        missing("no MuSiQue sample available")
     from gear_repro.data.converters import load_hipporag_corpus
     from gear_repro.data.openie import import_hipporag_openie
 

@@ -20,6 +20,7 @@ from gear_repro.methods.griever.store import MemoryGrieverStore, PassageFilter
 from gear_repro.types import Passage, Triple
 from tests import es_fixtures
 from tests.es_fixtures import delete_prefix, gear_cache, session_prefix
+from tests.helpers.requirements import missing
 from tests.test_griever import PASSAGES, QUESTION, TRIPLES, BowEmbedder, _Res
 
 noida_url = es_fixtures.noida_url
@@ -109,7 +110,7 @@ def test_retrieval_matches_memory_on_sample_slice(es_backend):
     backends up to BM25 analysis (bm25s Snowball vs ES 'english' Porter), so at least 90 % of the lists agree
     exactly and every list shares at least 4 of 5 passages."""
     if not (SAMPLE / "corpus.jsonl").exists():
-        pytest.skip("bundled sample missing")
+        missing("bundled sample missing")
     ps, trs, qs = _sample_slice(150)
     assert len(qs) >= 5
     emb = BowEmbedder(dim=48)

@@ -23,9 +23,10 @@ from gear_repro.methods.hipporag.phrase_graph import (
 from gear_repro.methods.hipporag.retriever import HippoRAG
 from gear_repro.types import Passage, Question, Ranking, Triple
 from tests.conftest import TOY_PASSAGES, TOY_QUESTIONS, TOY_TRIPLES
+from tests.helpers.requirements import missing, require_module
 from tests.test_agent_gear import ScriptedLLM
 
-pytest.importorskip("igraph")
+require_module("igraph", "make test-deps")
 
 
 def graph_of(n: int, edges: list[tuple[int, int, float]]) -> PhraseGraph:
@@ -45,7 +46,7 @@ def test_ppr_on_a_hand_computed_star() -> None:
 
 
 def test_ppr_matches_networkx_on_a_random_weighted_graph() -> None:
-    nx = pytest.importorskip("networkx")
+    nx = require_module("networkx", "make test-deps")
     rng = np.random.default_rng(7)
     n = 40
     pairs = {(i, i + 1) for i in range(n - 1)}  # connected
@@ -262,7 +263,7 @@ def test_hipporag_ner_through_the_tiny_model(tmp_path: Path) -> None:
     try:
         smollm2_path()
     except Exception as e:
-        pytest.skip(f"tiny model not installed: {e}")
+        missing(f"tiny model not installed: {e}")
     cfg = group_config("llm", "tiny")
     cfg.cache_dir = str(tmp_path / "cache")
     client = instantiate(cfg)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from hydra import compose, initialize_config_dir
+
+from tests.helpers.requirements import require_module
 
 CONFIGS = str(Path(__file__).resolve().parent.parent / "configs")
 
@@ -16,14 +17,14 @@ def _launcher(overrides: list[str]):
 
 
 def test_slurm_launcher_group_composes():
-    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    require_module("hydra_plugins.hydra_submitit_launcher", "make test-deps")
     la = _launcher(["hydra/launcher=slurm", "hydra.launcher.partition=cpu"])
     assert la._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
     assert (la.partition, la.cpus_per_task, la.mem_gb, la.timeout_min) == ("cpu", 4, 32, 720)
 
 
 def test_joblib_launcher_composes():
-    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    require_module("hydra_plugins.hydra_joblib_launcher", "make test-deps")
     la = _launcher(["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"])
     assert la._target_ == "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"
     assert la.n_jobs == 2

@@ -12,8 +12,9 @@ from hydra.utils import instantiate
 
 from gear_repro.config import group_config
 from gear_repro.prompts import render
+from tests.helpers.requirements import missing, require_module
 
-pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] not installed (make install-local-llm)")
+require_module("llama_cpp.server", "make install-local-llm")
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -31,7 +32,7 @@ def test_tiny_model_through_harness_started_server(tmp_path: Path) -> None:
     try:
         smollm2_path()
     except Exception as e:
-        pytest.skip(f"tiny model not installed: {e}")
+        missing(f"tiny model not installed: {e}")
     cfg = group_config("llm", "tiny")
     cfg.cache_dir, cfg.max_tokens = str(tmp_path / "cache"), 16
     client = instantiate(cfg)
@@ -101,7 +102,7 @@ def test_server_does_not_outlive_a_killed_harness(tmp_path: Path) -> None:
     try:
         smollm2_path()
     except Exception as e:
-        pytest.skip(f"tiny model not installed: {e}")
+        missing(f"tiny model not installed: {e}")
     harness = subprocess.Popen([sys.executable, "-c", _ORPHAN, "tiny",
                                 str(tmp_path)], stdout=subprocess.PIPE, text=True)
     pid = int(harness.stdout.readline())  # type: ignore[union-attr]

@@ -18,6 +18,7 @@ from gear_repro.methods.t2rag.method import (
     question_query,
 )
 from gear_repro.prompts import render
+from tests.helpers.requirements import missing
 from tests.test_agent_gear import ScriptedLLM
 
 # -- the paper's case study (App. D, Figure 8) as scripted replies ---------------------------------------------
@@ -367,7 +368,7 @@ def test_real_llm_path_with_the_tiny_model(toy_env, tmp_path: Path) -> None:
         smollm2_path()
         import llama_cpp  # noqa: F401
     except Exception as e:  # noqa: BLE001
-        pytest.skip(f"tiny model not installed: {e}")
+        missing(f"tiny model not installed: {e}")
     from gear_repro.pipeline.runner import Runner
 
     # a loaded 2-core machine can take minutes per call: a generous timeout keeps this a plumbing test
