@@ -69,6 +69,13 @@ class GistDocs(_Choice):
     base = "base"
 
 
+class GistEmpty(_Choice):
+    """What the gist read reads when the expanded list C~_q(n) is empty (agent.gist_empty)."""
+
+    skip = "skip"  # nothing: no gist call (the pseudocode reads the empty list, gear.py:52)
+    fused = "fused"  # the top gist_k of C_q(n)
+
+
 class GistFirstRound(_Choice):
     read = "read"
     reuse = "reuse"
@@ -213,7 +220,8 @@ class GearAgentSchema:
     read_with: QueryChoice = QueryChoice.original
     gist_docs: GistDocs = GistDocs.expanded
     gist_first_round: GistFirstRound = GistFirstRound.read
-    gist_k: int = 10
+    gist_k: int | None = None  # null = the whole list (pseudocode); >= 1 = its top gist_k
+    gist_empty: GistEmpty = GistEmpty.skip
     dedupe_memory: bool = True
     reason_last_round: bool = True
     passage_link: bool = True
