@@ -382,6 +382,13 @@ class IRCoTThought(str, Enum):
     first_sentence = "first_sentence"  # its first sentence (the IRCoT paper)
 
 
+class IRCoTMerge(str, Enum):
+    """How retrievals are merged across steps (agent.merge)."""
+
+    raw = "raw"                # max raw score per passage (ircot_hipporag.py:242-251, baselines/ircot.py:270-279)
+    normalised = "normalised"  # each step's scores / that step's best, then the max
+
+
 @dataclass
 class HippoRAGMethodSchema:
     """``configs/agent/hipporag.yaml`` (HippoRAG as GEAR re-ran it; settings in the ``hipporag`` group)."""
@@ -404,6 +411,7 @@ class IRCoTAgentSchema:
     demos: str = "musique"
     num_demo: int | None = 1
     thought: IRCoTThought = IRCoTThought.full
+    merge: IRCoTMerge = IRCoTMerge.raw
     cot_params: dict[str, Any] = field(default_factory=dict)
     round_ranking_depth: int | None = None
 

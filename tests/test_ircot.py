@@ -1,4 +1,4 @@
-"""IRCoT / HippoRAG w/ IRCoT: stop rule, per-step normalised max merge, round limit, prompt, demonstrations,
+"""IRCoT / HippoRAG w/ IRCoT: stop rule, raw (or per-step normalised) max merge, round limit, prompt, demonstrations,
 ledger stages and rounds, config composition and an end-to-end run through the runner and the report."""
 
 from __future__ import annotations
@@ -49,14 +49,26 @@ def resources(script: dict, questions: list[Question] | None = None):
     return SimpleNamespace(dataset=ds, llm=ScriptedLLM(script), passage_retriever=QueryRetriever(TABLE))
 
 
-def test_merge_normalises_each_step_and_keeps_the_max() -> None:
+@pytest.mark.parametrize(("mode", "ids", "scores"), [
+    # raw (reference, ircot_hipporag.py:242-251): max raw score; ties would keep first-seen order
+    ("raw", ["d", "b", "a", "e", "c"], [20.0, 15.0, 8.0, 5.0, 2.0]),
+    # normalised: a 1.0, d 1.0 (tie: a first seen), b max(0.5, 0.75), e .25, c .25 (tie: c first seen)
+    ("normalised", ["a", "d", "b", "c", "e"], [1.0, 1.0, 0.75, 0.25, 0.25]),
+])
+def test_merge_keeps_each_passages_max(mode: str, ids: list[str], scores: list[float]) -> None:
     merged: dict[str, float] = {}
-    merge_step(merged, Ranking(["a", "b", "c"], [8.0, 4.0, 2.0]))
-    merge_step(merged, Ranking(["d", "b", "e"], [20.0, 15.0, 5.0]))
+    merge_step(merged, Ranking(["a", "b", "c"], [8.0, 4.0, 2.0]), mode)
+    merge_step(merged, Ranking(["d", "b", "e"], [20.0, 15.0, 5.0]), mode)
     r = merged_ranking(merged)
-    # a 1.0, d 1.0 (tie: a first seen), b max(0.5, 0.75), e .25, c .25 (tie: c first seen)
-    assert r.ids == ["a", "d", "b", "c", "e"]
-    assert r.scores == pytest.approx([1.0, 1.0, 0.75, 0.25, 0.25])
+    assert r.ids == ids and r.scores == pytest.approx(scores)
+
+
+def test_raw_merge_is_the_default_and_ties_keep_first_seen_order() -> None:
+    merged: dict[str, float] = {}
+    merge_step(merged, Ranking(["a", "b"], [3.0, 2.0]))
+    merge_step(merged, Ranking(["c", "d"], [3.0, 2.0]))
+    assert merged_ranking(merged).ids == ["a", "c", "b", "d"]
+    assert IRCoTAgent(resources({})).describe()["merge"] == "raw"
 
 
 def test_stops_at_the_answer_sentence() -> None:
@@ -67,7 +79,8 @@ def test_stops_at_the_answer_sentence() -> None:
     assert res.passage_retriever.queries == [Q.question, THOUGHTS[0]]  # no retrieval with the answer thought
     assert [r["round"] for r in out.rounds] == [1, 2]
     assert out.rounds[0]["ranking"] == ["2", "0", "5"]
-    assert out.rounds[1]["ranking"] == out.ranking.ids == ["2", "3", "0", "5", "1"]
+    # raw max merge: 3 (20), 2 (max 8, 15), 1 (5), 0 (4), 5 (2)
+    assert out.rounds[1]["ranking"] == out.ranking.ids == ["3", "2", "1", "0", "5"]
     assert out.rounds[1]["thought"] == THOUGHTS[2] and out.trace["thoughts"] == [THOUGHTS[0], THOUGHTS[2]]
 
 
@@ -79,7 +92,7 @@ def test_round_limit_and_prompt_contents() -> None:
     assert res.llm.stages() == [("cot", 1), ("cot", 2)]  # max_rounds retrievals, max_rounds - 1 thoughts
     assert out.rounds[2]["thought"] is None
     assert [len(r["ranking"]) for r in out.rounds] == [2, 3, 4]  # nested, growing per round
-    assert out.ranking.ids[:2] == ["2", "3"]
+    assert out.ranking.ids[:2] == ["3", "2"]  # raw max: 20, 15
     prompt = res.llm.calls[1]["prompt"]  # system turn (instruction + the first demonstration), then the user turn
     system, user = prompt.split("Question: When was Neville A. Stanton's employer founded?", 1)
     assert system.startswith("You serve as an intelligent assistant") and "So the answer is:" in system

@@ -12,9 +12,10 @@ Per question q (rounds n = 1..max_rounds; MuSiQue 4, 2Wiki/HotpotQA 2, as ``--ma
    passages of the merged list, the demonstrations and the thoughts so far (``prompts/templates/ircot.txt``);
 3. a thought containing "So the answer is:" stops the loop (trace ``stop: answerable``, the text after the mark
    is ``trace['answer']``); an empty thought stops it too (``empty_thought``); otherwise round n+1 retrieves ``top_k`` with the
-   thought and merges: every score is divided by the best score of its retrieval (per-step normalisation; for
-   HippoRAG's min-max scores and for BM25, whose corpus minimum is 0, this is min-max over the corpus), a
-   passage keeps its best score over the rounds, the merged list is sorted by score, ties in first-seen order.
+   thought and merges: a passage keeps its best raw score over the rounds and the merged list is sorted by
+   score, ties in first-seen order (``merge: raw``, the reference code); ``merge: normalised`` first divides
+   every score by the best score of its retrieval (for HippoRAG's min-max scores both readings agree; for BM25
+   a long thought's larger raw scores no longer outrank the question's passages).
 
 Each round record carries ``ranking``: the merged list after that round, i.e. what the method returns had it
 stopped there (Fig. 2). The retriever is the run's base retriever (``retriever: base``; BM25 is the paper's
@@ -35,6 +36,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from gear_repro.config import IRCoTMerge, choice
 from gear_repro.methods.base import MethodOutput, SearchResult
 from gear_repro.types import Question, Ranking
 from gear_repro.utils.errors import ConfigError
@@ -84,11 +86,13 @@ def first_sentence(text: str) -> str:
     return _SENTENCE_END.split(" ".join(text.split()), maxsplit=1)[0]
 
 
-def merge_step(merged: dict[str, float], ranking: Ranking) -> None:
-    """Fold one retrieval into ``merged`` (insertion = first-seen order): score / best score of the step, max."""
+def merge_step(merged: dict[str, float], ranking: Ranking, mode: str = "raw") -> None:
+    """Fold one retrieval into ``merged`` (insertion = first-seen order), keeping each passage's max score:
+    the raw score (``raw``) or score / best score of the step (``normalised``)."""
     best = max((float(s) for s in ranking.scores), default=0.0)
     for pid, s in zip(ranking.ids, ranking.scores, strict=True):
-        v = float(s) / best if best > 0 else 0.0
+        # HippoRAG legacy@b144c46 src/ircot_hipporag.py:242-251 (and baselines/ircot.py:270-279): max raw score
+        v = float(s) if mode == "raw" else (float(s) / best if best > 0 else 0.0)
         if pid not in merged or v > merged[pid]:
             merged[pid] = v
 
@@ -110,6 +114,7 @@ class IRCoTAgent:
         demos / num_demo: demonstration file and how many of its demonstrations, in file order, skipping any
             whose question is among the run's questions (1, as ``ircot_hipporag.py``; null = all).
         thought: ``full`` reply (the reference code) or ``first_sentence``.
+        merge: ``raw`` (max raw score across steps, the reference code) or ``normalised`` (per-step / best).
         cot_params: extra ``llm.chat`` parameters of the thought call.
         round_ranking_depth: ids kept in each round's ``ranking`` (None = all).
     """
@@ -119,7 +124,7 @@ class IRCoTAgent:
 
     def __init__(self, resources: Any, name: str = "ircot", retriever: str = "base", top_k: int = 10,
                  max_rounds: int = 4, demos: str = "musique", num_demo: int | None = 1, thought: str = "full",
-                 cot_params: Any = None, round_ranking_depth: int | None = None, **_: Any):
+                 merge: str = "raw", cot_params: Any = None, round_ranking_depth: int | None = None, **_: Any):
         if retriever not in RETRIEVERS:
             raise ConfigError(f"agent.retriever must be one of {RETRIEVERS}, got '{retriever}'")
         if thought not in THOUGHTS:
@@ -131,6 +136,7 @@ class IRCoTAgent:
         self.retriever_kind = retriever
         self.top_k, self.max_rounds = int(top_k), int(max_rounds)
         self.thought = thought
+        self.merge = choice(IRCoTMerge, merge, "agent.merge").value
         if cot_params is not None and not isinstance(cot_params, dict):
             cot_params = OmegaConf.to_container(cot_params, resolve=True)
         self.cot_params = dict(cot_params or {})
@@ -144,7 +150,7 @@ class IRCoTAgent:
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "retriever": self.retriever_kind, "top_k": self.top_k,
                 "max_rounds": self.max_rounds, "demos": [d.qid for d in self.demos],
-                "demos_skipped_as_evaluated": self.demos_skipped, "thought": self.thought}
+                "demos_skipped_as_evaluated": self.demos_skipped, "thought": self.thought, "merge": self.merge}
 
     # -- steps ------------------------------------------------------------------------------------------
     def search(self, query: str, round_no: int) -> SearchResult:
@@ -175,7 +181,7 @@ class IRCoTAgent:
         query, stop, answer = q, "max_rounds", None
         for n in range(1, self.max_rounds + 1):
             res = self.search(query, n)
-            merge_step(merged, res.ranking)
+            merge_step(merged, res.ranking, self.merge)
             ranking = merged_ranking(merged)
             depth = self.round_ranking_depth
             rec: dict[str, Any] = {"round": n, "query": query, "retrieved": list(res.ranking.ids),
