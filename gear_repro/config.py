@@ -310,8 +310,8 @@ class PhraseNormalisation(str, Enum):
 
 
 class NoEntityFallback(str, Enum):
+    uniform = "uniform"  # v1 code: 1/N each, descending corpus order (hipporag.py:232-233, :264)
     retriever = "retriever"  # the run's base retriever (as v2's dense fallback)
-    uniform = "uniform"  # v1: uniform scores, i.e. corpus order
 
 
 @dataclass
@@ -327,7 +327,7 @@ class HippoRAGSchema:
     synonym_threshold: float = 0.8
     synonym_top_k: int = 100
     synonym_min_alnum: int = 3
-    no_entity_fallback: NoEntityFallback = NoEntityFallback.retriever
+    no_entity_fallback: NoEntityFallback = NoEntityFallback.uniform
     linking_top_k: int = 5
     passage_node_weight: float = 0.05
     ner_params: dict[str, Any] = field(default_factory=dict)

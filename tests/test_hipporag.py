@@ -226,12 +226,28 @@ def test_v1_links_entities_and_ranks_by_ppr() -> None:
 
 @pytest.mark.parametrize("reply", ["", "no entities here", '{"named_entities": ["!!"]}'])
 def test_v1_falls_back_when_no_entity(reply: str) -> None:
+    # default = the v1 code: uniform 1/N scores (hipporag.py:232-233), ties in descending corpus order (:264)
+    uni = HippoRAG(toy_resources(reply), cache=False, synonyms=False).search("q?", 3)
+    assert uni.ranking.ids == ["5", "4", "3"] and uni.ranking.scores == pytest.approx([1 / 6] * 3)
+    assert uni.trace["fallback"] == "uniform"
+    assert uni.trace["counters"] == {"hipporag_searches": 1, "hipporag_no_entity": 1}
     res = toy_resources(reply)
-    out = HippoRAG(res, cache=False, synonyms=False).search("q?", 2)
+    out = HippoRAG(res, cache=False, synonyms=False, no_entity_fallback="retriever").search("q?", 2)
     assert out.trace["fallback"] == "retriever" and out.ranking.ids == ["5", "4"]
     assert res.passage_retriever.queries == ["q?"]
-    uni = HippoRAG(toy_resources(reply), cache=False, synonyms=False, no_entity_fallback="uniform").search("q?", 3)
-    assert uni.ranking.ids == ["0", "1", "2"] and uni.trace["fallback"] == "uniform"
+
+
+def test_fallback_rate_in_metrics() -> None:
+    from gear_repro.evaluation.aggregate import aggregate
+
+    found = HippoRAG(toy_resources('{"named_entities": ["France"]}'), cache=False, synonyms=False).search("q?", 3)
+    assert found.trace["counters"] == {"hipporag_searches": 1, "hipporag_no_entity": 0}
+    preds = [{"id": str(i), "gold_ids": ["0"], "rankings": {"final": ["0"]}, "trace": t}
+             for i, t in enumerate([found.trace, found.trace, {"counters": {"hipporag_searches": 2,
+                                                                           "hipporag_no_entity": 1}}])]
+    stats = aggregate(preds, [5])["agent_stats"]
+    assert stats["hipporag_searches"] == 4 and stats["hipporag_no_entity"] == 1
+    assert stats["hipporag_no_entity_rate"] == pytest.approx(0.25)
 
 
 def test_v2_seeds_facts_and_passage_nodes() -> None:

@@ -40,6 +40,7 @@ from gear_repro.config import IRCoTMerge, choice
 from gear_repro.methods.base import MethodOutput, SearchResult
 from gear_repro.types import Question, Ranking
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.trace import bump
 
 DEMO_DIR = Path(__file__).resolve().parent.parent / "prompts" / "ircot_demos"
 ANSWER_MARK = "So the answer is:"
@@ -176,11 +177,14 @@ class IRCoTAgent:
         t_start = time.perf_counter()
         q = question.question
         merged: dict[str, float] = {}
+        counters: dict[str, int] = {}
         thoughts: list[str] = []
         rounds: list[dict[str, Any]] = []
         query, stop, answer = q, "max_rounds", None
         for n in range(1, self.max_rounds + 1):
             res = self.search(query, n)
+            for key, val in (res.trace.get("counters") or {}).items():
+                bump(counters, key, val)
             merge_step(merged, res.ranking, self.merge)
             ranking = merged_ranking(merged)
             depth = self.round_ranking_depth
@@ -203,5 +207,5 @@ class IRCoTAgent:
             query = thought
         trace = {"agent": self.name, "stop": stop, "n_rounds": len(rounds), "max_rounds": self.max_rounds,
                  "thoughts": thoughts, "answer": answer, "demos": [d.qid for d in self.demos],
-                 "timings": {"total_s": round(time.perf_counter() - t_start, 6)}}
+                 "counters": counters, "timings": {"total_s": round(time.perf_counter() - t_start, 6)}}
         return MethodOutput(ranking=merged_ranking(merged), rounds=rounds, trace=trace)

@@ -15,8 +15,10 @@ v1, per query:
    specificity 1/|P_i| (|P_i| = passages containing it; 1 when 0), or 1 with ``node_specificity=false``;
 3. PPR (damping 0.5) over the phrase graph; passage score = passage_phrase @ PPR, min-max normalised;
    ranking by score, ties in corpus order.
-No entity (or no parseable reply) -> ``no_entity_fallback``: ``retriever`` (the run's base retriever, as v2
-falls back to dense retrieval) or ``uniform`` (the v1 code's uniform scores, i.e. corpus order).
+No entity (or no parseable reply) -> ``no_entity_fallback``: ``uniform`` (the v1 code: every passage 1/N, ties
+in descending corpus order, i.e. the last k passages) or ``retriever`` (the run's base retriever, as v2 falls
+back to dense retrieval). Every search counts ``hipporag_searches`` and ``hipporag_no_entity`` in
+``trace['counters']`` (metrics.json ``agent_stats`` sums them and gives the rate).
 
 v2, per query (no LLM call unless the optional fact filter existed; it is not implemented): fact scores =
 cosine(query, triple text) min-max normalised; the top ``linking_top_k`` (5) facts seed their subject/object
@@ -50,9 +52,11 @@ def min_max(x: np.ndarray) -> np.ndarray:
     return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x, dtype=np.float64)
 
 
-def rank_scores(ids: list[str], scores: np.ndarray, k: int | None) -> Ranking:
-    """Ids by descending score, ties in the given (corpus) order; top ``k`` (None = all)."""
-    order = np.lexsort((np.arange(len(scores)), -np.asarray(scores, dtype=np.float64)))
+def rank_scores(ids: list[str], scores: np.ndarray, k: int | None, *, reverse_ties: bool = False) -> Ranking:
+    """Ids by descending score, ties in the given (corpus) order, or in reverse order with ``reverse_ties``
+    (the v1 code's ``argsort(kind='mergesort')[::-1]``); top ``k`` (None = all)."""
+    position = -np.arange(len(scores)) if reverse_ties else np.arange(len(scores))
+    order = np.lexsort((position, -np.asarray(scores, dtype=np.float64)))
     if k is not None:
         order = order[:k]
     return Ranking([ids[i] for i in order], [float(scores[i]) for i in order])
@@ -72,7 +76,7 @@ class HippoRAG:
 
     def __init__(self, resources: Any, version: str = "v1", damping: float = 0.5, node_specificity: bool = True,
                  normalisation: str = "hipporag", synonyms: bool = True, synonym_threshold: float = 0.8,
-                 synonym_top_k: int = 100, synonym_min_alnum: int = 3, no_entity_fallback: str = "retriever",
+                 synonym_top_k: int = 100, synonym_min_alnum: int = 3, no_entity_fallback: str = "uniform",
                  linking_top_k: int = 5, passage_node_weight: float = 0.05, ner_params: Any = None,
                  cache: bool = True, block_rows: int | None = None):
         if no_entity_fallback not in FALLBACKS:
@@ -134,6 +138,7 @@ class HippoRAG:
         """Top-``k`` passages for ``query`` and the trace (entities, links, fallback, timings in ms)."""
         t0 = time.perf_counter()
         res = self._search_v2(query, k) if self.version == "v2" else self._search_v1(query, k, round_no)
+        res.trace["counters"] = {"hipporag_searches": 1, "hipporag_no_entity": int("fallback" in res.trace)}
         res.trace["total_ms"] = round(1000 * (time.perf_counter() - t0), 3)
         return res
 
@@ -151,8 +156,11 @@ class HippoRAG:
     def _fallback(self, query: str, k: int, trace: dict[str, Any]) -> SearchResult:
         trace["fallback"] = self.no_entity_fallback
         if self.no_entity_fallback == "uniform":
+            # HippoRAG legacy@b144c46 src/hipporag.py:232-233 (1/N each) and :264 (mergesort then [::-1]:
+            # tied passages in descending corpus order)
             ids = [p.id for p in self.resources.dataset.passages]
-            return SearchResult(rank_scores(ids, np.full(len(ids), 1.0 / max(1, len(ids))), k), trace)
+            scores = np.full(len(ids), 1.0 / max(1, len(ids)))
+            return SearchResult(rank_scores(ids, scores, k, reverse_ties=True), trace)
         return SearchResult(self.resources.passage_retriever.retrieve(query, k), trace)
 
     def _scores_from_ppr(self, reset: np.ndarray, trace: dict[str, Any]) -> np.ndarray:
