@@ -333,6 +333,7 @@ class HippoRAGSchema:
     ner_params: dict[str, Any] = field(default_factory=dict)
     cache: bool = True
     block_rows: int | None = None
+    encoder: Any = None  # synonym/linking encoder: null = the run's embedder | model name | embedder node
 
 
 # plain nodes merged onto their schema by validate() (not in a config group)

@@ -113,6 +113,9 @@ def test_relation_and_synonym_edges_and_node_specificity() -> None:
     # hawaii -> u s is a synonym (cos 0.9, hawaii has 6 alphanumerics) but u s -> hawaii is not: one direction
     assert w[("hawaii", "u s")] == pytest.approx(0.9, abs=1e-5)
     assert g.stats["synonym_entries"] == 3 and len(w) == 5
+    # reported in run.json: undirected synonym edges, and phrases touching one (4 of 5: not honolulu)
+    assert g.stats["synonym_edges"] == 2 and g.stats["phrases_with_synonym"] == 4
+    assert g.stats["synonym_phrase_share"] == pytest.approx(0.8)
     # node specificity |P_i|: passages containing the phrase
     spec = dict(zip(g.phrases, g.node_specificity_counts().tolist(), strict=True))
     assert spec == {"barack obama": 2, "hawaii": 1, "honolulu": 3, "obama": 1, "u s": 1}
@@ -250,6 +253,21 @@ def test_fallback_rate_in_metrics() -> None:
     assert stats["hipporag_no_entity_rate"] == pytest.approx(0.25)
 
 
+def test_synonym_encoder_is_an_explicit_value(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path))
+    res = toy_resources('{"named_entities": ["France"]}')
+    own = HippoRAG(res, synonym_threshold=0.85)
+    assert own.encoder is res.embedder and own.describe()["encoder"] == "table"
+    assert own.describe()["synonym_threshold"] == 0.85 and "synonym_phrase_share" in own.describe()["graph"]
+    other = TableEmbedder(dim=8)
+    other.model_id = "other"
+    h = HippoRAG(toy_resources('{"named_entities": ["France"]}'), encoder=other)
+    assert h.encoder is other and h.describe()["encoder"] == "other"
+    assert h.phrase_vectors.shape[1] == 8  # phrases and linked entities use the synonym encoder
+    assert h.search("q?", 3).trace["linked"][0][:2] == ["france", "france"]
+    assert len(list((tmp_path / "hipporag").glob("graph-*.npz"))) == 2  # the encoder is part of the cache key
+
+
 def test_v2_seeds_facts_and_passage_nodes() -> None:
     base = toy_resources("")
     emb = base.embedder
@@ -316,3 +334,21 @@ def test_hipporag_through_the_runner(toy_dir, tmp_path, compose, monkeypatch) ->
     assert find_runs([tmp_path / "run"])[0].method == "HippoRAG"
     assert "version: v1" in (tmp_path / "run" / "config.yaml").read_text(encoding="utf-8")
     assert len(list((tmp_path / "cache" / "hipporag").glob("graph-*.npz"))) == 1
+
+
+def test_synonym_threshold_benchmark_with_cached_ner(toy_dir, tmp_path, monkeypatch) -> None:
+    import json
+
+    from benchmarks.bench_hipporag_synonyms import main
+
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path / "cache"))
+    ner = tmp_path / "ner.jsonl"
+    ner.write_text(json.dumps({"question": TOY_QUESTIONS[0]["question"], "named_entities": ["France"]}) + "\n",
+                   encoding="utf-8")
+    rows = main(["--ner", str(ner), "--thresholds", "0.8", "0.9", "--out", str(tmp_path / "out.json"),
+                 "--run-root", str(tmp_path / "runs"), "--", f"dataset.path={toy_dir}", "dataset.name=toy",
+                 "retriever=bm25", "embedder.show_progress=false"])
+    assert [r["threshold"] for r in rows] == [0.8, 0.9] and rows[0]["n_questions"] == 3
+    assert rows[0]["no_entity_rate"] == pytest.approx(2 / 3)  # q2, q3 are not in the NER file
+    assert rows[0]["synonym_edges"] >= rows[1]["synonym_edges"] and 0 <= rows[1]["synonym_phrase_share"] <= 1
+    assert json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))["ner"] == str(ner)

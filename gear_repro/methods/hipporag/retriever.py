@@ -69,6 +69,10 @@ class HippoRAG:
     Args (each documented with its default and source in configs/hipporag/default.yaml):
         resources: the run's resources (``dataset``, ``embedder``, ``llm``; ``passage_retriever`` only for the
             fallback; v2 also ``passages`` and ``triples`` vectors).
+        encoder: the phrase encoder of the synonym edges and of v1's entity linking: None = the run's embedder;
+            a model name (a :class:`~gear_repro.embedding.SentenceEmbedder`), an embedder config node
+            (``_target_``) or an embedder object. The reference used ColBERTv2 or Contriever (not installable
+            here); v2's fact and passage scores always use the run's embedder (the collections' vectors).
     """
 
     name = "hipporag"
@@ -78,7 +82,7 @@ class HippoRAG:
                  normalisation: str = "hipporag", synonyms: bool = True, synonym_threshold: float = 0.8,
                  synonym_top_k: int = 100, synonym_min_alnum: int = 3, no_entity_fallback: str = "uniform",
                  linking_top_k: int = 5, passage_node_weight: float = 0.05, ner_params: Any = None,
-                 cache: bool = True, block_rows: int | None = None):
+                 cache: bool = True, block_rows: int | None = None, encoder: Any = None):
         if no_entity_fallback not in FALLBACKS:
             raise ConfigError(f"hipporag.no_entity_fallback must be one of {FALLBACKS}, got '{no_entity_fallback}'")
         if not 0.0 < damping < 1.0:
@@ -99,17 +103,37 @@ class HippoRAG:
                          "synonym_threshold": float(synonym_threshold), "synonym_top_k": int(synonym_top_k),
                          "synonym_min_alnum": int(synonym_min_alnum)}
         self.block_rows = block_rows
+        self._encoder_setting = encoder
 
     # -- offline ----------------------------------------------------------------------------------------
+    @cached_property
+    def encoder(self) -> Any:
+        """The synonym and linking encoder (``hipporag.encoder``; None = the run's embedder)."""
+        enc = self._encoder_setting
+        if enc is None:
+            return self.resources.embedder
+        if isinstance(enc, str):
+            from gear_repro.embedding import SentenceEmbedder
+
+            return SentenceEmbedder(model=enc, show_progress=False)
+        if isinstance(enc, dict) or OmegaConf.is_config(enc):
+            from hydra.utils import instantiate
+
+            return instantiate(enc)
+        return enc
+
+    @property
+    def encoder_id(self) -> str:
+        return str(getattr(self.encoder, "model_id", type(self.encoder).__name__))
+
     def _embed_corpus(self, texts: list[str]) -> np.ndarray:
-        return self.resources.embedder.encode_corpus(texts, desc="hipporag phrases")
+        return self.encoder.encode_corpus(texts, desc="hipporag phrases")
 
     @cached_property
     def graph(self) -> PhraseGraph:
         ds = self.resources.dataset
-        emb = self.resources.embedder
         g = cached_phrase_graph(ds.triples or [], [p.id for p in ds.passages], self._embed_corpus, self.settings,
-                                embedder_id=getattr(emb, "model_id", type(emb).__name__), cache=self.cache,
+                                embedder_id=self.encoder_id, cache=self.cache,
                                 block_rows=self.block_rows)
         log.info("HippoRAG graph: %s", g.stats)
         return g
@@ -125,7 +149,9 @@ class HippoRAG:
 
     def describe(self) -> dict[str, Any]:
         return {"version": self.version, "damping": self.damping, "node_specificity": self.node_specificity,
-                "no_entity_fallback": self.no_entity_fallback, **self.settings, "graph": self.graph.stats}
+                "no_entity_fallback": self.no_entity_fallback,
+                "encoder": str(getattr(self.encoder, "model_name", self.encoder_id)), **self.settings,
+                "graph": self.graph.stats}
 
     # -- online -----------------------------------------------------------------------------------------
     def retrieve(self, query: str, k: int) -> Ranking:
@@ -178,7 +204,7 @@ class HippoRAG:
         if not entities or g.n_phrases == 0:
             return self._fallback(query, k, trace)
         t = time.perf_counter()
-        sims = self.resources.embedder.encode(entities) @ self.phrase_vectors.T
+        sims = self.encoder.encode(entities) @ self.phrase_vectors.T
         linked = np.argmax(sims, axis=1)
         reset = np.zeros(g.n_nodes)
         for i in linked:
