@@ -287,6 +287,7 @@ class LLMSchema:
     cache: bool = True
     cache_dir: str | None = None
     server: LLMServerSchema | None = None
+    context_window: int | None = None  # model's window in tokens (prompt + reply); null = unknown, no fitting
 
 
 @dataclass
@@ -413,6 +414,7 @@ class IRCoTAgentSchema:
     num_demo: int | None = 1
     thought: IRCoTThought = IRCoTThought.full
     merge: IRCoTMerge = IRCoTMerge.raw
+    demo_budget: int | None = None  # tokens; null = no budget (ircot_hipporag.py), 15000 = baselines/ircot.py
     cot_params: dict[str, Any] = field(default_factory=dict)
     round_ranking_depth: int | None = None
 

@@ -150,3 +150,48 @@ def test_ircot_bm25_end_to_end_through_runner_and_report(toy_dir, tmp_path, comp
     assert run.method == "IRCoT (BM25)"
     stages = {(c["stage"], c["round"]) for c in res.llm.ledger.records}
     assert ("cot", 1) in stages and ("cot", 2) in stages and ("qa", 0) in stages
+
+
+# -- context window and demonstration budget (issue 22) -------------------------------------------------------
+def test_prompt_fits_the_context_window_by_dropping_the_lowest_ranked_passages() -> None:
+    from gear_repro.llm.context import prompt_tokens
+
+    res = resources({("cot", 1): THOUGHTS[0], ("cot", 2): THOUGHTS[1]})
+    agent = IRCoTAgent(res, max_rounds=2, top_k=3)
+    by_id = res.dataset.passage_by_id
+    two = prompt_tokens(res.llm, agent.messages(Q.question, [by_id["2"], by_id["0"]], [], agent.demos))
+    res.llm.context_window = two  # room for the top 2 of the 3 retrieved passages (no max_tokens reserved)
+    out = agent.run(Q, 15)
+    prompt = res.llm.calls[0]["prompt"]
+    assert "Wikipedia Title: France\n" in prompt and "Wikipedia Title: Paris\n" in prompt
+    assert "Wikipedia Title: Somme\n" not in prompt  # passage 5, ranked third, dropped
+    assert out.rounds[0]["dropped_passages"] == 1 and out.trace["counters"]["context_dropped_passages"] == 1
+    res.llm.context_window = None  # unknown: nothing dropped
+    assert IRCoTAgent(res, max_rounds=2, top_k=3).run(Q, 15).rounds[0]["dropped_passages"] == 0
+
+
+def test_start_up_refuses_a_window_smaller_than_the_prompt_without_passages() -> None:
+    from gear_repro.utils.errors import ConfigError
+
+    res = resources({})
+    res.llm.context_window = 200  # the instruction and one MuSiQue demonstration alone take ~800 tokens
+    with pytest.raises(ConfigError, match=r"IRCoT thought prompt without passages .* llm\.context_window \(200\)"):
+        IRCoTAgent(res).check_context_window()
+    IRCoTAgent(res, num_demo=0).check_context_window()  # the instruction alone fits
+    res.llm.context_window = None
+    IRCoTAgent(res).check_context_window()
+
+
+def test_demonstrations_packed_up_to_a_token_budget() -> None:
+    from gear_repro.llm.context import prompt_tokens
+
+    res = resources({"cot": THOUGHTS[0]})
+    by_id = res.dataset.passage_by_id
+    assert len(IRCoTAgent(res).pack_demos(Q.question, [], [])) == 1  # demo_budget null: num_demo demonstrations
+    assert IRCoTAgent(res, demo_budget=1).pack_demos(Q.question, [], []) == []
+    agent = IRCoTAgent(res, num_demo=None, demo_budget=3000)
+    packed = agent.pack_demos(Q.question, [by_id["0"]], [])
+    assert 0 < len(packed) < 20 and packed == [d for d in agent.demos if d in packed]  # file order
+    assert prompt_tokens(res.llm, agent.messages(Q.question, [by_id["0"]], [], packed)) < 3000
+    agent.run(Q, 15)
+    assert res.llm.calls[0]["prompt"].count("\nThought: ") == len(agent.pack_demos(Q.question, [by_id[p] for p in "205"], []))

@@ -78,6 +78,8 @@ def agent_stats(preds: Sequence[dict]) -> dict:
         for key, val in _trace_counters(p.get("trace")).items():
             if isinstance(val, int) and not isinstance(val, bool):
                 out[key] += val
+        if p.get("qa_dropped"):  # QA reader: passages left out to fit llm.context_window
+            out["qa_context_dropped_passages"] += p["qa_dropped"]
     if out.get("hipporag_searches"):
         out["hipporag_no_entity_rate"] = out["hipporag_no_entity"] / out["hipporag_searches"]
     return dict(sorted(out.items()))

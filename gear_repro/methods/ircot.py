@@ -37,8 +37,9 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from gear_repro.config import IRCoTMerge, choice
+from gear_repro.llm.context import check_fits, fit_passages, prompt_tokens
 from gear_repro.methods.base import MethodOutput, SearchResult
-from gear_repro.types import Question, Ranking
+from gear_repro.types import Passage, Question, Ranking
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.trace import bump
 
@@ -114,6 +115,8 @@ class IRCoTAgent:
         max_rounds: retrievals at most (``dataset.max_rounds``).
         demos / num_demo: demonstration file and how many of its demonstrations, in file order, skipping any
             whose question is among the run's questions (1, as ``ircot_hipporag.py``; null = all).
+        demo_budget: pack those demonstrations, per call, while the whole prompt stays under this many tokens
+            (None = no budget, as ``ircot_hipporag.py``; 15000 = ``baselines/ircot.py``).
         thought: ``full`` reply (the reference code) or ``first_sentence``.
         merge: ``raw`` (max raw score across steps, the reference code) or ``normalised`` (per-step / best).
         cot_params: extra ``llm.chat`` parameters of the thought call.
@@ -125,7 +128,7 @@ class IRCoTAgent:
 
     def __init__(self, resources: Any, name: str = "ircot", retriever: str = "base", top_k: int = 10,
                  max_rounds: int = 4, demos: str = "musique", num_demo: int | None = 1, thought: str = "full",
-                 merge: str = "raw", cot_params: Any = None, round_ranking_depth: int | None = None, **_: Any):
+                 merge: str = "raw", demo_budget: int | None = None, cot_params: Any = None, round_ranking_depth: int | None = None, **_: Any):
         if retriever not in RETRIEVERS:
             raise ConfigError(f"agent.retriever must be one of {RETRIEVERS}, got '{retriever}'")
         if thought not in THOUGHTS:
@@ -146,12 +149,15 @@ class IRCoTAgent:
         pool = [d for d in load_demos(demos) if d.qid not in evaluated]
         self.demos_skipped = len(load_demos(demos)) - len(pool)
         self.demos = pool if num_demo is None else pool[: int(num_demo)]
-        self.demo_text = format_demos(self.demos)
+        if demo_budget is not None and int(demo_budget) < 1:
+            raise ConfigError(f"agent.demo_budget must be a positive number of tokens or null, got {demo_budget}")
+        self.demo_budget = None if demo_budget is None else int(demo_budget)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "retriever": self.retriever_kind, "top_k": self.top_k,
                 "max_rounds": self.max_rounds, "demos": [d.qid for d in self.demos],
-                "demos_skipped_as_evaluated": self.demos_skipped, "thought": self.thought, "merge": self.merge}
+                "demos_skipped_as_evaluated": self.demos_skipped, "thought": self.thought, "merge": self.merge,
+                "demo_budget": self.demo_budget}
 
     # -- steps ------------------------------------------------------------------------------------------
     def search(self, query: str, round_no: int) -> SearchResult:
@@ -161,15 +167,47 @@ class IRCoTAgent:
         ranking = self.resources.passage_retriever.retrieve(query, self.top_k)
         return SearchResult(ranking, {"total_ms": round(1000 * (time.perf_counter() - t), 3)})
 
-    def next_thought(self, question: str, passage_ids: Sequence[str], thoughts: Sequence[str], round_no: int):
+    def messages(self, question: str, passages: Sequence[Passage], thoughts: Sequence[str],
+                 demos: Sequence[Demo]) -> list[dict]:
+        """The thought prompt (``prompts/templates/ircot.txt``): instruction and demonstrations, then the user turn."""
         from gear_repro.prompts import render
 
+        return render("ircot", demos=format_demos(demos), passages=list(passages), question=question,
+                      thoughts=" ".join(thoughts))
+
+    def pack_demos(self, question: str, passages: Sequence[Passage], thoughts: Sequence[str]) -> list[Demo]:
+        """The demonstrations of this call: all of ``demos`` without a budget; else, in file order, each one whose
+        addition keeps the prompt under ``demo_budget`` tokens (a longer one is skipped, a later shorter one may
+        still go in)."""
+        if self.demo_budget is None:
+            return list(self.demos)
+        packed: list[Demo] = []
+        for demo in self.demos:
+            # HippoRAG legacy@b144c46 src/baselines/ircot.py:227-230: `if tokens(instruction + demos + demo + user)
+            # < 15000: demos += demo` (an `if`, not a `break`)
+            if prompt_tokens(self.resources.llm, self.messages(question, passages, thoughts, [*packed, demo])) \
+                    < self.demo_budget:
+                packed.append(demo)
+        return packed
+
+    def check_context_window(self) -> None:
+        """Start-up check: the thought prompt without passages (the longest question, its demonstrations) must
+        leave room for the reply in ``llm.context_window``."""
+        question = max((q.question for q in self.resources.dataset.questions), key=len, default="")
+        msgs = self.messages(question, [], [], self.pack_demos(question, [], []))
+        check_fits(self.resources.llm, msgs, "IRCoT thought", self.cot_params)
+
+    def next_thought(self, question: str, passage_ids: Sequence[str], thoughts: Sequence[str],
+                     round_no: int) -> tuple[str, str, int]:
+        """(thought, raw reply, passages dropped to fit ``llm.context_window``)."""
         by_id = self.resources.dataset.passage_by_id
-        msgs = render("ircot", demos=self.demo_text, passages=[by_id[p] for p in passage_ids if p in by_id],
-                      question=question, thoughts=" ".join(thoughts))
+        passages = [by_id[p] for p in passage_ids if p in by_id]
+        demos = self.pack_demos(question, passages, thoughts)
+        msgs, dropped = fit_passages(self.resources.llm, lambda ps: self.messages(question, ps, thoughts, demos),
+                                     passages, self.cot_params)
         reply = self.resources.llm.chat(msgs, stage="cot", round_no=round_no, **self.cot_params)
         text = reply.text.strip()
-        return (first_sentence(text) if self.thought == "first_sentence" else text), reply.text
+        return (first_sentence(text) if self.thought == "first_sentence" else text), reply.text, dropped
 
     # -- the loop -----------------------------------------------------------------------------------------
     def run(self, question: Question, k: int) -> MethodOutput:
@@ -195,8 +233,12 @@ class IRCoTAgent:
             if n == self.max_rounds:
                 break
             t = time.perf_counter()
-            thought, raw = self.next_thought(q, ranking.ids[: self.top_k], thoughts, n)
-            rec.update(thought=thought, raw_thought=raw, cot_ms=round(1000 * (time.perf_counter() - t), 3))
+            thought, raw, dropped = self.next_thought(q, ranking.ids[: self.top_k], thoughts, n)
+            rec.update(thought=thought, raw_thought=raw, dropped_passages=dropped,
+                       cot_ms=round(1000 * (time.perf_counter() - t), 3))
+            if dropped:
+                bump(counters, "context_fitted_calls")
+                bump(counters, "context_dropped_passages", dropped)
             thoughts.append(thought)
             if ANSWER_MARK in thought:
                 stop, answer = "answerable", thought.split(ANSWER_MARK, 1)[1].strip()

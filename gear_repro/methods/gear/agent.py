@@ -184,6 +184,8 @@ class GearAgent:
             bump(counters, "gist_no_passages")
         read = read_triples(self.resources.llm, passages, query, stage="gist", round_no=round_no, memory=memory,
                             llm_params=self.llm_params)
+        if read.passages_dropped:
+            bump(counters, "gist_context_dropped_passages", read.passages_dropped)
         if read.failed:
             bump(counters, "gist_parse_failed")
         if read.repaired:
