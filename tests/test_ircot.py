@@ -128,6 +128,9 @@ def test_config_composition(compose) -> None:
     assert compose(["agent=hipporag_ircot", "dataset=hotpotqa_sample"]).agent.demos == "hotpotqa"
     assert compose(["agent=ircot", "dataset=2wiki_sample"]).agent.max_rounds == 2
     assert "hipporag" not in compose(["agent=ircot"])
+    for preset in ("table2_baselines", "table3_baselines"):  # the reference IRCoT index: ES standard analyzer
+        assert compose([f"experiment={preset}", "agent=ircot"]).backend.bm25.analyzer == "standard"
+    assert compose(["agent=ircot"]).backend.bm25.analyzer is None
     assert compose(["agent=hipporag", "hipporag.version=v2"]).hipporag.version == "v2"
 
 
