@@ -71,6 +71,13 @@ class GistDocs(_Choice):
     base = "base"
 
 
+class GistEmpty(_Choice):
+    """What the gist read reads when the expanded list C~_q(n) is empty (agent.gist_empty)."""
+
+    skip = "skip"  # nothing: no gist call (the pseudocode reads the empty list, gear.py:52)
+    fused = "fused"  # the top gist_k of C_q(n)
+
+
 class GistFirstRound(_Choice):
     read = "read"
     reuse = "reuse"
@@ -233,7 +240,8 @@ class GearAgentSchema:
     read_with: QueryChoice = QueryChoice.original
     gist_docs: GistDocs = GistDocs.expanded
     gist_first_round: GistFirstRound = GistFirstRound.read
-    gist_k: int = num(10, ge=1)
+    gist_k: int | None = num(None, ge=1)  # null = the whole list (pseudocode); >= 1 = its top gist_k
+    gist_empty: GistEmpty = GistEmpty.skip
     dedupe_memory: bool = True
     reason_last_round: bool = True
     passage_link: bool = True
@@ -299,6 +307,7 @@ class LLMSchema:
     cache: bool = True
     cache_dir: str | None = None
     server: LLMServerSchema | None = field(default=None, metadata={"schema": LLMServerSchema})
+    context_window: int | None = num(None, ge=1)  # model's window in tokens (prompt + reply); null = unknown, no fitting
 
 
 @dataclass
@@ -322,8 +331,8 @@ class PhraseNormalisation(str, Enum):
 
 
 class NoEntityFallback(str, Enum):
+    uniform = "uniform"  # v1 code: 1/N each, descending corpus order (hipporag.py:232-233, :264)
     retriever = "retriever"  # the run's base retriever (as v2's dense fallback)
-    uniform = "uniform"  # v1: uniform scores, i.e. corpus order
 
 
 @dataclass
@@ -339,12 +348,13 @@ class HippoRAGSchema:
     synonym_threshold: float = num(0.8, ge=-1, le=1)
     synonym_top_k: int = num(100, ge=1)
     synonym_min_alnum: int = num(3, ge=0)
-    no_entity_fallback: NoEntityFallback = NoEntityFallback.retriever
+    no_entity_fallback: NoEntityFallback = NoEntityFallback.uniform
     linking_top_k: int = num(5, ge=1)
     passage_node_weight: float = num(0.05, ge=0)
     ner_params: dict[str, Any] = field(default_factory=dict)
     cache: bool = True
     block_rows: int | None = num(None, ge=1)
+    encoder: Any = None  # synonym/linking encoder: null = the run's embedder | model name | embedder node
 
 
 # plain nodes merged onto their schema by validate() (not in a config group)
@@ -394,6 +404,13 @@ class IRCoTThought(str, Enum):
     first_sentence = "first_sentence"  # its first sentence (the IRCoT paper)
 
 
+class IRCoTMerge(str, Enum):
+    """How retrievals are merged across steps (agent.merge)."""
+
+    raw = "raw"                # max raw score per passage (ircot_hipporag.py:242-251, baselines/ircot.py:270-279)
+    normalised = "normalised"  # each step's scores / that step's best, then the max
+
+
 @dataclass
 class HippoRAGMethodSchema:
     """``configs/agent/hipporag.yaml`` (HippoRAG as GEAR re-ran it; settings in the ``hipporag`` group)."""
@@ -416,6 +433,8 @@ class IRCoTAgentSchema:
     demos: str = "musique"
     num_demo: int | None = num(1, ge=0)
     thought: IRCoTThought = IRCoTThought.full
+    merge: IRCoTMerge = IRCoTMerge.raw
+    demo_budget: int | None = None  # tokens; null = no budget (ircot_hipporag.py), 15000 = baselines/ircot.py
     cot_params: dict[str, Any] = field(default_factory=dict)
     round_ranking_depth: int | None = num(None, ge=1)
 

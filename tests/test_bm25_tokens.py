@@ -27,3 +27,18 @@ def test_index_from_ids_scores_as_index_from_strings():
         b = from_ids.get_scores([t for t in q if t in from_ids.vocab_dict])
         assert np.array_equal(a, b)
         assert np.count_nonzero(a) > 0
+
+
+def test_standard_analyzer_keeps_stop_words_and_does_not_stem(tmp_path, monkeypatch) -> None:
+    """backend.bm25.analyzer=standard: Elasticsearch's default analyzer, as the reference IRCoT index
+    (HippoRAG legacy src/elastic_search_tool.py: a `text` field without analyzer); english = stop words + stems."""
+    from gear_repro.backends.base import IndexDoc
+    from gear_repro.backends.memory import MemoryBackend
+
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path))
+    docs = [IndexDoc("a", "the cat sat"), IndexDoc("b", "dogs run fast"), IndexDoc("c", "birds fly high")]
+    std = MemoryBackend(bm25={"analyzer": "standard"}).open_collection("p", docs)
+    hits = std.bm25(["the running"], 3)[0]
+    assert hits.ids == ["a"]  # "the" kept, "running" not stemmed to "run"
+    eng = MemoryBackend(bm25={"analyzer": "english"}).open_collection("p", docs)
+    assert eng.bm25(["the running"], 3)[0].ids == ["b"]

@@ -114,6 +114,9 @@ def test_relation_and_synonym_edges_and_node_specificity() -> None:
     # hawaii -> u s is a synonym (cos 0.9, hawaii has 6 alphanumerics) but u s -> hawaii is not: one direction
     assert w[("hawaii", "u s")] == pytest.approx(0.9, abs=1e-5)
     assert g.stats["synonym_entries"] == 3 and len(w) == 5
+    # reported in run.json: undirected synonym edges, and phrases touching one (4 of 5: not honolulu)
+    assert g.stats["synonym_edges"] == 2 and g.stats["phrases_with_synonym"] == 4
+    assert g.stats["synonym_phrase_share"] == pytest.approx(0.8)
     # node specificity |P_i|: passages containing the phrase
     spec = dict(zip(g.phrases, g.node_specificity_counts().tolist(), strict=True))
     assert spec == {"barack obama": 2, "hawaii": 1, "honolulu": 3, "obama": 1, "u s": 1}
@@ -227,12 +230,43 @@ def test_v1_links_entities_and_ranks_by_ppr() -> None:
 
 @pytest.mark.parametrize("reply", ["", "no entities here", '{"named_entities": ["!!"]}'])
 def test_v1_falls_back_when_no_entity(reply: str) -> None:
+    # default = the v1 code: uniform 1/N scores (hipporag.py:232-233), ties in descending corpus order (:264)
+    uni = HippoRAG(toy_resources(reply), cache=False, synonyms=False).search("q?", 3)
+    assert uni.ranking.ids == ["5", "4", "3"] and uni.ranking.scores == pytest.approx([1 / 6] * 3)
+    assert uni.trace["fallback"] == "uniform"
+    assert uni.trace["counters"] == {"hipporag_searches": 1, "hipporag_no_entity": 1}
     res = toy_resources(reply)
-    out = HippoRAG(res, cache=False, synonyms=False).search("q?", 2)
+    out = HippoRAG(res, cache=False, synonyms=False, no_entity_fallback="retriever").search("q?", 2)
     assert out.trace["fallback"] == "retriever" and out.ranking.ids == ["5", "4"]
     assert res.passage_retriever.queries == ["q?"]
-    uni = HippoRAG(toy_resources(reply), cache=False, synonyms=False, no_entity_fallback="uniform").search("q?", 3)
-    assert uni.ranking.ids == ["0", "1", "2"] and uni.trace["fallback"] == "uniform"
+
+
+def test_fallback_rate_in_metrics() -> None:
+    from gear_repro.evaluation.aggregate import aggregate
+
+    found = HippoRAG(toy_resources('{"named_entities": ["France"]}'), cache=False, synonyms=False).search("q?", 3)
+    assert found.trace["counters"] == {"hipporag_searches": 1, "hipporag_no_entity": 0}
+    preds = [{"id": str(i), "gold_ids": ["0"], "rankings": {"final": ["0"]}, "trace": t}
+             for i, t in enumerate([found.trace, found.trace, {"counters": {"hipporag_searches": 2,
+                                                                           "hipporag_no_entity": 1}}])]
+    stats = aggregate(preds, [5])["agent_stats"]
+    assert stats["hipporag_searches"] == 4 and stats["hipporag_no_entity"] == 1
+    assert stats["hipporag_no_entity_rate"] == pytest.approx(0.25)
+
+
+def test_synonym_encoder_is_an_explicit_value(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path))
+    res = toy_resources('{"named_entities": ["France"]}')
+    own = HippoRAG(res, synonym_threshold=0.85)
+    assert own.encoder is res.embedder and own.describe()["encoder"] == "table"
+    assert own.describe()["synonym_threshold"] == 0.85 and "synonym_phrase_share" in own.describe()["graph"]
+    other = TableEmbedder(dim=8)
+    other.model_id = "other"
+    h = HippoRAG(toy_resources('{"named_entities": ["France"]}'), encoder=other)
+    assert h.encoder is other and h.describe()["encoder"] == "other"
+    assert h.phrase_vectors.shape[1] == 8  # phrases and linked entities use the synonym encoder
+    assert h.search("q?", 3).trace["linked"][0][:2] == ["france", "france"]
+    assert len(list((tmp_path / "hipporag").glob("graph-*.npz"))) == 2  # the encoder is part of the cache key
 
 
 def test_v2_seeds_facts_and_passage_nodes() -> None:
@@ -301,3 +335,21 @@ def test_hipporag_through_the_runner(toy_dir, tmp_path, compose, monkeypatch) ->
     assert find_runs([tmp_path / "run"])[0].method == "HippoRAG"
     assert "version: v1" in (tmp_path / "run" / "config.yaml").read_text(encoding="utf-8")
     assert len(list((tmp_path / "cache" / "hipporag").glob("graph-*.npz"))) == 1
+
+
+def test_synonym_threshold_benchmark_with_cached_ner(toy_dir, tmp_path, monkeypatch) -> None:
+    import json
+
+    from benchmarks.bench_hipporag_synonyms import main
+
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path / "cache"))
+    ner = tmp_path / "ner.jsonl"
+    ner.write_text(json.dumps({"question": TOY_QUESTIONS[0]["question"], "named_entities": ["France"]}) + "\n",
+                   encoding="utf-8")
+    rows = main(["--ner", str(ner), "--thresholds", "0.8", "0.9", "--out", str(tmp_path / "out.json"),
+                 "--run-root", str(tmp_path / "runs"), "--", f"dataset.path={toy_dir}", "dataset.name=toy",
+                 "retriever=bm25", "embedder.show_progress=false"])
+    assert [r["threshold"] for r in rows] == [0.8, 0.9] and rows[0]["n_questions"] == 3
+    assert rows[0]["no_entity_rate"] == pytest.approx(2 / 3)  # q2, q3 are not in the NER file
+    assert rows[0]["synonym_edges"] >= rows[1]["synonym_edges"] and 0 <= rows[1]["synonym_phrase_share"] <= 1
+    assert json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))["ner"] == str(ner)

@@ -1,4 +1,4 @@
-"""IRCoT / HippoRAG w/ IRCoT: stop rule, per-step normalised max merge, round limit, prompt, demonstrations,
+"""IRCoT / HippoRAG w/ IRCoT: stop rule, raw (or per-step normalised) max merge, round limit, prompt, demonstrations,
 ledger stages and rounds, config composition and an end-to-end run through the runner and the report."""
 
 from __future__ import annotations
@@ -49,14 +49,26 @@ def resources(script: dict, questions: list[Question] | None = None):
     return SimpleNamespace(dataset=ds, llm=ScriptedLLM(script), passage_retriever=QueryRetriever(TABLE))
 
 
-def test_merge_normalises_each_step_and_keeps_the_max() -> None:
+@pytest.mark.parametrize(("mode", "ids", "scores"), [
+    # raw (reference, ircot_hipporag.py:242-251): max raw score; ties would keep first-seen order
+    ("raw", ["d", "b", "a", "e", "c"], [20.0, 15.0, 8.0, 5.0, 2.0]),
+    # normalised: a 1.0, d 1.0 (tie: a first seen), b max(0.5, 0.75), e .25, c .25 (tie: c first seen)
+    ("normalised", ["a", "d", "b", "c", "e"], [1.0, 1.0, 0.75, 0.25, 0.25]),
+])
+def test_merge_keeps_each_passages_max(mode: str, ids: list[str], scores: list[float]) -> None:
     merged: dict[str, float] = {}
-    merge_step(merged, Ranking(["a", "b", "c"], [8.0, 4.0, 2.0]))
-    merge_step(merged, Ranking(["d", "b", "e"], [20.0, 15.0, 5.0]))
+    merge_step(merged, Ranking(["a", "b", "c"], [8.0, 4.0, 2.0]), mode)
+    merge_step(merged, Ranking(["d", "b", "e"], [20.0, 15.0, 5.0]), mode)
     r = merged_ranking(merged)
-    # a 1.0, d 1.0 (tie: a first seen), b max(0.5, 0.75), e .25, c .25 (tie: c first seen)
-    assert r.ids == ["a", "d", "b", "c", "e"]
-    assert r.scores == pytest.approx([1.0, 1.0, 0.75, 0.25, 0.25])
+    assert r.ids == ids and r.scores == pytest.approx(scores)
+
+
+def test_raw_merge_is_the_default_and_ties_keep_first_seen_order() -> None:
+    merged: dict[str, float] = {}
+    merge_step(merged, Ranking(["a", "b"], [3.0, 2.0]))
+    merge_step(merged, Ranking(["c", "d"], [3.0, 2.0]))
+    assert merged_ranking(merged).ids == ["a", "c", "b", "d"]
+    assert IRCoTAgent(resources({})).describe()["merge"] == "raw"
 
 
 def test_stops_at_the_answer_sentence() -> None:
@@ -67,7 +79,8 @@ def test_stops_at_the_answer_sentence() -> None:
     assert res.passage_retriever.queries == [Q.question, THOUGHTS[0]]  # no retrieval with the answer thought
     assert [r["round"] for r in out.rounds] == [1, 2]
     assert out.rounds[0]["ranking"] == ["2", "0", "5"]
-    assert out.rounds[1]["ranking"] == out.ranking.ids == ["2", "3", "0", "5", "1"]
+    # raw max merge: 3 (20), 2 (max 8, 15), 1 (5), 0 (4), 5 (2)
+    assert out.rounds[1]["ranking"] == out.ranking.ids == ["3", "2", "1", "0", "5"]
     assert out.rounds[1]["thought"] == THOUGHTS[2] and out.trace["thoughts"] == [THOUGHTS[0], THOUGHTS[2]]
 
 
@@ -79,7 +92,7 @@ def test_round_limit_and_prompt_contents() -> None:
     assert res.llm.stages() == [("cot", 1), ("cot", 2)]  # max_rounds retrievals, max_rounds - 1 thoughts
     assert out.rounds[2]["thought"] is None
     assert [len(r["ranking"]) for r in out.rounds] == [2, 3, 4]  # nested, growing per round
-    assert out.ranking.ids[:2] == ["2", "3"]
+    assert out.ranking.ids[:2] == ["3", "2"]  # raw max: 20, 15
     prompt = res.llm.calls[1]["prompt"]  # system turn (instruction + the first demonstration), then the user turn
     system, user = prompt.split("Question: When was Neville A. Stanton's employer founded?", 1)
     assert system.startswith("You serve as an intelligent assistant") and "So the answer is:" in system
@@ -115,6 +128,9 @@ def test_config_composition(compose) -> None:
     assert compose(["agent=hipporag_ircot", "dataset=hotpotqa_sample"]).agent.demos == "hotpotqa"
     assert compose(["agent=ircot", "dataset=2wiki_sample"]).agent.max_rounds == 2
     assert "hipporag" not in compose(["agent=ircot"])
+    for preset in ("table2_baselines", "table3_baselines"):  # the reference IRCoT index: ES standard analyzer
+        assert compose([f"experiment={preset}", "agent=ircot"]).backend.bm25.analyzer == "standard"
+    assert compose(["agent=ircot"]).backend.bm25.analyzer is None
     assert compose(["agent=hipporag", "hipporag.version=v2"]).hipporag.version == "v2"
 
 
@@ -137,3 +153,48 @@ def test_ircot_bm25_end_to_end_through_runner_and_report(toy_dir, tmp_path, comp
     assert run.method == "IRCoT (BM25)"
     stages = {(c["stage"], c["round"]) for c in res.llm.ledger.records}
     assert ("cot", 1) in stages and ("cot", 2) in stages and ("qa", 0) in stages
+
+
+# -- context window and demonstration budget (issue 22) -------------------------------------------------------
+def test_prompt_fits_the_context_window_by_dropping_the_lowest_ranked_passages() -> None:
+    from gear_repro.llm.context import prompt_tokens
+
+    res = resources({("cot", 1): THOUGHTS[0], ("cot", 2): THOUGHTS[1]})
+    agent = IRCoTAgent(res, max_rounds=2, top_k=3)
+    by_id = res.dataset.passage_by_id
+    two = prompt_tokens(res.llm, agent.messages(Q.question, [by_id["2"], by_id["0"]], [], agent.demos))
+    res.llm.context_window = two  # room for the top 2 of the 3 retrieved passages (no max_tokens reserved)
+    out = agent.run(Q, 15)
+    prompt = res.llm.calls[0]["prompt"]
+    assert "Wikipedia Title: France\n" in prompt and "Wikipedia Title: Paris\n" in prompt
+    assert "Wikipedia Title: Somme\n" not in prompt  # passage 5, ranked third, dropped
+    assert out.rounds[0]["dropped_passages"] == 1 and out.trace["counters"]["context_dropped_passages"] == 1
+    res.llm.context_window = None  # unknown: nothing dropped
+    assert IRCoTAgent(res, max_rounds=2, top_k=3).run(Q, 15).rounds[0]["dropped_passages"] == 0
+
+
+def test_start_up_refuses_a_window_smaller_than_the_prompt_without_passages() -> None:
+    from gear_repro.utils.errors import ConfigError
+
+    res = resources({})
+    res.llm.context_window = 200  # the instruction and one MuSiQue demonstration alone take ~800 tokens
+    with pytest.raises(ConfigError, match=r"IRCoT thought prompt without passages .* llm\.context_window \(200\)"):
+        IRCoTAgent(res).check_context_window()
+    IRCoTAgent(res, num_demo=0).check_context_window()  # the instruction alone fits
+    res.llm.context_window = None
+    IRCoTAgent(res).check_context_window()
+
+
+def test_demonstrations_packed_up_to_a_token_budget() -> None:
+    from gear_repro.llm.context import prompt_tokens
+
+    res = resources({"cot": THOUGHTS[0]})
+    by_id = res.dataset.passage_by_id
+    assert len(IRCoTAgent(res).pack_demos(Q.question, [], [])) == 1  # demo_budget null: num_demo demonstrations
+    assert IRCoTAgent(res, demo_budget=1).pack_demos(Q.question, [], []) == []
+    agent = IRCoTAgent(res, num_demo=None, demo_budget=3000)
+    packed = agent.pack_demos(Q.question, [by_id["0"]], [])
+    assert 0 < len(packed) < 20 and packed == [d for d in agent.demos if d in packed]  # file order
+    assert prompt_tokens(res.llm, agent.messages(Q.question, [by_id["0"]], [], packed)) < 3000
+    agent.run(Q, 15)
+    assert res.llm.calls[0]["prompt"].count("\nThought: ") == len(agent.pack_demos(Q.question, [by_id[p] for p in "205"], []))

@@ -19,6 +19,7 @@ import numpy as np
 from gear_repro.backends.base import DocCollection, IndexDoc
 from gear_repro.backends.tokenize import tokenize, tokenize_ids
 from gear_repro.types import Ranking
+from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.paths import cache_dir
 
@@ -67,14 +68,23 @@ def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int,
     return out
 
 
+# Elasticsearch analyzer name -> (stop words, stemmer) of the bm25s analysis that stands in for it
+ANALYZERS: dict[str, tuple[str | None, str | None]] = {"standard": (None, None), "english": ("en", "english")}
+
+
 class MemoryCollection(DocCollection):
-    """A passage or triple index held in process memory."""
+    """A passage or triple index held in process memory. ``analyzer`` (``standard`` | ``english``), when given,
+    sets ``stopwords``/``stemmer`` as that Elasticsearch analyzer would (no stop words, no stemming | both)."""
 
     def __init__(self, name: str, docs: Sequence[IndexDoc], embedder=None, *, k1: float = 1.2, b: float = 0.75,
                  method: str = "lucene", stopwords: str | None = "en", stemmer: str | None = "english",
-                 dtype: str = "float32", cache: bool = True):
+                 dtype: str = "float32", cache: bool = True, analyzer: str | None = None):
         if not docs:
             raise ValueError(f"collection '{name}' has no documents")
+        if analyzer is not None:
+            if analyzer not in ANALYZERS:
+                raise ConfigError(f"backend.bm25.analyzer must be one of {sorted(ANALYZERS)} or null, got '{analyzer}'")
+            stopwords, stemmer = ANALYZERS[analyzer]
         super().__init__(name, docs, embedder)
         self.bm25_params = {"k1": k1, "b": b, "method": method, "stopwords": stopwords, "stemmer": stemmer}
         self.dtype = np.dtype(dtype)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gear_repro.llm.context import check_fits, fit_passages
 from gear_repro.types import Passage, Triple3
 
 READER_PROMPT = "reader"  # App. K.2 without the gist-memory parts
@@ -30,11 +31,12 @@ class ReadResult:
     repaired: bool = False  # the parser had to repair the reply
     dropped: int = 0  # items that were not (s, p, o) triples
     error: str | None = None
+    passages_dropped: int = 0  # lowest-ranked passages left out to fit llm.context_window (llm/context.py)
 
     def info(self) -> dict[str, Any]:
         """Trace record (everything but the triples)."""
         return {"prompt": self.prompt, "reply": self.reply, "failed": self.failed, "repaired": self.repaired,
-                "dropped": self.dropped, "error": self.error}
+                "dropped": self.dropped, "error": self.error, "passages_dropped": self.passages_dropped}
 
 
 def read_triples(llm: Any, passages: Sequence[Passage], query: str, *, stage: str, round_no: int = 0,
@@ -43,21 +45,30 @@ def read_triples(llm: Any, passages: Sequence[Passage], query: str, *, stage: st
     """T' = read(passages, query[, memory]) with ``llm.chat(..., stage=stage, round_no=round_no)``.
 
     Without ``memory`` the ``prompt`` template is used (K.2 plain reader), with it ``memory_prompt`` (K.2 with
-    the gist memory). No passages: no call, an empty result.
+    the gist memory). No passages: no call, an empty result. When ``llm.context_window`` is known, the
+    lowest-ranked passages are dropped until the prompt fits (``passages_dropped``).
     """
     from gear_repro.llm.parsing import parse_triples
     from gear_repro.prompts import render
 
     if not passages:
         return ReadResult()
-    if memory:
-        name = memory_prompt
-        messages = render(name, docs=list(passages), query=query, triples=[tuple(t) for t in memory])
-    else:
-        name = prompt
-        messages = render(name, docs=list(passages), query=query)
+    name = memory_prompt if memory else prompt
+    facts = {"triples": [tuple(t) for t in memory]} if memory else {}
+    messages, cut = fit_passages(llm, lambda docs: render(name, docs=list(docs), query=query, **facts), passages,
+                                 llm_params)
     reply = llm.chat(messages, stage=stage, round_no=round_no, **dict(llm_params or {}))
     parsed = parse_triples(reply.text)
     return ReadResult(triples=[(str(s), str(p), str(o)) for s, p, o in parsed.triples], prompt=name,
                       reply=reply.text, failed=parsed.failed, repaired=parsed.repaired, dropped=parsed.dropped,
-                      error=parsed.error)
+                      error=parsed.error, passages_dropped=cut)
+
+
+def check_reader_fits(llm: Any, questions: Sequence[str], *, prompt: str = READER_PROMPT,
+                      llm_params: Mapping[str, Any] | None = None) -> None:
+    """Start-up check: the ``prompt`` reader without passages, for the longest question, fits
+    ``llm.context_window`` (:func:`gear_repro.llm.context.check_fits`)."""
+    from gear_repro.prompts import render
+
+    longest = max(questions, key=len, default="")
+    check_fits(llm, render(prompt, docs=[], query=longest), f"K.2 reader ('{prompt}')", llm_params)

@@ -60,6 +60,31 @@ def _tokens(preds: Sequence[dict], k: int | None) -> tuple[dict, dict]:
     return dict(tok), per_q
 
 
+def _trace_counters(trace: object) -> dict:
+    """``trace['counters']`` of a record; a k-dependent run's trace is ``{k: trace}``: the largest k's."""
+    if not isinstance(trace, dict):
+        return {}
+    if "counters" not in trace:
+        per_k = [k for k, v in trace.items() if str(k).isdigit() and isinstance(v, dict)]
+        trace = trace[max(per_k, key=int)] if per_k else {}
+    return trace.get("counters") or {}
+
+
+def agent_stats(preds: Sequence[dict]) -> dict:
+    """Method counters summed over questions (GEAR reply failures, HippoRAG's no-entity fallbacks, passages
+    dropped to fit the context window, ...), with ``hipporag_no_entity_rate`` = fallbacks / HippoRAG searches."""
+    out: dict[str, float] = defaultdict(int)
+    for p in preds:
+        for key, val in _trace_counters(p.get("trace")).items():
+            if isinstance(val, int) and not isinstance(val, bool):
+                out[key] += val
+        if p.get("qa_dropped"):  # QA reader: passages left out to fit llm.context_window
+            out["qa_context_dropped_passages"] += p["qa_dropped"]
+    if out.get("hipporag_searches"):
+        out["hipporag_no_entity_rate"] = out["hipporag_no_entity"] / out["hipporag_searches"]
+    return dict(sorted(out.items()))
+
+
 def aggregate(preds: list[dict], ks: Sequence[int], max_rounds: int | None = None, qa: bool | None = None) -> dict:
     """Mean metrics over questions; questions without gold are excluded from recall and counted; errored
     questions are misses. ``qa``: the run answered questions (None: inferred from the records)."""
@@ -89,6 +114,9 @@ def aggregate(preds: list[dict], ks: Sequence[int], max_rounds: int | None = Non
                                  for p in preds)
         out["f1"] = 100.0 * mean(f1_score(p["answer"] or "", p["answers"]) if "answer" in p else 0.0 for p in preds)
         out["n_answered"] = sum(1 for p in preds if "answer" in p)
+    stats = agent_stats(preds)
+    if stats:
+        out["agent_stats"] = stats
     calls = [c for p in preds for c in p.get("llm_calls", [])]
     if calls:
         tagged = sorted({c["k"] for c in calls if c.get("k") is not None})

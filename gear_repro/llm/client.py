@@ -89,7 +89,8 @@ class LLMClient:
 
     Built by Hydra ``instantiate(cfg.llm)``; see ``configs/llm/*.yaml`` for every field and its default.
     ``server`` (a mapping of ``LlamaServer`` settings with ``model_path`` a GGUF path or ``qwen``/``smollm2``)
-    makes the client start its own llama.cpp server, unless ``base_url`` is given.
+    makes the client start its own llama.cpp server, unless ``base_url`` is given. ``context_window`` (tokens;
+    None = unknown) is what methods fit their prompts to (:mod:`gear_repro.llm.context`).
     """
 
     def __init__(
@@ -109,6 +110,7 @@ class LLMClient:
         cache_dir: str | None = None,
         server: Mapping[str, Any] | None = None,
         ledger: TokenLedger | None = None,
+        context_window: int | None = None,
     ):
         if not model:
             raise ConfigError("llm.model must be set")
@@ -127,6 +129,9 @@ class LLMClient:
         self._in_flight_keys: dict[str, threading.Event] = {}  # cache keys being requested (single flight)
         self.cache = LLMCache(cache_dir) if cache else None
         self.server_cfg = dict(server) if server else None
+        if context_window is not None and int(context_window) < 1:
+            raise ConfigError(f"llm.context_window must be a positive number of tokens or null, got {context_window}")
+        self.context_window = None if context_window is None else int(context_window)  # llm/context.py
         self.server = None
         self.ledger = ledger if ledger is not None else TokenLedger()
         self._client: Any = None

@@ -12,9 +12,10 @@ Per question q (rounds n = 1..max_rounds; MuSiQue 4, 2Wiki/HotpotQA 2, as ``--ma
    passages of the merged list, the demonstrations and the thoughts so far (``prompts/templates/ircot.txt``);
 3. a thought containing "So the answer is:" stops the loop (trace ``stop: answerable``, the text after the mark
    is ``trace['answer']``); an empty thought stops it too (``empty_thought``); otherwise round n+1 retrieves ``top_k`` with the
-   thought and merges: every score is divided by the best score of its retrieval (per-step normalisation; for
-   HippoRAG's min-max scores and for BM25, whose corpus minimum is 0, this is min-max over the corpus), a
-   passage keeps its best score over the rounds, the merged list is sorted by score, ties in first-seen order.
+   thought and merges: a passage keeps its best raw score over the rounds and the merged list is sorted by
+   score, ties in first-seen order (``merge: raw``, the reference code); ``merge: normalised`` first divides
+   every score by the best score of its retrieval (for HippoRAG's min-max scores both readings agree; for BM25
+   a long thought's larger raw scores no longer outrank the question's passages).
 
 Each round record carries ``ranking``: the merged list after that round, i.e. what the method returns had it
 stopped there (Fig. 2). The retriever is the run's base retriever (``retriever: base``; BM25 is the paper's
@@ -35,9 +36,12 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from gear_repro.config import IRCoTMerge, choice
+from gear_repro.llm.context import check_fits, fit_passages, prompt_tokens
 from gear_repro.methods.base import MethodOutput, SearchResult
-from gear_repro.types import Question, Ranking
+from gear_repro.types import Passage, Question, Ranking
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.trace import bump
 
 DEMO_DIR = Path(__file__).resolve().parent.parent / "prompts" / "ircot_demos"
 ANSWER_MARK = "So the answer is:"
@@ -84,11 +88,13 @@ def first_sentence(text: str) -> str:
     return _SENTENCE_END.split(" ".join(text.split()), maxsplit=1)[0]
 
 
-def merge_step(merged: dict[str, float], ranking: Ranking) -> None:
-    """Fold one retrieval into ``merged`` (insertion = first-seen order): score / best score of the step, max."""
+def merge_step(merged: dict[str, float], ranking: Ranking, mode: str = "raw") -> None:
+    """Fold one retrieval into ``merged`` (insertion = first-seen order), keeping each passage's max score:
+    the raw score (``raw``) or score / best score of the step (``normalised``)."""
     best = max((float(s) for s in ranking.scores), default=0.0)
     for pid, s in zip(ranking.ids, ranking.scores, strict=True):
-        v = float(s) / best if best > 0 else 0.0
+        # HippoRAG legacy@b144c46 src/ircot_hipporag.py:242-251 (and baselines/ircot.py:270-279): max raw score
+        v = float(s) if mode == "raw" else (float(s) / best if best > 0 else 0.0)
         if pid not in merged or v > merged[pid]:
             merged[pid] = v
 
@@ -109,7 +115,10 @@ class IRCoTAgent:
         max_rounds: retrievals at most (``dataset.max_rounds``).
         demos / num_demo: demonstration file and how many of its demonstrations, in file order, skipping any
             whose question is among the run's questions (1, as ``ircot_hipporag.py``; null = all).
+        demo_budget: pack those demonstrations, per call, while the whole prompt stays under this many tokens
+            (None = no budget, as ``ircot_hipporag.py``; 15000 = ``baselines/ircot.py``).
         thought: ``full`` reply (the reference code) or ``first_sentence``.
+        merge: ``raw`` (max raw score across steps, the reference code) or ``normalised`` (per-step / best).
         cot_params: extra ``llm.chat`` parameters of the thought call.
         round_ranking_depth: ids kept in each round's ``ranking`` (None = all).
     """
@@ -119,7 +128,7 @@ class IRCoTAgent:
 
     def __init__(self, resources: Any, name: str = "ircot", retriever: str = "base", top_k: int = 10,
                  max_rounds: int = 4, demos: str = "musique", num_demo: int | None = 1, thought: str = "full",
-                 cot_params: Any = None, round_ranking_depth: int | None = None, **_: Any):
+                 merge: str = "raw", demo_budget: int | None = None, cot_params: Any = None, round_ranking_depth: int | None = None, **_: Any):
         if retriever not in RETRIEVERS:
             raise ConfigError(f"agent.retriever must be one of {RETRIEVERS}, got '{retriever}'")
         if thought not in THOUGHTS:
@@ -131,6 +140,7 @@ class IRCoTAgent:
         self.retriever_kind = retriever
         self.top_k, self.max_rounds = int(top_k), int(max_rounds)
         self.thought = thought
+        self.merge = choice(IRCoTMerge, merge, "agent.merge").value
         if cot_params is not None and not isinstance(cot_params, dict):
             cot_params = OmegaConf.to_container(cot_params, resolve=True)
         self.cot_params = dict(cot_params or {})
@@ -139,12 +149,15 @@ class IRCoTAgent:
         pool = [d for d in load_demos(demos) if d.qid not in evaluated]
         self.demos_skipped = len(load_demos(demos)) - len(pool)
         self.demos = pool if num_demo is None else pool[: int(num_demo)]
-        self.demo_text = format_demos(self.demos)
+        if demo_budget is not None and int(demo_budget) < 1:
+            raise ConfigError(f"agent.demo_budget must be a positive number of tokens or null, got {demo_budget}")
+        self.demo_budget = None if demo_budget is None else int(demo_budget)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "retriever": self.retriever_kind, "top_k": self.top_k,
                 "max_rounds": self.max_rounds, "demos": [d.qid for d in self.demos],
-                "demos_skipped_as_evaluated": self.demos_skipped, "thought": self.thought}
+                "demos_skipped_as_evaluated": self.demos_skipped, "thought": self.thought, "merge": self.merge,
+                "demo_budget": self.demo_budget}
 
     # -- steps ------------------------------------------------------------------------------------------
     def search(self, query: str, round_no: int) -> SearchResult:
@@ -154,15 +167,47 @@ class IRCoTAgent:
         ranking = self.resources.passage_retriever.retrieve(query, self.top_k)
         return SearchResult(ranking, {"total_ms": round(1000 * (time.perf_counter() - t), 3)})
 
-    def next_thought(self, question: str, passage_ids: Sequence[str], thoughts: Sequence[str], round_no: int):
+    def messages(self, question: str, passages: Sequence[Passage], thoughts: Sequence[str],
+                 demos: Sequence[Demo]) -> list[dict]:
+        """The thought prompt (``prompts/templates/ircot.txt``): instruction and demonstrations, then the user turn."""
         from gear_repro.prompts import render
 
+        return render("ircot", demos=format_demos(demos), passages=list(passages), question=question,
+                      thoughts=" ".join(thoughts))
+
+    def pack_demos(self, question: str, passages: Sequence[Passage], thoughts: Sequence[str]) -> list[Demo]:
+        """The demonstrations of this call: all of ``demos`` without a budget; else, in file order, each one whose
+        addition keeps the prompt under ``demo_budget`` tokens (a longer one is skipped, a later shorter one may
+        still go in)."""
+        if self.demo_budget is None:
+            return list(self.demos)
+        packed: list[Demo] = []
+        for demo in self.demos:
+            # HippoRAG legacy@b144c46 src/baselines/ircot.py:227-230: `if tokens(instruction + demos + demo + user)
+            # < 15000: demos += demo` (an `if`, not a `break`)
+            if prompt_tokens(self.resources.llm, self.messages(question, passages, thoughts, [*packed, demo])) \
+                    < self.demo_budget:
+                packed.append(demo)
+        return packed
+
+    def check_context_window(self) -> None:
+        """Start-up check: the thought prompt without passages (the longest question, its demonstrations) must
+        leave room for the reply in ``llm.context_window``."""
+        question = max((q.question for q in self.resources.dataset.questions), key=len, default="")
+        msgs = self.messages(question, [], [], self.pack_demos(question, [], []))
+        check_fits(self.resources.llm, msgs, "IRCoT thought", self.cot_params)
+
+    def next_thought(self, question: str, passage_ids: Sequence[str], thoughts: Sequence[str],
+                     round_no: int) -> tuple[str, str, int]:
+        """(thought, raw reply, passages dropped to fit ``llm.context_window``)."""
         by_id = self.resources.dataset.passage_by_id
-        msgs = render("ircot", demos=self.demo_text, passages=[by_id[p] for p in passage_ids if p in by_id],
-                      question=question, thoughts=" ".join(thoughts))
+        passages = [by_id[p] for p in passage_ids if p in by_id]
+        demos = self.pack_demos(question, passages, thoughts)
+        msgs, dropped = fit_passages(self.resources.llm, lambda ps: self.messages(question, ps, thoughts, demos),
+                                     passages, self.cot_params)
         reply = self.resources.llm.chat(msgs, stage="cot", round_no=round_no, **self.cot_params)
         text = reply.text.strip()
-        return (first_sentence(text) if self.thought == "first_sentence" else text), reply.text
+        return (first_sentence(text) if self.thought == "first_sentence" else text), reply.text, dropped
 
     # -- the loop -----------------------------------------------------------------------------------------
     def run(self, question: Question, k: int) -> MethodOutput:
@@ -170,12 +215,15 @@ class IRCoTAgent:
         t_start = time.perf_counter()
         q = question.question
         merged: dict[str, float] = {}
+        counters: dict[str, int] = {}
         thoughts: list[str] = []
         rounds: list[dict[str, Any]] = []
         query, stop, answer = q, "max_rounds", None
         for n in range(1, self.max_rounds + 1):
             res = self.search(query, n)
-            merge_step(merged, res.ranking)
+            for key, val in (res.trace.get("counters") or {}).items():
+                bump(counters, key, val)
+            merge_step(merged, res.ranking, self.merge)
             ranking = merged_ranking(merged)
             depth = self.round_ranking_depth
             rec: dict[str, Any] = {"round": n, "query": query, "retrieved": list(res.ranking.ids),
@@ -185,8 +233,12 @@ class IRCoTAgent:
             if n == self.max_rounds:
                 break
             t = time.perf_counter()
-            thought, raw = self.next_thought(q, ranking.ids[: self.top_k], thoughts, n)
-            rec.update(thought=thought, raw_thought=raw, cot_ms=round(1000 * (time.perf_counter() - t), 3))
+            thought, raw, dropped = self.next_thought(q, ranking.ids[: self.top_k], thoughts, n)
+            rec.update(thought=thought, raw_thought=raw, dropped_passages=dropped,
+                       cot_ms=round(1000 * (time.perf_counter() - t), 3))
+            if dropped:
+                bump(counters, "context_fitted_calls")
+                bump(counters, "context_dropped_passages", dropped)
             thoughts.append(thought)
             if ANSWER_MARK in thought:
                 stop, answer = "answerable", thought.split(ANSWER_MARK, 1)[1].strip()
@@ -197,5 +249,5 @@ class IRCoTAgent:
             query = thought
         trace = {"agent": self.name, "stop": stop, "n_rounds": len(rounds), "max_rounds": self.max_rounds,
                  "thoughts": thoughts, "answer": answer, "demos": [d.qid for d in self.demos],
-                 "timings": {"total_s": round(time.perf_counter() - t_start, 6)}}
+                 "counters": counters, "timings": {"total_s": round(time.perf_counter() - t_start, 6)}}
         return MethodOutput(ranking=merged_ranking(merged), rounds=rounds, trace=trace)

@@ -115,7 +115,8 @@ class Runner:
     # -- bookkeeping ---------------------------------------------------------------------------------
     def preflight(self, method, qa_reader) -> None:
         """Configuration errors found at start-up, before any question runs (issue 9 §2): beam options and
-        scorer name, ``run.workers``, and the LLM's credentials when the method (``needs_llm``, default true) or QA uses it."""
+        scorer name, ``run.workers``, the LLM's credentials when the method (``needs_llm``, default true) or QA uses it,
+        and that the prompts of the method and the QA reader fit ``llm.context_window`` without passages."""
         from gear_repro.methods.gear.beam_search import BeamConfig
         from gear_repro.methods.gear.scorers import check_scorer
 
@@ -129,6 +130,11 @@ class Runner:
             check = getattr(self.res.llm, "check_ready", None)
             if check is not None:
                 check()
+        # a prompt without passages must fit llm.context_window (llm/context.py)
+        for part in (method, getattr(method, "expansion", None), qa_reader):
+            fits = getattr(part, "check_context_window", None)
+            if fits is not None:
+                fits()
 
     def _check_resume(self) -> str:
         fp = data_fingerprint(self.cfg, self.res.dataset.hashes)

@@ -23,6 +23,7 @@ from omegaconf import OmegaConf
 
 from gear_repro.config import QAMode, choice
 from gear_repro.evaluation.metrics import exact_match, f1_score
+from gear_repro.llm.context import check_fits, fit_passages
 from gear_repro.types import Question
 from gear_repro.utils.errors import ConfigError
 
@@ -99,9 +100,19 @@ class QAReader:
         by_id = self.resources.dataset.passage_by_id
         return render(self.prompt, passages=[by_id[p] for p in passage_ids], question=question.question)
 
+    def check_context_window(self) -> None:
+        """Start-up check: the K.3 prompt without passages, for the longest question, fits ``llm.context_window``."""
+        longest = max(self.resources.dataset.questions, key=lambda q: len(q.question), default=None)
+        if longest is not None:
+            check_fits(self.resources.llm, self.messages(longest, []), "QA", self.llm_params)
+
     def answer(self, question: Question, ranked_ids: Sequence[str]) -> dict[str, Any]:
-        """Answer one question; returns answer, qa_raw, qa_mode, qa_passages and per-question em/f1."""
+        """Answer one question; returns answer, qa_raw, qa_mode, qa_passages (those in the prompt), qa_dropped
+        (passages dropped to fit ``llm.context_window``, lowest-ranked first) and per-question em/f1."""
         ids = self.passages_for(question, ranked_ids)
-        reply = self.resources.llm.chat(self.messages(question, ids), stage="qa", round_no=0, **self.llm_params)
+        msgs, dropped = fit_passages(self.resources.llm, lambda ps: self.messages(question, ps), ids,
+                                     self.llm_params)
+        reply = self.resources.llm.chat(msgs, stage="qa", round_no=0, **self.llm_params)
         ans = extract_answer(reply.text)
-        return {**score_answer(question, ans), "qa_raw": reply.text, "qa_mode": self.mode, "qa_passages": ids}
+        return {**score_answer(question, ans), "qa_raw": reply.text, "qa_mode": self.mode,
+                "qa_passages": ids[: len(ids) - dropped], "qa_dropped": dropped}

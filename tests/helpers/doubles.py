@@ -18,6 +18,7 @@ import numpy as np
 
 from gear_repro.embedding.embedder import SentenceEmbedder
 from gear_repro.llm import LLMReply, TokenLedger
+from gear_repro.types import Ranking
 
 _TITLE = re.compile(r"^Wikipedia Title: (.+)$", re.MULTILINE)
 _FALLBACK = ("Paris", "France", "Berlin", "Germany", "Amiens")
@@ -92,3 +93,32 @@ class HashEmbedder(SentenceEmbedder):
             out[i] = out[i] / norm if norm else out[i]
         self.stats["encoded"] += len(texts)
         return out
+
+
+class FixedRetriever:
+    """Retriever stand-in: the same ids for every query (scores 1/rank); records the queries."""
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        self.ids = list(ids)
+        self.queries: list[str] = []
+
+    def retrieve(self, query: str, k: int) -> Ranking:
+        self.queries.append(query)
+        top = self.ids[:k]
+        return Ranking(top, [1.0 / (i + 1) for i in range(len(top))])
+
+
+class FixedExpansion:
+    """Graph-expansion stand-in: C~_q = ``expanded`` for every call, C_q = RRF(base, C~_q) (GEAR Eq. 3)."""
+
+    def __init__(self, expanded: Sequence[str]) -> None:
+        self.expanded = list(expanded)
+
+    def describe(self) -> dict:
+        return {"name": "fixed"}
+
+    def expand(self, query: str, base: Ranking, **_: object):
+        from gear_repro.core.fusion import rrf
+        from gear_repro.methods.gear.expansion import ExpansionOutput
+
+        return ExpansionOutput(rrf([list(base.ids), self.expanded]), {"expanded": list(self.expanded)})

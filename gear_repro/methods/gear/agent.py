@@ -9,7 +9,7 @@ Per round n (q(1) = q):
    tripleLink -> diverse triple beam search scored against the original q (``query_for_beam``) ->
    C_q(n) = RRF(C'_q(n), C~_q(n)). The agent calls :meth:`SyncGE.expand` itself, so single-step SyncGE
    and GEAR share one implementation of read / tripleLink / beam search;
-3. gist read (Eq. 4) of the top ``gist_k`` expanded passages C~_q(n) (``gist_docs``) with the original q and
+3. gist read (Eq. 4) of the expanded passages C~_q(n) (``gist_docs``; all, or the top ``gist_k``) with the original q and
    the memory G(n-1) (K.2 reader with the gist-memory parts; the plain reader while G is empty) -> TG_q(n);
    G(n) = G(n-1) ∘ TG_q(n), de-duplicated (Eq. 5);
 4. a(n), r(n) = reason(G(n), q) (Eq. 6) -> stop when answerable;
@@ -40,7 +40,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from gear_repro.config import GistDocs, GistFirstRound, QueryChoice, choice
+from gear_repro.config import GistDocs, GistEmpty, GistFirstRound, QueryChoice, choice
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.core.triple_graph import normalize_entity
 from gear_repro.core.triple_reader import read_triples
@@ -103,7 +103,9 @@ class GearAgent:
         read_with: question shown to the reader and the gist reader: ``original`` (q) or ``rewritten``.
         gist_docs / gist_k: which list the gist reader reads (``expanded`` = C~_q(n), the pseudocode's
             ``gist_memory_constructor(expanded_passages)``; ``fused`` = C_q(n); ``base`` = C'_q(n)) and how
-            many of its top passages (10). An empty list falls back to the top of C_q(n).
+            many of its top passages (None = all, the pseudocode; 10 = the earlier cap).
+        gist_empty: an empty list: ``skip`` (no gist call; the pseudocode reads the empty list) or ``fused``
+            (the top ``gist_k`` of C_q(n), 10 when ``gist_k`` is None).
         gist_first_round: ``read`` (a gist read in round 1 too, DESIGN.md) or ``reuse`` (TG_q(1) = the
             proximal triples of the round-1 SyncGE read: "Eq. 1 and 4 are identical" at n = 1; one call less).
         dedupe_memory: drop gist triples already in G (normalised comparison).
@@ -124,7 +126,7 @@ class GearAgent:
     def __init__(self, resources: Any, expansion: Any, max_rounds: int, name: str = "gear", base_k: int = 10,
                  query_for_base: str = "rewritten",
                  query_for_beam: str = "original", read_with: str = "original", gist_docs: str = "expanded",
-                 gist_k: int = 10, gist_first_round: str = "read", dedupe_memory: bool = True, reason_last_round: bool = True,
+                 gist_k: int | None = None, gist_empty: str = "skip", gist_first_round: str = "read", dedupe_memory: bool = True, reason_last_round: bool = True,
                  passage_link: bool = True, passage_link_k: int | None = None, k_rrf: int = RRF_K,
                  output_depth: int | None = None, round_ranking_depth: int | None = None,
                  llm_params: Mapping[str, Any] | None = None, reader_memory: bool = True):
@@ -139,9 +141,12 @@ class GearAgent:
         if max_rounds is None or int(max_rounds) < 1:
             raise ConfigError(f"agent.max_rounds (or dataset.max_rounds) must be >= 1, got {max_rounds}")
         self.max_rounds = int(max_rounds)
-        if base_k < 1 or gist_k < 1:
-            raise ConfigError(f"agent.base_k and agent.gist_k must be >= 1 (got {base_k}, {gist_k})")
-        self.base_k, self.gist_k = int(base_k), int(gist_k)
+        if base_k < 1 or (gist_k is not None and gist_k < 1):
+            raise ConfigError(f"agent.base_k and agent.gist_k must be >= 1 (gist_k may be null; got {base_k}, "
+                              f"{gist_k})")
+        self.base_k = int(base_k)
+        self.gist_k = None if gist_k is None else int(gist_k)
+        self.gist_empty = choice(GistEmpty, gist_empty, "agent.gist_empty")
         self.dedupe_memory = dedupe_memory
         self.reason_last_round = reason_last_round
         self.passage_link = passage_link
@@ -161,7 +166,7 @@ class GearAgent:
         return {"name": self.name, "base_k": self.base_k, "max_rounds": self.max_rounds,
                 "query_for_base": self.query_for_base, "query_for_beam": self.query_for_beam,
                 "read_with": self.read_with, "reader_memory": self.reader_memory, "gist_docs": self.gist_docs,
-                "gist_k": self.gist_k, "gist_first_round": self.gist_first_round,
+                "gist_k": self.gist_k, "gist_empty": self.gist_empty, "gist_first_round": self.gist_first_round,
                 "passage_link": self.passage_link, "passage_link_k": self.passage_link_k,
                 "expansion": self.expansion.describe()}
 
@@ -179,6 +184,8 @@ class GearAgent:
             bump(counters, "gist_no_passages")
         read = read_triples(self.resources.llm, passages, query, stage="gist", round_no=round_no, memory=memory,
                             llm_params=self.llm_params)
+        if read.passages_dropped:
+            bump(counters, "gist_context_dropped_passages", read.passages_dropped)
         if read.failed:
             bump(counters, "gist_parse_failed")
         if read.repaired:
@@ -266,10 +273,16 @@ class GearAgent:
                 if isinstance(val, int):
                     bump(counters, f"expansion.{key}", val)
             gist_src = {"fused": fused.ids, "expanded": expanded, "base": base.ids}[self.gist_docs]
-            gist_ids = list(gist_src[: self.gist_k]) or list(fused.ids[: self.gist_k])
+            # gear.py:52 (gear-rag.github.io@39fd9c7): gist_memory_constructor(expanded_passages), no cap
+            gist_ids = list(gist_src[: self.gist_k])
+            if not gist_ids and self.gist_empty == "fused":
+                gist_ids = list(fused.ids[: self.gist_k or self.base_k])
             if n == 1 and self.gist_first_round == "reuse":
                 new = [tuple(str(x) for x in t) for t in etrace.get("proximal", [])]
                 ginfo = {"prompt": None, "reply": None, "reused": "proximal"}
+            elif not gist_ids:  # gist_empty=skip: the pseudocode's read of an empty list adds nothing
+                bump(counters, "gist_empty_expansion")
+                new, ginfo = [], {"prompt": None, "reply": None, "skipped": "empty_expansion"}
             else:
                 new, ginfo = self.gist_read(read_q, gist_ids, memory, round_no=n, counters=counters)
             added = []

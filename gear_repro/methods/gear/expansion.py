@@ -34,7 +34,7 @@ from typing import Any
 from gear_repro.config import FusionOrder, OnNoProximal, choice
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.core.triple_graph import TripleIndex
-from gear_repro.core.triple_reader import MEMORY_PROMPT, READER_PROMPT, read_triples
+from gear_repro.core.triple_reader import MEMORY_PROMPT, READER_PROMPT, check_reader_fits, read_triples
 from gear_repro.methods.gear.beam_search import BeamConfig, BeamResult, beam_search, scorer_for
 from gear_repro.methods.gear.scorers import PathScorer
 from gear_repro.types import Ranking, Triple3, triple_text
@@ -211,6 +211,11 @@ class SyncGE(GraphExpansion):
         return {**super().describe(), "prompt": self.prompt, "memory_prompt": self.memory_prompt,
                 "max_proximal": self.max_proximal, "on_no_proximal": self.on_no_proximal}
 
+    def check_context_window(self) -> None:
+        """Start-up check: the reader prompt without passages fits ``llm.context_window``."""
+        check_reader_fits(self.resources.llm, [q.question for q in self.resources.dataset.questions],
+                          prompt=self.prompt, llm_params=self.llm_params)
+
     def link(self, proximal: Sequence[Triple3], counters: dict[str, int]) -> list[dict[str, Any]]:
         """Eq. 2: tripleLink each proximal triple (top-1 of h_base(t', T)); failures are counted."""
         texts = [triple_text(p) for p in proximal]
@@ -237,6 +242,8 @@ class SyncGE(GraphExpansion):
                             memory_prompt=self.memory_prompt, llm_params=self.llm_params)
         proximal = read.triples
         t1 = time.perf_counter()
+        if read.passages_dropped:
+            bump(counters, "context_dropped_passages", read.passages_dropped)
         if read.failed:
             bump(counters, "parse_failed")
         if read.repaired:

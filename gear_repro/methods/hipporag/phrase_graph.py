@@ -230,6 +230,7 @@ def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], em
 
     n_syn = 0
     t_syn = 0.0
+    syn_pairs: set[tuple[int, int]] = set()
     if synonyms and n_p:
         if embed is None:
             raise ConfigError("synonym edges need an embedder")
@@ -239,6 +240,7 @@ def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], em
         for i, j, s in synonym_pairs(vecs, synonym_threshold, synonym_top_k, eligible, block_rows=block_rows):
             stats_dir[(i, j)] = s  # overwrites a relation count of this direction, as the reference does
             n_syn += 1
+            syn_pairs.add((min(i, j), max(i, j)))
         t_syn = time.perf_counter() - t1
 
     if version == "v2":
@@ -251,10 +253,13 @@ def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], em
         if a != b:  # self loops are dropped (reference build_graph)
             und[(min(a, b), max(a, b))] += w
     pairs = sorted(und)
+    with_syn = {x for pair in syn_pairs for x in pair}
     edges = np.array(pairs, dtype=np.int64).reshape(-1, 2)
     weights = np.array([und[e] for e in pairs], dtype=np.float64)
     stats = {"phrases": n_p, "passages": len(passage_ids), "triples_used": len(clean), "relation_pairs": n_relation_pairs,
-             "synonym_entries": n_syn, "edges": len(pairs), "synonym_s": round(t_syn, 3),
+             "synonym_entries": n_syn, "synonym_edges": len(syn_pairs),
+             "phrases_with_synonym": len(with_syn), "synonym_phrase_share": round(len(with_syn) / max(1, n_p), 6),
+             "edges": len(pairs), "synonym_s": round(t_syn, 3),
              "build_s": round(time.perf_counter() - t0, 3), **skipped}
     log.info("HippoRAG graph (%s): %s", version, stats)
     return PhraseGraph(phrases=phrases, passage_ids=list(passage_ids), edges=edges, weights=weights, passage_phrase=m,
@@ -271,7 +276,7 @@ def cached_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], e
                         embedder_id: str, cache: bool = True, block_rows: int | None = None) -> PhraseGraph:
     """:func:`build_phrase_graph` with ``settings`` memoised at $GEAR_CACHE/hipporag/graph-<key>.npz
     (``stats['cached']`` says which); ``block_rows`` only changes memory use, not the graph."""
-    key = graph_cache_key(triples, passage_ids, {**settings, "embedder": embedder_id, "format": 1})
+    key = graph_cache_key(triples, passage_ids, {**settings, "embedder": embedder_id, "format": 2})
     path = cache_dir() / "hipporag" / f"graph-{key}.npz"
     if cache and path.exists():
         t0 = time.perf_counter()

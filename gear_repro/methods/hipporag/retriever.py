@@ -15,8 +15,10 @@ v1, per query:
    specificity 1/|P_i| (|P_i| = passages containing it; 1 when 0), or 1 with ``node_specificity=false``;
 3. PPR (damping 0.5) over the phrase graph; passage score = passage_phrase @ PPR, min-max normalised;
    ranking by score, ties in corpus order.
-No entity (or no parseable reply) -> ``no_entity_fallback``: ``retriever`` (the run's base retriever, as v2
-falls back to dense retrieval) or ``uniform`` (the v1 code's uniform scores, i.e. corpus order).
+No entity (or no parseable reply) -> ``no_entity_fallback``: ``uniform`` (the v1 code: every passage 1/N, ties
+in descending corpus order, i.e. the last k passages) or ``retriever`` (the run's base retriever, as v2 falls
+back to dense retrieval). Every search counts ``hipporag_searches`` and ``hipporag_no_entity`` in
+``trace['counters']`` (metrics.json ``agent_stats`` sums them and gives the rate).
 
 v2, per query (no LLM call unless the optional fact filter existed; it is not implemented): fact scores =
 cosine(query, triple text) min-max normalised; the top ``linking_top_k`` (5) facts seed their subject/object
@@ -50,9 +52,11 @@ def min_max(x: np.ndarray) -> np.ndarray:
     return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x, dtype=np.float64)
 
 
-def rank_scores(ids: list[str], scores: np.ndarray, k: int | None) -> Ranking:
-    """Ids by descending score, ties in the given (corpus) order; top ``k`` (None = all)."""
-    order = np.lexsort((np.arange(len(scores)), -np.asarray(scores, dtype=np.float64)))
+def rank_scores(ids: list[str], scores: np.ndarray, k: int | None, *, reverse_ties: bool = False) -> Ranking:
+    """Ids by descending score, ties in the given (corpus) order, or in reverse order with ``reverse_ties``
+    (the v1 code's ``argsort(kind='mergesort')[::-1]``); top ``k`` (None = all)."""
+    position = -np.arange(len(scores)) if reverse_ties else np.arange(len(scores))
+    order = np.lexsort((position, -np.asarray(scores, dtype=np.float64)))
     if k is not None:
         order = order[:k]
     return Ranking([ids[i] for i in order], [float(scores[i]) for i in order])
@@ -65,6 +69,10 @@ class HippoRAG:
     Args (each documented with its default and source in configs/hipporag/default.yaml):
         resources: the run's resources (``dataset``, ``embedder``, ``llm``; ``passage_retriever`` only for the
             fallback; v2 also ``passages`` and ``triples`` vectors).
+        encoder: the phrase encoder of the synonym edges and of v1's entity linking: None = the run's embedder;
+            a model name (a :class:`~gear_repro.embedding.SentenceEmbedder`), an embedder config node
+            (``_target_``) or an embedder object. The reference used ColBERTv2 or Contriever (not installable
+            here); v2's fact and passage scores always use the run's embedder (the collections' vectors).
     """
 
     name = "hipporag"
@@ -72,9 +80,9 @@ class HippoRAG:
 
     def __init__(self, resources: Any, version: str = "v1", damping: float = 0.5, node_specificity: bool = True,
                  normalisation: str = "hipporag", synonyms: bool = True, synonym_threshold: float = 0.8,
-                 synonym_top_k: int = 100, synonym_min_alnum: int = 3, no_entity_fallback: str = "retriever",
+                 synonym_top_k: int = 100, synonym_min_alnum: int = 3, no_entity_fallback: str = "uniform",
                  linking_top_k: int = 5, passage_node_weight: float = 0.05, ner_params: Any = None,
-                 cache: bool = True, block_rows: int | None = None):
+                 cache: bool = True, block_rows: int | None = None, encoder: Any = None):
         if no_entity_fallback not in FALLBACKS:
             raise ConfigError(f"hipporag.no_entity_fallback must be one of {FALLBACKS}, got '{no_entity_fallback}'")
         if not 0.0 < damping < 1.0:
@@ -95,17 +103,37 @@ class HippoRAG:
                          "synonym_threshold": float(synonym_threshold), "synonym_top_k": int(synonym_top_k),
                          "synonym_min_alnum": int(synonym_min_alnum)}
         self.block_rows = block_rows
+        self._encoder_setting = encoder
 
     # -- offline ----------------------------------------------------------------------------------------
+    @cached_property
+    def encoder(self) -> Any:
+        """The synonym and linking encoder (``hipporag.encoder``; None = the run's embedder)."""
+        enc = self._encoder_setting
+        if enc is None:
+            return self.resources.embedder
+        if isinstance(enc, str):
+            from gear_repro.embedding import SentenceEmbedder
+
+            return SentenceEmbedder(model=enc, show_progress=False)
+        if isinstance(enc, dict) or OmegaConf.is_config(enc):
+            from hydra.utils import instantiate
+
+            return instantiate(enc)
+        return enc
+
+    @property
+    def encoder_id(self) -> str:
+        return str(getattr(self.encoder, "model_id", type(self.encoder).__name__))
+
     def _embed_corpus(self, texts: list[str]) -> np.ndarray:
-        return self.resources.embedder.encode_corpus(texts, desc="hipporag phrases")
+        return self.encoder.encode_corpus(texts, desc="hipporag phrases")
 
     @cached_property
     def graph(self) -> PhraseGraph:
         ds = self.resources.dataset
-        emb = self.resources.embedder
         g = cached_phrase_graph(ds.triples or [], [p.id for p in ds.passages], self._embed_corpus, self.settings,
-                                embedder_id=getattr(emb, "model_id", type(emb).__name__), cache=self.cache,
+                                embedder_id=self.encoder_id, cache=self.cache,
                                 block_rows=self.block_rows)
         log.info("HippoRAG graph: %s", g.stats)
         return g
@@ -121,7 +149,9 @@ class HippoRAG:
 
     def describe(self) -> dict[str, Any]:
         return {"version": self.version, "damping": self.damping, "node_specificity": self.node_specificity,
-                "no_entity_fallback": self.no_entity_fallback, **self.settings, "graph": self.graph.stats}
+                "no_entity_fallback": self.no_entity_fallback,
+                "encoder": str(getattr(self.encoder, "model_name", self.encoder_id)), **self.settings,
+                "graph": self.graph.stats}
 
     # -- online -----------------------------------------------------------------------------------------
     def retrieve(self, query: str, k: int) -> Ranking:
@@ -134,6 +164,7 @@ class HippoRAG:
         """Top-``k`` passages for ``query`` and the trace (entities, links, fallback, timings in ms)."""
         t0 = time.perf_counter()
         res = self._search_v2(query, k) if self.version == "v2" else self._search_v1(query, k, round_no)
+        res.trace["counters"] = {"hipporag_searches": 1, "hipporag_no_entity": int("fallback" in res.trace)}
         res.trace["total_ms"] = round(1000 * (time.perf_counter() - t0), 3)
         return res
 
@@ -151,8 +182,11 @@ class HippoRAG:
     def _fallback(self, query: str, k: int, trace: dict[str, Any]) -> SearchResult:
         trace["fallback"] = self.no_entity_fallback
         if self.no_entity_fallback == "uniform":
+            # HippoRAG legacy@b144c46 src/hipporag.py:232-233 (1/N each) and :264 (mergesort then [::-1]:
+            # tied passages in descending corpus order)
             ids = [p.id for p in self.resources.dataset.passages]
-            return SearchResult(rank_scores(ids, np.full(len(ids), 1.0 / max(1, len(ids))), k), trace)
+            scores = np.full(len(ids), 1.0 / max(1, len(ids)))
+            return SearchResult(rank_scores(ids, scores, k, reverse_ties=True), trace)
         return SearchResult(self.resources.passage_retriever.retrieve(query, k), trace)
 
     def _scores_from_ppr(self, reset: np.ndarray, trace: dict[str, Any]) -> np.ndarray:
@@ -170,7 +204,7 @@ class HippoRAG:
         if not entities or g.n_phrases == 0:
             return self._fallback(query, k, trace)
         t = time.perf_counter()
-        sims = self.resources.embedder.encode(entities) @ self.phrase_vectors.T
+        sims = self.encoder.encode(entities) @ self.phrase_vectors.T
         linked = np.argmax(sims, axis=1)
         reset = np.zeros(g.n_nodes)
         for i in linked:
