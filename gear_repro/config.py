@@ -434,7 +434,7 @@ class IRCoTAgentSchema:
     num_demo: int | None = num(1, ge=0)
     thought: IRCoTThought = IRCoTThought.full
     merge: IRCoTMerge = IRCoTMerge.raw
-    demo_budget: int | None = None  # tokens; null = no budget (ircot_hipporag.py), 15000 = baselines/ircot.py
+    demo_budget: int | None = num(None, ge=1)  # tokens; null = no budget (ircot_hipporag.py), 15000 = baselines/ircot.py
     cot_params: dict[str, Any] = field(default_factory=dict)
     round_ranking_depth: int | None = num(None, ge=1)
 

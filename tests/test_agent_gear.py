@@ -125,6 +125,7 @@ def test_config_selects_sync_expansion_and_dataset_rounds(slice_env):
     assert type(build(slice_env, {}, ["expansion=none"])[2].expansion).__name__ == "NoExpansion"
 
 
+@pytest.mark.slow
 def test_stops_when_reasoner_says_yes(slice_env):
     script = {"read": READ, ("gist", 1): GIST_1, ("gist", 2): GIST_2, ("reason", 1): NO, ("reason", 2): YES,
               "rewrite": REWRITE}
@@ -172,6 +173,7 @@ STOP_AT_2 = {"read": READ, ("gist", 1): GIST_1, ("gist", 2): GIST_2, ("reason", 
              "rewrite": REWRITE}
 
 
+@pytest.mark.slow
 def test_later_rounds_follow_the_pseudocode_by_default(slice_env):
     """Issue 9 §5: from round 2 the SyncGE reader sees G(n-1), beams are scored against q, the gist read takes
     the expanded passages (gear-rag.github.io pseudocode_examples/gear.py)."""
@@ -192,6 +194,7 @@ def test_later_rounds_follow_the_pseudocode_by_default(slice_env):
         assert r["expanded"] and r["gist_read"]["ids"] == r["expanded"] != r["fused"][: len(r["expanded"])]
 
 
+@pytest.mark.slow
 def test_earlier_round_readings_stay_reachable(slice_env):
     overrides = ["agent.reader_memory=false", "agent.query_for_beam=rewritten", "agent.gist_docs=fused",
                  "agent.gist_k=10", "agent.gist_empty=fused"]
@@ -206,6 +209,7 @@ def test_earlier_round_readings_stay_reachable(slice_env):
     assert [r["gist_read"]["ids"] for r in (r1, r2)] == [r1["fused"][:10], r2["fused"][:10]]
 
 
+@pytest.mark.slow
 def test_never_exceeds_max_rounds(slice_env):
     script = {"read": READ, "gist": GIST_1, "reason": NO, "rewrite": REWRITE}
     for rounds in (1, 2, 4):
@@ -237,6 +241,7 @@ def test_malformed_reason_and_rewrite_are_counted(slice_env):
     assert len(out.ranking) >= 10  # still the base lists, fused
 
 
+@pytest.mark.slow
 def test_round_rankings_and_carry_forward(slice_env):
     script = {"read": READ, ("gist", 1): GIST_1, ("gist", 2): GIST_2, ("reason", 1): NO, ("reason", 2): YES,
               "rewrite": REWRITE}
@@ -255,6 +260,7 @@ def test_round_rankings_and_carry_forward(slice_env):
     assert m["recall@15_by_round"] == vals and m["rounds_mean"] == 2
 
 
+@pytest.mark.slow
 def test_final_rrf_includes_passage_link_lists(slice_env):
     script = {"read": READ, "gist": GIST_2, "reason": YES}
     _, res, agent = build(slice_env, script)
@@ -288,6 +294,7 @@ def test_bad_options_fail_with_the_setting_name(slice_env):
     assert ConfigError in (type(e.value), type(e.value.__cause__))  # at start-up (config.validate) or construction
 
 
+@pytest.mark.slow
 def test_original_query_options(slice_env):
     script = {"read": READ, "gist": GIST_1, "reason": NO, "rewrite": REWRITE}
     _, res, agent = build(slice_env, script, ["agent.max_rounds=2", "agent.query_for_base=original"])
@@ -297,6 +304,7 @@ def test_original_query_options(slice_env):
     assert out.rounds[1]["base"] == out.rounds[0]["base"] == res.passage_retriever.retrieve(q.question, 10).ids
 
 
+@pytest.mark.slow
 def test_gist_first_round_reuse_saves_a_call(slice_env):
     script = {"read": READ, "gist": GIST_1, "reason": YES}
     _, res, agent = build(slice_env, script, ["agent.gist_first_round=reuse"])

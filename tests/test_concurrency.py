@@ -131,6 +131,7 @@ def minilm() -> Any:
     ["agent=single", "expansion=sync", "retriever=bm25", "beam.scorer=sum", "qa=true"],  # a pass per k (matched-k)
     ["agent=t2rag"],
 ], ids=["gear", "syncge-matched-k", "t2rag"])
+@pytest.mark.slow
 def test_llm_methods_give_the_records_of_one_worker(method, compose, toy_dir, tmp_path, minilm) -> None:
     """Shared objects (expansion, scorer memos, retrievers, embedder LRU) and per-question state stay apart:
     every record, its LLM calls and their matched-k tags equal ``workers=1``'s, in question order."""

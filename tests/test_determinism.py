@@ -26,6 +26,7 @@ def embedder():
     return SentenceEmbedder("all-MiniLM-L6-v2", cache=False, show_progress=False)
 
 
+@pytest.mark.slow
 def test_query_vectors_do_not_depend_on_the_batch(embedder) -> None:
     from gear_repro.embedding import SentenceEmbedder
 

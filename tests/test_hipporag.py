@@ -337,6 +337,7 @@ def test_hipporag_through_the_runner(toy_dir, tmp_path, compose, monkeypatch) ->
     assert len(list((tmp_path / "cache" / "hipporag").glob("graph-*.npz"))) == 1
 
 
+@pytest.mark.slow
 def test_synonym_threshold_benchmark_with_cached_ner(toy_dir, tmp_path, monkeypatch) -> None:
     import json
 

@@ -59,6 +59,7 @@ def test_top_k_dense_exact_and_stable():
     assert sc.tolist() == pytest.approx([1.0, 1.0, 0.6])
 
 
+@pytest.mark.slow
 def test_dense_and_hybrid(isolated_cache, minilm):
     coll = MemoryBackend().open_collection("p", DOCS, minilm)
     dense = DenseRetriever(coll, minilm).retrieve("German capital city", 2)
@@ -101,6 +102,7 @@ def test_top_k_ties_at_the_cut_go_to_the_lowest_index():
         assert top_k_row(row, k).tolist() == expected
 
 
+@pytest.mark.slow
 def test_short_text_vectors_do_not_depend_on_the_batch(minilm):
     """encode() batches equal-length texts only: a path's vector is the same alone or among others."""
     path = "Barack Obama born in Honolulu Honolulu capital of Hawaii"
