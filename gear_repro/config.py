@@ -111,6 +111,15 @@ class Adjacency(_Choice):
     lookup = "lookup"
 
 
+class AnswerMetric(_Choice):
+    """The official answer script of dataset.answer_metric (evaluation/metrics.py); ``2wiki`` is not an
+    identifier, so that one member's name differs from its value."""
+
+    musique = "musique"
+    hotpotqa = "hotpotqa"
+    twowiki = "2wiki"
+
+
 class QAMode(_Choice):
     retrieved = "retrieved"
     none = "none"
@@ -141,6 +150,8 @@ class DatasetSchema:
     triples_file: str | None = "triples.jsonl"
     missing_gold: MissingGold = MissingGold.warn
     max_rounds: int = 4  # GEAR agent rounds (MuSiQue 4, 2Wiki/HotpotQA 2; §6.3)
+    # EM/F1 script: musique | hotpotqa | 2wiki; null = from paper_name (others: hotpotqa). docs/readings.md
+    answer_metric: AnswerMetric | None = None
 
 
 @dataclass

@@ -30,6 +30,7 @@ from tqdm import tqdm
 
 from gear_repro.config import to_container, validate
 from gear_repro.evaluation.aggregate import aggregate
+from gear_repro.evaluation.metrics import answer_metric_for
 from gear_repro.llm.ledger import call_scope
 from gear_repro.pipeline.resources import Resources
 from gear_repro.pipeline.wiring import build_method
@@ -99,6 +100,8 @@ class Runner:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.res = resources or Resources(self.cfg)
         self.timings: dict[str, float] = {}
+        # EM/F1 by the dataset's official script (dataset.answer_metric, default from dataset.paper_name)
+        self.answer_metric = answer_metric_for(self.cfg.dataset.get("paper_name"), self.cfg.dataset.get("answer_metric"))
 
     # -- bookkeeping ---------------------------------------------------------------------------------
     def preflight(self, method, qa_reader) -> None:
@@ -286,9 +289,10 @@ class Runner:
             rec["rankings"] = rankings
             rec["rounds"] = final.rounds
             if final.answer is not None:  # the method answered by itself (T²RAG): score that answer
-                rec.update(score_answer(q, final.answer.text), qa_raw=final.answer.raw, qa_mode="method")
+                rec.update(score_answer(q, final.answer.text, self.answer_metric), qa_raw=final.answer.raw,
+                           qa_mode="method")
             elif qa_reader is not None:
-                rec.update(qa_reader.answer(q, qa_source.ranking.ids))
+                rec.update(qa_reader.answer(q, qa_source.ranking.ids, self.answer_metric))
         except Exception as e:  # one bad question never loses the run; scored as a miss, retried on resume
             if cfg.run.fail_fast:
                 raise
