@@ -120,6 +120,15 @@ class Adjacency(_Choice):
     lookup = "lookup"
 
 
+class AnswerMetric(_Choice):
+    """The official answer script of dataset.answer_metric (evaluation/metrics.py); ``2wiki`` is not an
+    identifier, so that one member's name differs from its value."""
+
+    musique = "musique"
+    hotpotqa = "hotpotqa"
+    twowiki = "2wiki"
+
+
 class QAMode(_Choice):
     retrieved = "retrieved"
     none = "none"
@@ -168,6 +177,8 @@ class DatasetSchema:
     triples_file: str | None = "triples.jsonl"
     missing_gold: MissingGold = MissingGold.warn
     max_rounds: int = num(4, ge=1)  # GEAR agent rounds (MuSiQue 4, 2Wiki/HotpotQA 2; §6.3)
+    # EM/F1 script: musique | hotpotqa | 2wiki; null = from paper_name (others: hotpotqa). docs/readings.md
+    answer_metric: AnswerMetric | None = None
 
 
 @dataclass
@@ -368,6 +379,41 @@ class T2RAGRanking(str, Enum):
     concat = "concat"  # iteration lists in order, de-duplicated
 
 
+class T2RAGReading(str, Enum):
+    """Which reading sets T²RAG's five paper-vs-code behaviours (agent.reading; docs/readings.md)."""
+
+    code = "code"    # rockcor/T2RAG src/TRAG.py, behind the published numbers (default, DESIGN.md)
+    paper = "paper"  # the paper's prose (Alg. 1-2, §4.3, App. E)
+
+
+class T2RAGQuestionQuery(str, Enum):
+    """How question words are removed from the extra question query (agent.question_query_mode)."""
+
+    substring = "substring"  # the code: lower-cased, removed as substrings (TRAG.py:481-485)
+    word = "word"            # on word boundaries
+
+
+class T2RAGDecomposeRetry(str, Enum):
+    """What follows a decomposition with no parsable triplet (agent.decompose_retry)."""
+
+    simple = "simple"  # the code: one retry with the simpler prompt, at most 3 triplets (TRAG.py:375-383)
+    none = "none"      # the paper: no retry; answered from no clues
+
+
+class T2RAGFuzzyMatch(str, Enum):
+    """How a new clue fills a fuzzy triplet in Step 2.3 (agent.fuzzy_match)."""
+
+    placeholder = "placeholder"  # bound named placeholders, position and known entities (predicate reworded ok)
+    words = "words"              # every known part, the predicate included, agrees word by word
+
+
+class T2RAGAnswerParse(str, Enum):
+    """How T²RAG's answer is read off the reply (agent.answer_parse)."""
+
+    code = "code"      # after the last "Answer:", else the whole reply (TRAG.py:1117-1119)
+    reader = "reader"  # the K.3 reader's first non-empty line (qa.reader.extract_answer)
+
+
 @dataclass
 class T2RAGAgentSchema:
     """``configs/agent/t2rag.yaml`` (seed 002, §4.3, Alg. 1-2, §5.2; docs/t2rag.md). Registered in Hydra's
@@ -380,11 +426,17 @@ class T2RAGAgentSchema:
     max_iterations: int = num(3, ge=1)  # N (§5.2); 1 = "single round" ablation (Table 2)
     candidate_depth: int = num(200, ge=1)  # propositions per query before the global ranking (Alg. 2)
     with_passages: bool = True  # false = "w/o chunk" ablation (Table 2)
-    carry_fuzzy: bool = True  # paper (Step 2.3); false = the authors' code
-    question_query: bool = False  # true = the authors' code (question as an extra query)
-    resolve_without_context: bool = True  # paper (Alg. 1); false = the authors' code
-    example_propositions_chars: int | None = num(None, ge=0)  # None = whole (App. E); the code: 1000
+    reading: T2RAGReading = T2RAGReading.code  # the default of the five keys below (null = the reading's value)
+    question_query: bool | None = None  # code true (question as an extra query) | paper false
+    question_query_mode: T2RAGQuestionQuery | None = None  # code substring | paper word
+    carry_fuzzy: bool | None = None  # code false (emptied) | paper true (Step 2.3)
+    resolve_without_context: bool | None = None  # code false (skipped) | paper true (Alg. 1)
+    example_propositions_chars: int | None = num(None, ge=0)  # code 1000 | paper 0 (= whole, App. E)
+    decompose_retry: T2RAGDecomposeRetry | None = None  # code simple | paper none
+    fuzzy_match: T2RAGFuzzyMatch = T2RAGFuzzyMatch.placeholder
+    stall_stop: bool = True  # stop when nothing is searchable, retrieved or new (stop = "stalled")
     answer: bool = True  # T²RAG's own answer (Step 3); false = qa_reader answers
+    answer_parse: T2RAGAnswerParse = T2RAGAnswerParse.code
     ranking: T2RAGRanking = T2RAGRanking.rrf
     k_rrf: int = num(60, ge=0)
     llm_params: dict[str, Any] = field(default_factory=dict)

@@ -256,3 +256,21 @@ def test_prepare_cli_with_triples_on_real_sample(shared: Path, tmp_path: Path, c
     assert "triples: 17204 kept, 215 dropped" in printed
     for name in ("corpus.jsonl", "questions.jsonl", "triples.jsonl"):
         assert (tmp_path / "mq" / name).read_bytes() == (REPO / "data" / "musique_sample" / name).read_bytes()
+
+
+def test_2wiki_answer_aliases_from_id_aliases_file(tmp_path: Path) -> None:
+    """2wikimultihop_evaluate_v1.1.py:171-200: gold = answer ∪ aliases ∪ demonyms of its answer_id, when the
+    data carries the alias file; without it the gold is the answer alone."""
+    recs = [{"_id": "w1", "type": "comparison", "question": "Which nationality?", "answer": "United States",
+             "answer_id": "Q30", "context": [["P", ["P is here."]]], "supporting_facts": [["P", 0]]}]
+    conv = FORMATS["2wiki"](_write(tmp_path / "plain" / "dev.json", recs))
+    assert conv.questions[0].answers == ["United States"] and conv.stats["alias_file"] is None
+    qfile = _write(tmp_path / "ids" / "dev.json", recs)
+    (tmp_path / "ids" / "id_aliases.json").write_text(
+        json.dumps({"Q_id": "Q30", "aliases": ["USA", "America"], "demonyms": ["American"]}) + "\n"
+        + json.dumps({"Q_id": "Q5", "aliases": ["human"], "demonyms": []}) + "\n")
+    conv = FORMATS["2wiki"](qfile)
+    assert conv.questions[0].answers == ["United States", "USA", "America", "American"]
+    from gear_repro.evaluation.metrics import f1_score
+
+    assert f1_score("American", conv.questions[0].answers, "2wiki") == 1.0

@@ -261,11 +261,11 @@ def test_shortlist_keeps_triples_of_top_units(cache):
     g = make_griever(cache, t_max=2)
     g.build()
     enc = g.matcher.encode(QUESTION)
-    kept, syn = g._shortlist(QUESTION, enc, ["0", "1"], ["0", "1"])
+    kept, syn, _ = g._shortlist(QUESTION, enc, ["0", "1"], ["0", "1"])
     # 4 triples in passages 0-1 (t0..t3); the 2 best units by RRF(BM25, kNN) select t0 and t1 (the North
     # Star partials); the others are dropped
     assert kept == ["t0", "t1"]
-    everything, _ = make_griever(cache, shortlist=False)._shortlist(QUESTION, enc, ["0", "1"], ["0", "1"])
+    everything, _, _ = make_griever(cache, shortlist=False)._shortlist(QUESTION, enc, ["0", "1"], ["0", "1"])
     assert everything == ["t0", "t1", "t2", "t3"]
     assert syn == {"helen pitts": ["helen pitts douglass"]}  # the only aliased entity of passages 0-1
 
@@ -330,7 +330,7 @@ def test_full_triples_shortlist_keeps_the_best_triples(cache):
     b.build()
     assert b.store.data.unit_kind == ShortlistIndex.full and len(b.store.data.units) == len(TRIPLES)
     enc = b.matcher.encode(QUESTION)
-    kept, _ = b._shortlist(QUESTION, enc, ["0", "1"], ["0", "1"])
+    kept, _, _ = b._shortlist(QUESTION, enc, ["0", "1"], ["0", "1"])
     anchors = ["the north star", "frederick douglass", "helen pitts", "helen pitts douglass"]
     top = rrf([b.store.unit_bm25(QUESTION, 2, ["0", "1"], anchors),
                b.store.unit_knn(enc.sentence, 2, ["0", "1"], anchors)], limit=2).ids
@@ -441,3 +441,81 @@ def test_runner_with_griever_as_base_retriever(compose, toy_dir, tmp_path, cache
     # "What is the capital of Germany?" -> the Berlin passage: first from GRIEVER; within the 5 after NaiveGE's RRF
     assert q2["rankings"]["5"].index("1") <= berlin_rank
     assert set(q2["rankings"]) >= {"5", "10", "15"}  # GRIEVER is k-dependent: one pass per evaluated k
+
+
+# -- issue 22: Alg. 2's join entities, chain paths, the same_as passage filter, Table 4 IRCoT preset ------------------
+def _bridge_griever(cache, **settings) -> GrieverRetriever:
+    one = [0.0] * 20 + [1.0]
+    emb = BowEmbedder(table={"publisher": one, "published": one, "married": one[1:], "spouse": one[1:]})
+    return make_griever(cache, emb, split_clauses=False, **settings)
+
+
+def test_join_from_shortlist_takes_every_shortlisted_partials_complement(cache):
+    # Alg. 2: E_j = complements of every shortlisted partial whose triple is in T; passages 0-1 hold t0-t3, and
+    # the "p o" partial of t0 ("published by Frederick Douglass") contributes its subject, The North Star
+    _, trace = _bridge_griever(cache).retrieve_traced(QUESTION, 2)
+    assert trace["iterations"][0]["join"] == ["frederick douglass", "the north star", "abolitionist newspaper",
+                                               "1884", "helen pitts"]
+    _, top = _bridge_griever(cache, join_from="top", n_join=1).retrieve_traced(QUESTION, 2)
+    assert top["iterations"][0]["join"] == ["frederick douglass"]  # the best triple's complement only
+
+
+def test_paths_chain_across_iterations_or_pair_on_shared_entities(cache):
+    from gear_repro.methods.griever.retriever import ScoredTriple
+
+    graph = [ScoredTriple("t0", 0.9, "the north star", "published by", "frederick douglass", False, 0),
+             ScoredTriple("t2", 0.4, "frederick douglass", "spouse", "helen pitts", False, 1),
+             ScoredTriple("t5", 0.9, "frederick douglass", "occupation", "engineer", False, 1),
+             ScoredTriple("t4", 0.6, "helen pitts douglass", "born in", "honeoye", False, 2)]
+    aliases = {"helen pitts": ["helen pitts douglass"]}
+    pool = {"0": 0, "1": 1, "3": 2, "2": 3}
+    chain = _bridge_griever(cache)
+    chain.build()
+
+    def by_passage(r) -> dict[str, float]:
+        return dict(zip(r.ids, r.scores, strict=True))
+
+    r = chain._rank(pool, graph, aliases, 4)
+    # chains t0 -> t2 -> t4 (t2's complement Helen Pitts ~ t4's anchor) and t0 -> t5; t2 and t5 (same iteration,
+    # same subject) never pair; t2 -> t4 alone: 0.5. t2: best mean (0.9 + 0.4) / 2 = 0.65 -> 0.26; t4: (0.9 + 0.4 + 0.6) / 3 -> 0.38
+    assert by_passage(r) == pytest.approx(
+        {"0": 0.81, "3": 0.81, "2": 0.6 * 1.9 / 3, "1": 0.4 * 0.65})
+    pairs = _bridge_griever(cache, paths="pairs")
+    pairs.build()
+    r = pairs._rank(pool, graph, aliases, 4)
+    # pairs: t4 only pairs (with t2 via the alias): 0.6 * max(0.6, 0.5); no three-triple path
+    assert by_passage(r)["2"] == pytest.approx(0.6 * 0.6)
+    # without t0, t2 pairs with t5 (same iteration, shared subject) but chains with nothing
+    rest = [t for t in graph if t.id != "t0"]
+    assert by_passage(pairs._rank(pool, rest, aliases, 4))["1"] == pytest.approx(0.4 * 0.65)
+    assert by_passage(chain._rank(pool, rest, aliases, 4))["1"] == pytest.approx(0.4 * 0.5)  # t2 -> t4 only
+
+
+def test_same_as_filter_uses_the_retrieved_passages(cache):
+    """§4.2.3's Orange example: with the pool at the telecom passage, the company alias stays, the fruit goes."""
+    passages = [Passage("p1", "Orange S.A.", "Orange S.A. was formerly France Telecom."),
+                Passage("p2", "Orange (fruit)", "The orange fruit is a citrus."),
+                Passage("p3", "Orange", "Orange, formerly France Telecom, sells phones.")]
+    triples = [Triple("a", "Orange S.A.", "formerly", "France Telecom", "p1"),
+               Triple("b", "orange fruit", "is a", "citrus", "p2"),
+               Triple("c", "Orange", "formerly", "France Telecom", "p3")]
+    syn = {"orange": ["orange s.a.", "orange fruit"]}
+    kept = {}
+    for mode in ("shared_neighbour", "alias_in_pool", "entity"):
+        g = make_griever(cache, passages=passages, triples=triples, same_as_filter=mode)
+        g.build()
+        kept[mode] = g.filter_aliases(syn, ["p3"])
+    assert kept == {"shared_neighbour": {"orange": ["orange s.a."]}, "alias_in_pool": {},
+                    "entity": {"orange": ["orange s.a.", "orange fruit"]}}
+    # the counts before/after the filter are in the trace: alias_in_pool drops Helen Pitts Douglass in iteration 1
+    _, trace = _bridge_griever(cache, same_as_filter="alias_in_pool").retrieve_traced(QUESTION, 2)
+    assert (trace["iterations"][0]["aliases_found"], trace["iterations"][0]["aliases_kept"]) == (2, 0)
+
+
+def test_table4_ircot_preset_takes_5_passages_per_step_and_r15_only_on_musique(compose):
+    for retriever in ("hybrid", "griever_k5"):
+        cfg = compose(["experiment=griever_table4_ircot", f"retriever={retriever}"])
+        assert cfg.agent.top_k == 5 and list(cfg.run.ks) == [5, 10, 15]  # MuSiQue: 4 steps, R@15 reported
+    for dataset in ("2wiki_sample", "hotpotqa_sample"):
+        cfg = compose(["experiment=griever_table4_ircot", f"dataset={dataset}"])
+        assert cfg.agent.top_k == 5 and list(cfg.run.ks) == [5, 10]  # footnote 1: no R@15 with 2 steps

@@ -28,6 +28,7 @@ VARS = {
                       "passages_section": "Context Passages:\n- A\nA is B.\n\n", "propositions": "- A is B",
                       "resolved": "None"},
     "t2rag_answer": {"query": "What is A?", "clues": "Clue 1: A | is | B"},
+    "t2rag_decompose_simple": {"query": "What is A?"},
     "hipporag_ner": {"question": "What is A?"},
     "ircot": {"demos": "Wikipedia Title: C\nC is D.\n\nQ: What is C?\nA: D.", "passages": "Wikipedia Title: A\nA is B.",
               "question": "What is A?", "thoughts": "A is B."},

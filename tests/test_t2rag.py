@@ -257,7 +257,7 @@ SCRIPT = {"decompose": "Triples:\nFrance | president | ?p\n?p | born in | ?", ("
 
 
 def test_agent_resolves_and_stops(toy_env) -> None:
-    res, agent = build(toy_env, SCRIPT)
+    res, agent = build(toy_env, SCRIPT, ["agent.reading=paper"])
     q = res.dataset.questions[0]
     out = agent.run(q, 15)
     t = out.trace["t2rag"]
@@ -297,7 +297,8 @@ def test_iteration_cap_and_answer_from_searchable(toy_env) -> None:
 
 
 def test_malformed_replies_are_counted_never_raised(toy_env) -> None:
-    res, agent = build(toy_env, {"decompose": "I think the answer is Paris.", "answer": "Paris"})
+    res, agent = build(toy_env, {"decompose": "I think the answer is Paris.", "answer": "Paris"},
+                       ["agent.decompose_retry=none"])
     out = agent.run(res.dataset.questions[0], 15)
     t = out.trace["t2rag"]
     assert t["stop"] == "no_triplets" and out.rounds == [] and t["counters"] == {"decompose_failed": 1}
@@ -310,21 +311,22 @@ def test_malformed_replies_are_counted_never_raised(toy_env) -> None:
 
 
 def test_ablation_and_code_switches(toy_env) -> None:
-    res, agent = build(toy_env, SCRIPT, ["agent.with_passages=false", "agent.question_query=true",
-                                         "agent.example_propositions_chars=10"])
+    res, agent = build(toy_env, SCRIPT, ["agent.reading=paper", "agent.with_passages=false",
+                                         "agent.question_query=true", "agent.example_propositions_chars=10"])
     q = res.dataset.questions[0]
     out = agent.run(q, 15)
     prompt = res.llm.calls[1]["prompt"]
     assert "Context Passages" not in prompt and "Context Propositions:\n- France" in prompt
     assert prompt.split("Fully Resolved Clue 1")[0].strip().endswith("- France p")  # example cut at 10 chars
-    assert out.rounds[0]["queries"] == ["France president", question_query(q.question)]
+    assert out.rounds[0]["queries"] == ["France president", question_query(q.question)]  # paper: word mode
     res, agent = build(toy_env, {"decompose": "Triples:\n?a | president | ?b", "answer": "x"},
-                       ["agent.resolve_without_context=false", "agent.max_iterations=2"])
+                       ["agent.reading=paper", "agent.resolve_without_context=false", "agent.max_iterations=2",
+                        "agent.stall_stop=false"])
     out = agent.run(q, 15)
     assert [r["status"] for r in out.rounds] == ["skipped", "skipped"]
     assert res.llm.stages() == [("decompose", 0), ("answer", 0)]
     res, agent = build(toy_env, {"decompose": "Triples:\n?a | president | ?b", "resolve": "None", "answer": "x"},
-                       ["agent.carry_fuzzy=false"])
+                       ["agent.reading=paper", "agent.carry_fuzzy=false"])
     out = agent.run(q, 15)
     assert out.trace["t2rag"]["iterations"] == 1 and out.trace["t2rag"]["stop"] == "all_resolved"
 
@@ -412,3 +414,116 @@ def test_schema_rejects_typos_and_bad_choices(compose) -> None:
         compose(["agent=t2rag", "agent.ranking=borda"])
     with pytest.raises((ConfigCompositionException, ValidationError)):
         compose(["agent=t2rag", "agent.k=five"])
+
+
+# -- issue 22: the code reading (rockcor/T2RAG @ 72c43bd src/TRAG.py) vs the paper's, empty iterations, answer --------
+def test_question_query_substring_mode_follows_the_code() -> None:
+    # TRAG.py:481-485: lower-cased, question words removed as substrings in the code's order
+    assert question_query("Who directed Showboat?", "substring") == "directed sboat"
+    assert question_query("Whose whole song is it?", "substring") == "se le song is it"
+    assert question_query("Who directed Showboat?", "word") == "directed Showboat"
+
+
+def test_readings_expand_to_the_five_keys_and_each_key_still_overrides(toy_env) -> None:
+    from gear_repro.methods.t2rag.method import READINGS
+
+    keys = ("question_query", "question_query_mode", "carry_fuzzy", "resolve_without_context",
+            "example_propositions_chars", "decompose_retry")
+    _, code = build(toy_env, {})
+    assert {k: code.describe()[k] for k in keys} == READINGS["code"] == {
+        "question_query": True, "question_query_mode": "substring", "carry_fuzzy": False,
+        "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple"}
+    _, paper = build(toy_env, {}, ["agent=t2rag_paper"])
+    assert paper.describe()["reading"] == "paper" and {k: paper.describe()[k] for k in keys} == READINGS["paper"]
+    _, mixed = build(toy_env, {}, ["agent.reading=paper", "agent.carry_fuzzy=false"])
+    assert mixed.carry_fuzzy is False and mixed.question_query is False
+
+
+def test_code_reading_queries_the_question_and_drops_fuzzy(toy_env) -> None:
+    res, agent = build(toy_env, SCRIPT)  # the default: reading=code
+    out = agent.run(res.dataset.questions[0], 15)
+    r1 = out.rounds[0]
+    assert r1["queries"] == ["France president", "was the president of france born"]  # TRAG.py:478-487
+    # TRAG.py:738-740: the fuzzy triplet is gone after the first resolve call; the reply's searchable clue stays
+    assert r1["state"]["fuzzy"] == [] and out.trace["t2rag"]["counters"]["dropped_fuzzy"] == 1
+    assert out.trace["t2rag"]["stop"] == "all_resolved" and out.answer.text == "Amiens"
+    prompt = res.llm.calls[1]["prompt"]
+    example = prompt.split("Fully Resolved Clue 1")[0]
+    assert len(example) <= len("Example:\nContext Propositions:\n") + 1000 + 2  # TRAG.py:668 cut
+
+
+def test_code_reading_skips_the_resolver_when_nothing_was_retrieved(toy_env, monkeypatch) -> None:
+    from gear_repro.methods.t2rag import method as m
+
+    monkeypatch.setattr(m, "adaptive_retrieve", lambda *a, **kw: m.Retrieved())
+    res, agent = build(toy_env, {"decompose": "Triples:\nFrance | president | ?", "answer": "x"},
+                       ["agent.stall_stop=false", "agent.max_iterations=2"])
+    out = agent.run(res.dataset.questions[0], 15)
+    assert [r["status"] for r in out.rounds] == ["skipped", "skipped"]  # TRAG.py:622-629
+    assert res.llm.stages() == [("decompose", 0), ("answer", 0)]
+
+
+def test_failed_decomposition_is_retried_with_the_simple_prompt(toy_env) -> None:
+    simple = ("1. France | president | ?\n- ? | related to | a very long generic object that says nothing useful\n"
+              "? | born in | ?\nA | b | c\nD | e | f")
+    res, agent = build(toy_env, {"decompose": "I think the answer is Paris.", "decompose_retry": simple,
+                                 "resolve": "None", "answer": "Paris"})
+    out = agent.run(res.dataset.questions[0], 15)
+    assert [s for s, _ in res.llm.stages()][:2] == ["decompose", "decompose_retry"]
+    assert res.llm.calls[1]["prompt"].startswith("From the question below, write down the knowledge triples")
+    dec = out.trace["t2rag"]["decomposition"]
+    # the generic line is dropped (TRAG.py:1024) and at most 3 triplets are kept (1028)
+    assert dec["status"] == "retried" and dec["retry_raw"] == simple
+    assert out.trace["t2rag"]["counters"]["decompose_retry_ok"] == 1
+    assert dec["state"]["searchable"] == [["France", "president", "?"]] and dec["state"]["resolved"] == [["A", "b", "c"]]
+    assert dec["state"]["fuzzy"] == [["?", "born in", "?"]]
+    res, agent = build(toy_env, {"decompose": "no idea", "answer": "x"}, ["agent.reading=paper"])
+    agent.run(res.dataset.questions[0], 15)
+    assert [s for s, _ in res.llm.stages()] == ["decompose", "answer"]  # the paper: no retry
+
+
+def test_placeholder_matching_fills_a_reworded_fuzzy_triplet() -> None:
+    state = TripletState.from_clues([_clue("A | directed by | ?d"), _clue("?d | was born in | ?y")])
+    counts = state.update([_clue("A | directed by | Curtiz")], [_clue("Curtiz | born on | ?")])
+    assert state.fuzzy == [] and [c.parts for c in state.searchable] == [("Curtiz", "born on", "?")]
+    assert counts["fuzzy_filled"] == 1
+    # the earlier reading: "born on" is not "was born in", the fuzzy triplet stays open with nothing to search
+    old = TripletState.from_clues([_clue("A | directed by | ?d"), _clue("?d | was born in | ?y")])
+    old.update([_clue("A | directed by | Curtiz")], [_clue("Curtiz | born on | ?")], fuzzy_match="words")
+    assert [c.parts for c in old.fuzzy] == [("?d", "was born in", "?y")]
+    # a bound placeholder alone makes a fuzzy triplet searchable, whatever the reply's wording
+    bound = TripletState.from_clues([_clue("A | directed by | ?d"), _clue("?d | was born in | ?y")])
+    counts = bound.update([_clue("A | directed by | Curtiz")], [])
+    assert [c.parts for c in bound.searchable] == [("Curtiz", "was born in", "?y")] and counts["fuzzy_bound"] == 1
+
+
+def test_paper_reading_stops_when_stalled_instead_of_empty_iterations(toy_env) -> None:
+    reply1 = ("Fully Resolved Clue 1:\nSubject: France\nPredicate: president\nObject: Emmanuel Macron\n\n"
+              "Newly Searchable Clue 1:\nSubject: Emmanuel Macron\nPredicate: born on\nObject: ?")
+    script = {"decompose": "Triples:\nFrance | president | ?p\n?p | was born in | ?", ("resolve", 1): reply1,
+              ("resolve", 2): RESOLVE_TOY_2, "answer": "Amiens"}
+    res, agent = build(toy_env, script, ["agent.reading=paper"])
+    out = agent.run(res.dataset.questions[0], 15)
+    t = out.trace["t2rag"]
+    assert out.rounds[0]["state"]["fuzzy"] == [] and t["iterations"] == 2 and t["stop"] == "all_resolved"
+    assert all("Context Propositions:\nNone" not in c["prompt"] for c in res.llm.calls)
+    # nothing searchable, nothing retrieved: one context-free resolve call, then stop (not N = 3 calls)
+    res, agent = build(toy_env, {"decompose": "Triples:\n?a | president | ?b", "resolve": "None", "answer": "x"},
+                       ["agent.reading=paper"])
+    out = agent.run(res.dataset.questions[0], 15)
+    assert out.trace["t2rag"]["stop"] == "stalled" and out.trace["t2rag"]["iterations"] == 1
+    assert [s for s, _ in res.llm.stages()] == ["decompose", "resolve", "answer"]
+    assert agent.describe()["iterations_hist"] == {"1": 1} and agent.describe()["stops"] == {"stalled": 1}
+    res, agent = build(toy_env, {"decompose": "Triples:\n?a | president | ?b", "resolve": "None", "answer": "x"},
+                       ["agent.reading=paper", "agent.stall_stop=false"])
+    out = agent.run(res.dataset.questions[0], 15)
+    assert out.trace["t2rag"]["stop"] == "max_iterations" and out.trace["t2rag"]["iterations"] == 3
+
+
+def test_answer_prompt_ends_with_answer_and_code_parse_keeps_the_reply() -> None:
+    from gear_repro.methods.t2rag.method import code_answer
+
+    ans = render("t2rag_answer", query="Who is X?", clues="Clue 1: X | is | Y")[0]["content"]
+    assert [ln for ln in ans.splitlines() if ln.strip()][-1] == "Answer:"  # App. E; TRAG.py:1109
+    assert code_answer("Paris\nBecause it is the capital.") == "Paris\nBecause it is the capital."
+    assert code_answer("X Answer: Paris") == "Paris" and code_answer("  Amiens ") == "Amiens"

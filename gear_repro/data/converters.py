@@ -399,13 +399,38 @@ def dataset_from_path(path: str | Path, default: str) -> str:
     return default
 
 
+ALIAS_FILE = "id_aliases.json"  # 2WikiMultihopQA's alias file (README, data_ids release)
+
+
+def load_id_aliases(path: str | Path) -> dict[str, list[str]]:
+    """2Wiki's ``id_aliases.json`` (one JSON object a line: ``Q_id``, ``aliases``, ``demonyms``) as
+    {Q_id: aliases + demonyms}, as 2wikimultihop_evaluate_v1.1.py:171-182 reads it."""
+    out: dict[str, list[str]] = {}
+    for ref, rec in read_records(path, "alias"):
+        qid = _get(rec, ref, "Q_id")
+        out[qid] = _answers(list(rec.get("aliases") or []), list(rec.get("demonyms") or []))
+    return out
+
+
+def _with_id_aliases(rec: dict, aliases: dict[str, list[str]]) -> dict:
+    """A record whose ``answer_id`` has aliases gets them as ``answer_aliases`` (the gold answers of
+    2wikimultihop_evaluate_v1.1.py:197-200: the answer plus aliases and demonyms of its Wikidata id)."""
+    extra = aliases.get(str(rec.get("answer_id"))) if rec.get("answer_id") is not None else None
+    return {**rec, "answer_aliases": [*(rec.get("answer_aliases") or []), *extra]} if extra else rec
+
+
 def _convert(parse: Callable[[str, dict], _Item], fmt: str, dataset: str | None, needs_corpus: bool = False):
-    def convert(questions: str | Path, corpus: str | Path | None = None, limit: int | None = None) -> Converted:
-        items = [parse(ref, rec) for ref, rec in read_records(questions)]
+    def convert(questions: str | Path, corpus: str | Path | None = None, limit: int | None = None,
+                alias_file: str | Path | None = None) -> Converted:
+        """``alias_file``: 2Wiki's id_aliases.json (default: that file beside ``questions``, if present)."""
+        found = Path(alias_file) if alias_file is not None else Path(questions).parent / ALIAS_FILE
+        aliases = load_id_aliases(found) if alias_file is not None or found.is_file() else {}
+        items = [parse(ref, _with_id_aliases(rec, aliases)) for ref, rec in read_records(questions)]
         name = dataset or dataset_from_path(questions, fmt)
         conv = _finish(items, corpus, name, fmt, limit, needs_corpus=needs_corpus)
         conv.stats["questions_file"] = str(questions)
         conv.stats["corpus_file"] = str(corpus) if corpus is not None else None
+        conv.stats["alias_file"] = str(found) if aliases else None
         return conv
 
     convert.__name__ = f"convert_{fmt}"

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from statistics import mean
 
-from gear_repro.evaluation.metrics import MetricError, exact_match, f1_score, recall_at_k
+from gear_repro.evaluation.metrics import MetricError, answer_metric_of, exact_match, f1_score, recall_at_k
 
 
 def ranking_for_k(pred: dict, k: int) -> list[str]:
@@ -110,9 +110,10 @@ def aggregate(preds: list[dict], ks: Sequence[int], max_rounds: int | None = Non
     if qa is None:
         qa = any("answer" in p for p in preds)
     if qa:  # an errored question has no answer: EM = F1 = 0
-        out["em"] = 100.0 * mean(exact_match(p["answer"] or "", p["answers"]) if "answer" in p else 0.0
-                                 for p in preds)
-        out["f1"] = 100.0 * mean(f1_score(p["answer"] or "", p["answers"]) if "answer" in p else 0.0 for p in preds)
+        out["em"] = 100.0 * mean(exact_match(p["answer"] or "", p["answers"], answer_metric_of(p))
+                                 if "answer" in p else 0.0 for p in preds)
+        out["f1"] = 100.0 * mean(f1_score(p["answer"] or "", p["answers"], answer_metric_of(p))
+                                 if "answer" in p else 0.0 for p in preds)
         out["n_answered"] = sum(1 for p in preds if "answer" in p)
     stats = agent_stats(preds)
     if stats:

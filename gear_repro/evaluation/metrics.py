@@ -1,9 +1,13 @@
 """Retrieval and QA metrics, one named home each (DESIGN.md "Readings of the paper").
 
 - Recall@k: |gold ∩ top-k| / |gold| per question (passage ids), averaged, ×100 (HippoRAG's definition).
-- EM / F1: SQuAD/HotpotQA official normalisation, token F1, max over answer and aliases.
-  The HotpotQA/2Wiki yes/no rule: if prediction or gold normalises to yes/no/noanswer and they
-  differ, F1 is 0 (no partial token credit).
+- EM / F1: each dataset's official answer script (``answer_metric``, chosen by the dataset config's
+  ``dataset.answer_metric``, never by question labels): the same SQuAD normalisation, token F1, max over
+  the answer and its aliases, and
+  - ``hotpotqa`` / ``2wiki``: if prediction or gold normalises to yes/no/noanswer and they differ, F1 is 0
+    (hotpot_evaluate_v1.py:32-35; 2wikimultihop_evaluate_v1.1.py:39-42); empty vs empty: F1 0;
+  - ``musique``: no yes/no rule; when either side has no tokens, F1 = 1 iff both have none
+    (StonyBrookNLP/musique metrics/answer.py:32-35, 42-55).
 A metric that cannot be computed raises: a number is never silently made up.
 """
 
@@ -51,18 +55,44 @@ def _answers(golds: Sequence[str] | str) -> list[str]:
     return golds
 
 
-def exact_match(prediction: str, golds: Sequence[str] | str) -> float:
-    """1.0 if the normalised prediction equals any normalised gold answer."""
+ANSWER_METRICS = ("musique", "hotpotqa", "2wiki")  # dataset.answer_metric values (config.AnswerMetric)
+_YES_NO = frozenset({"yes", "no", "noanswer"})
+# dataset.paper_name -> its official script (the default of dataset.answer_metric)
+_BY_PAPER_NAME = {"musique": "musique", "hotpotqa": "hotpotqa", "2wiki": "2wiki", "2wikimultihopqa": "2wiki"}
+
+
+def answer_metric_for(paper_name: str | None, answer_metric: str | None = None) -> str:
+    """The official script of a dataset: ``answer_metric`` when set, else from the dataset's ``paper_name``
+    (MuSiQue, HotpotQA, 2Wiki); other datasets (no official script) use HotpotQA's."""
+    if answer_metric is not None:
+        metric = str(answer_metric)
+        if metric not in ANSWER_METRICS:
+            raise MetricError(f"dataset.answer_metric must be one of {list(ANSWER_METRICS)}, got '{metric}'")
+        return metric
+    return _BY_PAPER_NAME.get(str(paper_name or "").casefold(), "hotpotqa")
+
+
+def answer_metric_of(pred: dict) -> str:
+    """The script a prediction record was scored with (``answer_metric``, written by ``qa.reader.score_answer``;
+    runs written before it existed used HotpotQA's rule everywhere)."""
+    return str(pred.get("answer_metric") or "hotpotqa")
+
+
+def exact_match(prediction: str, golds: Sequence[str] | str, metric: str = "hotpotqa") -> float:
+    """1.0 if the normalised prediction equals any normalised gold answer (the same in all three scripts:
+    hotpot_evaluate_v1.py:49-50, musique metrics/answer.py:38-39, 2wikimultihop_evaluate_v1.1.py:56-57)."""
     p = normalize_answer(prediction)
     return float(any(p == normalize_answer(g) for g in _answers(golds)))
 
 
-def _f1_single(prediction: str, gold: str) -> float:
+def _f1_single(prediction: str, gold: str, metric: str) -> float:
     p, g = normalize_answer(prediction), normalize_answer(gold)
-    special = {"yes", "no", "noanswer"}
-    if (p in special or g in special) and p != g:
-        return 0.0
     pt, gt = p.split(), g.split()
+    if metric == "musique":
+        if not pt or not gt:  # musique metrics/answer.py:47-49: empty vs empty scores 1
+            return float(pt == gt)
+    elif (p in _YES_NO or g in _YES_NO) and p != g:  # hotpot_evaluate_v1.py:32-35, 2wiki v1.1:39-42
+        return 0.0
     common = Counter(pt) & Counter(gt)
     same = sum(common.values())
     if same == 0:
@@ -71,7 +101,10 @@ def _f1_single(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def f1_score(prediction: str, golds: Sequence[str] | str) -> float:
-    """Token-level F1, max over the answer and its aliases."""
-    return max(_f1_single(prediction, g) for g in _answers(golds))
+def f1_score(prediction: str, golds: Sequence[str] | str, metric: str = "hotpotqa") -> float:
+    """Token-level F1 under ``metric``'s official script, max over the answer and its aliases
+    (musique evaluate_v1.0.py:44-46; 2wikimultihop_evaluate_v1.1.py:66-82)."""
+    if metric not in ANSWER_METRICS:
+        raise MetricError(f"answer metric must be one of {list(ANSWER_METRICS)}, got '{metric}'")
+    return max(_f1_single(prediction, g, metric) for g in _answers(golds))
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gear_repro.evaluation.aggregate import calls_at_k, question_recalls, round_recalls
-from gear_repro.evaluation.metrics import exact_match, f1_score
+from gear_repro.evaluation.metrics import answer_metric_of, exact_match, f1_score
 
 NON_RETRIEVAL_STAGES = ("qa", "extract")
 
@@ -123,7 +123,8 @@ def question_values(preds: Sequence[dict], key: str) -> dict[str, float]:
         if not any("answer" in p for p in preds):
             return {}
         score = exact_match if key == "em" else f1_score
-        return {str(p["id"]): 100.0 * score(p["answer"] or "", p["answers"]) if "answer" in p else 0.0 for p in preds}
+        return {str(p["id"]): 100.0 * score(p["answer"] or "", p["answers"], answer_metric_of(p))
+                if "answer" in p else 0.0 for p in preds}
     if key in ("tokens", "calls", "prompt_tokens", "completion_tokens"):
         return {str(p["id"]): call_counts(p)[key] for p in preds}
     raise KeyError(f"unknown per-question quantity '{key}'")

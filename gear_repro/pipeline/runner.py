@@ -31,6 +31,7 @@ from tqdm import tqdm
 from gear_repro.config import to_container, validate
 from gear_repro.data.dataset import check_gold_answers
 from gear_repro.evaluation.aggregate import aggregate
+from gear_repro.evaluation.metrics import answer_metric_for
 from gear_repro.llm.ledger import call_scope
 from gear_repro.pipeline.resources import Resources
 from gear_repro.pipeline.wiring import build_method
@@ -111,6 +112,8 @@ class Runner:
         self.run_dir = require_writable_dir(run_dir, "run dir")
         self.res = resources or Resources(self.cfg)
         self.timings: dict[str, float] = {}
+        # EM/F1 by the dataset's official script (dataset.answer_metric, default from dataset.paper_name)
+        self.answer_metric = answer_metric_for(self.cfg.dataset.get("paper_name"), self.cfg.dataset.get("answer_metric"))
 
     # -- bookkeeping ---------------------------------------------------------------------------------
     def preflight(self, method, qa_reader) -> None:
@@ -249,6 +252,7 @@ class Runner:
                         "question_ids": ids, "question_ids_hash": question_ids_hash(ids),
                         "method_class": f"{type(method).__module__}.{type(method).__qualname__}"})
         write_json(self.run_dir / "metrics.json", metrics)
+        provenance["method"] = method.describe()  # again after the questions: run statistics (T²RAG iterations)
         self._write_provenance(fp, provenance)
         log.info("metrics: %s", {k: round(v, 2) for k, v in metrics.items() if isinstance(v, float)})
         return metrics
@@ -315,9 +319,10 @@ class Runner:
             rec["rankings"] = rankings
             rec["rounds"] = final.rounds
             if final.answer is not None:  # the method answered by itself (T²RAG): score that answer
-                rec.update(score_answer(q, final.answer.text), qa_raw=final.answer.raw, qa_mode="method")
+                rec.update(score_answer(q, final.answer.text, self.answer_metric), qa_raw=final.answer.raw,
+                           qa_mode="method")
             elif qa_reader is not None:
-                rec.update(qa_reader.answer(q, qa_source.ranking.ids))
+                rec.update(qa_reader.answer(q, qa_source.ranking.ids, self.answer_metric))
         except Exception as e:  # one bad question never loses the run; scored as a miss, retried on resume
             if cfg.run.fail_fast:
                 raise

@@ -16,6 +16,8 @@ One file per prompt in ``templates/`` (Python ``str.format`` syntax, so the pape
                       ``searchable``, ``fuzzy``, ``passages_section`` (the "Context Passages:" block, empty for
                       the w/o-chunk ablation of Table 2), ``propositions``, ``resolved``
 - ``t2rag_answer``    T²RAG App. E "Final Answering" (§4.3 Step 3): ``query``, ``clues``
+- ``t2rag_decompose_simple`` the authors' code's retry of a failed decomposition (rockcor/T2RAG
+                      ``src/TRAG.py``:980-995; not in the paper), in our own words: ``query``
 - ``hipporag_ner``    HippoRAG's one-shot query NER prompt (baselines, docs/baselines.md): ``question``
 - ``ircot``           IRCoT's next-thought prompt as HippoRAG runs it (baselines): ``demos``, ``passages``,
                       ``question``, ``thoughts``
@@ -47,7 +49,7 @@ from gear_repro.utils.errors import ConfigError
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 PROMPT_NAMES = ("extraction", "reader", "reader_gist", "reason", "rewrite", "qa", "qa_no_passages", "t2rag_decompose",
-                "t2rag_resolve", "t2rag_answer", "hipporag_ner", "ircot")
+                "t2rag_resolve", "t2rag_answer", "t2rag_decompose_simple", "hipporag_ner", "ircot")
 _ROLE_LINE = re.compile(r"^<\|(system|user|assistant)\|>[ \t]*$", re.MULTILINE)
 
 

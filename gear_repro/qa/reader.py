@@ -47,15 +47,17 @@ def extract_answer(text: str | None) -> str:
     return ""
 
 
-def score_answer(question: Question, answer: str) -> dict[str, Any]:
-    """``{"answer", "em", "f1"}`` of one answer (em/f1 per question in [0, 1]; absent without gold answers).
+def score_answer(question: Question, answer: str, metric: str = "hotpotqa") -> dict[str, Any]:
+    """``{"answer", "em", "f1", "answer_metric"}`` of one answer (em/f1 per question in [0, 1]; absent without
+    gold answers) under the dataset's official script ``metric`` (``dataset.answer_metric``), which is recorded
+    so that a report recomputing EM/F1 uses the same script.
 
     The one scoring path of every answer: the QA reader's and a method's own (``MethodOutput.answer``).
     """
-    out: dict[str, Any] = {"answer": answer}
+    out: dict[str, Any] = {"answer": answer, "answer_metric": metric}
     if question.answers:
-        out["em"] = exact_match(answer, question.answers)
-        out["f1"] = f1_score(answer, question.answers)
+        out["em"] = exact_match(answer, question.answers, metric)
+        out["f1"] = f1_score(answer, question.answers, metric)
     return out
 
 
@@ -106,13 +108,14 @@ class QAReader:
         if longest is not None:
             check_fits(self.resources.llm, self.messages(longest, []), "QA", self.llm_params)
 
-    def answer(self, question: Question, ranked_ids: Sequence[str]) -> dict[str, Any]:
+    def answer(self, question: Question, ranked_ids: Sequence[str], metric: str = "hotpotqa") -> dict[str, Any]:
         """Answer one question; returns answer, qa_raw, qa_mode, qa_passages (those in the prompt), qa_dropped
-        (passages dropped to fit ``llm.context_window``, lowest-ranked first) and per-question em/f1."""
+        (passages dropped to fit ``llm.context_window``, lowest-ranked first) and per-question em/f1 under the
+        dataset's answer ``metric``."""
         ids = self.passages_for(question, ranked_ids)
         msgs, dropped = fit_passages(self.resources.llm, lambda ps: self.messages(question, ps), ids,
                                      self.llm_params)
         reply = self.resources.llm.chat(msgs, stage="qa", round_no=0, **self.llm_params)
         ans = extract_answer(reply.text)
-        return {**score_answer(question, ans), "qa_raw": reply.text, "qa_mode": self.mode,
+        return {**score_answer(question, ans, metric), "qa_raw": reply.text, "qa_mode": self.mode,
                 "qa_passages": ids[: len(ids) - dropped], "qa_dropped": dropped}

@@ -214,8 +214,9 @@ def agent_table(runs: Sequence[RunResult]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-T2RAG_COUNTERS = ("decompose_ok", "decompose_repaired", "decompose_failed", "resolve_ok", "resolve_repaired",
-                  "resolve_failed", "resolve_skipped", "reclassified", "fuzzy_filled", "new_fuzzy", "dropped_fuzzy")
+T2RAG_COUNTERS = ("decompose_ok", "decompose_repaired", "decompose_failed", "decompose_retry_ok",
+                  "decompose_retry_failed", "resolve_ok", "resolve_repaired", "resolve_failed", "resolve_skipped",
+                  "reclassified", "fuzzy_filled", "fuzzy_bound", "new_fuzzy", "dropped_fuzzy")
 
 
 def t2rag_table(runs: Sequence[RunResult]) -> pd.DataFrame:
@@ -237,7 +238,7 @@ def t2rag_table(runs: Sequence[RunResult]) -> pd.DataFrame:
             "iterations_mean": round(mean(t.get("iterations", 0) for t in traces), 3),
             "iterations_hist": dict(sorted(Counter(t.get("iterations", 0) for t in traces).items())),
             "stop_all_resolved": stops.get("all_resolved", 0), "stop_max_iterations": stops.get("max_iterations", 0),
-            "stop_no_triplets": stops.get("no_triplets", 0),
+            "stop_no_triplets": stops.get("no_triplets", 0), "stop_stalled": stops.get("stalled", 0),
             "llm_calls_per_q": round(len(calls) / len(preds), 3),
             "prompt_tokens_per_q": round(sum(int(c.get("prompt_tokens") or 0) for c in calls) / len(preds), 1),
             "completion_tokens_per_q": round(sum(int(c.get("completion_tokens") or 0) for c in calls) / len(preds), 1),

@@ -9,14 +9,22 @@ Alg. 1 (App. A.2), per iteration i = 1..n_i (``iterations``, 2 in the paper's ta
 2. T = shortlist_triples(q, R_i) (Alg. 2, §4.2.4): the triples of R_i whose partial ("s p" or "p o") is among
    the ``t_max`` best units by RRF(BM25, kNN) within R_i, anchors expanded with their same_as aliases (§4.2.3);
 3. score_triples (§4.3-4.4): entity and predicate matching scores from one query encoding, Eq. 1 per
-   partial, Eq. 2 per triple; the join entities E_i are the unmatched complements of the best triples;
+   partial, Eq. 2 per triple; the join entities (``join_from``): ``shortlist`` = Alg. 2's E_j, the complement of
+   every shortlisted partial whose triple is in T (+ same_as), or ``top`` = the unmatched complements of the
+   ``n_join`` best triples (Alg. 1's E_i read as "the highest-scoring entities", §4.5). Alg. 1 and Alg. 2
+   disagree (Alg. 1 discards Alg. 2's E_j); we follow Alg. 2 and §4.2.2 ("the set of joinable entities in the
+   sub-graph") by default;
 4. q <- rewrite(q) (§4.5): the best triple's matched entity mention (and its predicate mention) replaced by
    its complement entity;
 5. the sub-graph G_q grows by T.
 
 rank_passages(R, G_q) (§4.4): a path's score is the mean of its triples' scores; a passage scores the
 maximum over its triples t and the paths P containing t of s_t * s_P; passages with no scored triple follow
-in retrieval order. Paths are single triples and pairs of triples of G_q sharing an entity (or an alias).
+in retrieval order. ``paths: chain`` (default; §4.4 "every time a new triple is added to the path chain"): a
+path takes one triple per iteration, consecutive ones linked by the earlier triple's complement (or an alias)
+being an entity of the later one; ``pairs``: single triples and any two triples of G_q sharing an entity or an
+alias (the earlier reading). The same_as aliases (§4.2.3) are filtered by the retrieved passages
+(``same_as_filter``, :meth:`GrieverRetriever.filter_aliases`).
 
 With ``inner_k`` unset each iteration retrieves the requested k; the result is the top k of the pool.
 Choices where the paper is silent are config keys, listed with reasons in docs/griever.md.
@@ -36,7 +44,7 @@ import numpy as np
 
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.core.triple_graph import normalize_entity
-from gear_repro.methods.griever.index import GrieverData, SameAsConfig, ShortlistIndex, UnitVectors
+from gear_repro.methods.griever.index import GrieverData, SameAsConfig, ShortlistIndex, Unit, UnitVectors
 from gear_repro.methods.griever.matcher import EntityMatcher, QueryEncoding, SentenceTokenEncoder
 from gear_repro.methods.griever.store import GrieverStore, MemoryGrieverStore, PassageFilter
 from gear_repro.methods.griever.text import DEFAULT_CONNECTORS, rewrite, split_clauses
@@ -44,6 +52,35 @@ from gear_repro.types import Ranking
 from gear_repro.utils.errors import ConfigError
 
 log = logging.getLogger(__name__)
+
+
+class JoinFrom(str, Enum):
+    """Which join entities filter iteration i+1 (§4.2.2): Alg. 2's E_j over the whole shortlist, or the
+    complements of the ``n_join`` best-scored triples."""
+
+    shortlist = "shortlist"
+    top = "top"
+
+
+class Paths(str, Enum):
+    """Paths of rank_passages (§4.4): chains across consecutive iterations, or pairs sharing an entity."""
+
+    chain = "chain"
+    pairs = "pairs"
+
+
+class SameAsFilter(str, Enum):
+    """How the retrieved passages filter same_as aliases (§4.2.3).
+
+    ``shared_neighbour``: keep alias a of e when a passage of a shares an entity (other than e, a and their
+    aliases) with the retrieved passages that contain e, i.e. the alias's context agrees with e's;
+    ``alias_in_pool``: keep a when a itself occurs in a retrieved passage; ``entity``: no filter (every alias
+    of an entity found in the retrieved passages; the earlier behaviour, a no-op filter).
+    """
+
+    shared_neighbour = "shared_neighbour"
+    alias_in_pool = "alias_in_pool"
+    entity = "entity"
 
 
 class FinalRanking(str, Enum):
@@ -72,14 +109,20 @@ class GrieverSettings:
     t_max: int = 30                     # units kept by the shortlisting search (paper silent)
     unit_vectors: UnitVectors = UnitVectors.encode  # encode unit texts (paper) | compose from name vectors
     max_ngram: int = 6                  # longest query n-gram of the matcher, in words
-    n_join: int = 5                     # best triples whose complements become join entities / rewrite candidates
+    n_join: int = 5                     # best triples: rewrite candidates (and join entities with join_from=top)
     rewrite_min_sim: float = 0.5        # matcher cosine an entity mention needs to be rewritten
+    join_from: JoinFrom = JoinFrom.shortlist  # Alg. 2's E_j (shortlist) | complements of the n_join best (top)
+    paths: Paths = Paths.chain          # §4.4 chains across iterations | pairs sharing an entity
+    same_as_filter: SameAsFilter = SameAsFilter.shared_neighbour  # §4.2.3 passage filter of the aliases
     final: FinalRanking = FinalRanking.graph
     same_as: SameAsConfig = field(default_factory=SameAsConfig)
 
     def __post_init__(self) -> None:
         self.shortlist_index = ShortlistIndex(self.shortlist_index)
         self.unit_vectors = UnitVectors(self.unit_vectors)
+        self.join_from = JoinFrom(self.join_from)
+        self.paths = Paths(self.paths)
+        self.same_as_filter = SameAsFilter(self.same_as_filter)
         self.final = FinalRanking(self.final)
         if isinstance(self.same_as, dict):
             self.same_as = SameAsConfig(**self.same_as)
@@ -131,7 +174,7 @@ class GrieverRetriever:
         encoder = embedder if hasattr(embedder, "encode_tokens") else SentenceTokenEncoder(embedder)
         self.matcher = EntityMatcher(encoder, max_ngram=self.settings.max_ngram)
         self._store: GrieverStore | None = None
-        self._unit_triples: dict[str, tuple[str, ...]] = {}
+        self._units: dict[str, Unit] = {}
         self.build_stats: dict = {}
 
     # -- offline ------------------------------------------------------------------------------
@@ -152,7 +195,7 @@ class GrieverRetriever:
                 self._store = ElasticsearchGrieverStore(backend, data, self.embedder)
             else:
                 self._store = MemoryGrieverStore(data, self.collection, backend)
-            self._unit_triples = {u.id: u.triple_ids for u in data.units}
+            self._units = {u.id: u for u in data.units}
             self.build_stats = {**data.stats(), "data_s": round(t1 - t0, 3),
                                 "store_s": round(time.perf_counter() - t1, 3)}
             log.info("griever indexes: %s", self.build_stats)
@@ -175,7 +218,7 @@ class GrieverRetriever:
     def retrieve_traced(self, query: str, k: int) -> tuple[Ranking, dict]:
         """Alg. 1; the trace holds each iteration's query, new passages, join entities and best triples."""
         s = self.settings
-        store = self.store
+        self.build()  # the indexes, on first use
         kk = s.inner_k or k
         pool: dict[str, int] = {}
         q = query
@@ -196,15 +239,17 @@ class GrieverRetriever:
             trace.append(rec)
             if not new:
                 break
-            triples, syn = self._shortlist(q, enc, new, list(pool))
+            counts = {"aliases_found": 0, "aliases_kept": 0}
+            triples, syn, units = self._shortlist(q, enc, new, list(pool), counts)
             aliases.update(syn)
             scored = self._score_triples(enc, triples, syn, it)
             graph += scored
-            join = list(dict.fromkeys(t.complement for t in scored[: s.n_join]))
-            join_syn = store.same_as(join, list(pool))
+            join = self._join_entities(scored, triples, units)
+            join_syn = self.same_as(join, list(pool), counts)
             aliases.update(join_syn)
             ents = frozenset(join) | frozenset(a for e in join for a in join_syn.get(e, ()))
-            rec.update(n_triples=len(triples), join=join, best=[(t.id, round(t.score, 4)) for t in scored[:3]])
+            rec.update(n_triples=len(triples), join=join, best=[(t.id, round(t.score, 4)) for t in scored[:3]],
+                       **counts)
             if it + 1 < s.iterations:
                 q = self._rewrite(q, enc, scored)
                 filt = PassageFilter(ents, frozenset(pool))
@@ -236,22 +281,77 @@ class GrieverRetriever:
         dense = self.store.passage_knn(vec, s.rrf_depth, filt)
         return rrf([sparse, dense], k_rrf=s.k_rrf, limit=k)
 
-    def _shortlist(self, q: str, enc: QueryEncoding, passage_ids: list[str],
-                   pool: list[str]) -> tuple[list[str], dict[str, list[str]]]:
-        """Alg. 2: (shortlisted triple ids of ``passage_ids``, same_as aliases of their entities)."""
+    def _shortlist(self, q: str, enc: QueryEncoding, passage_ids: list[str], pool: list[str],
+                   counts: dict[str, int] | None = None) -> tuple[list[str], dict[str, list[str]], list[str]]:
+        """Alg. 2: (shortlisted triple ids T of ``passage_ids``, same_as aliases of their entities, the
+        shortlisted units P_T best first; empty without shortlisting)."""
         s = self.settings
         data = self.store.data
         by_passage = self.store.passage_triples(passage_ids)
         triples = [t for p in passage_ids for t in by_passage.get(p, [])]
         ents = list(dict.fromkeys(e for p in passage_ids for e in data.passage_entities.get(p, [])))
-        syn = self.store.same_as(ents, pool)
+        syn = self.same_as(ents, pool, counts)
         if not s.shortlist or not triples:
-            return triples, syn
+            return triples, syn, []
         anchors = list(dict.fromkeys([*ents, *(a for e in ents for a in syn.get(e, ()))]))
         units = rrf([self.store.unit_bm25(q, s.t_max, passage_ids, anchors),
                      self.store.unit_knn(enc.sentence, s.t_max, passage_ids, anchors)], k_rrf=s.k_rrf, limit=s.t_max)
-        keep = {t for u in units.ids for t in self._unit_triples[u]}
-        return [t for t in triples if t in keep], syn
+        keep = {t for u in units.ids for t in self._units[u].triple_ids}
+        return [t for t in triples if t in keep], syn, list(units.ids)
+
+    def _join_entities(self, scored: list[ScoredTriple], triples: list[str], units: list[str]) -> list[str]:
+        """Join entities of one iteration (``join_from``). ``shortlist``: Alg. 2's
+        E_j = {o | p ∈ P_T, o ∈ p.objects, (p.s, p.p, o) or its inverse ∈ T}, in unit rank order (without
+        shortlisting: the complements of every scored triple); ``top``: the complements of the ``n_join`` best."""
+        if self.settings.join_from == JoinFrom.top:
+            return list(dict.fromkeys(t.complement for t in scored[: self.settings.n_join]))
+        if not units:
+            return list(dict.fromkeys(t.complement for t in scored))
+        data = self.store.data
+        in_t = set(triples)
+        out: dict[str, None] = {}
+        for uid in units:
+            u = self._units[uid]
+            for tid in u.triple_ids:
+                if tid in in_t:
+                    t = data.triples[tid]
+                    out[normalize_entity(t.subject if u.inverse else t.object)] = None
+        return list(out)
+
+    def same_as(self, entities: Sequence[str], pool: Sequence[str],
+                counts: dict[str, int] | None = None) -> dict[str, list[str]]:
+        """same_as aliases of ``entities`` met by the pool (§4.2.3), filtered by ``same_as_filter``; adds the
+        alias counts before and after the filter to ``counts``."""
+        syn = self.store.same_as(entities, pool)
+        kept = self.filter_aliases(syn, pool)
+        if counts is not None:
+            counts["aliases_found"] += sum(map(len, syn.values()))
+            counts["aliases_kept"] += sum(map(len, kept.values()))
+        return kept
+
+    def filter_aliases(self, syn: dict[str, list[str]], pool: Sequence[str]) -> dict[str, list[str]]:
+        """§4.2.3 "already retrieved passage_ids can be used to filter the same_as query, so that only synonyms
+        relevant to the intended meaning of the entity (i.e. based on the context in those passages) are
+        retrieved": our same_as docs hold one alias list per name, so the passages select the aliases here
+        (:class:`SameAsFilter`)."""
+        mode = self.settings.same_as_filter
+        if mode == SameAsFilter.entity or not syn:
+            return syn
+        data = self.store.data
+        pset = set(pool)
+        out: dict[str, list[str]] = {}
+        for e, found in syn.items():
+            if mode == SameAsFilter.alias_in_pool:
+                keep = [a for a in found if pset.intersection(data.entity_passages.get(a, ()))]
+            else:
+                names = {e, *found}
+                context = {x for p in pset.intersection(data.entity_passages.get(e, ()))
+                           for x in data.passage_entities.get(p, ())} - names
+                keep = [a for a in found if context.intersection(
+                    x for p in data.entity_passages.get(a, ()) for x in data.passage_entities.get(p, ()))]
+            if keep:
+                out[e] = keep
+        return out
 
     def _score_triples(self, enc: QueryEncoding, triple_ids: list[str], syn: dict[str, list[str]],
                        iteration: int) -> list[ScoredTriple]:
@@ -305,23 +405,60 @@ class GrieverRetriever:
             return rewrite(q, enc.words, enc.spans[e_arg], name, p_span)
         return q
 
+    @staticmethod
+    def _chain_paths(graph: list[ScoredTriple], aliases: dict[str, list[str]],
+                     score: dict[str, float]) -> dict[str, float]:
+        """Best s_P over the chains through each triple (§4.4 ``paths: chain``): a chain takes one triple per
+        consecutive iteration, u -> t when u's complement (or an alias of it) is t's anchor or complement
+        (or an alias of them); s_P = mean of its scores. For each triple and length, the best prefix sum ending
+        there and suffix sum starting there (a DP over iterations) give the exact best mean."""
+        def names(e: str) -> set[str]:
+            return {e, *aliases.get(e, ())}
+
+        by_it: dict[int, list[ScoredTriple]] = defaultdict(list)
+        for t in graph:
+            by_it[t.iteration].append(t)
+        preds = {t.id: [u.id for u in by_it.get(t.iteration - 1, ())
+                        if names(u.complement) & (names(t.anchor) | names(t.complement))] for t in graph}
+        succ: dict[str, list[str]] = defaultdict(list)
+        for t, us in preds.items():
+            for u in us:
+                succ[u].append(t)
+        pre: dict[str, dict[int, float]] = {}
+        for t in sorted(graph, key=lambda x: x.iteration):  # best sum of a chain of n triples ending at t
+            pre[t.id] = {1: score[t.id]}
+            for u in preds[t.id]:
+                for n, v in pre[u].items():
+                    pre[t.id][n + 1] = max(pre[t.id].get(n + 1, -math.inf), v + score[t.id])
+        suf: dict[str, dict[int, float]] = {}
+        for t in sorted(graph, key=lambda x: -x.iteration):  # ... starting at t
+            suf[t.id] = {1: score[t.id]}
+            for u in succ[t.id]:
+                for n, v in suf[u].items():
+                    suf[t.id][n + 1] = max(suf[t.id].get(n + 1, -math.inf), v + score[t.id])
+        return {t.id: max((a + b - score[t.id]) / (m + n - 1) for m, a in pre[t.id].items()
+                          for n, b in suf[t.id].items()) for t in graph}
+
     def _rank(self, pool: dict[str, int], graph: list[ScoredTriple], aliases: dict[str, list[str]],
               k: int) -> Ranking:
         """rank_passages (§4.4) over the pool, top k."""
         data = self.store.data
         score = {t.id: max(t.score, 0.0) for t in graph}
-        ents_of = {t.id: {t.anchor, t.complement} for t in graph}
-        by_ent: dict[str, list[str]] = defaultdict(list)
-        for t in graph:
-            for e in ents_of[t.id]:
-                for x in (e, *aliases.get(e, ())):
-                    by_ent[x].append(t.id)
-        best_path = dict(score)  # single-triple path: s_P = s_t
-        for t in graph:
-            for e in ents_of[t.id]:
-                for u in by_ent.get(e, ()):
-                    if u != t.id:
-                        best_path[t.id] = max(best_path[t.id], (score[t.id] + score[u]) / 2)
+        if self.settings.paths == Paths.chain:
+            best_path = self._chain_paths(graph, aliases, score)
+        else:
+            ents_of = {t.id: {t.anchor, t.complement} for t in graph}
+            by_ent: dict[str, list[str]] = defaultdict(list)
+            for t in graph:
+                for e in ents_of[t.id]:
+                    for x in (e, *aliases.get(e, ())):
+                        by_ent[x].append(t.id)
+            best_path = dict(score)  # single-triple path: s_P = s_t
+            for t in graph:
+                for e in ents_of[t.id]:
+                    for u in by_ent.get(e, ()):
+                        if u != t.id:
+                            best_path[t.id] = max(best_path[t.id], (score[t.id] + score[u]) / 2)
         passage_score: dict[str, float] = {}
         for t in graph:
             pid = data.triples[t.id].passage_id

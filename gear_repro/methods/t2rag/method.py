@@ -20,20 +20,28 @@ Online (§4.3, Alg. 1):
 3. Answer (App. E "Final Answering") from the resolved triplets, plus the remaining searchable ones when the
    loop ended at the iteration cap (§4.3 Step 3 (b)).
 
-Where the paper and its public code (rockcor/T2RAG ``src/TRAG.py``, ``TRAG.trag_qa``) differ, the paper is
-the default and the code is a switch: ``carry_fuzzy`` (paper: unresolved fuzzy triplets are carried over;
-code: ``remaining_fuzzy_clues`` is always empty after a resolve call), ``question_query`` (code: the question,
-without question words and '?', is an extra retrieval query; paper, Alg. 2: searchable triplets only),
-``resolve_without_context`` (paper, Alg. 1: the resolve call is made every iteration; code: skipped when
-nothing was retrieved) and ``example_propositions_chars`` (the code cuts the example's propositions to 1000
-characters). Ablations of Table 2: ``max_iterations=1`` ("single round") and ``with_passages=false`` ("w/o chunk").
+Where the paper and its public code (rockcor/T2RAG @ 72c43bd ``src/TRAG.py``, which produced the published
+numbers) differ, ``reading: code`` (default, DESIGN.md) follows the code and ``reading: paper`` the prose; each
+of the five behaviours is its own key (null = the reading's value; ``READINGS``):
+``question_query`` (+ ``question_query_mode``; code 478-487: the lower-cased question without question words,
+removed as substrings, is an extra query; paper Alg. 2: searchable triplets only), ``carry_fuzzy`` (code
+738-740: the fuzzy set is emptied after every resolve call; paper Step 2.3: carried over),
+``resolve_without_context`` (code 622-629: no resolve call when nothing was retrieved; paper Alg. 1: every
+iteration), ``example_propositions_chars`` (code 666-668: the example's propositions cut to 1000 characters;
+paper App. E: whole) and ``decompose_retry`` (code 375-383, 980-1032: a failed decomposition is retried once
+with a simpler prompt, at most 3 triplets kept; paper: no retry). Ablations of Table 2: ``max_iterations=1``
+("single round") and ``with_passages=false`` ("w/o chunk").
 
-Our reading of Step 2.3's set difference (fuzzy \\ (new resolved ∪ new searchable)): a new clue "fills in" a
-fuzzy triplet when it agrees with every known part of it (normalised; one part's words contained in the
-other's) and has fewer placeholders. Each new clue is matched once, first against the searchable triplets it
-resolves, then against the first fuzzy triplet it fills in, so one reply clue never removes two fuzzy ones.
-Reply clues are re-classified by their placeholder count (a "Fully Resolved" clue that still has a '?' is
-searchable, a "Newly Searchable" one without '?' is resolved; counted as ``reclassified``).
+Our reading of Step 2.3's set difference (fuzzy \\ (new resolved ∪ new searchable)), ``fuzzy_match``:
+``placeholder`` (default) first binds the named placeholders a reply clue fills in a searchable triplet
+(``?directorA := Michael Curtiz``) and substitutes them into the fuzzy triplets; a new clue then fills a fuzzy
+triplet when it has fewer '?', its '?' sit where the fuzzy one's do and the known subject/object agree (word
+containment), the predicate compared (one shared content word) only when no entity is known, so a reworded
+predicate ("born on" for "was born in") still matches. ``words`` (the earlier reading) needs every known part,
+the predicate included, to agree. Each new clue is matched once. Reply clues are re-classified by their
+placeholder count (counted as ``reclassified``). ``stall_stop``: the loop stops (``stop = "stalled"``) when
+nothing is searchable, nothing was retrieved and the previous step added no clue, instead of calling the
+resolver with no context up to N times.
 
 Retrieval output (not evaluated by the paper, §5.2; needed to report Recall@k beside GEAR): each iteration's
 passages in retrieval order; the method's ranking is the RRF of the iteration lists (``ranking: rrf``, as
@@ -51,12 +59,21 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from omegaconf import OmegaConf
 
+from gear_repro.config import (
+    T2RAGAnswerParse,
+    T2RAGDecomposeRetry,
+    T2RAGFuzzyMatch,
+    T2RAGQuestionQuery,
+    T2RAGReading,
+    choice,
+)
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.methods.base import MethodAnswer, MethodOutput
 from gear_repro.prompts import render
@@ -71,7 +88,18 @@ RESOLVED, SEARCHABLE, FUZZY = "resolved", "searchable", "fuzzy"
 RANKINGS = ("rrf", "concat")
 _PLACEHOLDER = re.compile(r"\?[\w'-]*")
 _WORD = re.compile(r"\w+")
-_QUESTION_WORDS = re.compile(r"\b(what|who|where|when|why|how|which|whose)\b", re.IGNORECASE)
+QUESTION_WORDS = ("what", "who", "where", "when", "why", "how", "which", "whose")  # TRAG.py:483, in its order
+_QUESTION_WORDS = re.compile(rf"\b({'|'.join(QUESTION_WORDS)})\b", re.IGNORECASE)
+_NAMED = re.compile(r"^\?[\w'-]+$")
+_FUNCTION_WORDS = frozenset(("a", "an", "the", "is", "was", "are", "were", "be", "been", "has", "have", "had", "of",
+                            "in", "on", "at", "to", "by", "for", "from", "as", "with", "its", "his", "her", "their"))
+# reading -> the five paper-vs-code behaviours (agent.reading; a key set explicitly overrides its reading)
+READINGS: dict[str, dict[str, Any]] = {
+    "code": {"question_query": True, "question_query_mode": "substring", "carry_fuzzy": False,
+             "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple"},
+    "paper": {"question_query": False, "question_query_mode": "word", "carry_fuzzy": True,
+              "resolve_without_context": True, "example_propositions_chars": 0, "decompose_retry": "none"},
+}
 _MD = re.compile(r"[*_`#]+")
 
 
@@ -134,6 +162,47 @@ class Clue:
             if not a or not b or not (a <= b or b <= a):
                 return False
         return True
+
+    @property
+    def named(self) -> set[str]:
+        """Named placeholders (``?directorA``), casefolded; a bare '?' is not named."""
+        return {m.casefold() for p in self.parts for m in _PLACEHOLDER.findall(p) if len(m) > 1}
+
+    def fills_slot(self, other: Clue, bound: Clue | None = None) -> bool:
+        """``fuzzy_match: placeholder``: this clue is ``other`` with placeholders filled in, judged by position.
+
+        It has fewer '?', no named placeholder ``other`` lacks, a '?' only where ``other`` has one, and the known
+        subject/object of ``bound`` (``other`` with the bound placeholders substituted) agree with its own
+        (word containment); the predicate is compared (one shared content word) only when neither is known.
+        """
+        bound = bound or other
+        if self.n_placeholders >= other.n_placeholders or not self.named <= other.named:
+            return False
+        if any("?" in mine and "?" not in theirs for mine, theirs in zip(self.parts, other.parts, strict=True)):
+            return False
+        known = [i for i in (0, 2) if "?" not in bound.parts[i]]
+        if not known:
+            return bool(_content_words(self.predicate) & _content_words(other.predicate))
+        return all(_agree(self.parts[i], bound.parts[i]) for i in known)
+
+    def bindings(self, other: Clue) -> dict[str, str]:
+        """Named placeholders of ``other`` (whole parts) that this clue fills with a value."""
+        return {theirs.strip().casefold(): mine for mine, theirs in zip(self.parts, other.parts, strict=True)
+                if _NAMED.match(theirs.strip()) and "?" not in mine}
+
+    def substitute(self, binding: dict[str, str]) -> Clue:
+        """This clue with each whole-part named placeholder in ``binding`` replaced by its value."""
+        return Clue(*(binding.get(p.strip().casefold(), p) for p in self.parts))
+
+
+def _agree(a: str, b: str) -> bool:
+    """One part's normalised words contained in the other's (both non-empty)."""
+    x, y = set(_norm(a).split()), set(_norm(b).split())
+    return bool(x and y and (x <= y or y <= x))
+
+
+def _content_words(text: str) -> set[str]:
+    return set(_norm(text).split()) - _FUNCTION_WORDS
 
 
 def dedupe(clues: Sequence[Clue]) -> list[Clue]:
@@ -287,14 +356,18 @@ class TripletState:
         return bool(self.searchable or self.fuzzy)
 
     def update(self, new_resolved: Sequence[Clue], new_searchable: Sequence[Clue],
-               carry_fuzzy: bool = True) -> dict[str, int]:
+               carry_fuzzy: bool = True, fuzzy_match: str = "placeholder") -> dict[str, int]:
         """Step 2.3: resolved ∪= new resolved; searchable = new searchable; fuzzy \\= filled-in ones.
 
-        Reply clues are re-classified by their placeholders first. With ``carry_fuzzy=False`` (the authors'
-        code) the fuzzy set is emptied instead; fuzzy-looking reply clues are then dropped too.
-        Returns counters: reclassified, fuzzy_filled, new_fuzzy, dropped_fuzzy.
+        Reply clues are re-classified by their placeholders first. A reply clue that resolves a searchable
+        triplet fills no fuzzy one. ``fuzzy_match="placeholder"``: the named placeholders such clues fill are
+        substituted into the fuzzy triplets, the others fill fuzzy triplets by :meth:`Clue.fills_slot`, and a
+        fuzzy triplet left with one '?' by the substitution becomes searchable (``fuzzy_bound``); ``"words"``:
+        :meth:`Clue.fills_in`. With ``carry_fuzzy=False`` (the authors' code, TRAG.py:738-740) the fuzzy set
+        is emptied instead; fuzzy-looking reply clues are then dropped too (TRAG.py:1236-1244).
+        Returns counters: reclassified, fuzzy_filled, fuzzy_bound, new_fuzzy, dropped_fuzzy.
         """
-        counts = {"reclassified": 0, "fuzzy_filled": 0, "new_fuzzy": 0, "dropped_fuzzy": 0}
+        counts = {"reclassified": 0, "fuzzy_filled": 0, "fuzzy_bound": 0, "new_fuzzy": 0, "dropped_fuzzy": 0}
         reported = [(c, RESOLVED) for c in new_resolved] + [(c, SEARCHABLE) for c in new_searchable]
         by_kind: dict[str, list[Clue]] = {RESOLVED: [], SEARCHABLE: [], FUZZY: []}
         for c, said in reported:
@@ -302,13 +375,32 @@ class TripletState:
             by_kind[c.kind].append(c)
         remaining = list(self.fuzzy)
         if carry_fuzzy:
+            by_slot = fuzzy_match == "placeholder"
+
+            def fills(c: Clue, f: Clue, bound: Clue) -> bool:
+                return c.fills_slot(f, bound) if by_slot else c.fills_in(f)
+
+            binding: dict[str, str] = {}
+            unmatched = []
             for c in by_kind[RESOLVED] + by_kind[SEARCHABLE]:
-                if any(c.fills_in(s) for s in self.searchable):
-                    continue
-                hit = next((f for f in remaining if c.fills_in(f)), None)
-                if hit is not None:
-                    remaining.remove(hit)
+                hit = next((s for s in self.searchable if fills(c, s, s)), None)
+                if hit is None:
+                    unmatched.append(c)
+                elif by_slot:
+                    binding.update(c.bindings(hit))
+            pairs = [(f, f.substitute(binding)) for f in remaining]
+            for c in unmatched:
+                pair = next((fb for fb in pairs if fills(c, *fb)), None)
+                if pair is not None:
+                    pairs.remove(pair)
                     counts["fuzzy_filled"] += 1
+            remaining = []
+            for _, b in pairs:
+                if b.kind == FUZZY:
+                    remaining.append(b)
+                else:  # a bound placeholder left it searchable (or resolved)
+                    by_kind[b.kind].append(b)
+                    counts["fuzzy_bound"] += 1
             known = {f.key for f in remaining}
             new_fuzzy = [c for c in dedupe(by_kind[FUZZY]) if c.key not in known]
             counts["new_fuzzy"] = len(new_fuzzy)
@@ -371,10 +463,36 @@ def adaptive_retrieve(retriever: Any, triple_passage: dict[str, str], triple_tex
     return Retrieved(list(props.values()), Ranking(list(passages), list(passages.values())))
 
 
-def question_query(question: str) -> str:
-    """The authors' extra query: the question without question words and '?' (word boundaries here; the
-    code removes these words as substrings)."""
+def question_query(question: str, mode: str = "word") -> str:
+    """The authors' extra query: the question without question words and '?'.
+
+    ``substring`` follows TRAG.py:481-485: lower-cased, each question word removed as a substring in the
+    code's order ("Who directed Showboat?" -> "directed sboat"), no space squeezing; ``word`` removes them on
+    word boundaries, case kept."""
+    if mode == "substring":
+        for word in QUESTION_WORDS:
+            question = question.lower().replace(word, "").strip()
+        return question.replace("?", "").strip()
     return " ".join(_QUESTION_WORDS.sub(" ", question).replace("?", " ").split())
+
+
+def parse_simple_decomposition(text: str | None) -> Parsed:
+    """Triplets of the retry reply (``t2rag_decompose_simple``) as TRAG.py:1008-1028 reads them: every
+    ``s | p | o`` line, bullets and numbering stripped, a generic ``? | ...related... | <long object>`` line
+    dropped, at most 3 kept. Status ``retried`` or ``failed``."""
+    clues = []
+    for line in (text or "").splitlines():
+        c = _triple_from_line(line, allow_commas=False)
+        if c is not None and not (c.subject == "?" and "related" in c.predicate.lower() and len(c.object) > 30):
+            clues.append(c)
+    clues = dedupe(clues)[:3]
+    return Parsed(clues=clues, status="retried" if clues else "failed")
+
+
+def code_answer(text: str | None) -> str:
+    """The answer as TRAG.py:1117-1119 takes it: the text after the last "Answer:", else the whole reply."""
+    text = text or ""
+    return (text.split("Answer:")[-1] if "Answer:" in text else text).strip()
 
 
 # -- the method -----------------------------------------------------------------------------------------------
@@ -387,12 +505,22 @@ class T2RAGAgent:
         max_iterations: N, resolve iterations at most (§5.2: 3; 1 = the "single round" ablation, Table 2).
         candidate_depth: propositions retrieved per query before the global ranking (Alg. 2 ``Search(I, q, N)``).
         with_passages: give the retrieved passages to the resolve prompt (False = "w/o chunk", Table 2).
-        carry_fuzzy: carry unresolved fuzzy triplets over (paper §4.3 Step 2.3) or drop them (authors' code).
-        question_query: also retrieve with the question (authors' code) or not (paper, Alg. 2).
-        resolve_without_context: call the resolver when nothing was retrieved (paper, Alg. 1) or skip it (code).
-        example_propositions_chars: cut the example's propositions to this many characters (None = whole, as
-            the paper's template; the code cuts at 1000).
+        reading: ``code`` (rockcor/T2RAG, behind the published numbers) or ``paper`` (the prose): the default of
+            the five keys below (``READINGS``); each set explicitly (not None) overrides it.
+        carry_fuzzy: carry unresolved fuzzy triplets over (paper §4.3 Step 2.3) or drop them (TRAG.py:738-740).
+        question_query: also retrieve with the question (TRAG.py:478-487) or not (paper, Alg. 2).
+        question_query_mode: ``substring`` (the code) or ``word`` (question words removed on word boundaries).
+        resolve_without_context: call the resolver when nothing was retrieved (paper, Alg. 1) or skip it
+            (TRAG.py:622-629).
+        example_propositions_chars: cut the example's propositions to this many characters (0 = whole, as
+            the paper's template; TRAG.py:668 cuts at 1000).
+        decompose_retry: ``simple`` (retry a failed decomposition with ``t2rag_decompose_simple``, TRAG.py:375-383)
+            or ``none`` (the paper).
+        fuzzy_match: ``placeholder`` or ``words`` (:meth:`TripletState.update`).
+        stall_stop: stop when nothing is searchable, nothing was retrieved and the last step added no clue.
         answer: produce T²RAG's own answer (Step 3); False leaves answering to ``qa_reader`` (qa=true).
+        answer_parse: ``code`` (text after the last "Answer:", else the whole reply; TRAG.py:1117-1119) or
+            ``reader`` (the K.3 reader's first line, ``qa.reader.extract_answer``).
         ranking: ``rrf`` (RRF of the iteration lists) or ``concat`` (iteration lists in order).
         k_rrf: RRF constant.
         llm_params: extra ``llm.chat`` keyword arguments (temperature 0 comes from the llm group, App. B.1).
@@ -402,10 +530,13 @@ class T2RAGAgent:
     k_dependent = False
 
     def __init__(self, resources: Any, name: str = "t2rag", k: int = 5, max_iterations: int = 3,
-                 candidate_depth: int = 200, with_passages: bool = True, carry_fuzzy: bool = True,
-                 question_query: bool = False, resolve_without_context: bool = True,
-                 example_propositions_chars: int | None = None, answer: bool = True, ranking: str = "rrf",
-                 k_rrf: int = RRF_K, llm_params: Any = None, **_: Any):
+                 candidate_depth: int = 200, with_passages: bool = True, reading: str = "code",
+                 carry_fuzzy: bool | None = None, question_query: bool | None = None,
+                 question_query_mode: str | None = None, resolve_without_context: bool | None = None,
+                 example_propositions_chars: int | None = None, decompose_retry: str | None = None,
+                 fuzzy_match: str = "placeholder", stall_stop: bool = True, answer: bool = True,
+                 answer_parse: str = "code", ranking: str = "rrf", k_rrf: int = RRF_K, llm_params: Any = None,
+                 **_: Any):
         if k < 1 or max_iterations < 1 or candidate_depth < 1:
             raise ConfigError(f"agent.k, agent.max_iterations and agent.candidate_depth must be >= 1 "
                               f"(got {k}, {max_iterations}, {candidate_depth})")
@@ -414,10 +545,26 @@ class T2RAGAgent:
         self.name = name
         self.resources = resources
         self.k, self.max_iterations, self.candidate_depth = int(k), int(max_iterations), int(candidate_depth)
-        self.with_passages, self.carry_fuzzy = with_passages, carry_fuzzy
-        self.question_query, self.resolve_without_context = question_query, resolve_without_context
-        self.example_propositions_chars = example_propositions_chars
+        self.reading = choice(T2RAGReading, reading, "agent.reading").value
+        given = {"question_query": question_query, "question_query_mode": question_query_mode,
+                 "carry_fuzzy": carry_fuzzy, "resolve_without_context": resolve_without_context,
+                 "example_propositions_chars": example_propositions_chars, "decompose_retry": decompose_retry}
+        s = {key: READINGS[self.reading][key] if v is None else v for key, v in given.items()}
+        if int(s["example_propositions_chars"]) < 0:
+            raise ConfigError(f"agent.example_propositions_chars must be >= 0 (0 = whole), got "
+                              f"{s['example_propositions_chars']}")
+        self.with_passages = with_passages
+        self.carry_fuzzy, self.question_query = bool(s["carry_fuzzy"]), bool(s["question_query"])
+        self.question_query_mode = choice(T2RAGQuestionQuery, s["question_query_mode"],
+                                          "agent.question_query_mode").value
+        self.resolve_without_context = bool(s["resolve_without_context"])
+        self.example_propositions_chars = int(s["example_propositions_chars"])
+        self.decompose_retry = choice(T2RAGDecomposeRetry, s["decompose_retry"], "agent.decompose_retry").value
+        self.fuzzy_match = choice(T2RAGFuzzyMatch, fuzzy_match, "agent.fuzzy_match").value
+        self.stall_stop = bool(stall_stop)
         self.answers_questions = answer  # the runner scores EM/F1 of this method's own answers
+        self.answer_parse = choice(T2RAGAnswerParse, answer_parse, "agent.answer_parse").value
+        self.run_stats: dict[str, Counter[str]] = {"iterations": Counter(), "stop": Counter()}
         self.ranking, self.k_rrf = ranking, k_rrf
         if llm_params is not None and not isinstance(llm_params, dict):
             llm_params = OmegaConf.to_container(llm_params, resolve=True)
@@ -426,12 +573,19 @@ class T2RAGAgent:
         self._retriever: DenseRetriever | None = None
 
     def describe(self) -> dict[str, Any]:
-        """Settings for run.json (§5.2 / B.1 defaults and the paper-vs-code switches)."""
+        """Settings for run.json (§5.2 / B.1 defaults and the paper-vs-code switches as resolved from
+        ``reading``) and, after questions ran, their iteration histogram and stop reasons."""
         return {"name": self.name, "k": self.k, "max_iterations": self.max_iterations,
                 "candidate_depth": self.candidate_depth, "with_passages": self.with_passages,
-                "carry_fuzzy": self.carry_fuzzy, "question_query": self.question_query,
-                "resolve_without_context": self.resolve_without_context, "answer": self.answers_questions,
-                "ranking": self.ranking, "k_rrf": self.k_rrf}
+                "reading": self.reading, "carry_fuzzy": self.carry_fuzzy, "question_query": self.question_query,
+                "question_query_mode": self.question_query_mode,
+                "resolve_without_context": self.resolve_without_context,
+                "example_propositions_chars": self.example_propositions_chars,
+                "decompose_retry": self.decompose_retry, "fuzzy_match": self.fuzzy_match,
+                "stall_stop": self.stall_stop, "answer": self.answers_questions, "answer_parse": self.answer_parse,
+                "ranking": self.ranking, "k_rrf": self.k_rrf,
+                "iterations_hist": {str(n): c for n, c in sorted(self.run_stats["iterations"].items())},
+                "stops": dict(sorted(self.run_stats["stop"].items()))}
 
     @property
     def max_rounds(self) -> int:
@@ -456,7 +610,8 @@ class T2RAGAgent:
         """App. E "Triplets Resolving" with the current sets and the retrieved context (Step 2.2)."""
         by_id = self.resources.dataset.passage_by_id
         props = "\n".join(f"- {p['text']}" for p in retrieved.propositions) or "None"
-        example = props if self.example_propositions_chars is None else props[: self.example_propositions_chars]
+        cut = self.example_propositions_chars  # TRAG.py:668 `context_propositions[:1000]`; 0 = whole (App. E)
+        example = props[:cut] if cut else props
         section = ""
         if self.with_passages:
             texts = "\n".join(f"- {by_id[p].content}" for p in retrieved.passages.ids if p in by_id) or "None"
@@ -489,16 +644,28 @@ class T2RAGAgent:
         raw = self._chat(render("t2rag_decompose", query=q), "decompose", 0)
         dec = parse_decomposition(raw)
         bump(f"decompose_{dec.status}")
+        retry_raw = None
+        if dec.status == "failed" and self.decompose_retry == "simple":  # TRAG.py:375-383
+            retry_raw = self._chat(render("t2rag_decompose_simple", query=q), "decompose_retry", 0)
+            dec = parse_simple_decomposition(retry_raw)
+            bump(f"decompose_retry_{'ok' if dec.clues else 'failed'}")
         state = TripletState.from_clues(dec.clues)
-        trace: dict[str, Any] = {"decomposition": {"raw": raw, "status": dec.status, "state": state.to_dict()}}
+        trace: dict[str, Any] = {"decomposition": {"raw": raw, "status": dec.status, "state": state.to_dict(),
+                                                   **({"retry_raw": retry_raw} if retry_raw is not None else {})}}
         rounds: list[dict[str, Any]] = []
         lists: list[Ranking] = []
         retriever, passage_of, text_of = self._index()
         iteration = 0
+        progress, stalled = bool(dec.clues), False
         while state.open and iteration < self.max_iterations:
-            iteration += 1
-            queries = [c.query for c in state.searchable] + ([question_query(q)] if self.question_query else [])
+            queries = [c.query for c in state.searchable]
+            if self.question_query:  # TRAG.py:478-487
+                queries.append(question_query(q, self.question_query_mode))
             got = adaptive_retrieve(retriever, passage_of, text_of, queries, self.k, self.candidate_depth)
+            if self.stall_stop and not state.searchable and not got.passages.ids and not progress:
+                stalled = True  # nothing to search, nothing retrieved, nothing new since the last resolve
+                break
+            iteration += 1
             lists.append(got.passages)
             rec: dict[str, Any] = {"round": iteration, "queries": queries, "passages": got.passages.ids,
                                    "propositions": got.propositions, "input": state.to_dict()}
@@ -508,22 +675,27 @@ class T2RAGAgent:
                 bump(f"resolve_{res.status}")
                 rec.update(reply=reply, status=res.status, new_resolved=[list(c.parts) for c in res.clues],
                            new_searchable=[list(c.parts) for c in res.searchable])
-            else:
-                res = Parsed()
+                for key, n in state.update(res.clues, res.searchable, self.carry_fuzzy, self.fuzzy_match).items():
+                    bump(key, n)
+                progress = bool(res.clues or res.searchable)
+            else:  # TRAG.py:622-629: no call, the clues stay as they were
                 bump("resolve_skipped")
                 rec.update(reply=None, status="skipped", new_resolved=[], new_searchable=[])
-            for key, n in state.update(res.clues, res.searchable, self.carry_fuzzy).items():
-                bump(key, n)
+                progress = False
             rec["state"] = state.to_dict()
             rec["ranking"] = self._fuse(lists).ids
             rounds.append(rec)
-        stop = "no_triplets" if not dec.clues else "all_resolved" if not state.open else "max_iterations"
+        stop = ("no_triplets" if not dec.clues else "stalled" if stalled else
+                "all_resolved" if not state.open else "max_iterations")
+        self.run_stats["iterations"][iteration] += 1
+        self.run_stats["stop"][stop] += 1
         trace.update(stop=stop, iterations=iteration, counters=counters, final_state=state.to_dict())
         answer = None
         if self.answers_questions:
             context = state.answer_context()
             reply = self._chat(self.answer_messages(q, context), "answer", 0)
-            answer = MethodAnswer(text=extract_answer(reply), raw=reply)
+            text = code_answer(reply) if self.answer_parse == "code" else extract_answer(reply)
+            answer = MethodAnswer(text=text, raw=reply)
             trace["answer_context"] = [list(c.parts) for c in context]
         trace["timings"] = {"total_s": round(time.perf_counter() - t0, 6)}
         return MethodOutput(ranking=self._fuse(lists), rounds=rounds, trace={"t2rag": trace}, answer=answer)
@@ -535,5 +707,5 @@ class T2RAGAgent:
         return rrf(list(lists), k_rrf=self.k_rrf) if lists else Ranking()
 
 
-__all__ = ["Clue", "Parsed", "Retrieved", "T2RAGAgent", "TripletState", "adaptive_retrieve",
-           "parse_decomposition", "parse_resolution", "question_query"]
+__all__ = ["READINGS", "Clue", "Parsed", "Retrieved", "T2RAGAgent", "TripletState", "adaptive_retrieve", "code_answer",
+           "parse_decomposition", "parse_resolution", "parse_simple_decomposition", "question_query"]
