@@ -1,7 +1,9 @@
-"""What every retrieval method returns for one question (docs/ARCHITECTURE.md "Method")."""
+"""The roles of the methods layer (docs/ARCHITECTURE.md "Contracts"): what a method returns for one question and
+the protocols the pipeline wires against (:class:`Method`, :class:`Expansion`, :class:`Searcher`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,6 +32,14 @@ class SearchResult:
 
 
 @dataclass
+class ExpansionOutput:
+    """A graph expansion's fused ranking C_q and a JSON-serialisable trace of how it came about."""
+
+    ranking: Ranking
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class MethodOutput:
     """Final ranking, per-round records (multi-step methods), a JSON-serialisable trace and, for methods that
     answer by themselves, their answer."""
@@ -41,8 +51,12 @@ class MethodOutput:
 
 
 class Method(Protocol):
-    """A retrieval method. Optional attributes the runner reads: ``answers_questions`` (True: its outputs
-    carry ``answer``, scored as EM/F1 without a QA reader) and ``max_rounds`` (length of per-round recall).
+    """A retrieval method: everything the runner reads of it.
+
+    ``k_dependent``: the ranking depends on the evaluated k (single-step runs are then called once per k);
+    ``needs_llm``: a question calls the LLM (start-up checks its credentials); ``answers_questions``: its outputs
+    carry ``answer``, scored as EM/F1 without a QA reader; ``max_rounds``: length of the per-round recall
+    (None = ``dataset.max_rounds``).
 
     With ``run.workers`` > 1 one method object runs several questions, one computing at a time, another's
     computation running while one waits on an LLM reply (:mod:`gear_repro.utils.concurrency`). So ``run`` keeps a
@@ -51,9 +65,36 @@ class Method(Protocol):
 
     name: str
     k_dependent: bool
+    needs_llm: bool
+    answers_questions: bool
+    max_rounds: int | None
 
     def run(self, question: Question, k: int) -> MethodOutput: ...
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready settings written to run.json (``method``)."""
         ...
+
+
+class Expansion(Protocol):
+    """Graph expansion of a base list (GEAR's NoExpansion / NaiveGE / SyncGE, ``methods/gear/expansion.py``).
+
+    ``expand(query, base, *, read_query=None, round_no=0, memory=())``: beams scored against ``query``, a reader
+    sees ``read_query`` (None = query) and, when non-empty, the gist memory."""
+
+    name: str
+    k_dependent: bool
+    needs_llm: bool
+
+    def expand(self, query: str, base: Ranking, *, read_query: str | None = None, round_no: int = 0,
+               memory: Sequence[Sequence[str]] = ()) -> ExpansionOutput: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+class Searcher(Protocol):
+    """A retriever that also reports how it found its list (HippoRAG): what IRCoT and HippoRAG's method call."""
+
+    def search(self, query: str, k: int, *, round_no: int = 0) -> SearchResult: ...
+
+    def describe(self) -> dict[str, Any]: ...

@@ -69,6 +69,9 @@ class ScriptedLLM:
         return LLMReply(text=text, prompt_tokens=n_in, completion_tokens=n_out, cached=False, latency_s=0.0,
                         model=self.model)
 
+    def check_ready(self) -> None:
+        """Always ready (the real client checks its credentials)."""
+
 
 class HashEmbedder(SentenceEmbedder):
     """The real embedder class (caches, memo, batch independence) with feature hashing in place of a model:

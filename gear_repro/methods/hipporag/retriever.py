@@ -29,15 +29,20 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 from omegaconf import OmegaConf
 
+from gear_repro.backends.base import Collection
+from gear_repro.embedding.embedder import Embedder
+from gear_repro.llm.base import LLM
 from gear_repro.methods.base import SearchResult
 from gear_repro.methods.hipporag.phrase_graph import PhraseGraph, cached_phrase_graph, phrase_key
-from gear_repro.types import Ranking
+from gear_repro.retrieval.base import Retriever
+from gear_repro.types import Passage, Ranking, Triple
 from gear_repro.utils.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -60,17 +65,25 @@ def rank_scores(ids: list[str], scores: np.ndarray, k: int | None) -> Ranking:
 
 class HippoRAG:
     """HippoRAG v1/v2 over the run's dataset triples; a retriever (``retrieve(query, k) -> Ranking``) that also
-    reports its trace (``search``). Built lazily by ``Resources.hipporag`` from ``configs/hipporag/*.yaml``.
+    reports its trace (``search``). Built by the wiring (once per run) from ``configs/hipporag/*.yaml``.
 
-    Args (each documented with its default and source in configs/hipporag/default.yaml):
-        resources: the run's resources (``dataset``, ``embedder``, ``llm``; ``passage_retriever`` only for the
-            fallback; v2 also ``passages`` and ``triples`` vectors).
+    Args (the settings are documented with their defaults and sources in configs/hipporag/default.yaml):
+        passages: the corpus C (the graph's passage nodes; ``uniform`` fallback order).
+        triples: the OpenIE triples the phrase graph is built from.
+        embedder: phrase and query embeddings.
+        llm: the query NER client (v1; None for v2, which makes no LLM call).
+        fallback_retriever: the run's base retriever for ``no_entity_fallback=retriever`` (None otherwise).
+        passage_collection / triple_collection: v2's passage and triple vectors (None for v1).
     """
 
     name = "hipporag"
+    k_dependent = False  # PPR scores do not depend on k
     needs_vectors = True  # v2 scores passage and triple vectors; v1's dense fallback may
 
-    def __init__(self, resources: Any, version: str = "v1", damping: float = 0.5, node_specificity: bool = True,
+    def __init__(self, passages: Sequence[Passage], triples: Sequence[Triple] | None, embedder: Embedder,
+                 llm: LLM | None = None, fallback_retriever: Retriever | None = None,
+                 passage_collection: Collection | None = None, triple_collection: Collection | None = None,
+                 version: str = "v1", damping: float = 0.5, node_specificity: bool = True,
                  normalisation: str = "hipporag", synonyms: bool = True, synonym_threshold: float = 0.8,
                  synonym_top_k: int = 100, synonym_min_alnum: int = 3, no_entity_fallback: str = "retriever",
                  linking_top_k: int = 5, passage_node_weight: float = 0.05, ner_params: Any = None,
@@ -79,7 +92,13 @@ class HippoRAG:
             raise ConfigError(f"hipporag.no_entity_fallback must be one of {FALLBACKS}, got '{no_entity_fallback}'")
         if not 0.0 < damping < 1.0:
             raise ConfigError(f"hipporag.damping must be in (0, 1), got {damping}")
-        self.resources = resources
+        self.passages = passages
+        self.triples = triples
+        self.embedder = embedder
+        self.llm = llm
+        self.fallback_retriever = fallback_retriever
+        self.passage_collection = passage_collection
+        self.triple_collection = triple_collection
         self.version = version
         self.damping = float(damping)
         self.node_specificity = node_specificity
@@ -98,13 +117,12 @@ class HippoRAG:
 
     # -- offline ----------------------------------------------------------------------------------------
     def _embed_corpus(self, texts: list[str]) -> np.ndarray:
-        return self.resources.embedder.encode_corpus(texts, desc="hipporag phrases")
+        return self.embedder.encode_corpus(texts, desc="hipporag phrases")
 
     @cached_property
     def graph(self) -> PhraseGraph:
-        ds = self.resources.dataset
-        emb = self.resources.embedder
-        g = cached_phrase_graph(ds.triples or [], [p.id for p in ds.passages], self._embed_corpus, self.settings,
+        emb = self.embedder
+        g = cached_phrase_graph(self.triples or [], [p.id for p in self.passages], self._embed_corpus, self.settings,
                                 embedder_id=getattr(emb, "model_id", type(emb).__name__), cache=self.cache,
                                 block_rows=self.block_rows)
         log.info("HippoRAG graph: %s", g.stats)
@@ -142,7 +160,7 @@ class HippoRAG:
         from gear_repro.llm.parsing import parse_named_entities
         from gear_repro.prompts import render
 
-        reply = self.resources.llm.chat(render("hipporag_ner", question=query), stage="ner", round_no=round_no,
+        reply = self.llm.chat(render("hipporag_ner", question=query), stage="ner", round_no=round_no,
                                         **self.ner_params)
         parsed = parse_named_entities(reply.text)
         return parsed.entities, {"reply": reply.text, "failed": parsed.failed, "repaired": parsed.repaired,
@@ -151,9 +169,9 @@ class HippoRAG:
     def _fallback(self, query: str, k: int, trace: dict[str, Any]) -> SearchResult:
         trace["fallback"] = self.no_entity_fallback
         if self.no_entity_fallback == "uniform":
-            ids = [p.id for p in self.resources.dataset.passages]
+            ids = [p.id for p in self.passages]
             return SearchResult(rank_scores(ids, np.full(len(ids), 1.0 / max(1, len(ids))), k), trace)
-        return SearchResult(self.resources.passage_retriever.retrieve(query, k), trace)
+        return SearchResult(self.fallback_retriever.retrieve(query, k), trace)
 
     def _scores_from_ppr(self, reset: np.ndarray, trace: dict[str, Any]) -> np.ndarray:
         t = time.perf_counter()
@@ -170,7 +188,7 @@ class HippoRAG:
         if not entities or g.n_phrases == 0:
             return self._fallback(query, k, trace)
         t = time.perf_counter()
-        sims = self.resources.embedder.encode(entities) @ self.phrase_vectors.T
+        sims = self.embedder.encode(entities) @ self.phrase_vectors.T
         linked = np.argmax(sims, axis=1)
         reset = np.zeros(g.n_nodes)
         for i in linked:
@@ -184,8 +202,8 @@ class HippoRAG:
     @cached_property
     def _facts(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         """(triple ids, subject node, object node) aligned with the triple collection's vectors (-1 = no node)."""
-        coll = self.resources.triples
-        by_id = {t.id: t for t in self.resources.dataset.triples or []}
+        coll = self.triple_collection
+        by_id = {t.id: t for t in self.triples or []}
         idx = self.graph.phrase_index
         subj = np.array([idx.get(phrase_key(by_id[i].subject, self.normalisation), -1) for i in coll.ids])
         obj = np.array([idx.get(phrase_key(by_id[i].object, self.normalisation), -1) for i in coll.ids])
@@ -196,8 +214,8 @@ class HippoRAG:
         trace: dict[str, Any] = {}
         t = time.perf_counter()
         ids, subj, obj = self._facts
-        q = self.resources.embedder.encode([query])[0]
-        fact_scores = min_max(self.resources.triples.vectors() @ q)
+        q = self.embedder.encode([query])[0]
+        fact_scores = min_max(self.triple_collection.vectors() @ q)
         top = np.lexsort((np.arange(len(fact_scores)), -fact_scores))[: self.linking_top_k]
         weights, occurs = np.zeros(g.n_phrases), np.zeros(g.n_phrases)
         for f in top:
@@ -213,7 +231,7 @@ class HippoRAG:
         trace["link_ms"] = round(1000 * (time.perf_counter() - t), 3)
         if not trace["seeds"]:
             return self._fallback(query, k, trace)
-        dense = min_max(self.resources.passages.vectors() @ q)
+        dense = min_max(self.passage_collection.vectors() @ q)
         reset = np.concatenate([phrase_reset, dense * self.passage_node_weight])
         ppr = self._scores_from_ppr(reset, trace)
         return SearchResult(rank_scores(g.passage_ids, ppr[g.n_phrases:], k), trace)
