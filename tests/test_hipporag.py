@@ -23,7 +23,7 @@ from gear_repro.methods.hipporag.phrase_graph import (
 from gear_repro.methods.hipporag.retriever import HippoRAG
 from gear_repro.types import Passage, Question, Ranking, Triple
 from tests.conftest import TOY_PASSAGES, TOY_QUESTIONS, TOY_TRIPLES
-from tests.test_agent_gear import ScriptedLLM
+from tests.helpers.doubles import ScriptedLLM
 
 pytest.importorskip("igraph")
 
@@ -206,9 +206,16 @@ def toy_resources(ner_reply: str, **extra):
                            passage_retriever=FixedRetriever(["5", "4"]), **extra)
 
 
+def hippo(res, **settings) -> HippoRAG:
+    """HippoRAG over the toy resources (what the wiring hands over; collections only where given)."""
+    return HippoRAG(res.dataset.passages, res.dataset.triples, res.embedder, llm=res.llm,
+                    fallback_retriever=res.passage_retriever, passage_collection=getattr(res, "passages", None),
+                    triple_collection=getattr(res, "triples", None), **settings)
+
+
 def test_v1_links_entities_and_ranks_by_ppr() -> None:
     res = toy_resources('{"named_entities": ["France", "Emmanuel Macron"]}')
-    h = HippoRAG(res, cache=False, synonyms=False)
+    h = hippo(res, cache=False, synonyms=False)
     out = h.search("Where was the president of France born?", 6, round_no=2)
     assert out.trace["entities"] == ["france", "emmanuel macron"]
     assert [x[:2] for x in out.trace["linked"]] == [["france", "france"], ["emmanuel macron", "emmanuel macron"]]
@@ -227,10 +234,10 @@ def test_v1_links_entities_and_ranks_by_ppr() -> None:
 @pytest.mark.parametrize("reply", ["", "no entities here", '{"named_entities": ["!!"]}'])
 def test_v1_falls_back_when_no_entity(reply: str) -> None:
     res = toy_resources(reply)
-    out = HippoRAG(res, cache=False, synonyms=False).search("q?", 2)
+    out = hippo(res, cache=False, synonyms=False).search("q?", 2)
     assert out.trace["fallback"] == "retriever" and out.ranking.ids == ["5", "4"]
     assert res.passage_retriever.queries == ["q?"]
-    uni = HippoRAG(toy_resources(reply), cache=False, synonyms=False, no_entity_fallback="uniform").search("q?", 3)
+    uni = hippo(toy_resources(reply), cache=False, synonyms=False, no_entity_fallback="uniform").search("q?", 3)
     assert uni.ranking.ids == ["0", "1", "2"] and uni.trace["fallback"] == "uniform"
 
 
@@ -241,7 +248,7 @@ def test_v2_seeds_facts_and_passage_nodes() -> None:
                               vectors=lambda: emb.encode([t.text for t in base.dataset.triples]))
     passages = SimpleNamespace(vectors=lambda: emb.encode([p.content for p in base.dataset.passages]))
     res = toy_resources("", triples=triples, passages=passages)
-    h = HippoRAG(res, version="v2", cache=False, synonyms=False, linking_top_k=1, passage_node_weight=0.0)
+    h = hippo(res, version="v2", cache=False, synonyms=False, linking_top_k=1, passage_node_weight=0.0)
     query = "Emmanuel Macron born in Amiens"  # equals the text of triple 3 -> that fact scores 1.0
     out = h.search(query, 6)
     assert out.trace["facts"] == [["3-3", 1.0]]
@@ -269,7 +276,7 @@ def test_hipporag_ner_through_the_tiny_model(tmp_path: Path) -> None:
     res = toy_resources("")
     res.llm = client
     try:
-        out = HippoRAG(res, cache=False, synonyms=False).search("Where was the president of France born?", 6)
+        out = hippo(res, cache=False, synonyms=False).search("Where was the president of France born?", 6)
     finally:
         client.close()
     recs = client.ledger.since(0)
@@ -289,9 +296,8 @@ def test_hipporag_through_the_runner(toy_dir, tmp_path, compose, monkeypatch) ->
     monkeypatch.setenv("GEAR_CACHE", str(tmp_path / "cache"))
     cfg = validate(compose(["agent=hipporag", "retriever=bm25", f"dataset.path={toy_dir}", "dataset.name=toy",
                             "run.progress=false", "hipporag.synonyms=false"]))
-    res = Resources(cfg)
-    res.__dict__["embedder"] = TableEmbedder()
-    res.__dict__["llm"] = ScriptedLLM({"ner": '```json\n{"named_entities": ["France", "Emmanuel Macron"]}\n```'})
+    res = Resources(cfg, embedder=TableEmbedder(),
+                    llm=ScriptedLLM({"ner": '```json\n{"named_entities": ["France", "Emmanuel Macron"]}\n```'}))
     metrics = Runner(cfg, tmp_path / "run", resources=res).run()
     assert metrics["n_errors"] == 0 and metrics["recall@5"] == pytest.approx(200 / 3)  # Berlin (q2) is cut off from the seeds
     preds = read_jsonl(tmp_path / "run" / "predictions.jsonl")

@@ -17,7 +17,7 @@ from gear_repro.methods.ircot import (
 )
 from gear_repro.types import Passage, Question, Ranking
 from tests.conftest import TOY_PASSAGES, TOY_QUESTIONS
-from tests.test_agent_gear import ScriptedLLM
+from tests.helpers.doubles import ScriptedLLM
 
 Q = Question(**TOY_QUESTIONS[0])
 
@@ -49,6 +49,12 @@ def resources(script: dict, questions: list[Question] | None = None):
     return SimpleNamespace(dataset=ds, llm=ScriptedLLM(script), passage_retriever=QueryRetriever(TABLE))
 
 
+def ircot(res, **settings) -> IRCoTAgent:
+    """IRCoT over the base retriever stand-in (what the wiring hands over for ``retriever=base``)."""
+    return IRCoTAgent(res.llm, res.dataset.passage_by_id, [q.id for q in res.dataset.questions],
+                      base_retriever=res.passage_retriever, **settings)
+
+
 def test_merge_normalises_each_step_and_keeps_the_max() -> None:
     merged: dict[str, float] = {}
     merge_step(merged, Ranking(["a", "b", "c"], [8.0, 4.0, 2.0]))
@@ -61,7 +67,7 @@ def test_merge_normalises_each_step_and_keeps_the_max() -> None:
 
 def test_stops_at_the_answer_sentence() -> None:
     res = resources({("cot", 1): THOUGHTS[0], ("cot", 2): THOUGHTS[2]})
-    out = IRCoTAgent(res, max_rounds=4, top_k=3).run(Q, 15)
+    out = ircot(res, max_rounds=4, top_k=3).run(Q, 15)
     assert out.trace["stop"] == "answerable" and out.trace["answer"] == "Amiens."
     assert res.llm.stages() == [("cot", 1), ("cot", 2)]
     assert res.passage_retriever.queries == [Q.question, THOUGHTS[0]]  # no retrieval with the answer thought
@@ -73,7 +79,7 @@ def test_stops_at_the_answer_sentence() -> None:
 
 def test_round_limit_and_prompt_contents() -> None:
     res = resources({("cot", 1): THOUGHTS[0], ("cot", 2): THOUGHTS[1], ("cot", 3): "never used"})
-    agent = IRCoTAgent(res, max_rounds=3, top_k=2)
+    agent = ircot(res, max_rounds=3, top_k=2)
     out = agent.run(Q, 15)
     assert out.trace["stop"] == "max_rounds" and len(out.rounds) == 3
     assert res.llm.stages() == [("cot", 1), ("cot", 2)]  # max_rounds retrievals, max_rounds - 1 thoughts
@@ -86,7 +92,7 @@ def test_round_limit_and_prompt_contents() -> None:
     # the second thought sees the top-2 merged passages and the first thought after "Thought:"
     assert "Wikipedia Title: France\n" in user and "Wikipedia Title: Emmanuel Macron\n" in user
     assert user.rstrip().endswith(f"Question: {Q.question}\nThought:{THOUGHTS[0]}")
-    assert IRCoTAgent(res, max_rounds=1).run(Q, 15).trace["n_rounds"] == 1  # one round = no LLM call
+    assert ircot(res, max_rounds=1).run(Q, 15).trace["n_rounds"] == 1  # one round = no LLM call
     assert len(res.llm.calls) == 2
 
 
@@ -96,15 +102,15 @@ def test_demonstrations_as_published_and_evaluated_questions_skipped() -> None:
     assert demos[0].answer.endswith("So the answer is: 1862.")
     assert len(load_demos("2wikimultihopqa")) == 20 and len(load_demos("hotpotqa")) >= 20
     first = Question(id=demos[0].qid, question="?", answers=[], gold_ids=[])
-    agent = IRCoTAgent(resources({}, [Q, first]), num_demo=2)
+    agent = ircot(resources({}, [Q, first]), num_demo=2)
     assert [d.qid for d in agent.demos] == [demos[1].qid, demos[2].qid] and agent.demos_skipped == 1
-    assert len(IRCoTAgent(resources({}), num_demo=None).demos) == 20
+    assert len(ircot(resources({}), num_demo=None).demos) == 20
 
 
 def test_first_sentence_option() -> None:
     assert first_sentence("Macron was born in 1977. He is French.") == "Macron was born in 1977."
     res = resources({("cot", 1): THOUGHTS[0] + " So the answer is: Paris.", ("cot", 2): THOUGHTS[2]})
-    out = IRCoTAgent(res, max_rounds=4, top_k=3, thought="first_sentence").run(Q, 15)
+    out = ircot(res, max_rounds=4, top_k=3, thought="first_sentence").run(Q, 15)
     assert out.trace["thoughts"][0] == THOUGHTS[0] and len(out.rounds) == 2
 
 
@@ -126,10 +132,8 @@ def test_ircot_bm25_end_to_end_through_runner_and_report(toy_dir, tmp_path, comp
 
     cfg = validate(compose(["agent=ircot", "retriever=bm25", "embedder=minilm", f"dataset.path={toy_dir}",
                             "dataset.name=toy", "run.progress=false", "agent.top_k=2", "qa=true"]))
-    res = Resources(cfg)
-    res.__dict__["llm"] = ScriptedLLM({("cot", 1): "Paris is the capital of France.", "cot": f"{ANSWER_MARK} x",
-                                       "qa": "Answer: Amiens"})
-    res.__dict__["embedder"] = None  # IRCoT (BM25) must not need vectors
+    llm = ScriptedLLM({("cot", 1): "Paris is the capital of France.", "cot": f"{ANSWER_MARK} x", "qa": "Answer: Amiens"})
+    res = Resources(cfg, llm=llm, embedder=None)  # IRCoT (BM25) must not need vectors
     metrics = Runner(cfg, tmp_path / "run", resources=res).run()
     assert metrics["n_errors"] == 0 and len(metrics["recall@15_by_round"]) == 4
     assert metrics["em"] == pytest.approx(100 / 3)  # q1's answer is Amiens

@@ -18,7 +18,7 @@ from gear_repro.methods.t2rag.method import (
     question_query,
 )
 from gear_repro.prompts import render
-from tests.test_agent_gear import ScriptedLLM
+from tests.helpers.doubles import ScriptedLLM
 
 # -- the paper's case study (App. D, Figure 8) as scripted replies ---------------------------------------------
 DECOMPOSE_FIG8 = """Reasoning: I need the director of each film and each director's birth year.
@@ -200,21 +200,24 @@ def toy_env(tmp_path_factory):
                                       for i, (s, r, o, p) in enumerate(TOY_TRIPLES)] + [TOY_DUPLICATE])
     shared: dict = {}
 
-    def make(overrides: list[str] | None = None, script: dict | None = None):
+    def make(overrides: list[str] | None = None, script: dict | None = None, *, reload: tuple[str, ...] = (),
+             real_llm: bool = False):
+        """(cfg, Resources) sharing the module's dataset, embedder and indexes, except the names in ``reload``;
+        the LLM is a ScriptedLLM of ``script`` unless ``real_llm`` (the config's client)."""
         from gear_repro.config import validate
         from gear_repro.pipeline.resources import Resources
-        from tests.test_agent_gear import compose_cfg
+        from tests.helpers.runs import compose_config
 
-        cfg = validate(compose_cfg(["agent=t2rag", "embedder=minilm", "embedder.show_progress=false",
-                                    "run.progress=false", f"dataset.path={d}", "dataset.name=toy",
-                                    "dataset.paper_name=MuSiQue", *(overrides or [])]))
-        res = Resources(cfg)
-        for name in ("dataset", "backend", "embedder", "triples"):
-            if name in shared:
-                res.__dict__[name] = shared[name]
-            shared[name] = getattr(res, name)
-        res.__dict__["llm"] = ScriptedLLM(script or {})
-        return cfg, res
+        cfg = validate(compose_config(["agent=t2rag", "embedder=minilm", "embedder.show_progress=false",
+                                       "run.progress=false", f"dataset.path={d}", "dataset.name=toy",
+                                       "dataset.paper_name=MuSiQue", *(overrides or [])]))
+        if not shared:
+            first = Resources(cfg)
+            shared.update({name: getattr(first, name) for name in ("dataset", "backend", "embedder", "triples")})
+        given = {name: obj for name, obj in shared.items() if name not in reload}
+        if not real_llm:
+            given["llm"] = ScriptedLLM(script or {})
+        return cfg, Resources(cfg, **given)
 
     return d, make
 
@@ -334,8 +337,7 @@ def test_runner_scores_the_method_answer_and_reports(toy_env, tmp_path: Path) ->
     from gear_repro.reporting.runs import find_runs
     from gear_repro.reporting.tables import long_table, write_tables
 
-    cfg, res = toy_env[1](["experiment=t2rag_table1", "dataset.limit=1"], SCRIPT)
-    res.__dict__.pop("dataset")  # reload with the limit
+    cfg, res = toy_env[1](["experiment=t2rag_table1", "dataset.limit=1"], SCRIPT, reload=("dataset",))  # the limit
     metrics = Runner(cfg, tmp_path / "run", resources=res).run()
     assert metrics["em"] == 100.0 and metrics["f1"] == 100.0 and metrics["n_answered"] == 1
     assert metrics["recall@5"] == 100.0  # gold passages 2 and 3 are the fused top-2
@@ -371,9 +373,8 @@ def test_real_llm_path_with_the_tiny_model(toy_env, tmp_path: Path) -> None:
     from gear_repro.pipeline.runner import Runner
 
     # a loaded 2-core machine can take minutes per call: a generous timeout keeps this a plumbing test
-    cfg, res = toy_env[1](["llm=tiny", "dataset.limit=1", f"llm.cache_dir={tmp_path / 'cache'}", "llm.timeout_s=900"])
-    res.__dict__.pop("llm")  # the real client from llm=tiny
-    res.__dict__.pop("dataset")  # reload with the limit
+    cfg, res = toy_env[1](["llm=tiny", "dataset.limit=1", f"llm.cache_dir={tmp_path / 'cache'}", "llm.timeout_s=900"],
+                          reload=("dataset",), real_llm=True)  # the real client from llm=tiny; the limit
     metrics = Runner(cfg, tmp_path / "run", resources=res).run()
     pred = json.loads((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()[0])
     assert "error" not in pred and "em" in pred and metrics["n_answered"] == 1

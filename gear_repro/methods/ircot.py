@@ -36,7 +36,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from gear_repro.llm.base import LLM
-from gear_repro.methods.base import MethodOutput, SearchResult, Searcher
+from gear_repro.methods.base import MethodOutput, Searcher, SearchResult
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking
 from gear_repro.utils.errors import ConfigError

@@ -30,8 +30,8 @@ from tqdm import tqdm
 from gear_repro.config import to_container, validate
 from gear_repro.evaluation.aggregate import aggregate
 from gear_repro.llm.ledger import call_scope
-from gear_repro.pipeline.resources import Resources
 from gear_repro.methods.base import Method
+from gear_repro.pipeline.resources import Resources
 from gear_repro.pipeline.wiring import build_method, build_qa_reader
 from gear_repro.qa.reader import AnswerReader, score_answer
 from gear_repro.types import Question

@@ -34,11 +34,11 @@ from gear_repro.config import FusionOrder, OnNoProximal, choice
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.core.triple_graph import TripleIndex
 from gear_repro.core.triple_reader import MEMORY_PROMPT, READER_PROMPT, read_triples
+from gear_repro.embedding.embedder import Embedder
+from gear_repro.llm.base import LLM
 from gear_repro.methods.base import ExpansionOutput
 from gear_repro.methods.gear.beam_search import BeamConfig, BeamResult, beam_search, scorer_for
 from gear_repro.methods.gear.scorers import PathScorer
-from gear_repro.embedding.embedder import Embedder
-from gear_repro.llm.base import LLM
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Ranking, Triple3, triple_text
 from gear_repro.utils.trace import bump, seconds

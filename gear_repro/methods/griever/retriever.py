@@ -38,11 +38,11 @@ import numpy as np
 from gear_repro.backends.base import Backend, Collection
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.core.triple_graph import normalize_entity
+from gear_repro.embedding.embedder import Embedder
 from gear_repro.methods.griever.index import GrieverData, SameAsConfig, ShortlistIndex, UnitVectors
 from gear_repro.methods.griever.matcher import EntityMatcher, QueryEncoding, SentenceTokenEncoder
 from gear_repro.methods.griever.store import GrieverStore, MemoryGrieverStore, PassageFilter
 from gear_repro.methods.griever.text import DEFAULT_CONNECTORS, rewrite, split_clauses
-from gear_repro.embedding.embedder import Embedder
 from gear_repro.types import Passage, Ranking, Triple
 from gear_repro.utils.errors import ConfigError
 
