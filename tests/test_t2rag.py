@@ -333,7 +333,7 @@ def test_ablation_and_code_switches(toy_env) -> None:
 
 def test_runner_scores_the_method_answer_and_reports(toy_env, tmp_path: Path) -> None:
     from gear_repro.pipeline.runner import Runner
-    from gear_repro.reporting.analyses import format_trace, t2rag_table
+    from gear_repro.reporting.analyses import format_trace, method_tables
     from gear_repro.reporting.runs import find_runs
     from gear_repro.reporting.tables import long_table, write_tables
 
@@ -350,7 +350,7 @@ def test_runner_scores_the_method_answer_and_reports(toy_env, tmp_path: Path) ->
     text = format_trace(pred)
     assert "== Iteration 2 ==" in text and "stop: all_resolved" in text and "answer (method): 'Amiens'" in text
     runs = find_runs([tmp_path / "run"])
-    stats = t2rag_table(runs).iloc[0]
+    stats = next(t for stem, _, t in method_tables(runs) if stem == "t2rag_stats").iloc[0]
     assert stats["iterations_mean"] == 2 and stats["llm_calls_per_q"] == 4 and stats["em_all_resolved"] == 100.0
     long = long_table(runs)
     em = long[long.metric == "EM"].iloc[0]

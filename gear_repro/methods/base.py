@@ -3,7 +3,7 @@ the protocols the pipeline wires against (:class:`Method`, :class:`Expansion`, :
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -98,3 +98,69 @@ class Searcher(Protocol):
     def search(self, query: str, k: int, *, round_no: int = 0) -> SearchResult: ...
 
     def describe(self) -> dict[str, Any]: ...
+
+
+# -- report hooks ---------------------------------------------------------------------------------------------
+def class_path(cls: type) -> str:
+    """A class's ``_target_`` string (module + qualified name), as a run's config.yaml records it."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+@dataclass(frozen=True)
+class RowParts:
+    """What the report derives of a run before its method names the row: the base retriever's label (from
+    ``report.labels`` when ``paper_label``, else the retriever's own), the retriever config's ``name`` and the
+    expansion's label (None without expansion)."""
+
+    base: str
+    paper_label: bool
+    retriever: str
+    expansion: str | None
+
+
+@dataclass(frozen=True)
+class ReportHooks:
+    """How the report shows the runs of one component class; every method declares its own in its folder
+    (``report.py``, or beside the class) and :func:`gear_repro.methods.report_hooks` registers them.
+
+    targets: the class's ``_target_`` and its former paths (run dirs written before a move).
+    names: config ``name`` values that identify it in a config without ``_target_`` (hand-written configs).
+    label: agents: ``(its config node, RowParts) -> row label`` (must match paper_results.csv's method column);
+        retrievers: ``(config name) -> label``.
+    expansion_label: expansions: the suffix of a single-step row ("Hybrid + SyncGE").
+    stages: the LLM stages its calls record, in display order (tokens table); ``figure4_stages``: those Fig. 4
+        counts as retrieval tokens.
+    rounds_table: its runs make Table 9 (R@k by beam length and rounds).
+    figure2_reference: expansions: a single-step run with it is Fig. 2's reference line.
+    summaries: ``(file stem, title, row function)``: one table per hook, one row per run of the class; the row
+        function gets the run's predictions and returns its columns (None: no row).
+    trace_lines: the walk-through of one prediction record when the record is its shape, else None
+        (``(record, plist, recall_line) -> lines``).
+    """
+
+    targets: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    label: Callable[..., str] | None = None
+    expansion_label: str | None = None
+    stages: tuple[str, ...] = ()
+    figure4_stages: tuple[str, ...] = ()
+    rounds_table: bool = False
+    figure2_reference: bool = False
+    summaries: tuple[tuple[str, str, Callable[[list[dict]], dict[str, Any] | None]], ...] = ()
+    trace_lines: Callable[[dict, Any, Any], list[str] | None] | None = None
+
+
+def node_setting(node: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """A setting of a run's config node as written (Enum members by value)."""
+    value = node.get(key, default) if node else default
+    return getattr(value, "value", value)
+
+
+def format_triple_list(ts: Sequence[Sequence[str]], limit: int = 12) -> str:
+    """Triples as the report's walk-through lists them ("    T1 <s, p, o>"), at most ``limit``."""
+    if not ts:
+        return "    (none)"
+    out = [f"    T{i + 1} <{', '.join(map(str, t))}>" for i, t in enumerate(ts[:limit])]
+    if len(ts) > limit:
+        out.append(f"    ... {len(ts) - limit} more")
+    return "\n".join(out)

@@ -36,7 +36,15 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from gear_repro.llm.base import LLM
-from gear_repro.methods.base import MethodOutput, Searcher, SearchResult
+from gear_repro.methods.base import (
+    MethodOutput,
+    ReportHooks,
+    RowParts,
+    Searcher,
+    SearchResult,
+    class_path,
+    node_setting,
+)
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking
 from gear_repro.utils.errors import ConfigError
@@ -212,3 +220,15 @@ class IRCoTAgent:
                  "thoughts": thoughts, "answer": answer, "demos": [d.qid for d in self.demos],
                  "timings": {"total_s": round(time.perf_counter() - t_start, 6)}}
         return MethodOutput(ranking=merged_ranking(merged), rounds=rounds, trace=trace)
+
+
+def row_label(node: Any, parts: RowParts) -> str:
+    """"HippoRAG w/ IRCoT" with HippoRAG as the retriever; else "IRCoT (BM25)" (the paper's; SBERT/Hybrid runs stand
+    in for ColBERTv2 and say so), or "IRCoT + <label>" when ``report.labels`` names the base."""
+    if node_setting(node, "retriever", "base") == "hipporag":
+        return "HippoRAG w/ IRCoT"
+    return f"IRCoT + {parts.base}" if parts.paper_label else f"IRCoT ({parts.base})"
+
+
+REPORT_HOOKS = (ReportHooks(targets=(class_path(IRCoTAgent), "gear_repro.agent.ircot.IRCoTAgent"),
+                            names=("ircot", "hipporag_ircot"), label=row_label, stages=("cot",), figure4_stages=("cot",)),)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from gear_repro.methods.base import Expansion, MethodOutput
+from gear_repro.methods.base import Expansion, MethodOutput, ReportHooks, RowParts, class_path
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Question
 
@@ -63,3 +63,14 @@ class SingleStep:
             ranking = ranking.top(self.output_depth)
         trace["timings"] = timings
         return MethodOutput(ranking=ranking, trace=trace)
+
+
+def row_label(node: Any, parts: RowParts) -> str:
+    """"<base>" or "<base> + <expansion>" (GEAR Table 2, top half); a renamed single-step config adds its name."""
+    label = parts.base + (f" + {parts.expansion}" if parts.expansion else "")
+    name = (node or {}).get("name", "single")
+    return label if name == "single" else f"{label} ({name})"
+
+
+REPORT_HOOKS = (ReportHooks(targets=(class_path(SingleStep), "gear_repro.agent.single.SingleStep"), names=("single",),
+                            label=row_label),)

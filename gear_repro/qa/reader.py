@@ -59,6 +59,9 @@ def score_answer(question: Question, answer: str) -> dict[str, Any]:
     return out
 
 
+QA_STAGE = "qa"  # the ledger stage of the K.3 reader's calls
+
+
 class AnswerReader(Protocol):
     """The QA role the runner reads: ``top_k`` (the matched-k pass it reads, Table 3) and ``answer``."""
 
@@ -113,6 +116,6 @@ class QAReader:
     def answer(self, question: Question, ranked_ids: Sequence[str]) -> dict[str, Any]:
         """Answer one question; returns answer, qa_raw, qa_mode, qa_passages and per-question em/f1."""
         ids = self.passages_for(question, ranked_ids)
-        reply = self.llm.chat(self.messages(question, ids), stage="qa", round_no=0, **self.llm_params)
+        reply = self.llm.chat(self.messages(question, ids), stage=QA_STAGE, round_no=0, **self.llm_params)
         ans = extract_answer(reply.text)
         return {**score_answer(question, ans), "qa_raw": reply.text, "qa_mode": self.mode, "qa_passages": ids}
