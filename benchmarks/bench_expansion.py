@@ -30,7 +30,6 @@ import platform
 import time
 from collections import defaultdict
 from pathlib import Path
-from types import SimpleNamespace
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -115,11 +114,10 @@ def main() -> None:
     build_s = time.perf_counter() - t0
     print(f"indexes ready in {build_s:.1f}s: {len(pcoll)} passages, {len(tcoll)} triples; {index.describe()}",
           flush=True)
-    res = SimpleNamespace(dataset=ds, embedder=emb, triple_index=index)
     retrievers = {b: RETRIEVERS[b](pcoll, emb) for b in sorted(set(a.bases) | {"hybrid"})}
     questions = [q for q in ds.questions if q.gold_ids]
     retrievers["hybrid"].retrieve("warm up the model", 5)
-    expansions = {sc: NaiveGE(res, beam=scorer_beam(sc, a)) for sc in a.scorers}
+    expansions = {sc: NaiveGE(index, emb, beam=scorer_beam(sc, a)) for sc in a.scorers}
 
     report: dict = {"embedder": model, "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                     "load_avg_start": os.getloadavg(), "questions": len(questions), "ks": a.ks,

@@ -73,13 +73,9 @@ def main() -> None:
     out["passage_index_s"] = round(time.perf_counter() - t, 3)
     out["rss_after_passages_mb"] = round(rss_mb(), 1)
 
-    class Res:  # what GRIEVER takes from the run's resources
-        dataset, backend = ds, None
-
-    Res.backend = backend
     retrievers = {"BM25": BM25Retriever(coll), "Dense": DenseRetriever(coll, emb),
                   "RRFHybrid": HybridRetriever(coll, emb), "Composed": ComposedRetriever(coll, emb)}
-    griever = GrieverRetriever(coll, emb, Res, unit_vectors=a.unit_vectors)
+    griever = GrieverRetriever(coll, emb, ds.passages, ds.triples, backend, unit_vectors=a.unit_vectors)
     t = time.perf_counter()
     out["griever_build"] = griever.build()
     out["griever_build_s"] = round(time.perf_counter() - t, 3)
@@ -87,7 +83,7 @@ def main() -> None:
     retrievers["GRIEVER"] = griever
     if not a.no_ablations:
         for label, kw in ABLATIONS.items():
-            g = GrieverRetriever(coll, emb, Res, unit_vectors=a.unit_vectors, **kw)
+            g = GrieverRetriever(coll, emb, ds.passages, ds.triples, backend, unit_vectors=a.unit_vectors, **kw)
             t = time.perf_counter()
             g.build()
             out.setdefault("ablation_build_s", {})[label] = round(time.perf_counter() - t, 3)

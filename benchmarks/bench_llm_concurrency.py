@@ -50,8 +50,7 @@ def one_setting(workers: int, n: int, latency: float, jitter: float, root: Path)
                 "agent=ircot", "retriever=bm25", "dataset=musique_sample", f"dataset.limit={n}", "qa=true",
                 "run.progress=false", "llm=openai_compatible", f"llm.base_url={server.url}", "llm.model=standin",
                 f"llm.cache_dir={root / f'cache{workers}'}", f"run.workers={workers}", f"llm.concurrency={workers}"]))
-        res = Resources(cfg)
-        res.__dict__["embedder"] = None  # IRCoT (BM25) needs no vectors
+        res = Resources(cfg, embedder=None)  # IRCoT (BM25) needs no vectors
         t0 = time.perf_counter()
         metrics = Runner(cfg, root / f"run{workers}", resources=res).run()
         wall = time.perf_counter() - t0

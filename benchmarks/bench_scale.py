@@ -231,10 +231,9 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
 
     rng = np.random.default_rng(seed + 3)
     queries = [" ".join(rng.choice([p.title for p in passages[:5000]], 3)) + f" {i}" for i in range(n_queries)]
-    res = type("Res", (), {"triple_index": index, "embedder": emb})()
     retrievers = {"bm25": BM25Retriever(coll, emb), "dense": DenseRetriever(coll, emb),
                   "hybrid": HybridRetriever(coll, emb)}
-    naive = NaiveGE(res, beam={"scorer": "mean"})
+    naive = NaiveGE(index, emb, beam={"scorer": "mean"})
     times: dict[str, list[float]] = {k: [] for k in (*retrievers, "naive")}
     for q in queries:
         for name, r in retrievers.items():

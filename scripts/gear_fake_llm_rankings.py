@@ -68,6 +68,9 @@ class FakeLLM:
         return LLMReply(text=text, prompt_tokens=len(prompt.split()), completion_tokens=len(text.split()),
                         cached=False, latency_s=0.0, model=self.model)
 
+    def check_ready(self) -> None:
+        """Always ready."""
+
 
 def main(argv: list[str]) -> None:
     out = Path(argv[0])
@@ -76,9 +79,8 @@ def main(argv: list[str]) -> None:
     from gear_repro.pipeline.resources import Resources
     from gear_repro.pipeline.runner import Runner
 
-    res = Resources(cfg)
-    res.__dict__["llm"] = FakeLLM(res.dataset)
-    Runner(cfg, out, resources=res).run()
+    dataset = Resources(cfg).dataset
+    Runner(cfg, out, resources=Resources(cfg, dataset=dataset, llm=FakeLLM(dataset))).run()
     for line in (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
         per_round = [r.get("ranking", [])[:15] for r in rec.get("rounds", [])]

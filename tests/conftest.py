@@ -111,3 +111,6 @@ def shared_data() -> Path:
     if not SHARED_DATA.exists():
         missing(f"shared data not found at {SHARED_DATA} (set GEAR_SHARED_DATA)")
     return SHARED_DATA
+
+
+from tests.helpers.gear_slice import slice_env  # noqa: E402, F401  (module fixture of the GEAR/QA/T²RAG logic tests)

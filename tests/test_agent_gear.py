@@ -2,117 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from pathlib import Path
-
 import pytest
 
 from gear_repro.core.fusion import rrf
 from gear_repro.evaluation.aggregate import aggregate, round_recalls
-from gear_repro.llm import LLMReply, TokenLedger
-from tests.conftest import SAMPLE
-from tests.helpers.requirements import missing
-
-N_PASSAGES = 60  # first passages of the sample (hold the gold passages of its first questions)
-N_QUESTIONS = 3
-
-READ = ('("Journal of Psychotherapy Integration", "published by", "American Psychological Association"), '
-        '("American Psychological Association", "first president", "G. Stanley Hall")')
-GIST_1 = 'Facts: ("Journal of Psychotherapy Integration", "published by", "American Psychological Association")'
-GIST_2 = ('("journal of psychotherapy  integration", "Published by", "American Psychological Association"), '
-          '("American Psychological Association", "first president", "G. Stanley Hall")')
-NO = "Answerable: No\nWhy: The facts do not say who the first president was."
-YES = "Answerable: Yes\nAnswer: G. Stanley Hall"
-REWRITE = "Next Question: Who was the first president of the American Psychological Association?"
-
-
-class ScriptedLLM:
-    """Stand-in with the LLM client's chat() signature: replies by (stage, round), else by stage."""
-
-    def __init__(self, script: dict, model: str = "scripted"):
-        self.script = script
-        self.model = model
-        self.ledger = TokenLedger()
-        self.calls: list[dict] = []
-
-    def chat(self, messages: list[dict], *, stage: str, round_no: int = 0, **params) -> LLMReply:
-        prompt = "\n".join(str(m["content"]) for m in messages)
-        reply = self.script.get((stage, round_no), self.script.get(stage, ""))
-        text = reply(prompt) if isinstance(reply, Callable) else reply
-        self.calls.append({"stage": stage, "round": round_no, "prompt": prompt, "reply": text})
-        pt, ct = len(prompt.split()), len(text.split())
-        self.ledger.add(stage=stage, round=round_no, prompt_tokens=pt, completion_tokens=ct, cached=False,
-                        latency_s=0.0, model=self.model)
-        return LLMReply(text=text, prompt_tokens=pt, completion_tokens=ct, cached=False, latency_s=0.0,
-                        model=self.model)
-
-    def stages(self) -> list[tuple[str, int]]:
-        return [(c["stage"], c["round"]) for c in self.calls]
-
-
-def make_slice(dest: Path, n_passages: int = N_PASSAGES, n_questions: int = N_QUESTIONS) -> Path:
-    """A canonical dataset folder: the sample's first passages, their triples and first questions."""
-    dest.mkdir(parents=True, exist_ok=True)
-    rows = [json.loads(x) for x in (SAMPLE / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
-    keep = {r["id"] for r in rows[:n_passages]}
-    qs = [json.loads(x) for x in (SAMPLE / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
-    qs = [q for q in qs if set(q["gold_ids"]) <= keep][:n_questions]
-    trs = [json.loads(x) for x in (SAMPLE / "triples.jsonl").read_text(encoding="utf-8").splitlines()]
-    for name, data in (("corpus.jsonl", rows[:n_passages]), ("questions.jsonl", qs),
-                       ("triples.jsonl", [t for t in trs if t["passage_id"] in keep])):
-        (dest / name).write_text("".join(json.dumps(r) + "\n" for r in data), encoding="utf-8")
-    return dest
-
-
-def compose_cfg(overrides: list[str]):
-    from hydra import compose, initialize_config_dir
-
-    import gear_repro.config  # noqa: F401  (resolvers)
-    from gear_repro.utils.paths import config_dir
-
-    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-        return compose("config", overrides=overrides)
-
-
-BASE_OVERRIDES = ["agent=gear", "embedder=minilm", "retriever=bm25", "beam.scorer=sum", "run.progress=false",
-                  "embedder.show_progress=false", "dataset.name=musique_slice"]
-
-
-@pytest.fixture(scope="module")
-def slice_env(tmp_path_factory):
-    """(dataset dir, Resources factory) sharing one embedder and one set of indexes across the module."""
-    if not (SAMPLE / "corpus.jsonl").exists():
-        missing(f"bundled sample missing at {SAMPLE}")
-    from gear_repro.config import validate
-    from gear_repro.pipeline.resources import Resources
-
-    root = tmp_path_factory.mktemp("gear")  # embeddings/indexes: the shared content-hashed $GEAR_CACHE
-    data = make_slice(root / "musique_slice")
-    shared: dict = {}
-
-    def make(overrides: list[str] | None = None, script: dict | None = None):
-        cfg = validate(compose_cfg([*BASE_OVERRIDES, f"dataset.path={data}", *(overrides or [])]))
-        res = Resources(cfg)
-        for name in ("dataset", "backend", "embedder", "passages", "triples", "triple_index",
-                     "passage_retriever", "triple_retriever"):
-            if name in shared:
-                res.__dict__[name] = shared[name]
-        for name in ("dataset", "backend", "embedder", "passages", "triples", "triple_index"):
-            shared[name] = getattr(res, name)
-        res.__dict__["llm"] = ScriptedLLM(script or {})
-        return cfg, res
-
-    return data, make
-
-
-def build(slice_env, script: dict, overrides: list[str] | None = None):
-    from gear_repro.pipeline.wiring import build_method
-
-    _, make = slice_env
-    cfg, res = make(overrides, script)
-    agent = build_method(cfg, res)
-    return cfg, res, agent
+from gear_repro.pipeline.wiring import passage_retriever, triple_retriever
+from tests.helpers.gear_slice import GIST_1, GIST_2, NO, READ, REWRITE, YES, build
 
 
 def test_config_selects_sync_expansion_and_dataset_rounds(slice_env):
@@ -144,7 +39,7 @@ def test_stops_when_reasoner_says_yes(slice_env):
     # reads see the original question; base retrieval used q(2)
     reads = [c for c in llm.calls if c["stage"] in ("read", "gist")]
     assert all(f"Question: {q.question}" in c["prompt"] for c in reads)
-    assert r2["base"] == res.passage_retriever.retrieve(r2["query"], 10).ids
+    assert r2["base"] == passage_retriever(res).retrieve(r2["query"], 10).ids
     # gist memory: plain reader in round 1, memory in round 2; duplicate (normalised) dropped
     gist2 = [c for c in llm.calls if c["stage"] == "gist"][1]["prompt"]
     assert "preliminary facts" in gist2 and '"Journal of Psychotherapy Integration"' in gist2.split("Question:")[-1]
@@ -272,8 +167,8 @@ def test_final_rrf_includes_passage_link_lists(slice_env):
     links = []
     for t in memory:
         text = " ".join(t)
-        via_t = list(dict.fromkeys(res.triple_index.passage_of[x] for x in res.triple_retriever.retrieve(text, 10).ids))
-        links.append(rrf([res.passage_retriever.retrieve(text, 10), via_t]).ids)
+        via_t = list(dict.fromkeys(res.triple_index.passage_of[x] for x in triple_retriever(res).retrieve(text, 10).ids))
+        links.append(rrf([passage_retriever(res).retrieve(text, 10), via_t]).ids)
     assert [x["ids"] for x in out.trace["passage_link"]] == [ids[:20] for ids in links]
     expected = rrf([*links, r1["fused"]])
     assert out.ranking.ids == expected.ids
@@ -289,9 +184,8 @@ def test_bad_options_fail_with_the_setting_name(slice_env):
 
     with pytest.raises(Exception, match="query_for_beam"):  # the schema rejects it at composition
         build(slice_env, {}, ["agent.query_for_beam=sometimes"])
-    with pytest.raises(Exception, match="agent.max_rounds") as e:
+    with pytest.raises(ConfigError, match="agent.max_rounds"):  # the wiring raises the constructor's own error
         build(slice_env, {}, ["agent.max_rounds=0"])
-    assert ConfigError in (type(e.value), type(e.value.__cause__))  # at start-up (config.validate) or construction
 
 
 @pytest.mark.slow
@@ -301,7 +195,7 @@ def test_original_query_options(slice_env):
     q = res.dataset.questions[0]
     out = agent.run(q, 15)
     assert out.rounds[1]["query"] != q.question
-    assert out.rounds[1]["base"] == out.rounds[0]["base"] == res.passage_retriever.retrieve(q.question, 10).ids
+    assert out.rounds[1]["base"] == out.rounds[0]["base"] == passage_retriever(res).retrieve(q.question, 10).ids
 
 
 @pytest.mark.slow

@@ -319,11 +319,11 @@ def test_fusion_order_decides_rrf_ties():
     from gear_repro.types import Ranking
 
     base, expanded = Ranking(["a", "b"], [2.0, 1.0]), ["x", "b", "y"]
-    assert NaiveGE(None).fusion_order == SyncGE(None).fusion_order == "base_first"
-    assert NaiveGE(None).fuse(expanded, base).ids == ["b", "a", "x", "y"]
-    assert NaiveGE(None, fusion_order="expanded_first").fuse(expanded, base).ids == ["b", "x", "a", "y"]
+    assert NaiveGE(None, None).fusion_order == SyncGE(None, None, None, None, {}).fusion_order == "base_first"
+    assert NaiveGE(None, None).fuse(expanded, base).ids == ["b", "a", "x", "y"]
+    assert NaiveGE(None, None, fusion_order="expanded_first").fuse(expanded, base).ids == ["b", "x", "a", "y"]
     with pytest.raises(ConfigError, match="fusion_order"):
-        NaiveGE(None, fusion_order="sideways")
+        NaiveGE(None, None, fusion_order="sideways")
 
 
 def test_fusion_order_default_in_configs(compose):
@@ -337,9 +337,9 @@ def test_k_dependence_and_vector_needs_come_from_classes(compose):
     from gear_repro.methods.single import SingleStep
     from gear_repro.pipeline.resources import Resources
 
-    res = type("R", (), {"passage_retriever": None})()
-    assert SingleStep(res, NoExpansion()).k_dependent is False
-    assert SingleStep(res, NaiveGE(None)).k_dependent is True
+    bm25 = type("R", (), {"k_dependent": False})()
+    assert SingleStep(bm25, NoExpansion()).k_dependent is False
+    assert SingleStep(bm25, NaiveGE(None, None)).k_dependent is True
     needs = {o: Resources(compose(o.split())).needs_vectors for o in (
         "retriever=bm25 expansion=none", "retriever=bm25 expansion=none expansion.name=naive",
         "retriever=bm25 expansion=naive expansion.name=none", "retriever=sbert expansion=none",

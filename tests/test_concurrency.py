@@ -71,8 +71,7 @@ def _run(compose, data: Path, out: Path, url: str, workers: int, concurrency: in
         *method, "embedder=minilm", f"dataset.path={data}", "dataset.name=toy", "run.progress=false",
         "llm=openai_compatible", f"llm.base_url={url}", "llm.model=standin", f"llm.cache_dir={out / 'llm_cache'}",
         f"run.workers={workers}", f"llm.concurrency={concurrency}"]))
-    res = Resources(cfg)
-    res.__dict__["embedder"] = embedder
+    res = Resources(cfg, embedder=embedder)
     metrics = Runner(cfg, out / "run", resources=res).run()
     assert metrics["n_errors"] == 0
     return [json.loads(x) for x in (out / "run" / "predictions.jsonl").read_text().splitlines()]
@@ -121,9 +120,9 @@ def minilm() -> Any:
     """One MiniLM embedder for this module's runs (a text's vector does not depend on the run)."""
     from hydra.utils import instantiate
 
-    from tests.test_agent_gear import compose_cfg
+    from tests.helpers.runs import compose_config
 
-    return instantiate(compose_cfg(["embedder=minilm", "embedder.show_progress=false"]).embedder)
+    return instantiate(compose_config(["embedder=minilm", "embedder.show_progress=false"]).embedder)
 
 
 @pytest.mark.parametrize("method", [

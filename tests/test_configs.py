@@ -17,7 +17,6 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from gear_repro import config as C
-from gear_repro.llm import LLMReply, TokenLedger
 from gear_repro.utils.paths import config_dir
 
 EXPERIMENTS = sorted(p.stem for p in (config_dir() / "experiment").glob("*.yaml"))
@@ -105,30 +104,16 @@ def test_choice_names_the_setting():
         C.choice(C.FusionOrder, "sideways", "expansion.fusion_order")
 
 
-class EmptyLLM:
-    """Stand-in LLM: every reply is empty (no triples, not answerable, rewrite falls back, empty answer)."""
-
-    model = "empty"
-
-    def __init__(self):
-        self.ledger = TokenLedger()
-
-    def chat(self, messages, *, stage: str, round_no: int = 0, **params) -> LLMReply:
-        self.ledger.add(stage=stage, round=round_no, prompt_tokens=1, completion_tokens=0, cached=False,
-                        latency_s=0.0, model=self.model)
-        return LLMReply(text="", prompt_tokens=1, completion_tokens=0, cached=False, latency_s=0.0, model=self.model)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("overrides", QUICK_RUNS, ids=lambda o: " ".join(o))
 def test_presets_run_on_two_questions(overrides, tmp_path: Path):
     from gear_repro.pipeline.resources import Resources
     from gear_repro.pipeline.runner import Runner
     from gear_repro.utils.io import iter_jsonl
+    from tests.helpers.doubles import ScriptedLLM
 
     cfg = _compose([*QUICK[:1], *overrides, *QUICK[1:]])
-    res = Resources(cfg)
-    res.__dict__["llm"] = EmptyLLM()
+    res = Resources(cfg, llm=ScriptedLLM({}))  # every reply empty: no triples, not answerable, empty answer
     metrics = Runner(cfg, tmp_path, resources=res).run()
     preds = [rec for _, rec in iter_jsonl(tmp_path / "predictions.jsonl")]
     assert metrics["n_questions"] == len(preds) == 2 and not any("error" in p for p in preds)

@@ -3,8 +3,6 @@ prompt that does not fit without passages is refused at start-up. Stand-ins only
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from gear_repro.core.triple_reader import read_triples
@@ -13,7 +11,7 @@ from gear_repro.prompts import render
 from gear_repro.qa import QAReader
 from gear_repro.types import Passage, Question
 from gear_repro.utils.errors import ConfigError
-from tests.test_agent_gear import ScriptedLLM
+from tests.helpers.doubles import ScriptedLLM
 
 PASSAGES = [Passage(str(i), f"Title {i}", " ".join(["word"] * 40)) for i in range(6)]
 Q = Question(id="q", question="Where was the president of France born?", answers=["Amiens"], gold_ids=["0"])
@@ -26,9 +24,8 @@ def llm(window: int | None, max_tokens: int | None = None) -> ScriptedLLM:
     return out
 
 
-def qa_resources(model: ScriptedLLM) -> SimpleNamespace:
-    ds = SimpleNamespace(passage_by_id={p.id: p for p in PASSAGES}, questions=[Q])
-    return SimpleNamespace(dataset=ds, llm=model)
+def qa_reader(model, **settings) -> QAReader:
+    return QAReader(model, {p.id: p for p in PASSAGES}, **settings)
 
 
 def size(n: int) -> int:
@@ -45,18 +42,18 @@ def test_budget_reserves_the_reply() -> None:
 
 def test_qa_reader_drops_the_lowest_ranked_passages() -> None:
     model = llm(size(3) + 16, 16)
-    rec = QAReader(qa_resources(model), top_k=5).answer(Q, [p.id for p in PASSAGES])
+    rec = qa_reader(model, top_k=5).answer(Q, [p.id for p in PASSAGES])
     assert rec["qa_passages"] == ["0", "1", "2"] and rec["qa_dropped"] == 2
     assert "Title 2" in model.calls[0]["prompt"] and "Title 3" not in model.calls[0]["prompt"]
     assert rec["answer"] == "Amiens"
-    unknown = QAReader(qa_resources(llm(None)), top_k=5).answer(Q, [p.id for p in PASSAGES])
+    unknown = qa_reader(llm(None), top_k=5).answer(Q, [p.id for p in PASSAGES])
     assert unknown["qa_dropped"] == 0 and len(unknown["qa_passages"]) == 5
 
 
 def test_qa_reader_refuses_at_start_up() -> None:
     with pytest.raises(ConfigError, match=r"QA prompt without passages .*llm\.context_window \(40\)"):
-        QAReader(qa_resources(llm(40, 16))).check_context_window()
-    QAReader(qa_resources(llm(size(0) + 16, 16))).check_context_window()
+        qa_reader(llm(40, 16)).check_prompts([Q])
+    qa_reader(llm(size(0) + 16, 16)).check_prompts([Q])
 
 
 def test_k2_reader_drops_the_lowest_ranked_passages() -> None:
@@ -75,14 +72,12 @@ def test_runner_refuses_before_the_first_question(toy_dir, tmp_path, compose) ->
 
     cfg = validate(compose(["agent=ircot", "retriever=bm25", f"dataset.path={toy_dir}", "dataset.name=toy",
                             "run.progress=false", "qa=true"]))
-    res = Resources(cfg)
-    res.__dict__["llm"] = llm(300)  # one MuSiQue demonstration alone takes more
+    res = Resources(cfg, llm=llm(300))  # one MuSiQue demonstration alone takes more
     with pytest.raises(ConfigError, match=r"IRCoT thought prompt .*llm\.context_window"):
         Runner(cfg, tmp_path / "run", resources=res).run()
     assert not (tmp_path / "run" / "predictions.jsonl").exists()
     res = Resources(validate(compose(["expansion=sync", "retriever=bm25", f"dataset.path={toy_dir}",
-                                      "dataset.name=toy", "run.progress=false"])))
-    res.__dict__["llm"] = llm(20)
+                                      "dataset.name=toy", "run.progress=false"])), llm=llm(20))
     with pytest.raises(ConfigError, match=r"K\.2 reader \('reader'\) prompt"):
         Runner(res.cfg, tmp_path / "run2", resources=res).run()
 

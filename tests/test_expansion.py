@@ -8,7 +8,6 @@ renderer and the triple parser are the real ones (gear_repro.prompts, gear_repro
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,7 +20,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from gear_repro.backends.base import IndexDoc  # noqa: E402
 from gear_repro.backends.memory import MemoryBackend  # noqa: E402
-from gear_repro.config import group_config  # noqa: E402
 from gear_repro.core.fusion import rrf  # noqa: E402
 from gear_repro.core.triple_graph import TripleIndex, triple_docs  # noqa: E402
 from gear_repro.data import load_dataset  # noqa: E402
@@ -29,6 +27,7 @@ from gear_repro.data.dataset import Dataset  # noqa: E402
 from gear_repro.methods.gear.expansion import NaiveGE, NoExpansion, SyncGE  # noqa: E402
 from gear_repro.retrieval.base import HybridRetriever  # noqa: E402
 from gear_repro.types import Ranking  # noqa: E402
+from tests.helpers.doubles import ScriptedLLM  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "musique_sample"
@@ -38,27 +37,6 @@ BEAM = {"length": 2, "width": 10, "neighbours": 100, "gamma": 20, "diversity": T
 FAST = {**BEAM, "scorer": "sum"}  # same search, approximate scorer: keeps the slow exact encodes to a few tests
 
 pytestmark = pytest.mark.slow
-
-
-@dataclass
-class Reply:
-    text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached: bool = False
-    latency_s: float = 0.0
-
-
-class ScriptedLLM:
-    """Stand-in for resources.llm: returns the scripted replies in turn and records every call."""
-
-    def __init__(self, replies: list[str]):
-        self.replies = list(replies)
-        self.calls: list[dict] = []
-
-    def chat(self, messages, *, stage: str, round_no: int = 0, **params):
-        self.calls.append({"messages": messages, "stage": stage, "round": round_no, "params": params})
-        return Reply(self.replies.pop(0) if self.replies else "")
 
 
 def _embedder():
@@ -87,7 +65,7 @@ def res():
     tcoll = backend.open_collection("triples", triple_docs(triples), emb)
     index = TripleIndex(tcoll, triples)
     return SimpleNamespace(dataset=ds, embedder=emb, passages=pcoll, passage_retriever=HybridRetriever(pcoll, emb),
-                           triples=tcoll, triple_retriever=HybridRetriever(tcoll, emb), triple_index=index, llm=None)
+                           triples=tcoll, triple_retriever=HybridRetriever(tcoll, emb), triple_index=index)
 
 
 def _spo_text(triples) -> str:
@@ -98,7 +76,7 @@ def _spo_text(triples) -> str:
 
 @pytest.mark.parametrize("beam", [BEAM, FAST], ids=["exact", "sum"])
 def test_naive_on_real_slice(res, beam):
-    ge = NaiveGE(res, beam=beam)
+    ge = NaiveGE(res.triple_index, res.embedder, beam=beam)
     assert len(res.dataset.questions) >= 5
     for q in res.dataset.questions[: 1 if beam is BEAM else 5]:
         base = res.passage_retriever.retrieve(q.question, 10)
@@ -123,7 +101,7 @@ def test_naive_on_real_slice(res, beam):
 
 def test_naive_recovers_gold_beyond_base(res):
     """On the slice, expansion must bring in some gold passage the base top-5 missed (sanity, not a metric)."""
-    ge = NaiveGE(res, beam=FAST)
+    ge = NaiveGE(res.triple_index, res.embedder, beam=FAST)
     gained = 0
     for q in res.dataset.questions:
         base = res.passage_retriever.retrieve(q.question, 5)
@@ -133,7 +111,7 @@ def test_naive_recovers_gold_beyond_base(res):
 
 
 def test_naive_passage_without_triples(res):
-    ge = NaiveGE(res, beam=BEAM)
+    ge = NaiveGE(res.triple_index, res.embedder, beam=BEAM)
     q = res.dataset.questions[0]
     base = Ranking([NO_TRIPLES, "6", "10"], [3.0, 2.0, 1.0])
     out = ge.expand(q.question, base)
@@ -149,8 +127,7 @@ def test_naive_passage_without_triples(res):
 def test_naive_hub_entities_capped(res):
     capped = TripleIndex(res.triples, res.dataset.triples, max_degree=3)
     assert capped.stats["hub_entities"] > 0
-    r2 = SimpleNamespace(**{**vars(res), "triple_index": capped})
-    ge = NaiveGE(r2, beam=FAST)
+    ge = NaiveGE(capped, res.embedder, beam=FAST)
     hits = 0
     for q in res.dataset.questions[:5]:
         base = res.passage_retriever.retrieve(q.question, 10)
@@ -164,8 +141,8 @@ def test_scorers_agree_on_first_beam(res):
     """The sum approximation keeps the B0 scores (single triples) and mostly agrees on the path ranking."""
     q = res.dataset.questions[0]
     base = res.passage_retriever.retrieve(q.question, 10)
-    exact = NaiveGE(res, beam=BEAM).expand(q.question, base).trace
-    approx = NaiveGE(res, beam={**BEAM, "scorer": "sum"}).expand(q.question, base).trace
+    exact = NaiveGE(res.triple_index, res.embedder, beam=BEAM).expand(q.question, base).trace
+    approx = NaiveGE(res.triple_index, res.embedder, beam={**BEAM, "scorer": "sum"}).expand(q.question, base).trace
     assert exact["initial_triples"] == approx["initial_triples"]
     overlap = set(exact["expanded"]) & set(approx["expanded"])
     assert len(overlap) >= len(exact["expanded"]) // 2
@@ -173,7 +150,7 @@ def test_scorers_agree_on_first_beam(res):
 
 def test_no_expansion(res):
     base = Ranking(["1", "2"], [2.0, 1.0])
-    out = NoExpansion(res, beam=BEAM).expand("q", base)
+    out = NoExpansion().expand("q", base)
     assert out.ranking is base and NoExpansion().name == "none"
 
 
@@ -181,7 +158,8 @@ def test_no_expansion(res):
 
 def _sync(res, replies, **kw):
     llm = ScriptedLLM(replies)
-    return SyncGE(SimpleNamespace(**{**vars(res), "llm": llm}), beam=kw.pop("beam", FAST), **kw), llm
+    return SyncGE(res.triple_index, res.embedder, res.triple_retriever, llm, res.dataset.passage_by_id,
+                  beam=kw.pop("beam", FAST), **kw), llm
 
 
 def test_sync_reads_links_and_expands(res):
@@ -252,12 +230,15 @@ def test_sync_empty_base_skips_llm(res):
     assert out.ranking.ids == [] and llm.calls == []
 
 
-def test_instantiate_from_configs(res):
-    from hydra.utils import instantiate
+def test_wired_from_configs(res):
+    from gear_repro.pipeline.resources import Resources
+    from gear_repro.pipeline.wiring import build_expansion
+    from tests.helpers.runs import compose_config
 
-    beam = group_config("beam", "default")
+    given = {name: getattr(res, name) for name in ("dataset", "embedder", "passages", "triples", "triple_index")}
     for name, cls in (("none", NoExpansion), ("naive", NaiveGE), ("sync", SyncGE)):
-        obj = instantiate(group_config("expansion", name), resources=res, beam=beam)
+        cfg = compose_config([f"expansion={name}", "retriever=hybrid", "beam=default"])
+        obj = build_expansion(Resources(cfg, **given, llm=ScriptedLLM([])))
         assert isinstance(obj, cls) and obj.name == name
-    naive = instantiate(group_config("expansion", "naive"), resources=res, beam=beam)
+    naive = build_expansion(Resources(compose_config(["expansion=naive", "beam=default"]), **given))
     assert naive.beam.gamma_value == 20 and naive.beam.width == 10 and naive.beam.length == 2

@@ -230,9 +230,8 @@ def test_failed_calls_give_one_error(sample, tmp_path: Path) -> None:
 def test_run_extraction_honours_limit_passages(sample, tmp_path: Path) -> None:
     passages, ref = sample
     cfg = OmegaConf.create({"dataset": {"limit_passages": 2}, "run": {"progress": False}})
-    res = SimpleNamespace(dataset=SimpleNamespace(passages=passages, triples=ref, name="musique_sample"),
-                          llm=ScriptedLLM(passages))
-    stats = run_extraction(cfg, res, tmp_path)
+    dataset = SimpleNamespace(passages=passages, triples=ref, name="musique_sample")
+    stats = run_extraction(cfg, dataset, ScriptedLLM(passages), tmp_path)
     assert stats["n_passages"] == 2 and stats["n_done"] == 2 and stats["triples"] == 3
     assert stats["dataset"] == "musique_sample"
     assert (tmp_path / "extraction_stats.json").exists()

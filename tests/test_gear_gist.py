@@ -4,14 +4,11 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from gear_repro.methods.gear.agent import GearAgent
 from gear_repro.types import Passage, Question
-from tests.helpers.doubles import FixedExpansion, FixedRetriever
-from tests.test_agent_gear import ScriptedLLM
+from tests.helpers.doubles import FixedExpansion, FixedRetriever, ScriptedLLM
 
 PASSAGES = [Passage(str(i), f"Title {i}", f"Text of passage {i}.") for i in range(30)]
 Q = Question(id="q", question="Who?", answers=["x"], gold_ids=["0"])
@@ -19,9 +16,9 @@ Q = Question(id="q", question="Who?", answers=["x"], gold_ids=["0"])
 
 def agent(expanded: list[str], **kw) -> tuple[GearAgent, ScriptedLLM]:
     llm = ScriptedLLM({"reason": "Answerable: Yes\nAnswer: x"})
-    ds = SimpleNamespace(passages=PASSAGES, passage_by_id={p.id: p for p in PASSAGES}, questions=[Q])
-    res = SimpleNamespace(dataset=ds, llm=llm, passage_retriever=FixedRetriever([str(i) for i in range(10)]))
-    return GearAgent(res, FixedExpansion(expanded), max_rounds=1, passage_link=False, **kw), llm
+    return GearAgent(retriever=FixedRetriever([str(i) for i in range(10)]), triple_retriever=None, triple_index=None,
+                     llm=llm, passage_by_id={p.id: p for p in PASSAGES}, expansion=FixedExpansion(expanded),
+                     max_rounds=1, passage_link=False, **kw), llm
 
 
 def test_gist_reads_the_whole_expanded_list_by_default() -> None:

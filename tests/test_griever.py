@@ -85,14 +85,6 @@ TRIPLES = [
 QUESTION = "Who married the publisher of abolitionist newspaper The North Star?"
 
 
-class _Res:
-    """Minimal stand-in for Resources: what GRIEVER takes (dataset passages/triples, backend)."""
-
-    def __init__(self, passages, triples, backend):
-        self.dataset = type("D", (), {"passages": passages, "triples": triples})()
-        self.backend = backend
-
-
 @pytest.fixture
 def cache(tmp_path: Path):
     with gear_cache(tmp_path / "cache") as p:
@@ -104,7 +96,7 @@ def make_griever(cache, emb=None, passages=PASSAGES, triples=TRIPLES, **settings
     backend = MemoryBackend()
     coll = backend.open_collection("passages", [IndexDoc(p.id, p.content) for p in passages], emb)
     settings.setdefault("same_as", {"threshold": 0.8, "max_aliases": 5})
-    return GrieverRetriever(coll, emb, _Res(passages, triples, backend), **settings)
+    return GrieverRetriever(coll, emb, passages, triples, backend, **settings)
 
 
 # -- §4.2.1 clause splitting --------------------------------------------------------------------------
@@ -360,15 +352,14 @@ def test_composed_rescores_bm25_candidates(cache):
 # -- wiring ------------------------------------------------------------------------------------------
 def test_resources_build_griever_and_hybrid_triple_retriever(compose, toy_dir, cache, monkeypatch):
     from gear_repro.pipeline.resources import Resources
+    from gear_repro.pipeline.wiring import passage_retriever, triple_retriever
     from gear_repro.retrieval import HybridRetriever
 
     cfg = compose(["retriever=griever", f"dataset.path={toy_dir}", "dataset.name=toy"])
-    res = Resources(cfg)
-    emb = BowEmbedder()
-    res.__dict__["embedder"] = emb
-    assert isinstance(res.passage_retriever, GrieverRetriever)
-    assert isinstance(res.triple_retriever, HybridRetriever)
-    r = res.passage_retriever.retrieve("Where was the president of France born?", 2)
+    res = Resources(cfg, embedder=BowEmbedder())
+    assert isinstance(passage_retriever(res), GrieverRetriever)
+    assert isinstance(triple_retriever(res), HybridRetriever)
+    r = passage_retriever(res).retrieve("Where was the president of France born?", 2)
     assert len(r) == 2 and set(r.ids) <= {p.id for p in res.dataset.passages}
     assert re.fullmatch(r"\d", r.ids[0])
 
@@ -432,8 +423,7 @@ def test_runner_with_griever_as_base_retriever(compose, toy_dir, tmp_path, cache
 
     cfg = compose(["retriever=griever", f"expansion={expansion}", f"dataset.path={toy_dir}", "dataset.name=toy",
                    "run.progress=false"])
-    res = Resources(cfg)
-    res.__dict__["embedder"] = BowEmbedder()
+    res = Resources(cfg, embedder=BowEmbedder())
     m = Runner(cfg, tmp_path / "run", resources=res).run()
     assert m["n_questions"] == 3 and 0.0 <= m["recall@5"] <= 100.0
     preds = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]

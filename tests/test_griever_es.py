@@ -21,7 +21,7 @@ from gear_repro.types import Passage, Triple
 from tests import es_fixtures
 from tests.es_fixtures import delete_prefix, gear_cache, session_prefix
 from tests.helpers.requirements import missing
-from tests.test_griever import PASSAGES, QUESTION, TRIPLES, BowEmbedder, _Res
+from tests.test_griever import PASSAGES, QUESTION, TRIPLES, BowEmbedder
 
 noida_url = es_fixtures.noida_url
 es_real_url = es_fixtures.es_real_url
@@ -45,7 +45,7 @@ def pair(backend: ElasticsearchBackend, passages, triples, emb, **settings) -> t
     out = []
     for be in (MemoryBackend(cache=False), backend):
         coll = be.open_collection("passages", [IndexDoc(p.id, p.content) for p in passages], emb)
-        g = GrieverRetriever(coll, emb, _Res(passages, triples, be), **settings)
+        g = GrieverRetriever(coll, emb, passages, triples, be, **settings)
         g.build()
         out.append(g)
     return out[0], out[1]

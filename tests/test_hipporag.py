@@ -23,8 +23,8 @@ from gear_repro.methods.hipporag.phrase_graph import (
 from gear_repro.methods.hipporag.retriever import HippoRAG
 from gear_repro.types import Passage, Question, Ranking, Triple
 from tests.conftest import TOY_PASSAGES, TOY_QUESTIONS, TOY_TRIPLES
+from tests.helpers.doubles import ScriptedLLM
 from tests.helpers.requirements import missing, require_module
-from tests.test_agent_gear import ScriptedLLM
 
 require_module("igraph", "make test-deps")
 
@@ -210,9 +210,16 @@ def toy_resources(ner_reply: str, **extra):
                            passage_retriever=FixedRetriever(["5", "4"]), **extra)
 
 
+def hippo(res, **settings) -> HippoRAG:
+    """HippoRAG over the toy resources (what the wiring hands over; collections only where given)."""
+    return HippoRAG(res.dataset.passages, res.dataset.triples, res.embedder, llm=res.llm,
+                    fallback_retriever=res.passage_retriever, passage_collection=getattr(res, "passages", None),
+                    triple_collection=getattr(res, "triples", None), **settings)
+
+
 def test_v1_links_entities_and_ranks_by_ppr() -> None:
     res = toy_resources('{"named_entities": ["France", "Emmanuel Macron"]}')
-    h = HippoRAG(res, cache=False, synonyms=False)
+    h = hippo(res, cache=False, synonyms=False)
     out = h.search("Where was the president of France born?", 6, round_no=2)
     assert out.trace["entities"] == ["france", "emmanuel macron"]
     assert [x[:2] for x in out.trace["linked"]] == [["france", "france"], ["emmanuel macron", "emmanuel macron"]]
@@ -231,12 +238,12 @@ def test_v1_links_entities_and_ranks_by_ppr() -> None:
 @pytest.mark.parametrize("reply", ["", "no entities here", '{"named_entities": ["!!"]}'])
 def test_v1_falls_back_when_no_entity(reply: str) -> None:
     # default = the v1 code: uniform 1/N scores (hipporag.py:232-233), ties in descending corpus order (:264)
-    uni = HippoRAG(toy_resources(reply), cache=False, synonyms=False).search("q?", 3)
+    uni = hippo(toy_resources(reply), cache=False, synonyms=False).search("q?", 3)
     assert uni.ranking.ids == ["5", "4", "3"] and uni.ranking.scores == pytest.approx([1 / 6] * 3)
     assert uni.trace["fallback"] == "uniform"
     assert uni.trace["counters"] == {"hipporag_searches": 1, "hipporag_no_entity": 1}
     res = toy_resources(reply)
-    out = HippoRAG(res, cache=False, synonyms=False, no_entity_fallback="retriever").search("q?", 2)
+    out = hippo(res, cache=False, synonyms=False, no_entity_fallback="retriever").search("q?", 2)
     assert out.trace["fallback"] == "retriever" and out.ranking.ids == ["5", "4"]
     assert res.passage_retriever.queries == ["q?"]
 
@@ -244,7 +251,7 @@ def test_v1_falls_back_when_no_entity(reply: str) -> None:
 def test_fallback_rate_in_metrics() -> None:
     from gear_repro.evaluation.aggregate import aggregate
 
-    found = HippoRAG(toy_resources('{"named_entities": ["France"]}'), cache=False, synonyms=False).search("q?", 3)
+    found = hippo(toy_resources('{"named_entities": ["France"]}'), cache=False, synonyms=False).search("q?", 3)
     assert found.trace["counters"] == {"hipporag_searches": 1, "hipporag_no_entity": 0}
     preds = [{"id": str(i), "gold_ids": ["0"], "rankings": {"final": ["0"]}, "trace": t}
              for i, t in enumerate([found.trace, found.trace, {"counters": {"hipporag_searches": 2,
@@ -257,12 +264,12 @@ def test_fallback_rate_in_metrics() -> None:
 def test_synonym_encoder_is_an_explicit_value(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("GEAR_CACHE", str(tmp_path))
     res = toy_resources('{"named_entities": ["France"]}')
-    own = HippoRAG(res, synonym_threshold=0.85)
+    own = hippo(res, synonym_threshold=0.85)
     assert own.encoder is res.embedder and own.describe()["encoder"] == "table"
     assert own.describe()["synonym_threshold"] == 0.85 and "synonym_phrase_share" in own.describe()["graph"]
     other = TableEmbedder(dim=8)
     other.model_id = "other"
-    h = HippoRAG(toy_resources('{"named_entities": ["France"]}'), encoder=other)
+    h = hippo(toy_resources('{"named_entities": ["France"]}'), encoder=other)
     assert h.encoder is other and h.describe()["encoder"] == "other"
     assert h.phrase_vectors.shape[1] == 8  # phrases and linked entities use the synonym encoder
     assert h.search("q?", 3).trace["linked"][0][:2] == ["france", "france"]
@@ -276,7 +283,7 @@ def test_v2_seeds_facts_and_passage_nodes() -> None:
                               vectors=lambda: emb.encode([t.text for t in base.dataset.triples]))
     passages = SimpleNamespace(vectors=lambda: emb.encode([p.content for p in base.dataset.passages]))
     res = toy_resources("", triples=triples, passages=passages)
-    h = HippoRAG(res, version="v2", cache=False, synonyms=False, linking_top_k=1, passage_node_weight=0.0)
+    h = hippo(res, version="v2", cache=False, synonyms=False, linking_top_k=1, passage_node_weight=0.0)
     query = "Emmanuel Macron born in Amiens"  # equals the text of triple 3 -> that fact scores 1.0
     out = h.search(query, 6)
     assert out.trace["facts"] == [["3-3", 1.0]]
@@ -304,7 +311,7 @@ def test_hipporag_ner_through_the_tiny_model(tmp_path: Path) -> None:
     res = toy_resources("")
     res.llm = client
     try:
-        out = HippoRAG(res, cache=False, synonyms=False).search("Where was the president of France born?", 6)
+        out = hippo(res, cache=False, synonyms=False).search("Where was the president of France born?", 6)
     finally:
         client.close()
     recs = client.ledger.since(0)
@@ -324,9 +331,8 @@ def test_hipporag_through_the_runner(toy_dir, tmp_path, compose, monkeypatch) ->
     monkeypatch.setenv("GEAR_CACHE", str(tmp_path / "cache"))
     cfg = validate(compose(["agent=hipporag", "retriever=bm25", f"dataset.path={toy_dir}", "dataset.name=toy",
                             "run.progress=false", "hipporag.synonyms=false"]))
-    res = Resources(cfg)
-    res.__dict__["embedder"] = TableEmbedder()
-    res.__dict__["llm"] = ScriptedLLM({"ner": '```json\n{"named_entities": ["France", "Emmanuel Macron"]}\n```'})
+    res = Resources(cfg, embedder=TableEmbedder(),
+                    llm=ScriptedLLM({"ner": '```json\n{"named_entities": ["France", "Emmanuel Macron"]}\n```'}))
     metrics = Runner(cfg, tmp_path / "run", resources=res).run()
     assert metrics["n_errors"] == 0 and metrics["recall@5"] == pytest.approx(200 / 3)  # Berlin (q2) is cut off from the seeds
     preds = read_jsonl(tmp_path / "run" / "predictions.jsonl")

@@ -17,7 +17,7 @@ from gear_repro.methods.ircot import (
 )
 from gear_repro.types import Passage, Question, Ranking
 from tests.conftest import TOY_PASSAGES, TOY_QUESTIONS
-from tests.test_agent_gear import ScriptedLLM
+from tests.helpers.doubles import ScriptedLLM
 
 Q = Question(**TOY_QUESTIONS[0])
 
@@ -49,6 +49,12 @@ def resources(script: dict, questions: list[Question] | None = None):
     return SimpleNamespace(dataset=ds, llm=ScriptedLLM(script), passage_retriever=QueryRetriever(TABLE))
 
 
+def ircot(res, **settings) -> IRCoTAgent:
+    """IRCoT over the base retriever stand-in (what the wiring hands over for ``retriever=base``)."""
+    return IRCoTAgent(res.llm, res.dataset.passage_by_id, [q.id for q in res.dataset.questions],
+                      base_retriever=res.passage_retriever, **settings)
+
+
 @pytest.mark.parametrize(("mode", "ids", "scores"), [
     # raw (reference, ircot_hipporag.py:242-251): max raw score; ties would keep first-seen order
     ("raw", ["d", "b", "a", "e", "c"], [20.0, 15.0, 8.0, 5.0, 2.0]),
@@ -68,12 +74,12 @@ def test_raw_merge_is_the_default_and_ties_keep_first_seen_order() -> None:
     merge_step(merged, Ranking(["a", "b"], [3.0, 2.0]))
     merge_step(merged, Ranking(["c", "d"], [3.0, 2.0]))
     assert merged_ranking(merged).ids == ["a", "c", "b", "d"]
-    assert IRCoTAgent(resources({})).describe()["merge"] == "raw"
+    assert ircot(resources({})).describe()["merge"] == "raw"
 
 
 def test_stops_at_the_answer_sentence() -> None:
     res = resources({("cot", 1): THOUGHTS[0], ("cot", 2): THOUGHTS[2]})
-    out = IRCoTAgent(res, max_rounds=4, top_k=3).run(Q, 15)
+    out = ircot(res, max_rounds=4, top_k=3).run(Q, 15)
     assert out.trace["stop"] == "answerable" and out.trace["answer"] == "Amiens."
     assert res.llm.stages() == [("cot", 1), ("cot", 2)]
     assert res.passage_retriever.queries == [Q.question, THOUGHTS[0]]  # no retrieval with the answer thought
@@ -86,7 +92,7 @@ def test_stops_at_the_answer_sentence() -> None:
 
 def test_round_limit_and_prompt_contents() -> None:
     res = resources({("cot", 1): THOUGHTS[0], ("cot", 2): THOUGHTS[1], ("cot", 3): "never used"})
-    agent = IRCoTAgent(res, max_rounds=3, top_k=2)
+    agent = ircot(res, max_rounds=3, top_k=2)
     out = agent.run(Q, 15)
     assert out.trace["stop"] == "max_rounds" and len(out.rounds) == 3
     assert res.llm.stages() == [("cot", 1), ("cot", 2)]  # max_rounds retrievals, max_rounds - 1 thoughts
@@ -99,7 +105,7 @@ def test_round_limit_and_prompt_contents() -> None:
     # the second thought sees the top-2 merged passages and the first thought after "Thought:"
     assert "Wikipedia Title: France\n" in user and "Wikipedia Title: Emmanuel Macron\n" in user
     assert user.rstrip().endswith(f"Question: {Q.question}\nThought:{THOUGHTS[0]}")
-    assert IRCoTAgent(res, max_rounds=1).run(Q, 15).trace["n_rounds"] == 1  # one round = no LLM call
+    assert ircot(res, max_rounds=1).run(Q, 15).trace["n_rounds"] == 1  # one round = no LLM call
     assert len(res.llm.calls) == 2
 
 
@@ -109,15 +115,15 @@ def test_demonstrations_as_published_and_evaluated_questions_skipped() -> None:
     assert demos[0].answer.endswith("So the answer is: 1862.")
     assert len(load_demos("2wikimultihopqa")) == 20 and len(load_demos("hotpotqa")) >= 20
     first = Question(id=demos[0].qid, question="?", answers=[], gold_ids=[])
-    agent = IRCoTAgent(resources({}, [Q, first]), num_demo=2)
+    agent = ircot(resources({}, [Q, first]), num_demo=2)
     assert [d.qid for d in agent.demos] == [demos[1].qid, demos[2].qid] and agent.demos_skipped == 1
-    assert len(IRCoTAgent(resources({}), num_demo=None).demos) == 20
+    assert len(ircot(resources({}), num_demo=None).demos) == 20
 
 
 def test_first_sentence_option() -> None:
     assert first_sentence("Macron was born in 1977. He is French.") == "Macron was born in 1977."
     res = resources({("cot", 1): THOUGHTS[0] + " So the answer is: Paris.", ("cot", 2): THOUGHTS[2]})
-    out = IRCoTAgent(res, max_rounds=4, top_k=3, thought="first_sentence").run(Q, 15)
+    out = ircot(res, max_rounds=4, top_k=3, thought="first_sentence").run(Q, 15)
     assert out.trace["thoughts"][0] == THOUGHTS[0] and len(out.rounds) == 2
 
 
@@ -142,10 +148,8 @@ def test_ircot_bm25_end_to_end_through_runner_and_report(toy_dir, tmp_path, comp
 
     cfg = validate(compose(["agent=ircot", "retriever=bm25", "embedder=minilm", f"dataset.path={toy_dir}",
                             "dataset.name=toy", "run.progress=false", "agent.top_k=2", "qa=true"]))
-    res = Resources(cfg)
-    res.__dict__["llm"] = ScriptedLLM({("cot", 1): "Paris is the capital of France.", "cot": f"{ANSWER_MARK} x",
-                                       "qa": "Answer: Amiens"})
-    res.__dict__["embedder"] = None  # IRCoT (BM25) must not need vectors
+    llm = ScriptedLLM({("cot", 1): "Paris is the capital of France.", "cot": f"{ANSWER_MARK} x", "qa": "Answer: Amiens"})
+    res = Resources(cfg, llm=llm, embedder=None)  # IRCoT (BM25) must not need vectors
     metrics = Runner(cfg, tmp_path / "run", resources=res).run()
     assert metrics["n_errors"] == 0 and len(metrics["recall@15_by_round"]) == 4
     assert metrics["em"] == pytest.approx(100 / 3)  # q1's answer is Amiens
@@ -160,7 +164,7 @@ def test_prompt_fits_the_context_window_by_dropping_the_lowest_ranked_passages()
     from gear_repro.llm.context import prompt_tokens
 
     res = resources({("cot", 1): THOUGHTS[0], ("cot", 2): THOUGHTS[1]})
-    agent = IRCoTAgent(res, max_rounds=2, top_k=3)
+    agent = ircot(res, max_rounds=2, top_k=3)
     by_id = res.dataset.passage_by_id
     two = prompt_tokens(res.llm, agent.messages(Q.question, [by_id["2"], by_id["0"]], [], agent.demos))
     res.llm.context_window = two  # room for the top 2 of the 3 retrieved passages (no max_tokens reserved)
@@ -170,7 +174,7 @@ def test_prompt_fits_the_context_window_by_dropping_the_lowest_ranked_passages()
     assert "Wikipedia Title: Somme\n" not in prompt  # passage 5, ranked third, dropped
     assert out.rounds[0]["dropped_passages"] == 1 and out.trace["counters"]["context_dropped_passages"] == 1
     res.llm.context_window = None  # unknown: nothing dropped
-    assert IRCoTAgent(res, max_rounds=2, top_k=3).run(Q, 15).rounds[0]["dropped_passages"] == 0
+    assert ircot(res, max_rounds=2, top_k=3).run(Q, 15).rounds[0]["dropped_passages"] == 0
 
 
 def test_start_up_refuses_a_window_smaller_than_the_prompt_without_passages() -> None:
@@ -179,10 +183,10 @@ def test_start_up_refuses_a_window_smaller_than_the_prompt_without_passages() ->
     res = resources({})
     res.llm.context_window = 200  # the instruction and one MuSiQue demonstration alone take ~800 tokens
     with pytest.raises(ConfigError, match=r"IRCoT thought prompt without passages .* llm\.context_window \(200\)"):
-        IRCoTAgent(res).check_context_window()
-    IRCoTAgent(res, num_demo=0).check_context_window()  # the instruction alone fits
+        ircot(res).check_prompts(res.dataset.questions)
+    ircot(res, num_demo=0).check_prompts(res.dataset.questions)  # the instruction alone fits
     res.llm.context_window = None
-    IRCoTAgent(res).check_context_window()
+    ircot(res).check_prompts(res.dataset.questions)
 
 
 def test_demonstrations_packed_up_to_a_token_budget() -> None:
@@ -190,9 +194,9 @@ def test_demonstrations_packed_up_to_a_token_budget() -> None:
 
     res = resources({"cot": THOUGHTS[0]})
     by_id = res.dataset.passage_by_id
-    assert len(IRCoTAgent(res).pack_demos(Q.question, [], [])) == 1  # demo_budget null: num_demo demonstrations
-    assert IRCoTAgent(res, demo_budget=1).pack_demos(Q.question, [], []) == []
-    agent = IRCoTAgent(res, num_demo=None, demo_budget=3000)
+    assert len(ircot(res).pack_demos(Q.question, [], [])) == 1  # demo_budget null: num_demo demonstrations
+    assert ircot(res, demo_budget=1).pack_demos(Q.question, [], []) == []
+    agent = ircot(res, num_demo=None, demo_budget=3000)
     packed = agent.pack_demos(Q.question, [by_id["0"]], [])
     assert 0 < len(packed) < 20 and packed == [d for d in agent.demos if d in packed]  # file order
     assert prompt_tokens(res.llm, agent.messages(Q.question, [by_id["0"]], [], packed)) < 3000

@@ -8,7 +8,7 @@ import pytest
 
 from gear_repro.qa import QAReader, extract_answer
 from gear_repro.utils.io import iter_jsonl, read_json
-from tests.test_agent_gear import GIST_2, READ, YES, build, slice_env  # noqa: F401  (module fixture)
+from tests.helpers.gear_slice import GIST_2, READ, YES, build
 
 
 @pytest.mark.parametrize("reply, expected", [
@@ -33,12 +33,12 @@ def qa_script(gold_by_question: dict[str, str]):
     return qa
 
 
-def test_prompt_modes_and_bounds(slice_env):  # noqa: F811
+def test_prompt_modes_and_bounds(slice_env):
     _, res, _ = build(slice_env, {"qa": "Answer: G. Stanley Hall"})
     q = res.dataset.questions[0]
     ranked = [p.id for p in res.dataset.passages][:8]
     by_id = res.dataset.passage_by_id
-    r = QAReader(res)
+    r = QAReader(res.llm, by_id)
     out = r.answer(q, ranked)
     prompt = res.llm.calls[-1]["prompt"]
     assert out["qa_passages"] == ranked[:5] and out["qa_mode"] == "retrieved"
@@ -49,18 +49,18 @@ def test_prompt_modes_and_bounds(slice_env):  # noqa: F811
     assert out["answer"] == "G. Stanley Hall" and out["em"] == 1.0 and out["f1"] == 1.0
     assert out["qa_raw"] == "Answer: G. Stanley Hall"
 
-    gold = QAReader(res, mode="gold").answer(q, ranked)
+    gold = QAReader(res.llm, by_id, mode="gold").answer(q, ranked)
     assert gold["qa_passages"] == q.gold_ids and gold["qa_mode"] == "gold"
     assert all(by_id[g].text in res.llm.calls[-1]["prompt"] for g in q.gold_ids)
 
-    none = QAReader(res, mode="none").answer(q, ranked)
+    none = QAReader(res.llm, by_id, mode="none").answer(q, ranked)
     assert none["qa_passages"] == [] and "Wikipedia Title" not in res.llm.calls[-1]["prompt"]
     assert res.llm.calls[-1]["prompt"].startswith("Given the following question")
     with pytest.raises(Exception, match="qa_reader.mode"):
-        QAReader(res, mode="oracle")
+        QAReader(res.llm, by_id, mode="oracle")
 
 
-def test_em_f1_through_the_runner(slice_env, tmp_path):  # noqa: F811
+def test_em_f1_through_the_runner(slice_env, tmp_path):
     from gear_repro.pipeline.runner import Runner
 
     data, _ = slice_env
@@ -81,7 +81,8 @@ def test_em_f1_through_the_runner(slice_env, tmp_path):  # noqa: F811
     assert metrics["tokens_by_stage"]["qa"]["calls"] == 3
 
 
-def test_gear_with_qa_end_to_end(slice_env, tmp_path):  # noqa: F811
+@pytest.mark.slow
+def test_gear_with_qa_end_to_end(slice_env, tmp_path):
     from gear_repro.pipeline.runner import Runner
 
     cfg, res, _ = build(slice_env, {"read": READ, "gist": GIST_2, "reason": YES, "qa": "Answer: G. Stanley Hall"},

@@ -18,8 +18,8 @@ from gear_repro.methods.t2rag.method import (
     question_query,
 )
 from gear_repro.prompts import render
+from tests.helpers.doubles import ScriptedLLM
 from tests.helpers.requirements import missing
-from tests.test_agent_gear import ScriptedLLM
 
 # -- the paper's case study (App. D, Figure 8) as scripted replies ---------------------------------------------
 DECOMPOSE_FIG8 = """Reasoning: I need the director of each film and each director's birth year.
@@ -201,21 +201,24 @@ def toy_env(tmp_path_factory):
                                       for i, (s, r, o, p) in enumerate(TOY_TRIPLES)] + [TOY_DUPLICATE])
     shared: dict = {}
 
-    def make(overrides: list[str] | None = None, script: dict | None = None):
+    def make(overrides: list[str] | None = None, script: dict | None = None, *, reload: tuple[str, ...] = (),
+             real_llm: bool = False):
+        """(cfg, Resources) sharing the module's dataset, embedder and indexes, except the names in ``reload``;
+        the LLM is a ScriptedLLM of ``script`` unless ``real_llm`` (the config's client)."""
         from gear_repro.config import validate
         from gear_repro.pipeline.resources import Resources
-        from tests.test_agent_gear import compose_cfg
+        from tests.helpers.runs import compose_config
 
-        cfg = validate(compose_cfg(["agent=t2rag", "embedder=minilm", "embedder.show_progress=false",
-                                    "run.progress=false", f"dataset.path={d}", "dataset.name=toy",
-                                    "dataset.paper_name=MuSiQue", *(overrides or [])]))
-        res = Resources(cfg)
-        for name in ("dataset", "backend", "embedder", "triples"):
-            if name in shared:
-                res.__dict__[name] = shared[name]
-            shared[name] = getattr(res, name)
-        res.__dict__["llm"] = ScriptedLLM(script or {})
-        return cfg, res
+        cfg = validate(compose_config(["agent=t2rag", "embedder=minilm", "embedder.show_progress=false",
+                                       "run.progress=false", f"dataset.path={d}", "dataset.name=toy",
+                                       "dataset.paper_name=MuSiQue", *(overrides or [])]))
+        if not shared:
+            first = Resources(cfg)
+            shared.update({name: getattr(first, name) for name in ("dataset", "backend", "embedder", "triples")})
+        given = {name: obj for name, obj in shared.items() if name not in reload}
+        if not real_llm:
+            given["llm"] = ScriptedLLM(script or {})
+        return cfg, Resources(cfg, **given)
 
     return d, make
 
@@ -227,6 +230,7 @@ def build(toy_env, script: dict, overrides: list[str] | None = None):
     return res, build_method(cfg, res)
 
 
+@pytest.mark.slow
 def test_adaptive_retrieval_stops_at_k_unique_passages_and_keeps_duplicates(toy_env) -> None:
     res, agent = build(toy_env, {})
     retriever, passage_of, text_of = agent._index()
@@ -256,6 +260,7 @@ SCRIPT = {"decompose": "Triples:\nFrance | president | ?p\n?p | born in | ?", ("
           ("resolve", 2): RESOLVE_TOY_2, "answer": "Amiens"}
 
 
+@pytest.mark.slow
 def test_agent_resolves_and_stops(toy_env) -> None:
     res, agent = build(toy_env, SCRIPT, ["agent.reading=paper"])
     q = res.dataset.questions[0]
@@ -283,6 +288,7 @@ def test_agent_resolves_and_stops(toy_env) -> None:
     json.dumps(out.trace), json.dumps(out.rounds)  # JSON-serialisable
 
 
+@pytest.mark.slow
 def test_iteration_cap_and_answer_from_searchable(toy_env) -> None:
     stuck = {"decompose": "Triples:\nFrance | president | ?p\n?p | born in | ?",
              "resolve": "Newly Searchable Clue 1:\nSubject: France\nPredicate: president\nObject: ?", "answer": "x"}
@@ -296,6 +302,7 @@ def test_iteration_cap_and_answer_from_searchable(toy_env) -> None:
         assert "Clue 1: France | president | ?" in res.llm.calls[-1]["prompt"]
 
 
+@pytest.mark.slow
 def test_malformed_replies_are_counted_never_raised(toy_env) -> None:
     res, agent = build(toy_env, {"decompose": "I think the answer is Paris.", "answer": "Paris"},
                        ["agent.decompose_retry=none"])
@@ -310,6 +317,7 @@ def test_malformed_replies_are_counted_never_raised(toy_env) -> None:
     assert out.rounds[0]["status"] == "failed" and out.rounds[0]["reply"] == "???"
 
 
+@pytest.mark.slow
 def test_ablation_and_code_switches(toy_env) -> None:
     res, agent = build(toy_env, SCRIPT, ["agent.reading=paper", "agent.with_passages=false",
                                          "agent.question_query=true", "agent.example_propositions_chars=10"])
@@ -331,14 +339,14 @@ def test_ablation_and_code_switches(toy_env) -> None:
     assert out.trace["t2rag"]["iterations"] == 1 and out.trace["t2rag"]["stop"] == "all_resolved"
 
 
+@pytest.mark.slow
 def test_runner_scores_the_method_answer_and_reports(toy_env, tmp_path: Path) -> None:
     from gear_repro.pipeline.runner import Runner
-    from gear_repro.reporting.analyses import format_trace, t2rag_table
+    from gear_repro.reporting.analyses import format_trace, method_tables
     from gear_repro.reporting.runs import find_runs
     from gear_repro.reporting.tables import long_table, write_tables
 
-    cfg, res = toy_env[1](["experiment=t2rag_table1", "dataset.limit=1"], SCRIPT)
-    res.__dict__.pop("dataset")  # reload with the limit
+    cfg, res = toy_env[1](["experiment=t2rag_table1", "dataset.limit=1"], SCRIPT, reload=("dataset",))  # the limit
     metrics = Runner(cfg, tmp_path / "run", resources=res).run()
     assert metrics["em"] == 100.0 and metrics["f1"] == 100.0 and metrics["n_answered"] == 1
     assert metrics["recall@5"] == 100.0  # gold passages 2 and 3 are the fused top-2
@@ -351,7 +359,7 @@ def test_runner_scores_the_method_answer_and_reports(toy_env, tmp_path: Path) ->
     text = format_trace(pred)
     assert "== Iteration 2 ==" in text and "stop: all_resolved" in text and "answer (method): 'Amiens'" in text
     runs = find_runs([tmp_path / "run"])
-    stats = t2rag_table(runs).iloc[0]
+    stats = next(t for stem, _, t in method_tables(runs) if stem == "t2rag_stats").iloc[0]
     assert stats["iterations_mean"] == 2 and stats["llm_calls_per_q"] == 4 and stats["em_all_resolved"] == 100.0
     long = long_table(runs)
     em = long[long.metric == "EM"].iloc[0]
@@ -361,6 +369,7 @@ def test_runner_scores_the_method_answer_and_reports(toy_env, tmp_path: Path) ->
     assert "Paper numbers of T2RAG: T2RAG Table 1 (GPT-4o-mini)." in md
 
 
+@pytest.mark.slow
 def test_real_llm_path_with_the_tiny_model(toy_env, tmp_path: Path) -> None:
     """The harness-started llama.cpp server with SmolLM2-135M: nonsense answers, but every reply is parsed
     or counted and the run finishes with EM/F1 and the three stages in the ledger."""
@@ -374,9 +383,8 @@ def test_real_llm_path_with_the_tiny_model(toy_env, tmp_path: Path) -> None:
     from gear_repro.pipeline.runner import Runner
 
     # a loaded 2-core machine can take minutes per call: a generous timeout keeps this a plumbing test
-    cfg, res = toy_env[1](["llm=tiny", "dataset.limit=1", f"llm.cache_dir={tmp_path / 'cache'}", "llm.timeout_s=900"])
-    res.__dict__.pop("llm")  # the real client from llm=tiny
-    res.__dict__.pop("dataset")  # reload with the limit
+    cfg, res = toy_env[1](["llm=tiny", "dataset.limit=1", f"llm.cache_dir={tmp_path / 'cache'}", "llm.timeout_s=900"],
+                          reload=("dataset",), real_llm=True)  # the real client from llm=tiny; the limit
     metrics = Runner(cfg, tmp_path / "run", resources=res).run()
     pred = json.loads((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()[0])
     assert "error" not in pred and "em" in pred and metrics["n_answered"] == 1
@@ -439,6 +447,7 @@ def test_readings_expand_to_the_five_keys_and_each_key_still_overrides(toy_env) 
     assert mixed.carry_fuzzy is False and mixed.question_query is False
 
 
+@pytest.mark.slow
 def test_code_reading_queries_the_question_and_drops_fuzzy(toy_env) -> None:
     res, agent = build(toy_env, SCRIPT)  # the default: reading=code
     out = agent.run(res.dataset.questions[0], 15)
@@ -463,6 +472,7 @@ def test_code_reading_skips_the_resolver_when_nothing_was_retrieved(toy_env, mon
     assert res.llm.stages() == [("decompose", 0), ("answer", 0)]
 
 
+@pytest.mark.slow
 def test_failed_decomposition_is_retried_with_the_simple_prompt(toy_env) -> None:
     simple = ("1. France | president | ?\n- ? | related to | a very long generic object that says nothing useful\n"
               "? | born in | ?\nA | b | c\nD | e | f")
@@ -497,6 +507,7 @@ def test_placeholder_matching_fills_a_reworded_fuzzy_triplet() -> None:
     assert [c.parts for c in bound.searchable] == [("Curtiz", "was born in", "?y")] and counts["fuzzy_bound"] == 1
 
 
+@pytest.mark.slow
 def test_paper_reading_stops_when_stalled_instead_of_empty_iterations(toy_env) -> None:
     reply1 = ("Fully Resolved Clue 1:\nSubject: France\nPredicate: president\nObject: Emmanuel Macron\n\n"
               "Newly Searchable Clue 1:\nSubject: Emmanuel Macron\nPredicate: born on\nObject: ?")

@@ -168,8 +168,11 @@ class _LLM:
 class _KMethod:
     """k-dependent stand-in: one 'read' call of 100*k prompt tokens per pass; ranking depends on k."""
 
+    name = "k_method"
     k_dependent = True
     needs_llm = False
+    answers_questions = False
+    max_rounds = None
 
     def __init__(self, llm):
         self.llm = llm
@@ -192,9 +195,11 @@ class _QA:
 
 
 def test_matched_k_calls_tagged_and_qa_reads_the_k5_pass(compose, toy_dir, tmp_path):
-    r = Runner(_cfg(compose, toy_dir), tmp_path / "run")
+    from gear_repro.pipeline.resources import Resources
+
+    cfg = _cfg(compose, toy_dir)
     llm = _LLM()
-    r.res.__dict__["llm"] = llm
+    r = Runner(cfg, tmp_path / "run", resources=Resources(cfg, llm=llm))
     qa = _QA(llm)
     q = r.res.dataset.questions[0]
     with call_scope() as calls:

@@ -1,6 +1,6 @@
 """Offline triple extraction (GEAR §6.2, App. K.1): passages C -> triples T, each tied to one passage.
 
-``run_extraction(cfg, resources, run_dir)`` is the ``stage=extract`` entry point; ``extract_triples`` is the
+``run_extraction(cfg, dataset, llm, run_dir)`` is the ``stage=extract`` entry point; ``extract_triples`` is the
 same work without a config. Outputs in the run dir:
 
 - ``triples.jsonl``          canonical triples {id, subject, predicate, object, passage_id}, id "<passage_id>-<n>"

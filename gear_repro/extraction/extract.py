@@ -13,6 +13,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from gear_repro.data import Dataset
+from gear_repro.llm.base import LLM
 from gear_repro.llm.parsing import parse_extraction
 from gear_repro.prompts import render
 from gear_repro.types import Passage, Triple
@@ -39,18 +41,17 @@ def _cfg_get(cfg: Any, dotted: str, default: Any = None) -> Any:
     return default if cur is None else cur
 
 
-def run_extraction(cfg: Any, resources: Any, run_dir: str | Path) -> dict[str, Any]:
-    """``stage=extract``: K.1 extraction over ``resources.dataset.passages`` (first ``dataset.limit_passages``).
+def run_extraction(cfg: Any, dataset: Dataset, llm: LLM, run_dir: str | Path) -> dict[str, Any]:
+    """``stage=extract``: K.1 extraction with ``llm`` over ``dataset.passages`` (first ``dataset.limit_passages``).
 
     Optional ``cfg.extraction``: ``params`` (LLM request params, e.g. max_tokens), ``progress`` (tqdm).
     Returns the stats written to ``extraction_stats.json``.
     """
-    dataset = resources.dataset
     limit = _cfg_get(cfg, "dataset.limit_passages")
     passages = dataset.passages[: int(limit)] if limit else dataset.passages
     params = dict(_cfg_get(cfg, "extraction.params", {}) or {})
     progress = bool(_cfg_get(cfg, "extraction.progress", _cfg_get(cfg, "run.progress", True)))
-    return extract_triples(passages, resources.llm, run_dir, reference=getattr(dataset, "triples", None),
+    return extract_triples(passages, llm, run_dir, reference=getattr(dataset, "triples", None),
                            progress=progress, params=params, dataset_name=getattr(dataset, "name", ""))
 
 

@@ -2,3 +2,34 @@
 GEAR agent (``gear/``), HippoRAG (``hipporag/``), IRCoT and HippoRAG w/ IRCoT (``ircot.py``), GRIEVER
 (``griever/``) and T²RAG (``t2rag/``). A method imports shared primitives (types, core, retrieval, llm, qa),
 never the pipeline or another method's internals."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from gear_repro.methods.base import ReportHooks
+
+
+@cache
+def report_hooks() -> tuple[ReportHooks, ...]:
+    """Every component's report hooks (docs/ARCHITECTURE.md "Adding a method"), in display order (stages)."""
+    from gear_repro.methods.gear.report import HOOKS as GEAR
+    from gear_repro.methods.griever.report import HOOKS as GRIEVER
+    from gear_repro.methods.hipporag.report import HOOKS as HIPPORAG
+    from gear_repro.methods.ircot import REPORT_HOOKS as IRCOT
+    from gear_repro.methods.single import REPORT_HOOKS as SINGLE
+    from gear_repro.methods.t2rag.report import HOOKS as T2RAG
+
+    return (*GEAR, *SINGLE, *HIPPORAG, *IRCOT, *GRIEVER, *T2RAG)
+
+
+def hooks_for(node: Any) -> ReportHooks | None:
+    """The hooks of the class a run's config node names: by its ``_target_`` (or a former path of the class); a node
+    without a known ``_target_`` (hand-written configs) by its ``name``. None for an unknown class."""
+    if not node or not hasattr(node, "get"):
+        return None
+    target, name = node.get("_target_"), node.get("name")
+    hooks = report_hooks()
+    return (next((h for h in hooks if target and target in h.targets), None)
+            or next((h for h in hooks if name is not None and name in h.names), None))

@@ -1,7 +1,9 @@
-"""What every retrieval method returns for one question (docs/ARCHITECTURE.md "Method")."""
+"""The roles of the methods layer (docs/ARCHITECTURE.md "Contracts"): what a method returns for one question and
+the protocols the pipeline wires against (:class:`Method`, :class:`Expansion`, :class:`Searcher`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,6 +32,14 @@ class SearchResult:
 
 
 @dataclass
+class ExpansionOutput:
+    """A graph expansion's fused ranking C_q and a JSON-serialisable trace of how it came about."""
+
+    ranking: Ranking
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class MethodOutput:
     """Final ranking, per-round records (multi-step methods), a JSON-serialisable trace and, for methods that
     answer by themselves, their answer."""
@@ -41,8 +51,12 @@ class MethodOutput:
 
 
 class Method(Protocol):
-    """A retrieval method. Optional attributes the runner reads: ``answers_questions`` (True: its outputs
-    carry ``answer``, scored as EM/F1 without a QA reader) and ``max_rounds`` (length of per-round recall).
+    """A retrieval method: everything the runner reads of it.
+
+    ``k_dependent``: the ranking depends on the evaluated k (single-step runs are then called once per k);
+    ``needs_llm``: a question calls the LLM (start-up checks its credentials); ``answers_questions``: its outputs
+    carry ``answer``, scored as EM/F1 without a QA reader; ``max_rounds``: length of the per-round recall
+    (None = ``dataset.max_rounds``).
 
     With ``run.workers`` > 1 one method object runs several questions, one computing at a time, another's
     computation running while one waits on an LLM reply (:mod:`gear_repro.utils.concurrency`). So ``run`` keeps a
@@ -51,9 +65,108 @@ class Method(Protocol):
 
     name: str
     k_dependent: bool
+    needs_llm: bool
+    answers_questions: bool
+    max_rounds: int | None
 
     def run(self, question: Question, k: int) -> MethodOutput: ...
+
+    def check_prompts(self, questions: Sequence[Question]) -> None:
+        """Start-up: raise ConfigError when a prompt without passages does not fit ``llm.context_window``."""
+        ...
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready settings written to run.json (``method``)."""
         ...
+
+
+class Expansion(Protocol):
+    """Graph expansion of a base list (GEAR's NoExpansion / NaiveGE / SyncGE, ``methods/gear/expansion.py``).
+
+    ``expand(query, base, *, read_query=None, round_no=0, memory=())``: beams scored against ``query``, a reader
+    sees ``read_query`` (None = query) and, when non-empty, the gist memory."""
+
+    name: str
+    k_dependent: bool
+    needs_llm: bool
+
+    def expand(self, query: str, base: Ranking, *, read_query: str | None = None, round_no: int = 0,
+               memory: Sequence[Sequence[str]] = ()) -> ExpansionOutput: ...
+
+    def check_prompts(self, questions: Sequence[Question]) -> None: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+class Searcher(Protocol):
+    """A retriever that also reports how it found its list (HippoRAG): what IRCoT and HippoRAG's method call."""
+
+    def search(self, query: str, k: int, *, round_no: int = 0) -> SearchResult: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+# -- report hooks ---------------------------------------------------------------------------------------------
+def class_path(cls: type) -> str:
+    """A class's ``_target_`` string (module + qualified name), as a run's config.yaml records it."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+@dataclass(frozen=True)
+class RowParts:
+    """What the report derives of a run before its method names the row: the base retriever's label (from
+    ``report.labels`` when ``paper_label``, else the retriever's own), the retriever config's ``name`` and the
+    expansion's label (None without expansion)."""
+
+    base: str
+    paper_label: bool
+    retriever: str
+    expansion: str | None
+
+
+@dataclass(frozen=True)
+class ReportHooks:
+    """How the report shows the runs of one component class; every method declares its own in its folder
+    (``report.py``, or beside the class) and :func:`gear_repro.methods.report_hooks` registers them.
+
+    targets: the class's ``_target_`` and its former paths (run dirs written before a move).
+    names: config ``name`` values that identify it in a config without ``_target_`` (hand-written configs).
+    label: agents: ``(its config node, RowParts) -> row label`` (must match paper_results.csv's method column);
+        retrievers: ``(config name) -> label``.
+    expansion_label: expansions: the suffix of a single-step row ("Hybrid + SyncGE").
+    stages: the LLM stages its calls record, in display order (tokens table); ``figure4_stages``: those Fig. 4
+        counts as retrieval tokens.
+    rounds_table: its runs make Table 9 (R@k by beam length and rounds).
+    figure2_reference: expansions: a single-step run with it is Fig. 2's reference line.
+    summaries: ``(file stem, title, row function)``: one table per hook, one row per run of the class; the row
+        function gets the run's predictions and returns its columns (None: no row).
+    trace_lines: the walk-through of one prediction record when the record is its shape, else None
+        (``(record, plist, recall_line) -> lines``).
+    """
+
+    targets: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    label: Callable[..., str] | None = None
+    expansion_label: str | None = None
+    stages: tuple[str, ...] = ()
+    figure4_stages: tuple[str, ...] = ()
+    rounds_table: bool = False
+    figure2_reference: bool = False
+    summaries: tuple[tuple[str, str, Callable[[list[dict]], dict[str, Any] | None]], ...] = ()
+    trace_lines: Callable[[dict, Any, Any], list[str] | None] | None = None
+
+
+def node_setting(node: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """A setting of a run's config node as written (Enum members by value)."""
+    value = node.get(key, default) if node else default
+    return getattr(value, "value", value)
+
+
+def format_triple_list(ts: Sequence[Sequence[str]], limit: int = 12) -> str:
+    """Triples as the report's walk-through lists them ("    T1 <s, p, o>"), at most ``limit``."""
+    if not ts:
+        return "    (none)"
+    out = [f"    T{i + 1} <{', '.join(map(str, t))}>" for i, t in enumerate(ts[:limit])]
+    if len(ts) > limit:
+        out.append(f"    ... {len(ts) - limit} more")
+    return "\n".join(out)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -37,8 +37,18 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from gear_repro.config import IRCoTMerge, choice
+from gear_repro.llm.base import LLM
 from gear_repro.llm.context import check_fits, fit_passages, prompt_tokens
-from gear_repro.methods.base import MethodOutput, SearchResult
+from gear_repro.methods.base import (
+    MethodOutput,
+    ReportHooks,
+    RowParts,
+    Searcher,
+    SearchResult,
+    class_path,
+    node_setting,
+)
+from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.trace import bump
@@ -109,7 +119,11 @@ class IRCoTAgent:
     """IRCoT / HippoRAG w/ IRCoT. Built by the runner from configs/agent/ircot.yaml or hipporag_ircot.yaml.
 
     Args (each documented with its default and source in configs/agent/ircot.yaml):
-        resources: run resources (``llm``, ``dataset``, and ``passage_retriever`` or ``hipporag``).
+        llm: the thought (CoT) calls' client.
+        passage_by_id: passage texts of the corpus (shown to the LLM).
+        question_ids: the run's evaluated question ids (demonstrations about them are skipped).
+        base_retriever: the run's base retriever (``retriever=base``; None otherwise).
+        hipporag: the HippoRAG retriever (``retriever=hipporag``; None otherwise).
         retriever: ``base`` (the run's ``retriever`` group) or ``hipporag``.
         top_k: passages per retrieval and passages shown to the LLM (10).
         max_rounds: retrievals at most (``dataset.max_rounds``).
@@ -125,8 +139,12 @@ class IRCoTAgent:
 
     k_dependent = False
     needs_vectors = False  # the retriever (base retriever class or HippoRAG) decides
+    needs_llm = True  # every round but the last asks for a thought
+    answers_questions = False
 
-    def __init__(self, resources: Any, name: str = "ircot", retriever: str = "base", top_k: int = 10,
+    def __init__(self, llm: LLM, passage_by_id: Mapping[str, Passage], question_ids: Collection[str],
+                 base_retriever: Retriever | None = None, hipporag: Searcher | None = None, name: str = "ircot",
+                 retriever: str = "base", top_k: int = 10,
                  max_rounds: int = 4, demos: str = "musique", num_demo: int | None = 1, thought: str = "full",
                  merge: str = "raw", demo_budget: int | None = None, cot_params: Any = None, round_ranking_depth: int | None = None, **_: Any):
         if retriever not in RETRIEVERS:
@@ -136,7 +154,10 @@ class IRCoTAgent:
         if int(max_rounds) < 1 or int(top_k) < 1:
             raise ConfigError(f"agent.max_rounds and agent.top_k must be >= 1 (got {max_rounds}, {top_k})")
         self.name = name
-        self.resources = resources
+        self.llm = llm
+        self.passage_by_id = passage_by_id
+        self.base_retriever = base_retriever
+        self.hipporag = hipporag
         self.retriever_kind = retriever
         self.top_k, self.max_rounds = int(top_k), int(max_rounds)
         self.thought = thought
@@ -145,7 +166,7 @@ class IRCoTAgent:
             cot_params = OmegaConf.to_container(cot_params, resolve=True)
         self.cot_params = dict(cot_params or {})
         self.round_ranking_depth = round_ranking_depth
-        evaluated = {q.id for q in resources.dataset.questions}
+        evaluated = set(question_ids)
         pool = [d for d in load_demos(demos) if d.qid not in evaluated]
         self.demos_skipped = len(load_demos(demos)) - len(pool)
         self.demos = pool if num_demo is None else pool[: int(num_demo)]
@@ -162,9 +183,9 @@ class IRCoTAgent:
     # -- steps ------------------------------------------------------------------------------------------
     def search(self, query: str, round_no: int) -> SearchResult:
         if self.retriever_kind == "hipporag":
-            return self.resources.hipporag.search(query, self.top_k, round_no=round_no)
+            return self.hipporag.search(query, self.top_k, round_no=round_no)
         t = time.perf_counter()
-        ranking = self.resources.passage_retriever.retrieve(query, self.top_k)
+        ranking = self.base_retriever.retrieve(query, self.top_k)
         return SearchResult(ranking, {"total_ms": round(1000 * (time.perf_counter() - t), 3)})
 
     def messages(self, question: str, passages: Sequence[Passage], thoughts: Sequence[str],
@@ -185,27 +206,26 @@ class IRCoTAgent:
         for demo in self.demos:
             # HippoRAG legacy@b144c46 src/baselines/ircot.py:227-230: `if tokens(instruction + demos + demo + user)
             # < 15000: demos += demo` (an `if`, not a `break`)
-            if prompt_tokens(self.resources.llm, self.messages(question, passages, thoughts, [*packed, demo])) \
-                    < self.demo_budget:
+            if prompt_tokens(self.llm, self.messages(question, passages, thoughts, [*packed, demo])) < self.demo_budget:
                 packed.append(demo)
         return packed
 
-    def check_context_window(self) -> None:
+    def check_prompts(self, questions: Sequence[Question]) -> None:
         """Start-up check: the thought prompt without passages (the longest question, its demonstrations) must
         leave room for the reply in ``llm.context_window``."""
-        question = max((q.question for q in self.resources.dataset.questions), key=len, default="")
+        question = max((q.question for q in questions), key=len, default="")
         msgs = self.messages(question, [], [], self.pack_demos(question, [], []))
-        check_fits(self.resources.llm, msgs, "IRCoT thought", self.cot_params)
+        check_fits(self.llm, msgs, "IRCoT thought", self.cot_params)
 
     def next_thought(self, question: str, passage_ids: Sequence[str], thoughts: Sequence[str],
                      round_no: int) -> tuple[str, str, int]:
         """(thought, raw reply, passages dropped to fit ``llm.context_window``)."""
-        by_id = self.resources.dataset.passage_by_id
+        by_id = self.passage_by_id
         passages = [by_id[p] for p in passage_ids if p in by_id]
         demos = self.pack_demos(question, passages, thoughts)
-        msgs, dropped = fit_passages(self.resources.llm, lambda ps: self.messages(question, ps, thoughts, demos),
+        msgs, dropped = fit_passages(self.llm, lambda ps: self.messages(question, ps, thoughts, demos),
                                      passages, self.cot_params)
-        reply = self.resources.llm.chat(msgs, stage="cot", round_no=round_no, **self.cot_params)
+        reply = self.llm.chat(msgs, stage="cot", round_no=round_no, **self.cot_params)
         text = reply.text.strip()
         return (first_sentence(text) if self.thought == "first_sentence" else text), reply.text, dropped
 
@@ -251,3 +271,15 @@ class IRCoTAgent:
                  "thoughts": thoughts, "answer": answer, "demos": [d.qid for d in self.demos],
                  "counters": counters, "timings": {"total_s": round(time.perf_counter() - t_start, 6)}}
         return MethodOutput(ranking=merged_ranking(merged), rounds=rounds, trace=trace)
+
+
+def row_label(node: Any, parts: RowParts) -> str:
+    """"HippoRAG w/ IRCoT" with HippoRAG as the retriever; else "IRCoT (BM25)" (the paper's; SBERT/Hybrid runs stand
+    in for ColBERTv2 and say so), or "IRCoT + <label>" when ``report.labels`` names the base."""
+    if node_setting(node, "retriever", "base") == "hipporag":
+        return "HippoRAG w/ IRCoT"
+    return f"IRCoT + {parts.base}" if parts.paper_label else f"IRCoT ({parts.base})"
+
+
+REPORT_HOOKS = (ReportHooks(targets=(class_path(IRCoTAgent), "gear_repro.agent.ircot.IRCoTAgent"),
+                            names=("ircot", "hipporag_ircot"), label=row_label, stages=("cot",), figure4_stages=("cot",)),)

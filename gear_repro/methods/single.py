@@ -8,39 +8,46 @@ the runner calls it once per evaluated rank (``run.matched_k``), as the paper's 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from gear_repro.methods.base import MethodOutput
+from gear_repro.methods.base import Expansion, MethodOutput, ReportHooks, RowParts, class_path
+from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Question
 
 
 class SingleStep:
-    """Base retrieval then the run's expansion. Built by the runner (:func:`gear_repro.pipeline.wiring.build_method`) as
-    ``instantiate(cfg.agent, resources=res, expansion=<the run's expansion>)``.
+    """Base retrieval then the run's expansion. Built by :func:`gear_repro.pipeline.wiring.build_method`.
 
     Args:
-        resources: run resources (``passage_retriever`` and what the expansion needs).
-        expansion: the graph expansion (NoExpansion / NaiveGE / SyncGE), built and injected by the runner.
+        retriever: the run's base retriever h_base over the passages.
+        expansion: the graph expansion (NoExpansion / NaiveGE / SyncGE), built and injected by the wiring.
         output_depth: truncate the final ranking (None = keep all).
         name: label in run names and reports.
     """
 
     name = "single"
     needs_vectors = False  # only what the retriever and the expansion need
+    answers_questions = False
+    max_rounds = None
 
-    def __init__(self, resources: Any, expansion: Any, output_depth: int | None = None, name: str = "single"):
+    def __init__(self, retriever: Retriever, expansion: Expansion, output_depth: int | None = None,
+                 name: str = "single"):
         self.name = name
-        self.resources = resources
-        self.retriever = resources.passage_retriever
+        self.retriever = retriever
         self.expansion = expansion
         # a retriever whose list depends on k (GRIEVER pools k per iteration) is run once per evaluated k too
-        self.k_dependent = bool(expansion.k_dependent or getattr(self.retriever, "k_dependent", False))
+        self.k_dependent = bool(expansion.k_dependent or retriever.k_dependent)
         self.output_depth = output_depth
 
     @property
     def needs_llm(self) -> bool:
         """Whether a question calls the LLM (checked at start-up): only through an expansion that reads."""
-        return bool(getattr(self.expansion, "needs_llm", False))
+        return self.expansion.needs_llm
+
+    def check_prompts(self, questions: Sequence[Question]) -> None:
+        """Start-up check of the prompts against ``llm.context_window``: the expansion's."""
+        self.expansion.check_prompts(questions)
 
     def describe(self) -> dict[str, Any]:
         """Settings for run.json (the expansion's include γ and the triple graph's hub statistics)."""
@@ -61,3 +68,14 @@ class SingleStep:
             ranking = ranking.top(self.output_depth)
         trace["timings"] = timings
         return MethodOutput(ranking=ranking, trace=trace)
+
+
+def row_label(node: Any, parts: RowParts) -> str:
+    """"<base>" or "<base> + <expansion>" (GEAR Table 2, top half); a renamed single-step config adds its name."""
+    label = parts.base + (f" + {parts.expansion}" if parts.expansion else "")
+    name = (node or {}).get("name", "single")
+    return label if name == "single" else f"{label} ({name})"
+
+
+REPORT_HOOKS = (ReportHooks(targets=(class_path(SingleStep), "gear_repro.agent.single.SingleStep"), names=("single",),
+                            label=row_label),)

@@ -1,31 +1,82 @@
-"""Lazily built objects shared by one run: dataset, indexes, retrievers, LLM (docs/ARCHITECTURE.md).
+"""Lazily built objects shared by one run: dataset, index engine, embedder, collections, triple graph, LLM
+(docs/ARCHITECTURE.md "Contracts").
 
-Nothing is built until a method asks for it, so a BM25-only run never loads an embedder and a
-run without graph expansion never indexes triples.
+Nothing is built until the wiring asks for it, so a BM25-only run never loads an embedder and a run without
+graph expansion never indexes triples. ``Resources`` is handed to the wiring (:mod:`gear_repro.pipeline.wiring`)
+and the runner only; components receive the objects themselves as constructor arguments. Tests and scripts
+inject doubles through the constructor: ``Resources(cfg, llm=ScriptedLLM(), embedder=HashEmbedder())``.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
-from hydra.utils import get_object, instantiate
+from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from gear_repro.backends.base import Backend, Collection, IndexDoc
+from gear_repro.core.triple_graph import TripleIndex
 from gear_repro.data import Dataset, load_dataset
+from gear_repro.embedding.embedder import Embedder
+from gear_repro.llm.base import LLM
 from gear_repro.utils.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
+_UNSET: Any = object()
+
+
+def target_class(node: Any) -> type | None:
+    """The class a config node's ``_target_`` names (None for an absent node or one without ``_target_``)."""
+    if node is None or not hasattr(node, "get") or not node.get("_target_"):
+        return None
+    return get_class(str(node["_target_"]))
+
 
 class Resources:
-    def __init__(self, cfg: DictConfig, dataset: Dataset | None = None):
-        self.cfg = cfg
-        if dataset is not None:
-            self.__dict__["dataset"] = dataset
+    """The run's shared objects, each built on first access and cached.
 
+    Args:
+        cfg: the run config.
+        dataset, backend, embedder, passages, triples, triple_index, llm: objects to use instead of building
+            them from the config (tests: doubles; scripts: objects shared across runs). ``embedder=None`` is a
+            value: the run has no embedder (a BM25 run that must not embed).
+    """
+
+    def __init__(self, cfg: DictConfig, *, dataset: Dataset | None = _UNSET, backend: Backend = _UNSET,
+                 embedder: Embedder | None = _UNSET, passages: Collection = _UNSET, triples: Collection = _UNSET,
+                 triple_index: TripleIndex = _UNSET, llm: LLM = _UNSET):
+        self.cfg = cfg
+        given = {"dataset": dataset, "backend": backend, "embedder": embedder, "passages": passages,
+                 "triples": triples, "triple_index": triple_index, "llm": llm}
+        for name, value in given.items():
+            if value is not _UNSET and not (name == "dataset" and value is None):
+                self.__dict__[name] = value  # the cached_property's slot: the given object is the built one
+        self._shared: dict[str, Any] = {}
+        self._provenance: list[str] = []
+
+    # -- what is built --------------------------------------------------------------------------------
+    def built(self, name: str) -> Any | None:
+        """The object ``name`` if it was built (or given), else None; never builds it."""
+        return self.__dict__.get(name, self._shared.get(name))
+
+    def shared(self, key: str, build: Callable[[], Any], *, provenance: bool = False) -> Any:
+        """The object ``key``, built once by ``build`` (the wiring's objects shared within a run: retrievers, the
+        HippoRAG graph). With ``provenance`` its ``describe()`` goes to run.json under ``key``."""
+        if key not in self._shared:
+            self._shared[key] = build()
+            if provenance:
+                self._provenance.append(key)
+        return self._shared[key]
+
+    def provenance(self) -> dict[str, Any]:
+        """``describe()`` of the shared objects registered with ``provenance=True`` (run.json)."""
+        return {key: self._shared[key].describe() for key in self._provenance}
+
+    # -- the shared objects -----------------------------------------------------------------------------
     @cached_property
     def dataset(self) -> Dataset:
         d = self.cfg.dataset
@@ -38,15 +89,13 @@ class Resources:
         return instantiate(self.cfg.backend)
 
     @cached_property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         return instantiate(self.cfg.embedder)
 
     @property
     def needs_vectors(self) -> bool:
         """Whether collections are embedded: asked of the classes the run uses (retriever, expansion, agent, hipporag;
         each has ``needs_vectors``). False for plain BM25 runs (an ES index then holds no vectors)."""
-        from gear_repro.pipeline.wiring import target_class
-
         classes = [target_class(self.cfg.get(group)) for group in ("retriever", "expansion", "agent", "hipporag")]
         return any(getattr(c, "needs_vectors", True) for c in classes if c is not None)
 
@@ -54,18 +103,6 @@ class Resources:
     def passages(self) -> Collection:
         docs = [IndexDoc(p.id, p.content) for p in self.dataset.passages]
         return self.backend.open_collection("passages", docs, self.embedder if self.needs_vectors else None)
-
-    def _retriever(self, rcfg: DictConfig, collection: Collection):
-        """Instantiate a retriever config over ``collection``. A retriever class with ``needs_resources``
-        (GRIEVER: dataset triples, backend) also gets ``resources=self``; the optional nested
-        ``triple_retriever`` config is not a constructor argument (see :attr:`triple_retriever`)."""
-        node = OmegaConf.masked_copy(rcfg, [k for k in rcfg if k != "triple_retriever"])
-        extra = {"resources": self} if getattr(get_object(rcfg._target_), "needs_resources", False) else {}
-        return instantiate(node, collection=collection, embedder=self.embedder, **extra)
-
-    @cached_property
-    def passage_retriever(self):
-        return self._retriever(self.cfg.retriever, self.passages)
 
     @cached_property
     def triples(self) -> Collection:
@@ -79,34 +116,17 @@ class Resources:
                                             self.embedder if self.needs_vectors else None)
 
     @cached_property
-    def triple_retriever(self):
-        """h_base over T for tripleLink/passageLink: the retriever config itself, or its nested
-        ``triple_retriever`` config when it has one (GRIEVER retrieves passages only; its YAML names the
-        hybrid retriever for T)."""
-        rcfg = self.cfg.retriever
-        return self._retriever(rcfg.triple_retriever if rcfg.get("triple_retriever") else rcfg, self.triples)
-
-    @cached_property
-    def triple_index(self):
-        from gear_repro.core.triple_graph import TripleIndex
-
+    def triple_index(self) -> TripleIndex:
         graph_cfg = OmegaConf.to_container(self.cfg.get("graph", {}), resolve=True) or {}
         return TripleIndex(self.triples, self.dataset.triples, **graph_cfg)
 
     @cached_property
-    def hipporag(self):
-        """HippoRAG retriever over the dataset's triples (configs/hipporag/; gear_repro/methods/hipporag/retriever.py)."""
-        if self.cfg.get("hipporag") is None:
-            raise ConfigError("this run needs HippoRAG but no `hipporag` config is selected (agent=hipporag|hipporag_ircot)")
-        return instantiate(self.cfg.hipporag, resources=self, _recursive_=False)
-
-    @cached_property
-    def llm(self):
+    def llm(self) -> LLM:
         if "llm" not in self.cfg or self.cfg.llm is None:
             raise ConfigError("this run needs an LLM but no `llm=` config group is selected")
         return instantiate(self.cfg.llm)
 
     def close(self) -> None:
-        llm = self.__dict__.get("llm")
+        llm = self.built("llm")
         if llm is not None and hasattr(llm, "close"):
             llm.close()

@@ -1,7 +1,7 @@
 """Compose one run from its config: load data, build what the method needs, retrieve, answer, score.
 
-The runner holds no paper logic: methods (agent/), expansions (graph/), the QA reader (qa/) and
-metrics (evaluation/) do. It owns the run directory:
+The runner holds no paper logic: methods (methods/), the QA reader (qa/) and metrics (evaluation/) do; the
+wiring (pipeline/wiring.py) builds them. It owns the run directory:
 
     config.yaml        resolved config (secrets redacted)
     run.json           provenance: fingerprint, package versions, data/index hashes, question subset, timings
@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
@@ -33,9 +32,10 @@ from gear_repro.data.dataset import check_gold_answers
 from gear_repro.evaluation.aggregate import aggregate
 from gear_repro.evaluation.metrics import answer_metric_for
 from gear_repro.llm.ledger import call_scope
+from gear_repro.methods.base import Method
 from gear_repro.pipeline.resources import Resources
-from gear_repro.pipeline.wiring import build_method
-from gear_repro.qa.reader import score_answer
+from gear_repro.pipeline.wiring import build_method, build_qa_reader
+from gear_repro.qa.reader import AnswerReader, score_answer
 from gear_repro.types import Question
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError
@@ -116,10 +116,10 @@ class Runner:
         self.answer_metric = answer_metric_for(self.cfg.dataset.get("paper_name"), self.cfg.dataset.get("answer_metric"))
 
     # -- bookkeeping ---------------------------------------------------------------------------------
-    def preflight(self, method, qa_reader) -> None:
+    def preflight(self, method: Method, qa_reader: AnswerReader | None) -> None:
         """Configuration errors found at start-up, before any question runs (issue 9 §2): beam options and
-        scorer name, ``run.workers``, the LLM's credentials when the method (``needs_llm``, default true) or QA uses it,
-        and that the prompts of the method and the QA reader fit ``llm.context_window`` without passages."""
+        scorer name, ``run.workers``, the LLM's credentials when the method (``needs_llm``) or QA uses it, and that
+        the prompts of the method and the QA reader fit ``llm.context_window`` without passages."""
         from gear_repro.methods.gear.beam_search import BeamConfig
         from gear_repro.methods.gear.scorers import check_scorer
 
@@ -127,17 +127,14 @@ class Runner:
             check_scorer(BeamConfig.from_any(self.cfg.beam).scorer)
         if int(self.cfg.run.workers) < 1:
             raise ConfigError(f"run.workers must be >= 1 (got {self.cfg.run.workers})")
-        if qa_reader is not None or getattr(method, "answers_questions", False):
+        if qa_reader is not None or method.answers_questions:
             check_gold_answers(self.res.dataset)
-        if self.cfg.get("llm") is not None and (qa_reader is not None or getattr(method, "needs_llm", True)):
-            check = getattr(self.res.llm, "check_ready", None)
-            if check is not None:
-                check()
-        # a prompt without passages must fit llm.context_window (llm/context.py)
-        for part in (method, getattr(method, "expansion", None), qa_reader):
-            fits = getattr(part, "check_context_window", None)
-            if fits is not None:
-                fits()
+        if self.cfg.get("llm") is not None and (qa_reader is not None or method.needs_llm):
+            self.res.llm.check_ready()
+        # the prompts without passages must fit llm.context_window (llm/context.py)
+        method.check_prompts(self.res.dataset.questions)
+        if qa_reader is not None:
+            qa_reader.check_prompts(self.res.dataset.questions)
 
     def _check_resume(self) -> str:
         fp = data_fingerprint(self.cfg, self.res.dataset.hashes)
@@ -163,17 +160,15 @@ class Runner:
                "data_warnings": self.res.dataset.warnings, "subset": self.res.dataset.selection,
                "timings": self.timings, **(extra or {})}
         for name in ("passages", "triples"):
-            coll = self.res.__dict__.get(name)
+            coll = self.res.built(name)
             if coll is not None:
                 rec.setdefault("index_hashes", {})[name] = getattr(coll, "content_hash", None)
-        hippo = self.res.__dict__.get("hipporag")
-        if hippo is not None:
-            rec["hipporag"] = hippo.describe()  # graph size, build/load time (docs/baselines.md "Costs")
-        emb = self.res.__dict__.get("embedder")
+        rec.update(self.res.provenance())  # e.g. HippoRAG's graph size, build/load time (docs/baselines.md "Costs")
+        emb = self.res.built("embedder")
         if emb is not None and hasattr(emb, "stats"):
             rec["embedder_stats"] = emb.stats
         write_json(self.run_dir / "run.json", rec)
-        llm = self.res.__dict__.get("llm")
+        llm = self.res.built("llm")
         if llm is not None and hasattr(llm, "stats"):
             write_json(self.run_dir / "llm_stats.json", llm.stats())
 
@@ -187,7 +182,7 @@ class Runner:
 
                     fp = data_fingerprint(self.cfg, self.res.dataset.hashes)
                     self._start()
-                    result = run_extraction(self.cfg, self.res, self.run_dir)
+                    result = run_extraction(self.cfg, self.res.dataset, self.res.llm, self.run_dir)
                     self._write_provenance(fp)
                     err = failed_calls_error(result)
                     if err is not None:
@@ -222,7 +217,7 @@ class Runner:
         questions = self.res.dataset.questions  # load data first: its errors name the file
         fp = self._check_resume()
         method = build_method(cfg, self.res)
-        qa_reader = instantiate(cfg.qa_reader, resources=self.res, _recursive_=False) if cfg.get("qa") else None
+        qa_reader = build_qa_reader(cfg, self.res)
         self.preflight(method, qa_reader)
         self.timings["setup_s"] = time.perf_counter() - t_setup
         pred_path = self.run_dir / "predictions.jsonl"
@@ -244,9 +239,9 @@ class Runner:
                 finished[rec["id"]] = rec
         self.timings["questions_s"] = time.perf_counter() - t_loop
         preds = [finished[q.id] for q in questions if q.id in finished]
-        max_rounds = getattr(method, "max_rounds", None) or cfg.dataset.get("max_rounds")  # per-round recall length
+        max_rounds = method.max_rounds or cfg.dataset.get("max_rounds")  # per-round recall length
         metrics = aggregate(preds, list(cfg.run.ks), max_rounds=max_rounds,
-                            qa=qa_reader is not None or getattr(method, "answers_questions", False))
+                            qa=qa_reader is not None or method.answers_questions)
         ids = [q.id for q in questions]
         metrics.update({"dataset": cfg.dataset.name, "name": cfg.get("name"), "fingerprint": fp,
                         "question_ids": ids, "question_ids_hash": question_ids_hash(ids),
@@ -309,7 +304,7 @@ class Runner:
                     rankings[str(k)] = o.ranking.ids[: cfg.run.save_depth]
                 final = outs[ks[-1]]
                 # Table 3: QA reads the top passages of the pass whose k matches them (k=5), not the k=15 pass
-                qa_source = outs[pass_for_qa(ks, getattr(qa_reader, "top_k", ks[-1]))] if qa_reader else final
+                qa_source = outs[pass_for_qa(ks, qa_reader.top_k)] if qa_reader else final
                 rec["trace"] = {str(k): o.trace for k, o in outs.items()}
             else:
                 final = method.run(q, cfg.run.base_k or ks[-1])
@@ -330,7 +325,7 @@ class Runner:
             rec["error"] = redact_text(f"{type(e).__name__}: {e}")
             rec["traceback"] = redact_text(traceback.format_exc(limit=5))
             rec.setdefault("rankings", {"final": []})
-        if self.res.__dict__.get("llm") is not None:  # `calls` holds this question's own copies of the records
+        if self.res.built("llm") is not None:  # `calls` holds this question's own copies of the records
             for i, c in enumerate(calls):  # Fig. 4: each call tagged with the k of its matched-k pass
                 c["k"] = next((k for k, a, b in spans if a <= i < b), None)
             rec["llm_calls"] = calls

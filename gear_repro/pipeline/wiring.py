@@ -1,46 +1,214 @@
-"""Wiring: builds the run's method from its config.
+"""Wiring: the one place that turns the run config into objects (docs/ARCHITECTURE.md "Contracts").
 
-:func:`build_method` is how the runner (and tests) build a method from the run config: the expansion group
-is built once and injected into methods whose class takes an ``expansion`` parameter; everything else a
-method needs comes from its own config group (run-level values by interpolation, e.g.
-``max_rounds: ${dataset.max_rounds}``). Methods never receive the whole config.
+Every component takes what it uses as named constructor arguments; this module hands them over. A config node's
+``_target_`` class picks its wiring function from :func:`wirings` (the first class of its MRO with an entry, so a
+subclass inherits its parent's wiring); the function builds the object as
+``instantiate(node, _partial_=True)(**dependencies)``: the node's own settings converted exactly as Hydra does,
+the dependencies (retrievers, collections, the LLM, dataset pieces) passed as they are, never copied into a config.
+Shared objects come from :class:`~gear_repro.pipeline.resources.Resources` (built lazily, cached); objects the
+wiring builds once per run (retrievers, HippoRAG's graph) are cached there too (``Resources.shared``).
+
+Run-level values reach a component by interpolation in its YAML (``max_rounds: ${dataset.max_rounds}``); no
+component receives the config or ``Resources``.
 """
 
 from __future__ import annotations
 
-import inspect
+from collections.abc import Callable
+from functools import cache
 from typing import Any
 
-from gear_repro.methods.base import Method, MethodOutput
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
 
-__all__ = ["Method", "MethodOutput", "build_expansion", "build_method", "target_class"]
+from gear_repro.embedding.embedder import Embedder, SentenceEmbedder
+from gear_repro.methods.base import Expansion, Method, MethodOutput
+from gear_repro.pipeline.resources import Resources, target_class
+from gear_repro.qa.reader import AnswerReader
+from gear_repro.retrieval.base import Retriever
+from gear_repro.utils.errors import ConfigError
+
+__all__ = ["Method", "MethodOutput", "build_expansion", "build_method", "build_qa_reader", "hipporag",
+           "passage_retriever", "target_class", "triple_retriever", "wirings"]
+
+Wiring = Callable[[DictConfig, Resources], Any]  # (the component's config node, the run's resources) -> object
 
 
-def target_class(node: Any) -> type | None:
-    """The class a config node's ``_target_`` names (None for an absent node or one without ``_target_``)."""
-    from hydra.utils import get_class
+def _make(node: DictConfig, recursive: bool = True, **deps: Any) -> Any:
+    """``_target_(**settings of node, **deps)``; the settings converted by Hydra, the dependencies untouched."""
+    return instantiate(node, _partial_=True, _recursive_=recursive)(**deps)
 
-    if node is None or not hasattr(node, "get") or not node.get("_target_"):
+
+def _setting(node: DictConfig, key: str, default: str) -> str:
+    """A string/Enum setting of a config node as its string value (Enum members by ``value``)."""
+    value = node.get(key, default)
+    return str(getattr(value, "value", value))
+
+
+def _wire(node: DictConfig, res: Resources, group: str) -> Any:
+    cls = target_class(node)
+    table = wirings()
+    for klass in (cls.__mro__ if cls is not None else ()):
+        if klass in table:
+            return table[klass](node, res)
+    raise ConfigError(f"{group}: no wiring for {node.get('_target_')!r}; add its class to "
+                      "gear_repro/pipeline/wiring.py:wirings()")
+
+
+# -- retrievers ---------------------------------------------------------------------------------------------
+def _retriever_node(node: DictConfig) -> DictConfig:
+    """The retriever config without its nested ``triple_retriever`` config (see :func:`triple_retriever`)."""
+    return OmegaConf.masked_copy(node, [k for k in node if k != "triple_retriever"])
+
+
+def _base_retriever(node: DictConfig, res: Resources, collection: Any) -> Retriever:
+    return _make(_retriever_node(node), collection=collection, embedder=res.embedder)
+
+
+def _griever_retriever(node: DictConfig, res: Resources, collection: Any) -> Retriever:
+    ds = res.dataset
+    return _make(_retriever_node(node), collection=collection, embedder=res.embedder, passages=ds.passages,
+                 triples=ds.triples, backend=res.backend)
+
+
+def _retriever_wirings() -> dict[type, Callable[[DictConfig, Resources, Any], Retriever]]:
+    from gear_repro.methods.griever.retriever import GrieverRetriever
+    from gear_repro.retrieval.base import BM25Retriever, ComposedRetriever, DenseRetriever, HybridRetriever
+
+    return {BM25Retriever: _base_retriever, DenseRetriever: _base_retriever, HybridRetriever: _base_retriever,
+            ComposedRetriever: _base_retriever, GrieverRetriever: _griever_retriever}
+
+
+def build_retriever(node: DictConfig, res: Resources, collection: Any) -> Retriever:
+    """A retriever config over ``collection`` (passages or triples)."""
+    cls = target_class(node)
+    table = _retriever_wirings()
+    for klass in (cls.__mro__ if cls is not None else ()):
+        if klass in table:
+            return table[klass](node, res, collection)
+    raise ConfigError(f"retriever: no wiring for {node.get('_target_')!r}; add its class to "
+                      "gear_repro/pipeline/wiring.py:_retriever_wirings()")
+
+
+def passage_retriever(res: Resources) -> Retriever:
+    """h_base over the passages C: the ``retriever`` group (built once per run)."""
+    return res.shared("passage_retriever", lambda: build_retriever(res.cfg.retriever, res, res.passages))
+
+
+def triple_retriever(res: Resources) -> Retriever:
+    """h_base over T for tripleLink/passageLink: the retriever config itself, or its nested ``triple_retriever``
+    config when it has one (GRIEVER retrieves passages only; its YAML names the hybrid retriever for T)."""
+    rcfg = res.cfg.retriever
+    node = rcfg.triple_retriever if rcfg.get("triple_retriever") else rcfg
+    return res.shared("triple_retriever", lambda: build_retriever(node, res, res.triples))
+
+
+def _phrase_encoder(setting: Any) -> Embedder | None:
+    """``hipporag.encoder``: None (the run's embedder), a model name, or an embedder config node."""
+    if setting is None:
         return None
-    return get_class(str(node["_target_"]))
+    if isinstance(setting, str):
+        return SentenceEmbedder(model=setting, show_progress=False)
+    return instantiate(setting)
 
 
-def build_expansion(cfg: Any, resources: Any) -> Any:
+def hipporag(res: Resources) -> Any:
+    """The run's HippoRAG retriever (``hipporag`` group; built once, described in run.json)."""
+    node = res.cfg.get("hipporag")
+    if node is None:
+        raise ConfigError("this run needs HippoRAG but no `hipporag` config is selected (agent=hipporag|hipporag_ircot)")
+
+    def build() -> Any:
+        v2 = _setting(node, "version", "v1") == "v2"
+        fallback = _setting(node, "no_entity_fallback", "uniform") == "retriever"
+        ds = res.dataset
+        return _make(node, recursive=False, passages=ds.passages, triples=ds.triples, embedder=res.embedder,
+                     llm=None if v2 else res.llm, fallback_retriever=passage_retriever(res) if fallback else None,
+                     passage_collection=res.passages if v2 else None, triple_collection=res.triples if v2 else None,
+                     encoder=_phrase_encoder(node.get("encoder")))
+
+    return res.shared("hipporag", build, provenance=True)
+
+
+# -- expansions and methods ---------------------------------------------------------------------------------
+def _no_expansion(node: DictConfig, res: Resources) -> Expansion:
+    return _make(node)
+
+
+def _graph_expansion(node: DictConfig, res: Resources) -> Expansion:
+    return _make(node, triple_index=res.triple_index, embedder=res.embedder, beam=res.cfg.get("beam"))
+
+
+def _sync_expansion(node: DictConfig, res: Resources) -> Expansion:
+    return _make(node, triple_index=res.triple_index, embedder=res.embedder, beam=res.cfg.get("beam"),
+                 triple_retriever=triple_retriever(res), llm=res.llm, passage_by_id=res.dataset.passage_by_id)
+
+
+def _single_step(node: DictConfig, res: Resources) -> Method:
+    return _make(node, recursive=False, retriever=passage_retriever(res), expansion=build_expansion(res))
+
+
+def _gear(node: DictConfig, res: Resources) -> Method:
+    return _make(node, recursive=False, retriever=passage_retriever(res), triple_retriever=triple_retriever(res),
+                 triple_index=res.triple_index, llm=res.llm, passage_by_id=res.dataset.passage_by_id,
+                 expansion=build_expansion(res))
+
+
+def _hipporag_method(node: DictConfig, res: Resources) -> Method:
+    return _make(node, recursive=False, hipporag=hipporag(res))
+
+
+def _ircot(node: DictConfig, res: Resources) -> Method:
+    via_hipporag = _setting(node, "retriever", "base") == "hipporag"
+    return _make(node, recursive=False, llm=res.llm, passage_by_id=res.dataset.passage_by_id,
+                 question_ids=[q.id for q in res.dataset.questions],
+                 base_retriever=None if via_hipporag else passage_retriever(res),
+                 hipporag=hipporag(res) if via_hipporag else None)
+
+
+def _t2rag(node: DictConfig, res: Resources) -> Method:
+    ds = res.dataset
+    return _make(node, recursive=False, llm=res.llm, embedder=res.embedder, triple_collection=res.triples,
+                 triples=ds.triples, passage_by_id=ds.passage_by_id)
+
+
+def _qa_reader(node: DictConfig, res: Resources) -> AnswerReader:
+    return _make(node, recursive=False, llm=res.llm, passage_by_id=res.dataset.passage_by_id)
+
+
+@cache
+def wirings() -> dict[type, Wiring]:
+    """Component class -> its wiring function: every class a config's ``_target_`` may name (methods, expansions,
+    the QA reader). A new method adds one entry here."""
+    from gear_repro.methods.gear.agent import GearAgent
+    from gear_repro.methods.gear.expansion import GraphExpansion, NoExpansion, SyncGE
+    from gear_repro.methods.hipporag.method import HippoRAGMethod
+    from gear_repro.methods.ircot import IRCoTAgent
+    from gear_repro.methods.single import SingleStep
+    from gear_repro.methods.t2rag.method import T2RAGAgent
+    from gear_repro.qa.reader import QAReader
+
+    return {NoExpansion: _no_expansion, GraphExpansion: _graph_expansion, SyncGE: _sync_expansion,
+            SingleStep: _single_step, GearAgent: _gear, HippoRAGMethod: _hipporag_method, IRCoTAgent: _ircot,
+            T2RAGAgent: _t2rag, QAReader: _qa_reader}
+
+
+def build_expansion(res: Resources) -> Expansion:
     """The run's graph expansion (``expansion`` group with the ``beam`` group); NoExpansion when unset."""
-    from hydra.utils import instantiate
-
     from gear_repro.methods.gear.expansion import NoExpansion
 
-    if not cfg.get("expansion"):
-        return NoExpansion(resources)
-    return instantiate(cfg.expansion, resources=resources, beam=cfg.get("beam"))
+    node = res.cfg.get("expansion")
+    if not node:
+        return NoExpansion()
+    return _wire(node, res, "expansion")
 
 
-def build_method(cfg: Any, resources: Any) -> Method:
-    """``instantiate(cfg.agent, resources=..., expansion=...)``; the expansion only for classes taking one."""
-    from hydra.utils import instantiate
+def build_method(cfg: DictConfig, res: Resources) -> Method:
+    """The run's method from ``cfg.agent`` (``res.cfg`` is the config the resources build from; ``cfg`` is kept
+    for the callers' symmetry and must be the same run's)."""
+    return _wire(cfg.agent, res, "agent")
 
-    kwargs: dict[str, Any] = {"resources": resources}
-    if "expansion" in inspect.signature(target_class(cfg.agent)).parameters:
-        kwargs["expansion"] = build_expansion(cfg, resources)
-    return instantiate(cfg.agent, **kwargs, _recursive_=False)
+
+def build_qa_reader(cfg: DictConfig, res: Resources) -> AnswerReader | None:
+    """The K.3 QA reader when ``qa=true`` (else None)."""
+    return _wire(cfg.qa_reader, res, "qa_reader") if cfg.get("qa") else None

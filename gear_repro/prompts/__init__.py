@@ -48,8 +48,7 @@ from typing import Any
 from gear_repro.utils.errors import ConfigError
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
-PROMPT_NAMES = ("extraction", "reader", "reader_gist", "reason", "rewrite", "qa", "qa_no_passages", "t2rag_decompose",
-                "t2rag_resolve", "t2rag_answer", "t2rag_decompose_simple", "hipporag_ner", "ircot")
+PROMPT_NAMES = tuple(sorted(p.stem for p in TEMPLATE_DIR.glob("*.txt")))  # one template file per prompt
 _ROLE_LINE = re.compile(r"^<\|(system|user|assistant)\|>[ \t]*$", re.MULTILINE)
 
 

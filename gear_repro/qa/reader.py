@@ -10,21 +10,22 @@ Modes (``qa_reader.mode``):
 The answer is the reply's text after the last echoed ``Answer:`` label (if any), first non-empty line,
 stripped of white space, quotes and Markdown emphasis. EM and F1 come from
 :mod:`gear_repro.evaluation.metrics` only (per question in [0, 1]; metrics.json reports them ×100).
-Built by the runner as ``instantiate(cfg.qa_reader, resources=res)`` when ``qa=true``.
+Built by :func:`gear_repro.pipeline.wiring.build_qa_reader` when ``qa=true``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from omegaconf import OmegaConf
 
 from gear_repro.config import QAMode, choice
 from gear_repro.evaluation.metrics import exact_match, f1_score
+from gear_repro.llm.base import LLM
 from gear_repro.llm.context import check_fits, fit_passages
-from gear_repro.types import Question
+from gear_repro.types import Passage, Question
 from gear_repro.utils.errors import ConfigError
 
 QA_MODES = tuple(m.value for m in QAMode)
@@ -61,23 +62,38 @@ def score_answer(question: Question, answer: str, metric: str = "hotpotqa") -> d
     return out
 
 
+QA_STAGE = "qa"  # the ledger stage of the K.3 reader's calls
+
+
+class AnswerReader(Protocol):
+    """The QA role the runner reads: ``top_k`` (the matched-k pass it reads, Table 3) and ``answer``."""
+
+    top_k: int
+
+    def answer(self, question: Question, ranked_ids: Sequence[str], metric: str = "hotpotqa") -> dict[str, Any]: ...
+
+    def check_prompts(self, questions: Sequence[Question]) -> None: ...
+
+
 class QAReader:
     """K.3 QA over a ranked list (or no passages / the gold passages for Table 3's bounds).
 
     Args:
-        resources: run resources (``llm``, ``dataset``).
+        llm: the K.3 reader's client.
+        passage_by_id: passage texts of the corpus.
         top_k: passages bound in ``retrieved`` mode (5, Table 3).
         mode: ``retrieved`` | ``none`` | ``gold``.
         prompt / prompt_no_passages: App. K.3 template names.
         llm_params: extra keyword arguments for ``llm.chat`` (e.g. ``{max_tokens: 64}``).
     """
 
-    def __init__(self, resources: Any, top_k: int = 5, mode: str = "retrieved", prompt: str = "qa",
-                 prompt_no_passages: str = "qa_no_passages", llm_params: Any = None, **_: Any):
+    def __init__(self, llm: LLM, passage_by_id: Mapping[str, Passage], top_k: int = 5, mode: str = "retrieved",
+                 prompt: str = "qa", prompt_no_passages: str = "qa_no_passages", llm_params: Any = None):
         mode = choice(QAMode, mode, "qa_reader.mode")
         if top_k < 1:
             raise ConfigError(f"qa_reader.top_k must be >= 1, got {top_k}")
-        self.resources = resources
+        self.llm = llm
+        self.passage_by_id = passage_by_id
         self.top_k = int(top_k)
         self.mode = mode
         self.prompt = prompt
@@ -90,7 +106,7 @@ class QAReader:
         """Ids of the passages bound in the prompt for this mode."""
         if self.mode == "none":
             return []
-        by_id = self.resources.dataset.passage_by_id
+        by_id = self.passage_by_id
         ids = question.gold_ids if self.mode == "gold" else list(ranked_ids)[: self.top_k]
         return [p for p in dict.fromkeys(ids) if p in by_id]
 
@@ -99,23 +115,22 @@ class QAReader:
 
         if self.mode == "none":
             return render(self.prompt_no_passages, question=question.question)
-        by_id = self.resources.dataset.passage_by_id
+        by_id = self.passage_by_id
         return render(self.prompt, passages=[by_id[p] for p in passage_ids], question=question.question)
 
-    def check_context_window(self) -> None:
+    def check_prompts(self, questions: Sequence[Question]) -> None:
         """Start-up check: the K.3 prompt without passages, for the longest question, fits ``llm.context_window``."""
-        longest = max(self.resources.dataset.questions, key=lambda q: len(q.question), default=None)
+        longest = max(questions, key=lambda q: len(q.question), default=None)
         if longest is not None:
-            check_fits(self.resources.llm, self.messages(longest, []), "QA", self.llm_params)
+            check_fits(self.llm, self.messages(longest, []), "QA", self.llm_params)
 
     def answer(self, question: Question, ranked_ids: Sequence[str], metric: str = "hotpotqa") -> dict[str, Any]:
         """Answer one question; returns answer, qa_raw, qa_mode, qa_passages (those in the prompt), qa_dropped
         (passages dropped to fit ``llm.context_window``, lowest-ranked first) and per-question em/f1 under the
         dataset's answer ``metric``."""
         ids = self.passages_for(question, ranked_ids)
-        msgs, dropped = fit_passages(self.resources.llm, lambda ps: self.messages(question, ps), ids,
-                                     self.llm_params)
-        reply = self.resources.llm.chat(msgs, stage="qa", round_no=0, **self.llm_params)
+        msgs, dropped = fit_passages(self.llm, lambda ps: self.messages(question, ps), ids, self.llm_params)
+        reply = self.llm.chat(msgs, stage=QA_STAGE, round_no=0, **self.llm_params)
         ans = extract_answer(reply.text)
         return {**score_answer(question, ans, metric), "qa_raw": reply.text, "qa_mode": self.mode,
                 "qa_passages": ids[: len(ids) - dropped], "qa_dropped": dropped}

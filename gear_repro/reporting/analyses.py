@@ -7,8 +7,8 @@
   rewrite), per beam length; explicit max_rounds runs are used as they are.
 - :func:`tokens_table` — LLM calls and tokens per question per stage (Figure 4's quantities).
 - :func:`agent_table` — GEAR's loop statistics: rounds, stops, unparsed reasoner/rewriter replies.
-- :func:`t2rag_table` — T²RAG's loop statistics: iterations, stops, reply formats, EM/F1 by final resolution
-  status (the T²RAG paper's Figure 3).
+- :func:`method_tables` — each method's own statistics tables (its report hooks' ``summaries``; T²RAG's loop
+  statistics, EM/F1 by final resolution status: the T²RAG paper's Figure 3).
 - :func:`format_trace` — the Table 6 walk-through of one question (``gear-repro-report RUN --trace QID``).
 - :func:`write_analyses` — all of the above that apply to the given runs, as CSV + Markdown.
 
@@ -32,6 +32,7 @@ from gear_repro.evaluation.aggregate import calls_at_k, run_k
 from gear_repro.evaluation.metrics import recall_at_k
 from gear_repro.evaluation.per_question import question_values
 from gear_repro.evaluation.stats import Interval
+from gear_repro.methods.base import format_triple_list
 from gear_repro.reporting.evidence import EvidenceOptions, values_interval
 from gear_repro.reporting.paper import paper_value
 from gear_repro.reporting.runs import RunResult, load_predictions, read_config, read_predictions
@@ -41,7 +42,12 @@ from gear_repro.utils.io import iter_jsonl
 DENSITY_BINS: list[tuple[str, float, float]] = [
     ("rho<9", -math.inf, 9.0), ("9<=rho<11", 9.0, 11.0), ("11<=rho<13", 11.0, 13.0), ("13<=rho", 13.0, math.inf),
 ]
-LLM_STAGES = ("read", "gist", "reason", "rewrite", "ner", "cot", "decompose", "resolve", "answer", "qa")
+def llm_stages() -> tuple[str, ...]:
+    """Display order of LLM stages: each method's own (its report hooks), then the K.3 QA reader's."""
+    from gear_repro.methods import report_hooks
+    from gear_repro.qa.reader import QA_STAGE
+
+    return tuple(dict.fromkeys([s for h in report_hooks() for s in h.stages] + [QA_STAGE]))
 
 
 # -- inputs ------------------------------------------------------------------------------------------------
@@ -124,11 +130,15 @@ def _cfg(run: RunResult, *keys: str, default: Any = None) -> Any:
 
 def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15),
                  opts: EvidenceOptions | None = None) -> pd.DataFrame:
-    """Table 9 cells: GEAR runs (agent gear) by beam length and n = 1..max_rounds, R@k after n rounds (with CI)."""
+    """Table 9 cells: runs of the method whose report hooks claim Table 9 (GEAR) by beam length and
+    n = 1..max_rounds, R@k after n rounds (with CI)."""
+    from gear_repro.methods import hooks_for
+
     opts = opts or EvidenceOptions()
     cells: dict[tuple, dict] = {}
     for run in runs:
-        if _cfg(run, "agent", "name") != "gear":
+        hooks = hooks_for(run.config.get("agent"))
+        if hooks is None or not hooks.rounds_table:
             continue
         preds = scored(load_predictions(run))
         if not preds:
@@ -173,7 +183,8 @@ def tokens_table(runs: Sequence[RunResult]) -> pd.DataFrame:
                 a["completion"] += int(c.get("completion_tokens") or 0)
                 a["cached"] += int(bool(c.get("cached")))
         n = len(preds)
-        for stage in sorted(agg, key=lambda s: (LLM_STAGES.index(s) if s in LLM_STAGES else 99, s)):
+        order = llm_stages()
+        for stage in sorted(agg, key=lambda s: (order.index(s) if s in order else 99, s)):
             a = agg[stage]
             rows.append({"method": run.label, "dataset": run.dataset, "stage": stage, "k": k,
                          "calls_per_q": round(a["calls"] / n, 3), "prompt_per_q": round(a["prompt"] / n, 1),
@@ -214,57 +225,25 @@ def agent_table(runs: Sequence[RunResult]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-T2RAG_COUNTERS = ("decompose_ok", "decompose_repaired", "decompose_failed", "decompose_retry_ok",
-                  "decompose_retry_failed", "resolve_ok", "resolve_repaired", "resolve_failed", "resolve_skipped",
-                  "reclassified", "fuzzy_filled", "fuzzy_bound", "new_fuzzy", "dropped_fuzzy")
+def method_tables(runs: Sequence[RunResult]) -> list[tuple[str, str, pd.DataFrame]]:
+    """Each method's own statistics tables (its report hooks' ``summaries``): (file stem, title, one row per run)."""
+    from gear_repro.methods import hooks_for, report_hooks
 
-
-def t2rag_table(runs: Sequence[RunResult]) -> pd.DataFrame:
-    """Per T²RAG run: iterations, stops, LLM calls/tokens per question, reply-format counters and EM/F1 of
-    the questions whose triplets were all resolved vs not (T²RAG paper, Figure 3)."""
-    rows = []
-    for run in runs:
-        preds = [p for p in load_predictions(run) if isinstance(p.get("trace"), dict) and "t2rag" in p["trace"]]
-        if not preds:
-            continue
-        traces = [p["trace"]["t2rag"] for p in preds]
-        counters: Counter[str] = Counter()
-        for t in traces:
-            counters.update(t.get("counters", {}))
-        stops = Counter(t.get("stop", "?") for t in traces)
-        calls = [c for p in preds for c in p.get("llm_calls", []) or []]
-        row: dict[str, Any] = {
-            "method": run.label, "dataset": run.dataset, "n_questions": len(preds),
-            "iterations_mean": round(mean(t.get("iterations", 0) for t in traces), 3),
-            "iterations_hist": dict(sorted(Counter(t.get("iterations", 0) for t in traces).items())),
-            "stop_all_resolved": stops.get("all_resolved", 0), "stop_max_iterations": stops.get("max_iterations", 0),
-            "stop_no_triplets": stops.get("no_triplets", 0), "stop_stalled": stops.get("stalled", 0),
-            "llm_calls_per_q": round(len(calls) / len(preds), 3),
-            "prompt_tokens_per_q": round(sum(int(c.get("prompt_tokens") or 0) for c in calls) / len(preds), 1),
-            "completion_tokens_per_q": round(sum(int(c.get("completion_tokens") or 0) for c in calls) / len(preds), 1),
-            **{k: counters.get(k, 0) for k in T2RAG_COUNTERS},
-        }
-        for status in ("all_resolved", "unresolved"):
-            sel = [p for p, t in zip(preds, traces, strict=True)
-                   if (t.get("stop") == "all_resolved") == (status == "all_resolved") and "em" in p]
-            row[f"n_{status}"] = len(sel)
-            row[f"em_{status}"] = round(100 * mean(p["em"] for p in sel), 1) if sel else None
-            row[f"f1_{status}"] = round(100 * mean(p["f1"] for p in sel), 1) if sel else None
-        row["run_dir"] = str(run.path)
-        rows.append(row)
-    return pd.DataFrame(rows)
+    out = []
+    for hooks in report_hooks():
+        for stem, title, row_of in hooks.summaries:
+            rows = []
+            for run in runs:
+                if hooks_for(run.config.get("agent")) is not hooks:
+                    continue
+                row = row_of(load_predictions(run))
+                if row is not None:
+                    rows.append({"method": run.method, "dataset": run.dataset, **row, "run_dir": str(run.path)})
+            out.append((stem, title, pd.DataFrame(rows)))
+    return out
 
 
 # -- Table 6 walk-through ------------------------------------------------------------------------------------
-def _fmt_triples(ts: Sequence[Sequence[str]], limit: int = 12) -> str:
-    if not ts:
-        return "    (none)"
-    out = [f"    T{i + 1} <{', '.join(map(str, t))}>" for i, t in enumerate(ts[:limit])]
-    if len(ts) > limit:
-        out.append(f"    ... {len(ts) - limit} more")
-    return "\n".join(out)
-
-
 def format_trace(pred: dict, titles: dict[str, str] | None = None, ks: Sequence[int] = (5, 10, 15)) -> str:
     """Table 6-style walk-through of one prediction record (any method; rounds for GEAR)."""
     titles = titles or {}
@@ -281,18 +260,21 @@ def format_trace(pred: dict, titles: dict[str, str] | None = None, ks: Sequence[
     lines = [f"Question {pred.get('id')}: {pred.get('question')}",
              f"  answers: {pred.get('answers')}   type: {pred.get('type')}",
              f"  gold: {', '.join(titles.get(g, g) for g in gold)}   (* = gold passage)"]
-    t2 = (pred.get("trace") or {}).get("t2rag") if isinstance(pred.get("trace"), dict) else None
-    if t2 is not None:
-        return "\n".join(lines + _t2rag_lines(pred, t2, plist, recall_line))
+    from gear_repro.methods import report_hooks
+
+    for hooks in report_hooks():  # a method's own walk-through when the record is its shape
+        own = hooks.trace_lines(pred, plist, recall_line) if hooks.trace_lines else None
+        if own is not None:
+            return "\n".join(lines + own)
     for r in pred.get("rounds", []):
         n = r.get("round")
         lines += [f"\n== Round {n} ==", f"1. Query q({n}): {r.get('query')}",
                   f"2. Base retrieval: {plist(r.get('base', []))}",
-                  "3. Reader -> proximal triples:", _fmt_triples(r.get("proximal", []))]
+                  "3. Reader -> proximal triples:", format_triple_list(r.get("proximal", []))]
         linked = [x.get("triple_text") or "(no link)" for x in r.get("linked", [])]
         lines += ["   tripleLink -> " + ("; ".join(linked[:8]) if linked else "(none)"),
                   f"4. Graph expansion: {len(r.get('expanded', []))} passages; C_q({n}): {plist(r.get('fused', []), 5)}",
-                  f"5. Gist memory G({n}) (+{len(r.get('gist_new', []))} new):", _fmt_triples(r.get("memory", []))]
+                  f"5. Gist memory G({n}) (+{len(r.get('gist_new', []))} new):", format_triple_list(r.get("memory", []))]
         rs = r.get("reason")
         if rs is None:
             lines.append("6. Reasoner: (not called)")
@@ -312,35 +294,6 @@ def format_trace(pred: dict, titles: dict[str, str] | None = None, ks: Sequence[
         lines.append(f"  QA answer ({pred.get('qa_mode')}): {pred.get('answer')!r}   EM {pred.get('em')}  "
                      f"F1 {pred.get('f1') if pred.get('f1') is None else round(pred['f1'], 3)}")
     return "\n".join(lines)
-
-
-def _t2rag_lines(pred: dict, t2: dict, plist: Any, recall_line: Any) -> list[str]:
-    """The T²RAG walk-through: decomposition, then per iteration the queries, retrieved propositions and
-    passages, the reply's clues and the triplet sets after the update (Alg. 1), then the answer."""
-    def sets(state: dict) -> list[str]:
-        return [f"   {name} ({len(state.get(name, []))}):\n" + _fmt_triples(state.get(name, []))
-                for name in ("resolved", "searchable", "fuzzy")]
-
-    dec = t2.get("decomposition", {})
-    lines = [f"\n== Decomposition ({dec.get('status')}) =="] + sets(dec.get("state", {}))
-    for r in pred.get("rounds", []):
-        n = r.get("round")
-        props = [f"{p['text']} [{p.get('score')}]" for p in r.get("propositions", [])]
-        lines += [f"\n== Iteration {n} ==", f"1. Queries: {r.get('queries')}",
-                  f"2. Propositions ({len(props)}): " + ("; ".join(props[:12]) or "(none)")
-                  + (f" ... {len(props) - 12} more" if len(props) > 12 else ""),
-                  f"   Passages: {plist(r.get('passages', []))}",
-                  f"3. Resolve reply ({r.get('status')}): resolved {r.get('new_resolved')}, "
-                  f"searchable {r.get('new_searchable')}", "4. Sets after the update:"] + sets(r.get("state", {}))
-        lines.append(f"   ranking had T2RAG stopped here: {recall_line(r.get('ranking', []))}")
-    final = (pred.get("rankings") or {}).get("final", [])
-    lines += ["\n== Result ==", f"  stop: {t2.get('stop')}   iterations: {t2.get('iterations')}   "
-              f"counters: {t2.get('counters')}", "  answer context:", _fmt_triples(t2.get("answer_context", [])),
-              f"  ranking: {plist(final, 15)}", f"  recall: {recall_line(final)}"]
-    if "answer" in pred:
-        lines.append(f"  answer ({pred.get('qa_mode')}): {pred.get('answer')!r}   EM {pred.get('em')}  "
-                     f"F1 {pred.get('f1') if pred.get('f1') is None else round(pred['f1'], 3)}")
-    return lines
 
 
 def passage_titles(run: RunResult) -> dict[str, str]:
@@ -418,6 +371,6 @@ def write_analyses(runs: Sequence[RunResult], out_dir: str | Path, opts: Evidenc
                     "Table 9: GEAR R@k by beam length and maximum rounds")
     paths += _write(tokens_table(runs), out, "tokens_by_stage", "LLM calls and tokens per question, by stage")
     paths += _write(agent_table(runs), out, "agent_stats", "GEAR loop statistics")
-    paths += _write(t2rag_table(runs), out, "t2rag_stats",
-                    "T²RAG loop statistics (EM/F1 by final resolution status: T²RAG Figure 3)")
+    for stem, title, table in method_tables(runs):
+        paths += _write(table, out, stem, title)
     return paths

@@ -33,7 +33,6 @@ from gear_repro.reporting.evidence import DEFAULT_OPTIONS, EvidenceOptions, inte
 from gear_repro.reporting.paper import paper_results  # noqa: E402
 from gear_repro.reporting.runs import RunResult, load_predictions  # noqa: E402
 
-RETRIEVAL_STAGES = ("read", "gist", "reason", "rewrite", "ner", "cot")  # ner/cot: HippoRAG and IRCoT
 HOP_ORDER = ["2hop", "3hop1", "3hop2", "4hop1", "4hop2", "4hop3"]
 HOP_LABELS = {"2hop": "2 Hop", "3hop1": "3 Hop Type 1", "3hop2": "3 Hop Type 2", "4hop1": "4 Hop Type 1",
               "4hop2": "4 Hop Type 2", "4hop3": "4 Hop Type 3"}
@@ -44,9 +43,24 @@ def _label(run: RunResult) -> str:
     return f"{run.label} ({setting})" if setting else run.label
 
 
-def _is_single_syncge(run: RunResult) -> bool:
-    exp = (run.config.get("expansion") or {}).get("name")
-    return run.config.get("agent", {}).get("name") != "gear" and (exp == "sync" or "SyncGE" in run.method)
+def retrieval_stages() -> frozenset[str]:
+    """The LLM stages Fig. 4 counts as retrieval tokens: each method's ``figure4_stages`` (its report hooks)."""
+    from gear_repro.methods import report_hooks
+
+    return frozenset(s for h in report_hooks() for s in h.figure4_stages)
+
+
+def _is_figure2_reference(run: RunResult) -> bool:
+    """A single-step run with the expansion Fig. 2 draws as its reference line (SyncGE: its hooks'
+    ``figure2_reference``; also a run whose report label names that expansion)."""
+    from gear_repro.methods import hooks_for, report_hooks
+
+    agent = hooks_for(run.config.get("agent"))
+    if agent is not None and agent.rounds_table:  # the multi-step method itself
+        return False
+    exp = hooks_for(run.config.get("expansion"))
+    return (exp is not None and exp.figure2_reference) or any(
+        h.figure2_reference and h.expansion_label and h.expansion_label in run.method for h in report_hooks())
 
 
 def _save(fig, out: Path, stem: str) -> list[Path]:
@@ -101,7 +115,7 @@ def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evidenc
             ax.errorbar(xs, ys, yerr=_yerr(cis, ys), marker="o", capsize=3, label=_label(r))
             ax.annotate(f"{ys[0]:.1f}", (1, ys[0]), textcoords="offset points", xytext=(4, -12), fontsize=8)
         for r in group:
-            if _is_single_syncge(r) and f"recall@{k}" in r.metrics:
+            if _is_figure2_reference(r) and f"recall@{k}" in r.metrics:
                 ci = interval(r, f"R@{k}", opts)
                 y = ci.mean if ci else float(r.metrics[f"recall@{k}"])
                 ax.axhline(y, linestyle="--", color="tab:gray", linewidth=1)
@@ -193,9 +207,10 @@ def cumulative_tokens(preds: Sequence[dict], n_max: int) -> tuple[list[float], l
     if not preds:
         return inp, outp
     k = run_k(preds)
+    stages = retrieval_stages()
     for p in preds:
         for c in calls_at_k(p.get("llm_calls", []) or [], k):
-            if c.get("stage") not in RETRIEVAL_STAGES:
+            if c.get("stage") not in stages:
                 continue
             r = max(1, int(c.get("round") or 0))
             for i in range(r - 1, n_max):
@@ -211,7 +226,7 @@ def draw_tokens(runs: Sequence[RunResult], out: Path) -> list[Path]:
         series = []
         for r in group:
             preds = load_predictions(r)
-            if not any(c.get("stage") in RETRIEVAL_STAGES for p in preds for c in p.get("llm_calls", []) or []):
+            if not any(c.get("stage") in retrieval_stages() for p in preds for c in p.get("llm_calls", []) or []):
                 continue
             multi = any(p.get("rounds") for p in preds)
             n_max = max((len(p.get("rounds", [])) for p in preds), default=1) or 1

@@ -18,13 +18,7 @@ def read_config(path: Path) -> dict:
 
     return OmegaConf.to_container(OmegaConf.load(path), resolve=False)  # type: ignore[return-value]
 
-RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid", "composed": "Composed",
-                    "griever": "GRIEVER", "griever_k5": "GRIEVER"}
-EXPANSION_LABELS = {"naive": "NaiveGE", "sync": "SyncGE"}
-AGENT_LABELS = {"gear": "GEAR", "t2rag": "T2RAG", "hipporag": "HippoRAG",
-                "hipporag_ircot": "HippoRAG w/ IRCoT"}  # multi-step methods: their paper_results.csv `method` name
-BASE_NAMED_AGENTS = {"gear": "GEAR", "ircot": "IRCoT"}  # agents whose base retriever a paper label may name
-PAPER_BASE = {"gear": "hybrid"}  # the base of the agent's own paper rows; any other base is named in the label
+RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid", "composed": "Composed"}  # shared retrievers
 
 
 @dataclass
@@ -50,31 +44,30 @@ class RunResult:
 
     @property
     def method(self) -> str:
-        """Row label: report.method if set, else derived ("BM25", "Hybrid + SyncGE", "GEAR", "GEAR + GRIEVER",
-        "HippoRAG", "IRCoT (BM25)", "HippoRAG w/ IRCoT")."""
+        """Row label: report.method if set, else the method's own label (its report hooks, found by the class of
+        ``agent._target_``: "BM25", "Hybrid + SyncGE", "GEAR", "GEAR + GRIEVER", "HippoRAG", "IRCoT (BM25)",
+        "HippoRAG w/ IRCoT") from the base retriever's label and the expansion's."""
         if self.report.get("method"):
             return self.report["method"]
         if self.is_qa_bound:  # Table 3's bounds: the label names the bound, not the (unused) retriever
             return {"none": "No Passages", "gold": "Gold Passages"}.get(self.config["qa_reader"]["mode"], "QA bound")
-        agent = self.config.get("agent", {}).get("name", "single")
-        ret = self.config.get("retriever", {}).get("name", "?")
-        paper_label = (self.report.get("labels") or {}).get(ret)
-        label = paper_label or RETRIEVER_LABELS.get(ret, ret)
-        if agent in BASE_NAMED_AGENTS and (paper_label or ret != PAPER_BASE.get(agent, ret)):
-            return f"{BASE_NAMED_AGENTS[agent]} + {label}"  # "GEAR + GRIEVER" (GRIEVER Table 4), "GEAR + BM25"
-        if agent in AGENT_LABELS:
-            if self.config["agent"].get("answer") is False:  # a self-answering method whose passages K.3 reads
-                return f"{AGENT_LABELS[agent]} (K.3 reader)"
-            return AGENT_LABELS[agent]
-        if agent == "ircot":  # "IRCoT (BM25)" is the paper's; SBERT/Hybrid runs stand in for ColBERTv2 and say so
-            return f"IRCoT ({label})"
-        exp = (self.config.get("expansion") or {}).get("name", "none")
-        if exp in EXPANSION_LABELS:
-            label += f" + {EXPANSION_LABELS[exp]}"
-        if agent != "single":
-            label += f" ({agent})"
-        return label
+        from gear_repro.methods import hooks_for
+        from gear_repro.methods.base import RowParts
 
+        agent = self.config.get("agent") or {}
+        rcfg = self.config.get("retriever", {})
+        ret = rcfg.get("name", "?")
+        paper_label = (self.report.get("labels") or {}).get(ret)
+        ret_hooks = hooks_for(rcfg)
+        own = ret_hooks.label(ret) if ret_hooks is not None and ret_hooks.label else RETRIEVER_LABELS.get(ret, ret)
+        exp_hooks = hooks_for(self.config.get("expansion"))
+        parts = RowParts(base=paper_label or own, paper_label=bool(paper_label), retriever=ret,
+                         expansion=exp_hooks.expansion_label if exp_hooks is not None else None)
+        hooks = hooks_for(agent) or hooks_for({"name": agent.get("name", "single")})  # no agent group: single-step
+        if hooks is not None and hooks.label is not None:
+            return hooks.label(agent, parts)
+        label = parts.base + (f" + {parts.expansion}" if parts.expansion else "")
+        return f"{label} ({agent.get('name', '?')})"  # an agent class without report hooks
     @property
     def paper(self) -> str:
         """Paper whose published numbers this run is compared with (report.paper, default GEAR)."""

@@ -17,8 +17,11 @@ from gear_repro.types import Ranking
 
 
 class Retriever(Protocol):
+    """h_base^k over one collection (passages C or triples T). ``k_dependent``: the top k of a k-list differs
+    from the top k of a longer list (GRIEVER pools k per iteration), so single-step runs call it per evaluated k."""
+
     name: str
-    collection: Collection
+    k_dependent: bool
 
     def retrieve(self, query: str, k: int) -> Ranking: ...
 
@@ -27,6 +30,7 @@ class Retriever(Protocol):
 
 class _Base:
     name = "base"
+    k_dependent = False  # the top k of a longer list is the k-list
     needs_vectors = True  # the collection must hold embeddings (dense search)
 
     def __init__(self, collection: Collection, embedder=None, name: str | None = None):

@@ -54,21 +54,43 @@ def scripted_text(prompt: str, stage: str, round_no: int = 0) -> str:
 
 
 class ScriptedLLM:
-    """LLM client double with the real client's ``chat`` signature; every call goes to ``ledger``."""
+    """LLM client double with the real client's ``chat`` signature; every call goes to ``ledger`` and ``calls``.
 
-    model = "scripted"
+    ``script``: None (default) replies in the format each prompt asks for (:func:`scripted_text`); a dict replies by
+    ``(stage, round)``, else by ``stage``, else "" (a value may be a function of the prompt); a list gives its
+    replies in turn, then "". ``ScriptedLLM({})`` answers every call with "" (no triples, not answerable).
+    """
 
-    def __init__(self) -> None:
+    def __init__(self, script: dict | list | None = None, model: str = "scripted") -> None:
+        self.script = list(script) if isinstance(script, list) else script
+        self.model = model
         self.ledger = TokenLedger()
+        self.calls: list[dict] = []
+
+    def _text(self, prompt: str, stage: str, round_no: int) -> str:
+        if self.script is None:
+            return scripted_text(prompt, stage, round_no)
+        if isinstance(self.script, list):
+            return self.script.pop(0) if self.script else ""
+        reply = self.script.get((stage, round_no), self.script.get(stage, ""))
+        return reply(prompt) if callable(reply) else reply
 
     def chat(self, messages: Sequence[dict], *, stage: str, round_no: int = 0, **params) -> LLMReply:
         prompt = "\n".join(str(m["content"]) for m in messages)
-        text = scripted_text(prompt, stage, round_no)
+        text = self._text(prompt, stage, round_no)
+        self.calls.append({"stage": stage, "round": round_no, "prompt": prompt, "reply": text,
+                           "messages": messages, "params": params})
         n_in, n_out = len(prompt.split()), len(text.split())
         self.ledger.add(stage=stage, round=round_no, prompt_tokens=n_in, completion_tokens=n_out, cached=False,
                         latency_s=0.0, model=self.model)
         return LLMReply(text=text, prompt_tokens=n_in, completion_tokens=n_out, cached=False, latency_s=0.0,
                         model=self.model)
+
+    def stages(self) -> list[tuple[str, int]]:
+        return [(c["stage"], c["round"]) for c in self.calls]
+
+    def check_ready(self) -> None:
+        """Always ready (the real client checks its credentials)."""
 
 
 class HashEmbedder(SentenceEmbedder):

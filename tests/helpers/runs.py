@@ -24,8 +24,5 @@ def run_with_doubles(overrides: list[str], run_dir: Path, *, llm: Any, embedder:
     from gear_repro.pipeline.runner import Runner
 
     cfg = compose_config(overrides)
-    res = Resources(cfg)
-    res.__dict__["llm"] = llm
-    res.__dict__["embedder"] = embedder
-    Runner(cfg, run_dir, resources=res).run()
+    Runner(cfg, run_dir, resources=Resources(cfg, llm=llm, embedder=embedder)).run()
     return [json.loads(x) for x in (run_dir / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]

@@ -42,10 +42,12 @@ from omegaconf import OmegaConf
 
 from gear_repro.config import GistDocs, GistEmpty, GistFirstRound, QueryChoice, choice
 from gear_repro.core.fusion import RRF_K, rrf
-from gear_repro.core.triple_graph import normalize_entity
+from gear_repro.core.triple_graph import TripleIndex, normalize_entity
 from gear_repro.core.triple_reader import read_triples
-from gear_repro.methods.base import MethodOutput
-from gear_repro.types import Question, Ranking, Triple3, triple_text
+from gear_repro.llm.base import LLM
+from gear_repro.methods.base import Expansion, MethodOutput
+from gear_repro.retrieval.base import Retriever
+from gear_repro.types import Passage, Question, Ranking, Triple3, triple_text
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.trace import bump, seconds
 
@@ -85,14 +87,16 @@ class RoundRecord:
 
 
 class GearAgent:
-    """Multi-step GEAR (§5). Built by the runner (:func:`gear_repro.pipeline.wiring.build_method`) as
-    ``instantiate(cfg.agent, resources=res, expansion=<the run's expansion>)``.
+    """Multi-step GEAR (§5). Built by :func:`gear_repro.pipeline.wiring.build_method`.
 
     Args (configs/agent/gear.yaml documents each with its default):
-        resources: run resources (``passage_retriever``, ``triple_retriever``, ``triple_index``, ``llm``,
-            ``dataset``, and what the expansion needs).
+        retriever: h_base over the passages C (each round's base retrieval, passageLink).
+        triple_retriever: h_base over the triples T (passageLink).
+        triple_index: the triple graph T (triple -> passage for passageLink).
+        llm: client of the gist, reason and rewrite calls.
+        passage_by_id: passage texts of C (the gist reader's input).
         expansion: the graph expansion run in every round (the run's ``expansion`` group, built and injected by
-            the runner; SyncGE by default, NaiveGE/NoExpansion for ablations).
+            the wiring; SyncGE by default, NaiveGE/NoExpansion for ablations).
         max_rounds: rounds at most (YAML: ``${dataset.max_rounds}``: MuSiQue 4, 2Wiki/HotpotQA 2).
         base_k: passages per round from the base retriever (10).
         query_for_base: ``rewritten`` (q(n), the paper) or ``original`` (q).
@@ -122,8 +126,11 @@ class GearAgent:
     needs_llm = True  # reader, gist, reasoner and rewriter are LLM calls (start-up checks credentials)
     k_dependent = False  # each round retrieves base_k passages whatever the evaluated k
     needs_vectors = True  # passageLink and the expansion's beam search use the embedder
+    answers_questions = False
 
-    def __init__(self, resources: Any, expansion: Any, max_rounds: int, name: str = "gear", base_k: int = 10,
+    def __init__(self, retriever: Retriever, triple_retriever: Retriever, triple_index: TripleIndex, llm: LLM,
+                 passage_by_id: Mapping[str, Passage], expansion: Expansion, max_rounds: int, name: str = "gear",
+                 base_k: int = 10,
                  query_for_base: str = "rewritten",
                  query_for_beam: str = "original", read_with: str = "original", gist_docs: str = "expanded",
                  gist_k: int | None = None, gist_empty: str = "skip", gist_first_round: str = "read", dedupe_memory: bool = True, reason_last_round: bool = True,
@@ -131,7 +138,10 @@ class GearAgent:
                  output_depth: int | None = None, round_ranking_depth: int | None = None,
                  llm_params: Mapping[str, Any] | None = None, reader_memory: bool = True):
         self.name = name
-        self.resources = resources
+        self.triple_retriever = triple_retriever
+        self.triple_index = triple_index
+        self.llm = llm
+        self.passage_by_id = passage_by_id
         self.query_for_base = choice(QueryChoice, query_for_base, "agent.query_for_base")
         self.query_for_beam = choice(QueryChoice, query_for_beam, "agent.query_for_beam")
         self.read_with = choice(QueryChoice, read_with, "agent.read_with")
@@ -158,9 +168,13 @@ class GearAgent:
             llm_params = OmegaConf.to_container(llm_params, resolve=True)
         self.llm_params = dict(llm_params or {})
         self.expansion = expansion
-        self.retriever = resources.passage_retriever
+        self.retriever = retriever
 
     # -- description ----------------------------------------------------------------------------------
+    def check_prompts(self, questions: Sequence[Question]) -> None:
+        """Start-up check of the prompts against ``llm.context_window``: the K.2 read of the expansion."""
+        self.expansion.check_prompts(questions)
+
     def describe(self) -> dict[str, Any]:
         """Settings for run.json (the expansion's include γ and the triple graph's hub statistics)."""
         return {"name": self.name, "base_k": self.base_k, "max_rounds": self.max_rounds,
@@ -172,17 +186,17 @@ class GearAgent:
 
     # -- LLM steps ----------------------------------------------------------------------------------------
     def _chat(self, messages: list[dict], stage: str, round_no: int):
-        return self.resources.llm.chat(messages, stage=stage, round_no=round_no, **self.llm_params)
+        return self.llm.chat(messages, stage=stage, round_no=round_no, **self.llm_params)
 
     def gist_read(self, query: str, passage_ids: Sequence[str], memory: list[Triple3], *, round_no: int,
                   counters: dict[str, int]) -> tuple[list[Triple3], dict[str, Any]]:
         """Eq. 4: TG_q(n) = read(passages, q[, G(n-1)]) (:func:`gear_repro.core.triple_reader.read_triples`, stage
         ``gist``). The plain reader while the memory is empty."""
-        by_id = self.resources.dataset.passage_by_id
+        by_id = self.passage_by_id
         passages = [by_id[p] for p in passage_ids if p in by_id]
         if not passages:
             bump(counters, "gist_no_passages")
-        read = read_triples(self.resources.llm, passages, query, stage="gist", round_no=round_no, memory=memory,
+        read = read_triples(self.llm, passages, query, stage="gist", round_no=round_no, memory=memory,
                             llm_params=self.llm_params)
         if read.passages_dropped:
             bump(counters, "gist_context_dropped_passages", read.passages_dropped)
@@ -226,9 +240,9 @@ class GearAgent:
         texts = [triple_text(t) for t in memory]
         todo = list(dict.fromkeys(t for t in texts if t not in cache))
         if todo:
-            index = self.resources.triple_index
+            index = self.triple_index
             p_lists = self.retriever.retrieve_many(todo, self.passage_link_k)
-            t_lists = self.resources.triple_retriever.retrieve_many(todo, self.passage_link_k)
+            t_lists = self.triple_retriever.retrieve_many(todo, self.passage_link_k)
             for text, pr, tr in zip(todo, p_lists, t_lists, strict=True):
                 via_triples = list(dict.fromkeys(index.passage_of[t] for t in tr.ids if t in index.passage_of))
                 cache[text] = rrf([pr, via_triples], k_rrf=self.k_rrf).ids

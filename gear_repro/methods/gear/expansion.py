@@ -15,8 +15,8 @@ C_q = RRF(C'_q, C~_q) (Eq. 3). ``fusion_order`` decides which list comes first, 
 ``rrf(base_passages + expanded_passages)`` (gear-rag.github.io, pseudocode_examples/syncge.py and gear.py);
 ``expanded_first`` is this harness's earlier reading.
 
-Built by the runner as ``instantiate(cfg.expansion, resources=res, beam=cfg.beam)`` and injected into the
-method. ``expand(query, base, *, read_query, round_no, memory)`` takes everything a call needs as parameters
+Built by :func:`gear_repro.pipeline.wiring.build_expansion` (the ``expansion`` group with the ``beam`` group) and
+injected into the method. ``expand(query, base, *, read_query, round_no, memory)`` takes everything a call needs as parameters
 (the method decides which question the reader sees and which memory). Degenerate cases never
 crash and never empty a non-empty base list; each is counted in ``trace['counters']``:
 ``passages_without_triples``, ``hub_entities_capped``, ``no_proximal_triples``, ``link_failed``,
@@ -28,27 +28,22 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from gear_repro.config import FusionOrder, OnNoProximal, choice
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.core.triple_graph import TripleIndex
 from gear_repro.core.triple_reader import MEMORY_PROMPT, READER_PROMPT, check_reader_fits, read_triples
+from gear_repro.embedding.embedder import Embedder
+from gear_repro.llm.base import LLM
+from gear_repro.methods.base import ExpansionOutput
 from gear_repro.methods.gear.beam_search import BeamConfig, BeamResult, beam_search, scorer_for
 from gear_repro.methods.gear.scorers import PathScorer
-from gear_repro.types import Ranking, Triple3, triple_text
+from gear_repro.retrieval.base import Retriever
+from gear_repro.types import Passage, Question, Ranking, Triple3, triple_text
 from gear_repro.utils.trace import bump, seconds
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class ExpansionOutput:
-    """The fused ranking C_q and a JSON-serialisable trace of how it came about."""
-
-    ranking: Ranking
-    trace: dict[str, Any] = field(default_factory=dict)
 
 
 class NoExpansion:
@@ -58,13 +53,17 @@ class NoExpansion:
     name = "none"
     k_dependent = False  # C_q = C'_q: the k=15 list truncated is the k=5 list
     needs_vectors = False  # reads no triple vectors
+    needs_llm = False
 
-    def __init__(self, resources: Any = None, beam: Any = None, name: str = "none", **_: Any):
-        self.resources = resources
+    def __init__(self, name: str = "none"):
         self.name = name
 
     def expand(self, query: str, base: Ranking, **_: Any) -> ExpansionOutput:
         return ExpansionOutput(ranking=base, trace={"expansion": self.name})
+
+    def check_prompts(self, questions: Sequence[Question]) -> None:
+        """Start-up check of the prompts against ``llm.context_window``: no prompt."""
+        return None
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name}
@@ -74,8 +73,8 @@ class GraphExpansion:
     """Shared machinery: initial triples -> Alg. 1 -> C~_q -> RRF of C'_q and C~_q (Eq. 3).
 
     Args:
-        resources: run resources (``triple_index``, ``embedder``, and for SyncGE ``triple_retriever``,
-            ``llm``, ``dataset``).
+        triple_index: the triple graph T (entity adjacency, triple -> passage).
+        embedder: the path scorer's SBERT embedder.
         beam: the ``beam`` config group (:class:`BeamConfig` fields).
         k_rrf: RRF constant (60, DESIGN.md).
         output_depth: truncate the fused list (None = keep every passage of both lists).
@@ -88,13 +87,16 @@ class GraphExpansion:
     name = "graph"
     k_dependent = True  # the base list of size k seeds the expansion (Table 2: one pass per evaluated k)
     needs_vectors = True  # the beam search scores with triple vectors
+    needs_llm = False
 
-    def __init__(self, resources: Any, beam: Any = None, k_rrf: int = RRF_K, output_depth: int | None = None,
-                 trace_beams: int | None = None, name: str | None = None, fusion_order: str = "base_first"):
+    def __init__(self, triple_index: TripleIndex, embedder: Embedder, beam: Any = None, k_rrf: int = RRF_K,
+                 output_depth: int | None = None, trace_beams: int | None = None, name: str | None = None,
+                 fusion_order: str = "base_first"):
         if name:
             self.name = name
         self.fusion_order = choice(FusionOrder, fusion_order, "expansion.fusion_order")
-        self.resources = resources
+        self.triple_index = triple_index
+        self.embedder = embedder
         self.beam = BeamConfig.from_any(beam)
         self.k_rrf = k_rrf
         self.output_depth = output_depth
@@ -104,13 +106,17 @@ class GraphExpansion:
     # -- resources ---------------------------------------------------------------------------------
     @property
     def index(self) -> TripleIndex:
-        return self.resources.triple_index
+        return self.triple_index
 
     @property
     def scorer(self) -> PathScorer:
         if self._scorer is None:
-            self._scorer = scorer_for(self.beam, self.index, self.resources.embedder)
+            self._scorer = scorer_for(self.beam, self.index, self.embedder)
         return self._scorer
+
+    def check_prompts(self, questions: Sequence[Question]) -> None:
+        """Start-up check of the prompts against ``llm.context_window``: NaiveGE reads nothing (SyncGE checks its reader)."""
+        return None
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "beam": self.beam.to_dict(), "k_rrf": self.k_rrf,
@@ -184,6 +190,9 @@ class SyncGE(GraphExpansion):
     triples T'_q -> tripleLink (top-1 of the base retriever over T) -> T_q -> Alg. 1 -> RRF with C'_q.
 
     Args (besides :class:`GraphExpansion`'s):
+        triple_retriever: h_base over T (tripleLink, Eq. 2).
+        llm: the K.2 reader's client.
+        passage_by_id: passage texts of the corpus C.
         prompt: the reader template name (``reader``, App. K.2 without memory).
         memory_prompt: the reader template used when ``expand`` is given a gist memory (``reader_gist``, the
             K.2 reader with G(n-1): GEAR rounds >= 2, the pseudocode's ``reader(base, query, gist_memory)``).
@@ -195,12 +204,16 @@ class SyncGE(GraphExpansion):
     name = "sync"
     needs_llm = True  # the K.2 reader is an LLM call (start-up checks its credentials)
 
-    def __init__(self, resources: Any, beam: Any = None, k_rrf: int = RRF_K, output_depth: int | None = None,
-                 trace_beams: int | None = None, name: str | None = None, prompt: str = READER_PROMPT,
-                 max_proximal: int | None = None, on_no_proximal: str = "base",
+    def __init__(self, triple_index: TripleIndex, embedder: Embedder, triple_retriever: Retriever, llm: LLM,
+                 passage_by_id: Mapping[str, Passage], beam: Any = None, k_rrf: int = RRF_K,
+                 output_depth: int | None = None, trace_beams: int | None = None, name: str | None = None,
+                 prompt: str = READER_PROMPT, max_proximal: int | None = None, on_no_proximal: str = "base",
                  llm_params: Mapping[str, Any] | None = None, fusion_order: str = "base_first",
                  memory_prompt: str = MEMORY_PROMPT):
-        super().__init__(resources, beam, k_rrf, output_depth, trace_beams, name, fusion_order)
+        super().__init__(triple_index, embedder, beam, k_rrf, output_depth, trace_beams, name, fusion_order)
+        self.triple_retriever = triple_retriever
+        self.llm = llm
+        self.passage_by_id = passage_by_id
         self.prompt = prompt
         self.memory_prompt = memory_prompt
         self.max_proximal = max_proximal
@@ -211,15 +224,14 @@ class SyncGE(GraphExpansion):
         return {**super().describe(), "prompt": self.prompt, "memory_prompt": self.memory_prompt,
                 "max_proximal": self.max_proximal, "on_no_proximal": self.on_no_proximal}
 
-    def check_context_window(self) -> None:
+    def check_prompts(self, questions: Sequence[Question]) -> None:
         """Start-up check: the reader prompt without passages fits ``llm.context_window``."""
-        check_reader_fits(self.resources.llm, [q.question for q in self.resources.dataset.questions],
-                          prompt=self.prompt, llm_params=self.llm_params)
+        check_reader_fits(self.llm, [q.question for q in questions], prompt=self.prompt, llm_params=self.llm_params)
 
     def link(self, proximal: Sequence[Triple3], counters: dict[str, int]) -> list[dict[str, Any]]:
         """Eq. 2: tripleLink each proximal triple (top-1 of h_base(t', T)); failures are counted."""
         texts = [triple_text(p) for p in proximal]
-        ids = self.index.link_many(texts, self.resources.triple_retriever)
+        ids = self.index.link_many(texts, self.triple_retriever)
         out = []
         for p, t, tid in zip(proximal, texts, ids, strict=True):
             if tid is None:
@@ -236,8 +248,8 @@ class SyncGE(GraphExpansion):
     def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], *, read_query: str,
                         round_no: int, memory: Sequence[Sequence[str]]) -> list[str]:
         t0 = time.perf_counter()
-        by_id = self.resources.dataset.passage_by_id
-        read = read_triples(self.resources.llm, [by_id[p] for p in base.ids if p in by_id], read_query,
+        by_id = self.passage_by_id
+        read = read_triples(self.llm, [by_id[p] for p in base.ids if p in by_id], read_query,
                             stage="read", round_no=round_no, memory=memory, prompt=self.prompt,
                             memory_prompt=self.memory_prompt, llm_params=self.llm_params)
         proximal = read.triples

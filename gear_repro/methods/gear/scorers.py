@@ -118,7 +118,7 @@ class ExactScorer(_VectorScorer):
         super().__init__(index, embedder)
         self.separator = separator
         self.reuse_triple_vectors = reuse_triple_vectors
-        self.batch_size = batch_size
+        self.batch_size = batch_size  # accepted from old configs; without effect (see _embed)
         self.store = PathVectorStore(getattr(embedder, "model_id", "embedder")) if path_cache else None
 
     def path_text(self, path: Sequence[int]) -> str:
@@ -137,18 +137,13 @@ class ExactScorer(_VectorScorer):
         return np.stack([stored[t] for t in texts])
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        old_bs = getattr(self.embedder, "batch_size", None)
-        if self.batch_size and old_bs is not None:
-            self.embedder.batch_size = self.batch_size
-        try:
-            stats = getattr(self.embedder, "stats", None)
-            before = stats.get("encoded", 0) if isinstance(stats, dict) else 0
-            vecs = np.asarray(self.embedder.encode(texts), dtype=np.float32)
-            if isinstance(stats, dict):
-                self.stats["paths_encoded"] += stats.get("encoded", 0) - before
-        finally:
-            if self.batch_size and old_bs is not None:
-                self.embedder.batch_size = old_bs
+        """Path vectors from the shared embedder, whose settings are never changed here: ``encode`` embeds each
+        text in a batch of its own (batch independence, issue 9 §1), so ``batch_size`` has nothing to change."""
+        stats = getattr(self.embedder, "stats", None)
+        before = stats.get("encoded", 0) if isinstance(stats, dict) else 0
+        vecs = np.asarray(self.embedder.encode(texts), dtype=np.float32)
+        if isinstance(stats, dict):
+            self.stats["paths_encoded"] += stats.get("encoded", 0) - before
         return vecs
 
     def single(self, qv: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -39,16 +39,19 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 import numpy as np
 
+from gear_repro.backends.base import Backend, Collection
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.core.triple_graph import normalize_entity
+from gear_repro.embedding.embedder import Embedder
 from gear_repro.methods.griever.index import GrieverData, SameAsConfig, ShortlistIndex, Unit, UnitVectors
 from gear_repro.methods.griever.matcher import EntityMatcher, QueryEncoding, SentenceTokenEncoder
 from gear_repro.methods.griever.store import GrieverStore, MemoryGrieverStore, PassageFilter
 from gear_repro.methods.griever.text import DEFAULT_CONNECTORS, rewrite, split_clauses
-from gear_repro.types import Ranking
+from gear_repro.types import Passage, Ranking, Triple
 from gear_repro.utils.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -148,23 +151,25 @@ class ScoredTriple:
 
 
 class GrieverRetriever:
-    """``retriever=griever``: built as ``instantiate(cfg.retriever, collection=, embedder=, resources=)``.
+    """``retriever=griever``: built by the wiring (:mod:`gear_repro.pipeline.wiring`) from ``cfg.retriever``.
 
-    ``collection`` is the run's passage collection, ``resources`` gives the dataset (passages and triples)
-    and the backend; the Elasticsearch backend gets :class:`ElasticsearchGrieverStore`, the memory backend
+    ``collection`` is the run's passage collection, ``passages``/``triples`` the dataset's, ``backend`` the run's
+    index engine: the Elasticsearch backend gets :class:`ElasticsearchGrieverStore`, the memory backend
     :class:`MemoryGrieverStore`. The indexes are built on first use (:meth:`build`).
     """
 
     name = "griever"
-    needs_resources = True
     k_dependent = True  # each iteration retrieves k: the top k of a k-pool differs from the top k of a 15-pool
 
-    def __init__(self, collection, embedder, resources, name: str | None = None, **settings):
+    def __init__(self, collection: Collection, embedder: Embedder, passages: Sequence[Passage],
+                 triples: Sequence[Triple] | None, backend: Backend, name: str | None = None, **settings: Any):
         if embedder is None:
             raise ConfigError("retriever=griever needs an embedder")
         self.collection = collection
         self.embedder = embedder
-        self.resources = resources
+        self.passages = passages
+        self.triples = triples
+        self.backend = backend
         try:
             self.settings = GrieverSettings(**settings)
         except (TypeError, ValueError) as e:  # unknown key or a bad enum value names the setting
@@ -184,11 +189,10 @@ class GrieverRetriever:
             from gear_repro.backends.elasticsearch import ElasticsearchBackend
 
             t0 = time.perf_counter()
-            ds = self.resources.dataset
-            data = GrieverData.build(ds.passages, ds.triples, self.embedder, self.settings.shortlist_index,
+            data = GrieverData.build(self.passages, self.triples, self.embedder, self.settings.shortlist_index,
                                      self.settings.same_as, self.settings.unit_vectors)
             t1 = time.perf_counter()
-            backend = self.resources.backend
+            backend = self.backend
             if isinstance(backend, ElasticsearchBackend):
                 from gear_repro.methods.griever.elasticsearch import ElasticsearchGrieverStore
 

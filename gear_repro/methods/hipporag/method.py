@@ -8,32 +8,40 @@ returns the top ``depth`` passages; R@5/10/15 read prefixes of that list. Its NE
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from gear_repro.methods.base import MethodOutput
+from gear_repro.methods.base import MethodOutput, Searcher
 from gear_repro.types import Question
 
 
 class HippoRAGMethod:
-    """Built by the runner from configs/agent/hipporag.yaml; the retriever is ``resources.hipporag``.
+    """Built by the wiring from configs/agent/hipporag.yaml with the run's HippoRAG retriever (``hipporag`` group).
 
     Args:
-        resources: run resources (``hipporag``).
+        hipporag: the HippoRAG retriever (:class:`gear_repro.methods.hipporag.retriever.HippoRAG`).
         depth: passages returned per question (100; R@k uses the top k).
     """
 
     k_dependent = False
     needs_vectors = False  # collection vectors are the hipporag group's concern (HippoRAG.needs_vectors)
+    needs_llm = True  # the query NER (v1); start-up checks the credentials
+    answers_questions = False
+    max_rounds = None
 
-    def __init__(self, resources: Any, name: str = "hipporag", depth: int = 100, **_: Any):
+    def __init__(self, hipporag: Searcher, name: str = "hipporag", depth: int = 100):
         self.name = name
-        self.resources = resources
+        self.hipporag = hipporag
         self.depth = int(depth)
+
+    def check_prompts(self, questions: Sequence[Question]) -> None:
+        """Start-up check of the prompts against ``llm.context_window``: the NER prompt holds no passages."""
+        return None
 
     def describe(self) -> dict[str, Any]:
         """Settings for run.json (the graph's own figures are recorded by the runner from ``hipporag``)."""
         return {"name": self.name, "depth": self.depth}
 
     def run(self, question: Question, k: int) -> MethodOutput:
-        res = self.resources.hipporag.search(question.question, max(k, self.depth), round_no=1)
+        res = self.hipporag.search(question.question, max(k, self.depth), round_no=1)
         return MethodOutput(ranking=res.ranking, trace=res.trace)

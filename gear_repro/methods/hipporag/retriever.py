@@ -31,15 +31,20 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 from omegaconf import OmegaConf
 
+from gear_repro.backends.base import Collection
+from gear_repro.embedding.embedder import Embedder
+from gear_repro.llm.base import LLM
 from gear_repro.methods.base import SearchResult
 from gear_repro.methods.hipporag.phrase_graph import PhraseGraph, cached_phrase_graph, phrase_key
-from gear_repro.types import Ranking
+from gear_repro.retrieval.base import Retriever
+from gear_repro.types import Passage, Ranking, Triple
 from gear_repro.utils.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -64,30 +69,43 @@ def rank_scores(ids: list[str], scores: np.ndarray, k: int | None, *, reverse_ti
 
 class HippoRAG:
     """HippoRAG v1/v2 over the run's dataset triples; a retriever (``retrieve(query, k) -> Ranking``) that also
-    reports its trace (``search``). Built lazily by ``Resources.hipporag`` from ``configs/hipporag/*.yaml``.
+    reports its trace (``search``). Built by the wiring (once per run) from ``configs/hipporag/*.yaml``.
 
-    Args (each documented with its default and source in configs/hipporag/default.yaml):
-        resources: the run's resources (``dataset``, ``embedder``, ``llm``; ``passage_retriever`` only for the
-            fallback; v2 also ``passages`` and ``triples`` vectors).
-        encoder: the phrase encoder of the synonym edges and of v1's entity linking: None = the run's embedder;
-            a model name (a :class:`~gear_repro.embedding.SentenceEmbedder`), an embedder config node
-            (``_target_``) or an embedder object. The reference used ColBERTv2 or Contriever (not installable
+    Args (the settings are documented with their defaults and sources in configs/hipporag/default.yaml):
+        passages: the corpus C (the graph's passage nodes; ``uniform`` fallback order).
+        triples: the OpenIE triples the phrase graph is built from.
+        embedder: query embeddings (and the phrase encoder when ``encoder`` is None).
+        llm: the query NER client (v1; None for v2, which makes no LLM call).
+        fallback_retriever: the run's base retriever for ``no_entity_fallback=retriever`` (None otherwise).
+        passage_collection / triple_collection: v2's passage and triple vectors (None for v1).
+        encoder: the phrase encoder of the synonym edges and of v1's entity linking (``hipporag.encoder``, built
+            by the wiring; None = ``embedder``). The reference used ColBERTv2 or Contriever (not installable
             here); v2's fact and passage scores always use the run's embedder (the collections' vectors).
     """
 
     name = "hipporag"
+    k_dependent = False  # PPR scores do not depend on k
     needs_vectors = True  # v2 scores passage and triple vectors; v1's dense fallback may
 
-    def __init__(self, resources: Any, version: str = "v1", damping: float = 0.5, node_specificity: bool = True,
+    def __init__(self, passages: Sequence[Passage], triples: Sequence[Triple] | None, embedder: Embedder,
+                 llm: LLM | None = None, fallback_retriever: Retriever | None = None,
+                 passage_collection: Collection | None = None, triple_collection: Collection | None = None,
+                 version: str = "v1", damping: float = 0.5, node_specificity: bool = True,
                  normalisation: str = "hipporag", synonyms: bool = True, synonym_threshold: float = 0.8,
                  synonym_top_k: int = 100, synonym_min_alnum: int = 3, no_entity_fallback: str = "uniform",
                  linking_top_k: int = 5, passage_node_weight: float = 0.05, ner_params: Any = None,
-                 cache: bool = True, block_rows: int | None = None, encoder: Any = None):
+                 cache: bool = True, block_rows: int | None = None, encoder: Embedder | None = None):
         if no_entity_fallback not in FALLBACKS:
             raise ConfigError(f"hipporag.no_entity_fallback must be one of {FALLBACKS}, got '{no_entity_fallback}'")
         if not 0.0 < damping < 1.0:
             raise ConfigError(f"hipporag.damping must be in (0, 1), got {damping}")
-        self.resources = resources
+        self.passages = passages
+        self.triples = triples
+        self.embedder = embedder
+        self.llm = llm
+        self.fallback_retriever = fallback_retriever
+        self.passage_collection = passage_collection
+        self.triple_collection = triple_collection
         self.version = version
         self.damping = float(damping)
         self.node_specificity = node_specificity
@@ -103,25 +121,9 @@ class HippoRAG:
                          "synonym_threshold": float(synonym_threshold), "synonym_top_k": int(synonym_top_k),
                          "synonym_min_alnum": int(synonym_min_alnum)}
         self.block_rows = block_rows
-        self._encoder_setting = encoder
+        self.encoder = encoder if encoder is not None else embedder
 
     # -- offline ----------------------------------------------------------------------------------------
-    @cached_property
-    def encoder(self) -> Any:
-        """The synonym and linking encoder (``hipporag.encoder``; None = the run's embedder)."""
-        enc = self._encoder_setting
-        if enc is None:
-            return self.resources.embedder
-        if isinstance(enc, str):
-            from gear_repro.embedding import SentenceEmbedder
-
-            return SentenceEmbedder(model=enc, show_progress=False)
-        if isinstance(enc, dict) or OmegaConf.is_config(enc):
-            from hydra.utils import instantiate
-
-            return instantiate(enc)
-        return enc
-
     @property
     def encoder_id(self) -> str:
         return str(getattr(self.encoder, "model_id", type(self.encoder).__name__))
@@ -131,8 +133,7 @@ class HippoRAG:
 
     @cached_property
     def graph(self) -> PhraseGraph:
-        ds = self.resources.dataset
-        g = cached_phrase_graph(ds.triples or [], [p.id for p in ds.passages], self._embed_corpus, self.settings,
+        g = cached_phrase_graph(self.triples or [], [p.id for p in self.passages], self._embed_corpus, self.settings,
                                 embedder_id=self.encoder_id, cache=self.cache,
                                 block_rows=self.block_rows)
         log.info("HippoRAG graph: %s", g.stats)
@@ -173,7 +174,7 @@ class HippoRAG:
         from gear_repro.llm.parsing import parse_named_entities
         from gear_repro.prompts import render
 
-        reply = self.resources.llm.chat(render("hipporag_ner", question=query), stage="ner", round_no=round_no,
+        reply = self.llm.chat(render("hipporag_ner", question=query), stage="ner", round_no=round_no,
                                         **self.ner_params)
         parsed = parse_named_entities(reply.text)
         return parsed.entities, {"reply": reply.text, "failed": parsed.failed, "repaired": parsed.repaired,
@@ -184,10 +185,10 @@ class HippoRAG:
         if self.no_entity_fallback == "uniform":
             # HippoRAG legacy@b144c46 src/hipporag.py:232-233 (1/N each) and :264 (mergesort then [::-1]:
             # tied passages in descending corpus order)
-            ids = [p.id for p in self.resources.dataset.passages]
+            ids = [p.id for p in self.passages]
             scores = np.full(len(ids), 1.0 / max(1, len(ids)))
             return SearchResult(rank_scores(ids, scores, k, reverse_ties=True), trace)
-        return SearchResult(self.resources.passage_retriever.retrieve(query, k), trace)
+        return SearchResult(self.fallback_retriever.retrieve(query, k), trace)
 
     def _scores_from_ppr(self, reset: np.ndarray, trace: dict[str, Any]) -> np.ndarray:
         t = time.perf_counter()
@@ -218,8 +219,8 @@ class HippoRAG:
     @cached_property
     def _facts(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         """(triple ids, subject node, object node) aligned with the triple collection's vectors (-1 = no node)."""
-        coll = self.resources.triples
-        by_id = {t.id: t for t in self.resources.dataset.triples or []}
+        coll = self.triple_collection
+        by_id = {t.id: t for t in self.triples or []}
         idx = self.graph.phrase_index
         subj = np.array([idx.get(phrase_key(by_id[i].subject, self.normalisation), -1) for i in coll.ids])
         obj = np.array([idx.get(phrase_key(by_id[i].object, self.normalisation), -1) for i in coll.ids])
@@ -230,8 +231,8 @@ class HippoRAG:
         trace: dict[str, Any] = {}
         t = time.perf_counter()
         ids, subj, obj = self._facts
-        q = self.resources.embedder.encode([query])[0]
-        fact_scores = min_max(self.resources.triples.vectors() @ q)
+        q = self.embedder.encode([query])[0]
+        fact_scores = min_max(self.triple_collection.vectors() @ q)
         top = np.lexsort((np.arange(len(fact_scores)), -fact_scores))[: self.linking_top_k]
         weights, occurs = np.zeros(g.n_phrases), np.zeros(g.n_phrases)
         for f in top:
@@ -247,7 +248,7 @@ class HippoRAG:
         trace["link_ms"] = round(1000 * (time.perf_counter() - t), 3)
         if not trace["seeds"]:
             return self._fallback(query, k, trace)
-        dense = min_max(self.resources.passages.vectors() @ q)
+        dense = min_max(self.passage_collection.vectors() @ q)
         reset = np.concatenate([phrase_reset, dense * self.passage_node_weight])
         ppr = self._scores_from_ppr(reset, trace)
         return SearchResult(rank_scores(g.passage_ids, ppr[g.n_phrases:], k), trace)

@@ -60,12 +60,13 @@ import logging
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from omegaconf import OmegaConf
 
+from gear_repro.backends.base import Collection
 from gear_repro.config import (
     T2RAGAnswerParse,
     T2RAGDecomposeRetry,
@@ -75,11 +76,13 @@ from gear_repro.config import (
     choice,
 )
 from gear_repro.core.fusion import RRF_K, rrf
+from gear_repro.embedding.embedder import Embedder
+from gear_repro.llm.base import LLM
 from gear_repro.methods.base import MethodAnswer, MethodOutput
 from gear_repro.prompts import render
 from gear_repro.qa.reader import extract_answer
 from gear_repro.retrieval.base import DenseRetriever
-from gear_repro.types import Question, Ranking
+from gear_repro.types import Passage, Question, Ranking, Triple
 from gear_repro.utils.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -500,7 +503,11 @@ class T2RAGAgent:
     """T²RAG (§4.3, Alg. 1-2). Built by the runner from ``configs/agent/t2rag.yaml`` (each value documented).
 
     Args:
-        resources: run resources; uses ``triples`` (the proposition index), ``embedder``, ``dataset``, ``llm``.
+        llm: the decompose / resolve / answer calls' client.
+        embedder: query embeddings of the proposition search.
+        triple_collection: the proposition index (the run's triple collection, dense search).
+        triples: the dataset's triples (triple -> passage, triple -> text).
+        passage_by_id: passage texts of the corpus (resolve context).
         k: unique passages per iteration (§5.2: k = 5).
         max_iterations: N, resolve iterations at most (§5.2: 3; 1 = the "single round" ablation, Table 2).
         candidate_depth: propositions retrieved per query before the global ranking (Alg. 2 ``Search(I, q, N)``).
@@ -529,7 +536,10 @@ class T2RAGAgent:
     name = "t2rag"
     k_dependent = False
 
-    def __init__(self, resources: Any, name: str = "t2rag", k: int = 5, max_iterations: int = 3,
+    needs_llm = True
+
+    def __init__(self, llm: LLM, embedder: Embedder, triple_collection: Collection, triples: Sequence[Triple],
+                 passage_by_id: Mapping[str, Passage], name: str = "t2rag", k: int = 5, max_iterations: int = 3,
                  candidate_depth: int = 200, with_passages: bool = True, reading: str = "code",
                  carry_fuzzy: bool | None = None, question_query: bool | None = None,
                  question_query_mode: str | None = None, resolve_without_context: bool | None = None,
@@ -543,7 +553,11 @@ class T2RAGAgent:
         if ranking not in RANKINGS:
             raise ConfigError(f"agent.ranking must be one of {RANKINGS}, got '{ranking}'")
         self.name = name
-        self.resources = resources
+        self.llm = llm
+        self.embedder = embedder
+        self.triple_collection = triple_collection
+        self.triples = triples
+        self.passage_by_id = passage_by_id
         self.k, self.max_iterations, self.candidate_depth = int(k), int(max_iterations), int(candidate_depth)
         self.reading = choice(T2RAGReading, reading, "agent.reading").value
         given = {"question_query": question_query, "question_query_mode": question_query_mode,
@@ -572,6 +586,10 @@ class T2RAGAgent:
         self._maps: tuple[dict[str, str], dict[str, str]] | None = None
         self._retriever: DenseRetriever | None = None
 
+    def check_prompts(self, questions: Sequence[Question]) -> None:
+        """Start-up check of the prompts against ``llm.context_window``: not fitted (its prompts hold propositions, not passages)."""
+        return None
+
     def describe(self) -> dict[str, Any]:
         """Settings for run.json (§5.2 / B.1 defaults and the paper-vs-code switches as resolved from
         ``reading``) and, after questions ran, their iteration histogram and stop reasons."""
@@ -592,23 +610,23 @@ class T2RAGAgent:
         """Rounds of the per-round recall (the runner's ``recall@k_by_round``): the N iterations."""
         return self.max_iterations
 
-    # -- resources --------------------------------------------------------------------------------------------
+    # -- the proposition index --------------------------------------------------------------------------------
     def _index(self) -> tuple[DenseRetriever, dict[str, str], dict[str, str]]:
         """The proposition index (§4.2): dense search over the triple collection, triple -> passage/text."""
         if self._retriever is None:
-            triples = self.resources.dataset.triples
+            triples = self.triples
             self._maps = ({t.id: t.passage_id for t in triples}, {t.id: t.text for t in triples})
-            self._retriever = DenseRetriever(self.resources.triples, self.resources.embedder)
+            self._retriever = DenseRetriever(self.triple_collection, self.embedder)
         assert self._maps is not None
         return self._retriever, *self._maps
 
     def _chat(self, messages: list[dict], stage: str, iteration: int) -> str:
-        return self.resources.llm.chat(messages, stage=stage, round_no=iteration, **self.llm_params).text
+        return self.llm.chat(messages, stage=stage, round_no=iteration, **self.llm_params).text
 
     # -- prompts ----------------------------------------------------------------------------------------------
     def resolve_messages(self, question: str, state: TripletState, retrieved: Retrieved) -> list[dict]:
         """App. E "Triplets Resolving" with the current sets and the retrieved context (Step 2.2)."""
-        by_id = self.resources.dataset.passage_by_id
+        by_id = self.passage_by_id
         props = "\n".join(f"- {p['text']}" for p in retrieved.propositions) or "None"
         cut = self.example_propositions_chars  # TRAG.py:668 `context_propositions[:1000]`; 0 = whole (App. E)
         example = props[:cut] if cut else props

@@ -1,0 +1,19 @@
+"""How the report shows GRIEVER (seed 001) as a base retriever: its row label."""
+
+from __future__ import annotations
+
+from gear_repro.methods.base import ReportHooks, class_path
+from gear_repro.methods.griever.retriever import GrieverRetriever
+
+PAPER_NAMES = {"griever": "GRIEVER", "griever_k5": "GRIEVER"}  # config names whose runs are the paper's GRIEVER rows
+
+
+def retriever_label(name: str) -> str:
+    """"GRIEVER" for the paper's configurations; an ablation keeps its config name unless report.labels names it."""
+    return PAPER_NAMES.get(name, name)
+
+
+HOOKS = (
+    ReportHooks(targets=(class_path(GrieverRetriever), "gear_repro.griever.GrieverRetriever"),
+                names=tuple(PAPER_NAMES), label=retriever_label),
+)
