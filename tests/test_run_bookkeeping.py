@@ -1,4 +1,4 @@
-"""Issue 9 §2-§5: errored questions, resume, locks, start-up checks, matched-k tokens and QA pass, report
+"""Run bookkeeping: errored questions, resume, locks, start-up checks, matched-k tokens and QA pass, report
 question sets, bad input and secrets. Toy dataset + BM25 (no model needed) unless said otherwise."""
 
 from __future__ import annotations
