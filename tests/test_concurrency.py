@@ -22,6 +22,7 @@ from gear_repro.types import Question, Ranking
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError
 from tests.conftest import TOY_PASSAGES, TOY_QUESTIONS, write_jsonl
+from tests.helpers.doubles import template_reply
 from tests.helpers.standin_server import StandInServer
 
 IRCOT = ["agent=ircot", "retriever=bm25", "agent.top_k=2", "qa=true"]
@@ -29,25 +30,11 @@ ENTITIES = [title for title, _ in TOY_PASSAGES]
 
 
 def scripted_reply(prompt: str) -> str:
-    """A reply in the format of the prompt's template (GEAR reader/reason/rewrite, T²RAG decompose/resolve/answer,
-    QA), its entities and verdicts picked by the prompt's hash: the same prompt gets the same reply, and the
+    """A reply in the format of the prompt's template (tests/helpers/doubles.py ``template_reply``; else a QA
+    answer), entities and verdicts picked by the prompt's hash: the same prompt gets the same reply, and the
     questions take different paths (rounds, stops)."""
     h = int(hashlib.sha256(prompt.encode()).hexdigest(), 16)
-    a, b, c = (ENTITIES[(h >> (8 * i)) % len(ENTITIES)] for i in range(3))
-    if "Fully Resolved Clue" in prompt:  # T²RAG resolve
-        more = f"\n\nNewly Searchable Clue 1:\nSubject: {b}\nPredicate: located in\nObject: ?" if h % 2 else ""
-        return f"Fully Resolved Clue 1:\nSubject: {a}\nPredicate: related to\nObject: {b}{more}"
-    if "Key Reasoning Clues" in prompt:  # T²RAG answer
-        return a
-    if "extracting the necessary knowledge triples" in prompt:  # T²RAG decompose
-        return f"Triples:\n{a} | related to | ?x\n?x | located in | ?"
-    if "what else information is needed" in prompt:  # GEAR rewrite
-        return f"Next Question: Where is {a}?"
-    if "Answerable: Yes" in prompt:  # GEAR reason
-        return f"Answerable: Yes\nAnswer: {a}" if h % 3 == 0 else "Answerable: No\nWhy: a fact is missing."
-    if "knowlege triples" in prompt:  # K.2 reader (SyncGE read, GEAR gist)
-        return f'Facts: ("{a}", "related to", "{b}"), ("{b}", "located in", "{c}")'
-    return f"Answer: {a}"  # QA reader
+    return template_reply(prompt, h, ENTITIES) or f"Answer: {ENTITIES[h % len(ENTITIES)]}"
 
 
 def _is_timing(key: str) -> bool:

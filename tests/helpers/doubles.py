@@ -28,11 +28,10 @@ def _digest(text: str) -> int:
     return int(hashlib.sha256(text.encode("utf-8")).hexdigest(), 16)
 
 
-def scripted_text(prompt: str, stage: str, round_no: int = 0) -> str:
-    """A reply in the format the prompt asks for; entities are titles shown in the prompt's last passages."""
-    h = _digest(f"{stage}|{round_no}|{prompt}")
-    titles = _TITLE.findall(prompt.rsplit("# Your Task", 1)[-1]) or _TITLE.findall(prompt)[-5:] or list(_FALLBACK)
-    a, b, c = (titles[(h >> (8 * i)) % len(titles)] for i in range(3))
+def template_reply(prompt: str, h: int, entities: Sequence[str]) -> str | None:
+    """The reply to a harness prompt recognised by its template (GEAR reader/reason/rewrite, T²RAG
+    decompose/resolve/answer), entities and verdicts picked from ``entities`` by the hash ``h``; None otherwise."""
+    a, b, c = (entities[(h >> (8 * i)) % len(entities)] for i in range(3))
     if "Fully Resolved Clue" in prompt:  # T²RAG resolve
         more = f"\n\nNewly Searchable Clue 1:\nSubject: {b}\nPredicate: located in\nObject: ?" if h % 2 else ""
         return f"Fully Resolved Clue 1:\nSubject: {a}\nPredicate: related to\nObject: {b}{more}"
@@ -46,6 +45,17 @@ def scripted_text(prompt: str, stage: str, round_no: int = 0) -> str:
         return f"Answerable: Yes\nAnswer: {a}" if h % 3 == 0 else "Answerable: No\nWhy: a fact is missing."
     if "knowlege triples" in prompt:  # K.2 reader (SyncGE read, GEAR gist)
         return f'Facts: ("{a}", "related to", "{b}"), ("{b}", "located in", "{c}")'
+    return None
+
+
+def scripted_text(prompt: str, stage: str, round_no: int = 0) -> str:
+    """A reply in the format the prompt asks for; entities are titles shown in the prompt's last passages."""
+    h = _digest(f"{stage}|{round_no}|{prompt}")
+    titles = _TITLE.findall(prompt.rsplit("# Your Task", 1)[-1]) or _TITLE.findall(prompt)[-5:] or list(_FALLBACK)
+    reply = template_reply(prompt, h, titles)
+    if reply is not None:
+        return reply
+    a, b, c = (titles[(h >> (8 * i)) % len(titles)] for i in range(3))
     if "named_entities" in prompt:  # HippoRAG query NER
         return json.dumps({"named_entities": [a, b]})
     if stage == "cot":  # IRCoT thought
