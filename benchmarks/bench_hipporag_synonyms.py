@@ -45,6 +45,9 @@ class CachedNER:
         self.entities = entities
         self.ledger = TokenLedger()
 
+    def check_ready(self) -> None:
+        """Nothing to start: the entities are read from the file."""
+
     def chat(self, messages: Sequence[dict], *, stage: str, round_no: int = 0, **_: Any):
         from gear_repro.llm import LLMReply
 

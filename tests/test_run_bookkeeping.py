@@ -188,7 +188,7 @@ class _QA:
     def __init__(self, llm):
         self.llm, self.seen = llm, []
 
-    def answer(self, q, ids):
+    def answer(self, q, ids, metric="hotpotqa"):
         self.seen.append(list(ids))
         self.llm.ledger.add(stage="qa", round=0, prompt_tokens=7, completion_tokens=1)
         return {"answer": "x"}
