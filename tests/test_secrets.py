@@ -14,6 +14,7 @@ from tests.helpers.standin_server import StandInServer
 URL_KEY = "URLPW-sentinel-5e1d"
 ES_KEY = "ESPW-sentinel-77ab"
 HEADER_KEY = "HDR-sentinel-0c3f"
+SENTINEL = "YAML-sentinel-93b2"
 
 
 def test_sentinels_reach_no_file_and_no_console(toy_dir: Path, tmp_path: Path) -> None:
@@ -65,3 +66,20 @@ def test_redaction_rules() -> None:
     rec = logging.LogRecord("httpx", logging.INFO, __file__, 1, "HTTP Request: %s %s", ("POST", "http://a:b@h/v1"),
                             None)
     assert RedactingFilter().filter(rec) and rec.getMessage() == "HTTP Request: POST http://***@h/v1"
+
+
+def test_secrets_of_a_users_config_file_stay_out_of_multirun_yaml(toy_dir, tmp_path) -> None:
+    """A secret written in the user's own YAML (here an LLM config with URL userinfo and a header) is masked in
+    Hydra's multirun.yaml; the job itself still gets the real value (it runs, and nothing else holds it)."""
+    conf = tmp_path / "conf" / "llm"
+    conf.mkdir(parents=True)
+    (conf / "mine.yaml").write_text(
+        "defaults:\n  - openai_compatible\n  - _self_\n"
+        f"base_url: http://user:{SENTINEL}@127.0.0.1:9/v1\n"
+        f"params: {{extra_headers: {{Authorization: Bearer {SENTINEL}}}}}\n", encoding="utf-8")
+    sweep = tmp_path / "sweep"
+    r = run_cli(["-m", "--config-dir", str(tmp_path / "conf"), "llm=mine", *toy_args(toy_dir),
+                 f"hydra.sweep.dir={sweep}", "run.ks=[5],[5,10]"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (sweep / "multirun.yaml").exists() and "***" in (sweep / "multirun.yaml").read_text()
+    assert files_with(tmp_path / "sweep", SENTINEL) == [] and SENTINEL not in r.stdout + r.stderr
