@@ -28,3 +28,13 @@ def test_joblib_launcher_composes():
     la = _launcher(["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"])
     assert la._target_ == "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"
     assert la.n_jobs == 2
+
+
+def test_jobs_of_other_processes_fail_on_errored_questions():
+    """Under slurm/joblib the job itself must fail on errored questions (the command's exit code never sees them)."""
+    from types import SimpleNamespace as NS
+
+    from gear_repro.cli.run import _in_process
+
+    assert _in_process(NS(launcher=NS(_target_="hydra._internal.core_plugins.basic_launcher.BasicLauncher")))
+    assert not _in_process(NS(launcher=NS(_target_="hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher")))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -100,18 +101,27 @@ def _wait_for_array(array: str, timeout: float = 300) -> None:
 
 
 def _cancel_mid_run(run_dir: Path, driver: subprocess.Popen) -> int:
-    """Once ``run_dir`` holds its first finished question: freeze the job's process (SIGSTOP to the pid of the run
-    dir's lock, so the cancel lands mid-run however fast the machine) and `scancel` its SLURM job. Returns how many
-    questions it had finished."""
+    """Once ``run_dir`` holds its first finished question, `scancel` its SLURM job mid-run; returns how many questions
+    it had finished. The job's process (the pid of the run dir's lock) is held stopped from just before the cancel
+    until SLURM has killed it: submitit ignores SIGTERM, so a cancelled job runs on for KillWait seconds (and SLURM
+    sends SIGCONT first), long enough to finish a few fast questions."""
     end = time.monotonic() + 600
     while len(_records(run_dir)) < 1:
         assert driver.poll() is None and time.monotonic() < end, "the job never wrote a question"
         time.sleep(0.05)
-    os.kill(json.loads((run_dir / ".lock").read_text())["pid"], signal.SIGSTOP)
+    pid = json.loads((run_dir / ".lock").read_text())["pid"]
+    os.kill(pid, signal.SIGSTOP)
     done = len(_records(run_dir))
     assert 1 <= done < N, f"the job to cancel finished {done} of {N} questions before it could be stopped"
     subprocess.run(["scancel", _job(run_dir)], check=True, timeout=60)
-    return done
+    end = time.monotonic() + 120
+    while time.monotonic() < end:  # until SLURM's SIGKILL: SIGSTOP again after its SIGCONT
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            return done
+        time.sleep(0.001)
+    raise AssertionError(f"SLURM did not kill the cancelled job's process {pid} within 120 s")
 
 
 def _rankings(sweep: Path) -> dict[str, dict]:
@@ -148,7 +158,7 @@ def test_slurm_sweep_equals_local_and_resumes_a_cancelled_job(cluster, tmp_path)
     assert done <= len(partial) < N
 
     rep = _report(slurm, tmp_path / "report_cancelled")
-    unfinished = (tmp_path / "report_cancelled" / "unfinished_runs.md").read_text()
+    unfinished = (tmp_path / "report_cancelled" / "failures.md").read_text()
     assert "SBERT + NaiveGE" in unfinished and "CANCELLED" in unfinished, unfinished
     assert "unfinished run(s)" in rep.stderr
 
@@ -176,23 +186,33 @@ def test_slurm_sweep_equals_local_and_resumes_a_cancelled_job(cluster, tmp_path)
     _report(local, tmp_path / "report_local")
     _report(slurm, tmp_path / "report_slurm")
     assert _table(tmp_path / "report_slurm") == _table(tmp_path / "report_local")
-    assert not (tmp_path / "report_slurm" / "unfinished_runs.md").exists()
+    assert not (tmp_path / "report_slurm" / "failures.md").exists()
 
 
-def test_slurm_failed_job_shows_its_error_in_the_report(cluster, tmp_path):
-    """A job that raises (SBERT with a model folder that does not exist) fails its SLURM task; the report over the
-    sweep has the other job's row and lists the failed one with its error (failure.json)."""
+def test_slurm_failed_jobs_show_their_error_in_the_report(cluster, tmp_path):
+    """SBERT jobs whose model folder does not exist fail both ways a run fails: raising (``run.fail_fast=true``:
+    failure.json, no metrics.json) and finishing with errored questions (scored as misses). submitit catches a job's
+    exception (sacct: COMPLETED) and the sweep command re-raises it (exit non-zero); the report has the BM25 rows
+    and lists both failures with their error."""
     sweep = tmp_path / "sweep"
-    driver = _gear(["-m", *SLURM, "retriever=bm25,sbert", "embedder=minilm", f"embedder.model={tmp_path / 'no_model'}",
-                    "dataset.limit=2", "run.progress=false", f"hydra.sweep.dir={sweep}"], tmp_path / "driver.log")
+    driver = _gear(["-m", *SLURM, "retriever=bm25,sbert", "run.fail_fast=true,false", "embedder=minilm",
+                    f"embedder.model={tmp_path / 'no_model'}", "dataset.limit=2", "run.progress=false",
+                    f"hydra.sweep.dir={sweep}"], tmp_path / "driver.log")
     assert driver.wait(timeout=600) != 0
-    failed = sweep / "1_musique_sample_sbert+none+single"
-    array = _job(failed).split("_")[0]
+    raised, errored = sweep / "2_musique_sample_sbert+none+single", sweep / "3_musique_sample_sbert+none+single"
+    array = _job(raised).split("_")[0]
     _wait_for_array(array)
-    assert _sacct(array) == {f"{array}_0": "COMPLETED", f"{array}_1": "FAILED"}
-    error = json.loads((failed / "failure.json").read_text())
-    assert error["slurm"]["job_id"] == f"{array}_1" and "no_model" in error["error"]
+    assert set(_sacct(array).values()) == {"COMPLETED"} and len(_sacct(array)) == 4
+    assert "cannot load embedder" in (tmp_path / "driver.log").read_text()  # the first failed job, re-raised
+    (result,) = sweep.glob(f".submitit/{array}_3/*_result.pkl")  # Hydra's JobReturn of the erroring job
+    job_return = pickle.loads(result.read_bytes())[1]
+    assert job_return.status.name == "FAILED" and "2 of 2 questions failed" in str(job_return._return_value)
+    failure = json.loads((raised / "failure.json").read_text())
+    assert failure["slurm"]["job_id"] == f"{array}_2" and "cannot load embedder" in failure["error"]
+    assert not (raised / "metrics.json").exists()
+    assert json.loads((errored / "metrics.json").read_text())["n_errors"] == 2
     rep = _report(sweep, tmp_path / "report")
     assert "BM25" in (tmp_path / "report" / "table.md").read_text()
-    listed = (tmp_path / "report" / "unfinished_runs.md").read_text()
-    assert "SBERT" in listed and error["error"].split(":")[0] in listed and "no_model" in rep.stdout
+    failures = (tmp_path / "report" / "failures.md").read_text()
+    assert failures.count("cannot load embedder") == 2 and str(raised) in failures and str(errored) in failures
+    assert "2 of 2" in failures and "cannot load embedder" in rep.stdout

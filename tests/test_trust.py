@@ -256,7 +256,7 @@ def test_failed_run_records_its_error_for_the_report_and_a_finished_rerun_skips(
             Runner(_cfg(compose, toy_dir, "dataset.limit=2"), broken).run()
     assert read_json(broken / "failure.json")["error"] == "RuntimeError: index server went away"
     assert report_main([str(runs), "--out", str(tmp_path / "rep")]) == 0
-    listed = (tmp_path / "rep" / "unfinished_runs.md").read_text()
+    listed = (tmp_path / "rep" / "failures.md").read_text()
     assert str(broken) in listed and "RuntimeError: index server went away" in listed and "BM25" in listed
     assert "RuntimeError: index server went away" in capsys.readouterr().out
     first = Runner(_cfg(compose, toy_dir, "dataset.limit=2"), broken).run()

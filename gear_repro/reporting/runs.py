@@ -216,8 +216,9 @@ def _slurm_log_error(run_dir: Path) -> str | None:
         lines = log_file.read_text(encoding="utf-8", errors="replace").splitlines()
         hits = [ln.strip() for ln in lines if "error" in ln.lower() or "cancelled" in ln.lower()
                 or "killed" in ln.lower() or "oom" in ln.lower()]
+        slurm_said = [ln for ln in hits if "*** JOB" in ln]  # slurmstepd's reason: CANCELLED, TIME LIMIT, ...
         if hits:
-            return f"SLURM job {job['job_id']}: {hits[-1]}"
+            return f"SLURM job {job['job_id']}: {(slurm_said or hits)[-1]}"
     return f"SLURM job {job['job_id']} stopped without recording an error"
 
 
@@ -241,14 +242,32 @@ def find_unfinished(paths: list[str | Path]) -> list[UnfinishedRun]:
     return out
 
 
-def write_unfinished(unfinished: list[UnfinishedRun], out: Path) -> list[Path]:
-    """``unfinished_runs.md``: each unfinished run with its label, finished questions and error (none: no file)."""
-    if not unfinished:
+def _cell(text: object) -> str:
+    """Text fit for one Markdown table cell."""
+    return str(text).replace("|", "/").replace("\n", " ")
+
+
+def write_failures(runs: list[RunResult], unfinished: list[UnfinishedRun], out: Path) -> list[Path]:
+    """``failures.md`` (none: no file): the unfinished runs with their error, and the finished runs with errored
+    questions (scored as misses in the tables) with the first question's error."""
+    parts = []
+    if unfinished:
+        rows = [f"| {u.method} | {u.path} | {u.finished} | {_cell(u.error)} |" for u in unfinished]
+        parts.append("## Unfinished runs (no metrics.json): not in the tables\n\n| method | run dir | finished "
+                     "questions | error |\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
+    errored = [r for r in runs if r.metrics.get("n_errors")]
+    if errored:
+        rows = []
+        for r in errored:
+            first = next((p for p in load_predictions(r) if p.get("error")), {})
+            rows.append(f"| {r.label} | {r.path} | {r.metrics['n_errors']} of {r.metrics.get('n_questions')} | "
+                        f"{first.get('id', '')}: {_cell(first.get('error', ''))} |")
+        parts.append("## Runs with failed questions (scored as misses)\n\n| method | run dir | failed | first error |"
+                     "\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
+    if not parts:
         return []
-    rows = [f"| {u.method} | {u.path} | {u.finished} | {u.error.replace('|', '/')} |" for u in unfinished]
-    path = out / "unfinished_runs.md"
-    path.write_text("## Unfinished runs (no metrics.json): not in the tables\n\n| method | run dir | finished questions"
-                    " | error |\n|---|---|---|---|\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    path = out / "failures.md"
+    path.write_text("\n".join(parts), encoding="utf-8")
     return [path]
 
 
