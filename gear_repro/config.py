@@ -301,6 +301,12 @@ class LLMServerSchema:
     extra_args: list[str] = field(default_factory=list)
 
 
+class LLMCacheMode(str, Enum):
+    auto = "auto"  # journal when the cache directory is on a network file system (/proc/mounts), else wal
+    wal = "wal"  # SQLite write-ahead log: processes of one machine only
+    journal = "journal"  # rollback journal + POSIX locks: safe on NFS/Lustre/GPFS shared by several nodes
+
+
 @dataclass
 class LLMSchema:
     _target_: str = "gear_repro.llm.LLMClient"
@@ -317,6 +323,7 @@ class LLMSchema:
     concurrency: int = num(4, ge=1)  # requests in flight at most (chat_many, run.workers questions)
     cache: bool = True
     cache_dir: str | None = None
+    cache_mode: LLMCacheMode = LLMCacheMode.auto  # SQLite journal of the reply cache (llm/cache.py)
     server: LLMServerSchema | None = field(default=None, metadata={"schema": LLMServerSchema})
     context_window: int | None = num(None, ge=1)  # model's window in tokens (prompt + reply); null = unknown, no fitting
 

@@ -39,3 +39,66 @@ def test_concurrent_builds_of_one_bm25_index_and_embedding_file(tmp_path):
     assert sums == [300 * 4 * 300.0] * 4
     assert [p.name.startswith("bm25-p-") for p in sorted((tmp_path / "indexes").iterdir())] == [True]
     assert len(list((tmp_path / "embeddings").iterdir())) == 1  # one file, no temp files left behind
+
+
+def _write_replies(args: tuple[str, str, int]) -> int:
+    """One process of a sweep: its own replies and the replies every job shares."""
+    from gear_repro.llm.cache import LLMCache
+
+    directory, mode, worker = args
+    cache = LLMCache(directory, mode)
+    for i in range(40):
+        cache.put(f"own-{worker}-{i}", "m", {"text": f"{worker}:{i}"})
+        cache.put(f"shared-{i % 10}", "m", {"text": f"shared {i % 10}"})
+    return worker
+
+
+def _read_replies(args: tuple[str, str, int]) -> dict[str, str]:
+    """Every reply the processes wrote, as one process reads them."""
+    from gear_repro.llm.cache import LLMCache
+
+    cache = LLMCache(args[0], args[1])
+    keys = [f"own-{w}-{i}" for w in range(4) for i in range(40)] + [f"shared-{i}" for i in range(10)]
+    return {k: (cache.get(k) or {}).get("text", "") for k in keys}
+
+
+def test_llm_cache_journal_mode_concurrent_writers_agree(tmp_path):
+    """llm.cache_mode=journal (network file systems, docs/sweeps.md): 4 processes writing at once all read back every
+    reply of every process, and the file uses a rollback journal (no WAL, no shared-memory index left behind)."""
+    import sqlite3
+
+    from gear_repro.llm.cache import LLMCache
+
+    with mp.get_context("spawn").Pool(4) as pool:
+        jobs = [(str(tmp_path), "journal", w) for w in range(4)]
+        assert pool.map(_write_replies, jobs) == [0, 1, 2, 3]
+        seen = pool.map(_read_replies, jobs)
+    assert all(s == seen[0] for s in seen)
+    assert seen[0]["own-3-39"] == "3:39" and seen[0]["shared-9"] == "shared 9" and "" not in seen[0].values()
+    assert len(LLMCache(tmp_path, "journal")) == 4 * 40 + 10
+    assert sqlite3.connect(tmp_path / "cache.sqlite3").execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache.sqlite3"]
+
+
+def test_llm_cache_mode_auto_follows_the_file_system(tmp_path):
+    """auto: journal on NFS/Lustre/... (the mount table's longest prefix), wal on a local disk; a WAL file held by
+    another process is refused in journal mode with the reason, not silently shared."""
+    import pytest
+
+    from gear_repro.llm.cache import LLMCache, filesystem_type, resolve_cache_mode
+    from gear_repro.utils.errors import ConfigError
+
+    mounts = tmp_path / "mounts"
+    shared = tmp_path / "shared"
+    mounts.write_text(f"/dev/sda1 / ext4 rw 0 0\nserver:/export {shared} nfs4 rw 0 0\n", encoding="utf-8")
+    assert filesystem_type(shared / "llm_cache", mounts) == "nfs4"
+    assert resolve_cache_mode("auto", shared / "llm_cache", mounts) == "journal"
+    assert resolve_cache_mode("auto", tmp_path / "local", mounts) == "wal"
+    assert resolve_cache_mode("wal", shared, mounts) == "wal"
+    with pytest.raises(ConfigError, match="cache_mode"):
+        resolve_cache_mode("memory", shared, mounts)
+    wal = LLMCache(tmp_path / "c", "wal")
+    wal.put("k", "m", {"text": "x"})
+    with pytest.raises(ConfigError, match="same llm.cache_mode"):
+        LLMCache(tmp_path / "c", "journal")
+    assert wal.get("k") == {"text": "x"}

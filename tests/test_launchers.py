@@ -6,6 +6,7 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 
+import gear_repro.config  # noqa: F401  (the schemas the config's defaults name, in Hydra's ConfigStore)
 from tests.helpers.requirements import require_module
 
 CONFIGS = str(Path(__file__).resolve().parent.parent / "configs")
@@ -28,3 +29,34 @@ def test_joblib_launcher_composes():
     la = _launcher(["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"])
     assert la._target_ == "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"
     assert la.n_jobs == 2
+
+
+def test_jobs_of_other_processes_fail_on_errored_questions():
+    """Under slurm/joblib the job itself must fail on errored questions (the command's exit code never sees them)."""
+    from types import SimpleNamespace as NS
+
+    from gear_repro.cli.run import _in_process
+
+    assert _in_process(NS(launcher=NS(_target_="hydra._internal.core_plugins.basic_launcher.BasicLauncher")))
+    assert not _in_process(NS(launcher=NS(_target_="hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher")))
+
+
+def test_lock_of_another_node_is_taken_over_once_its_slurm_job_is_gone(tmp_path, monkeypatch):
+    """A cancelled job's run-dir lock names its SLURM job: a resume on another node takes it over once squeue no longer
+    lists that job; while it runs, or when squeue cannot tell, or without a job, the lock holds."""
+    import json
+
+    import pytest
+
+    from gear_repro.utils import lock
+    from gear_repro.utils.errors import ConfigError
+
+    (tmp_path / lock.LOCK_FILE).write_text(json.dumps({"host": "node-7", "pid": 4242, "slurm_job": "31_2"}))
+    for active in (True, None):
+        monkeypatch.setattr(lock, "job_active", lambda job, a=active: a)
+        with pytest.raises(ConfigError, match="in use by process 4242 on node-7"):
+            lock.RunDirLock(tmp_path).acquire()
+    monkeypatch.setattr(lock, "job_active", lambda job: job != "31_2")
+    with lock.RunDirLock(tmp_path):
+        assert json.loads((tmp_path / lock.LOCK_FILE).read_text())["host"] != "node-7"
+    assert lock._owner_alive({"host": "node-7", "pid": 1, "slurm_job": None})

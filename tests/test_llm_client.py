@@ -155,7 +155,7 @@ def test_cache_miss_then_hit_and_deterministic_replay(fake: FakeOpenAI, make_cli
     assert r3.cached and r3.text == r1.text and c2.stats()["cache_hits"] == 1 and len(fake.requests) == 2
     assert c.stats() | {} == {"calls": 3, "cache_hits": 1, "cache_misses": 2, "retries": 0, "failures": 0,
                               "prompt_tokens": 33, "completion_tokens": 15, "cache_hit_rate": 0.3333,
-                              "endpoint": fake.url}
+                              "endpoint": fake.url, "cache_mode": "wal"}
 
 
 def test_cache_disabled(fake: FakeOpenAI, make_client) -> None:

@@ -242,6 +242,37 @@ def test_report_takes_the_recorded_question_set(compose, toy_dir, tmp_path, germ
     assert "is a file, not a folder" in capsys.readouterr().err
 
 
+def test_failed_run_records_its_error_for_the_report_and_a_finished_rerun_skips(compose, toy_dir, tmp_path, capsys,
+                                                                                 monkeypatch, caplog):
+    """A run that raises leaves failure.json, which the report lists under unfinished runs with the error (issue 27);
+    the next attempt that finishes removes it, and one more run of the finished dir does no work."""
+    from gear_repro.cli.report import main as report_main
+
+    runs = tmp_path / "runs"
+    Runner(_cfg(compose, toy_dir, "dataset.limit=2"), runs / "ok").run()
+    broken = runs / "broken"
+
+    def boom(*_a, **_k):
+        raise RuntimeError("index server went away")
+
+    with monkeypatch.context() as m:
+        m.setattr("gear_repro.pipeline.runner.build_method", boom)
+        with pytest.raises(RuntimeError):
+            Runner(_cfg(compose, toy_dir, "dataset.limit=2"), broken).run()
+    assert read_json(broken / "failure.json")["error"] == "RuntimeError: index server went away"
+    assert report_main([str(runs), "--out", str(tmp_path / "rep")]) == 0
+    listed = (tmp_path / "rep" / "failures.md").read_text()
+    assert str(broken) in listed and "RuntimeError: index server went away" in listed and "BM25" in listed
+    assert "RuntimeError: index server went away" in capsys.readouterr().out
+    first = Runner(_cfg(compose, toy_dir, "dataset.limit=2"), broken).run()
+    assert not (broken / "failure.json").exists()
+    preds = (broken / "predictions.jsonl").read_bytes()
+    with monkeypatch.context() as m, caplog.at_level("INFO", logger="gear_repro"):
+        m.setattr("gear_repro.pipeline.runner.build_method", boom)  # a finished run builds nothing
+        assert Runner(_cfg(compose, toy_dir, "dataset.limit=2"), broken).run() == first
+    assert (broken / "predictions.jsonl").read_bytes() == preds and "already finished its 2 questions" in caplog.text
+
+
 def test_report_flags_stale_metrics(compose, toy_dir, tmp_path, capsys):
     from gear_repro.cli.report import main as report_main
 

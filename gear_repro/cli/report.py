@@ -4,7 +4,9 @@ Also writes the analyses that apply (Table 12 density, Table 9 rounds × beam le
 GEAR loop statistics; gear_repro/reporting/analyses.py) and the cost/latency table (cost.md). Every
 recall/EM/F1 value carries a 95% bootstrap interval over questions and N. ``--claims`` adds the claims
 scoreboard (claims.md: paired tests of the papers' claims on the same question ids; docs/evidence.md).
-``--trace QID`` prints the Table 6-style walk-through of one question instead.
+``--trace QID`` prints the Table 6-style walk-through of one question instead. failures.md lists the run dirs
+without metrics.json (a failed, cancelled or running job) with their error (failure.json, else their SLURM log) and
+the runs with failed questions with the first error.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from gear_repro.evaluation.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 from gear_repro.reporting.evidence import EvidenceOptions
 from gear_repro.reporting.output import MANIFEST, ReportDir
-from gear_repro.reporting.runs import find_runs
+from gear_repro.reporting.runs import find_runs, find_unfinished, write_failures
 from gear_repro.reporting.tables import long_table, sources_note, wide_table, write_tables
 from gear_repro.utils.errors import GearError
 from gear_repro.utils.io import output_error, require_writable_dir
@@ -58,14 +60,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.resamples < 1:
             raise GearError(f"--resamples must be positive, got {args.resamples}")
         opts = EvidenceOptions(resamples=args.resamples, seed=args.seed, intersect=args.intersect)
-        skipped: list[Path] = []
-        runs = find_runs(args.runs, skipped)
-        if skipped:
-            print(f"skipped {len(skipped)} unfinished run(s) (predictions.jsonl without metrics.json; re-run them "
-                  "to finish): " + ", ".join(map(str, skipped)), file=sys.stderr)
+        unfinished = find_unfinished(args.runs)
+        if unfinished:
+            print(f"skipped {len(unfinished)} unfinished run(s) (no metrics.json; re-run them to finish, errors in "
+                  "failures.md): " + ", ".join(str(u.path) for u in unfinished), file=sys.stderr)
+        runs = find_runs(args.runs)
         report = ReportDir(args.out, args.stem)
         with report as staging:  # the whole folder replaces --out at the end (reporting/output.py)
             write_report(runs, staging, args, opts)
+            for p in write_failures(runs, unfinished, staging):
+                print("\n" + p.read_text(encoding="utf-8").rstrip())
         for name in report.files:
             if name.startswith("fig"):
                 print(f"figure: {report.out / name}")

@@ -5,7 +5,9 @@ Before Hydra sees the command line (issues 9 §3-4, 23): a secret given as an ov
 and replaced by an ``${oc.env:...}`` reference, so ``.hydra/`` copies and ``multirun.yaml`` never hold it; log
 lines are redacted (utils/secrets.py); a key passed by mistake as
 ``llm.api_key_env`` and a ``hydra.run.dir`` that is a file are refused with one line. Exit codes: 0 ok,
-1 the run had errored questions (unless ``run.allow_errors=true``), 2 a user error, 130 interrupted.
+1 the run had errored questions (unless ``run.allow_errors=true``), 2 a user error, 130 interrupted. Under a launcher
+that runs jobs in other processes (hydra/launcher=slurm|joblib) a job with errored questions fails itself
+(``QuestionsFailed``, after writing its results), so the sweep command re-raises it and exits non-zero.
 """
 
 from __future__ import annotations
@@ -73,8 +75,23 @@ def _main(cfg: DictConfig) -> float | None:
               f"(see 'error' in {Path(run_dir) / 'predictions.jsonl'}); re-run the same command to retry them",
               file=sys.stderr)
         if not cfg.run.get("allow_errors", False):
+            if not _in_process(HydraConfig.get()):  # a SLURM/joblib job: the job itself fails, so the sweep does
+                raise QuestionsFailed(f"{n_err} of {metrics.get('n_questions')} questions failed in {run_dir} (see "
+                                      "'error' in predictions.jsonl; run.allow_errors=true accepts them)")
             _ERRORED_RUNS.append(str(run_dir))
     return shown.get(str(cfg.get("optimized_metric", "recall@15")))
+
+
+class QuestionsFailed(RuntimeError):
+    """A run of a sweep job had errored questions (run.allow_errors=false): the job fails after writing its results
+    (submitit returns the exception to the sweep command, which raises it)."""
+
+
+def _in_process(hc: object) -> bool:
+    """Whether Hydra runs this job in the process of the command (no launcher, or the basic launcher), so the
+    command's exit code can report the job's errored questions."""
+    target = str(getattr(getattr(hc, "launcher", None), "_target_", "") or "")
+    return not target or target.endswith("BasicLauncher")
 
 
 HYDRA_SUBDIR = ".hydra"

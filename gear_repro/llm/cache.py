@@ -1,7 +1,11 @@
 """Persistent LLM reply cache keyed by (model, endpoint, messages, params): re-runs cost nothing, replays are exact.
 
-One SQLite file (WAL mode, busy timeout) under ``$GEAR_CACHE/llm_cache``: safe for many threads and
-processes writing at once. Keys are sha256 of the canonical JSON of the request. What identifies a model
+One SQLite file (busy timeout) under ``$GEAR_CACHE/llm_cache``: safe for many threads and processes writing
+at once. ``llm.cache_mode`` picks SQLite's journal (docs/sweeps.md, "The LLM reply cache on a shared file system"):
+``wal`` (write-ahead log: readers never block the writer, but its shared-memory index only works when every
+process is on one machine), ``journal`` (rollback journal under POSIX file locks, which NFSv4/Lustre/GPFS honour
+across machines) or ``auto`` (default: ``journal`` when the cache directory is on a network file system, else
+``wal``). Every process that shares a cache file must use the same journal. Keys are sha256 of the canonical JSON of the request. What identifies a model
 (docs/llm.md, "Cache"): its served name plus the endpoint that serves it (``llm.base_url`` without credentials),
 so two servers serving the same model name never share replies; the hosted OpenAI API and the harness-started
 local server (``llm.server``) are identified by the model name alone. No API key enters the key or the row.
@@ -10,12 +14,14 @@ local server (``llm.server``) are identified by the model name alone. No API key
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.paths import cache_dir
 
@@ -42,13 +48,52 @@ def endpoint_identity(base_url: str | None) -> str | None:
     return urlunsplit((parts.scheme.lower(), host.lower(), parts.path.rstrip("/"), parts.query, ""))
 
 
-class LLMCache:
-    """``get(key) -> dict | None`` and ``put(key, model, value)`` over a shared SQLite file."""
+# file system types (/proc/mounts) shared between machines: SQLite's WAL index does not work on them
+NETWORK_FILE_SYSTEMS = frozenset({
+    "nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph", "glusterfs", "ocfs2", "gfs2",
+    "afs", "panfs", "9p", "fuse.glusterfs", "fuse.sshfs", "fuse.cephfs", "fuse.s3fs", "fuse.gcsfuse", "wekafs",
+})
+CACHE_MODES = ("auto", "wal", "journal")
 
-    def __init__(self, directory: str | Path | None = None):
+
+def filesystem_type(path: str | Path, mounts: str | Path = "/proc/mounts") -> str | None:
+    """Type of the file system holding ``path``: the entry of ``mounts`` with the longest mount point that contains
+    it (None when the table cannot be read, e.g. not Linux)."""
+    target = os.path.realpath(path)
+    best, best_type = "", None
+    try:
+        lines = Path(mounts).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        point = parts[1].replace("\\040", " ")
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, best_type = point, parts[2]
+    return best_type
+
+
+def resolve_cache_mode(mode: str, directory: str | Path, mounts: str | Path = "/proc/mounts") -> str:
+    """``wal`` or ``journal`` for ``llm.cache_mode`` (``auto``: journal on a network file system, else wal)."""
+    mode = str(getattr(mode, "value", mode))
+    if mode not in CACHE_MODES:
+        raise ConfigError(f"llm.cache_mode must be one of {', '.join(CACHE_MODES)}, got {mode!r}")
+    if mode != "auto":
+        return mode
+    return "journal" if filesystem_type(directory, mounts) in NETWORK_FILE_SYSTEMS else "wal"
+
+
+class LLMCache:
+    """``get(key) -> dict | None`` and ``put(key, model, value)`` over a shared SQLite file; ``mode`` = llm.cache_mode."""
+
+    def __init__(self, directory: str | Path | None = None, mode: str = "auto"):
         self.dir = Path(directory) if directory else cache_dir() / "llm_cache"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "cache.sqlite3"
+        self.mode = resolve_cache_mode(mode, self.dir)
         self._local = threading.local()
         self._retry(lambda: self._conn().execute(
             "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)"))
@@ -70,8 +115,18 @@ class LLMCache:
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             conn.execute("PRAGMA busy_timeout=60000")
-            self._retry(lambda: conn.execute("PRAGMA journal_mode=WAL"))  # needs a brief exclusive lock
-            conn.execute("PRAGMA synchronous=NORMAL")
+            want = "wal" if self.mode == "wal" else "delete"  # a journal change needs a brief exclusive lock
+            try:
+                got = str(self._retry(lambda: conn.execute(f"PRAGMA journal_mode={want}").fetchone()[0])).lower()
+            except sqlite3.OperationalError:
+                got = "wal (held by another process)"
+            if got != want:
+                conn.close()
+                raise ConfigError(f"{self.path}: SQLite journal is {got}, not {want} (llm.cache_mode={self.mode}): "
+                                  "another process uses this cache file in the other mode; every job sharing it "
+                                  "must use the same llm.cache_mode")
+            # WAL: a commit is durable at the next checkpoint; rollback journal: at commit (no WAL to replay)
+            conn.execute(f"PRAGMA synchronous={'NORMAL' if self.mode == 'wal' else 'FULL'}")
             self._local.conn = conn
         return conn
 

@@ -108,6 +108,7 @@ class LLMClient:
         concurrency: int = 4,
         cache: bool = True,
         cache_dir: str | None = None,
+        cache_mode: str = "auto",
         server: Mapping[str, Any] | None = None,
         ledger: TokenLedger | None = None,
         context_window: int | None = None,
@@ -127,7 +128,7 @@ class LLMClient:
         self.concurrency = max(1, int(concurrency))
         self._in_flight = threading.BoundedSemaphore(self.concurrency)  # requests in flight, from any thread
         self._in_flight_keys: dict[str, threading.Event] = {}  # cache keys being requested (single flight)
-        self.cache = LLMCache(cache_dir) if cache else None
+        self.cache = LLMCache(cache_dir, cache_mode) if cache else None
         self.server_cfg = dict(server) if server else None
         if context_window is not None and int(context_window) < 1:
             raise ConfigError(f"llm.context_window must be a positive number of tokens or null, got {context_window}")
@@ -364,6 +365,7 @@ class LLMClient:
             out: dict[str, Any] = base | dict(self._stats)
         out["cache_hit_rate"] = round(out["cache_hits"] / out["calls"], 4) if out["calls"] else None
         out["endpoint"] = self.endpoint
+        out["cache_mode"] = self.cache.mode if self.cache is not None else None
         return out
 
 

@@ -281,5 +281,5 @@ def row_label(node: Any, parts: RowParts) -> str:
     return f"IRCoT + {parts.base}" if parts.paper_label else f"IRCoT ({parts.base})"
 
 
-REPORT_HOOKS = (ReportHooks(targets=(class_path(IRCoTAgent), "gear_repro.agent.ircot.IRCoTAgent"),
+REPORT_HOOKS = (ReportHooks(targets=(class_path(IRCoTAgent), "gear_repro.methods.ircot.IRCoTAgent"),
                             names=("ircot", "hipporag_ircot"), label=row_label, stages=("cot",), figure4_stages=("cot",)),)

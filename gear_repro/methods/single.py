@@ -77,5 +77,5 @@ def row_label(node: Any, parts: RowParts) -> str:
     return label if name == "single" else f"{label} ({name})"
 
 
-REPORT_HOOKS = (ReportHooks(targets=(class_path(SingleStep), "gear_repro.agent.single.SingleStep"), names=("single",),
+REPORT_HOOKS = (ReportHooks(targets=(class_path(SingleStep), "gear_repro.methods.single.SingleStep"), names=("single",),
                             label=row_label),)

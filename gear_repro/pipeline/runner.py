@@ -8,6 +8,8 @@ wiring (pipeline/wiring.py) builds them. It owns the run directory:
     predictions.jsonl  one line per finished question (appended, so an interrupted run resumes)
     metrics.json       recall@k (0-100), EM/F1 with qa=true, tokens, latency, n_errors, the evaluated question ids
     llm_stats.json     LLM cache hits/misses, retries, failures (when an LLM was used)
+    failure.json       why the last attempt stopped, when it raised (error, traceback, host, SLURM job); removed by a
+                       run that finishes; gear-repro-report lists it under "Unfinished runs"
     .lock              held while the run writes (utils/lock.py); a second run into the dir is refused
 
 Bookkeeping rules (issue 9 §2): a question that errored is recorded (scored as a miss) but not finished, so a
@@ -59,7 +61,7 @@ log = logging.getLogger("gear_repro")
 _NON_RESULT_KEYS = {
     "run": {"progress", "resume", "fail_fast", "allow_errors", "workers"}, "hydra": None, "report": None, "name": None,
     "embedder": {"num_threads", "show_progress", "batch_size", "cache"},
-    "llm": {"timeout_s", "max_retries", "backoff_base_s", "backoff_max_s", "concurrency", "cache", "cache_dir", "server",
+    "llm": {"timeout_s", "max_retries", "backoff_base_s", "backoff_max_s", "concurrency", "cache", "cache_dir", "cache_mode", "server",
             "base_url"},
 }
 
@@ -95,6 +97,21 @@ def load_finished(path: Path) -> dict[str, dict]:
         log.warning("%s: dropped a partial last line left by an interrupted run", path)
     last = {rec["id"]: rec for _, rec in iter_jsonl(path)}
     return {qid: rec for qid, rec in last.items() if not rec.get("error")}
+
+
+FAILURE_FILE = "failure.json"
+
+
+def record_failure(run_dir: Path, exc: BaseException) -> None:
+    """Write why the run stopped to ``run_dir/failure.json`` (secrets redacted): what the report shows for it."""
+    import socket
+
+    from gear_repro.utils.slurm import slurm_job
+
+    write_json(run_dir / FAILURE_FILE, {
+        "error": redact_text(f"{type(exc).__name__}: {exc}"), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "traceback": redact_text("".join(traceback.format_exception(exc, limit=-8))),
+        "host": socket.gethostname(), "slurm": slurm_job()})
 
 
 def pass_for_qa(ks: list[int], top_k: int) -> int:
@@ -153,9 +170,12 @@ class Runner:
             self.on_start()
             self.on_start = None
 
-    def _write_provenance(self, fp: str, extra: dict | None = None) -> None:
+    def _write_config(self) -> None:
         with atomic_open(self.run_dir / "config.yaml") as f:
             f.write(OmegaConf.to_yaml(OmegaConf.create(to_container(self.cfg))))
+
+    def _write_provenance(self, fp: str, extra: dict | None = None) -> None:
+        self._write_config()
         rec = {"fingerprint": fp, "environment": environment(), "data_hashes": self.res.dataset.hashes,
                "data_warnings": self.res.dataset.warnings, "subset": self.res.dataset.selection,
                "timings": self.timings, **(extra or {})}
@@ -174,26 +194,38 @@ class Runner:
 
     # -- stages --------------------------------------------------------------------------------------
     def run(self) -> dict:
-        stage = self.cfg.get("stage", "retrieve")
         try:
             with RunDirLock(self.run_dir):
-                if stage == "extract":
-                    from gear_repro.extraction import failed_calls_error, run_extraction
-
-                    fp = data_fingerprint(self.cfg, self.res.dataset.hashes)
-                    self._start()
-                    result = run_extraction(self.cfg, self.res.dataset, self.res.llm, self.run_dir)
-                    self._write_provenance(fp)
-                    err = failed_calls_error(result)
-                    if err is not None:
-                        raise err
-                    return result
-                if stage == "index":
-                    self._start()
-                    return self.build_indexes()
-                return self.retrieve()
+                try:
+                    result = self._run_stage()
+                except (Exception, KeyboardInterrupt) as e:
+                    if not (self.run_dir / "config.yaml").exists():
+                        self._write_config()  # the report labels the failed run by it
+                    record_failure(self.run_dir, e)
+                    raise
+                (self.run_dir / FAILURE_FILE).unlink(missing_ok=True)
+                return result
         finally:
             self.res.close()
+
+    def _run_stage(self) -> dict:
+        """The configured stage (retrieve, index or extract) inside the locked run dir."""
+        stage = self.cfg.get("stage", "retrieve")
+        if stage == "extract":
+            from gear_repro.extraction import failed_calls_error, run_extraction
+
+            fp = data_fingerprint(self.cfg, self.res.dataset.hashes)
+            self._start()
+            result = run_extraction(self.cfg, self.res.dataset, self.res.llm, self.run_dir)
+            self._write_provenance(fp)
+            err = failed_calls_error(result)
+            if err is not None:
+                raise err
+            return result
+        if stage == "index":
+            self._start()
+            return self.build_indexes()
+        return self.retrieve()
 
     def build_indexes(self) -> dict:
         t0 = time.perf_counter()
@@ -216,6 +248,9 @@ class Runner:
         t_setup = time.perf_counter()
         questions = self.res.dataset.questions  # load data first: its errors name the file
         fp = self._check_resume()
+        done = self._already_finished(fp, [q.id for q in questions])
+        if done is not None:
+            return done
         method = build_method(cfg, self.res)
         qa_reader = build_qa_reader(cfg, self.res)
         self.preflight(method, qa_reader)
@@ -250,6 +285,19 @@ class Runner:
         provenance["method"] = method.describe()  # again after the questions: run statistics (T²RAG iterations)
         self._write_provenance(fp, provenance)
         log.info("metrics: %s", {k: round(v, 2) for k, v in metrics.items() if isinstance(v, float)})
+        return metrics
+
+    def _already_finished(self, fp: str, ids: list[str]) -> dict | None:
+        """The metrics.json of a run that already finished these questions without errors, under this fingerprint
+        (a re-submitted sweep: its finished jobs load no model and write nothing); None when there is work to do."""
+        metrics_path = self.run_dir / "metrics.json"
+        if not self.cfg.run.resume or not metrics_path.exists():
+            return None
+        metrics = read_json(metrics_path)
+        if (metrics.get("fingerprint") != fp or metrics.get("question_ids") != ids or metrics.get("n_errors")
+                or not set(ids) <= set(load_finished(self.run_dir / "predictions.jsonl"))):
+            return None
+        log.info("%s already finished its %d questions: nothing to do", self.run_dir, len(ids))
         return metrics
 
     def _records(self, todo: Sequence[Question], method, qa_reader, workers: int, *,

@@ -182,18 +182,95 @@ def check_stale(run: RunResult, preds: list[dict]) -> None:
                          f"{n_metrics}; re-run it to update metrics.json")
 
 
-def find_runs(paths: list[str | Path], skipped: list[Path] | None = None) -> list[RunResult]:
-    """Every folder under ``paths`` holding metrics.json and config.yaml (multirun folders too).
+FAILURE_FILE = "failure.json"  # written by the runner when a run raises (pipeline/runner.py record_failure)
+# what a run dir holds before metrics.json: a folder with one of these and no metrics.json is an unfinished run
+_RUN_MARKERS = ("predictions.jsonl", FAILURE_FILE, "run.json", ".hydra/overrides.yaml")
 
-    Folders with predictions.jsonl but no metrics.json (unfinished runs) are appended to ``skipped``.
-    """
+
+@dataclass
+class UnfinishedRun:
+    """A run dir without metrics.json: a failed, killed or still running job, and why it stopped if known."""
+
+    path: Path
+    method: str
+    finished: int  # questions finished (predictions.jsonl records without an error)
+    error: str  # failure.json's error, else the last error line of its SLURM job's log, else a note
+
+
+def _slurm_log_error(run_dir: Path) -> str | None:
+    """The last error line (``slurmstepd: error: *** JOB 7 ON n1 CANCELLED ...``, a Python exception) of the
+    submitit log of the SLURM job run.json names (hydra/launcher=slurm: ``<sweep dir>/.submitit/<job>/``)."""
+    if not (run_dir / "run.json").exists():
+        return None
+    job = (read_json(run_dir / "run.json").get("environment") or {}).get("slurm") or {}
+    if not job.get("job_id"):
+        return None
+    for log_file in sorted(run_dir.parent.glob(f".submitit/{job['job_id']}/*_log.err"), reverse=True):
+        lines = log_file.read_text(encoding="utf-8", errors="replace").splitlines()
+        hits = [ln.strip() for ln in lines if "error" in ln.lower() or "cancelled" in ln.lower()
+                or "killed" in ln.lower() or "oom" in ln.lower()]
+        slurm_said = [ln for ln in hits if "*** JOB" in ln]  # slurmstepd's reason: CANCELLED, TIME LIMIT, ...
+        if hits:
+            return f"SLURM job {job['job_id']}: {(slurm_said or hits)[-1]}"
+    return f"SLURM job {job['job_id']} stopped without recording an error"
+
+
+def find_unfinished(paths: list[str | Path]) -> list[UnfinishedRun]:
+    """Run dirs under ``paths`` without metrics.json, each with what stopped it (failure.json, its SLURM log)."""
+    dirs: set[Path] = set()
+    for root in map(Path, paths):
+        for marker in _RUN_MARKERS:
+            dirs.update(f.parents[marker.count("/")] for f in root.rglob(marker) if ".submitit" not in f.parts)
+    out = []
+    for d in sorted(dirs):
+        if (d / "metrics.json").exists():
+            continue
+        cfile = next((f for f in (d / "config.yaml", d / ".hydra" / "config.yaml") if f.exists()), None)
+        method = RunResult(d, read_config(cfile), {}).method if cfile else "?"
+        finished = sum(1 for p in read_predictions(d / "predictions.jsonl") if not p.get("error"))
+        failure = read_json(d / FAILURE_FILE) if (d / FAILURE_FILE).exists() else {}
+        error = (failure.get("error") or _slurm_log_error(d)
+                 or "no error recorded (still running, or killed before it could record one)")
+        out.append(UnfinishedRun(d, method, finished, error))
+    return out
+
+
+def _cell(text: object) -> str:
+    """Text fit for one Markdown table cell."""
+    return str(text).replace("|", "/").replace("\n", " ")
+
+
+def write_failures(runs: list[RunResult], unfinished: list[UnfinishedRun], out: Path) -> list[Path]:
+    """``failures.md`` (none: no file): the unfinished runs with their error, and the finished runs with errored
+    questions (scored as misses in the tables) with the first question's error."""
+    parts = []
+    if unfinished:
+        rows = [f"| {u.method} | {u.path} | {u.finished} | {_cell(u.error)} |" for u in unfinished]
+        parts.append("## Unfinished runs (no metrics.json): not in the tables\n\n| method | run dir | finished "
+                     "questions | error |\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
+    errored = [r for r in runs if r.metrics.get("n_errors")]
+    if errored:
+        rows = []
+        for r in errored:
+            first = next((p for p in load_predictions(r) if p.get("error")), {})
+            rows.append(f"| {r.label} | {r.path} | {r.metrics['n_errors']} of {r.metrics.get('n_questions')} | "
+                        f"{first.get('id', '')}: {_cell(first.get('error', ''))} |")
+        parts.append("## Runs with failed questions (scored as misses)\n\n| method | run dir | failed | first error |"
+                     "\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
+    if not parts:
+        return []
+    path = out / "failures.md"
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return [path]
+
+
+def find_runs(paths: list[str | Path]) -> list[RunResult]:
+    """Every folder under ``paths`` holding metrics.json and config.yaml (multirun folders too); a run whose last
+    attempt failed after it had finished once (failure.json beside metrics.json) carries a note."""
     runs: list[RunResult] = []
     for root in map(Path, paths):
         if not root.exists():
             raise GearError(f"run dir not found: {root}")
-        for pfile in sorted(root.rglob("predictions.jsonl")):
-            if not (pfile.parent / "metrics.json").exists() and skipped is not None:
-                skipped.append(pfile.parent)
         for mfile in sorted(root.rglob("metrics.json")):
             cfile = mfile.parent / "config.yaml"
             if not cfile.exists():
@@ -202,6 +279,9 @@ def find_runs(paths: list[str | Path], skipped: list[Path] | None = None) -> lis
             if metrics.get("stage") in ("index", "extract"):
                 continue
             run = RunResult(mfile.parent, read_config(cfile), metrics)
+            if (mfile.parent / FAILURE_FILE).exists():
+                run.notes.append(f"{mfile.parent}: its last attempt failed ({read_json(mfile.parent / FAILURE_FILE).get('error')}); "
+                                 "the tables show the metrics.json of the attempt before")
             check_stale(run, read_predictions(mfile.parent / "predictions.jsonl", run.notes))
             runs.append(run)
     if not runs:

@@ -1,7 +1,8 @@
 """An exclusive lock on a run directory (issue 9 §2): two runs into one dir would write every question twice.
 
-The lock file ``<run_dir>/.lock`` holds the owner's host, pid and process start time. A lock whose owner
-process is gone (killed, crashed; a zombie counts as gone) or whose pid now belongs to another process
+The lock file ``<run_dir>/.lock`` holds the owner's host, pid, process start time and SLURM job (if any). A lock
+of another machine is stale only when it names a SLURM job that squeue says is over (a cancelled or killed job;
+the resume may run on another node); otherwise it is never taken over. A lock whose owner process is gone (killed, crashed; a zombie counts as gone) or whose pid now belongs to another process
 (same pid, different start time) is stale and taken over with a warning; so is an empty or torn lock file
 (a lock is created with its content in one step, so only a killed writer of an older version or a crash of the
 file system leaves one).
@@ -17,6 +18,7 @@ import threading
 from pathlib import Path
 
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.slurm import job_active, slurm_job
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +39,8 @@ def process_start(pid: int) -> str | None:
 def _owner_alive(owner: dict) -> bool:
     if not owner.get("host") or not isinstance(owner.get("pid"), int):
         return False  # empty or torn (a lock is written whole, see RunDirLock._create): nobody holds it
-    if owner.get("host") != socket.gethostname():
-        return True  # another machine's process: cannot tell, so never steal its lock
+    if owner.get("host") != socket.gethostname():  # another machine's process: only SLURM can tell
+        return not owner.get("slurm_job") or job_active(str(owner["slurm_job"])) is not False
     pid = owner.get("pid")
     if not isinstance(pid, int):
         return False
@@ -77,7 +79,9 @@ class RunDirLock:
             tmp.unlink(missing_ok=True)
 
     def acquire(self) -> None:
-        me = {"host": socket.gethostname(), "pid": os.getpid(), "start": process_start(os.getpid())}
+        job = slurm_job()
+        me = {"host": socket.gethostname(), "pid": os.getpid(), "start": process_start(os.getpid()),
+              "slurm_job": job["job_id"] if job else None}
         for _ in range(3):
             try:
                 self._create(me)

@@ -8,6 +8,7 @@ import sys
 from importlib import metadata
 
 from gear_repro.utils.paths import REPO_DIR
+from gear_repro.utils.slurm import slurm_job
 
 TRACKED = [
     "gear-repro", "hydra-core", "omegaconf", "numpy", "torch", "sentence-transformers", "transformers",
@@ -44,4 +45,7 @@ def environment() -> dict:
         "machine": platform.machine(),
         "packages": package_versions(),
         "git_commit": git_commit(),
+        "code_dir": str(REPO_DIR),  # the checkout whose gear_repro ran (a SLURM job imports the submitter's)
+        "host": platform.node(),
+        "slurm": slurm_job(),
     }

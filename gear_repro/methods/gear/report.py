@@ -22,11 +22,11 @@ def agent_label(node: Mapping[str, Any], parts: RowParts) -> str:
 
 
 HOOKS = (
-    ReportHooks(targets=(class_path(GearAgent), "gear_repro.agent.gear.GearAgent"), names=("gear",),
+    ReportHooks(targets=(class_path(GearAgent), "gear_repro.methods.gear.agent.GearAgent"), names=("gear",),
                 label=agent_label, stages=STAGES, figure4_stages=STAGES, rounds_table=True),
-    ReportHooks(targets=(class_path(NoExpansion), "gear_repro.graph.expansion.NoExpansion"), names=("none",)),
-    ReportHooks(targets=(class_path(NaiveGE), "gear_repro.graph.expansion.NaiveGE"), names=("naive",),
+    ReportHooks(targets=(class_path(NoExpansion), "gear_repro.methods.gear.expansion.NoExpansion"), names=("none",)),
+    ReportHooks(targets=(class_path(NaiveGE), "gear_repro.methods.gear.expansion.NaiveGE"), names=("naive",),
                 expansion_label="NaiveGE"),
-    ReportHooks(targets=(class_path(SyncGE), "gear_repro.graph.expansion.SyncGE"), names=("sync",),
+    ReportHooks(targets=(class_path(SyncGE), "gear_repro.methods.gear.expansion.SyncGE"), names=("sync",),
                 expansion_label="SyncGE", figure2_reference=True),
 )

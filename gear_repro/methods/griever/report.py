@@ -14,6 +14,6 @@ def retriever_label(name: str) -> str:
 
 
 HOOKS = (
-    ReportHooks(targets=(class_path(GrieverRetriever), "gear_repro.griever.GrieverRetriever"),
+    ReportHooks(targets=(class_path(GrieverRetriever), "gear_repro.methods.griever.GrieverRetriever"),
                 names=tuple(PAPER_NAMES), label=retriever_label),
 )

@@ -6,6 +6,6 @@ from gear_repro.methods.base import ReportHooks, class_path
 from gear_repro.methods.hipporag.method import HippoRAGMethod
 
 HOOKS = (
-    ReportHooks(targets=(class_path(HippoRAGMethod), "gear_repro.agent.hipporag.HippoRAGMethod"), names=("hipporag",),
+    ReportHooks(targets=(class_path(HippoRAGMethod), "gear_repro.methods.hipporag.method.HippoRAGMethod"), names=("hipporag",),
                 label=lambda node, parts: "HippoRAG", stages=("ner",), figure4_stages=("ner",)),
 )
