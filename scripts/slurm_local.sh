@@ -33,7 +33,10 @@ NODE=$(hostname -s)
 die() { echo "slurm-local: $*" >&2; exit 2; }
 say() { echo "slurm-local: $*"; }
 
-node_up() {  # the controller answers and the node takes jobs
+node_up() {  # the accounting database answers (submitit reads job states with sacct), the controller answers
+  # and the node takes jobs
+  mysqladmin ping >/dev/null 2>&1 || return 1
+  sacct -n -X -S now >/dev/null 2>&1 || return 1
   scontrol ping >/dev/null 2>&1 || return 1
   local state
   state=$(sinfo -h -n "$NODE" -o %T 2>/dev/null | head -1)
