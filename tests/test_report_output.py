@@ -57,3 +57,16 @@ def test_out_holding_other_files_is_refused(two_widths: Path, tmp_path: Path, ca
     assert err == (f"error: --out {out} holds {out / 'notes.txt'}, which no report wrote; a report replaces its "
                    "folder as a whole: use a new or empty folder")
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+def test_extraction_and_index_runs_are_not_listed_as_unfinished(tmp_path: Path) -> None:
+    """A finished stage=extract or stage=index run has no metrics.json by design (make demo's report listed its
+    extraction run as an unfinished "Hybrid" run); a retrieval run without metrics.json is listed."""
+    from gear_repro.reporting.runs import find_unfinished
+
+    for name, stage in (("extract", "extract"), ("index", "index"), ("killed", "retrieve")):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "config.yaml").write_text(f"stage: {stage}\nretriever: {{name: hybrid}}\n", encoding="utf-8")
+        (d / "run.json").write_text("{}", encoding="utf-8")
+    assert [u.path.name for u in find_unfinished([tmp_path])] == ["killed"]

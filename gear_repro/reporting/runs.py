@@ -226,9 +226,12 @@ def find_unfinished(paths: list[str | Path]) -> list[UnfinishedRun]:
         if (d / "metrics.json").exists():
             continue
         cfile = next((f for f in (d / "config.yaml", d / ".hydra" / "config.yaml") if f.exists()), None)
-        method = RunResult(d, read_config(cfile), {}).method if cfile else "?"
-        finished = sum(1 for p in read_predictions(d / "predictions.jsonl") if not p.get("error"))
+        config = read_config(cfile) if cfile else {}
         failure = read_json(d / FAILURE_FILE) if (d / FAILURE_FILE).exists() else {}
+        if config.get("stage", "retrieve") != "retrieve" and not failure:
+            continue  # stage=extract / stage=index runs write no metrics.json by design
+        method = RunResult(d, config, {}).method if cfile else "?"
+        finished = sum(1 for p in read_predictions(d / "predictions.jsonl") if not p.get("error"))
         error = (failure.get("error") or _slurm_log_error(d)
                  or "no error recorded (still running, or killed before it could record one)")
         out.append(UnfinishedRun(d, method, finished, error))
