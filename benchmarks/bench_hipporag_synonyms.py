@@ -1,6 +1,8 @@
 #!/usr/bin/env python
-"""HippoRAG v1 sensitivity to the synonym threshold (issue 22): R@5/10/15, synonym edges and the share of
-phrases with a synonym at ``hipporag.synonym_threshold`` 0.8 / 0.85 / 0.9 on the MuSiQue sample.
+"""HippoRAG v1 sensitivity to the synonym threshold and the no-entity fallback (issue 22): R@5/10/15, synonym
+edges and the share of phrases with a synonym at ``hipporag.synonym_threshold`` 0.8 / 0.85 / 0.9, each under
+``hipporag.no_entity_fallback`` uniform (v1, ``hipporag.py`` 232-233) and retriever (the run's base retriever),
+on the MuSiQue sample.
 
 The reference scored synonyms with ColBERTv2's self-normalised MaxSim or Contriever's cosine at 0.8
 (HippoRAG legacy ``create_graph.py``, ``setup_hipporag_main_exps.sh``); ours scores them with the run's
@@ -31,6 +33,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 THRESHOLDS = (0.8, 0.85, 0.9)
+FALLBACKS = ("uniform", "retriever")
 _QUESTION = re.compile(r"Question: (.*)\s*$", re.DOTALL)
 
 
@@ -69,8 +72,9 @@ def load_ner(path: Path) -> dict[str, list[str]]:
     return out
 
 
-def run_threshold(threshold: float, overrides: list[str], run_dir: Path, ner: dict[str, list[str]] | None) -> dict:
-    """One HippoRAG run at ``threshold``: metrics and the graph's synonym statistics (run.json ``hipporag``)."""
+def run_threshold(threshold: float, fallback: str, overrides: list[str], run_dir: Path,
+                  ner: dict[str, list[str]] | None) -> dict:
+    """One HippoRAG run at ``threshold`` and ``fallback``: metrics and the graph's synonym statistics."""
     from hydra import compose, initialize_config_dir
 
     from gear_repro.config import validate
@@ -80,15 +84,14 @@ def run_threshold(threshold: float, overrides: list[str], run_dir: Path, ner: di
 
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=["agent=hipporag", "run.progress=false", "run.resume=false",
-                                           f"hipporag.synonym_threshold={threshold}", *overrides])
+                                           f"hipporag.synonym_threshold={threshold}",
+                                           f"hipporag.no_entity_fallback={fallback}", *overrides])
     cfg = validate(cfg)
-    res = Resources(cfg)
-    if ner is not None:
-        res.__dict__["llm"] = CachedNER(ner)
+    res = Resources(cfg) if ner is None else Resources(cfg, llm=CachedNER(ner))
     metrics = Runner(cfg, run_dir, resources=res).run()
     graph = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["hipporag"]["graph"]
     stats = metrics.get("agent_stats", {})
-    return {"threshold": threshold, **{f"R@{k}": metrics[f"recall@{k}"] for k in (5, 10, 15)},
+    return {"threshold": threshold, "fallback": fallback, **{f"R@{k}": metrics[f"recall@{k}"] for k in (5, 10, 15)},
             "synonym_edges": graph["synonym_edges"], "synonym_entries": graph["synonym_entries"],
             "synonym_phrase_share": graph["synonym_phrase_share"], "phrases": graph["phrases"],
             "no_entity_rate": stats.get("hipporag_no_entity_rate"), "n_questions": metrics["n_questions"]}
@@ -104,11 +107,11 @@ def write_ner(run_dir: Path, path: Path) -> None:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| threshold | R@5 | R@10 | R@15 | synonym edges | phrases with a synonym | no-entity rate |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| threshold | no-entity fallback | R@5 | R@10 | R@15 | synonym edges | phrases with a synonym "
+             "| no-entity rate |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         rate = "–" if r["no_entity_rate"] is None else f"{100 * r['no_entity_rate']:.1f}%"
-        lines.append(f"| {r['threshold']} | {r['R@5']:.1f} | {r['R@10']:.1f} | {r['R@15']:.1f} | "
+        lines.append(f"| {r['threshold']} | {r['fallback']} | {r['R@5']:.1f} | {r['R@10']:.1f} | {r['R@15']:.1f} | "
                      f"{r['synonym_edges']:,} | {100 * r['synonym_phrase_share']:.1f}% of {r['phrases']:,} | {rate} |")
     return "\n".join(lines)
 
@@ -120,6 +123,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     ap.add_argument("--ner", type=Path, help="cached query entities (JSON lines); no LLM call")
     ap.add_argument("--write-ner", type=Path, help="with the LLM: save its entities here")
     ap.add_argument("--thresholds", type=float, nargs="+", default=list(THRESHOLDS))
+    ap.add_argument("--fallbacks", nargs="+", default=list(FALLBACKS), choices=FALLBACKS)
     ap.add_argument("--out", type=Path, default=REPO / "outputs" / "bench" / "hipporag_synonyms.json")
     ap.add_argument("--run-root", type=Path, default=REPO / "outputs" / "bench" / "hipporag_synonyms")
     a = ap.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
@@ -127,9 +131,10 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     ner = load_ner(a.ner) if a.ner else None
     base = ["dataset=musique_sample", "embedder=minilm", *overrides]
     rows = []
-    for i, thr in enumerate(a.thresholds):
-        run_dir = a.run_root / f"threshold_{thr}"
-        rows.append(run_threshold(thr, base, run_dir, ner))
+    grid = [(thr, fb) for thr in a.thresholds for fb in a.fallbacks]
+    for i, (thr, fb) in enumerate(grid):
+        run_dir = a.run_root / f"threshold_{thr}_{fb}"
+        rows.append(run_threshold(thr, fb, base, run_dir, ner))
         if i == 0 and a.write_ner and ner is None:
             write_ner(run_dir, a.write_ner)
             ner = load_ner(a.write_ner)  # the same entities for every threshold

@@ -348,6 +348,7 @@ def test_synonym_threshold_benchmark_with_cached_ner(toy_dir, tmp_path, monkeypa
     import json
 
     from benchmarks.bench_hipporag_synonyms import main
+    from gear_repro.utils.io import read_jsonl
 
     monkeypatch.setenv("GEAR_CACHE", str(tmp_path / "cache"))
     ner = tmp_path / "ner.jsonl"
@@ -356,7 +357,13 @@ def test_synonym_threshold_benchmark_with_cached_ner(toy_dir, tmp_path, monkeypa
     rows = main(["--ner", str(ner), "--thresholds", "0.8", "0.9", "--out", str(tmp_path / "out.json"),
                  "--run-root", str(tmp_path / "runs"), "--", f"dataset.path={toy_dir}", "dataset.name=toy",
                  "retriever=bm25", "embedder.show_progress=false"])
-    assert [r["threshold"] for r in rows] == [0.8, 0.9] and rows[0]["n_questions"] == 3
-    assert rows[0]["no_entity_rate"] == pytest.approx(2 / 3)  # q2, q3 are not in the NER file
-    assert rows[0]["synonym_edges"] >= rows[1]["synonym_edges"] and 0 <= rows[1]["synonym_phrase_share"] <= 1
+    assert [(r["threshold"], r["fallback"]) for r in rows] == [(0.8, "uniform"), (0.8, "retriever"),
+                                                               (0.9, "uniform"), (0.9, "retriever")]
+    assert rows[0]["n_questions"] == 3 and rows[0]["no_entity_rate"] == pytest.approx(2 / 3)  # q2, q3: no NER
+    assert rows[0]["synonym_edges"] >= rows[2]["synonym_edges"] and 0 <= rows[2]["synonym_phrase_share"] <= 1
+    assert rows[1]["synonym_edges"] == rows[0]["synonym_edges"]  # the fallback does not touch the graph
+    # q2 has no entity: v1's uniform scores rank in reverse corpus order, the BM25 fallback by the question's words
+    q2 = {fb: next(r for r in read_jsonl(tmp_path / "runs" / f"threshold_0.8_{fb}" / "predictions.jsonl")
+                   if r["id"] == "q2")["rankings"]["final"][:2] for fb in ("uniform", "retriever")}
+    assert q2 == {"uniform": ["5", "4"], "retriever": ["1", "0"]}
     assert json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))["ner"] == str(ner)
