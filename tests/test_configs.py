@@ -8,7 +8,6 @@ documented), so a preset that no longer composes or runs fails here.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from pathlib import Path
 
@@ -88,20 +87,25 @@ def test_misspelt_key_fails_at_composition(key):
         _compose(["agent=gear", f"{key}=1"])
 
 
-def test_beam_schema_matches_beam_config():
-    from gear_repro.methods.gear.beam_search import BeamConfig
+def test_beam_config_is_the_beam_schema():
+    from gear_repro.methods.gear.beam_search import BeamConfig, Exists
+    from gear_repro.utils.errors import ConfigError
 
-    schema = {f.name: f.default for f in dataclasses.fields(C.BeamSchema)}
-    config = {f.name: f.default for f in dataclasses.fields(BeamConfig)}
-    assert schema.keys() == config.keys()
+    assert C.GROUP_SCHEMAS["beam"] == {"beam_schema": BeamConfig}  # one declaration
+    assert BeamConfig(exists="path").exists is Exists.path  # built directly: the same Enum and range checks
+    with pytest.raises(ConfigError, match=r"beam\.exists must be one of \['previous_step', 'path', 'none'\]"):
+        BeamConfig(exists="nowhere")
+    with pytest.raises(ConfigError, match=r"beam\.width must be >= 1 \(got 0\)"):
+        BeamConfig(width=0)
 
 
 def test_choice_names_the_setting():
+    from gear_repro.methods.gear.expansion import FusionOrder
     from gear_repro.utils.errors import ConfigError
 
-    assert C.choice(C.FusionOrder, "base_first", "x") == "base_first"
+    assert C.choice(FusionOrder, "base_first", "x") == "base_first"
     with pytest.raises(ConfigError, match=r"expansion.fusion_order must be one of \['base_first', 'expanded_first'\]"):
-        C.choice(C.FusionOrder, "sideways", "expansion.fusion_order")
+        C.choice(FusionOrder, "sideways", "expansion.fusion_order")
 
 
 @pytest.mark.slow

@@ -411,7 +411,7 @@ def test_unknown_setting_is_a_config_error(cache):
 
     with pytest.raises(ConfigError, match="t_maxx"):
         make_griever(cache, t_maxx=3)
-    with pytest.raises(ConfigError, match="'best' is not a valid FinalRanking"):
+    with pytest.raises(ConfigError, match=r"retriever\.final must be one of \['graph', 'rrf'\], got 'best'"):
         make_griever(cache, final="best")
 
 

@@ -10,10 +10,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gear_repro"
 # lowest first; a module may import its own layer or lower ones
 LAYERS: list[tuple[str, ...]] = [
     ("types", "utils"),
-    ("config", "data", "prompts", "evaluation", "llm", "embedding", "backends"),
+    ("data", "prompts", "evaluation", "llm", "embedding", "backends"),
     ("core", "retrieval", "qa", "extraction"),
     ("methods",),
-    ("pipeline", "reporting"),
+    ("config", "pipeline", "reporting"),  # config.py holds the schemas: it imports the Enums of the layers below
     ("cli",),
 ]
 
@@ -41,6 +41,8 @@ def imports() -> dict[str, set[str]]:
 
 
 def layer(module: str) -> int:
+    if module.endswith(".__main__"):  # ``python -m gear_repro.<package>``: an entry point, as cli/
+        return len(LAYERS) - 1
     top = module.split(".")[1] if module.count(".") else ""
     for i, names in enumerate(LAYERS):
         if top in names:

@@ -34,9 +34,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
-from gear_repro.config import IRCoTMerge, choice
 from gear_repro.llm.base import LLM
 from gear_repro.llm.context import check_fits, fit_passages, prompt_tokens
 from gear_repro.methods.base import (
@@ -51,13 +48,33 @@ from gear_repro.methods.base import (
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.settings import Choice, as_dict, choice
 from gear_repro.utils.trace import bump
 
 DEMO_DIR = Path(__file__).resolve().parent.parent / "prompts" / "ircot_demos"
 ANSWER_MARK = "So the answer is:"
-RETRIEVERS = ("base", "hipporag")
-THOUGHTS = ("full", "first_sentence")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
+
+
+class IRCoTRetrieverKind(Choice):
+    """Where IRCoT retrieves from (agent.retriever)."""
+
+    base = "base"            # the run's `retriever` group ("IRCoT (BM25)" with retriever=bm25)
+    hipporag = "hipporag"    # HippoRAG (HippoRAG w/ IRCoT)
+
+
+class IRCoTThought(Choice):
+    """What of the LLM's reply becomes the next thought (agent.thought)."""
+
+    full = "full"                      # the whole reply (HippoRAG's ircot_hipporag.py)
+    first_sentence = "first_sentence"  # its first sentence (the IRCoT paper)
+
+
+class IRCoTMerge(Choice):
+    """How retrievals are merged across steps (agent.merge)."""
+
+    raw = "raw"                # max raw score per passage (ircot_hipporag.py:242-251, baselines/ircot.py:270-279)
+    normalised = "normalised"  # each step's scores / that step's best, then the max
 
 
 @dataclass(frozen=True)
@@ -129,6 +146,8 @@ class IRCoTAgent:
         max_rounds: retrievals at most (``dataset.max_rounds``).
         demos / num_demo: demonstration file and how many of its demonstrations, in file order, skipping any
             whose question is among the run's questions (1, as ``ircot_hipporag.py``; null = all).
+        demo_files: dataset paper name -> demonstration file, the table the YAML's ``demos`` picks the run's
+            dataset's file from; each file must exist (checked here, so a misspelt entry fails at start-up).
         demo_budget: pack those demonstrations, per call, while the whole prompt stays under this many tokens
             (None = no budget, as ``ircot_hipporag.py``; 15000 = ``baselines/ircot.py``).
         thought: ``full`` reply (the reference code) or ``first_sentence``.
@@ -144,13 +163,15 @@ class IRCoTAgent:
 
     def __init__(self, llm: LLM, passage_by_id: Mapping[str, Passage], question_ids: Collection[str],
                  base_retriever: Retriever | None = None, hipporag: Searcher | None = None, name: str = "ircot",
-                 retriever: str = "base", top_k: int = 10,
-                 max_rounds: int = 4, demos: str = "musique", num_demo: int | None = 1, thought: str = "full",
-                 merge: str = "raw", demo_budget: int | None = None, cot_params: Any = None, round_ranking_depth: int | None = None, **_: Any):
-        if retriever not in RETRIEVERS:
-            raise ConfigError(f"agent.retriever must be one of {RETRIEVERS}, got '{retriever}'")
-        if thought not in THOUGHTS:
-            raise ConfigError(f"agent.thought must be one of {THOUGHTS}, got '{thought}'")
+                 retriever: str = "base", top_k: int = 10, max_rounds: int = 4, demos: str = "musique",
+                 demo_files: Mapping[str, str] | None = None, num_demo: int | None = 1, thought: str = "full",
+                 merge: str = "raw", demo_budget: int | None = None, cot_params: Mapping[str, Any] | None = None,
+                 round_ranking_depth: int | None = None):
+        retriever = choice(IRCoTRetrieverKind, retriever, "agent.retriever").value
+        thought = choice(IRCoTThought, thought, "agent.thought").value
+        for dataset, file in as_dict(demo_files).items():
+            if not (DEMO_DIR / f"{file}.txt").is_file():
+                raise ConfigError(f"agent.demo_files.{dataset}: no IRCoT demonstration file '{file}' in {DEMO_DIR}")
         if int(max_rounds) < 1 or int(top_k) < 1:
             raise ConfigError(f"agent.max_rounds and agent.top_k must be >= 1 (got {max_rounds}, {top_k})")
         self.name = name
@@ -162,9 +183,7 @@ class IRCoTAgent:
         self.top_k, self.max_rounds = int(top_k), int(max_rounds)
         self.thought = thought
         self.merge = choice(IRCoTMerge, merge, "agent.merge").value
-        if cot_params is not None and not isinstance(cot_params, dict):
-            cot_params = OmegaConf.to_container(cot_params, resolve=True)
-        self.cot_params = dict(cot_params or {})
+        self.cot_params = as_dict(cot_params)
         self.round_ranking_depth = round_ranking_depth
         evaluated = set(question_ids)
         pool = [d for d in load_demos(demos) if d.qid not in evaluated]
