@@ -25,20 +25,24 @@ declaration of each field.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields
+import typing
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
+from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from gear_repro.backends.memory import Analyzer, BM25Variant, DenseDtype
 from gear_repro.core.triple_graph import Adjacency, HubPolicy
 from gear_repro.data.dataset import MissingGold, Subset
+from gear_repro.embedding.runtimes import EncoderBackend
 from gear_repro.evaluation.metrics import AnswerMetric
 from gear_repro.llm.cache import LLMCacheMode
 from gear_repro.methods.gear.agent import GistDocs, GistEmpty, GistFirstRound, QueryChoice
 from gear_repro.methods.gear.beam_search import BeamConfig
 from gear_repro.methods.gear.expansion import FusionOrder, OnNoProximal
+from gear_repro.methods.griever.retriever import GrieverSettings
 from gear_repro.methods.hipporag.retriever import HippoRAGVersion, NoEntityFallback, PhraseNormalisation
 from gear_repro.methods.ircot import IRCoTMerge, IRCoTRetrieverKind, IRCoTThought
 from gear_repro.methods.t2rag.method import (
@@ -53,7 +57,7 @@ from gear_repro.qa.reader import QAMode
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import REPO_DIR, cache_dir
 from gear_repro.utils.secrets import MASK, is_header_key, redact_text
-from gear_repro.utils.settings import Choice, check_number, choice, num
+from gear_repro.utils.settings import Choice, check_number, choice, enum_of, num
 
 __all__ = ["GROUP_SCHEMAS", "NODE_SCHEMAS", "choice", "group_config", "num", "redact", "to_container", "validate"]
 
@@ -201,7 +205,7 @@ class LLMSchema:
     cache: bool = True
     cache_dir: str | None = None
     cache_mode: LLMCacheMode = LLMCacheMode.auto  # SQLite journal of the reply cache (llm/cache.py)
-    server: LLMServerSchema | None = field(default=None, metadata={"schema": LLMServerSchema})
+    server: LLMServerSchema | None = None
     context_window: int | None = num(None, ge=1)  # model's window in tokens (prompt + reply); null = unknown, no fitting
 
 
@@ -222,7 +226,7 @@ class HippoRAGSchema:
 
     _target_: str = "gear_repro.methods.hipporag.retriever.HippoRAG"
     version: HippoRAGVersion = HippoRAGVersion.v1
-    damping: float = num(0.5, ge=0, le=1)
+    damping: float = num(0.5, gt=0, lt=1)
     node_specificity: bool = True
     normalisation: PhraseNormalisation = PhraseNormalisation.hipporag
     synonyms: bool = True
@@ -235,11 +239,8 @@ class HippoRAGSchema:
     ner_params: dict[str, Any] = field(default_factory=dict)
     cache: bool = True
     block_rows: int | None = num(None, ge=1)
-    encoder: Any = None  # synonym/linking encoder: null = the run's embedder | model name | embedder node
-
-
-# plain nodes merged onto their schema by validate() (not in a config group)
-SCHEMAS: dict[str, Any] = {"hipporag": HippoRAGSchema}
+    # synonym/linking encoder: null = the run's embedder | a model name | an embedder node (checked as one)
+    encoder: Any = field(default=None, metadata={"group": "embedder"})
 
 
 @dataclass
@@ -298,12 +299,137 @@ class IRCoTAgentSchema:
     round_ranking_depth: int | None = num(None, ge=1)
 
 
+# -- retriever group: h_base (configs/retriever/) --------------------------------------------------------------
+@dataclass
+class BM25RetrieverSchema:
+    _target_: str = "gear_repro.retrieval.BM25Retriever"
+    name: str = "bm25"
+
+
+@dataclass
+class DenseRetrieverSchema:
+    _target_: str = "gear_repro.retrieval.DenseRetriever"
+    name: str = "sbert"
+
+
+@dataclass
+class HybridRetrieverSchema:
+    _target_: str = "gear_repro.retrieval.HybridRetriever"
+    name: str = "hybrid"
+    fusion_depth: int = num(100, ge=1)  # depth of each list before fusion (DESIGN.md)
+    k_rrf: int = num(60, ge=0)
+
+
+@dataclass
+class ComposedRetrieverSchema:
+    _target_: str = "gear_repro.retrieval.ComposedRetriever"
+    name: str = "composed"
+    candidates: int = num(100, ge=1)  # BM25 candidates re-scored densely (GRIEVER §4.2.2)
+
+
+@dataclass
+class GrieverRetrieverSchema(GrieverSettings):
+    """``configs/retriever/griever*.yaml``: GRIEVER's settings (declared once, by ``GrieverSettings``), the retriever
+    keys, and the retriever config of tripleLink/passageLink (checked as an option of the retriever group)."""
+
+    _target_: str = "gear_repro.methods.griever.GrieverRetriever"
+    name: str = "griever"
+    triple_retriever: Any = field(default=None, metadata={"group": "retriever"})
+
+
+# -- backend group: index engines (configs/backend/) -----------------------------------------------------------
+@dataclass
+class MemoryBM25Schema:
+    k1: float = num(1.2, ge=0)
+    b: float = num(0.75, ge=0, le=1)
+    method: BM25Variant = BM25Variant.lucene
+    stopwords: str | None = "en"  # bm25s stop-word list (null: keep every token)
+    stemmer: str | None = "english"  # Snowball language (PyStemmer); null: no stemming
+    analyzer: Analyzer | None = None  # null: stopwords/stemmer above
+
+
+@dataclass
+class MemoryBackendSchema:
+    _target_: str = "gear_repro.backends.memory.MemoryBackend"
+    bm25: MemoryBM25Schema = field(default_factory=MemoryBM25Schema)
+    dense_dtype: DenseDtype = DenseDtype.float32
+    cache: bool = True
+
+
+@dataclass
+class ESBM25Schema:
+    k1: float = num(1.2, ge=0)
+    b: float = num(0.75, ge=0, le=1)
+    analyzer: str = "english"  # any analyzer of the cluster
+
+
+@dataclass
+class ESKnnSchema:
+    num_candidates: int = num(100, ge=1, le=10_000)
+    index_type: str = "hnsw"  # any dense_vector index type of the cluster (hnsw, int8_hnsw, flat, ...)
+    m: int = num(16, ge=1)
+    ef_construction: int = num(100, ge=1)
+
+
+@dataclass
+class ESBulkSchema:
+    chunk_size: int = num(500, ge=1)
+    threads: int = num(1, ge=1)
+    max_retries: int = num(3, ge=0)
+    progress: bool = True
+    pause_refresh: bool = True
+
+
+@dataclass
+class ElasticsearchBackendSchema:
+    _target_: str = "gear_repro.backends.elasticsearch.ElasticsearchBackend"
+    url: str | None = None
+    api_key: str | None = None
+    username: str | None = None
+    password: str | None = None
+    ca_certs: str | None = None
+    verify_certs: bool = True
+    request_timeout: float = num(60, gt=0)
+    max_retries: int = num(3, ge=0)
+    index_prefix: str = "gear"
+    shards: int = num(1, ge=1)
+    replicas: int = num(0, ge=0)
+    check_version: bool = True
+    search_batch: int = num(64, ge=1)
+    lookup_batch: int = num(1000, ge=1)
+    lookup_page: int = num(10_000, ge=1, le=10_000)
+    bm25: ESBM25Schema = field(default_factory=ESBM25Schema)
+    knn: ESKnnSchema = field(default_factory=ESKnnSchema)
+    bulk: ESBulkSchema = field(default_factory=ESBulkSchema)
+
+
+# -- embedder group (configs/embedder/) ---------------------------------------------------------------------------
+@dataclass
+class SentenceEmbedderSchema:
+    _target_: str = "gear_repro.embedding.SentenceEmbedder"
+    model: str = "all-mpnet-base-v2"  # hub id, alias or local folder
+    batch_size: int = num(32, ge=1)
+    device: str = "cpu"  # a torch device: cpu | cuda | cuda:1 | mps
+    normalize: bool = True
+    max_seq_length: int | None = num(None, ge=1)
+    cache: bool = True
+    num_threads: int | None = num(None, ge=1)
+    show_progress: bool = True
+    backend: EncoderBackend = EncoderBackend.torch
+
+
 # group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults
 GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "agent": {"single_schema": SingleStepSchema, "gear_schema": GearAgentSchema, "t2rag_schema": T2RAGAgentSchema,
               "hipporag_schema": HippoRAGMethodSchema, "ircot_schema": IRCoTAgentSchema},
     "expansion": {"none_schema": NoExpansionSchema, "naive_schema": NaiveGESchema, "sync_schema": SyncGESchema},
     "beam": {"beam_schema": BeamConfig},
+    "retriever": {"bm25_schema": BM25RetrieverSchema, "sbert_schema": DenseRetrieverSchema,
+                  "hybrid_schema": HybridRetrieverSchema, "composed_schema": ComposedRetrieverSchema,
+                  "griever_schema": GrieverRetrieverSchema},
+    "backend": {"memory_schema": MemoryBackendSchema, "elasticsearch_schema": ElasticsearchBackendSchema},
+    "embedder": {"embedder_schema": SentenceEmbedderSchema},
+    "hipporag": {"hipporag_schema": HippoRAGSchema},
     "llm": {"llm_schema": LLMSchema},
     "dataset": {"dataset_schema": DatasetSchema},
     "qa_reader": {"qa_reader_schema": QAReaderSchema},
@@ -349,90 +475,80 @@ _SECRET = re.compile(r"(api[_-]?key|password|secret|token)$", re.IGNORECASE)
 
 
 def validate(cfg: DictConfig) -> DictConfig:
-    """Merge the plain schema'd nodes (SCHEMAS) and run checks the schemas cannot express."""
-    for key, schema in SCHEMAS.items():
-        if cfg.get(key) is None:
-            continue
-        try:
-            merged = OmegaConf.merge(OmegaConf.structured(schema), cfg[key])
-        except OmegaConfBaseException as e:
-            raise ConfigError(f"config group '{key}': {e.msg if hasattr(e, 'msg') else e}") from e
-        with open_dict(cfg):
-            cfg[key] = merged
+    """The start-up check of a composed config (before anything runs): every node's settings through its schema
+    (:func:`check_settings`), then the run-level rules no schema can express."""
+    check_settings(cfg)
     choice(Stage, cfg.get("stage", "retrieve"), "stage")
     if not cfg.run.ks or any(k <= 0 for k in cfg.run.ks):
         raise ConfigError(f"run.ks must be positive ranks, got {list(cfg.run.ks)}")
     if cfg.run.save_depth < max(cfg.run.ks):  # a shorter saved ranking would silently truncate recall@k
         raise ConfigError(f"run.save_depth ({cfg.run.save_depth}) must be >= max(run.ks) ({max(cfg.run.ks)})")
-    if cfg.dataset.limit is not None and cfg.dataset.limit <= 0:
-        raise ConfigError(f"dataset.limit must be a positive number of questions or null (all), got "
-                          f"{cfg.dataset.limit}")
     llm = cfg.get("llm")
     if isinstance(llm, DictConfig) and "api_key_env" in llm:
         from gear_repro.llm.client import check_env_name
 
         check_env_name(llm.api_key_env)
-    check_settings(cfg)
     return cfg
 
 
-# groups without a schema: every number in them must be >= 0 (their YAML files document each value)
-UNTYPED_GROUPS = ("retriever", "backend", "embedder")
-_NON_NEGATIVE = {"ge": 0.0}
-
-
 def schema_of(key: str, node: Any) -> type | None:
-    """The schema of a top-level config node: its plain-node schema, or its group option's (matched on
-    ``_target_``); None for untyped groups and for a ``_target_`` no schema names."""
-    if key in NODE_SCHEMAS or key in SCHEMAS:
-        return NODE_SCHEMAS.get(key) or SCHEMAS[key]
+    """The schema of a config node at ``key`` (a plain node or a config group): the plain node's, or the group
+    option's whose ``_target_`` the node names (the group's only schema for a node without ``_target_``); None for
+    a class no schema names (a user's own component: its constructor checks it)."""
+    if key in NODE_SCHEMAS:
+        return NODE_SCHEMAS[key]
+    options = list(GROUP_SCHEMAS.get(key, {}).values())
     target = node.get("_target_") if isinstance(node, DictConfig) else None
-    options = GROUP_SCHEMAS.get(key, {}).values()
-    return next((sc for sc in options if target is None or getattr(sc, "_target_", None) == target), None)
+    if target is None:
+        return options[0] if len(options) == 1 else None
+    return next((sc for sc in options if getattr(sc, "_target_", None) == target), None)
 
 
 def check_settings(cfg: DictConfig) -> None:
-    """ConfigError naming the setting for a key its schema does not have (``+run.foo=1``) or a number outside its
-    range (``beam.neighbours=-1``); in the untyped groups every number must be >= 0."""
+    """The one validation path of settings: for every top-level node with a schema, a ConfigError naming the
+    setting for a key its schema does not have (``+retriever.foo=1``), a value outside an Enum (a config whose
+    group file does not list its schema) or a number outside its range (``hipporag.damping=1``); nested nodes
+    through their own schema (``llm.server``, ``backend.bm25``, GRIEVER's ``triple_retriever``, HippoRAG's
+    ``encoder``)."""
     for key in cfg:
         node = cfg.get(key)
-        if not isinstance(node, DictConfig):
-            continue
-        schema = schema_of(str(key), node)
+        schema = schema_of(str(key), node) if isinstance(node, DictConfig) else None
         if schema is not None:
             _check_node(str(key), node, schema)
-        elif key in UNTYPED_GROUPS:
-            _check_numbers(str(key), node)
 
 
 def _check_node(path: str, node: DictConfig, schema: type) -> None:
     known = {f.name: f for f in fields(schema)}
     unknown = [str(k) for k in node if k not in known]
     if unknown:
-        raise ConfigError(f"{path}.{unknown[0]} is not a setting of {path} (its settings: {', '.join(sorted(known))})")
+        target = getattr(schema, "_target_", None)
+        owner = f"{target.rsplit('.', 1)[-1]}; " if target else ""
+        raise ConfigError(f"{path}.{unknown[0]} is not a setting of {path} ({owner}its settings: "
+                          f"{', '.join(sorted(k for k in known if k != '_target_'))})")
+    hints = typing.get_type_hints(schema)
     for name, f in known.items():
-        if not ({"range", "schema"} & f.metadata.keys()) or OmegaConf.is_missing(node, name):
+        if name not in node or OmegaConf.is_missing(node, name):
             continue
         try:
             value = node.get(name)
         except OmegaConfBaseException:
             continue  # an interpolation that cannot resolve yet: reported where it is used, naming it
+        key = f"{path}.{name}"
+        enum, nested = enum_of(hints[name]), _dataclass_of(hints[name])
         if "range" in f.metadata:
-            check_number(f"{path}.{name}", value, f.metadata["range"])
-        elif "schema" in f.metadata and isinstance(value, DictConfig):
-            _check_node(f"{path}.{name}", value, f.metadata["schema"])
+            check_number(key, value, f.metadata["range"])
+        elif enum is not None and value is not None:
+            choice(enum, value, key)
+        elif isinstance(value, DictConfig) and (nested or f.metadata.get("group")):
+            sub = nested or schema_of(f.metadata["group"], value)
+            if sub is not None:
+                _check_node(key, value, sub)
 
 
-def _check_numbers(path: str, node: Any) -> None:
-    if isinstance(node, DictConfig):
-        for k in node:
-            try:
-                value = None if OmegaConf.is_missing(node, k) else node.get(k)
-            except OmegaConfBaseException:
-                continue
-            _check_numbers(f"{path}.{k}", value)
-    else:
-        check_number(path, node, _NON_NEGATIVE)
+def _dataclass_of(annotation: Any) -> type | None:
+    """The dataclass of a field annotation (``X`` or ``X | None``), else None."""
+    args = typing.get_args(annotation) or (annotation,)
+    return next((a for a in args if isinstance(a, type) and is_dataclass(a)), None)
 
 
 def is_secret_key(key: Any) -> bool:

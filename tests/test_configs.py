@@ -51,15 +51,39 @@ def test_every_preset_is_listed():
     assert len(QUICK_RUNS) == 2 + 2 + 3 + 2 + 2 + 3
 
 
+def _typed_and_valid(cfg) -> None:
+    """Every group node of ``cfg`` went through its schema (its type is one) and the config passes the start-up
+    validation (``config.validate``: keys, choices, ranges, nested nodes, run-level rules)."""
+    for group, schemas in C.GROUP_SCHEMAS.items():
+        if cfg.get(group) is not None:
+            assert OmegaConf.get_type(cfg, group) in schemas.values(), group
+    for node, schema in C.NODE_SCHEMAS.items():
+        assert OmegaConf.get_type(cfg, node) is schema
+    C.validate(cfg)
+
+
 @pytest.mark.parametrize("overrides", ALL_RUNS, ids=lambda o: " ".join(o))
 def test_presets_compose_with_typed_groups(overrides):
     cfg = _compose([*overrides, *QUICK[1:]])
     assert cfg.optimized_metric == "recall@15"
-    for group, schemas in C.GROUP_SCHEMAS.items():  # every group went through its schema
-        node = cfg.get(group)
-        if node is not None and "_target_" in node:
-            assert any(node._target_ == s._target_ for s in schemas.values()), group
-    assert OmegaConf.get_type(cfg, "graph") is C.GraphSchema and OmegaConf.get_type(cfg, "run") is C.RunSchema
+    _typed_and_valid(cfg)
+
+
+GROUP_DIRS = sorted(p.name for p in config_dir().iterdir() if p.is_dir() and p.name not in ("experiment", "hydra"))
+GROUP_OPTIONS = [(g, p.stem) for g in GROUP_DIRS for p in sorted((config_dir() / g).glob("*.yaml"))]
+PLACED_BY = {"hipporag": ["agent=hipporag"]}  # a group an agent's defaults list places (at top-level `hipporag`)
+
+
+def test_every_config_group_has_schemas():
+    assert set(GROUP_DIRS) == set(C.GROUP_SCHEMAS)
+    assert len(GROUP_OPTIONS) > 30
+
+
+@pytest.mark.parametrize("group, option", GROUP_OPTIONS, ids=lambda x: str(x))
+def test_every_group_option_composes_through_its_schema_and_validates(group, option):
+    cfg = _compose([*PLACED_BY.get(group, []), f"{group}={option}"])
+    assert cfg[group] is not None
+    _typed_and_valid(cfg)
 
 
 @pytest.mark.parametrize("override, key, bad", [
