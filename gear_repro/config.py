@@ -33,6 +33,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from gear_repro.backends.es_requests import MAX_WINDOW, BM25Settings, BulkSettings, KnnSettings
 from gear_repro.backends.memory import Analyzer, BM25Variant, DenseDtype
 from gear_repro.core.triple_graph import Adjacency, HubPolicy
 from gear_repro.data.dataset import MissingGold, Subset
@@ -43,7 +44,8 @@ from gear_repro.methods.gear.agent import GistDocs, GistEmpty, GistFirstRound, Q
 from gear_repro.methods.gear.beam_search import BeamConfig
 from gear_repro.methods.gear.expansion import FusionOrder, OnNoProximal
 from gear_repro.methods.griever.retriever import GrieverSettings
-from gear_repro.methods.hipporag.retriever import HippoRAGVersion, NoEntityFallback, PhraseNormalisation
+from gear_repro.methods.hipporag.phrase_graph import HippoRAGVersion, PhraseNormalisation
+from gear_repro.methods.hipporag.retriever import NoEntityFallback
 from gear_repro.methods.ircot import IRCoTMerge, IRCoTRetrieverKind, IRCoTThought
 from gear_repro.methods.t2rag.method import (
     T2RAGAnswerParse,
@@ -357,30 +359,6 @@ class MemoryBackendSchema:
 
 
 @dataclass
-class ESBM25Schema:
-    k1: float = num(1.2, ge=0)
-    b: float = num(0.75, ge=0, le=1)
-    analyzer: str = "english"  # any analyzer of the cluster
-
-
-@dataclass
-class ESKnnSchema:
-    num_candidates: int = num(100, ge=1, le=10_000)
-    index_type: str = "hnsw"  # any dense_vector index type of the cluster (hnsw, int8_hnsw, flat, ...)
-    m: int = num(16, ge=1)
-    ef_construction: int = num(100, ge=1)
-
-
-@dataclass
-class ESBulkSchema:
-    chunk_size: int = num(500, ge=1)
-    threads: int = num(1, ge=1)
-    max_retries: int = num(3, ge=0)
-    progress: bool = True
-    pause_refresh: bool = True
-
-
-@dataclass
 class ElasticsearchBackendSchema:
     _target_: str = "gear_repro.backends.elasticsearch.ElasticsearchBackend"
     url: str | None = None
@@ -397,10 +375,10 @@ class ElasticsearchBackendSchema:
     check_version: bool = True
     search_batch: int = num(64, ge=1)
     lookup_batch: int = num(1000, ge=1)
-    lookup_page: int = num(10_000, ge=1, le=10_000)
-    bm25: ESBM25Schema = field(default_factory=ESBM25Schema)
-    knn: ESKnnSchema = field(default_factory=ESKnnSchema)
-    bulk: ESBulkSchema = field(default_factory=ESBulkSchema)
+    lookup_page: int = num(MAX_WINDOW, ge=1, le=MAX_WINDOW)
+    bm25: BM25Settings = field(default_factory=BM25Settings)
+    knn: KnnSettings = field(default_factory=KnnSettings)
+    bulk: BulkSettings = field(default_factory=BulkSettings)
 
 
 # -- embedder group (configs/embedder/) ---------------------------------------------------------------------------

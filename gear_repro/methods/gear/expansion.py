@@ -72,7 +72,9 @@ class NoExpansion:
     def __init__(self, name: str = "none"):
         self.name = name
 
-    def expand(self, query: str, base: Ranking, **_: Any) -> ExpansionOutput:
+    def expand(self, query: str, base: Ranking, *, read_query: str | None = None, round_no: int = 0,
+               memory: Sequence[Sequence[str]] = ()) -> ExpansionOutput:
+        """C_q = C'_q (the Expansion protocol's arguments are not read)."""
         return ExpansionOutput(ranking=base, trace={"expansion": self.name})
 
     def check_prompts(self, questions: Sequence[Question]) -> None:
@@ -188,7 +190,9 @@ class NaiveGE(GraphExpansion):
 
     name = "naive"
 
-    def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], **_: Any) -> list[str]:
+    def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], *, read_query: str = "",
+                        round_no: int = 0, memory: Sequence[Sequence[str]] = ()) -> list[str]:
+        """T_q = every triple of the base passages (§6.3); no reader, so the question, round and memory are unused."""
         out: list[str] = []
         for pid in base.ids:
             ts = self.index.triples_of_passage(pid)

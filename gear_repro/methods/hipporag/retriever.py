@@ -41,27 +41,19 @@ from gear_repro.backends.base import Collection
 from gear_repro.embedding.embedder import Embedder
 from gear_repro.llm.base import LLM
 from gear_repro.methods.base import SearchResult
-from gear_repro.methods.hipporag.phrase_graph import PhraseGraph, cached_phrase_graph, phrase_key
+from gear_repro.methods.hipporag.phrase_graph import (
+    HippoRAGVersion,
+    PhraseGraph,
+    PhraseNormalisation,
+    cached_phrase_graph,
+    phrase_key,
+)
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Ranking, Triple
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.settings import Choice, as_dict, choice
 
 log = logging.getLogger(__name__)
-
-
-class HippoRAGVersion(Choice):
-    """Which HippoRAG (hipporag.version)."""
-
-    v1 = "v1"  # HippoRAG (legacy branch): NER -> phrase linking -> PPR over phrases
-    v2 = "v2"  # HippoRAG 2 (main branch): fact linking, passage nodes
-
-
-class PhraseNormalisation(Choice):
-    """Phrase node keys (hipporag.normalisation)."""
-
-    hipporag = "hipporag"  # processing_phrases + GEAR's entity key
-    entity = "entity"  # GEAR's entity key only
 
 
 class NoEntityFallback(Choice):
