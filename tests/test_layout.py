@@ -85,3 +85,21 @@ def test_no_import_cycle() -> None:
         if node not in state:
             visit(node, [node])
     assert cycles == []
+
+
+def test_reporting_holds_no_method_name() -> None:
+    """reporting/ reads a method through its report hooks only (label, stages, summaries, walk-through): no method's
+    class, config name or expansion label appears in its code. ("GEAR" is also the paper the report lays out:
+    reporting/paper.py's DEFAULT_PAPER, so the 4-letter names are not searched.)"""
+    import re
+
+    from gear_repro.methods import report_hooks
+
+    hooks = report_hooks()
+    names = {t.rsplit(".", 1)[-1] for h in hooks for t in h.targets} | {n for h in hooks for n in h.names}
+    names |= {h.expansion_label for h in hooks if h.expansion_label}
+    names = {n for n in names if len(n) > 4} - {"single"}  # an English word too ("single-step runs")
+    assert {"SyncGE", "HippoRAGMethod", "hipporag", "ircot", "griever", "t2rag"} <= names
+    hits = [f"{p.name}: {n}" for p in sorted((PACKAGE / "reporting").glob("*.py")) for n in sorted(names)
+            if re.search(rf"\b{re.escape(n)}\b", p.read_text(encoding="utf-8"), re.IGNORECASE)]
+    assert hits == []

@@ -28,10 +28,12 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from statistics import mean
 from typing import Any
 
 from gear_repro.llm.base import LLM
@@ -44,6 +46,7 @@ from gear_repro.methods.base import (
     SearchResult,
     class_path,
     node_setting,
+    result_lines,
 )
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking
@@ -300,5 +303,41 @@ def row_label(node: Any, parts: RowParts) -> str:
     return f"IRCoT + {parts.base}" if parts.paper_label else f"IRCoT ({parts.base})"
 
 
+def summary_row(predictions: list[dict]) -> dict[str, Any] | None:
+    """One IRCoT run: questions, mean retrievals, stops by reason, thought calls, context fitting. None without
+    IRCoT records."""
+    preds = [p for p in predictions if isinstance(p.get("trace"), dict) and "thoughts" in p["trace"]]
+    if not preds:
+        return None
+    stops = Counter(p["trace"].get("stop", "?") for p in preds)
+    counters: Counter[str] = Counter()
+    for p in preds:
+        counters.update({k: v for k, v in p["trace"].get("counters", {}).items() if isinstance(v, int)})
+    return {"n_questions": len(preds), "rounds_mean": round(mean(len(p.get("rounds", [])) for p in preds), 3),
+            "stop_answerable": stops.get("answerable", 0), "stop_empty_thought": stops.get("empty_thought", 0),
+            "stop_max_rounds": stops.get("max_rounds", 0),
+            "cot_calls": sum(r.get("thought") is not None for p in preds for r in p.get("rounds", [])),
+            "context_fitted_calls": counters.get("context_fitted_calls", 0),
+            "context_dropped_passages": counters.get("context_dropped_passages", 0)}
+
+
+def trace_lines(pred: dict, plist: Any, recall_line: Any) -> list[str] | None:
+    """The walk-through of an IRCoT record: per round the query, the retrieved passages and the thought, then the
+    result. None for a record without IRCoT rounds."""
+    rounds = pred.get("rounds") or []
+    if not rounds or "thought" not in rounds[0] or "retrieved" not in rounds[0]:
+        return None
+    lines: list[str] = []
+    for r in rounds:
+        thought = r.get("thought")
+        lines += [f"\n== Round {r.get('round')} ==", f"1. Query: {r.get('query')}",
+                  f"2. Retrieved: {plist(r.get('retrieved', []))}",
+                  f"3. Thought: {thought if thought is not None else '(none: the last round)'}",
+                  f"   ranking had IRCoT stopped here: {recall_line(r.get('ranking', []))}"]
+    return lines + result_lines(pred, plist, recall_line)
+
+
 REPORT_HOOKS = (ReportHooks(targets=(class_path(IRCoTAgent), "gear_repro.methods.ircot.IRCoTAgent"),
-                            names=("ircot", "hipporag_ircot"), label=row_label, stages=("cot",), figure4_stages=("cot",)),)
+                            names=("ircot", "hipporag_ircot"), label=row_label, stages=("cot",), figure4_stages=("cot",),
+                            summaries=(("ircot_stats", "IRCoT loop statistics", summary_row),),
+                            trace_lines=trace_lines),)
