@@ -260,7 +260,8 @@ class FixedExpansion:
     def describe(self) -> dict:
         return {"name": "fixed"}
 
-    def expand(self, query: str, base: Ranking, **_: object):
+    def expand(self, query: str, base: Ranking, *, read_query: str | None = None, round_no: int = 0,
+               memory: Sequence[Sequence[str]] = ()):
         from gear_repro.core.fusion import rrf
         from gear_repro.methods.gear.expansion import ExpansionOutput
 
