@@ -1,5 +1,5 @@
-"""Typed configs: structured-config schemas (dataclasses with Enums) registered in Hydra's ConfigStore,
-custom resolvers, run-level checks and secret redaction.
+"""Typed configs: structured-config schemas (dataclasses) of every config group and plain node, registered in Hydra's
+ConfigStore; custom resolvers; the start-up validation; secret redaction.
 
 The pattern (docs/ARCHITECTURE.md "Adding a method"): every config group option starts its defaults list
 with the group's schema, e.g. ``configs/agent/gear.yaml``::
@@ -9,159 +9,67 @@ with the group's schema, e.g. ``configs/agent/gear.yaml``::
       - _self_
 
 and the plain top-level nodes (``run``, ``graph``, ``extraction``) get theirs from ``configs/config.yaml``
-(``- schema/run@run: run``). Hydra merges the YAML onto the schema while composing, so a misspelt key or a
-value outside an Enum fails at composition with Hydra's own message (naming the full key), before anything
-runs. A new method adds a dataclass here (``_target_`` + its arguments, Enums for choices) and one
-``cs.store(...)`` line in :func:`register_configs`.
+(``- schema@run: run``). Hydra merges the YAML onto the schema while composing, so a misspelt key or a value
+outside an Enum fails at composition with Hydra's own message (naming the full key), before anything runs;
+:func:`validate` then checks, through the same schemas, what composition cannot: keys added with ``+``, numeric
+ranges (:func:`~gear_repro.utils.settings.num`) and run-level rules. A new method adds a dataclass here
+(``_target_`` + its arguments) and one entry in :data:`GROUP_SCHEMAS`.
 
-Choices are ``str`` Enums whose member names equal their values, so code compares them with plain strings
-and JSON/YAML write the value. Classes that are also built directly (tests, scripts) coerce their arguments
-with :func:`choice`, which raises :class:`ConfigError` naming the setting.
+Choices are :class:`~gear_repro.utils.settings.Choice` Enums declared beside the code that reads them (the method
+or module) and imported here; classes that are also built directly (tests, scripts) coerce their arguments with
+:func:`~gear_repro.utils.settings.choice`, which raises :class:`ConfigError` naming the setting. A component whose
+settings are a dataclass of its own (``BeamConfig``, ``GrieverSettings``) is its schema (or its schema's base): one
+declaration of each field.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass, field, fields
-from enum import Enum
-from typing import Any, TypeVar
+import typing
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
+from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from gear_repro.backends.es_requests import MAX_WINDOW, BM25Settings, BulkSettings, KnnSettings
+from gear_repro.backends.memory import Analyzer, BM25Variant, DenseDtype
+from gear_repro.core.triple_graph import Adjacency, HubPolicy
+from gear_repro.data.dataset import MissingGold, Subset
+from gear_repro.embedding.runtimes import EncoderBackend
+from gear_repro.evaluation.metrics import AnswerMetric
+from gear_repro.llm.cache import LLMCacheMode
+from gear_repro.methods.gear.agent import GistDocs, GistEmpty, GistFirstRound, QueryChoice
+from gear_repro.methods.gear.beam_search import BeamConfig
+from gear_repro.methods.gear.expansion import FusionOrder, OnNoProximal
+from gear_repro.methods.griever.retriever import GrieverSettings
+from gear_repro.methods.hipporag.phrase_graph import HippoRAGVersion, PhraseNormalisation
+from gear_repro.methods.hipporag.retriever import NoEntityFallback
+from gear_repro.methods.ircot import IRCoTMerge, IRCoTRetrieverKind, IRCoTThought
+from gear_repro.methods.t2rag.method import (
+    T2RAGAnswerParse,
+    T2RAGDecomposeRetry,
+    T2RAGFuzzyMatch,
+    T2RAGQuestionQuery,
+    T2RAGRanking,
+    T2RAGReading,
+)
+from gear_repro.qa.reader import QAMode
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import REPO_DIR, cache_dir
 from gear_repro.utils.secrets import MASK, is_header_key, redact_text
+from gear_repro.utils.settings import Choice, check_number, choice, enum_of, num
+
+__all__ = ["GROUP_SCHEMAS", "NODE_SCHEMAS", "choice", "group_config", "num", "redact", "to_container", "validate"]
 
 
-# -- choices ----------------------------------------------------------------------------------------------
-class _Choice(str, Enum):
-    def __str__(self) -> str:
-        return self.value
+class Stage(Choice):
+    """What a run does (the top-level ``stage``; the runner's start-up)."""
 
-
-class Stage(_Choice):
     retrieve = "retrieve"
-    index = "index"
-    extract = "extract"
-
-
-class MissingGold(_Choice):
-    warn = "warn"
-    error = "error"
-
-
-class Subset(_Choice):
-    first = "first"
-    stratified = "stratified"
-
-
-class QueryChoice(_Choice):
-    """Which question a GEAR step uses: q(n) (rewritten) or q (original)."""
-
-    rewritten = "rewritten"
-    original = "original"
-
-
-class GistDocs(_Choice):
-    expanded = "expanded"
-    fused = "fused"
-    base = "base"
-
-
-class GistEmpty(_Choice):
-    """What the gist read reads when the expanded list C~_q(n) is empty (agent.gist_empty)."""
-
-    skip = "skip"  # nothing: no gist call (the pseudocode reads the empty list, gear.py:52)
-    fused = "fused"  # the top gist_k of C_q(n)
-
-
-class GistFirstRound(_Choice):
-    read = "read"
-    reuse = "reuse"
-
-
-class FusionOrder(_Choice):
-    base_first = "base_first"
-    expanded_first = "expanded_first"
-
-
-class OnNoProximal(_Choice):
-    base = "base"
-    naive = "naive"
-
-
-class NeighbourSelection(_Choice):
-    relevance = "relevance"
-    order = "order"
-
-
-class Exists(_Choice):
-    previous_step = "previous_step"
-    path = "path"
-    none = "none"
-
-
-class DeadEnds(_Choice):
-    fallback = "fallback"
-    drop = "drop"
-    keep = "keep"
-
-
-class HubPolicy(_Choice):
-    truncate = "truncate"
-    drop = "drop"
-
-
-class Adjacency(_Choice):
-    records = "records"
-    lookup = "lookup"
-
-
-class AnswerMetric(_Choice):
-    """The official answer script of dataset.answer_metric (evaluation/metrics.py); ``2wiki`` is not an
-    identifier, so that one member's name differs from its value."""
-
-    musique = "musique"
-    hotpotqa = "hotpotqa"
-    twowiki = "2wiki"
-
-
-class QAMode(_Choice):
-    retrieved = "retrieved"
-    none = "none"
-    gold = "gold"
-
-
-E = TypeVar("E", bound=_Choice)
-
-
-def choice(enum: type[E], value: Any, key: str) -> E:
-    """``enum(value)``, or a ConfigError naming ``key`` and the allowed values."""
-    try:
-        return enum(value)
-    except ValueError:
-        raise ConfigError(f"{key} must be one of {[m.value for m in enum]}, got '{value}'") from None
-
-
-# -- numeric ranges ---------------------------------------------------------------------------------------
-def num(default: Any, *, ge: float | None = None, gt: float | None = None, le: float | None = None) -> Any:
-    """A numeric schema field with its allowed range (``ge`` <= v, ``gt`` < v, v <= ``le``; null always allowed),
-    checked by :func:`validate` at start-up. Every int/float field of a schema declares one (tested)."""
-    return field(default=default, metadata={"range": {"ge": ge, "gt": gt, "le": le}})
-
-
-def range_text(rng: dict[str, float | None]) -> str:
-    """">= 1", "> 0", ">= 0 and <= 2"."""
-    parts = [f"{op} {rng[k]:g}" for k, op in (("ge", ">="), ("gt", ">"), ("le", "<=")) if rng.get(k) is not None]
-    return " and ".join(parts)
-
-
-def in_range(value: float, rng: dict[str, float | None]) -> bool:
-    ge, gt, le = rng.get("ge"), rng.get("gt"), rng.get("le")
-    return (ge is None or value >= ge) and (gt is None or value > gt) and (le is None or value <= le)
+    index = "index"  # build the indexes only
+    extract = "extract"  # offline triple extraction (K.1)
 
 
 # -- schemas of the plain nodes ---------------------------------------------------------------------------
@@ -210,25 +118,6 @@ class ExtractionSchema:
 
     params: dict[str, Any] = field(default_factory=dict)
     progress: bool | None = None  # null = run.progress
-
-
-@dataclass
-class BeamSchema:
-    """``beam:`` -> :class:`gear_repro.methods.gear.beam_search.BeamConfig` (Alg. 1); same fields (tested)."""
-
-    length: int = num(2, ge=1)
-    width: int = num(10, ge=1)
-    neighbours: int | None = num(100, ge=0)
-    neighbour_selection: NeighbourSelection = NeighbourSelection.relevance
-    gamma: float | None = num(None, gt=0)
-    diversity: bool = True
-    exists: Exists = Exists.previous_step
-    dead_ends: DeadEnds = DeadEnds.fallback
-    scorer: str = "exact"  # open set: register_scorer adds names
-    path_separator: str = " "
-    scorer_options: dict[str, Any] = field(default_factory=dict)
-    path_cache: bool = False
-    label: str | None = None
 
 
 # -- schemas of the instantiated groups (``_target_`` + constructor arguments) ----------------------------
@@ -301,12 +190,6 @@ class LLMServerSchema:
     extra_args: list[str] = field(default_factory=list)
 
 
-class LLMCacheMode(str, Enum):
-    auto = "auto"  # journal when the cache directory is on a network file system (/proc/mounts), else wal
-    wal = "wal"  # SQLite write-ahead log: processes of one machine only
-    journal = "journal"  # rollback journal + POSIX locks: safe on NFS/Lustre/GPFS shared by several nodes
-
-
 @dataclass
 class LLMSchema:
     _target_: str = "gear_repro.llm.LLMClient"
@@ -324,7 +207,7 @@ class LLMSchema:
     cache: bool = True
     cache_dir: str | None = None
     cache_mode: LLMCacheMode = LLMCacheMode.auto  # SQLite journal of the reply cache (llm/cache.py)
-    server: LLMServerSchema | None = field(default=None, metadata={"schema": LLMServerSchema})
+    server: LLMServerSchema | None = None
     context_window: int | None = num(None, ge=1)  # model's window in tokens (prompt + reply); null = unknown, no fitting
 
 
@@ -338,28 +221,14 @@ class QAReaderSchema:
     llm_params: dict[str, Any] = field(default_factory=dict)
 
 
-class HippoRAGVersion(str, Enum):
-    v1 = "v1"  # HippoRAG (legacy branch): NER -> phrase linking -> PPR over phrases
-    v2 = "v2"  # HippoRAG 2 (main branch): fact linking, passage nodes
-
-
-class PhraseNormalisation(str, Enum):
-    hipporag = "hipporag"  # processing_phrases + GEAR's entity key
-    entity = "entity"  # GEAR's entity key only
-
-
-class NoEntityFallback(str, Enum):
-    uniform = "uniform"  # v1 code: 1/N each, descending corpus order (hipporag.py:232-233, :264)
-    retriever = "retriever"  # the run's base retriever (as v2's dense fallback)
-
-
 @dataclass
 class HippoRAGSchema:
-    """The ``hipporag`` group (configs/hipporag/default.yaml documents each value and its source)."""
+    """The ``hipporag`` group (configs/hipporag/default.yaml documents each value and its source), placed at the
+    top-level ``hipporag`` by agent=hipporag and agent=hipporag_ircot."""
 
     _target_: str = "gear_repro.methods.hipporag.retriever.HippoRAG"
     version: HippoRAGVersion = HippoRAGVersion.v1
-    damping: float = num(0.5, ge=0, le=1)
+    damping: float = num(0.5, gt=0, lt=1)
     node_specificity: bool = True
     normalisation: PhraseNormalisation = PhraseNormalisation.hipporag
     synonyms: bool = True
@@ -372,53 +241,8 @@ class HippoRAGSchema:
     ner_params: dict[str, Any] = field(default_factory=dict)
     cache: bool = True
     block_rows: int | None = num(None, ge=1)
-    encoder: Any = None  # synonym/linking encoder: null = the run's embedder | model name | embedder node
-
-
-# plain nodes merged onto their schema by validate() (not in a config group)
-SCHEMAS: dict[str, Any] = {"hipporag": HippoRAGSchema}
-
-
-class T2RAGRanking(str, Enum):
-    """How T²RAG's iteration lists become the method's ranking (agent.ranking)."""
-
-    rrf = "rrf"        # RRF of the iteration lists (as GEAR fuses its rounds, Eq. 9)
-    concat = "concat"  # iteration lists in order, de-duplicated
-
-
-class T2RAGReading(str, Enum):
-    """Which reading sets T²RAG's five paper-vs-code behaviours (agent.reading; docs/readings.md)."""
-
-    code = "code"    # rockcor/T2RAG src/TRAG.py, behind the published numbers (default, DESIGN.md)
-    paper = "paper"  # the paper's prose (Alg. 1-2, §4.3, App. E)
-
-
-class T2RAGQuestionQuery(str, Enum):
-    """How question words are removed from the extra question query (agent.question_query_mode)."""
-
-    substring = "substring"  # the code: lower-cased, removed as substrings (TRAG.py:481-485)
-    word = "word"            # on word boundaries
-
-
-class T2RAGDecomposeRetry(str, Enum):
-    """What follows a decomposition with no parsable triplet (agent.decompose_retry)."""
-
-    simple = "simple"  # the code: one retry with the simpler prompt, at most 3 triplets (TRAG.py:375-383)
-    none = "none"      # the paper: no retry; answered from no clues
-
-
-class T2RAGFuzzyMatch(str, Enum):
-    """How a new clue fills a fuzzy triplet in Step 2.3 (agent.fuzzy_match)."""
-
-    placeholder = "placeholder"  # bound named placeholders, position and known entities (predicate reworded ok)
-    words = "words"              # every known part, the predicate included, agrees word by word
-
-
-class T2RAGAnswerParse(str, Enum):
-    """How T²RAG's answer is read off the reply (agent.answer_parse)."""
-
-    code = "code"      # after the last "Answer:", else the whole reply (TRAG.py:1117-1119)
-    reader = "reader"  # the K.3 reader's first non-empty line (qa.reader.extract_answer)
+    # synonym/linking encoder: null = the run's embedder | a model name | an embedder node (checked as one)
+    encoder: Any = field(default=None, metadata={"group": "embedder"})
 
 
 @dataclass
@@ -449,27 +273,6 @@ class T2RAGAgentSchema:
     llm_params: dict[str, Any] = field(default_factory=dict)
 
 
-class IRCoTRetrieverKind(str, Enum):
-    """Where IRCoT retrieves from (agent.retriever)."""
-
-    base = "base"            # the run's `retriever` group ("IRCoT (BM25)" with retriever=bm25)
-    hipporag = "hipporag"    # HippoRAG (HippoRAG w/ IRCoT)
-
-
-class IRCoTThought(str, Enum):
-    """What of the LLM's reply becomes the next thought (agent.thought)."""
-
-    full = "full"                      # the whole reply (HippoRAG's ircot_hipporag.py)
-    first_sentence = "first_sentence"  # its first sentence (the IRCoT paper)
-
-
-class IRCoTMerge(str, Enum):
-    """How retrievals are merged across steps (agent.merge)."""
-
-    raw = "raw"                # max raw score per passage (ircot_hipporag.py:242-251, baselines/ircot.py:270-279)
-    normalised = "normalised"  # each step's scores / that step's best, then the max
-
-
 @dataclass
 class HippoRAGMethodSchema:
     """``configs/agent/hipporag.yaml`` (HippoRAG as GEAR re-ran it; settings in the ``hipporag`` group)."""
@@ -488,7 +291,7 @@ class IRCoTAgentSchema:
     retriever: IRCoTRetrieverKind = IRCoTRetrieverKind.base
     top_k: int = num(10, ge=1)
     max_rounds: int = num(4, ge=1)
-    demo_files: dict[str, str] = field(default_factory=dict)
+    demo_files: dict[str, str] = field(default_factory=dict)  # dataset paper name -> prompts/ircot_demos file
     demos: str = "musique"
     num_demo: int | None = num(1, ge=0)
     thought: IRCoTThought = IRCoTThought.full
@@ -498,12 +301,113 @@ class IRCoTAgentSchema:
     round_ranking_depth: int | None = num(None, ge=1)
 
 
+# -- retriever group: h_base (configs/retriever/) --------------------------------------------------------------
+@dataclass
+class BM25RetrieverSchema:
+    _target_: str = "gear_repro.retrieval.BM25Retriever"
+    name: str = "bm25"
+
+
+@dataclass
+class DenseRetrieverSchema:
+    _target_: str = "gear_repro.retrieval.DenseRetriever"
+    name: str = "sbert"
+
+
+@dataclass
+class HybridRetrieverSchema:
+    _target_: str = "gear_repro.retrieval.HybridRetriever"
+    name: str = "hybrid"
+    fusion_depth: int = num(100, ge=1)  # depth of each list before fusion (DESIGN.md)
+    k_rrf: int = num(60, ge=0)
+
+
+@dataclass
+class ComposedRetrieverSchema:
+    _target_: str = "gear_repro.retrieval.ComposedRetriever"
+    name: str = "composed"
+    candidates: int = num(100, ge=1)  # BM25 candidates re-scored densely (GRIEVER §4.2.2)
+
+
+@dataclass
+class GrieverRetrieverSchema(GrieverSettings):
+    """``configs/retriever/griever*.yaml``: GRIEVER's settings (declared once, by ``GrieverSettings``), the retriever
+    keys, and the retriever config of tripleLink/passageLink (checked as an option of the retriever group)."""
+
+    _target_: str = "gear_repro.methods.griever.GrieverRetriever"
+    name: str = "griever"
+    triple_retriever: Any = field(default=None, metadata={"group": "retriever"})
+
+
+# -- backend group: index engines (configs/backend/) -----------------------------------------------------------
+@dataclass
+class MemoryBM25Schema:
+    k1: float = num(1.2, ge=0)
+    b: float = num(0.75, ge=0, le=1)
+    method: BM25Variant = BM25Variant.lucene
+    stopwords: str | None = "en"  # bm25s stop-word list (null: keep every token)
+    stemmer: str | None = "english"  # Snowball language (PyStemmer); null: no stemming
+    analyzer: Analyzer | None = None  # null: stopwords/stemmer above
+
+
+@dataclass
+class MemoryBackendSchema:
+    _target_: str = "gear_repro.backends.memory.MemoryBackend"
+    bm25: MemoryBM25Schema = field(default_factory=MemoryBM25Schema)
+    dense_dtype: DenseDtype = DenseDtype.float32
+    cache: bool = True
+
+
+@dataclass
+class ElasticsearchBackendSchema:
+    _target_: str = "gear_repro.backends.elasticsearch.ElasticsearchBackend"
+    url: str | None = None
+    api_key: str | None = None
+    username: str | None = None
+    password: str | None = None
+    ca_certs: str | None = None
+    verify_certs: bool = True
+    request_timeout: float = num(60, gt=0)
+    max_retries: int = num(3, ge=0)
+    index_prefix: str = "gear"
+    shards: int = num(1, ge=1)
+    replicas: int = num(0, ge=0)
+    check_version: bool = True
+    search_batch: int = num(64, ge=1)
+    lookup_batch: int = num(1000, ge=1)
+    lookup_page: int = num(MAX_WINDOW, ge=1, le=MAX_WINDOW)
+    bm25: BM25Settings = field(default_factory=BM25Settings)
+    knn: KnnSettings = field(default_factory=KnnSettings)
+    bulk: BulkSettings = field(default_factory=BulkSettings)
+
+
+# -- embedder group (configs/embedder/) ---------------------------------------------------------------------------
+@dataclass
+class SentenceEmbedderSchema:
+    _target_: str = "gear_repro.embedding.SentenceEmbedder"
+    model: str = "all-mpnet-base-v2"  # hub id, alias or local folder
+    batch_size: int = num(32, ge=1)
+    device: str = "cpu"  # a torch device: cpu | cuda | cuda:1 | mps
+    normalize: bool = True
+    max_seq_length: int | None = num(None, ge=1)
+    cache: bool = True
+    num_threads: int | None = num(None, ge=1)
+    show_progress: bool = True
+    backend: EncoderBackend = EncoderBackend.torch
+
+
 # group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults
 GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "agent": {"single_schema": SingleStepSchema, "gear_schema": GearAgentSchema, "t2rag_schema": T2RAGAgentSchema,
               "hipporag_schema": HippoRAGMethodSchema, "ircot_schema": IRCoTAgentSchema},
     "expansion": {"none_schema": NoExpansionSchema, "naive_schema": NaiveGESchema, "sync_schema": SyncGESchema},
-    "beam": {"beam_schema": BeamSchema},
+    "beam": {"beam_schema": BeamConfig},
+    "retriever": {"bm25_schema": BM25RetrieverSchema, "sbert_schema": DenseRetrieverSchema,
+                  "hybrid_schema": HybridRetrieverSchema, "composed_schema": ComposedRetrieverSchema,
+                  "griever_schema": GrieverRetrieverSchema},
+    "backend": {"memory_schema": MemoryBackendSchema, "elasticsearch_schema": ElasticsearchBackendSchema},
+    "embedder": {"embedder_schema": SentenceEmbedderSchema},
+    "hipporag": {"hipporag_schema": HippoRAGSchema},
     "llm": {"llm_schema": LLMSchema},
     "dataset": {"dataset_schema": DatasetSchema},
     "qa_reader": {"qa_reader_schema": QAReaderSchema},
@@ -549,96 +453,80 @@ _SECRET = re.compile(r"(api[_-]?key|password|secret|token)$", re.IGNORECASE)
 
 
 def validate(cfg: DictConfig) -> DictConfig:
-    """Merge the plain schema'd nodes (SCHEMAS) and run checks the schemas cannot express."""
-    for key, schema in SCHEMAS.items():
-        if cfg.get(key) is None:
-            continue
-        try:
-            merged = OmegaConf.merge(OmegaConf.structured(schema), cfg[key])
-        except OmegaConfBaseException as e:
-            raise ConfigError(f"config group '{key}': {e.msg if hasattr(e, 'msg') else e}") from e
-        with open_dict(cfg):
-            cfg[key] = merged
+    """The start-up check of a composed config (before anything runs): every node's settings through its schema
+    (:func:`check_settings`), then the run-level rules no schema can express."""
+    check_settings(cfg)
     choice(Stage, cfg.get("stage", "retrieve"), "stage")
     if not cfg.run.ks or any(k <= 0 for k in cfg.run.ks):
         raise ConfigError(f"run.ks must be positive ranks, got {list(cfg.run.ks)}")
     if cfg.run.save_depth < max(cfg.run.ks):  # a shorter saved ranking would silently truncate recall@k
         raise ConfigError(f"run.save_depth ({cfg.run.save_depth}) must be >= max(run.ks) ({max(cfg.run.ks)})")
-    if cfg.dataset.limit is not None and cfg.dataset.limit <= 0:
-        raise ConfigError(f"dataset.limit must be a positive number of questions or null (all), got "
-                          f"{cfg.dataset.limit}")
     llm = cfg.get("llm")
     if isinstance(llm, DictConfig) and "api_key_env" in llm:
         from gear_repro.llm.client import check_env_name
 
         check_env_name(llm.api_key_env)
-    check_settings(cfg)
     return cfg
 
 
-# groups without a schema: every number in them must be >= 0 (their YAML files document each value)
-UNTYPED_GROUPS = ("retriever", "backend", "embedder")
-_NON_NEGATIVE = {"ge": 0.0, "gt": None, "le": None}
-
-
 def schema_of(key: str, node: Any) -> type | None:
-    """The schema of a top-level config node: its plain-node schema, or its group option's (matched on
-    ``_target_``); None for untyped groups and for a ``_target_`` no schema names."""
-    if key in NODE_SCHEMAS or key in SCHEMAS:
-        return NODE_SCHEMAS.get(key) or SCHEMAS[key]
+    """The schema of a config node at ``key`` (a plain node or a config group): the plain node's, or the group
+    option's whose ``_target_`` the node names (the group's only schema for a node without ``_target_``); None for
+    a class no schema names (a user's own component: its constructor checks it)."""
+    if key in NODE_SCHEMAS:
+        return NODE_SCHEMAS[key]
+    options = list(GROUP_SCHEMAS.get(key, {}).values())
     target = node.get("_target_") if isinstance(node, DictConfig) else None
-    options = GROUP_SCHEMAS.get(key, {}).values()
-    return next((sc for sc in options if target is None or getattr(sc, "_target_", None) == target), None)
+    if target is None:
+        return options[0] if len(options) == 1 else None
+    return next((sc for sc in options if getattr(sc, "_target_", None) == target), None)
 
 
 def check_settings(cfg: DictConfig) -> None:
-    """ConfigError naming the setting for a key its schema does not have (``+run.foo=1``) or a number outside its
-    range (``beam.neighbours=-1``); in the untyped groups every number must be >= 0."""
+    """The one validation path of settings: for every top-level node with a schema, a ConfigError naming the
+    setting for a key its schema does not have (``+retriever.foo=1``), a value outside an Enum (a config whose
+    group file does not list its schema) or a number outside its range (``hipporag.damping=1``); nested nodes
+    through their own schema (``llm.server``, ``backend.bm25``, GRIEVER's ``triple_retriever``, HippoRAG's
+    ``encoder``)."""
     for key in cfg:
         node = cfg.get(key)
-        if not isinstance(node, DictConfig):
-            continue
-        schema = schema_of(str(key), node)
+        schema = schema_of(str(key), node) if isinstance(node, DictConfig) else None
         if schema is not None:
             _check_node(str(key), node, schema)
-        elif key in UNTYPED_GROUPS:
-            _check_numbers(str(key), node)
-
-
-def _check_number(path: str, value: Any, rng: dict[str, float | None]) -> None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and not (
-            math.isfinite(value) and in_range(value, rng)):
-        raise ConfigError(f"{path} must be {range_text(rng)} (got {value})")
 
 
 def _check_node(path: str, node: DictConfig, schema: type) -> None:
     known = {f.name: f for f in fields(schema)}
     unknown = [str(k) for k in node if k not in known]
     if unknown:
-        raise ConfigError(f"{path}.{unknown[0]} is not a setting of {path} (its settings: {', '.join(sorted(known))})")
+        target = getattr(schema, "_target_", None)
+        owner = f"{target.rsplit('.', 1)[-1]}; " if target else ""
+        raise ConfigError(f"{path}.{unknown[0]} is not a setting of {path} ({owner}its settings: "
+                          f"{', '.join(sorted(k for k in known if k != '_target_'))})")
+    hints = typing.get_type_hints(schema)
     for name, f in known.items():
-        if not ({"range", "schema"} & f.metadata.keys()) or OmegaConf.is_missing(node, name):
+        if name not in node or OmegaConf.is_missing(node, name):
             continue
         try:
             value = node.get(name)
         except OmegaConfBaseException:
             continue  # an interpolation that cannot resolve yet: reported where it is used, naming it
+        key = f"{path}.{name}"
+        enum, nested = enum_of(hints[name]), _dataclass_of(hints[name])
         if "range" in f.metadata:
-            _check_number(f"{path}.{name}", value, f.metadata["range"])
-        elif "schema" in f.metadata and isinstance(value, DictConfig):
-            _check_node(f"{path}.{name}", value, f.metadata["schema"])
+            check_number(key, value, f.metadata["range"])
+        elif enum is not None and value is not None:
+            choice(enum, value, key)
+        elif isinstance(value, DictConfig) and (nested or f.metadata.get("group")):
+            sub = nested or schema_of(f.metadata["group"], value)
+            if sub is not None:
+                _check_node(key, value, sub)
 
 
-def _check_numbers(path: str, node: Any) -> None:
-    if isinstance(node, DictConfig):
-        for k in node:
-            try:
-                value = None if OmegaConf.is_missing(node, k) else node.get(k)
-            except OmegaConfBaseException:
-                continue
-            _check_numbers(f"{path}.{k}", value)
-    else:
-        _check_number(path, node, _NON_NEGATIVE)
+def _dataclass_of(annotation: Any) -> type | None:
+    """The dataclass of a field annotation (``X`` or ``X | None``), else None."""
+    args = typing.get_args(annotation) or (annotation,)
+    return next((a for a in args if isinstance(a, type) and is_dataclass(a)), None)
 
 
 def is_secret_key(key: Any) -> bool:

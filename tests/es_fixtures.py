@@ -9,7 +9,6 @@ which would leave the binary running when killed. Tests using it are marked ``es
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.resources
 import json
 import os
@@ -18,10 +17,9 @@ import subprocess
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tests.helpers.requirements import missing
@@ -153,32 +151,3 @@ def gear_cache(path: Path) -> Iterator[Path]:
             os.environ.pop("GEAR_CACHE", None)
         else:
             os.environ["GEAR_CACHE"] = old
-
-
-class FakeEmbedder:
-    """Deterministic unit vectors: each text maps to a pseudo-random direction seeded by its sha256.
-
-    Texts in ``table`` get the given (normalised) vector instead. No model, no cache files.
-    """
-
-    def __init__(self, dim: int = 8, table: dict[str, Sequence[float]] | None = None, model_id: str = "fake-v1"):
-        self.dim = dim
-        self.model_id = model_id
-        self.table = {k: np.asarray(v, dtype=np.float32) for k, v in (table or {}).items()}
-        self.corpus_calls = 0
-
-    def _vec(self, text: str) -> np.ndarray:
-        v = self.table.get(text)
-        if v is None:
-            seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
-            v = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
-        return v / np.linalg.norm(v)
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        if not len(texts):
-            return np.zeros((0, self.dim), np.float32)
-        return np.stack([self._vec(t) for t in texts]).astype(np.float32)
-
-    def encode_corpus(self, texts: Sequence[str], desc: str = "") -> np.ndarray:
-        self.corpus_calls += 1
-        return self.encode(texts)

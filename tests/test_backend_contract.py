@@ -24,7 +24,8 @@ from gear_repro.retrieval import BM25Retriever, DenseRetriever, HybridRetriever
 from gear_repro.types import Triple
 from gear_repro.utils.errors import ConfigError
 from tests import es_fixtures
-from tests.es_fixtures import FakeEmbedder, delete_prefix, gear_cache, session_prefix
+from tests.es_fixtures import delete_prefix, gear_cache, session_prefix
+from tests.helpers.doubles import TableEmbedder
 
 noida_url = es_fixtures.noida_url  # session fixtures, registered here by name
 es_real_url = es_fixtures.es_real_url
@@ -140,17 +141,17 @@ def case(request: pytest.FixtureRequest, module_cache: Path) -> Iterator[Case]:
 
 
 @pytest.fixture(scope="module")
-def emb() -> FakeEmbedder:
-    return FakeEmbedder(dim=8)
+def emb() -> TableEmbedder:
+    return TableEmbedder(dim=8)
 
 
 @pytest.fixture(scope="module")
-def passages(case: Case, emb: FakeEmbedder) -> Collection:
+def passages(case: Case, emb: TableEmbedder) -> Collection:
     return case.make().open_collection("passages", PASSAGE_DOCS, emb)
 
 
 @pytest.fixture(scope="module")
-def triples(case: Case, emb: FakeEmbedder) -> Collection:
+def triples(case: Case, emb: TableEmbedder) -> Collection:
     return case.make().open_collection("triples", TRIPLE_DOCS, emb)
 
 
@@ -209,7 +210,7 @@ def test_bm25_ties_break_by_position(case: Case):
 
 # -- kNN / vectors --------------------------------------------------------------------------------
 
-def test_knn_exact_order_and_cosine(passages: Collection, emb: FakeEmbedder):
+def test_knn_exact_order_and_cosine(passages: Collection, emb: TableEmbedder):
     matrix = emb.encode([d.text for d in PASSAGE_DOCS])
     queries = emb.encode(["volcano", "a question about rivers", PASSAGE_DOCS[4].text])
     for q, r in zip(queries, passages.knn(queries, 5), strict=True):
@@ -220,14 +221,14 @@ def test_knn_exact_order_and_cosine(passages: Collection, emb: FakeEmbedder):
     assert passages.knn(queries[2:], 1)[0].ids == ["p05"]  # the document's own vector
 
 
-def test_knn_k_larger_than_collection(passages: Collection, emb: FakeEmbedder):
+def test_knn_k_larger_than_collection(passages: Collection, emb: TableEmbedder):
     r = passages.knn(emb.encode(["anything"]), 50)[0]
     assert sorted(r.ids) == sorted(passages.ids)
     assert r.scores == sorted(r.scores, reverse=True)
     assert passages.knn(emb.encode(["x"]), 0)[0].ids == []
 
 
-def test_vectors_aligned_with_ids(passages: Collection, emb: FakeEmbedder):
+def test_vectors_aligned_with_ids(passages: Collection, emb: TableEmbedder):
     v = passages.vectors()
     assert v.shape == (12, emb.dim) and v.dtype == np.float32
     np.testing.assert_allclose(v, emb.encode([d.text for d in PASSAGE_DOCS]), atol=1e-6)
@@ -275,7 +276,7 @@ def test_triple_index_lookup_adjacency_matches_records(triples: Collection):
 
 # -- retrievers run unchanged ---------------------------------------------------------------------
 
-def test_retrievers_run_unchanged(passages: Collection, triples: Collection, emb: FakeEmbedder):
+def test_retrievers_run_unchanged(passages: Collection, triples: Collection, emb: TableEmbedder):
     assert BM25Retriever(passages).retrieve("Which volcano buried Pompeii?", 3).ids[0] == "p01"
     q = PASSAGE_DOCS[7].text
     assert DenseRetriever(passages, emb).retrieve(q, 3).ids[0] == "p08"
@@ -287,7 +288,7 @@ def test_retrievers_run_unchanged(passages: Collection, triples: Collection, emb
 
 # -- idempotent, content-stamped builds -----------------------------------------------------------
 
-def test_reopen_reuses_index(case: Case, emb: FakeEmbedder):
+def test_reopen_reuses_index(case: Case, emb: TableEmbedder):
     docs = PASSAGE_DOCS[:6]
     first = case.make().open_collection("reopen", docs, emb)
     r1 = first.bm25(["Paris river"], 3)
@@ -301,7 +302,7 @@ def test_reopen_reuses_index(case: Case, emb: FakeEmbedder):
         assert again.reused and not first.reused
 
 
-def test_changed_docs_build_a_new_index(case: Case, emb: FakeEmbedder):
+def test_changed_docs_build_a_new_index(case: Case, emb: TableEmbedder):
     docs = PASSAGE_DOCS[:6]
     base = case.make().open_collection("changes", docs, emb)
     base.bm25(["x"], 1)
@@ -313,7 +314,7 @@ def test_changed_docs_build_a_new_index(case: Case, emb: FakeEmbedder):
     assert case.index_key(new) != case.index_key(base)
     assert base.bm25(["zeppelin"], 3)[0].ids == []  # the old index is untouched
     if isinstance(new, ElasticsearchCollection):  # the embedder model is part of the stamp too
-        other = case.make().open_collection("changes", changed, FakeEmbedder(dim=8, model_id="fake-v2"))
+        other = case.make().open_collection("changes", changed, TableEmbedder(dim=8, model_id="table-v2"))
         assert other.index != new.index
 
 

@@ -34,6 +34,7 @@ from gear_repro.methods.gear.scorers import (
 from gear_repro.retrieval.base import BM25Retriever
 from gear_repro.types import Triple
 from gear_repro.utils.errors import ConfigError
+from tests.helpers.doubles import TableEmbedder
 
 E = math.exp
 
@@ -60,28 +61,16 @@ def _vec(c: float) -> np.ndarray:
     return np.array([c, math.sqrt(1 - c * c)], dtype=np.float32)
 
 
-class TableEmbedder:
-    """Deterministic fake SBERT: a fixed table text -> cosine with the query; records what it encodes."""
-
-    model_id = "table"
-    dim = 2
-
-    def __init__(self) -> None:
-        self.table = {"q": 1.0}
-        self.table.update({TEXT[t]: c for t, c in SINGLE.items()})
-        self.table.update({" ".join(TEXT[t] for t in p): c for p, c in PATH.items()})
-        self.calls: list[list[str]] = []
-
-    def encode(self, texts):
-        self.calls.append(list(texts))
-        return np.stack([_vec(self.table.get(t, 0.0)) for t in texts]) if texts else np.zeros((0, 2), np.float32)
-
-    encode_corpus = encode
+def table_embedder() -> TableEmbedder:
+    """2-d vectors whose cosine with the query "q" is fixed per text (SINGLE, PATH; 0 for any other text)."""
+    table = {"q": _vec(1.0)} | {TEXT[t]: _vec(c) for t, c in SINGLE.items()}
+    table |= {" ".join(TEXT[t] for t in p): _vec(c) for p, c in PATH.items()}
+    return TableEmbedder(2, table, default=_vec(0.0))
 
 
 @pytest.fixture()
 def graph():
-    emb = TableEmbedder()
+    emb = table_embedder()
     index = TripleIndex(None, TRIPLES)
     index.set_vectors(emb.encode([t.text for t in TRIPLES]))
     emb.calls.clear()

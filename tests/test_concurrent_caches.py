@@ -5,11 +5,10 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 
-import numpy as np
-
 from gear_repro.backends.base import IndexDoc
 from gear_repro.backends.memory import MemoryCollection
-from gear_repro.embedding.embedder import SentenceEmbedder
+from tests.es_fixtures import gear_cache
+from tests.helpers.doubles import HashEmbedder
 
 DOCS = [IndexDoc(str(i), f"passage {i} about topic {i % 7} and city {i % 5}") for i in range(300)]
 
@@ -19,24 +18,20 @@ def _build_bm25(cache: str) -> list[str]:
     return MemoryCollection("p", DOCS).bm25(["topic 3 city 4"], 5)[0].ids
 
 
-class _Const(SentenceEmbedder):
-    """The real cache path of encode_corpus with a trivial encoder (no model)."""
-
-    def _encode(self, texts, progress=False):
-        return np.full((len(texts), 4), float(len(texts)), dtype=np.float32)
-
-
 def _build_vectors(cache: str) -> float:
+    """The real cache path of encode_corpus (SentenceEmbedder) with feature hashing in place of a model."""
     os.environ["GEAR_CACHE"] = cache
-    return float(_Const("const").encode_corpus([d.text for d in DOCS]).sum())
+    return float(HashEmbedder().encode_corpus([d.text for d in DOCS]).sum())
 
 
 def test_concurrent_builds_of_one_bm25_index_and_embedding_file(tmp_path):
     with mp.get_context("fork").Pool(4) as pool:
         rankings = pool.map(_build_bm25, [str(tmp_path)] * 4)
         sums = pool.map(_build_vectors, [str(tmp_path)] * 4)
+    with gear_cache(tmp_path / "alone"):  # the same vectors built by one process
+        alone = float(HashEmbedder().encode_corpus([d.text for d in DOCS]).sum())
     assert all(r == rankings[0] for r in rankings) and len(rankings[0]) == 5
-    assert sums == [300 * 4 * 300.0] * 4
+    assert sums == [alone] * 4 and alone != 0
     assert [p.name.startswith("bm25-p-") for p in sorted((tmp_path / "indexes").iterdir())] == [True]
     assert len(list((tmp_path / "embeddings").iterdir())) == 1  # one file, no temp files left behind
 

@@ -8,7 +8,6 @@ documented), so a preset that no longer composes or runs fails here.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from pathlib import Path
 
@@ -52,15 +51,39 @@ def test_every_preset_is_listed():
     assert len(QUICK_RUNS) == 2 + 2 + 3 + 2 + 2 + 3
 
 
+def _typed_and_valid(cfg) -> None:
+    """Every group node of ``cfg`` went through its schema (its type is one) and the config passes the start-up
+    validation (``config.validate``: keys, choices, ranges, nested nodes, run-level rules)."""
+    for group, schemas in C.GROUP_SCHEMAS.items():
+        if cfg.get(group) is not None:
+            assert OmegaConf.get_type(cfg, group) in schemas.values(), group
+    for node, schema in C.NODE_SCHEMAS.items():
+        assert OmegaConf.get_type(cfg, node) is schema
+    C.validate(cfg)
+
+
 @pytest.mark.parametrize("overrides", ALL_RUNS, ids=lambda o: " ".join(o))
 def test_presets_compose_with_typed_groups(overrides):
     cfg = _compose([*overrides, *QUICK[1:]])
     assert cfg.optimized_metric == "recall@15"
-    for group, schemas in C.GROUP_SCHEMAS.items():  # every group went through its schema
-        node = cfg.get(group)
-        if node is not None and "_target_" in node:
-            assert any(node._target_ == s._target_ for s in schemas.values()), group
-    assert OmegaConf.get_type(cfg, "graph") is C.GraphSchema and OmegaConf.get_type(cfg, "run") is C.RunSchema
+    _typed_and_valid(cfg)
+
+
+GROUP_DIRS = sorted(p.name for p in config_dir().iterdir() if p.is_dir() and p.name not in ("experiment", "hydra"))
+GROUP_OPTIONS = [(g, p.stem) for g in GROUP_DIRS for p in sorted((config_dir() / g).glob("*.yaml"))]
+PLACED_BY = {"hipporag": ["agent=hipporag"]}  # a group an agent's defaults list places (at top-level `hipporag`)
+
+
+def test_every_config_group_has_schemas():
+    assert set(GROUP_DIRS) == set(C.GROUP_SCHEMAS)
+    assert len(GROUP_OPTIONS) > 30
+
+
+@pytest.mark.parametrize("group, option", GROUP_OPTIONS, ids=lambda x: str(x))
+def test_every_group_option_composes_through_its_schema_and_validates(group, option):
+    cfg = _compose([*PLACED_BY.get(group, []), f"{group}={option}"])
+    assert cfg[group] is not None
+    _typed_and_valid(cfg)
 
 
 @pytest.mark.parametrize("override, key, bad", [
@@ -88,20 +111,25 @@ def test_misspelt_key_fails_at_composition(key):
         _compose(["agent=gear", f"{key}=1"])
 
 
-def test_beam_schema_matches_beam_config():
-    from gear_repro.methods.gear.beam_search import BeamConfig
+def test_beam_config_is_the_beam_schema():
+    from gear_repro.methods.gear.beam_search import BeamConfig, Exists
+    from gear_repro.utils.errors import ConfigError
 
-    schema = {f.name: f.default for f in dataclasses.fields(C.BeamSchema)}
-    config = {f.name: f.default for f in dataclasses.fields(BeamConfig)}
-    assert schema.keys() == config.keys()
+    assert C.GROUP_SCHEMAS["beam"] == {"beam_schema": BeamConfig}  # one declaration
+    assert BeamConfig(exists="path").exists is Exists.path  # built directly: the same Enum and range checks
+    with pytest.raises(ConfigError, match=r"beam\.exists must be one of \['previous_step', 'path', 'none'\]"):
+        BeamConfig(exists="nowhere")
+    with pytest.raises(ConfigError, match=r"beam\.width must be >= 1 \(got 0\)"):
+        BeamConfig(width=0)
 
 
 def test_choice_names_the_setting():
+    from gear_repro.methods.gear.expansion import FusionOrder
     from gear_repro.utils.errors import ConfigError
 
-    assert C.choice(C.FusionOrder, "base_first", "x") == "base_first"
+    assert C.choice(FusionOrder, "base_first", "x") == "base_first"
     with pytest.raises(ConfigError, match=r"expansion.fusion_order must be one of \['base_first', 'expanded_first'\]"):
-        C.choice(C.FusionOrder, "sideways", "expansion.fusion_order")
+        C.choice(FusionOrder, "sideways", "expansion.fusion_order")
 
 
 @pytest.mark.slow

@@ -27,7 +27,8 @@ from gear_repro.backends.elasticsearch import (
 from gear_repro.backends.es_requests import bm25_body, index_mappings, knn_body, terms_body
 from gear_repro.utils.errors import ConfigError, DataError
 from tests import es_fixtures
-from tests.es_fixtures import FakeEmbedder, free_port
+from tests.es_fixtures import free_port
+from tests.helpers.doubles import TableEmbedder
 
 noida_url = es_fixtures.noida_url  # session fixture, registered here by name
 
@@ -105,7 +106,7 @@ def make_backend(transport: FakeTransport | None = None, **kw) -> tuple[Elastics
 
 def test_index_creation_and_bulk_payload_exact():
     be, t = make_backend(bulk={"progress": False, "chunk_size": 2}, knn={"num_candidates": 50})
-    emb = FakeEmbedder(dim=3)
+    emb = TableEmbedder(dim=3)
     coll = be.open_collection("Triples!", DOCS, emb)
     assert coll.index.startswith("gear-triples-") and len(coll.index) == len("gear-triples-") + 12
     create = next(c for c in t.calls if c["method"] == "PUT" and c["path"] == f"/{coll.index}")
@@ -116,7 +117,7 @@ def test_index_creation_and_bulk_payload_exact():
         "dynamic": "strict",
         "_source": {"excludes": ["embedding"]},
         "_meta": {"gear_complete": False, "doc_count": 3, "collection": "Triples!", "schema": 1,
-                  "embedder": "fake-v1"},
+                  "embedder": "table"},
         "properties": {
             "id": {"type": "keyword"},
             "pos": {"type": "integer"},
@@ -140,7 +141,7 @@ def test_index_creation_and_bulk_payload_exact():
     assert tail == [("PUT", "_settings"), ("POST", "_refresh"), ("POST", "_count"), ("PUT", "_mapping")]
     assert t.calls[-4]["body"] == {"index": {"refresh_interval": None}}
     assert t.calls[-1]["body"] == {"_meta": {"gear_complete": True, "doc_count": 3, "collection": "Triples!",
-                                             "schema": 1, "embedder": "fake-v1"}}
+                                             "schema": 1, "embedder": "table"}}
 
 
 def test_bm25_msearch_body_exact_and_batched():
@@ -176,7 +177,7 @@ def test_knn_body_exact_and_cosine_scores():
                                                                      {"_id": "c", "_score": 0.5}]}}]}
 
     be, t = make_backend(FakeTransport({("POST", "*_msearch"): msearch}), knn={"num_candidates": 2})
-    coll = be.open_collection("p", DOCS, FakeEmbedder(dim=3))
+    coll = be.open_collection("p", DOCS, TableEmbedder(dim=3))
     r = coll.knn(np.array([[1.0, 0.0, 0.0]], np.float32), 3)[0]
     assert r.ids == ["a", "b", "c"]  # tie at 0.75 broken by position
     assert r.scores == pytest.approx([0.5, 0.5, 0.0])  # ES cosine score (1 + cos) / 2 -> cos
@@ -238,21 +239,21 @@ def test_incomplete_index_is_deleted_and_rebuilt():
 
 def test_index_name_stamps_docs_fields_settings_and_model():
     be, _ = make_backend()
-    base = be.index_name("p", DOCS, FakeEmbedder())
-    assert base == be.index_name("p", list(DOCS), FakeEmbedder())
+    base = be.index_name("p", DOCS, TableEmbedder())
+    assert base == be.index_name("p", list(DOCS), TableEmbedder())
     changed_field = [DOCS[0], DOCS[1], IndexDoc("c", DOCS[2].text, {"subject_key": "other", "passage_id": "p2"})]
     variants = [
-        be.index_name("p", changed_field, FakeEmbedder()),
-        be.index_name("p", DOCS[::-1], FakeEmbedder()),
-        be.index_name("p", DOCS, FakeEmbedder(model_id="other-model")),
+        be.index_name("p", changed_field, TableEmbedder()),
+        be.index_name("p", DOCS[::-1], TableEmbedder()),
+        be.index_name("p", DOCS, TableEmbedder(model_id="other-model")),
         be.index_name("p", DOCS, None),
-        make_backend(bm25={"k1": 0.9})[0].index_name("p", DOCS, FakeEmbedder()),
-        make_backend(bm25={"analyzer": "standard"})[0].index_name("p", DOCS, FakeEmbedder()),
-        make_backend(knn={"index_type": "int8_hnsw"})[0].index_name("p", DOCS, FakeEmbedder()),
+        make_backend(bm25={"k1": 0.9})[0].index_name("p", DOCS, TableEmbedder()),
+        make_backend(bm25={"analyzer": "standard"})[0].index_name("p", DOCS, TableEmbedder()),
+        make_backend(knn={"index_type": "int8_hnsw"})[0].index_name("p", DOCS, TableEmbedder()),
     ]
     assert len({base, *variants}) == len(variants) + 1
     # settings that do not change results do not change the stamp
-    assert make_backend(replicas=2, bulk={"chunk_size": 7})[0].index_name("p", DOCS, FakeEmbedder()) == base
+    assert make_backend(replicas=2, bulk={"chunk_size": 7})[0].index_name("p", DOCS, TableEmbedder()) == base
 
 
 def test_pure_body_helpers():
@@ -447,7 +448,7 @@ def test_bulk_request_rejected_as_a_whole():
 @pytest.mark.es
 def test_missing_index_on_emulator(noida_url):
     be = ElasticsearchBackend(url=noida_url, index_prefix="unit-missing", bulk={"progress": False})
-    coll = be.open_collection("p", DOCS, FakeEmbedder(dim=3))
+    coll = be.open_collection("p", DOCS, TableEmbedder(dim=3))
     assert coll.bm25(["river"], 2)[0].ids
     be.client.indices.delete(index=coll.index)
     with pytest.raises(ElasticsearchError, match=f"index '{coll.index}' is missing"):
@@ -456,7 +457,7 @@ def test_missing_index_on_emulator(noida_url):
         coll.knn(np.ones((1, 3), np.float32), 2)
     with pytest.raises(ElasticsearchError, match=f"index '{coll.index}' is missing"):
         coll.lookup("subject_key", ["alpha"])
-    again = be.open_collection("p", DOCS, FakeEmbedder(dim=3))  # re-open rebuilds
+    again = be.open_collection("p", DOCS, TableEmbedder(dim=3))  # re-open rebuilds
     assert not again.reused and again.bm25(["river"], 2)[0].ids
 
 
@@ -476,14 +477,14 @@ def test_rejected_documents_on_emulator(noida_url, monkeypatch):
 
     monkeypatch.setattr(mod, "bulk_actions", broken)
     with pytest.raises(ElasticsearchError, match=r"failed for 1 of 3 documents \(first: c: HTTP 400"):
-        be.open_collection("p", DOCS, FakeEmbedder(dim=3))
-    assert not be.client.indices.exists(index=be.index_name("p", DOCS, FakeEmbedder(dim=3)))
+        be.open_collection("p", DOCS, TableEmbedder(dim=3))
+    assert not be.client.indices.exists(index=be.index_name("p", DOCS, TableEmbedder(dim=3)))
 
 
 @pytest.mark.es
 def test_interrupted_build_is_not_reused_on_emulator(noida_url):
     be = ElasticsearchBackend(url=noida_url, index_prefix="unit-partial", bulk={"progress": False})
-    emb = FakeEmbedder(dim=3)
+    emb = TableEmbedder(dim=3)
     name = be.index_name("p", DOCS, emb)
     # simulate a killed run: the index exists, holds one doc, and was never marked complete
     be.client.indices.create(index=name, mappings={"_meta": {"gear_complete": False, "doc_count": 3}})

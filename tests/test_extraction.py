@@ -5,24 +5,21 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 from omegaconf import OmegaConf
 
 from gear_repro.data.canonical import load_triples
 from gear_repro.extraction import extract_triples, run_extraction
-from gear_repro.llm import LLMCallError, LLMReply
 from gear_repro.types import Passage, Triple
 from gear_repro.utils.io import read_json, read_jsonl
+from tests.helpers.doubles import ExtractionLLM
 from tests.helpers.requirements import missing
 
 REPO = Path(__file__).resolve().parent.parent
@@ -47,57 +44,6 @@ def load_sample() -> tuple[list[Passage], list[Triple] | None]:
     return passages, import_hipporag_openie(OPENIE, passages)[0]
 
 
-def reply_for(title: str, i: int) -> str:
-    """Scripted replies covering the reply shapes a real model produces."""
-    kind = i % 5
-    t = json.dumps(title)
-    if kind == 0:  # the paper's demonstration format (not a repair)
-        return (f'{{"named_entities": [{t}, "X"]}}\n{{\n"triples": [\n({t}, "related to", "X"),\n'
-                '("X", "part of", "Y"),\n]\n}')
-    if kind == 1:  # fenced, cut off mid-way -> repaired; one wrong-arity triple dropped
-        return (f'```json\n{{"named_entities": [{t}]}}\n{{"triples": [[{t}, "is", "a thing"], '
-                f'["only two", "parts"], [{t}, "ha')
-    if kind == 2:  # prose, no structure -> parse failure, zero triples
-        return "I am sorry, I cannot extract triples from this paragraph."
-    if kind == 3:  # empty triple list
-        return '{"named_entities": []}\n{"triples": []}'
-    return f'{{"named_entities": [{t}], "triples": [[{t}, "a", "b"], [{t}, "c", "d"], [{t}, "e", "f"]]}}'
-
-
-class ScriptedLLM:
-    """Stand-in with the client's chat() signature; reply chosen by the passage's position."""
-
-    concurrency = 1
-
-    def __init__(self, passages: list[Passage], fail_ids: set[str] = frozenset(), delay: float = 0.0,  # type: ignore[assignment]
-                 block_after: int | None = None, seed: int | None = None, concurrency: int = 1):
-        self.index = {p.title: i for i, p in enumerate(passages)}
-        self.titles = [p.title for p in passages]
-        self.ids = {p.title: p.id for p in passages}
-        self.fail_ids, self.delay = set(fail_ids), delay
-        self.block_after = block_after  # calls after this many block forever (the process is killed there)
-        self.rng = random.Random(seed) if seed is not None else None  # random per-call delays
-        self.concurrency = concurrency
-        self.calls: list[str] = []
-        self._lock = threading.Lock()
-
-    def chat(self, messages: list[dict], *, stage: str, round_no: int = 0, **params: Any) -> LLMReply:
-        assert stage == "extract" and round_no == 0
-        text = messages[-1]["content"]
-        title = next(t for t in sorted(self.titles, key=len, reverse=True) if f"```\n{t}\n\n" in text)
-        with self._lock:
-            self.calls.append(title)
-            n_call = len(self.calls)
-            delay = self.rng.uniform(0, 0.02) if self.rng is not None else self.delay
-        if self.block_after is not None and n_call > self.block_after:
-            threading.Event().wait()  # never returns: the test kills this process here
-        if self.ids[title] in self.fail_ids:
-            raise LLMCallError("retries exhausted (scripted)")
-        time.sleep(delay)
-        return LLMReply(text=reply_for(title, self.index[title]), prompt_tokens=100 + self.index[title],
-                        completion_tokens=10, cached=False, latency_s=0.5, model="scripted")
-
-
 @pytest.fixture(scope="module")
 def sample() -> tuple[list[Passage], list[Triple] | None]:
     passages, ref = load_sample()
@@ -106,7 +52,7 @@ def sample() -> tuple[list[Passage], list[Triple] | None]:
 
 def test_extraction_outputs_and_stats(sample, tmp_path: Path) -> None:
     passages, ref = sample
-    llm = ScriptedLLM(passages)
+    llm = ExtractionLLM(passages)
     stats = extract_triples(passages, llm, tmp_path, reference=ref, progress=False)
     triples = load_triples(tmp_path / "triples.jsonl")  # canonical and valid
     p = passages
@@ -137,8 +83,8 @@ def test_extraction_outputs_and_stats(sample, tmp_path: Path) -> None:
 
 def test_rerun_skips_done_passages(sample, tmp_path: Path) -> None:
     passages, _ = sample
-    extract_triples(passages[:3], ScriptedLLM(passages), tmp_path, progress=False)
-    llm = ScriptedLLM(passages)
+    extract_triples(passages[:3], ExtractionLLM(passages), tmp_path, progress=False)
+    llm = ExtractionLLM(passages)
     stats = extract_triples(passages, llm, tmp_path, progress=False)
     assert llm.calls == [p.title for p in passages[3:]]
     ids = [t["id"] for t in read_jsonl(tmp_path / "triples.jsonl")]
@@ -148,33 +94,32 @@ def test_rerun_skips_done_passages(sample, tmp_path: Path) -> None:
 def test_torn_state_is_repaired(sample, tmp_path: Path) -> None:
     """Triples written but the log record lost (kill in between), plus a half-written line."""
     passages, _ = sample
-    extract_triples(passages[:1], ScriptedLLM(passages), tmp_path, progress=False)
+    extract_triples(passages[:1], ExtractionLLM(passages), tmp_path, progress=False)
     with open(tmp_path / "triples.jsonl", "a") as f:
         f.write(json.dumps({"id": f"{passages[1].id}-0", "subject": "s", "predicate": "p", "object": "o",
                             "passage_id": passages[1].id}) + "\n")
         f.write('{"id": "half-writ')
     with open(tmp_path / "extraction_log.jsonl", "a") as f:
         f.write('{"passage_id": "tor')
-    stats = extract_triples(passages, ScriptedLLM(passages), tmp_path, progress=False)
+    stats = extract_triples(passages, ExtractionLLM(passages), tmp_path, progress=False)
     rows = read_jsonl(tmp_path / "triples.jsonl")
     assert len(rows) == len({r["id"] for r in rows}) == 6 == stats["triples"]
     assert not any(r["subject"] == "s" for r in rows)
 
 
 _CHILD = """
-import sys, time
-sys.path.insert(0, {tests!r})
-from test_extraction import ScriptedLLM, load_sample
+from tests.helpers.doubles import ExtractionLLM
+from tests.test_extraction import load_sample
 from gear_repro.extraction import extract_triples
 passages = load_sample()[0][:5]
-extract_triples(passages, ScriptedLLM(passages, block_after=2), {out!r}, progress=False)
+extract_triples(passages, ExtractionLLM(passages, block_after=2), {out!r}, progress=False)
 """
 
 
 def test_resume_after_kill(sample, tmp_path: Path) -> None:
     passages, _ = sample
     out = tmp_path / "run"
-    code = _CHILD.format(tests=str(Path(__file__).parent), out=str(out))
+    code = _CHILD.format(out=str(out))
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
     log = out / "extraction_log.jsonl"
     # the child finishes two passages, then its third call blocks forever: the kill lands mid-run, whatever the load
@@ -185,7 +130,7 @@ def test_resume_after_kill(sample, tmp_path: Path) -> None:
     proc.wait(timeout=60)
     before = {r["passage_id"] for r in read_jsonl(log)}
     assert before == {passages[0].id, passages[1].id}
-    llm = ScriptedLLM(passages)
+    llm = ExtractionLLM(passages)
     stats = extract_triples(passages, llm, out, progress=False)
     assert set(llm.calls) == {p.title for p in passages if p.id not in before}
     rows = read_jsonl(out / "triples.jsonl")
@@ -196,9 +141,9 @@ def test_resume_after_kill(sample, tmp_path: Path) -> None:
 
 def test_failed_calls_are_counted_and_retried_next_run(sample, tmp_path: Path) -> None:
     passages, _ = sample
-    stats = extract_triples(passages, ScriptedLLM(passages, fail_ids={passages[0].id}), tmp_path, progress=False)
+    stats = extract_triples(passages, ExtractionLLM(passages, fail_ids={passages[0].id}), tmp_path, progress=False)
     assert stats["session"]["call_errors"] == 1 and stats["n_done"] == 4 and stats["n_remaining"] == 1
-    llm = ScriptedLLM(passages)
+    llm = ExtractionLLM(passages)
     stats = extract_triples(passages, llm, tmp_path, progress=False)
     assert llm.calls == [passages[0].title] and stats["n_done"] == 5
 
@@ -207,8 +152,8 @@ def test_failed_calls_are_counted_and_retried_next_run(sample, tmp_path: Path) -
 def test_output_in_passage_order_whatever_the_workers(sample, tmp_path: Path, seed: int) -> None:
     """Issue 9 §1: 4 workers with random delays write the same files, byte for byte, as one worker."""
     passages, _ = sample
-    extract_triples(passages, ScriptedLLM(passages), tmp_path / "one", progress=False)
-    extract_triples(passages, ScriptedLLM(passages, seed=seed, concurrency=4), tmp_path / "four", progress=False)
+    extract_triples(passages, ExtractionLLM(passages), tmp_path / "one", progress=False)
+    extract_triples(passages, ExtractionLLM(passages, seed=seed, concurrency=4), tmp_path / "four", progress=False)
     assert (tmp_path / "four" / "triples.jsonl").read_bytes() == (tmp_path / "one" / "triples.jsonl").read_bytes()
     logs = [[r["passage_id"] for r in read_jsonl(tmp_path / d / "extraction_log.jsonl")] for d in ("one", "four")]
     assert logs[0] == logs[1] == [p.id for p in passages]
@@ -219,19 +164,19 @@ def test_failed_calls_give_one_error(sample, tmp_path: Path) -> None:
     from gear_repro.extraction import failed_calls_error
 
     passages, _ = sample
-    stats = extract_triples(passages[:2], ScriptedLLM(passages, fail_ids={p.id for p in passages[:2]}), tmp_path,
+    stats = extract_triples(passages[:2], ExtractionLLM(passages, fail_ids={p.id for p in passages[:2]}), tmp_path,
                             progress=False)
     err = failed_calls_error(stats)
     assert err is not None and "2 LLM call(s) failed, 0/2 passages done" in str(err)
     assert "retries exhausted (scripted)" in str(err)
-    assert failed_calls_error(extract_triples(passages[:2], ScriptedLLM(passages), tmp_path, progress=False)) is None
+    assert failed_calls_error(extract_triples(passages[:2], ExtractionLLM(passages), tmp_path, progress=False)) is None
 
 
 def test_run_extraction_honours_limit_passages(sample, tmp_path: Path) -> None:
     passages, ref = sample
     cfg = OmegaConf.create({"dataset": {"limit_passages": 2}, "run": {"progress": False}})
     dataset = SimpleNamespace(passages=passages, triples=ref, name="musique_sample")
-    stats = run_extraction(cfg, dataset, ScriptedLLM(passages), tmp_path)
+    stats = run_extraction(cfg, dataset, ExtractionLLM(passages), tmp_path)
     assert stats["n_passages"] == 2 and stats["n_done"] == 2 and stats["triples"] == 3
     assert stats["dataset"] == "musique_sample"
     assert (tmp_path / "extraction_stats.json").exists()

@@ -9,10 +9,10 @@ import pytest
 
 from gear_repro.evaluation.aggregate import aggregate
 from gear_repro.reporting.analyses import (
-    agent_table,
     density_bin,
     density_table,
     format_trace,
+    method_tables,
     rounds_table,
     tokens_table,
     triple_density,
@@ -136,7 +136,7 @@ def test_rounds_table_and_agent_stats(runs_dir: Path, tmp_path: Path):
     gear_metrics = next(r for r in runs if r.method == "GEAR").metrics
     assert df[(df.max_rounds == 4) & (df.metric == "R@15")].iloc[0]["ours"] == pytest.approx(
         gear_metrics["recall@15_by_round"][3], abs=0.01)
-    stats = agent_table(runs).iloc[0]
+    stats = next(t for stem, _, t in method_tables(runs) if stem == "agent_stats").iloc[0]  # GEAR's report hooks
     assert stats["n_questions"] == 8 and stats["reason_unparsed"] == 1
     assert stats["stop_answerable"] + stats["stop_max_rounds"] == 8
     tok = tokens_table(runs)

@@ -21,46 +21,18 @@ from gear_repro.methods.griever.text import ngram_spans, rewrite, split_clauses,
 from gear_repro.retrieval import ComposedRetriever
 from gear_repro.types import Passage, Triple
 from tests.es_fixtures import gear_cache
+from tests.helpers.doubles import TableEmbedder
 
 NAPOLEON = ("When did Napoleon occupy the city where the mother of the woman who brought Louis XV style to "
             "the court died?")
 
 
-# -- a bag-of-words embedder with token-level output -----------------------------------------------
-class BowEmbedder:
-    """Each lower-cased word has a fixed unit vector (``table`` or seeded by its text); a text's vector is
-    the normalised mean of its words' vectors; ``encode_tokens`` gives one 'token' per word. So the n-gram
-    vector of "acme corp" equals the embedding of the text "Acme Corp" exactly (cosine 1)."""
-
-    def __init__(self, dim: int = 64, table: dict[str, list[float]] | None = None):
-        self.dim = dim
-        self.model_id = f"bow-{dim}"
-        self.table = {k: np.asarray(v, np.float32) for k, v in (table or {}).items()}
-
-    def word(self, w: str) -> np.ndarray:
-        w = w.casefold()
-        if w in self.table:
-            v = np.zeros(self.dim, np.float32)
-            v[: len(self.table[w])] = self.table[w]
-        else:
-            seed = sum((i + 1) * ord(c) for i, c in enumerate(w))
-            v = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
-        return v / np.linalg.norm(v)
-
-    def _text(self, t: str) -> np.ndarray:
-        ws = [w.text for w in words(t)] or ["<empty>"]
-        v = np.mean([self.word(w) for w in ws], axis=0)
-        return (v / np.linalg.norm(v)).astype(np.float32)
-
-    def encode(self, texts):
-        return np.stack([self._text(t) for t in texts]) if len(texts) else np.zeros((0, self.dim), np.float32)
-
-    def encode_corpus(self, texts, desc: str = ""):
-        return self.encode(texts)
-
-    def encode_tokens(self, text, ws):
-        sums = np.stack([self.word(w.text) for w in ws]) if ws else np.zeros((0, self.dim), np.float32)
-        return self._text(text), sums, np.ones(len(ws), np.float32)
+def bow_embedder(dim: int = 64, table: dict[str, list[float]] | None = None) -> TableEmbedder:
+    """Bag of words over GRIEVER's own word split: each casefolded word has a fixed unit vector (``table`` or
+    seeded by the word), a text the normalised mean of its words', so the n-gram vector of "acme corp" equals the
+    embedding of the text "Acme Corp" exactly (cosine 1)."""
+    return TableEmbedder(dim, table, key=str.casefold, split=lambda t: [w.text for w in words(t)],
+                         model_id=f"bow-{dim}")
 
 
 PASSAGES = [
@@ -92,7 +64,7 @@ def cache(tmp_path: Path):
 
 
 def make_griever(cache, emb=None, passages=PASSAGES, triples=TRIPLES, **settings) -> GrieverRetriever:
-    emb = emb or BowEmbedder()
+    emb = emb or bow_embedder()
     backend = MemoryBackend()
     coll = backend.open_collection("passages", [IndexDoc(p.id, p.content) for p in passages], emb)
     settings.setdefault("same_as", {"threshold": 0.8, "max_aliases": 5})
@@ -171,7 +143,7 @@ def test_same_as_threshold_and_token_overlap():
     # "helen pitts douglass" ~ "helen pitts" (shared tokens, orthogonal words: cos = 2 / sqrt(6) = 0.8165);
     # "rochester" ~ "honeoye" have cos 0.9 but share no token -> never aliases
     onehot = lambda i: [0.0] * i + [1.0]  # noqa: E731
-    emb = BowEmbedder(table={"rochester": [1, 0.5], "honeoye": [1, 0.4], "helen": onehot(10), "pitts": onehot(11),
+    emb = bow_embedder(table={"rochester": [1, 0.5], "honeoye": [1, 0.4], "helen": onehot(10), "pitts": onehot(11),
                              "douglass": onehot(12)})
     data = GrieverData.build(PASSAGES, TRIPLES, emb, same_as=SameAsConfig(threshold=0.8))
     cos = float(emb._text("Helen Pitts Douglass") @ emb._text("Helen Pitts"))
@@ -186,7 +158,7 @@ def test_same_as_threshold_and_token_overlap():
 
 # -- §4.3 matcher ------------------------------------------------------------------------------------
 def test_matcher_ngram_scores():
-    emb = BowEmbedder()
+    emb = bow_embedder()
     m = EntityMatcher(emb, max_ngram=4)
     enc = m.encode(QUESTION)
     got = {" ".join(w.text for w in enc.words[i:j]) for i, j in enc.spans}
@@ -265,7 +237,7 @@ def test_shortlist_keeps_triples_of_top_units(cache):
 def test_griever_two_iterations_follow_the_bridge(cache):
     # "publisher"/"published" and "married"/"spouse" share word vectors (the toy's synonyms)
     one = [0.0] * 20 + [1.0]
-    emb = BowEmbedder(table={"publisher": one, "published": one, "married": one[1:], "spouse": one[1:]})
+    emb = bow_embedder(table={"publisher": one, "published": one, "married": one[1:], "spouse": one[1:]})
     g = make_griever(cache, emb, split_clauses=False)
     ranking, trace = g.retrieve_traced(QUESTION, 2)
     it1, it2 = trace["iterations"]
@@ -306,7 +278,7 @@ def test_first_iteration_composed_or_hybrid(cache):
     """Iteration 1 is the composed retriever (default) or, for the Table 3 ablation, the RRF hybrid."""
     from gear_repro.retrieval import HybridRetriever
 
-    emb = BowEmbedder()
+    emb = bow_embedder()
     g = make_griever(cache, emb, split_clauses=False)
     h = make_griever(cache, emb, split_clauses=False, composed=False)
     g.build(), h.build()
@@ -337,7 +309,7 @@ def test_inner_k_pool_returns_up_to_k(cache):
 
 # -- composed retriever ------------------------------------------------------------------------------
 def test_composed_rescores_bm25_candidates(cache):
-    emb = BowEmbedder()
+    emb = bow_embedder()
     coll = MemoryBackend().open_collection("passages", [IndexDoc(p.id, p.content) for p in PASSAGES], emb)
     r = ComposedRetriever(coll, emb, candidates=3)
     q = "Frederick Douglass married"
@@ -356,7 +328,7 @@ def test_resources_build_griever_and_hybrid_triple_retriever(compose, toy_dir, c
     from gear_repro.retrieval import HybridRetriever
 
     cfg = compose(["retriever=griever", f"dataset.path={toy_dir}", "dataset.name=toy"])
-    res = Resources(cfg, embedder=BowEmbedder())
+    res = Resources(cfg, embedder=bow_embedder())
     assert isinstance(passage_retriever(res), GrieverRetriever)
     assert isinstance(triple_retriever(res), HybridRetriever)
     r = passage_retriever(res).retrieve("Where was the president of France born?", 2)
@@ -398,7 +370,7 @@ def test_report_labels_follow_the_griever_tables(tmp_path):
 
 
 def test_composed_unit_vectors_are_normalised_name_sums():
-    emb = BowEmbedder()
+    emb = bow_embedder()
     data = GrieverData.build(PASSAGES, TRIPLES, emb, unit_vectors="compose")
     u = next(u for u in data.units if (u.anchor, u.predicate, u.inverse) == ("frederick douglass", "spouse", False))
     v = emb.encode(["Frederick Douglass"])[0] + emb.encode(["spouse"])[0]
@@ -411,7 +383,7 @@ def test_unknown_setting_is_a_config_error(cache):
 
     with pytest.raises(ConfigError, match="t_maxx"):
         make_griever(cache, t_maxx=3)
-    with pytest.raises(ConfigError, match="'best' is not a valid FinalRanking"):
+    with pytest.raises(ConfigError, match=r"retriever\.final must be one of \['graph', 'rrf'\], got 'best'"):
         make_griever(cache, final="best")
 
 
@@ -423,7 +395,7 @@ def test_runner_with_griever_as_base_retriever(compose, toy_dir, tmp_path, cache
 
     cfg = compose(["retriever=griever", f"expansion={expansion}", f"dataset.path={toy_dir}", "dataset.name=toy",
                    "run.progress=false"])
-    res = Resources(cfg, embedder=BowEmbedder())
+    res = Resources(cfg, embedder=bow_embedder())
     m = Runner(cfg, tmp_path / "run", resources=res).run()
     assert m["n_questions"] == 3 and 0.0 <= m["recall@5"] <= 100.0
     preds = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
@@ -436,7 +408,7 @@ def test_runner_with_griever_as_base_retriever(compose, toy_dir, tmp_path, cache
 # -- issue 22: Alg. 2's join entities, chain paths, the same_as passage filter, Table 4 IRCoT preset ------------------
 def _bridge_griever(cache, **settings) -> GrieverRetriever:
     one = [0.0] * 20 + [1.0]
-    emb = BowEmbedder(table={"publisher": one, "published": one, "married": one[1:], "spouse": one[1:]})
+    emb = bow_embedder(table={"publisher": one, "published": one, "married": one[1:], "spouse": one[1:]})
     return make_griever(cache, emb, split_clauses=False, **settings)
 
 

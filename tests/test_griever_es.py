@@ -21,7 +21,7 @@ from gear_repro.types import Passage, Triple
 from tests import es_fixtures
 from tests.es_fixtures import delete_prefix, gear_cache, session_prefix
 from tests.helpers.requirements import missing
-from tests.test_griever import PASSAGES, QUESTION, TRIPLES, BowEmbedder
+from tests.test_griever import PASSAGES, QUESTION, TRIPLES, bow_embedder
 
 noida_url = es_fixtures.noida_url
 es_real_url = es_fixtures.es_real_url
@@ -52,7 +52,7 @@ def pair(backend: ElasticsearchBackend, passages, triples, emb, **settings) -> t
 
 
 def test_store_searches_match_memory(es_backend):
-    emb = BowEmbedder()
+    emb = bow_embedder()
     mem, es = pair(es_backend, PASSAGES, TRIPLES, emb)
     assert isinstance(mem.store, MemoryGrieverStore) and isinstance(es.store, ElasticsearchGrieverStore)
     v = emb.encode([QUESTION])[0]
@@ -72,7 +72,7 @@ def test_store_searches_match_memory(es_backend):
 
 
 def test_retrieval_matches_memory_on_toy(es_backend):
-    emb = BowEmbedder(table={"publisher": [0.0] * 20 + [1.0], "published": [0.0] * 20 + [1.0]})
+    emb = bow_embedder(table={"publisher": [0.0] * 20 + [1.0], "published": [0.0] * 20 + [1.0]})
     mem, es = pair(es_backend, PASSAGES, TRIPLES, emb)
     for q in (QUESTION, "Where was the wife of Frederick Douglass born?", "Which county is Honeoye in?"):
         a, ta = mem.retrieve_traced(q, 3)
@@ -113,7 +113,7 @@ def test_retrieval_matches_memory_on_sample_slice(es_backend):
         missing("bundled sample missing")
     ps, trs, qs = _sample_slice(150)
     assert len(qs) >= 5
-    emb = BowEmbedder(dim=48)
+    emb = bow_embedder(dim=48)
     mem, es = pair(es_backend, ps, trs, emb)
     same = 0
     for q in qs:

@@ -4,7 +4,6 @@ LLM path once with the tiny model."""
 
 from __future__ import annotations
 
-import zlib
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,9 +20,9 @@ from gear_repro.methods.hipporag.phrase_graph import (
     synonym_pairs,
 )
 from gear_repro.methods.hipporag.retriever import HippoRAG
-from gear_repro.types import Passage, Question, Ranking, Triple
+from gear_repro.types import Passage, Question, Triple
 from tests.conftest import TOY_PASSAGES, TOY_QUESTIONS, TOY_TRIPLES
-from tests.helpers.doubles import ScriptedLLM
+from tests.helpers.doubles import FixedRetriever, ScriptedLLM, TableEmbedder
 from tests.helpers.requirements import missing, require_module
 
 require_module("igraph", "make test-deps")
@@ -171,42 +170,12 @@ def test_ner_reply_parsing(reply: str, entities: list[str], failed: bool) -> Non
 
 
 # -- retrieval -----------------------------------------------------------------------------------------------
-class TableEmbedder:
-    """Deterministic stand-in embedder: a fixed unit vector per text (hash-seeded), identical texts equal."""
-
-    model_id = "table"
-
-    def __init__(self, dim: int = 16):
-        self.dim = dim
-
-    def encode(self, texts):
-        out = []
-        for t in texts:
-            rng = np.random.default_rng(zlib.crc32(phrase_key(t).encode()))
-            v = rng.normal(size=self.dim)
-            out.append(v / np.linalg.norm(v))
-        return np.array(out, dtype=np.float32)
-
-    def encode_corpus(self, texts, desc=""):
-        return self.encode(texts)
-
-
-class FixedRetriever:
-    def __init__(self, ids: list[str]):
-        self.ids = ids
-        self.queries: list[str] = []
-
-    def retrieve(self, query: str, k: int) -> Ranking:
-        self.queries.append(query)
-        return Ranking(self.ids[:k], [1.0 / (i + 1) for i in range(len(self.ids[:k]))])
-
-
 def toy_resources(ner_reply: str, **extra):
     passages = [Passage(str(i), t, x) for i, (t, x) in enumerate(TOY_PASSAGES)]
     triples = [Triple(f"{p}-{i}", s, r, o, p) for i, (s, r, o, p) in enumerate(TOY_TRIPLES)]
     ds = SimpleNamespace(passages=passages, triples=triples, questions=[Question(**q) for q in TOY_QUESTIONS],
                          passage_by_id={p.id: p for p in passages})
-    return SimpleNamespace(dataset=ds, embedder=TableEmbedder(), llm=ScriptedLLM({"ner": ner_reply}),
+    return SimpleNamespace(dataset=ds, embedder=TableEmbedder(16, key=phrase_key), llm=ScriptedLLM({"ner": ner_reply}),
                            passage_retriever=FixedRetriever(["5", "4"]), **extra)
 
 
@@ -267,8 +236,7 @@ def test_synonym_encoder_is_an_explicit_value(tmp_path, monkeypatch) -> None:
     own = hippo(res, synonym_threshold=0.85)
     assert own.encoder is res.embedder and own.describe()["encoder"] == "table"
     assert own.describe()["synonym_threshold"] == 0.85 and "synonym_phrase_share" in own.describe()["graph"]
-    other = TableEmbedder(dim=8)
-    other.model_id = "other"
+    other = TableEmbedder(8, key=phrase_key, model_id="other")
     h = hippo(toy_resources('{"named_entities": ["France"]}'), encoder=other)
     assert h.encoder is other and h.describe()["encoder"] == "other"
     assert h.phrase_vectors.shape[1] == 8  # phrases and linked entities use the synonym encoder
@@ -331,7 +299,7 @@ def test_hipporag_through_the_runner(toy_dir, tmp_path, compose, monkeypatch) ->
     monkeypatch.setenv("GEAR_CACHE", str(tmp_path / "cache"))
     cfg = validate(compose(["agent=hipporag", "retriever=bm25", f"dataset.path={toy_dir}", "dataset.name=toy",
                             "run.progress=false", "hipporag.synonyms=false"]))
-    res = Resources(cfg, embedder=TableEmbedder(),
+    res = Resources(cfg, embedder=TableEmbedder(16, key=phrase_key),
                     llm=ScriptedLLM({"ner": '```json\n{"named_entities": ["France", "Emmanuel Macron"]}\n```'}))
     metrics = Runner(cfg, tmp_path / "run", resources=res).run()
     assert metrics["n_errors"] == 0 and metrics["recall@5"] == pytest.approx(200 / 3)  # Berlin (q2) is cut off from the seeds

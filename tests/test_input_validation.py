@@ -95,8 +95,27 @@ def test_misspelt_preset_fails(toy_dir: Path, tmp_path: Path) -> None:
     (["llm.timeout_s=0"], r"llm\.timeout_s must be > 0"),
     (["llm.temperature=3"], r"llm\.temperature must be >= 0 and <= 2 \(got 3"),
     (["run.workers=0"], r"run\.workers must be >= 1 \(got 0\)"),
-    (["retriever=hybrid", "retriever.fusion_depth=-5"], r"retriever\.fusion_depth must be >= 0 \(got -5\)"),
     (["backend.bm25.k1=-1"], r"backend\.bm25\.k1 must be >= 0"),
+    # the retriever group (one schema per option; GRIEVER's settings and its nested triple retriever)
+    (["retriever=hybrid", "retriever.fusion_depth=-5"], r"retriever\.fusion_depth must be >= 1 \(got -5\)"),
+    (["retriever=composed", "retriever.candidates=0"], r"retriever\.candidates must be >= 1 \(got 0\)"),
+    (["+retriever.fusion_depth=10"], r"retriever\.fusion_depth is not a setting of retriever \(BM25Retriever; its "
+                                     r"settings: name\)"),
+    (["retriever=griever", "retriever.t_max=0"], r"retriever\.t_max must be >= 1 \(got 0\)"),
+    (["retriever=griever_k5", "retriever.same_as.threshold=1.5"],
+     r"retriever\.same_as\.threshold must be >= -1 and <= 1 \(got 1\.5\)"),
+    (["retriever=griever", "retriever.triple_retriever.k_rrf=-1"],
+     r"retriever\.triple_retriever\.k_rrf must be >= 0 \(got -1\)"),
+    (["retriever=griever", "+retriever.triple_retriever.candidates=5"],
+     r"retriever\.triple_retriever\.candidates is not a setting of retriever\.triple_retriever \(HybridRetriever"),
+    (["retriever=griever", "+retriever.tmax=5"], r"retriever\.tmax is not a setting of retriever \(GrieverRetriever"),
+    # the hipporag group
+    (["agent=hipporag", "hipporag.damping=1"], r"hipporag\.damping must be > 0 and < 1 \(got 1\.0\)"),
+    (["agent=hipporag_ircot", "hipporag.synonym_top_k=0"], r"hipporag\.synonym_top_k must be >= 1 \(got 0\)"),
+    (["agent=hipporag", "+hipporag.damp=0.5"], r"hipporag\.damp is not a setting of hipporag \(HippoRAG; its "
+                                               r"settings: block_rows, cache, damping"),
+    (["agent=hipporag", "hipporag.encoder={_target_: gear_repro.embedding.SentenceEmbedder, batch_size: 0}"],
+     r"hipporag\.encoder\.batch_size must be >= 1 \(got 0\)"),
     (["retriever=hybrid", "beam.neighbours=0", "llm=local"], None),  # in range: accepted
 ])
 def test_unknown_keys_and_out_of_range_numbers_refused_at_start_up(compose, toy_dir: Path, tmp_path: Path,
@@ -112,14 +131,58 @@ def test_unknown_keys_and_out_of_range_numbers_refused_at_start_up(compose, toy_
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("override, key, bad", [
+    ("retriever=griever", "retriever.paths", "loops"),
+    ("retriever=griever_no_shortlist", "retriever.final", "best"),
+    ("agent=hipporag", "hipporag.no_entity_fallback", "bm25"),
+    ("agent=hipporag_ircot", "hipporag.version", "v3"),
+    ("agent=ircot", "agent.thought", "all"),
+    ("agent=t2rag", "agent.ranking", "sum"),
+    ("backend=memory", "backend.bm25.method", "bm26"),
+    ("embedder=minilm", "embedder.backend", "tensorflow"),
+])
+def test_bad_choice_in_a_group_fails_at_composition(compose, override: str, key: str, bad: str) -> None:
+    """A value outside an Enum fails while composing, Hydra's message naming the full key."""
+    with pytest.raises(Exception) as e:
+        compose([override, f"{key}={bad}"])
+    chain, err = [], e.value
+    while err is not None:
+        chain.append(str(err))
+        err = err.__cause__
+    assert any(f"Invalid value '{bad}'" in m and key in m for m in chain)
+
+
+def test_bad_choice_in_a_config_without_its_schema_is_refused_by_validate(compose) -> None:
+    """A group node that did not go through its schema (a user's file without it in its defaults list) is checked by
+    the same schema at start-up: the choice, by the Enum of the code that reads it."""
+    from omegaconf import OmegaConf, open_dict
+
+    from gear_repro.config import validate
+    from gear_repro.utils.errors import ConfigError
+
+    cfg = compose(["agent=hipporag"])
+    with open_dict(cfg):
+        cfg.hipporag = OmegaConf.create({**OmegaConf.to_container(cfg.hipporag), "version": "v3"})
+    with pytest.raises(ConfigError, match=r"hipporag\.version must be one of \['v1', 'v2'\], got 'v3'"):
+        validate(cfg)
+
+
 def test_every_numeric_schema_field_declares_its_range() -> None:
     import dataclasses
     import re
+    import typing
 
-    from gear_repro.config import GROUP_SCHEMAS, NODE_SCHEMAS, SCHEMAS, LLMServerSchema
+    from gear_repro.config import GROUP_SCHEMAS, NODE_SCHEMAS
 
-    schemas = {*NODE_SCHEMAS.values(), *SCHEMAS.values(), LLMServerSchema,
-               *(s for group in GROUP_SCHEMAS.values() for s in group.values())}
+    todo = [*NODE_SCHEMAS.values(), *(s for group in GROUP_SCHEMAS.values() for s in group.values())]
+    schemas: set[type] = set()
+    while todo:  # and the dataclasses nested in them (llm.server, backend.bm25, retriever.same_as, ...)
+        s = todo.pop()
+        schemas.add(s)
+        for hint in typing.get_type_hints(s).values():
+            todo += [a for a in (typing.get_args(hint) or (hint,))
+                     if dataclasses.is_dataclass(a) and a not in schemas]
+    assert len(schemas) > 25
     missing = [f"{s.__name__}.{f.name}" for s in schemas for f in dataclasses.fields(s)
                if re.fullmatch(r"(int|float)( \| None)?", str(f.type)) and "range" not in f.metadata]
     assert missing == []

@@ -5,6 +5,7 @@ import pytest
 from gear_repro.core.fusion import rrf
 from gear_repro.evaluation.aggregate import aggregate, round_recalls
 from gear_repro.evaluation.metrics import MetricError, exact_match, f1_score, normalize_answer, recall_at_k
+from gear_repro.utils.errors import ConfigError
 
 
 def test_recall_at_k_by_id():
@@ -124,7 +125,7 @@ def test_answer_metric_is_chosen_by_the_dataset_config() -> None:
     assert [answer_metric_for(n) for n in ("MuSiQue", "HotpotQA", "2Wiki", "toy", None)] == \
         ["musique", "hotpotqa", "2wiki", "hotpotqa", "hotpotqa"]
     assert answer_metric_for("MuSiQue", "2wiki") == "2wiki"  # an explicit dataset.answer_metric wins
-    with pytest.raises(MetricError):
+    with pytest.raises(ConfigError, match=r"dataset.answer_metric must be one of \['musique', 'hotpotqa', '2wiki'\]"):
         answer_metric_for("MuSiQue", "squad")
     with pytest.raises(MetricError):
         f1_score("x", ["x"], "squad")

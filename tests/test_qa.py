@@ -95,13 +95,13 @@ def test_gear_with_qa_end_to_end(slice_env, tmp_path):
     assert pred["rounds"][0]["ranking"] == pred["rankings"]["final"]
     assert pred["trace"]["stop"] == "answerable" and pred["qa_mode"] == "retrieved"
     # the report's walk-through and figures work on a real agent record
-    from gear_repro.reporting.analyses import agent_table, trace_report
+    from gear_repro.reporting.analyses import method_tables, trace_report
     from gear_repro.reporting.figures import draw_all
     from gear_repro.reporting.runs import find_runs
 
     runs = find_runs([tmp_path / "gear"])
     text = trace_report(runs, pred["id"])
     assert "== Round 1 ==" in text and "Reasoner: answerable=True" in text and "tripleLink ->" in text
-    assert agent_table(runs).iloc[0]["stop_answerable"] == 3
+    assert next(t for stem, _, t in method_tables(runs) if stem == "agent_stats").iloc[0]["stop_answerable"] == 3
     names = {p.name for p in draw_all(runs, tmp_path / "fig")}
     assert "fig2_r15_by_round_musique.png" in names and "fig4_tokens_by_round_musique.pdf" in names

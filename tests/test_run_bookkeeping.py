@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from gear_repro.evaluation.aggregate import aggregate
-from gear_repro.llm.ledger import TokenLedger, call_scope
+from gear_repro.llm.ledger import call_scope
 from gear_repro.methods.base import MethodOutput
 from gear_repro.pipeline.runner import Runner
 from gear_repro.retrieval.base import BM25Retriever
 from gear_repro.types import Ranking
 from gear_repro.utils.errors import ConfigError, DataError
 from gear_repro.utils.io import read_json
+from tests.helpers.doubles import ScriptedLLM
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -121,9 +122,9 @@ def test_run_dir_lock(compose, toy_dir, tmp_path):
 
 @pytest.mark.parametrize("override,msg", [
     ("run.save_depth=10", r"run.save_depth \(10\) must be >= max\(run.ks\) \(15\)"),
-    ("run.save_depth=0", r"run.save_depth \(0\)"),
-    ("dataset.limit=0", "dataset.limit must be a positive"),
-    ("dataset.limit=-1", "dataset.limit must be a positive"),
+    ("run.save_depth=0", r"run.save_depth must be >= 1 \(got 0\)"),
+    ("dataset.limit=0", r"dataset.limit must be >= 1 \(got 0\)"),  # the schema's range (null = all questions)
+    ("dataset.limit=-1", r"dataset.limit must be >= 1 \(got -1\)"),
     ("beam.scorer=foo", "beam.scorer 'foo' is unknown"),
     ("llm.api_key_env=sk-SENTINEL-0123456789", "looks like a key itself"),
 ])
@@ -160,11 +161,6 @@ def test_prepare_rejects_bad_limit_and_paths(tmp_path, capsys):
 
 
 # -- §5 tokens (Fig. 4) and Table 3's QA pass ----------------------------------------------------------------
-class _LLM:
-    def __init__(self):
-        self.ledger = TokenLedger()
-
-
 class _KMethod:
     """k-dependent stand-in: one 'read' call of 100*k prompt tokens per pass; ranking depends on k."""
 
@@ -198,7 +194,7 @@ def test_matched_k_calls_tagged_and_qa_reads_the_k5_pass(compose, toy_dir, tmp_p
     from gear_repro.pipeline.resources import Resources
 
     cfg = _cfg(compose, toy_dir)
-    llm = _LLM()
+    llm = ScriptedLLM({})  # its ledger records the stand-ins' calls
     r = Runner(cfg, tmp_path / "run", resources=Resources(cfg, llm=llm))
     qa = _QA(llm)
     q = r.res.dataset.questions[0]

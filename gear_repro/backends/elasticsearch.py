@@ -23,6 +23,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import asdict
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -33,6 +34,10 @@ from tqdm.auto import tqdm
 
 from gear_repro.backends.base import DocCollection, IndexDoc
 from gear_repro.backends.es_requests import (
+    MAX_WINDOW,
+    BM25Settings,
+    BulkSettings,
+    KnnSettings,
     bm25_body,
     bulk_actions,
     docs_key,
@@ -48,16 +53,14 @@ from gear_repro.utils.hashing import hash_obj
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
-MAX_WINDOW = 10_000  # ES index.max_result_window and the knn k / num_candidates ceiling
 RESERVED_FIELDS = frozenset({"id", "pos", "text", "embedding"})
 MIN_SERVER = (8, 4)  # knn search option with num_candidates
 CLIENT_MAJOR = int(elasticsearch.__versionstr__.split(".")[0])
 ENV = {"url": "ES_URL", "api_key": "ES_API_KEY", "username": "ES_USERNAME", "password": "ES_PASSWORD",
        "ca_certs": "ES_CA_CERTS"}
 DEFAULT_URL = "http://localhost:9200"
-DEFAULT_BM25 = {"k1": 1.2, "b": 0.75, "analyzer": "english"}
-DEFAULT_KNN = {"num_candidates": 100, "index_type": "hnsw", "m": 16, "ef_construction": 100}
-DEFAULT_BULK = {"chunk_size": 500, "threads": 1, "max_retries": 3, "progress": True, "pause_refresh": True}
+
+DEFAULT_BM25, DEFAULT_KNN, DEFAULT_BULK = asdict(BM25Settings()), asdict(KnnSettings()), asdict(BulkSettings())
 
 
 class ElasticsearchError(GearError):

@@ -6,12 +6,48 @@ compare them verbatim; :mod:`gear_repro.backends.elasticsearch` sends them.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from gear_repro.backends.base import IndexDoc
 from gear_repro.utils.hashing import hash_texts, stable_json
+from gear_repro.utils.settings import num
+
+MAX_WINDOW = 10_000  # ES index.max_result_window and the knn k / num_candidates ceiling
+
+
+@dataclass
+class BM25Settings:
+    """``backend.bm25``: the indices' BM25 similarity and text analysis. These three dataclasses are also the
+    config schemas of their nodes (``gear_repro/config.py``)."""
+
+    k1: float = num(1.2, ge=0)
+    b: float = num(0.75, ge=0, le=1)
+    analyzer: str = "english"  # any analyzer of the cluster
+
+
+@dataclass
+class KnnSettings:
+    """``backend.knn``: the dense_vector index and kNN search."""
+
+    num_candidates: int = num(100, ge=1, le=MAX_WINDOW)  # HNSW candidates per shard (raised to k when k is larger)
+    index_type: str = "hnsw"  # any dense_vector index type of the cluster (hnsw, int8_hnsw, flat, ...)
+    m: int = num(16, ge=1)
+    ef_construction: int = num(100, ge=1)
+
+
+@dataclass
+class BulkSettings:
+    """``backend.bulk``: bulk indexing."""
+
+    chunk_size: int = num(500, ge=1)
+    threads: int = num(1, ge=1)
+    max_retries: int = num(3, ge=0)
+    progress: bool = True
+    pause_refresh: bool = True
+
 
 # -- request bodies (pure; unit tests compare them verbatim) ------------------------------------
 

@@ -19,9 +19,9 @@ import numpy as np
 from gear_repro.backends.base import DocCollection, IndexDoc
 from gear_repro.backends.tokenize import tokenize, tokenize_ids
 from gear_repro.types import Ranking
-from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.paths import cache_dir
+from gear_repro.utils.settings import Choice, choice
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,31 @@ def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int,
     return out
 
 
-# Elasticsearch analyzer name -> (stop words, stemmer) of the bm25s analysis that stands in for it
+class BM25Variant(Choice):
+    """The bm25s scoring variant (backend.bm25.method); ``bm25+`` is not an identifier."""
+
+    lucene = "lucene"
+    robertson = "robertson"
+    atire = "atire"
+    bm25l = "bm25l"
+    bm25plus = "bm25+"
+
+
+class Analyzer(Choice):
+    """The Elasticsearch analyzer whose text analysis bm25s stands in for (backend.bm25.analyzer)."""
+
+    standard = "standard"  # no stop words, no stemming (ES's default analyzer)
+    english = "english"  # English stop words and stemmer
+
+
+class DenseDtype(Choice):
+    """Dtype of the embedding matrix (backend.dense_dtype)."""
+
+    float32 = "float32"
+    float16 = "float16"  # half the memory; scores differ in the 3rd decimal
+
+
+# analyzer -> (stop words, stemmer) of the bm25s analysis that stands in for it
 ANALYZERS: dict[str, tuple[str | None, str | None]] = {"standard": (None, None), "english": ("en", "english")}
 
 
@@ -82,12 +106,11 @@ class MemoryCollection(DocCollection):
         if not docs:
             raise ValueError(f"collection '{name}' has no documents")
         if analyzer is not None:
-            if analyzer not in ANALYZERS:
-                raise ConfigError(f"backend.bm25.analyzer must be one of {sorted(ANALYZERS)} or null, got '{analyzer}'")
-            stopwords, stemmer = ANALYZERS[analyzer]
+            stopwords, stemmer = ANALYZERS[choice(Analyzer, analyzer, "backend.bm25.analyzer").value]
+        method = choice(BM25Variant, method, "backend.bm25.method").value
         super().__init__(name, docs, embedder)
         self.bm25_params = {"k1": k1, "b": b, "method": method, "stopwords": stopwords, "stemmer": stemmer}
-        self.dtype = np.dtype(dtype)
+        self.dtype = np.dtype(choice(DenseDtype, dtype, "backend.dense_dtype").value)
         self.cache = cache
         self.content_hash = hash_texts(d.id + "\t" + d.text for d in self._docs)
         self._bm25: bm25s.BM25 | None = None
@@ -167,7 +190,7 @@ class MemoryBackend:
 
     def __init__(self, bm25: dict | None = None, dense_dtype: str = "float32", cache: bool = True):
         self.bm25_params = dict(bm25 or {})
-        self.dense_dtype = dense_dtype
+        self.dense_dtype = choice(DenseDtype, dense_dtype, "backend.dense_dtype").value
         self.cache = cache
 
     def open_collection(self, name: str, docs: Sequence[IndexDoc], embedder=None) -> MemoryCollection:

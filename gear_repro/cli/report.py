@@ -1,7 +1,7 @@
 """`gear-repro-report RUN_DIR... --out DIR`: paper-layout tables (and figures) from finished runs.
 
-Also writes the analyses that apply (Table 12 density, Table 9 rounds × beam length, tokens per stage,
-GEAR loop statistics; gear_repro/reporting/analyses.py) and the cost/latency table (cost.md). Every
+Also writes the analyses that apply (Table 12 density, Table 9 rounds × beam length, tokens per stage, each
+method's own statistics from its report hooks; gear_repro/reporting/analyses.py) and the cost/latency table (cost.md). Every
 recall/EM/F1 value carries a 95% bootstrap interval over questions and N. ``--claims`` adds the claims
 scoreboard (claims.md: paired tests of the papers' claims on the same question ids; docs/evidence.md).
 ``--trace QID`` prints the Table 6-style walk-through of one question instead. failures.md lists the run dirs

@@ -24,9 +24,9 @@ from collections.abc import Iterable, MutableMapping, Sequence
 import numpy as np
 
 from gear_repro.backends.base import Collection, IndexDoc
-from gear_repro.config import Adjacency, HubPolicy, choice
 from gear_repro.types import Triple, triple_text
 from gear_repro.utils.errors import ConfigError, DataError
+from gear_repro.utils.settings import Choice, choice
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,20 @@ _SPACES = re.compile(r"\s+")
 SUBJECT_KEY = "subject_key"
 OBJECT_KEY = "object_key"
 PASSAGE_ID = "passage_id"
+
+
+class HubPolicy(Choice):
+    """What a capped entity (graph.max_degree) links (graph.hub_policy)."""
+
+    truncate = "truncate"  # its first max_degree triples
+    drop = "drop"  # nothing
+
+
+class Adjacency(Choice):
+    """Where the entity map comes from (graph.adjacency)."""
+
+    records = "records"  # built from the triple records in memory
+    lookup = "lookup"  # keyword lookups on the backend, memoised
 
 
 def normalize_entity(s: str) -> str:

@@ -7,14 +7,28 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gear_repro.config import Subset, choice
 from gear_repro.data.canonical import load_corpus, load_questions, load_triples
 from gear_repro.data.subset import stratified_subset
 from gear_repro.types import Passage, Question, Triple
 from gear_repro.utils.errors import DataError
 from gear_repro.utils.hashing import hash_file
+from gear_repro.utils.settings import Choice, choice
 
 log = logging.getLogger(__name__)
+
+
+class Subset(Choice):
+    """Which questions ``dataset.limit`` keeps."""
+
+    first = "first"  # the first N
+    stratified = "stratified"  # balanced over hop types (data/subset.py)
+
+
+class MissingGold(Choice):
+    """What a gold passage id absent from the corpus does (dataset.missing_gold)."""
+
+    warn = "warn"  # counted and logged; a miss in recall
+    error = "error"  # DataError
 
 
 @dataclass
@@ -78,6 +92,7 @@ def load_dataset(
     questions = load_questions(q_path)
     n_all = len(questions)
     subset = choice(Subset, subset, "dataset.subset")
+    missing_gold = choice(MissingGold, missing_gold, "dataset.missing_gold")
     if limit is not None and limit > 0:
         questions = questions[:limit] if subset == "first" else stratified_subset(questions, limit, subset_seed)
     hashes = {"corpus": hash_file(corpus_path), "questions": hash_file(q_path)}

@@ -21,12 +21,13 @@ from typing import Protocol
 
 import numpy as np
 
-from gear_repro.embedding.runtimes import BACKENDS, RuntimeSentenceModel
+from gear_repro.embedding.runtimes import EncoderBackend, RuntimeSentenceModel
 from gear_repro.embedding.sbert_weights import resolve_model
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.io import atomic_open
 from gear_repro.utils.paths import cache_dir
+from gear_repro.utils.settings import choice
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +80,7 @@ class SentenceEmbedder:
         self.cache = cache
         self.show_progress = show_progress
         self.num_threads = num_threads
-        if backend not in BACKENDS:
-            raise ConfigError(f"embedder.backend must be one of {BACKENDS}, got '{backend}'")
-        self.backend = backend
+        self.backend = backend = choice(EncoderBackend, backend, "embedder.backend").value
         if backend == "onnx-int8":
             log.warning("embedder.backend=onnx-int8 is lossy: cosine with torch fp32 0.96 (MiniLM) / 0.77 (mpnet), "
                         "dense R@5 -3.8 / -8.2 points on the MuSiQue sample (docs/encoders.md); not for reported "

@@ -23,8 +23,19 @@ import numpy as np
 
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import cache_dir
+from gear_repro.utils.settings import Choice
 
-BACKENDS = ("torch", "onnx", "onnx-int8", "openvino")
+
+class EncoderBackend(Choice):
+    """The encoder runtime (embedder.backend); ``onnx-int8`` is not an identifier, so that member's name differs."""
+
+    torch = "torch"  # sentence-transformers itself (the recorded numbers)
+    onnx = "onnx"  # the transformer exported to ONNX, run by onnxruntime
+    onnx_int8 = "onnx-int8"  # the same graph with dynamic int8 weights (lossy)
+    openvino = "openvino"  # the fp32 ONNX graph compiled by OpenVINO
+
+
+BACKENDS = tuple(m.value for m in EncoderBackend)
 
 
 def _export_fp32(folder: Path, out: Path) -> None:

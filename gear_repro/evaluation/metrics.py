@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from gear_repro.utils.errors import GearError
+from gear_repro.utils.settings import Choice, choice
 
 
 class MetricError(GearError):
@@ -55,7 +56,16 @@ def _answers(golds: Sequence[str] | str) -> list[str]:
     return golds
 
 
-ANSWER_METRICS = ("musique", "hotpotqa", "2wiki")  # dataset.answer_metric values (config.AnswerMetric)
+class AnswerMetric(Choice):
+    """The official answer script of ``dataset.answer_metric``; ``2wiki`` is not an identifier, so that one
+    member's name differs from its value."""
+
+    musique = "musique"
+    hotpotqa = "hotpotqa"
+    twowiki = "2wiki"
+
+
+ANSWER_METRICS = frozenset(m.value for m in AnswerMetric)
 _YES_NO = frozenset({"yes", "no", "noanswer"})
 # dataset.paper_name -> its official script (the default of dataset.answer_metric)
 _BY_PAPER_NAME = {"musique": "musique", "hotpotqa": "hotpotqa", "2wiki": "2wiki", "2wikimultihopqa": "2wiki"}
@@ -65,10 +75,7 @@ def answer_metric_for(paper_name: str | None, answer_metric: str | None = None) 
     """The official script of a dataset: ``answer_metric`` when set, else from the dataset's ``paper_name``
     (MuSiQue, HotpotQA, 2Wiki); other datasets (no official script) use HotpotQA's."""
     if answer_metric is not None:
-        metric = str(answer_metric)
-        if metric not in ANSWER_METRICS:
-            raise MetricError(f"dataset.answer_metric must be one of {list(ANSWER_METRICS)}, got '{metric}'")
-        return metric
+        return choice(AnswerMetric, answer_metric, "dataset.answer_metric").value
     return _BY_PAPER_NAME.get(str(paper_name or "").casefold(), "hotpotqa")
 
 
@@ -105,6 +112,6 @@ def f1_score(prediction: str, golds: Sequence[str] | str, metric: str = "hotpotq
     """Token-level F1 under ``metric``'s official script, max over the answer and its aliases
     (musique evaluate_v1.0.py:44-46; 2wikimultihop_evaluate_v1.1.py:66-82)."""
     if metric not in ANSWER_METRICS:
-        raise MetricError(f"answer metric must be one of {list(ANSWER_METRICS)}, got '{metric}'")
+        raise MetricError(f"answer metric must be one of {sorted(ANSWER_METRICS)}, got '{metric}'")
     return max(_f1_single(prediction, g, metric) for g in _answers(golds))
 

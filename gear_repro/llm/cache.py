@@ -24,6 +24,7 @@ from typing import Any
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.paths import cache_dir
+from gear_repro.utils.settings import Choice, choice
 
 
 def request_key(model: str, messages: list[dict], params: dict[str, Any], endpoint: str | None = None) -> str:
@@ -53,7 +54,14 @@ NETWORK_FILE_SYSTEMS = frozenset({
     "nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph", "glusterfs", "ocfs2", "gfs2",
     "afs", "panfs", "9p", "fuse.glusterfs", "fuse.sshfs", "fuse.cephfs", "fuse.s3fs", "fuse.gcsfuse", "wekafs",
 })
-CACHE_MODES = ("auto", "wal", "journal")
+
+
+class LLMCacheMode(Choice):
+    """SQLite journal of the reply cache (llm.cache_mode)."""
+
+    auto = "auto"  # journal when the cache directory is on a network file system (/proc/mounts), else wal
+    wal = "wal"  # SQLite write-ahead log: processes of one machine only
+    journal = "journal"  # rollback journal + POSIX locks: safe on NFS/Lustre/GPFS shared by several nodes
 
 
 def filesystem_type(path: str | Path, mounts: str | Path = "/proc/mounts") -> str | None:
@@ -78,9 +86,7 @@ def filesystem_type(path: str | Path, mounts: str | Path = "/proc/mounts") -> st
 
 def resolve_cache_mode(mode: str, directory: str | Path, mounts: str | Path = "/proc/mounts") -> str:
     """``wal`` or ``journal`` for ``llm.cache_mode`` (``auto``: journal on a network file system, else wal)."""
-    mode = str(getattr(mode, "value", mode))
-    if mode not in CACHE_MODES:
-        raise ConfigError(f"llm.cache_mode must be one of {', '.join(CACHE_MODES)}, got {mode!r}")
+    mode = choice(LLMCacheMode, mode, "llm.cache_mode").value
     if mode != "auto":
         return mode
     return "journal" if filesystem_type(directory, mounts) in NETWORK_FILE_SYSTEMS else "wal"

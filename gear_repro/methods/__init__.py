@@ -24,6 +24,16 @@ def report_hooks() -> tuple[ReportHooks, ...]:
     return (*GEAR, *SINGLE, *HIPPORAG, *IRCOT, *GRIEVER, *T2RAG)
 
 
+def agent_hooks(node: Any) -> ReportHooks | None:
+    """The hooks of a run's ``agent`` config node; a config without one (or with neither ``_target_`` nor ``name``)
+    ran the single-step method."""
+    from gear_repro.methods.base import class_path
+    from gear_repro.methods.single import SingleStep
+
+    node = node or {}
+    return hooks_for(node if node.get("_target_") or node.get("name") else {"_target_": class_path(SingleStep)})
+
+
 def hooks_for(node: Any) -> ReportHooks | None:
     """The hooks of the class a run's config node names: by its ``_target_`` (or a former path of the class); a node
     without a known ``_target_`` (hand-written configs) by its ``name``. None for an unknown class."""

@@ -170,3 +170,15 @@ def format_triple_list(ts: Sequence[Sequence[str]], limit: int = 12) -> str:
     if len(ts) > limit:
         out.append(f"    ... {len(ts) - limit} more")
     return "\n".join(out)
+
+
+def result_lines(pred: dict, plist: Callable[..., str], recall_line: Callable[[Sequence[str]], str]) -> list[str]:
+    """The walk-through's closing block of a prediction record (stop, rounds, final ranking, recall, answer)."""
+    trace = pred.get("trace") or {}
+    final = (pred.get("rankings") or {}).get("final", [])
+    lines = ["\n== Result ==", f"  stop: {trace.get('stop', '-')}   rounds: {len(pred.get('rounds', []))}",
+             f"  final ranking: {plist(final, 15)}", f"  recall: {recall_line(final)}"]
+    if "answer" in pred:
+        lines.append(f"  QA answer ({pred.get('qa_mode')}): {pred.get('answer')!r}   EM {pred.get('em')}  "
+                     f"F1 {pred.get('f1') if pred.get('f1') is None else round(pred['f1'], 3)}")
+    return lines

@@ -28,15 +28,14 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from statistics import mean
 from typing import Any
 
-from omegaconf import OmegaConf
-
-from gear_repro.config import IRCoTMerge, choice
 from gear_repro.llm.base import LLM
 from gear_repro.llm.context import check_fits, fit_passages, prompt_tokens
 from gear_repro.methods.base import (
@@ -47,17 +46,38 @@ from gear_repro.methods.base import (
     SearchResult,
     class_path,
     node_setting,
+    result_lines,
 )
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.settings import Choice, as_dict, choice
 from gear_repro.utils.trace import bump
 
 DEMO_DIR = Path(__file__).resolve().parent.parent / "prompts" / "ircot_demos"
 ANSWER_MARK = "So the answer is:"
-RETRIEVERS = ("base", "hipporag")
-THOUGHTS = ("full", "first_sentence")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
+
+
+class IRCoTRetrieverKind(Choice):
+    """Where IRCoT retrieves from (agent.retriever)."""
+
+    base = "base"            # the run's `retriever` group ("IRCoT (BM25)" with retriever=bm25)
+    hipporag = "hipporag"    # HippoRAG (HippoRAG w/ IRCoT)
+
+
+class IRCoTThought(Choice):
+    """What of the LLM's reply becomes the next thought (agent.thought)."""
+
+    full = "full"                      # the whole reply (HippoRAG's ircot_hipporag.py)
+    first_sentence = "first_sentence"  # its first sentence (the IRCoT paper)
+
+
+class IRCoTMerge(Choice):
+    """How retrievals are merged across steps (agent.merge)."""
+
+    raw = "raw"                # max raw score per passage (ircot_hipporag.py:242-251, baselines/ircot.py:270-279)
+    normalised = "normalised"  # each step's scores / that step's best, then the max
 
 
 @dataclass(frozen=True)
@@ -129,6 +149,8 @@ class IRCoTAgent:
         max_rounds: retrievals at most (``dataset.max_rounds``).
         demos / num_demo: demonstration file and how many of its demonstrations, in file order, skipping any
             whose question is among the run's questions (1, as ``ircot_hipporag.py``; null = all).
+        demo_files: dataset paper name -> demonstration file, the table the YAML's ``demos`` picks the run's
+            dataset's file from; each file must exist (checked here, so a misspelt entry fails at start-up).
         demo_budget: pack those demonstrations, per call, while the whole prompt stays under this many tokens
             (None = no budget, as ``ircot_hipporag.py``; 15000 = ``baselines/ircot.py``).
         thought: ``full`` reply (the reference code) or ``first_sentence``.
@@ -144,13 +166,15 @@ class IRCoTAgent:
 
     def __init__(self, llm: LLM, passage_by_id: Mapping[str, Passage], question_ids: Collection[str],
                  base_retriever: Retriever | None = None, hipporag: Searcher | None = None, name: str = "ircot",
-                 retriever: str = "base", top_k: int = 10,
-                 max_rounds: int = 4, demos: str = "musique", num_demo: int | None = 1, thought: str = "full",
-                 merge: str = "raw", demo_budget: int | None = None, cot_params: Any = None, round_ranking_depth: int | None = None, **_: Any):
-        if retriever not in RETRIEVERS:
-            raise ConfigError(f"agent.retriever must be one of {RETRIEVERS}, got '{retriever}'")
-        if thought not in THOUGHTS:
-            raise ConfigError(f"agent.thought must be one of {THOUGHTS}, got '{thought}'")
+                 retriever: str = "base", top_k: int = 10, max_rounds: int = 4, demos: str = "musique",
+                 demo_files: Mapping[str, str] | None = None, num_demo: int | None = 1, thought: str = "full",
+                 merge: str = "raw", demo_budget: int | None = None, cot_params: Mapping[str, Any] | None = None,
+                 round_ranking_depth: int | None = None):
+        retriever = choice(IRCoTRetrieverKind, retriever, "agent.retriever").value
+        thought = choice(IRCoTThought, thought, "agent.thought").value
+        for dataset, file in as_dict(demo_files).items():
+            if not (DEMO_DIR / f"{file}.txt").is_file():
+                raise ConfigError(f"agent.demo_files.{dataset}: no IRCoT demonstration file '{file}' in {DEMO_DIR}")
         if int(max_rounds) < 1 or int(top_k) < 1:
             raise ConfigError(f"agent.max_rounds and agent.top_k must be >= 1 (got {max_rounds}, {top_k})")
         self.name = name
@@ -162,9 +186,7 @@ class IRCoTAgent:
         self.top_k, self.max_rounds = int(top_k), int(max_rounds)
         self.thought = thought
         self.merge = choice(IRCoTMerge, merge, "agent.merge").value
-        if cot_params is not None and not isinstance(cot_params, dict):
-            cot_params = OmegaConf.to_container(cot_params, resolve=True)
-        self.cot_params = dict(cot_params or {})
+        self.cot_params = as_dict(cot_params)
         self.round_ranking_depth = round_ranking_depth
         evaluated = set(question_ids)
         pool = [d for d in load_demos(demos) if d.qid not in evaluated]
@@ -281,5 +303,41 @@ def row_label(node: Any, parts: RowParts) -> str:
     return f"IRCoT + {parts.base}" if parts.paper_label else f"IRCoT ({parts.base})"
 
 
+def summary_row(predictions: list[dict]) -> dict[str, Any] | None:
+    """One IRCoT run: questions, mean retrievals, stops by reason, thought calls, context fitting. None without
+    IRCoT records."""
+    preds = [p for p in predictions if isinstance(p.get("trace"), dict) and "thoughts" in p["trace"]]
+    if not preds:
+        return None
+    stops = Counter(p["trace"].get("stop", "?") for p in preds)
+    counters: Counter[str] = Counter()
+    for p in preds:
+        counters.update({k: v for k, v in p["trace"].get("counters", {}).items() if isinstance(v, int)})
+    return {"n_questions": len(preds), "rounds_mean": round(mean(len(p.get("rounds", [])) for p in preds), 3),
+            "stop_answerable": stops.get("answerable", 0), "stop_empty_thought": stops.get("empty_thought", 0),
+            "stop_max_rounds": stops.get("max_rounds", 0),
+            "cot_calls": sum(r.get("thought") is not None for p in preds for r in p.get("rounds", [])),
+            "context_fitted_calls": counters.get("context_fitted_calls", 0),
+            "context_dropped_passages": counters.get("context_dropped_passages", 0)}
+
+
+def trace_lines(pred: dict, plist: Any, recall_line: Any) -> list[str] | None:
+    """The walk-through of an IRCoT record: per round the query, the retrieved passages and the thought, then the
+    result. None for a record without IRCoT rounds."""
+    rounds = pred.get("rounds") or []
+    if not rounds or "thought" not in rounds[0] or "retrieved" not in rounds[0]:
+        return None
+    lines: list[str] = []
+    for r in rounds:
+        thought = r.get("thought")
+        lines += [f"\n== Round {r.get('round')} ==", f"1. Query: {r.get('query')}",
+                  f"2. Retrieved: {plist(r.get('retrieved', []))}",
+                  f"3. Thought: {thought if thought is not None else '(none: the last round)'}",
+                  f"   ranking had IRCoT stopped here: {recall_line(r.get('ranking', []))}"]
+    return lines + result_lines(pred, plist, recall_line)
+
+
 REPORT_HOOKS = (ReportHooks(targets=(class_path(IRCoTAgent), "gear_repro.methods.ircot.IRCoTAgent"),
-                            names=("ircot", "hipporag_ircot"), label=row_label, stages=("cot",), figure4_stages=("cot",)),)
+                            names=("ircot", "hipporag_ircot"), label=row_label, stages=("cot",), figure4_stages=("cot",),
+                            summaries=(("ircot_stats", "IRCoT loop statistics", summary_row),),
+                            trace_lines=trace_lines),)

@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from hydra.utils import get_class, instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from gear_repro.backends.base import Backend, Collection, IndexDoc
 from gear_repro.core.triple_graph import TripleIndex
@@ -23,6 +23,7 @@ from gear_repro.data import Dataset, load_dataset
 from gear_repro.embedding.embedder import Embedder
 from gear_repro.llm.base import LLM
 from gear_repro.utils.errors import ConfigError, DataError
+from gear_repro.utils.settings import as_dict
 
 log = logging.getLogger(__name__)
 
@@ -117,8 +118,7 @@ class Resources:
 
     @cached_property
     def triple_index(self) -> TripleIndex:
-        graph_cfg = OmegaConf.to_container(self.cfg.get("graph", {}), resolve=True) or {}
-        return TripleIndex(self.triples, self.dataset.triples, **graph_cfg)
+        return TripleIndex(self.triples, self.dataset.triples, **as_dict(self.cfg.get("graph")))
 
     @cached_property
     def llm(self) -> LLM:

@@ -39,12 +39,6 @@ def _make(node: DictConfig, recursive: bool = True, **deps: Any) -> Any:
     return instantiate(node, _partial_=True, _recursive_=recursive)(**deps)
 
 
-def _setting(node: DictConfig, key: str, default: str) -> str:
-    """A string/Enum setting of a config node as its string value (Enum members by ``value``)."""
-    value = node.get(key, default)
-    return str(getattr(value, "value", value))
-
-
 def _wire(node: DictConfig, res: Resources, group: str) -> Any:
     cls = target_class(node)
     table = wirings()
@@ -118,9 +112,9 @@ def hipporag(res: Resources) -> Any:
     if node is None:
         raise ConfigError("this run needs HippoRAG but no `hipporag` config is selected (agent=hipporag|hipporag_ircot)")
 
-    def build() -> Any:
-        v2 = _setting(node, "version", "v1") == "v2"
-        fallback = _setting(node, "no_entity_fallback", "uniform") == "retriever"
+    def build() -> Any:  # the node went through HippoRAGSchema: every setting is present, with its default
+        v2 = node.version == "v2"
+        fallback = node.no_entity_fallback == "retriever"
         ds = res.dataset
         return _make(node, recursive=False, passages=ds.passages, triples=ds.triples, embedder=res.embedder,
                      llm=None if v2 else res.llm, fallback_retriever=passage_retriever(res) if fallback else None,
@@ -159,7 +153,7 @@ def _hipporag_method(node: DictConfig, res: Resources) -> Method:
 
 
 def _ircot(node: DictConfig, res: Resources) -> Method:
-    via_hipporag = _setting(node, "retriever", "base") == "hipporag"
+    via_hipporag = node.retriever == "hipporag"  # IRCoTAgentSchema: always set
     return _make(node, recursive=False, llm=res.llm, passage_by_id=res.dataset.passage_by_id,
                  question_ids=[q.id for q in res.dataset.questions],
                  base_retriever=None if via_hipporag else passage_retriever(res),

@@ -19,16 +19,22 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from omegaconf import OmegaConf
-
-from gear_repro.config import QAMode, choice
 from gear_repro.evaluation.metrics import exact_match, f1_score
 from gear_repro.llm.base import LLM
 from gear_repro.llm.context import check_fits, fit_passages
 from gear_repro.types import Passage, Question
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.settings import Choice, as_dict, choice
 
-QA_MODES = tuple(m.value for m in QAMode)
+
+class QAMode(Choice):
+    """Which passages the K.3 reader sees (qa_reader.mode; Table 3)."""
+
+    retrieved = "retrieved"  # the top_k of the method's ranking
+    none = "none"  # no passages ("No Passages")
+    gold = "gold"  # the gold passages ("Gold Passages")
+
+
 _ANSWER_LABEL = re.compile(r"\banswer\s*[:：]", re.IGNORECASE)
 _STRIP = " \t\r\n\"'`*“”‘’"
 
@@ -98,9 +104,7 @@ class QAReader:
         self.mode = mode
         self.prompt = prompt
         self.prompt_no_passages = prompt_no_passages
-        if llm_params is not None and not isinstance(llm_params, dict):
-            llm_params = OmegaConf.to_container(llm_params, resolve=True)
-        self.llm_params = dict(llm_params or {})
+        self.llm_params = as_dict(llm_params)
 
     def passages_for(self, question: Question, ranked_ids: Sequence[str]) -> list[str]:
         """Ids of the passages bound in the prompt for this mode."""

@@ -6,10 +6,10 @@
   (stopping at n is the same as running with max_rounds = n: the round-n list does not depend on the
   rewrite), per beam length; explicit max_rounds runs are used as they are.
 - :func:`tokens_table` — LLM calls and tokens per question per stage (Figure 4's quantities).
-- :func:`agent_table` — GEAR's loop statistics: rounds, stops, unparsed reasoner/rewriter replies.
-- :func:`method_tables` — each method's own statistics tables (its report hooks' ``summaries``; T²RAG's loop
-  statistics, EM/F1 by final resolution status: the T²RAG paper's Figure 3).
-- :func:`format_trace` — the Table 6 walk-through of one question (``gear-repro-report RUN --trace QID``).
+- :func:`method_tables` — each method's own statistics tables (its report hooks' ``summaries``: a method's loop
+  statistics, stops, unparsed replies; e.g. EM/F1 by final resolution status, the T²RAG paper's Figure 3).
+- :func:`format_trace` — the Table 6 walk-through of one question (``gear-repro-report RUN --trace QID``): the
+  method's own (its report hooks' ``trace_lines``), else each round's recall and the result.
 - :func:`write_analyses` — all of the above that apply to the given runs, as CSV + Markdown.
 
 Recall cells of Tables 12 and 9 carry a 95% bootstrap interval over the questions of the cell and N
@@ -32,7 +32,7 @@ from gear_repro.evaluation.aggregate import calls_at_k, run_k
 from gear_repro.evaluation.metrics import recall_at_k
 from gear_repro.evaluation.per_question import question_values
 from gear_repro.evaluation.stats import Interval
-from gear_repro.methods.base import format_triple_list
+from gear_repro.methods.base import result_lines
 from gear_repro.reporting.evidence import EvidenceOptions, values_interval
 from gear_repro.reporting.paper import paper_value
 from gear_repro.reporting.runs import RunResult, load_predictions, read_config, read_predictions
@@ -130,14 +130,14 @@ def _cfg(run: RunResult, *keys: str, default: Any = None) -> Any:
 
 def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15),
                  opts: EvidenceOptions | None = None) -> pd.DataFrame:
-    """Table 9 cells: runs of the method whose report hooks claim Table 9 (GEAR) by beam length and
+    """Table 9 cells: runs of a method whose report hooks claim Table 9 (``rounds_table``) by beam length and
     n = 1..max_rounds, R@k after n rounds (with CI)."""
-    from gear_repro.methods import hooks_for
+    from gear_repro.methods import agent_hooks
 
     opts = opts or EvidenceOptions()
     cells: dict[tuple, dict] = {}
     for run in runs:
-        hooks = hooks_for(run.config.get("agent"))
+        hooks = agent_hooks(run.config.get("agent"))
         if hooks is None or not hooks.rounds_table:
             continue
         preds = scored(load_predictions(run))
@@ -164,7 +164,7 @@ def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15),
     return pd.DataFrame(rows)
 
 
-# -- tokens and agent statistics --------------------------------------------------------------------------
+# -- tokens and each method's own statistics ---------------------------------------------------------------
 def tokens_table(runs: Sequence[RunResult]) -> pd.DataFrame:
     """Per run and stage: calls, prompt/completion tokens per question, cached share; for a matched-k run, what
     one run at its largest k costs (column ``k``), not the sum of its k passes (Fig. 4)."""
@@ -193,59 +193,31 @@ def tokens_table(runs: Sequence[RunResult]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def agent_table(runs: Sequence[RunResult]) -> pd.DataFrame:
-    """Per GEAR run: questions, mean rounds, stops by reason, unparsed reasoner/rewriter/gist replies."""
-    rows = []
-    for run in runs:
-        preds = [p for p in load_predictions(run) if isinstance(p.get("trace"), dict) and p["trace"].get("agent")]
-        if not preds:
-            continue
-        counters: Counter[str] = Counter()
-        stops: Counter[str] = Counter()
-        calls: Counter[str] = Counter()
-        for p in preds:
-            counters.update({k: v for k, v in p["trace"].get("counters", {}).items() if isinstance(v, int)})
-            stops[p["trace"].get("stop", "?")] += 1
-            for r in p.get("rounds", []):
-                calls["reason"] += r.get("reason") is not None
-                calls["rewrite"] += r.get("rewrite") is not None
-                calls["gist"] += bool((r.get("gist_read") or {}).get("prompt"))
-        rows.append({
-            "method": run.label, "dataset": run.dataset, "n_questions": len(preds),
-            "rounds_mean": round(mean(len(p.get("rounds", [])) for p in preds), 3),
-            "stop_answerable": stops.get("answerable", 0), "stop_max_rounds": stops.get("max_rounds", 0),
-            "reason_calls": calls["reason"], "reason_unparsed": counters.get("reason_unparsed", 0),
-            "rewrite_calls": calls["rewrite"], "rewrite_fallback": counters.get("rewrite_fallback", 0),
-            "rewrite_repeated": counters.get("rewrite_repeated", 0),
-            "gist_calls": calls["gist"], "gist_parse_failed": counters.get("gist_parse_failed", 0),
-            "read_parse_failed": counters.get("expansion.parse_failed", 0),
-            "no_proximal_triples": counters.get("expansion.no_proximal_triples", 0),
-            "memory_duplicates": counters.get("memory_duplicates", 0), "run_dir": str(run.path),
-        })
-    return pd.DataFrame(rows)
-
-
 def method_tables(runs: Sequence[RunResult]) -> list[tuple[str, str, pd.DataFrame]]:
-    """Each method's own statistics tables (its report hooks' ``summaries``): (file stem, title, one row per run)."""
-    from gear_repro.methods import hooks_for, report_hooks
+    """Each method's own statistics tables (its report hooks' ``summaries``): (file stem, title, one row per run of
+    the method, labelled as the run's rows in the other tables)."""
+    from gear_repro.methods import agent_hooks, report_hooks
 
     out = []
     for hooks in report_hooks():
         for stem, title, row_of in hooks.summaries:
             rows = []
             for run in runs:
-                if hooks_for(run.config.get("agent")) is not hooks:
+                if agent_hooks(run.config.get("agent")) is not hooks:
                     continue
                 row = row_of(load_predictions(run))
                 if row is not None:
-                    rows.append({"method": run.method, "dataset": run.dataset, **row, "run_dir": str(run.path)})
+                    rows.append({"method": run.label, "dataset": run.dataset, **row, "run_dir": str(run.path)})
             out.append((stem, title, pd.DataFrame(rows)))
     return out
 
 
 # -- Table 6 walk-through ------------------------------------------------------------------------------------
 def format_trace(pred: dict, titles: dict[str, str] | None = None, ks: Sequence[int] = (5, 10, 15)) -> str:
-    """Table 6-style walk-through of one prediction record (any method; rounds for GEAR)."""
+    """Table 6-style walk-through of one prediction record: the method's own (the first report hooks whose
+    ``trace_lines`` recognise the record), else each round's recall and the result."""
+    from gear_repro.methods import report_hooks
+
     titles = titles or {}
     gold = pred.get("gold_ids") or []
 
@@ -260,40 +232,14 @@ def format_trace(pred: dict, titles: dict[str, str] | None = None, ks: Sequence[
     lines = [f"Question {pred.get('id')}: {pred.get('question')}",
              f"  answers: {pred.get('answers')}   type: {pred.get('type')}",
              f"  gold: {', '.join(titles.get(g, g) for g in gold)}   (* = gold passage)"]
-    from gear_repro.methods import report_hooks
-
-    for hooks in report_hooks():  # a method's own walk-through when the record is its shape
+    for hooks in report_hooks():
         own = hooks.trace_lines(pred, plist, recall_line) if hooks.trace_lines else None
         if own is not None:
             return "\n".join(lines + own)
     for r in pred.get("rounds", []):
-        n = r.get("round")
-        lines += [f"\n== Round {n} ==", f"1. Query q({n}): {r.get('query')}",
-                  f"2. Base retrieval: {plist(r.get('base', []))}",
-                  "3. Reader -> proximal triples:", format_triple_list(r.get("proximal", []))]
-        linked = [x.get("triple_text") or "(no link)" for x in r.get("linked", [])]
-        lines += ["   tripleLink -> " + ("; ".join(linked[:8]) if linked else "(none)"),
-                  f"4. Graph expansion: {len(r.get('expanded', []))} passages; C_q({n}): {plist(r.get('fused', []), 5)}",
-                  f"5. Gist memory G({n}) (+{len(r.get('gist_new', []))} new):", format_triple_list(r.get("memory", []))]
-        rs = r.get("reason")
-        if rs is None:
-            lines.append("6. Reasoner: (not called)")
-        else:
-            flag = "" if rs.get("parsed", True) else "  [reply did not parse; raw kept]"
-            lines.append(f"6. Reasoner: answerable={rs.get('answerable')}  {rs.get('reason', '')!s}{flag}")
-        rw = r.get("rewrite")
-        if rw is not None:
-            flag = "  [did not parse: fell back to q]" if rw.get("fallback") else ""
-            lines.append(f"7. Rewriter -> next query: {rw.get('query')}{flag}")
-        lines.append(f"   ranking had GEAR stopped here: {recall_line(r.get('ranking', []))}")
-    trace = pred.get("trace") or {}
-    final = (pred.get("rankings") or {}).get("final", [])
-    lines += ["\n== Result ==", f"  stop: {trace.get('stop', '-')}   rounds: {len(pred.get('rounds', []))}",
-              f"  final ranking: {plist(final, 15)}", f"  recall: {recall_line(final)}"]
-    if "answer" in pred:
-        lines.append(f"  QA answer ({pred.get('qa_mode')}): {pred.get('answer')!r}   EM {pred.get('em')}  "
-                     f"F1 {pred.get('f1') if pred.get('f1') is None else round(pred['f1'], 3)}")
-    return "\n".join(lines)
+        lines += [f"\n== Round {r.get('round')} ==",
+                  f"   ranking had the method stopped here: {recall_line(r.get('ranking', []))}"]
+    return "\n".join(lines + result_lines(pred, plist, recall_line))
 
 
 def passage_titles(run: RunResult) -> dict[str, str]:
@@ -355,7 +301,7 @@ def density_wide(long: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_analyses(runs: Sequence[RunResult], out_dir: str | Path, opts: EvidenceOptions | None = None) -> list[Path]:
-    """Write Table 12 (density), Table 9 (rounds × beam length), tokens per stage and agent statistics."""
+    """Write Table 12 (density), Table 9 (rounds × beam length), tokens per stage and each method's statistics."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
@@ -368,9 +314,8 @@ def write_analyses(runs: Sequence[RunResult], out_dir: str | Path, opts: Evidenc
                      encoding="utf-8")
         paths.append(p)
     paths += _write(rounds_table(runs, opts=opts), out, "table9_rounds",
-                    "Table 9: GEAR R@k by beam length and maximum rounds")
+                    "Table 9: R@k by beam length and maximum rounds")
     paths += _write(tokens_table(runs), out, "tokens_by_stage", "LLM calls and tokens per question, by stage")
-    paths += _write(agent_table(runs), out, "agent_stats", "GEAR loop statistics")
     for stem, title, table in method_tables(runs):
         paths += _write(table, out, stem, title)
     return paths

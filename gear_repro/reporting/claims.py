@@ -34,7 +34,7 @@ from gear_repro.reporting.evidence import (
     paired_arrays,
     values,
 )
-from gear_repro.reporting.paper import paper_value
+from gear_repro.reporting.paper import DEFAULT_PAPER, paper_value
 from gear_repro.reporting.runs import RunResult
 from gear_repro.utils.errors import GearError
 
@@ -151,7 +151,7 @@ def _paper_cells(claim: dict, dataset: str, metric: str) -> tuple[float | None, 
         if not cell:
             return None
         return paper_value(cell["table"], cell["method"], dataset, cell.get("metric", metric),
-                           paper=cell.get("paper", "GEAR"), setting=cell.get("setting"))
+                           paper=cell.get("paper", DEFAULT_PAPER), setting=cell.get("setting"))
     return one(spec.get("a")), one(spec.get("b"))
 
 

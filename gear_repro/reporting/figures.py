@@ -1,8 +1,9 @@
 """The paper's figures from finished runs (PNG + PDF, matplotlib Agg).
 
 - Figure 2 / 5 (``fig2_r15_by_round_<dataset>``): R@15 after each round (``metrics['recall@15_by_round']``,
-  questions that stopped earlier carried forward) per multi-step run; a horizontal line per single-step
-  Hybrid + SyncGE run (its R@15); the paper's labelled points (GEAR n=1, Hybrid + SyncGE) as grey markers.
+  questions that stopped earlier carried forward) per multi-step run; a horizontal line per single-step run
+  whose expansion's report hooks set ``figure2_reference`` (its R@15); the paper's labelled points
+  (paper_results.csv, Figure 2) as grey markers.
   More than 4 rounds -> named ``fig5_...`` as in the paper's appendix.
 - Figure 3 (``fig3_r15_by_type_<dataset>``): per-question R@15 by MuSiQue hop type, box plots per method
   with the mean as a dot (from predictions.jsonl; bars of ``metrics['by_type']`` means if predictions are gone).
@@ -30,7 +31,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from gear_repro.evaluation.aggregate import calls_at_k, question_recalls, run_k  # noqa: E402
 from gear_repro.reporting.analyses import scored  # noqa: E402
 from gear_repro.reporting.evidence import DEFAULT_OPTIONS, EvidenceOptions, interval, values_interval  # noqa: E402
-from gear_repro.reporting.paper import paper_results  # noqa: E402
+from gear_repro.reporting.paper import DEFAULT_PAPER, paper_results  # noqa: E402
 from gear_repro.reporting.runs import RunResult, load_predictions  # noqa: E402
 
 HOP_ORDER = ["2hop", "3hop1", "3hop2", "4hop1", "4hop2", "4hop3"]
@@ -51,11 +52,11 @@ def retrieval_stages() -> frozenset[str]:
 
 
 def _is_figure2_reference(run: RunResult) -> bool:
-    """A single-step run with the expansion Fig. 2 draws as its reference line (SyncGE: its hooks'
+    """A single-step run with the expansion Fig. 2 draws as its reference line (the expansion whose hooks set
     ``figure2_reference``; also a run whose report label names that expansion)."""
-    from gear_repro.methods import hooks_for, report_hooks
+    from gear_repro.methods import agent_hooks, hooks_for, report_hooks
 
-    agent = hooks_for(run.config.get("agent"))
+    agent = agent_hooks(run.config.get("agent"))
     if agent is not None and agent.rounds_table:  # the multi-step method itself
         return False
     exp = hooks_for(run.config.get("expansion"))
@@ -124,7 +125,7 @@ def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evidenc
                 ax.annotate(f"{_label(r)} {y:.1f}", (n_max, y), textcoords="offset points", xytext=(-4, 4),
                             ha="right", fontsize=8, color="tab:gray")
         df = paper_results()
-        pts = df[(df.paper == "GEAR") & (df.table == "Figure 2") & (df.dataset == dataset)]
+        pts = df[(df.paper == DEFAULT_PAPER) & (df.table == "Figure 2") & (df.dataset == dataset)]
         for _, p in pts.iterrows():
             if p["metric"] == f"R@{k} n=1":
                 ax.scatter([1], [p["value"]], marker="x", color="black", zorder=5)

@@ -19,7 +19,14 @@ from gear_repro.utils.errors import GearError
 from gear_repro.utils.io import read_json, write_json
 
 MANIFEST = "report_files.json"
-_REPORT_NAMES = re.compile(r"^(table\d*_|claims\.|cost\.|tokens_by_stage\.|agent_stats\.|t2rag_stats\.|fig\d)")
+_REPORT_NAMES = re.compile(r"^(table\d*_|claims\.|cost\.|tokens_by_stage\.|fig\d)")
+
+
+def _method_table(name: str) -> bool:
+    """A file of a method's own statistics table (its report hooks' ``summaries`` stems)."""
+    from gear_repro.methods import report_hooks
+
+    return Path(name).stem in {stem for h in report_hooks() for stem, _, _ in h.summaries}
 
 
 def _files(root: Path) -> list[str]:
@@ -33,7 +40,7 @@ def check_owned(out: Path, stem: str) -> None:
     listed = set(read_json(out / MANIFEST).get("files", [])) if (out / MANIFEST).is_file() else set()
     for name in _files(out):
         if name in listed or name == MANIFEST or ("/" not in name and (
-                _REPORT_NAMES.match(name) or Path(name).stem == stem)):
+                _REPORT_NAMES.match(name) or _method_table(name) or Path(name).stem == stem)):
             continue
         raise GearError(f"--out {out} holds {out / name}, which no report wrote; a report replaces its folder "
                         "as a whole: use a new or empty folder")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 PAPER_CSV = Path(__file__).resolve().parent.parent / "resources" / "paper_results.csv"
+DEFAULT_PAPER = "GEAR"  # report.paper's default (configs/config.yaml): the paper whose tables and figures the report lays out
 
 
 @lru_cache(maxsize=1)
@@ -18,7 +19,7 @@ def paper_results() -> pd.DataFrame:
     return df
 
 
-def paper_value(table: str, method: str, dataset: str, metric: str, paper: str = "GEAR",
+def paper_value(table: str, method: str, dataset: str, metric: str, paper: str = DEFAULT_PAPER,
                 setting: str | None = None) -> float | None:
     df = paper_results()
     m = (df.paper == paper) & (df.table == table) & (df.method == method) & (df.dataset == dataset) & (df.metric == metric)

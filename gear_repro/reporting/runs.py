@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gear_repro.reporting.paper import DEFAULT_PAPER
 from gear_repro.utils.errors import GearError
 from gear_repro.utils.io import read_json
 
@@ -44,14 +45,13 @@ class RunResult:
 
     @property
     def method(self) -> str:
-        """Row label: report.method if set, else the method's own label (its report hooks, found by the class of
-        ``agent._target_``: "BM25", "Hybrid + SyncGE", "GEAR", "GEAR + GRIEVER", "HippoRAG", "IRCoT (BM25)",
-        "HippoRAG w/ IRCoT") from the base retriever's label and the expansion's."""
+        """Row label: report.method if set, else the method's own label (its report hooks' ``label``, found by the
+        class of ``agent._target_``) from the base retriever's label and the expansion's."""
         if self.report.get("method"):
             return self.report["method"]
         if self.is_qa_bound:  # Table 3's bounds: the label names the bound, not the (unused) retriever
             return {"none": "No Passages", "gold": "Gold Passages"}.get(self.config["qa_reader"]["mode"], "QA bound")
-        from gear_repro.methods import hooks_for
+        from gear_repro.methods import agent_hooks, hooks_for
         from gear_repro.methods.base import RowParts
 
         agent = self.config.get("agent") or {}
@@ -63,15 +63,15 @@ class RunResult:
         exp_hooks = hooks_for(self.config.get("expansion"))
         parts = RowParts(base=paper_label or own, paper_label=bool(paper_label), retriever=ret,
                          expansion=exp_hooks.expansion_label if exp_hooks is not None else None)
-        hooks = hooks_for(agent) or hooks_for({"name": agent.get("name", "single")})  # no agent group: single-step
+        hooks = agent_hooks(agent)
         if hooks is not None and hooks.label is not None:
             return hooks.label(agent, parts)
         label = parts.base + (f" + {parts.expansion}" if parts.expansion else "")
         return f"{label} ({agent.get('name', '?')})"  # an agent class without report hooks
     @property
     def paper(self) -> str:
-        """Paper whose published numbers this run is compared with (report.paper, default GEAR)."""
-        return self.report.get("paper") or "GEAR"
+        """Paper whose published numbers this run is compared with (report.paper, else :data:`DEFAULT_PAPER`)."""
+        return self.report.get("paper") or DEFAULT_PAPER
 
     @property
     def is_qa_bound(self) -> bool:
@@ -79,7 +79,7 @@ class RunResult:
         return bool(self.config.get("qa")) and (self.config.get("qa_reader") or {}).get("mode", "retrieved") != "retrieved"
 
     def paper_ref(self, metric: str) -> tuple[str, str, str | None]:
-        """(paper, table, setting) whose number stands beside ours: GEAR's table of the metric by default;
+        """(paper, table, setting) whose number stands beside ours: the paper's table of the metric by default;
         EM/F1 may name another paper's table (``report.qa_paper`` / ``qa_paper_table`` / ``qa_setting``)."""
         table = self.table_for(metric)
         if metric in ("EM", "F1") and self.report.get("qa_paper"):

@@ -1,24 +1,31 @@
-"""Deterministic stand-ins for the LLM and the embedder, used by the logic tests and the golden rankings.
+"""Deterministic stand-ins for the LLM, the embedder and small components, shared by the tests (no test file defines
+its own LLM or embedder double).
 
-``ScriptedLLM`` answers every prompt of the harness (K.2 reader, GEAR reason/rewrite, HippoRAG NER, IRCoT
+LLMs: ``ScriptedLLM`` answers every prompt of the harness (K.2 reader, GEAR reason/rewrite, HippoRAG NER, IRCoT
 thoughts, T²RAG decompose/resolve/answer, K.3 QA) in the format of its template, with entities drawn from the
-prompt's own passage titles and picked by the prompt's hash: the same prompt gets the same reply, whichever
-order or process asks. ``HashEmbedder`` gives each text a fixed vector from its words (feature hashing), so
-dense retrieval, the path scorer and HippoRAG's synonym edges run their real code paths without a model.
+prompt's own passage titles and picked by the prompt's hash (the same prompt gets the same reply, whichever order
+or process asks), or from a script; ``ExtractionLLM`` serves K.1 extraction with failures, delays and blocking.
+Embedders: ``HashEmbedder`` is the real ``SentenceEmbedder`` (caches, memo) with feature hashing in place of a
+model, so dense retrieval, the path scorer and HippoRAG's synonym edges run their real code paths;
+``TableEmbedder`` is a light double whose vectors a test sets (a table, a default, or seeded per text or per word).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import random
 import re
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from gear_repro.embedding.embedder import SentenceEmbedder
-from gear_repro.llm import LLMReply, TokenLedger
-from gear_repro.types import Ranking
+from gear_repro.llm import LLMCallError, LLMReply, TokenLedger
+from gear_repro.types import Passage, Ranking
 
 _TITLE = re.compile(r"^Wikipedia Title: (.+)$", re.MULTILINE)
 _FALLBACK = ("Paris", "France", "Berlin", "Germany", "Amiens")
@@ -103,6 +110,59 @@ class ScriptedLLM:
         """Always ready (the real client checks its credentials)."""
 
 
+def extraction_reply(title: str, i: int) -> str:
+    """A K.1 reply for the ``i``-th passage, cycling through the reply shapes a real model produces."""
+    kind = i % 5
+    t = json.dumps(title)
+    if kind == 0:  # the paper's demonstration format (not a repair)
+        return (f'{{"named_entities": [{t}, "X"]}}\n{{\n"triples": [\n({t}, "related to", "X"),\n'
+                '("X", "part of", "Y"),\n]\n}')
+    if kind == 1:  # fenced, cut off mid-way -> repaired; one wrong-arity triple dropped
+        return (f'```json\n{{"named_entities": [{t}]}}\n{{"triples": [[{t}, "is", "a thing"], '
+                f'["only two", "parts"], [{t}, "ha')
+    if kind == 2:  # prose, no structure -> parse failure, zero triples
+        return "I am sorry, I cannot extract triples from this paragraph."
+    if kind == 3:  # empty triple list
+        return '{"named_entities": []}\n{"triples": []}'
+    return f'{{"named_entities": [{t}], "triples": [[{t}, "a", "b"], [{t}, "c", "d"], [{t}, "e", "f"]]}}'
+
+
+class ExtractionLLM:
+    """K.1 extraction stand-in (stage ``extract`` only) with the client's ``chat`` signature: the reply is chosen by the
+    passage's position (:func:`extraction_reply`); ``fail_ids`` raise, ``delay``/``seed`` sleep, ``block_after`` blocks
+    forever (a process killed mid-run); ``calls`` lists the passage titles asked for, in order."""
+
+    concurrency = 1
+
+    def __init__(self, passages: list[Passage], fail_ids: set[str] = frozenset(), delay: float = 0.0,  # type: ignore[assignment]
+                 block_after: int | None = None, seed: int | None = None, concurrency: int = 1):
+        self.index = {p.title: i for i, p in enumerate(passages)}
+        self.titles = [p.title for p in passages]
+        self.ids = {p.title: p.id for p in passages}
+        self.fail_ids, self.delay = set(fail_ids), delay
+        self.block_after = block_after  # calls after this many block forever (the process is killed there)
+        self.rng = random.Random(seed) if seed is not None else None  # random per-call delays
+        self.concurrency = concurrency
+        self.calls: list[str] = []
+        self._lock = threading.Lock()
+
+    def chat(self, messages: list[dict], *, stage: str, round_no: int = 0, **params: Any) -> LLMReply:
+        assert stage == "extract" and round_no == 0
+        text = messages[-1]["content"]
+        title = next(t for t in sorted(self.titles, key=len, reverse=True) if f"```\n{t}\n\n" in text)
+        with self._lock:
+            self.calls.append(title)
+            n_call = len(self.calls)
+            delay = self.rng.uniform(0, 0.02) if self.rng is not None else self.delay
+        if self.block_after is not None and n_call > self.block_after:
+            threading.Event().wait()  # never returns: the test kills this process here
+        if self.ids[title] in self.fail_ids:
+            raise LLMCallError("retries exhausted (scripted)")
+        time.sleep(delay)
+        return LLMReply(text=extraction_reply(title, self.index[title]), prompt_tokens=100 + self.index[title],
+                        completion_tokens=10, cached=False, latency_s=0.5, model="scripted")
+
+
 class HashEmbedder(SentenceEmbedder):
     """The real embedder class (caches, memo, batch independence) with feature hashing in place of a model:
     each lower-cased word adds a ±1 to one of ``dim`` buckets, then the vector is L2-normalised."""
@@ -127,6 +187,57 @@ class HashEmbedder(SentenceEmbedder):
         return out
 
 
+class TableEmbedder:
+    """Embedder double without a model or a cache (what retrievers, scorers and indexes call: ``encode``,
+    ``encode_corpus``, ``dim``, ``model_id``): every unit has a fixed unit vector, its ``table`` entry (zero-padded
+    to ``dim``), else ``default``, else a pseudo-random direction seeded by ``key(unit)``.
+
+    Units are whole texts, or words with ``split`` (a text -> its words): a text's vector is then the normalised mean
+    of its words' vectors, and ``encode_tokens`` gives one vector per word (GRIEVER's entity matcher), so an
+    n-gram's vector equals the embedding of the same words as a text. ``calls`` records the texts of every encode."""
+
+    def __init__(self, dim: int = 8, table: dict[str, Sequence[float]] | None = None, *,
+                 default: Sequence[float] | None = None, key: Callable[[str], str] | None = None,
+                 split: Callable[[str], list[str]] | None = None, model_id: str = "table") -> None:
+        self.dim, self.model_id = dim, model_id
+        self.table = {k: self._pad(v) for k, v in (table or {}).items()}
+        self.default = None if default is None else self._pad(default)
+        self.key, self.split = key or (lambda t: t), split
+        self.calls: list[list[str]] = []
+
+    def _pad(self, v: Sequence[float]) -> np.ndarray:
+        out = np.zeros(self.dim, np.float32)
+        out[: len(v)] = v
+        return out
+
+    def unit(self, u: str) -> np.ndarray:
+        """The unit vector of one unit (a text, or a word with ``split``)."""
+        k = self.key(u)
+        v = self.table.get(k, self.default)
+        if v is None:
+            seed = sum((i + 1) * ord(c) for i, c in enumerate(k))  # position-weighted character codes
+            v = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    def _text(self, text: str) -> np.ndarray:
+        if self.split is None:
+            return self.unit(text)
+        v = np.mean([self.unit(w) for w in self.split(text) or ["<empty>"]], axis=0)
+        return (v / np.linalg.norm(v)).astype(np.float32)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return np.stack([self._text(t) for t in texts]) if len(texts) else np.zeros((0, self.dim), np.float32)
+
+    def encode_corpus(self, texts: Sequence[str], desc: str = "") -> np.ndarray:
+        return self.encode(texts)
+
+    def encode_tokens(self, text: str, ws: Sequence) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """GRIEVER's token encoder: the sentence vector, one vector per word of ``ws``, their token counts (1)."""
+        sums = np.stack([self.unit(w.text) for w in ws]) if ws else np.zeros((0, self.dim), np.float32)
+        return self._text(text), sums, np.ones(len(ws), np.float32)
+
+
 class FixedRetriever:
     """Retriever stand-in: the same ids for every query (scores 1/rank); records the queries."""
 
@@ -149,7 +260,8 @@ class FixedExpansion:
     def describe(self) -> dict:
         return {"name": "fixed"}
 
-    def expand(self, query: str, base: Ranking, **_: object):
+    def expand(self, query: str, base: Ranking, *, read_query: str | None = None, round_no: int = 0,
+               memory: Sequence[Sequence[str]] = ()):
         from gear_repro.core.fusion import rrf
         from gear_repro.methods.gear.expansion import ExpansionOutput
 

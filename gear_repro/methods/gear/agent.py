@@ -38,9 +38,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from omegaconf import OmegaConf
-
-from gear_repro.config import GistDocs, GistEmpty, GistFirstRound, QueryChoice, choice
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.core.triple_graph import TripleIndex, normalize_entity
 from gear_repro.core.triple_reader import read_triples
@@ -49,10 +46,39 @@ from gear_repro.methods.base import Expansion, MethodOutput
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking, Triple3, triple_text
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.settings import Choice, as_dict, choice
 from gear_repro.utils.trace import bump, seconds
 
 log = logging.getLogger(__name__)
 
+
+class QueryChoice(Choice):
+    """Which question a GEAR step uses (agent.query_for_base, query_for_beam, read_with)."""
+
+    rewritten = "rewritten"  # q(n)
+    original = "original"  # q
+
+
+class GistDocs(Choice):
+    """What the gist reader reads (agent.gist_docs)."""
+
+    expanded = "expanded"  # C~_q(n) (pseudocode gist_memory_constructor(expanded_passages))
+    fused = "fused"  # C_q(n)
+    base = "base"  # C'_q(n)
+
+
+class GistEmpty(Choice):
+    """What the gist read reads when the expanded list C~_q(n) is empty (agent.gist_empty)."""
+
+    skip = "skip"  # nothing: no gist call (the pseudocode reads the empty list, gear.py:52)
+    fused = "fused"  # the top gist_k of C_q(n)
+
+
+class GistFirstRound(Choice):
+    """Round 1's gist memory (agent.gist_first_round)."""
+
+    read = "read"  # a gist read, as in later rounds
+    reuse = "reuse"  # SyncGE's proximal triples (one call less)
 
 
 def triple_key(t: Sequence[str]) -> tuple[str, ...]:
@@ -164,9 +190,7 @@ class GearAgent:
         self.k_rrf = k_rrf
         self.output_depth = output_depth
         self.round_ranking_depth = round_ranking_depth
-        if llm_params is not None and not isinstance(llm_params, dict):
-            llm_params = OmegaConf.to_container(llm_params, resolve=True)
-        self.llm_params = dict(llm_params or {})
+        self.llm_params = as_dict(llm_params)
         self.expansion = expansion
         self.retriever = retriever
 

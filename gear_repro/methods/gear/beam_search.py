@@ -37,24 +37,50 @@ import numpy as np
 from gear_repro.core.triple_graph import TripleIndex
 from gear_repro.methods.gear.scorers import PathScorer, cosines, make_scorer, takes_path_text
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.settings import Choice, as_dict, check_fields, num
 from gear_repro.utils.trace import bump as _bump
 
 # --------------------------------------------------------------------------------------------------
 # configuration
 
 
+class NeighbourSelection(Choice):
+    """Which neighbours a beam considers when ``neighbours`` caps them (beam.neighbour_selection)."""
+
+    relevance = "relevance"  # cosine of q and the single triple
+    order = "order"  # row order
+
+
+class Exists(Choice):
+    """Which triples a beam may not re-use (beam.exists)."""
+
+    previous_step = "previous_step"  # any triple in a beam of the previous step (Alg. 1 exists(t, B_{i-1}))
+    path = "path"  # the beam's own triples
+    none = "none"  # none
+
+
+class DeadEnds(Choice):
+    """Beams whose last triple has no admissible neighbour (beam.dead_ends)."""
+
+    fallback = "fallback"  # dropped as in Alg. 1; a step with no candidate at all keeps the previous beams
+    drop = "drop"  # dropped (literal Alg. 1)
+    keep = "keep"  # carried over unchanged
+
+
 @dataclass
 class BeamConfig:
-    """Parameters of Alg. 1 and of our reading of it (defaults = the paper's, §6.2 / DESIGN.md)."""
+    """Parameters of Alg. 1 and of our reading of it (defaults = the paper's, §6.2 / DESIGN.md). Also the
+    ``beam`` group's config schema (registered in Hydra's ConfigStore by ``gear_repro/config.py``): one
+    declaration of every field, its type, choices and range."""
 
-    length: int = 2  # l: maximum number of triples per beam
-    width: int = 10  # b: beams kept per step
-    neighbours: int | None = 100  # max candidates per beam and step (None/0 = all neighbours)
-    neighbour_selection: str = "relevance"  # "relevance" (cosine of q and the single triple) | "order" (row order)
-    gamma: float | None = None  # γ of exp(-min(n,γ)/γ); None -> 2 * width
+    length: int = num(2, ge=1)  # l: maximum number of triples per beam
+    width: int = num(10, ge=1)  # b: beams kept per step
+    neighbours: int | None = num(100, ge=0)  # max candidates per beam and step (None/0 = all neighbours)
+    neighbour_selection: NeighbourSelection = NeighbourSelection.relevance
+    gamma: float | None = num(None, gt=0)  # γ of exp(-min(n,γ)/γ); None -> 2 * width
     diversity: bool = True  # False = plain beam search (Table 4 "w/o diversity")
-    exists: str = "previous_step"  # "previous_step" (Alg. 1 exists(t, B_{i-1})) | "path" | "none"
-    dead_ends: str = "fallback"  # "fallback" | "drop" (literal Alg. 1) | "keep"
+    exists: Exists = Exists.previous_step
+    dead_ends: DeadEnds = DeadEnds.fallback
     scorer: str = "exact"  # "exact" | "sum" | "mean" | "fast" | a name registered with scorers.register_scorer
     path_separator: str = " "  # joins triple texts into the path text (exact scorer)
     scorer_options: dict[str, Any] = field(default_factory=dict)  # extra keyword args of the scorer
@@ -62,15 +88,7 @@ class BeamConfig:
     label: str | None = None  # free-form row label for reports (Table 4: "w/ diversity"); no effect on search
 
     def __post_init__(self) -> None:
-        if self.length < 1 or self.width < 1:
-            raise ConfigError(f"beam.length and beam.width must be >= 1 (got {self.length}, {self.width})")
-        if self.gamma is not None and self.gamma <= 0:
-            raise ConfigError(f"beam.gamma must be > 0 or null (got {self.gamma})")
-        for name, allowed in (("neighbour_selection", ("relevance", "order")),
-                              ("exists", ("previous_step", "path", "none")),
-                              ("dead_ends", ("fallback", "drop", "keep"))):
-            if getattr(self, name) not in allowed:
-                raise ConfigError(f"beam.{name} must be one of {allowed}, got '{getattr(self, name)}'")
+        check_fields(self, "beam")
 
     @property
     def gamma_value(self) -> float:
@@ -84,18 +102,12 @@ class BeamConfig:
             return cls()
         if isinstance(cfg, cls):
             return cfg
-        try:
-            from omegaconf import DictConfig, OmegaConf
-
-            if isinstance(cfg, DictConfig):
-                cfg = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
-        except ImportError:  # pragma: no cover
-            pass
+        settings = as_dict(cfg)
         known = {f.name for f in fields(cls)}
-        extra = set(cfg) - known
+        extra = set(settings) - known
         if extra:
             raise ConfigError(f"unknown beam option(s) {sorted(extra)}; known: {sorted(known)}")
-        return cls(**dict(cfg))
+        return cls(**settings)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "gamma_value": self.gamma_value}

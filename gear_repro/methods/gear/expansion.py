@@ -30,7 +30,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gear_repro.config import FusionOrder, OnNoProximal, choice
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.core.triple_graph import TripleIndex
 from gear_repro.core.triple_reader import MEMORY_PROMPT, READER_PROMPT, check_reader_fits, read_triples
@@ -41,9 +40,24 @@ from gear_repro.methods.gear.beam_search import BeamConfig, BeamResult, beam_sea
 from gear_repro.methods.gear.scorers import PathScorer
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking, Triple3, triple_text
+from gear_repro.utils.settings import Choice, as_dict, choice
 from gear_repro.utils.trace import bump, seconds
 
 log = logging.getLogger(__name__)
+
+
+class FusionOrder(Choice):
+    """Eq. 3's list order, which decides RRF ties (expansion.fusion_order)."""
+
+    base_first = "base_first"  # rrf(base + expanded), the authors' pseudocode
+    expanded_first = "expanded_first"  # the earlier reading
+
+
+class OnNoProximal(Choice):
+    """What SyncGE does when the reader yields no proximal triple (expansion.on_no_proximal)."""
+
+    base = "base"  # return C'_q (counted)
+    naive = "naive"  # NaiveGE's initial triples
 
 
 class NoExpansion:
@@ -58,7 +72,9 @@ class NoExpansion:
     def __init__(self, name: str = "none"):
         self.name = name
 
-    def expand(self, query: str, base: Ranking, **_: Any) -> ExpansionOutput:
+    def expand(self, query: str, base: Ranking, *, read_query: str | None = None, round_no: int = 0,
+               memory: Sequence[Sequence[str]] = ()) -> ExpansionOutput:
+        """C_q = C'_q (the Expansion protocol's arguments are not read)."""
         return ExpansionOutput(ranking=base, trace={"expansion": self.name})
 
     def check_prompts(self, questions: Sequence[Question]) -> None:
@@ -174,7 +190,9 @@ class NaiveGE(GraphExpansion):
 
     name = "naive"
 
-    def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], **_: Any) -> list[str]:
+    def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], *, read_query: str = "",
+                        round_no: int = 0, memory: Sequence[Sequence[str]] = ()) -> list[str]:
+        """T_q = every triple of the base passages (§6.3); no reader, so the question, round and memory are unused."""
         out: list[str] = []
         for pid in base.ids:
             ts = self.index.triples_of_passage(pid)
@@ -218,7 +236,7 @@ class SyncGE(GraphExpansion):
         self.memory_prompt = memory_prompt
         self.max_proximal = max_proximal
         self.on_no_proximal = choice(OnNoProximal, on_no_proximal, "expansion.on_no_proximal")
-        self.llm_params = dict(llm_params or {})
+        self.llm_params = as_dict(llm_params)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "prompt": self.prompt, "memory_prompt": self.memory_prompt,

@@ -1,12 +1,14 @@
-"""How the report shows GEAR (seed 000): its row labels, LLM stages, Table 9 and Fig. 2 roles
-(registered in :func:`gear_repro.methods.report_hooks`)."""
+"""How the report shows GEAR (seed 000): its row labels, LLM stages, Table 9 and Fig. 2 roles, its loop statistics
+(``agent_stats``) and the Table 6 walk-through of one record (registered in :func:`gear_repro.methods.report_hooks`)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
+from statistics import mean
 from typing import Any
 
-from gear_repro.methods.base import ReportHooks, RowParts, class_path
+from gear_repro.methods.base import ReportHooks, RowParts, class_path, format_triple_list, result_lines
 from gear_repro.methods.gear.agent import GearAgent
 from gear_repro.methods.gear.expansion import NaiveGE, NoExpansion, SyncGE
 
@@ -21,9 +23,69 @@ def agent_label(node: Mapping[str, Any], parts: RowParts) -> str:
     return "GEAR"
 
 
+def summary_row(predictions: list[dict]) -> dict[str, Any] | None:
+    """One GEAR run: questions, mean rounds, stops by reason, reasoner/rewriter/gist calls and unparsed replies
+    (§5; the trace's ``counters``). None without GEAR records."""
+    preds = [p for p in predictions if isinstance(p.get("trace"), dict) and p["trace"].get("agent")]
+    if not preds:
+        return None
+    counters: Counter[str] = Counter()
+    stops: Counter[str] = Counter()
+    calls: Counter[str] = Counter()
+    for p in preds:
+        counters.update({k: v for k, v in p["trace"].get("counters", {}).items() if isinstance(v, int)})
+        stops[p["trace"].get("stop", "?")] += 1
+        for r in p.get("rounds", []):
+            calls["reason"] += r.get("reason") is not None
+            calls["rewrite"] += r.get("rewrite") is not None
+            calls["gist"] += bool((r.get("gist_read") or {}).get("prompt"))
+    return {
+        "n_questions": len(preds), "rounds_mean": round(mean(len(p.get("rounds", [])) for p in preds), 3),
+        "stop_answerable": stops.get("answerable", 0), "stop_max_rounds": stops.get("max_rounds", 0),
+        "reason_calls": calls["reason"], "reason_unparsed": counters.get("reason_unparsed", 0),
+        "rewrite_calls": calls["rewrite"], "rewrite_fallback": counters.get("rewrite_fallback", 0),
+        "rewrite_repeated": counters.get("rewrite_repeated", 0),
+        "gist_calls": calls["gist"], "gist_parse_failed": counters.get("gist_parse_failed", 0),
+        "read_parse_failed": counters.get("expansion.parse_failed", 0),
+        "no_proximal_triples": counters.get("expansion.no_proximal_triples", 0),
+        "memory_duplicates": counters.get("memory_duplicates", 0),
+    }
+
+
+def trace_lines(pred: dict, plist: Any, recall_line: Any) -> list[str] | None:
+    """The Table 6 walk-through of a GEAR record: per round the query, base retrieval, reader triples, tripleLink,
+    expansion, gist memory, reasoner and rewriter (§5), then the result. None for a record without GEAR rounds."""
+    rounds = pred.get("rounds") or []
+    if not rounds or "fused" not in rounds[0]:
+        return None
+    lines: list[str] = []
+    for r in rounds:
+        n = r.get("round")
+        lines += [f"\n== Round {n} ==", f"1. Query q({n}): {r.get('query')}",
+                  f"2. Base retrieval: {plist(r.get('base', []))}",
+                  "3. Reader -> proximal triples:", format_triple_list(r.get("proximal", []))]
+        linked = [x.get("triple_text") or "(no link)" for x in r.get("linked", [])]
+        lines += ["   tripleLink -> " + ("; ".join(linked[:8]) if linked else "(none)"),
+                  f"4. Graph expansion: {len(r.get('expanded', []))} passages; C_q({n}): {plist(r.get('fused', []), 5)}",
+                  f"5. Gist memory G({n}) (+{len(r.get('gist_new', []))} new):", format_triple_list(r.get("memory", []))]
+        rs = r.get("reason")
+        if rs is None:
+            lines.append("6. Reasoner: (not called)")
+        else:
+            flag = "" if rs.get("parsed", True) else "  [reply did not parse; raw kept]"
+            lines.append(f"6. Reasoner: answerable={rs.get('answerable')}  {rs.get('reason', '')!s}{flag}")
+        rw = r.get("rewrite")
+        if rw is not None:
+            flag = "  [did not parse: fell back to q]" if rw.get("fallback") else ""
+            lines.append(f"7. Rewriter -> next query: {rw.get('query')}{flag}")
+        lines.append(f"   ranking had GEAR stopped here: {recall_line(r.get('ranking', []))}")
+    return lines + result_lines(pred, plist, recall_line)
+
+
 HOOKS = (
     ReportHooks(targets=(class_path(GearAgent), "gear_repro.methods.gear.agent.GearAgent"), names=("gear",),
-                label=agent_label, stages=STAGES, figure4_stages=STAGES, rounds_table=True),
+                label=agent_label, stages=STAGES, figure4_stages=STAGES, rounds_table=True,
+                summaries=(("agent_stats", "GEAR loop statistics", summary_row),), trace_lines=trace_lines),
     ReportHooks(targets=(class_path(NoExpansion), "gear_repro.methods.gear.expansion.NoExpansion"), names=("none",)),
     ReportHooks(targets=(class_path(NaiveGE), "gear_repro.methods.gear.expansion.NaiveGE"), names=("naive",),
                 expansion_label="NaiveGE"),

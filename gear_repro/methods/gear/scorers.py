@@ -27,6 +27,7 @@ from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_texts
 from gear_repro.utils.io import atomic_open
 from gear_repro.utils.paths import cache_dir
+from gear_repro.utils.settings import Choice, choice
 
 
 def cosines(vectors: np.ndarray, rows: np.ndarray, qv: np.ndarray) -> np.ndarray:
@@ -201,6 +202,13 @@ class MeanScorer(_VectorScorer):
         return out
 
 
+class ApproxScore(Choice):
+    """The cascade's cheap first-stage score (beam.scorer_options.approx)."""
+
+    sum = "sum"  # cosine of q and the normalised sum of the path's triple vectors
+    mean = "mean"  # mean cosine of q and the path's triples
+
+
 class CascadeScorer(ExactScorer):
     """``beam=fast``: the exact score where it matters, a cheap one elsewhere (a two-stage cascade).
 
@@ -226,8 +234,7 @@ class CascadeScorer(ExactScorer):
     def __init__(self, index: TripleIndex, embedder, approx: str = "sum", rescore: int = 10, memo_size: int = 50_000,
                  margin: float = 0.0, rescore_max: int = 100, **exact_options: Any):
         super().__init__(index, embedder, **exact_options)
-        if approx not in ("sum", "mean"):
-            raise ConfigError(f"beam.scorer_options.approx must be 'sum' or 'mean', got '{approx}'")
+        approx = choice(ApproxScore, approx, "beam.scorer_options.approx").value
         if rescore < 0:
             raise ConfigError(f"beam.scorer_options.rescore must be >= 0 (got {rescore})")
         if margin < 0 or rescore_max < rescore:

@@ -24,7 +24,6 @@ import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 
 import numpy as np
 
@@ -32,11 +31,12 @@ from gear_repro.core.triple_graph import normalize_entity
 from gear_repro.methods.griever.text import STOPWORDS, words
 from gear_repro.types import Passage, Triple
 from gear_repro.utils.errors import DataError
+from gear_repro.utils.settings import Choice, check_fields, num
 
 log = logging.getLogger(__name__)
 
 
-class UnitVectors(str, Enum):
+class UnitVectors(Choice):
     """How unit embeddings are made: ``encode`` the unit text (§4.2.4, the paper) or ``compose`` them as the
     normalised sum of the anchor, predicate (and, for full triples, object) name embeddings (ours: no
     encoder pass over the ~2 units per triple; for slow machines)."""
@@ -45,7 +45,7 @@ class UnitVectors(str, Enum):
     compose = "compose"
 
 
-class ShortlistIndex(str, Enum):
+class ShortlistIndex(Choice):
     """Which index Alg. 2 shortlists with (Table 3: partial_triples vs full_triples)."""
 
     partial = "partial"
@@ -70,10 +70,13 @@ class Unit:
 class SameAsConfig:
     """Alias clustering of the ``same_as`` index (our choice; the paper is silent)."""
 
-    threshold: float = 0.8
+    threshold: float = num(0.8, ge=-1, le=1)  # cosine of entity-name embeddings
     require_token_overlap: bool = True
-    max_aliases: int = 5
-    block: int = 2048  # rows per block of the all-pairs cosine computation
+    max_aliases: int = num(5, ge=0)
+    block: int = num(2048, ge=1)  # rows per block of the all-pairs cosine computation
+
+    def __post_init__(self) -> None:
+        check_fields(self, "retriever.same_as")
 
 
 def _content_tokens(name: str) -> frozenset[str]:

@@ -36,9 +36,8 @@ import logging
 import math
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -53,11 +52,12 @@ from gear_repro.methods.griever.store import GrieverStore, MemoryGrieverStore, P
 from gear_repro.methods.griever.text import DEFAULT_CONNECTORS, rewrite, split_clauses
 from gear_repro.types import Passage, Ranking, Triple
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.settings import Choice, check_fields, num
 
 log = logging.getLogger(__name__)
 
 
-class JoinFrom(str, Enum):
+class JoinFrom(Choice):
     """Which join entities filter iteration i+1 (§4.2.2): Alg. 2's E_j over the whole shortlist, or the
     complements of the ``n_join`` best-scored triples."""
 
@@ -65,14 +65,14 @@ class JoinFrom(str, Enum):
     top = "top"
 
 
-class Paths(str, Enum):
+class Paths(Choice):
     """Paths of rank_passages (§4.4): chains across consecutive iterations, or pairs sharing an entity."""
 
     chain = "chain"
     pairs = "pairs"
 
 
-class SameAsFilter(str, Enum):
+class SameAsFilter(Choice):
     """How the retrieved passages filter same_as aliases (§4.2.3).
 
     ``shared_neighbour``: keep alias a of e when a passage of a shares an entity (other than e, a and their
@@ -86,7 +86,7 @@ class SameAsFilter(str, Enum):
     entity = "entity"
 
 
-class FinalRanking(str, Enum):
+class FinalRanking(Choice):
     """How the pooled passages are ordered: ``graph`` (§4.4, path scores) or ``rrf`` (RRF of the graph
     order and the retrieval order; not in the paper)."""
 
@@ -97,23 +97,23 @@ class FinalRanking(str, Enum):
 @dataclass
 class GrieverSettings:
     """GRIEVER's hyper-parameters (configs/retriever/griever.yaml documents each; docs/griever.md lists
-    the ones the paper leaves open)."""
+    the ones the paper leaves open). The ``retriever=griever`` config schema extends it (``gear_repro/config.py``)."""
 
-    iterations: int = 2                 # n_i of Alg. 1 (§5.2: two iterations, one rewrite)
-    inner_k: int | None = None          # passages per iteration (None = the requested k; 5 inside GEAR/IRCoT)
+    iterations: int = num(2, ge=1)      # n_i of Alg. 1 (§5.2: two iterations, one rewrite)
+    inner_k: int | None = num(None, ge=1)  # passages per iteration (None = the requested k; 5 inside GEAR/IRCoT)
     composed: bool = True               # iteration 1 composed retrieval (False = RRF hybrid; Table 3 ablation)
-    composed_candidates: int = 100      # BM25 candidates re-scored densely (paper silent)
-    rrf_depth: int = 100                # depth of each list before RRF (as the hybrid base retriever)
-    k_rrf: int = RRF_K                  # RRF constant (paper silent; Cormack et al.'s 60)
+    composed_candidates: int = num(100, ge=1)  # BM25 candidates re-scored densely (paper silent)
+    rrf_depth: int = num(100, ge=1)     # depth of each list before RRF (as the hybrid base retriever)
+    k_rrf: int = num(RRF_K, ge=0)       # RRF constant (paper silent; Cormack et al.'s 60)
     split_clauses: bool = True          # §4.2.1 relative-clause sub-queries
     connectors: list[str] = field(default_factory=lambda: list(DEFAULT_CONNECTORS))
     shortlist: bool = True              # Alg. 2 (False = all triples of R_i; Table 3 "w/o shortlisting")
     shortlist_index: ShortlistIndex = ShortlistIndex.partial  # partial | full (Table 3)
-    t_max: int = 30                     # units kept by the shortlisting search (paper silent)
+    t_max: int = num(30, ge=1)          # units kept by the shortlisting search (paper silent)
     unit_vectors: UnitVectors = UnitVectors.encode  # encode unit texts (paper) | compose from name vectors
-    max_ngram: int = 6                  # longest query n-gram of the matcher, in words
-    n_join: int = 5                     # best triples: rewrite candidates (and join entities with join_from=top)
-    rewrite_min_sim: float = 0.5        # matcher cosine an entity mention needs to be rewritten
+    max_ngram: int = num(6, ge=1)       # longest query n-gram of the matcher, in words
+    n_join: int = num(5, ge=1)          # best triples: rewrite candidates (and join entities with join_from=top)
+    rewrite_min_sim: float = num(0.5, ge=-1, le=1)  # matcher cosine an entity mention needs to be rewritten
     join_from: JoinFrom = JoinFrom.shortlist  # Alg. 2's E_j (shortlist) | complements of the n_join best (top)
     paths: Paths = Paths.chain          # §4.4 chains across iterations | pairs sharing an entity
     same_as_filter: SameAsFilter = SameAsFilter.shared_neighbour  # §4.2.3 passage filter of the aliases
@@ -121,17 +121,10 @@ class GrieverSettings:
     same_as: SameAsConfig = field(default_factory=SameAsConfig)
 
     def __post_init__(self) -> None:
-        self.shortlist_index = ShortlistIndex(self.shortlist_index)
-        self.unit_vectors = UnitVectors(self.unit_vectors)
-        self.join_from = JoinFrom(self.join_from)
-        self.paths = Paths(self.paths)
-        self.same_as_filter = SameAsFilter(self.same_as_filter)
-        self.final = FinalRanking(self.final)
-        if isinstance(self.same_as, dict):
+        if isinstance(self.same_as, Mapping):
             self.same_as = SameAsConfig(**self.same_as)
         self.connectors = list(self.connectors)
-        if self.iterations < 1 or self.t_max < 1 or self.composed_candidates < 1 or self.rrf_depth < 1:
-            raise ConfigError("retriever: iterations, t_max, composed_candidates and rrf_depth must be >= 1")
+        check_fields(self, "retriever")
 
 
 TIE_EPS = 1e-6  # cosines of one text encoded alone and in a batch differ in the last bits (~1e-7)

@@ -45,13 +45,26 @@ from gear_repro.utils.errors import ConfigError, DataError
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.io import atomic_open
 from gear_repro.utils.paths import cache_dir
+from gear_repro.utils.settings import Choice, choice
 
 log = logging.getLogger(__name__)
 
 _NON_ALNUM_SPACE = re.compile(r"[^A-Za-z0-9 ]")
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
-NORMALISATIONS = ("hipporag", "entity")
-VERSIONS = ("v1", "v2")
+
+
+class HippoRAGVersion(Choice):
+    """Which HippoRAG (hipporag.version)."""
+
+    v1 = "v1"  # HippoRAG (legacy branch): NER -> phrase linking -> PPR over phrases
+    v2 = "v2"  # HippoRAG 2 (main branch): fact linking, passage nodes
+
+
+class PhraseNormalisation(Choice):
+    """Phrase node keys (hipporag.normalisation; :func:`phrase_key`)."""
+
+    hipporag = "hipporag"  # processing_phrases + GEAR's entity key
+    entity = "entity"  # GEAR's entity key only
 
 
 def phrase_key(s: str, normalisation: str = "hipporag") -> str:
@@ -185,10 +198,8 @@ def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], em
                        synonym_min_alnum: int = 3, synonyms: bool = True, block_rows: int | None = None) -> PhraseGraph:
     """Build the HippoRAG graph (module docstring). ``embed(texts) -> L2-normalised vectors`` is needed for
     synonym edges (``synonyms=False`` builds the reference's ``facts`` graph without them)."""
-    if version not in VERSIONS:
-        raise ConfigError(f"hipporag.version must be one of {VERSIONS}, got '{version}'")
-    if normalisation not in NORMALISATIONS:
-        raise ConfigError(f"hipporag.normalisation must be one of {NORMALISATIONS}, got '{normalisation}'")
+    version = choice(HippoRAGVersion, version, "hipporag.version").value
+    normalisation = choice(PhraseNormalisation, normalisation, "hipporag.normalisation").value
     if not triples:
         raise DataError("HippoRAG needs triples (dataset has no triples.jsonl; run extraction first)")
     t0 = time.perf_counter()

@@ -36,19 +36,31 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from omegaconf import OmegaConf
 
 from gear_repro.backends.base import Collection
 from gear_repro.embedding.embedder import Embedder
 from gear_repro.llm.base import LLM
 from gear_repro.methods.base import SearchResult
-from gear_repro.methods.hipporag.phrase_graph import PhraseGraph, cached_phrase_graph, phrase_key
+from gear_repro.methods.hipporag.phrase_graph import (
+    HippoRAGVersion,
+    PhraseGraph,
+    PhraseNormalisation,
+    cached_phrase_graph,
+    phrase_key,
+)
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Ranking, Triple
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.settings import Choice, as_dict, choice
 
 log = logging.getLogger(__name__)
-FALLBACKS = ("retriever", "uniform")
+
+
+class NoEntityFallback(Choice):
+    """What a query with no linked entity or fact returns (hipporag.no_entity_fallback)."""
+
+    uniform = "uniform"  # v1 code: 1/N each, descending corpus order (hipporag.py:232-233, :264)
+    retriever = "retriever"  # the run's base retriever (as v2's dense fallback)
 
 
 def min_max(x: np.ndarray) -> np.ndarray:
@@ -95,8 +107,9 @@ class HippoRAG:
                  synonym_top_k: int = 100, synonym_min_alnum: int = 3, no_entity_fallback: str = "uniform",
                  linking_top_k: int = 5, passage_node_weight: float = 0.05, ner_params: Any = None,
                  cache: bool = True, block_rows: int | None = None, encoder: Embedder | None = None):
-        if no_entity_fallback not in FALLBACKS:
-            raise ConfigError(f"hipporag.no_entity_fallback must be one of {FALLBACKS}, got '{no_entity_fallback}'")
+        version = choice(HippoRAGVersion, version, "hipporag.version").value
+        normalisation = choice(PhraseNormalisation, normalisation, "hipporag.normalisation").value
+        no_entity_fallback = choice(NoEntityFallback, no_entity_fallback, "hipporag.no_entity_fallback").value
         if not 0.0 < damping < 1.0:
             raise ConfigError(f"hipporag.damping must be in (0, 1), got {damping}")
         self.passages = passages
@@ -113,9 +126,7 @@ class HippoRAG:
         self.no_entity_fallback = no_entity_fallback
         self.linking_top_k = int(linking_top_k)
         self.passage_node_weight = float(passage_node_weight)
-        if ner_params is not None and not isinstance(ner_params, dict):
-            ner_params = OmegaConf.to_container(ner_params, resolve=True)
-        self.ner_params = dict(ner_params or {})
+        self.ner_params = as_dict(ner_params)
         self.cache = cache
         self.settings = {"version": version, "normalisation": normalisation, "synonyms": synonyms,
                          "synonym_threshold": float(synonym_threshold), "synonym_top_k": int(synonym_top_k),

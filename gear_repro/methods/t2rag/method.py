@@ -64,17 +64,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from omegaconf import OmegaConf
-
 from gear_repro.backends.base import Collection
-from gear_repro.config import (
-    T2RAGAnswerParse,
-    T2RAGDecomposeRetry,
-    T2RAGFuzzyMatch,
-    T2RAGQuestionQuery,
-    T2RAGReading,
-    choice,
-)
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.embedding.embedder import Embedder
 from gear_repro.llm.base import LLM
@@ -84,11 +74,11 @@ from gear_repro.qa.reader import extract_answer
 from gear_repro.retrieval.base import DenseRetriever
 from gear_repro.types import Passage, Question, Ranking, Triple
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.settings import Choice, as_dict, choice
 
 log = logging.getLogger(__name__)
 
 RESOLVED, SEARCHABLE, FUZZY = "resolved", "searchable", "fuzzy"
-RANKINGS = ("rrf", "concat")
 _PLACEHOLDER = re.compile(r"\?[\w'-]*")
 _WORD = re.compile(r"\w+")
 QUESTION_WORDS = ("what", "who", "where", "when", "why", "how", "which", "whose")  # TRAG.py:483, in its order
@@ -96,6 +86,50 @@ _QUESTION_WORDS = re.compile(rf"\b({'|'.join(QUESTION_WORDS)})\b", re.IGNORECASE
 _NAMED = re.compile(r"^\?[\w'-]+$")
 _FUNCTION_WORDS = frozenset(("a", "an", "the", "is", "was", "are", "were", "be", "been", "has", "have", "had", "of",
                             "in", "on", "at", "to", "by", "for", "from", "as", "with", "its", "his", "her", "their"))
+
+
+class T2RAGRanking(Choice):
+    """How T²RAG's iteration lists become the method's ranking (agent.ranking)."""
+
+    rrf = "rrf"        # RRF of the iteration lists (as GEAR fuses its rounds, Eq. 9)
+    concat = "concat"  # iteration lists in order, de-duplicated
+
+
+class T2RAGReading(Choice):
+    """Which reading sets T²RAG's five paper-vs-code behaviours (agent.reading; docs/readings.md)."""
+
+    code = "code"    # rockcor/T2RAG src/TRAG.py, behind the published numbers (default, DESIGN.md)
+    paper = "paper"  # the paper's prose (Alg. 1-2, §4.3, App. E)
+
+
+class T2RAGQuestionQuery(Choice):
+    """How question words are removed from the extra question query (agent.question_query_mode)."""
+
+    substring = "substring"  # the code: lower-cased, removed as substrings (TRAG.py:481-485)
+    word = "word"            # on word boundaries
+
+
+class T2RAGDecomposeRetry(Choice):
+    """What follows a decomposition with no parsable triplet (agent.decompose_retry)."""
+
+    simple = "simple"  # the code: one retry with the simpler prompt, at most 3 triplets (TRAG.py:375-383)
+    none = "none"      # the paper: no retry; answered from no clues
+
+
+class T2RAGFuzzyMatch(Choice):
+    """How a new clue fills a fuzzy triplet in Step 2.3 (agent.fuzzy_match)."""
+
+    placeholder = "placeholder"  # bound named placeholders, position and known entities (predicate reworded ok)
+    words = "words"              # every known part, the predicate included, agrees word by word
+
+
+class T2RAGAnswerParse(Choice):
+    """How T²RAG's answer is read off the reply (agent.answer_parse)."""
+
+    code = "code"      # after the last "Answer:", else the whole reply (TRAG.py:1117-1119)
+    reader = "reader"  # the K.3 reader's first non-empty line (qa.reader.extract_answer)
+
+
 # reading -> the five paper-vs-code behaviours (agent.reading; a key set explicitly overrides its reading)
 READINGS: dict[str, dict[str, Any]] = {
     "code": {"question_query": True, "question_query_mode": "substring", "carry_fuzzy": False,
@@ -545,13 +579,10 @@ class T2RAGAgent:
                  question_query_mode: str | None = None, resolve_without_context: bool | None = None,
                  example_propositions_chars: int | None = None, decompose_retry: str | None = None,
                  fuzzy_match: str = "placeholder", stall_stop: bool = True, answer: bool = True,
-                 answer_parse: str = "code", ranking: str = "rrf", k_rrf: int = RRF_K, llm_params: Any = None,
-                 **_: Any):
+                 answer_parse: str = "code", ranking: str = "rrf", k_rrf: int = RRF_K, llm_params: Any = None):
         if k < 1 or max_iterations < 1 or candidate_depth < 1:
             raise ConfigError(f"agent.k, agent.max_iterations and agent.candidate_depth must be >= 1 "
                               f"(got {k}, {max_iterations}, {candidate_depth})")
-        if ranking not in RANKINGS:
-            raise ConfigError(f"agent.ranking must be one of {RANKINGS}, got '{ranking}'")
         self.name = name
         self.llm = llm
         self.embedder = embedder
@@ -579,10 +610,8 @@ class T2RAGAgent:
         self.answers_questions = answer  # the runner scores EM/F1 of this method's own answers
         self.answer_parse = choice(T2RAGAnswerParse, answer_parse, "agent.answer_parse").value
         self.run_stats: dict[str, Counter[str]] = {"iterations": Counter(), "stop": Counter()}
-        self.ranking, self.k_rrf = ranking, k_rrf
-        if llm_params is not None and not isinstance(llm_params, dict):
-            llm_params = OmegaConf.to_container(llm_params, resolve=True)
-        self.llm_params = dict(llm_params or {})
+        self.ranking, self.k_rrf = choice(T2RAGRanking, ranking, "agent.ranking").value, k_rrf
+        self.llm_params = as_dict(llm_params)
         self._maps: tuple[dict[str, str], dict[str, str]] | None = None
         self._retriever: DenseRetriever | None = None
 

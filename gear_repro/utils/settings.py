@@ -1,0 +1,96 @@
+"""How a component declares its settings (docs/ARCHITECTURE.md "Configs"): choices as ``str`` Enums (:class:`Choice`)
+coerced with :func:`choice`, numeric ranges as dataclass fields (:func:`num`), checked by :func:`check_number` and,
+for a settings dataclass built directly, :func:`check_fields`. The Enums live beside the code that reads them; the
+config schemas (``gear_repro/config.py``) import them, so a value is declared and checked in one place.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import typing
+from dataclasses import field, fields
+from enum import Enum
+from typing import Any, TypeVar
+
+from omegaconf import DictConfig, OmegaConf
+
+from gear_repro.utils.errors import ConfigError
+
+
+class Choice(str, Enum):
+    """A setting with a fixed set of values: member names equal the values (one exception: ``AnswerMetric``), so
+    code compares members with plain strings and JSON/YAML write the value."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+E = TypeVar("E", bound=Enum)
+
+
+def choice(enum: type[E], value: Any, key: str) -> E:
+    """``enum(value)``, or a ConfigError naming ``key`` and the allowed values."""
+    try:
+        return enum(value)
+    except ValueError:
+        raise ConfigError(f"{key} must be one of {[m.value for m in enum]}, got '{value}'") from None
+
+
+# -- numeric ranges -----------------------------------------------------------------------------------------
+Range = dict[str, float | None]
+
+
+def num(default: Any, *, ge: float | None = None, gt: float | None = None, le: float | None = None,
+        lt: float | None = None) -> Any:
+    """A numeric dataclass field with its allowed range (``ge`` <= v, ``gt`` < v, v <= ``le``, v < ``lt``; null
+    always allowed). Every int/float field of a config schema declares one (tested)."""
+    return field(default=default, metadata={"range": {"ge": ge, "gt": gt, "le": le, "lt": lt}})
+
+
+def range_text(rng: Range) -> str:
+    """">= 1", "> 0", ">= 0 and <= 2"."""
+    ops = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+    return " and ".join(f"{op} {rng[k]:g}" for k, op in ops if rng.get(k) is not None)
+
+
+def in_range(value: float, rng: Range) -> bool:
+    ge, gt, le, lt = (rng.get(k) for k in ("ge", "gt", "le", "lt"))
+    return ((ge is None or value >= ge) and (gt is None or value > gt) and (le is None or value <= le)
+            and (lt is None or value < lt))
+
+
+def check_number(key: str, value: Any, rng: Range) -> None:
+    """ConfigError naming ``key`` when a number is not finite or outside ``rng`` (None and non-numbers pass)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and not (
+            math.isfinite(value) and in_range(value, rng)):
+        raise ConfigError(f"{key} must be {range_text(rng)} (got {value})")
+
+
+def enum_of(annotation: Any) -> type[Enum] | None:
+    """The Enum class of a field annotation (``X`` or ``X | None``), else None."""
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return next((a for a in typing.get_args(annotation) if isinstance(a, type) and issubclass(a, Enum)), None)
+    return None
+
+
+def check_fields(obj: Any, prefix: str) -> None:
+    """Coerce the Enum fields of a settings dataclass with :func:`choice` and check its :func:`num` ranges, errors
+    naming ``<prefix>.<field>``: the same declaration the config schema checks, for an object built directly."""
+    hints = typing.get_type_hints(type(obj))
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        enum = enum_of(hints[f.name])
+        if enum is not None and value is not None:
+            setattr(obj, f.name, choice(enum, value, f"{prefix}.{f.name}"))
+        if "range" in f.metadata:
+            check_number(f"{prefix}.{f.name}", value, f.metadata["range"])
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """A mapping setting (``llm_params``, ``ner_params``, ...) as a plain dict: a config node resolved, None = {}."""
+    if isinstance(value, DictConfig):
+        return OmegaConf.to_container(value, resolve=True)  # type: ignore[return-value]
+    return dict(value or {})
