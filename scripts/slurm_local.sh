@@ -221,20 +221,22 @@ node_idle() {  # the node takes jobs; a node left DOWN by a killed slurmd is res
   return 1
 }
 
-locked() {  # run "$@" holding $LOCK (one up/down/purge at a time); the daemons are started without its fd 9
+locked() {  # run "$@" as root holding $LOCK (one up/down/purge at a time); the daemons are started without fd 9
+  [[ $EUID -eq 0 ]] || die "starting or stopping the SLURM daemons needs root"
   mkdir -p "${LOCK%/*}"
   exec 9>"$LOCK"
   flock -w 900 9 || die "another scripts/slurm_local.sh held $LOCK for 15 min"
   "$@"
 }
 
+is_up() {
+  node_up || return 1
+  say "cluster is up (node $NODE, partition $PARTITION); nothing to do"
+  sinfo
+}
+
 up() {
-  if node_up; then
-    say "cluster is up (node $NODE, partition $PARTITION); nothing to do"
-    sinfo
-    return 0
-  fi
-  [[ $EUID -eq 0 ]] || die "setting up and starting the SLURM daemons needs root"
+  is_up && return 0  # another `up` may have started it while this one waited for the lock
   install_packages
   write_conf
   start_munge
@@ -272,7 +274,7 @@ purge() {
 }
 
 case "${1:-}" in
-  up) locked up ;;
+  up) is_up || locked up ;;
   down) locked down ;;
   purge) locked purge ;;
   status) if node_up; then sinfo; else echo "slurm-local: cluster is not up" >&2; exit 1; fi ;;
