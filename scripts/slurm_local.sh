@@ -153,6 +153,7 @@ start_munge() {
   chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key
   mkdir -p /run/munge && chown munge:munge /run/munge
   stop_pidfile /run/munge/munged.pid munged
+  pid_of munged >/dev/null || rm -f /run/munge/munge.socket.2 /run/munge/munge.socket.2.lock  # a killed munged's
   runuser -u munge -- munged 9>&- || die "munged did not start (/var/log/munge/munged.log)"
   wait_for 10 munge_works || die "munged started but munge -n | unmunge fails within 10 s (/var/log/munge/munged.log)"
 }
@@ -160,10 +161,14 @@ start_munge() {
 munge_works() { munge -n 2>/dev/null | unmunge >/dev/null 2>&1; }
 
 start_mariadb() {  # the accounting database; a MariaDB already running is used as it is
-  local pass
+  local pass out sock
   if ! quiet mysqladmin ping; then
-    timeout 120 /etc/init.d/mariadb start >/dev/null 2>&1 9>&- \
-      || die "MariaDB did not start within 120 s (/etc/init.d/mariadb start; its log: journal or syslog, mysqld)"
+    if ! pid_of mariadbd >/dev/null; then  # a killed MariaDB's socket and pid file would stop the new one
+      sock=$(my_print_defaults --mysqld 2>/dev/null | sed -n 's/^--socket=//p' | tail -n 1)
+      rm -f "${sock:-/run/mysqld/mysqld.sock}" /run/mysqld/mysqld.pid
+    fi
+    out=$(timeout 120 /etc/init.d/mariadb start 2>&1 9>&-) \
+      || { tail -n 5 <<<"$out" >&2; die "MariaDB did not start within 120 s (/etc/init.d/mariadb start; its output above)"; }
     touch "$RUN/started-mariadb"
   fi
   pass=$(sed -n 's/^StoragePass=//p' "$DBD_CONF")
@@ -193,13 +198,22 @@ stop_pidfile() {  # stop_pidfile FILE NAME: stop the process FILE names if it is
   rm -f "$1"
 }
 
-not_running() {  # die if a daemon named $1 runs that no pid file of ours named (another set-up's): ours cannot start
+pid_of() {  # print the pid of a process named $1; status 1 when none runs
   local comm pid
   for comm in /proc/[0-9]*/comm; do
     [[ $(cat "$comm" 2>/dev/null) == "$1" ]] || continue
     pid=${comm#/proc/}
-    die "$1 (pid ${pid%/comm}) is running but was not started by this script (no $RUN/$1.pid): stop it first"
+    echo "${pid%/comm}"
+    return 0
   done
+  return 1
+}
+
+not_running() {  # die if a daemon named $1 runs that no pid file of ours named (another set-up's): ours cannot start
+  local pid
+  if pid=$(pid_of "$1"); then
+    die "$1 (pid $pid) is running but was not started by this script (no $RUN/$1.pid): stop it first"
+  fi
 }
 
 start_slurm_daemons() {
