@@ -179,7 +179,8 @@ def question_detail(cols: Sequence[Column], qid: str, corpora: Corpora, depth: i
     p = first_pred(cols, qid)
     gold = unique(p.get("gold_ids") or [])
     methods = [method_detail(c, c.preds[qid], depth) if qid in c.preds else None for c in cols]
-    wanted = unique([*gold, *passage_ids_in(methods)])
+    listed = [i for m in methods if m for ids in (*m["rankings"].values(), m.get("qa_passages") or []) for i in ids]
+    wanted = unique([*gold, *listed, *passage_ids_in(methods)])
     passages: dict[str, list[str]] = {}
     for c in cols:
         corpus = corpora.of(c.run)

@@ -1,6 +1,7 @@
 """The explorer's plot series, with the tables' 95% bootstrap intervals over questions (docs/evidence.md):
 
-- recall@k curves, k = 1..the saved depth of each run (``run.save_depth``, at most the longest final list);
+- recall@k curves, k = 1..the saved depth of each run (its longest final list, at least its largest evaluated k,
+  at most ``run.save_depth``);
 - recall@K per round n = 1..N (K = the run's largest evaluated k; the list the method had after round n, carried
   forward: Fig. 2), single-step runs as a flat line;
 - recall@K per hop type (Fig. 3);
@@ -37,12 +38,13 @@ def _scored(preds: Sequence[dict]) -> list[dict]:
 
 
 def recall_curve(run: RunResult, preds: Sequence[dict], opts: EvidenceOptions) -> dict[str, Any] | None:
-    """R@k for k = 1..depth (depth = min(run.save_depth, longest final list)) with intervals."""
+    """R@k for k = 1..depth with intervals: depth = the largest evaluated k or, when longer, the longest final list,
+    at most ``run.save_depth`` (beyond a question's list its recall stays what the whole list found)."""
     scored = _scored(preds)
     if not scored:
         return None
     save = int((run.config.get("run") or {}).get("save_depth") or 100)
-    depth = min(save, max(len((p.get("rankings") or {}).get("final", [])) for p in scored))
+    depth = min(save, max(_max_k(run), *(len((p.get("rankings") or {}).get("final", [])) for p in scored)))
     if depth < 1:
         return None
     m = np.zeros((len(scored), depth))

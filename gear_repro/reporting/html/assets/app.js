@@ -271,7 +271,7 @@
     a.addEventListener("change", () => set("a", parseInt(a.value, 10)));
     b.addEventListener("change", () => set("b", parseInt(b.value, 10)));
     const k = el("input", { id: "f-k", type: "number", min: 1, max: 1000, value: f.k,
-      onchange: () => { const x = parseInt(k.value, 10); if (x >= 1) set("k", x); } });
+      oninput: () => { const x = parseInt(k.value, 10); if (x >= 1) set("k", x); } });
     const reset = el("button", { id: "f-reset", text: "reset", onclick: () => { S.qf = defaultFilter(ds); history.replaceState(null, "", filterHash(S.qf)); S.built.questions = null; showQuestions(new URLSearchParams()); } });
     append(clear(v), [el("h2", { text: "Questions — " + ds.name }),
       el("div", { class: "controls" }, datasetPicker((i) => { location.hash = "#questions?ds=" + i; }),
