@@ -60,7 +60,7 @@ def build_summary(runs: Sequence[RunResult], unfinished: Sequence[UnfinishedRun]
         qids = question_order(cols)
         ks = sorted({k for c in cols for k in c.ks})
         datasets.append({"name": name, "dir": f"d{d}", "ks": ks,
-                         "methods": [{"label": c.run.label, "run": c.index,
+                         "methods": [{"label": c.run.label, "run": c.index, "recall": not c.run.is_qa_bound,
                                       "qa": any("answer" in p for p in c.preds.values())} for c in cols],
                          "types": sorted({str(first.get("type") or "") for c in cols for first in c.preds.values()}),
                          "questions": index_rows(cols, qids)})

@@ -296,9 +296,9 @@
         history.replaceState(null, "", filterHash(f)); renderQuestionTable(); } }, extra || {}));
     const base = [["id", "id"], ["q", "question"], ["type", "hop type"], ["ans", "gold answer"], ["ng", "gold"]];
     const head1 = el("tr", null, base.map(([key, label]) => sortTh(key, label, { rowspan: 2 })),
-      order.map((i) => el("th", { class: "mhead", colspan: ds.methods[i].qa ? 3 : 1, text: ds.methods[i].label })),
+      order.map((i) => el("th", { class: "mhead", colspan: (ds.methods[i].recall ? 1 : 0) + (ds.methods[i].qa ? 2 : 0), text: ds.methods[i].label })),
       sortTh("err", "errors", { rowspan: 2 }));
-    const head2 = el("tr", null, order.map((i) => [sortTh("m" + i + ".r", "R@" + f.k),
+    const head2 = el("tr", null, order.map((i) => [ds.methods[i].recall ? sortTh("m" + i + ".r", "R@" + f.k) : null,
       ds.methods[i].qa ? [sortTh("m" + i + ".em", "EM"), sortTh("m" + i + ".f1", "F1")] : null]));
     const head = [head1, head2];
     const shown = idx.slice(0, f.page * PAGE);
@@ -311,8 +311,10 @@
       order.forEach((j) => {
         const m = ds.methods[j], c = row.m[j];
         const r = recall(row, c, f.k);
-        cells.push(el("td", { class: "num" + (r === 100 ? " r100" : r === 0 ? " r0" : ""), title: c && c.err ? c.err : null,
-          text: c ? num(r, 0) + (c.err ? " !" : "") : "–" }));
+        if (m.recall) {
+          cells.push(el("td", { class: "num" + (r === 100 ? " r100" : r === 0 ? " r0" : ""), title: c && c.err ? c.err : null,
+            text: c ? num(r, 0) + (c.err ? " !" : "") : "–" }));
+        }
         if (m.qa) {
           cells.push(el("td", { class: "num", text: c && c.em !== undefined && c.em !== null ? num(100 * c.em, 0) : "–", title: c && c.a !== undefined ? "answer: " + c.a : null }));
           cells.push(el("td", { class: "num", text: c && c.f1 !== undefined && c.f1 !== null ? num(100 * c.f1, 1) : "–" }));
