@@ -362,7 +362,7 @@
     const gold = Q.gold.includes(pid);
     const title = p ? (p[0] || "(untitled)") : "(passage " + pid + " not in the corpus file)";
     const d = el("details", { class: "passage" + (chip ? " chip" : "") + (gold ? " gold" : ""), dataset: { pid: pid } },
-      el("summary", null, rank ? el("span", { class: "rank", text: rank + "." }) : null, el("span", { class: "ptitle", text: title }),
+      el("summary", { title: "passage " + pid + (gold ? " (gold)" : "") }, rank ? el("span", { class: "rank", text: rank + "." }) : null, el("span", { class: "ptitle", text: title }),
         gold ? el("span", { class: "goldmark", text: " ★ gold" }) : null, chip ? null : el("span", { class: "pid", text: " #" + pid })),
       el("div", { class: "ptext", text: p ? p[1] : "" }));
     return d;
