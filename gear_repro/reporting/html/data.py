@@ -17,7 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from gear_repro.reporting.runs import RunResult, UnfinishedRun, load_predictions
+from gear_repro.reporting.evidence import predictions
+from gear_repro.reporting.runs import RunResult, UnfinishedRun
 from gear_repro.reporting.tables import ci_text
 from gear_repro.utils.io import iter_jsonl, read_json
 
@@ -74,7 +75,7 @@ def columns_by_dataset(runs: Sequence[RunResult]) -> dict[str, list[Column]]:
     """Runs grouped by dataset (paper name), in report order, with their predictions by question id."""
     out: dict[str, list[Column]] = {}
     for i, run in enumerate(runs):
-        col = Column(run, i, {str(p.get("id")): p for p in load_predictions(run)}, detail_hooks(run))
+        col = Column(run, i, {str(p.get("id")): p for p in predictions(run)}, detail_hooks(run))
         out.setdefault(run.dataset, []).append(col)
     return out
 
@@ -288,7 +289,7 @@ def run_provenance(run: RunResult) -> dict[str, Any]:
     path = Path(run.path)
     info = read_json(path / "run.json") if (path / "run.json").is_file() else {}
     env = info.get("environment") or {}
-    preds = load_predictions(run)
+    preds = predictions(run)
     errors = [[str(p.get("id")), str(p.get("error"))[:ERROR_CHARS]] for p in preds if p.get("error")]
     subset = {k: v for k, v in (info.get("subset") or {}).items() if k != "ids"}
     config = (path / "config.yaml").read_text(encoding="utf-8") if (path / "config.yaml").is_file() else ""

@@ -24,8 +24,8 @@ from gear_repro.evaluation.aggregate import calls_at_k, ranking_for_k, run_k
 from gear_repro.evaluation.metrics import recall_at_k
 from gear_repro.evaluation.per_question import question_values
 from gear_repro.evaluation.stats import Interval, bootstrap_cis
-from gear_repro.reporting.evidence import EvidenceOptions, values_interval
-from gear_repro.reporting.runs import RunResult, load_predictions
+from gear_repro.reporting.evidence import EvidenceOptions, predictions, values_interval
+from gear_repro.reporting.runs import RunResult
 
 
 def _series(label: str, xs: Sequence[int], cis: Sequence[Interval], **extra: Any) -> dict[str, Any]:
@@ -129,7 +129,7 @@ def plot_data(runs: Sequence[RunResult], opts: EvidenceOptions) -> dict[str, Any
     for run in runs:
         if run.is_qa_bound:
             continue
-        preds = load_predictions(run)
+        preds = predictions(run)
         for target, series in ((curves, recall_curve(run, preds, opts)), (rounds, recall_by_round(run, preds, opts)),
                                (types, recall_by_type(run, preds, opts))):
             if series is not None:
