@@ -590,5 +590,6 @@
   window.addEventListener("hashchange", route);
   route();
   document.documentElement.dataset.ready = "1";
-  window.EXPLORER_READY_MS = performance.now();
+  window.EXPLORER_READY_MS = performance.now(); // since navigation start: data parsed, first view built
+  requestAnimationFrame(() => setTimeout(() => { window.EXPLORER_PAINTED_MS = performance.now(); }, 0)); // laid out, painted
 })();
