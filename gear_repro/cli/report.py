@@ -4,7 +4,9 @@ Also writes the analyses that apply (Table 12 density, Table 9 rounds × beam le
 method's own statistics from its report hooks; gear_repro/reporting/analyses.py) and the cost/latency table (cost.md). Every
 recall/EM/F1 value carries a 95% bootstrap interval over questions and N. ``--claims`` adds the claims
 scoreboard (claims.md: paired tests of the papers' claims on the same question ids; docs/evidence.md).
-``--trace QID`` prints the Table 6-style walk-through of one question instead. failures.md lists the run dirs
+``--trace QID`` prints the Table 6-style walk-through of one question instead. ``--html`` also writes DIR/index.html,
+a static results explorer that opens from disk (overview, every question, each method's view of it side by side,
+plots; docs/explorer.md); it implies ``--figures``. failures.md lists the run dirs
 without metrics.json (a failed, cancelled or running job) with their error (failure.json, else their SLURM log) and
 the runs with failed questions with the first error.
 """
@@ -32,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--figures", action="store_true", help="also draw the paper's figures from these runs")
     ap.add_argument("--trace", metavar="QID", default=None,
                     help="print the Table 6-style walk-through of question QID in these runs and exit")
+    ap.add_argument("--html", action="store_true",
+                    help="also write DIR/index.html: a static results explorer that opens from disk (implies --figures)")
     ap.add_argument("--claims", action="store_true",
                     help="write claims.md/csv: each paper claim these runs can test, with a paired test")
     ap.add_argument("--claims-file", default=None, help="claims YAML (default: gear_repro/resources/claims.yaml)")
@@ -57,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             print(text)
             return 0
         require_writable_dir(args.out, "--out")
+        args.figures = args.figures or args.html
         if args.resamples < 1:
             raise GearError(f"--resamples must be positive, got {args.resamples}")
         opts = EvidenceOptions(resamples=args.resamples, seed=args.seed, intersect=args.intersect)
@@ -70,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
             write_report(runs, staging, args, opts)
             for p in write_failures(runs, unfinished, staging):
                 print("\n" + p.read_text(encoding="utf-8").rstrip())
+            if args.html:  # last: it shows the tables, figures and failures written above
+                from gear_repro.reporting.html import write_explorer
+
+                write_explorer(runs, unfinished, staging, opts, args.stem)
         for name in report.files:
             if name.startswith("fig"):
                 print(f"figure: {report.out / name}")
@@ -81,7 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:  # disk full or read-only while writing: one line naming the file
         print(f"error: {output_error(e.filename or args.out, e)}", file=sys.stderr)
         return 2
-    print(f"\nwrote {len(report.files)} files to {report.out}/ (listed in {MANIFEST}): " + ", ".join(report.files))
+    if args.html:
+        print(f"explorer: {report.out / 'index.html'} (open it in a browser; no server needed)")
+    site = [f for f in report.files if f.startswith("explorer/")]  # the explorer's files: one line, not hundreds
+    shown = [f for f in report.files if f not in site] + ([f"explorer/ ({len(site)} files)"] if site else [])
+    print(f"\nwrote {len(report.files)} files to {report.out}/ (listed in {MANIFEST}): " + ", ".join(shown))
     return 0
 
 

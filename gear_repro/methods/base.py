@@ -142,6 +142,8 @@ class ReportHooks:
         function gets the run's predictions and returns its columns (None: no row).
     trace_lines: the walk-through of one prediction record when the record is its shape, else None
         (``(record, plist, recall_line) -> lines``).
+    question_detail: the HTML explorer's view of one prediction record of its runs (GEAR's rounds as Table 6,
+        IRCoT's thoughts, ...): a list of :func:`detail_table` blocks, or None when the record holds nothing of it.
     """
 
     targets: tuple[str, ...] = ()
@@ -154,6 +156,7 @@ class ReportHooks:
     figure2_reference: bool = False
     summaries: tuple[tuple[str, str, Callable[[list[dict]], dict[str, Any] | None]], ...] = ()
     trace_lines: Callable[[dict, Any, Any], list[str] | None] | None = None
+    question_detail: Callable[[dict], list[dict] | None] | None = None
 
 
 def node_setting(node: Mapping[str, Any], key: str, default: Any = None) -> Any:
@@ -182,3 +185,42 @@ def result_lines(pred: dict, plist: Callable[..., str], recall_line: Callable[[S
         lines.append(f"  QA answer ({pred.get('qa_mode')}): {pred.get('answer')!r}   EM {pred.get('em')}  "
                      f"F1 {pred.get('f1') if pred.get('f1') is None else round(pred['f1'], 3)}")
     return lines
+
+
+# -- explorer blocks (gear-repro-report --html; docs/explorer.md) ---------------------------------------------
+# A method's ``question_detail`` hook describes a record as tables whose cells are plain values (str, number, bool,
+# None) or one of the typed cells below; the explorer renders them, marks gold passages and shows passage texts.
+def detail_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], note: str = "",
+                 folded: bool = False) -> dict[str, Any]:
+    """One block of the explorer's question view: a titled table (a key-value list is a two-column table);
+    ``folded``: shown closed until clicked (long tables)."""
+    return {"title": title, "columns": list(columns), "rows": [list(r) for r in rows], "note": note, "folded": folded}
+
+
+def passages_cell(ids: Sequence[str]) -> dict[str, Any]:
+    """Passage ids, shown as titles with gold passages marked and their text on demand."""
+    return {"t": "passages", "ids": [str(i) for i in ids]}
+
+
+def triples_cell(triples: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """Triples <s, p, o>, one a line."""
+    return {"t": "triples", "items": [[str(x) for x in t] for t in triples]}
+
+
+def text_cell(text: str | None) -> dict[str, Any]:
+    """A long text (an LLM reply, a prompt), folded until opened; whitespace kept."""
+    return {"t": "text", "text": "" if text is None else str(text)}
+
+
+def json_cell(value: Any) -> dict[str, Any]:
+    """A nested record shown as indented JSON, folded until opened."""
+    return {"t": "json", "value": value}
+
+
+def recall_text(ids: Sequence[str], gold: Sequence[str], ks: Sequence[int] = (5, 10, 15)) -> str:
+    """ "R@5 50 · R@10 100 · R@15 100" of a ranking (per-question recall ×100), or a note without gold."""
+    from gear_repro.evaluation.metrics import recall_at_k
+
+    if not gold:
+        return "n/a (no gold)"
+    return " · ".join(f"R@{k} {100 * recall_at_k(ids, gold, k):.0f}" for k in ks)

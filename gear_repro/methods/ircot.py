@@ -45,8 +45,13 @@ from gear_repro.methods.base import (
     Searcher,
     SearchResult,
     class_path,
+    detail_table,
+    json_cell,
     node_setting,
+    passages_cell,
+    recall_text,
     result_lines,
+    text_cell,
 )
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking
@@ -337,7 +342,29 @@ def trace_lines(pred: dict, plist: Any, recall_line: Any) -> list[str] | None:
     return lines + result_lines(pred, plist, recall_line)
 
 
+def question_detail(record: Mapping[str, Any]) -> list[dict] | None:
+    """The HTML explorer's view of an IRCoT record (docs/explorer.md): per round the query, the passages it
+    retrieved, the thought (and the raw reply when it was cut), the retriever's own trace (HippoRAG's linked entities
+    for HippoRAG w/ IRCoT) and the merged list's recall; None for a record without IRCoT's thoughts."""
+    trace = record.get("trace")
+    if not isinstance(trace, dict) or "thoughts" not in trace:
+        return None
+    gold = record.get("gold_ids") or []
+    rows = []
+    for r in record.get("rounds") or []:
+        retrieval = {k: v for k, v in (r.get("retrieval") or {}).items() if k not in ("counters",) and not k.endswith("_ms")}
+        thought: Any = r.get("thought") or "(none: last round)"
+        if r.get("raw_thought") and r.get("raw_thought") != r.get("thought"):
+            thought = [thought, text_cell(r["raw_thought"])]
+        rows.append([r.get("round"), r.get("query"), passages_cell(r.get("retrieved", [])), thought,
+                     json_cell(retrieval) if retrieval else "", recall_text(r.get("ranking", []), gold)])
+    return [detail_table("IRCoT rounds: retrieve, then think", ["n", "query", "retrieved", "thought (cot)",
+                                                              "retriever trace", "recall of the merged list"], rows,
+                         note=f"stop: {trace.get('stop')}; answer in the thoughts: {trace.get('answer')!r}")]
+
+
 REPORT_HOOKS = (ReportHooks(targets=(class_path(IRCoTAgent), "gear_repro.methods.ircot.IRCoTAgent"),
                             names=("ircot", "hipporag_ircot"), label=row_label, stages=("cot",), figure4_stages=("cot",),
                             summaries=(("ircot_stats", "IRCoT loop statistics", summary_row),),
-                            trace_lines=trace_lines),)
+                            trace_lines=trace_lines,
+                            question_detail=question_detail),)

@@ -25,4 +25,5 @@ def run_with_doubles(overrides: list[str], run_dir: Path, *, llm: Any, embedder:
 
     cfg = compose_config(overrides)
     Runner(cfg, run_dir, resources=Resources(cfg, llm=llm, embedder=embedder)).run()
-    return [json.loads(x) for x in (run_dir / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+    lines = (run_dir / "predictions.jsonl").read_text(encoding="utf-8").split("\n")  # not splitlines: U+2028 in text
+    return [json.loads(x) for x in lines if x.strip()]

@@ -10,6 +10,7 @@ from typing import Any
 
 from gear_repro.methods.base import ReportHooks, RowParts, class_path, format_triple_list, result_lines
 from gear_repro.methods.gear.agent import GearAgent
+from gear_repro.methods.gear.detail import agent_detail, expansion_detail
 from gear_repro.methods.gear.expansion import NaiveGE, NoExpansion, SyncGE
 
 PAPER_BASE = "hybrid"  # the base retriever of GEAR's own paper rows; any other base is named in the label
@@ -85,10 +86,12 @@ def trace_lines(pred: dict, plist: Any, recall_line: Any) -> list[str] | None:
 HOOKS = (
     ReportHooks(targets=(class_path(GearAgent), "gear_repro.methods.gear.agent.GearAgent"), names=("gear",),
                 label=agent_label, stages=STAGES, figure4_stages=STAGES, rounds_table=True,
-                summaries=(("agent_stats", "GEAR loop statistics", summary_row),), trace_lines=trace_lines),
+                summaries=(("agent_stats", "GEAR loop statistics", summary_row),), trace_lines=trace_lines,
+                question_detail=agent_detail),
     ReportHooks(targets=(class_path(NoExpansion), "gear_repro.methods.gear.expansion.NoExpansion"), names=("none",)),
     ReportHooks(targets=(class_path(NaiveGE), "gear_repro.methods.gear.expansion.NaiveGE"), names=("naive",),
-                expansion_label="NaiveGE"),
+                expansion_label="NaiveGE", question_detail=expansion_detail),
     ReportHooks(targets=(class_path(SyncGE), "gear_repro.methods.gear.expansion.SyncGE"), names=("sync",),
-                expansion_label="SyncGE", figure2_reference=True),
+                expansion_label="SyncGE", figure2_reference=True,
+                question_detail=expansion_detail),
 )

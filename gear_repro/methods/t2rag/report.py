@@ -9,6 +9,7 @@ from statistics import mean
 from typing import Any
 
 from gear_repro.methods.base import ReportHooks, RowParts, class_path, format_triple_list
+from gear_repro.methods.t2rag.detail import question_detail
 from gear_repro.methods.t2rag.method import T2RAGAgent
 
 
@@ -94,5 +95,5 @@ HOOKS = (
                 label=agent_label, stages=STAGES,
                 summaries=(("t2rag_stats", "T²RAG loop statistics (EM/F1 by final resolution status: T²RAG Figure 3)",
                             summary_row),),
-                trace_lines=trace_lines),
+                trace_lines=trace_lines, question_detail=question_detail),
 )

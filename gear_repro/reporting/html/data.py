@@ -1,0 +1,305 @@
+"""What the HTML explorer shows, as JSON-ready dicts (docs/explorer.md): the overview (the report's tables read back
+from the CSV files it wrote, runs' provenance), one index row per question and one detail record per question.
+
+Nothing here names a method: per-method views come from each component's report hooks (``question_detail`` in
+``gear_repro/methods/*/``), found by the ``_target_`` of the run's agent, expansion and retriever config nodes.
+Gold ranks follow the metrics' rules (gear_repro/evaluation/aggregate.py): the ranking of the pass at k for
+matched-k runs, else the final ranking; an errored question finds nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from gear_repro.reporting.evidence import predictions
+from gear_repro.reporting.runs import RunResult, UnfinishedRun
+from gear_repro.reporting.tables import ci_text
+from gear_repro.utils.io import iter_jsonl, read_json
+
+ERROR_CHARS = 300  # an error message in the question index (the full one is in the question's detail)
+KEEP_CALL_KEYS = ("stage", "round", "k", "prompt_tokens", "completion_tokens", "cached", "latency_s", "model",
+                  "error", "tokens_source", "prompt", "messages", "reply", "text")
+
+
+def clean(obj: Any) -> Any:
+    """JSON-ready copy: NaN/inf -> None, numpy and pandas scalars -> Python, tuples -> lists, keys -> str."""
+    if isinstance(obj, Mapping):
+        return {str(k): clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):  # numpy scalar
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def unique(ids: Iterable[Any]) -> list[str]:
+    return list(dict.fromkeys(str(i) for i in ids))
+
+
+# -- runs as explorer columns ------------------------------------------------------------------------------------
+@dataclass
+class Column:
+    """One run shown as a method column of its dataset."""
+
+    run: RunResult
+    index: int  # position in the report's run list (provenance)
+    preds: dict[str, dict] = field(default_factory=dict)
+    detail_fns: list[Callable[[dict], list[dict] | None]] = field(default_factory=list)
+
+    @property
+    def ks(self) -> list[int]:
+        return [int(k) for k in (self.run.config.get("run") or {}).get("ks") or [5, 10, 15]]
+
+
+def detail_hooks(run: RunResult) -> list[Callable[[dict], list[dict] | None]]:
+    """The ``question_detail`` hooks of the run's components (agent, expansion, retriever), each once."""
+    from gear_repro.methods import hooks_for
+
+    fns: list[Callable[[dict], list[dict] | None]] = []
+    for node in (run.config.get("agent"), run.config.get("expansion"), run.config.get("retriever")):
+        hooks = hooks_for(node)
+        if hooks is not None and hooks.question_detail is not None and hooks.question_detail not in fns:
+            fns.append(hooks.question_detail)
+    return fns
+
+
+def columns_by_dataset(runs: Sequence[RunResult]) -> dict[str, list[Column]]:
+    """Runs grouped by dataset (paper name), in report order, with their predictions by question id."""
+    out: dict[str, list[Column]] = {}
+    for i, run in enumerate(runs):
+        col = Column(run, i, {str(p.get("id")): p for p in predictions(run)}, detail_hooks(run))
+        out.setdefault(run.dataset, []).append(col)
+    return out
+
+
+def question_order(cols: Sequence[Column]) -> list[str]:
+    """Question ids of a dataset: each run's evaluated questions in its order, later runs' new ones appended."""
+    return unique(qid for c in cols for qid in c.preds)
+
+
+# -- the question index ------------------------------------------------------------------------------------------
+def gold_ranks(ranking: Sequence[str], gold: Sequence[str]) -> list[int]:
+    """1-based rank of each gold passage in ``ranking`` (first occurrence), 0 when absent."""
+    pos: dict[str, int] = {}
+    for i, pid in enumerate(ranking):
+        pos.setdefault(str(pid), i + 1)
+    return [pos.get(g, 0) for g in gold]
+
+
+def index_cell(pred: dict, gold: Sequence[str]) -> dict[str, Any]:
+    """A method's entry in a question's index row: gold ranks per saved pass, EM/F1, error, answer."""
+    if pred.get("error"):
+        ranks: dict[str, list[int]] = {"final": [0] * len(gold)}
+    else:
+        rankings = pred.get("rankings") or {}
+        ranks = {"final": gold_ranks(rankings.get("final", []), gold)}
+        for k, ids in rankings.items():
+            if k != "final" and (r := gold_ranks(ids, gold)) != ranks["final"]:
+                ranks[str(k)] = r
+    cell: dict[str, Any] = {"g": ranks}
+    if "answer" in pred or pred.get("em") is not None:
+        cell.update(em=pred.get("em"), f1=pred.get("f1"), a=pred.get("answer"))
+    if pred.get("error"):
+        cell["err"] = str(pred["error"])[:ERROR_CHARS]
+    return cell
+
+
+def first_pred(cols: Sequence[Column], qid: str) -> dict:
+    return next(c.preds[qid] for c in cols if qid in c.preds)
+
+
+def index_rows(cols: Sequence[Column], qids: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per question: id, text, hop type, answers, gold count and one cell per method (None: not run)."""
+    rows = []
+    for qid in qids:
+        p = first_pred(cols, qid)
+        gold = unique(p.get("gold_ids") or [])
+        rows.append({"id": qid, "q": p.get("question", ""), "type": p.get("type") or "", "ans": list(p.get("answers") or []),
+                     "ng": len(gold), "m": [index_cell(c.preds[qid], gold) if qid in c.preds else None for c in cols]})
+    return rows
+
+
+# -- one question's detail ---------------------------------------------------------------------------------------
+def passage_ids_in(obj: Any) -> Iterable[str]:
+    """Every passage id a detail block refers to (``passages_cell``)."""
+    if isinstance(obj, dict):
+        if obj.get("t") == "passages":
+            yield from (str(i) for i in obj.get("ids", []))
+            return
+        for v in obj.values():
+            yield from passage_ids_in(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from passage_ids_in(v)
+
+
+def method_detail(col: Column, pred: dict, depth: int) -> dict[str, Any]:
+    """What the question view shows of one method: top-``depth`` per saved pass, gold ranks in the final list,
+    the answer, the method's own blocks (its hooks), the LLM calls and the timings."""
+    gold = unique(pred.get("gold_ids") or [])
+    rankings = {k: [str(i) for i in v[:depth]] for k, v in (pred.get("rankings") or {}).items()}
+    final = (pred.get("rankings") or {}).get("final", [])
+    sections: list[dict] = []
+    for fn in col.detail_fns:
+        sections += fn(pred) or []
+    calls = [{k: c[k] for k in KEEP_CALL_KEYS if k in c} for c in pred.get("llm_calls") or []]
+    out = {"rankings": rankings, "gold_rank": dict(zip(gold, gold_ranks(final, gold), strict=True)),
+           "depth_saved": len(final), "sections": sections, "llm_calls": calls, "timings": pred.get("timings") or {},
+           "error": pred.get("error")}
+    for key in ("answer", "em", "f1", "qa_mode", "qa_raw", "qa_passages", "qa_dropped"):
+        if key in pred:
+            out[key] = pred[key]
+    return out
+
+
+class Corpora:
+    """Passage (title, text) by id from each run's ``corpus.jsonl``, read once per file and only when asked."""
+
+    def __init__(self) -> None:
+        self._by_path: dict[Path, dict[str, tuple[str, str]]] = {}
+
+    def of(self, run: RunResult) -> dict[str, tuple[str, str]]:
+        d = run.config.get("dataset") or {}
+        path = Path(str(d.get("path", ""))) / "corpus.jsonl"
+        if path not in self._by_path:
+            self._by_path[path] = ({str(r["id"]): (str(r.get("title", "")), str(r.get("text", "")))
+                                    for _, r in iter_jsonl(path)} if path.is_file() else {})
+        return self._by_path[path]
+
+
+def question_detail(cols: Sequence[Column], qid: str, corpora: Corpora, depth: int) -> dict[str, Any]:
+    """The detail record of one question: its text and gold, every method's view, and the passages they show."""
+    p = first_pred(cols, qid)
+    gold = unique(p.get("gold_ids") or [])
+    methods = [method_detail(c, c.preds[qid], depth) if qid in c.preds else None for c in cols]
+    listed = [i for m in methods if m for ids in (*m["rankings"].values(), m.get("qa_passages") or []) for i in ids]
+    wanted = unique([*gold, *listed, *passage_ids_in(methods)])
+    passages: dict[str, list[str]] = {}
+    for c in cols:
+        corpus = corpora.of(c.run)
+        for pid in wanted:
+            if pid not in passages and pid in corpus:
+                passages[pid] = list(corpus[pid])
+    return clean({"id": qid, "question": p.get("question", ""), "type": p.get("type") or "",
+                  "answers": list(p.get("answers") or []), "gold": gold, "methods": methods, "passages": passages})
+
+
+# -- the overview ------------------------------------------------------------------------------------------------
+def sample_note(run: RunResult) -> str | None:
+    """Why this run's numbers are not on the paper's data (a bundled sample, a question subset), else None."""
+    d = run.config.get("dataset") or {}
+    n = run.metrics.get("n_scored", run.metrics.get("n_questions"))
+    name = str(d.get("name", ""))
+    if name.endswith("_sample") or "sample" in Path(str(d.get("path", ""))).name:
+        return (f"{n} questions of the bundled {d.get('paper_name', name)} sample ({name}: its own small corpus); "
+                "the paper's number is on the full test split and corpus")
+    subset = run.metrics.get("question_ids")
+    if d.get("limit") or d.get("limit_passages") or (subset is not None and d.get("subset") != "first"):
+        return (f"a {n}-question subset ({d.get('subset', 'first')}) of {name}; the paper's number is on the full "
+                "test split")
+    return None
+
+
+def _num(x: Any) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) or pd.isna(x) else float(x)
+
+
+def paper_tables(table_csv: Path, runs: Sequence[RunResult]) -> list[dict[str, Any]]:
+    """The report's paper-layout tables read back from ``table.csv``: rows by run label, (dataset, metric) columns,
+    each cell with its numbers, its text as table.md prints it, and the sample note of its run."""
+    if not table_csv.is_file():
+        return []
+    from gear_repro.reporting.tables import DATASET_ORDER, METRIC_KEYS
+
+    long = pd.read_csv(table_csv, dtype={"paper_source": str})
+    notes = {str(r.path): sample_note(r) for r in runs}
+    out = []
+    for table, sub in long.groupby("table", sort=False):
+        datasets = sorted(sub["dataset"].unique(), key=lambda d: (DATASET_ORDER.index(d) if d in DATASET_ORDER else 99, d))
+        cols = [(d, m) for d in datasets for m in METRIC_KEYS if ((sub.dataset == d) & (sub.metric == m)).any()]
+        labels = list(dict.fromkeys(sub["label"]))
+        rows = []
+        for label in labels:
+            cells = []
+            for d, m in cols:
+                hit = sub[(sub.label == label) & (sub.dataset == d) & (sub.metric == m)]
+                if hit.empty:
+                    cells.append(None)
+                    continue
+                r = hit.iloc[0]
+                ours, low, high, n = _num(r["ours"]), _num(r["ci_low"]), _num(r["ci_high"]), _num(r["n"])
+                paper, delta = _num(r["paper"]), _num(r["delta"])
+                cells.append({"ours": ours, "lo": low, "hi": high, "n": n, "paper": paper, "delta": delta,
+                              "text": ci_text(ours, low, high, int(n) if n is not None else _num(r["n_questions"])),
+                              "paper_text": None if paper is None else f"({paper:.1f}, {delta:+.1f})",
+                              "source": r.get("paper_source") if isinstance(r.get("paper_source"), str) else "",
+                              "errors": int(_num(r.get("n_errors")) or 0),
+                              "sample": notes.get(str(r["run_dir"])) if paper is not None else None})
+            rows.append({"label": label, "cells": cells})
+        out.append({"title": str(table), "columns": [{"dataset": d, "metric": m} for d, m in cols], "rows": rows})
+    return out
+
+
+def csv_table(path: Path) -> dict[str, Any]:
+    """A report CSV as a generic table, titled by the first heading of its Markdown sibling."""
+    df = pd.read_csv(path)
+    md = path.with_suffix(".md")
+    title = path.stem
+    if md.is_file():
+        heads = [ln.lstrip("#").strip() for ln in md.read_text(encoding="utf-8").splitlines() if ln.startswith("#")]
+        title = heads[0] if heads else title
+    df = df.drop(columns=[c for c in ("run_dir",) if c in df.columns])
+    return clean({"title": title, "file": path.name, "columns": list(df.columns),
+                  "rows": df.astype(object).where(df.notna(), None).values.tolist()})
+
+
+def claims_table(path: Path) -> dict[str, Any]:
+    """The claims scoreboard (claims.csv) in claims.md's columns; rows with a verdict first, "no runs" rows last."""
+    df = pd.read_csv(path)
+
+    def f(x: Any, fmt: str) -> str:
+        return "–" if x is None or pd.isna(x) else fmt.format(x)
+
+    rows = []
+    for r in df.itertuples():
+        rows.append([r.claim, r.text, r.dataset, r.metric, r.verdict,
+                     "–" if pd.isna(r.diff) else f"{r.diff:+.1f} [{r.low:+.1f}, {r.high:+.1f}]", f(r.n, "{:.0f}"),
+                     f(r.p_value, "{:.3g}"), "–" if pd.isna(r.mean_a) else f"{r.mean_a:.1f} / {r.mean_b:.1f}",
+                     "–" if pd.isna(r.paper_diff) else f"{r.paper_diff:+.1f} ({r.paper_a:.1f} / {r.paper_b:.1f})",
+                     f(r.n_needed, "{:.0f}"),
+                     "; ".join(str(x) for x in (f"{r.run_a} vs {r.run_b}" if isinstance(r.run_a, str) else "", r.note)
+                               if isinstance(x, str) and x)])
+    rows.sort(key=lambda r: r[4] == "no runs")
+    return {"title": "Claims scoreboard (paired tests on the same questions; docs/evidence.md)", "file": path.name,
+            "columns": ["claim", "text", "dataset", "metric", "verdict", "ours Δ [95% CI]", "N", "p", "ours a / b",
+                        "paper Δ (a / b)", "N needed", "runs (a vs b) / note"], "rows": rows}
+
+
+def run_provenance(run: RunResult) -> dict[str, Any]:
+    """What the overview says of one run: where it is, what produced it (commit, data/index hashes, subset,
+    packages, config) and what went wrong (errored questions, notes)."""
+    path = Path(run.path)
+    info = read_json(path / "run.json") if (path / "run.json").is_file() else {}
+    env = info.get("environment") or {}
+    preds = predictions(run)
+    errors = [[str(p.get("id")), str(p.get("error"))[:ERROR_CHARS]] for p in preds if p.get("error")]
+    subset = {k: v for k, v in (info.get("subset") or {}).items() if k != "ids"}
+    config = (path / "config.yaml").read_text(encoding="utf-8") if (path / "config.yaml").is_file() else ""
+    return clean({"label": run.label, "dataset": run.dataset, "run_dir": str(path), "commit": env.get("git_commit"),
+                  "fingerprint": info.get("fingerprint"), "data_hashes": info.get("data_hashes") or {},
+                  "index_hashes": info.get("index_hashes") or {}, "subset": subset, "packages": env.get("packages") or {},
+                  "host": env.get("host"), "timings": info.get("timings") or {}, "config": config,
+                  "n_questions": run.metrics.get("n_questions"), "n_errors": int(run.metrics.get("n_errors") or 0),
+                  "errors": errors[:50], "notes": list(run.notes), "sample": sample_note(run)})
+
+
+def unfinished_rows(unfinished: Sequence[UnfinishedRun]) -> list[dict[str, Any]]:
+    return [{"method": u.method, "run_dir": str(u.path), "finished": u.finished, "error": u.error} for u in unfinished]
