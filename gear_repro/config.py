@@ -31,6 +31,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
+from gear_repro.embedding.precision import Precision
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import REPO_DIR, cache_dir
 from gear_repro.utils.secrets import MASK, is_header_key, redact_text
@@ -375,6 +376,23 @@ class HippoRAGSchema:
     encoder: Any = None  # synonym/linking encoder: null = the run's embedder | model name | embedder node
 
 
+@dataclass
+class EmbedderSchema:
+    """``configs/embedder/*.yaml`` -> :class:`gear_repro.embedding.SentenceEmbedder` (SBERT, §6.2; docs/encoders.md)."""
+
+    _target_: str = "gear_repro.embedding.SentenceEmbedder"
+    model: str = "all-mpnet-base-v2"
+    batch_size: int = num(32, ge=1)
+    device: str = "cpu"
+    normalize: bool = True
+    max_seq_length: int | None = num(None, ge=1)
+    cache: bool = True
+    num_threads: int | None = num(None, ge=1)
+    show_progress: bool = True
+    backend: str = "torch"  # torch | onnx | onnx-int8 | openvino (checked by the embedder)
+    precision: Precision = Precision.fp32  # fp32 | bf16 | auto (issue 25)
+
+
 # plain nodes merged onto their schema by validate() (not in a config group)
 SCHEMAS: dict[str, Any] = {"hipporag": HippoRAGSchema}
 
@@ -507,6 +525,7 @@ GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "llm": {"llm_schema": LLMSchema},
     "dataset": {"dataset_schema": DatasetSchema},
     "qa_reader": {"qa_reader_schema": QAReaderSchema},
+    "embedder": {"embedder_schema": EmbedderSchema},
 }
 # plain top-level nodes: configs/config.yaml puts schema/<name> at package <name>
 NODE_SCHEMAS: dict[str, type] = {"run": RunSchema, "graph": GraphSchema, "extraction": ExtractionSchema}
@@ -577,7 +596,7 @@ def validate(cfg: DictConfig) -> DictConfig:
 
 
 # groups without a schema: every number in them must be >= 0 (their YAML files document each value)
-UNTYPED_GROUPS = ("retriever", "backend", "embedder")
+UNTYPED_GROUPS = ("retriever", "backend")
 _NON_NEGATIVE = {"ge": 0.0, "gt": None, "le": None}
 
 

@@ -182,3 +182,6 @@ class FakeEmbedder:
     def encode_corpus(self, texts: Sequence[str], desc: str = "") -> np.ndarray:
         self.corpus_calls += 1
         return self.encode(texts)
+
+    def encode_fixed(self, texts: Sequence[str], rows: int) -> np.ndarray:
+        return self.encode(texts)

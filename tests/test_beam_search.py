@@ -78,6 +78,9 @@ class TableEmbedder:
 
     encode_corpus = encode
 
+    def encode_fixed(self, texts, rows):
+        return self.encode(texts)
+
 
 @pytest.fixture()
 def graph():
@@ -283,7 +286,9 @@ def test_exact_path_cache_on_disk(graph, tmp_path, monkeypatch):
     monkeypatch.setenv("GEAR_CACHE", str(tmp_path))
     index, emb = graph
     first = run(graph, length=2, width=2, gamma=2, path_cache=True)[1]
-    assert list((tmp_path / "path_vectors" / "table").glob("*.npz"))
+    # fixed-shape batch vectors (16 rows, lengths in steps of 8) have their own store; lone ones keep the old key
+    assert list((tmp_path / "path_vectors" / "table-rows16x8").glob("*.npz"))
+    assert make_scorer("exact", index, emb, path_cache=True, batch_size=None).store.dir.name == "table"
     emb.calls.clear()
     again = beam_search("q", [t.id for t in TRIPLES], index, make_scorer("exact", index, emb, path_cache=True),
                         BeamConfig(length=2, width=2, gamma=2))

@@ -58,6 +58,9 @@ class BowEmbedder:
     def encode_corpus(self, texts, desc: str = ""):
         return self.encode(texts)
 
+    def encode_fixed(self, texts, rows: int):
+        return self.encode(texts)
+
     def encode_tokens(self, text, ws):
         sums = np.stack([self.word(w.text) for w in ws]) if ws else np.zeros((0, self.dim), np.float32)
         return self._text(text), sums, np.ones(len(ws), np.float32)

@@ -126,6 +126,9 @@ class HashEmbedder(SentenceEmbedder):
         self.stats["encoded"] += len(texts)
         return out
 
+    def _encode_shapes(self, texts: list[str], rows: int) -> np.ndarray:
+        return self._encode(texts)  # no batches to shape: each vector is a function of its text
+
 
 class FixedRetriever:
     """Retriever stand-in: the same ids for every query (scores 1/rank); records the queries."""
