@@ -66,7 +66,7 @@ def test_precision_in_every_cache_key_fp32_key_unchanged(cpu, caplog) -> None:
     # fp32 keeps the key that corpus/path caches and index names were written under before the setting existed
     assert ids["fp32"] == hash_obj({"model": "all-MiniLM-L6-v2", "normalize": True, "max_seq_length": None}, 12)
     assert ids["bf16"] != ids["fp32"] and ids["auto"] == ids["bf16"]  # auto keyed by what runs
-    assert [r.getMessage() for r in caplog.records] == ["embedder.precision=auto: running bf16 on cpu"]
+    assert [r.getMessage() for r in caplog.records] == ["embedder.precision=auto: running bf16 on cpu (CPU flags avx512_bf16)"]
     cpu(SKYLAKE)
     emb = SentenceEmbedder("all-MiniLM-L6-v2", precision="auto")
     assert emb.model_id == ids["fp32"]

@@ -26,7 +26,7 @@ from typing import Protocol
 
 import numpy as np
 
-from gear_repro.embedding.precision import Precision, resolve_precision
+from gear_repro.embedding.precision import Precision, native_bf16, resolve_precision
 from gear_repro.embedding.runtimes import BACKENDS, RuntimeSentenceModel
 from gear_repro.embedding.sbert_weights import resolve_model
 from gear_repro.utils.errors import ConfigError
@@ -100,7 +100,8 @@ class SentenceEmbedder:
         self.precision_used = resolve_precision(precision, device, backend)  # ConfigError naming a wrong value
         self.precision = Precision(precision)
         if self.precision is Precision.auto:
-            log.info("embedder.precision=auto: running %s on %s", self.precision_used, device)
+            log.info("embedder.precision=auto: running %s on %s (%s)", self.precision_used, device,
+                     native_bf16(device)[1] if backend == "torch" else f"backend {backend}")
         self._model = None
         self._qcache: OrderedDict[str | tuple[int, str], np.ndarray] = OrderedDict()  # encode, encode_fixed
         self._qcache_size = query_cache_size
