@@ -121,3 +121,9 @@ def test_bf16_vectors_agree_with_fp32() -> None:
     assert cos.min() >= 0.9999 and not np.array_equal(a, b)  # bf16 really ran, and agrees
     paths = texts[1:] * 2
     assert ((f32.encode_fixed(paths, 4) * b16.encode_fixed(paths, 4)).sum(axis=1) >= 0.9999).all()
+    # GRIEVER's token vectors run in the embedder's precision as well
+    from gear_repro.methods.griever.matcher import SentenceTokenEncoder
+    from gear_repro.methods.griever.text import words
+
+    (s32, t32, _), (s16, t16, _) = (SentenceTokenEncoder(e).encode_tokens(texts[1], words(texts[1])) for e in (f32, b16))
+    assert t16.dtype == np.float32 and float(s32 @ s16) >= 0.9999 and not np.array_equal(t32, t16)

@@ -154,7 +154,7 @@ class SentenceEmbedder:
         return {"model": self.model_name, "backend": self.backend, "precision": self.precision.value,
                 "precision_used": self.precision_used.value, "model_id": self.model_id}
 
-    def _autocast(self) -> AbstractContextManager[object]:
+    def autocast(self) -> AbstractContextManager[object]:
         """``torch.autocast`` to bfloat16 when bf16 runs (embedder.precision), else nothing."""
         if self.precision_used is Precision.fp32:
             return nullcontext()
@@ -179,7 +179,7 @@ class SentenceEmbedder:
             vecs = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=self.normalize,
                                      convert_to_numpy=True, show_progress_bar=bars)
         else:  # matrix products in bf16; the pooled vector normalised in float32
-            with self._autocast():
+            with self.autocast():
                 raw = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=False,
                                         convert_to_tensor=True, show_progress_bar=bars)
             vecs = self._unit(raw)
@@ -211,7 +211,7 @@ class SentenceEmbedder:
                 part = idx[a:a + rows]
                 batch = [texts[i] for i in part] + [""] * (rows - len(part))
                 feats = tok(batch, padding="max_length", truncation=True, max_length=length, return_tensors="pt")
-                with torch.inference_mode(), self._autocast():
+                with torch.inference_mode(), self.autocast():
                     emb = model(batch_to_device(dict(feats), model.device))["sentence_embedding"]
                 out[part] = self._unit(emb[:len(part)])
         self.stats["encoded"] += len(texts)
