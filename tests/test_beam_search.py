@@ -25,6 +25,7 @@ from gear_repro.methods.gear.beam_search import (
     scorer_for,
 )
 from gear_repro.methods.gear.scorers import (
+    DEFAULT_PATH_ROWS,
     CascadeScorer,
     ExactScorer,
     MeanScorer,
@@ -286,8 +287,8 @@ def test_exact_path_cache_on_disk(graph, tmp_path, monkeypatch):
     monkeypatch.setenv("GEAR_CACHE", str(tmp_path))
     index, emb = graph
     first = run(graph, length=2, width=2, gamma=2, path_cache=True)[1]
-    # fixed-shape batch vectors (16 rows, lengths in steps of 8) have their own store; lone ones keep the old key
-    assert list((tmp_path / "path_vectors" / "table-rows16x8").glob("*.npz"))
+    # fixed-shape batch vectors (rows, lengths in steps of 8) have their own store; lone ones keep the old key
+    assert list((tmp_path / "path_vectors" / f"table-rows{DEFAULT_PATH_ROWS}x8").glob("*.npz"))
     assert make_scorer("exact", index, emb, path_cache=True, batch_size=None).store.dir.name == "table"
     emb.calls.clear()
     again = beam_search("q", [t.id for t in TRIPLES], index, make_scorer("exact", index, emb, path_cache=True),
