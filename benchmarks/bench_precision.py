@@ -4,7 +4,7 @@ one process, on the bundled MuSiQue sample.
 Per precision, one thread, after a warm-up, per CPU second of the process (``time.process_time``):
   * passages/s and triples/s: the first N passages (title + text) and M triples ("s p o"), batch 32, as the
     corpus encoder runs them; paths/s: P two-triple path texts (a triple and a neighbour sharing an entity, as
-    the exact scorer builds them) through ``encode_fixed`` (fixed-shape batches of 16 rows) and one at a time
+    the exact scorer builds them) through ``encode_fixed`` (fixed-shape batches of ``DEFAULT_PATH_ROWS`` rows) and one at a time
     (``encode``, the pre-issue-25 path encoding);
   * cosine of each bf16 vector with the fp32 vector of the same text (mean and minimum) for passages, triples,
     paths;

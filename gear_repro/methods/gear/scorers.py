@@ -29,7 +29,7 @@ from gear_repro.utils.hashing import hash_texts
 from gear_repro.utils.io import atomic_open
 from gear_repro.utils.paths import cache_dir
 
-DEFAULT_PATH_ROWS = 16  # rows of the exact scorer's fixed-shape path batches (docs/graph_expansion.md)
+DEFAULT_PATH_ROWS = 8  # rows of the exact scorer's fixed-shape path batches (docs/graph_expansion.md)
 
 
 def cosines(vectors: np.ndarray, rows: np.ndarray, qv: np.ndarray) -> np.ndarray:
