@@ -189,7 +189,7 @@ def summarise(report: dict, a: argparse.Namespace, retrievers: dict, times: dict
     print("\nhybrid retriever p50 (this run): " + ", ".join(f"k={k} {hyb[k]:.1f} ms" for k in a.ks))
     ref = "exact" if "exact" in a.scorers else None
     print("\n| base | k | base R@k | " + " | ".join(f"NaiveGE {sc} R@k" for sc in a.scorers)
-          + (" | " + " | ".join(f"{sc} − exact" for sc in a.scorers if sc != ref) if ref else "")
+          + "".join(f" | {sc} − exact" for sc in a.scorers if ref and sc != ref)
           + " | " + " | ".join(f"{sc} p50 / p95 ms (× hybrid p50)" for sc in a.scorers) + " | paths encoded/pass |")
     n_cols = 3 + len(a.scorers) * 2 + (len(a.scorers) - 1 if ref else 0) + 1
     print("|" + "---|" * n_cols)
