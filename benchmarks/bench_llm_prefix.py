@@ -16,7 +16,7 @@ the server's peak resident memory (polled VmHWM), and whether every reply equals
 caches compared key by key: same requests, same texts) and the predictions (rankings, answers) are equal.
 
     # the measurement (issue 25): 5 questions with the local Qwen model; takes the CPU for a long time
-    flock /work/runs/cpu.lock python -m benchmarks.bench_llm_prefix --questions 5 --llm local --out bench_llm_prefix.json
+    python -m benchmarks.bench_llm_prefix --questions 5 --llm local --keep <empty dir> --out bench_llm_prefix.json
     # smoke check with the tiny model (answers are nonsense)
     python -m benchmarks.bench_llm_prefix --questions 1 --llm tiny --set llm.timeout_s=600
 """
@@ -134,7 +134,9 @@ def predictions(run_dir: Path) -> list[dict]:
 def one_run(method: str, setting: str, args: argparse.Namespace, root: Path) -> dict:
     tag = f"{method}_{setting}"
     cache, run_dir = root / f"cache_{tag}", root / f"run_{tag}"
-    overrides = [*COMMON, *METHODS[method], f"llm={args.llm}", f"dataset.limit={args.questions}",
+    if cache.exists() or run_dir.exists():  # a resumed run or a warm reply cache would measure nothing
+        raise SystemExit(f"{run_dir} or {cache} exists already: give an empty --keep dir")
+    overrides = [f"llm={args.llm}", *COMMON, *METHODS[method], f"dataset.limit={args.questions}",
                  f"llm.server.prompt_cache={setting}", f"llm.cache_dir={cache}", f"hydra.run.dir={run_dir}",
                  *([f"llm.server.prompt_cache_bytes={args.cache_bytes}"] if args.cache_bytes else []), *args.set]
     cmd = [sys.executable, "-m", "gear_repro.cli.run", *overrides]
