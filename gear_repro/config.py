@@ -41,6 +41,7 @@ from gear_repro.embedding.precision import Precision
 from gear_repro.embedding.runtimes import EncoderBackend
 from gear_repro.evaluation.metrics import AnswerMetric
 from gear_repro.llm.cache import LLMCacheMode
+from gear_repro.llm.server import PROMPT_CACHE_BYTES, PROMPT_CACHE_BYTES_RANGE, PromptCache
 from gear_repro.methods.gear.agent import GistDocs, GistEmpty, GistFirstRound, QueryChoice
 from gear_repro.methods.gear.beam_search import BeamConfig
 from gear_repro.methods.gear.expansion import FusionOrder, OnNoProximal
@@ -189,6 +190,8 @@ class LLMServerSchema:
     port: int | None = num(None, ge=1, le=65535)
     startup_timeout_s: float = num(300.0, gt=0)
     extra_args: list[str] = field(default_factory=list)
+    prompt_cache: PromptCache = PromptCache.none  # ram: keep earlier prompts' KV states (llm/server.py)
+    prompt_cache_bytes: int = num(PROMPT_CACHE_BYTES, ge=PROMPT_CACHE_BYTES_RANGE["ge"], le=PROMPT_CACHE_BYTES_RANGE["le"])
 
 
 @dataclass

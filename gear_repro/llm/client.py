@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
@@ -37,6 +37,9 @@ from gear_repro.llm.tokens import count_messages, count_text
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError, GearError
 from gear_repro.utils.secrets import redact_text
+
+if TYPE_CHECKING:
+    from gear_repro.llm.server import LlamaServer
 
 log = logging.getLogger(__name__)
 
@@ -163,13 +166,7 @@ class LLMClient:
             base_url = self.base_url
             if base_url is None and self.server_cfg is not None:
                 if self.server is None:
-                    from gear_repro.llm.gguf_weights import resolve_model_path
-                    from gear_repro.llm.server import LlamaServer
-
-                    cfg = dict(self.server_cfg)
-                    path = resolve_model_path(str(cfg.pop("model_path")))
-                    cfg["extra_args"] = list(cfg.get("extra_args") or [])
-                    self.server = LlamaServer(path, alias=self.model, **cfg)
+                    self.server = self.new_server()
                 base_url = self.server.start()
             key = os.environ.get(self.api_key_env) if self.api_key_env else None
             if not key:
@@ -185,6 +182,19 @@ class LLMClient:
             self._client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=self.max_retries,
                                          timeout=self.timeout_s, http_client=http)
             return self._client
+
+    def new_server(self) -> LlamaServer:
+        """A (not yet started) ``LlamaServer`` from ``server`` (its ``model_path`` resolved: a GGUF path, ``qwen``
+        assembled on demand, ``smollm2``)."""
+        from gear_repro.llm.gguf_weights import resolve_model_path
+        from gear_repro.llm.server import LlamaServer
+
+        if self.server_cfg is None:
+            raise ConfigError("llm.server is not set: this client uses an endpoint it does not start")
+        cfg = dict(self.server_cfg)
+        path = resolve_model_path(str(cfg.pop("model_path")))
+        cfg["extra_args"] = list(cfg.get("extra_args") or [])
+        return LlamaServer(path, alias=self.model, **cfg)
 
     def _count_attempt(self, _request: Any) -> None:
         self._attempts.n = getattr(self._attempts, "n", 0) + 1
