@@ -28,7 +28,13 @@ dropped, i.e. what a run needs beside the page cache.
   γ=20) and the ``mean`` scorer (pre-computed vectors only; the encoder cost of the exact/fast scorers is
   independent of corpus size: benchmarks/bench_expansion.py)
 
+  dense index     the passage collection's dense search (``backend.dense``, default ``auto``: exact below 100k
+                  vectors, else a faiss flat scan of 8-bit codes with exact re-scoring); for a faiss index
+                  build_ann_s, its anonymous memory, and recall@100 = the share of the exact top-100 (the
+                  hybrid's dense list) that it returns, averaged over the queries (min beside it)
+
     python -m benchmarks.bench_scale --corpus musique --fraction 0.01 --out F.json
+    python -m benchmarks.bench_scale --corpus 2wiki --fraction 1 --dense index=hnsw --dense hnsw.ef_search=512
     python -m benchmarks.bench_scale --plot docs/scale_curve.png results/*.json   # the scaling curve
 """
 
@@ -53,7 +59,7 @@ import numpy as np  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 
 from gear_repro.backends.base import IndexDoc  # noqa: E402
-from gear_repro.backends.memory import MemoryBackend  # noqa: E402
+from gear_repro.backends.memory import MemoryBackend, top_k_dense  # noqa: E402
 from gear_repro.core.triple_graph import TripleIndex  # noqa: E402
 from gear_repro.methods.gear.expansion import NaiveGE  # noqa: E402
 from gear_repro.retrieval.base import BM25Retriever, DenseRetriever, HybridRetriever  # noqa: E402
@@ -187,10 +193,34 @@ def pct(xs: list[float]) -> dict[str, float]:
     return {"p50_ms": round(float(np.percentile(a, 50)), 2), "p95_ms": round(float(np.percentile(a, 95)), 2)}
 
 
-def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) -> dict:
+def parse_dense(items: list[str]) -> dict:
+    """``--dense index=hnsw --dense hnsw.m=16`` -> the nested ``backend.dense`` mapping (values as YAML reads them)."""
+    import yaml
+
+    out: dict = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        node = out
+        *parents, leaf = key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = yaml.safe_load(value)
+    return out
+
+
+def dense_recall(coll, queries: np.ndarray, depth: int = 100) -> dict[str, float]:
+    """Share of the exact top-``depth`` rows that the collection's dense search returns, per query: mean, min."""
+    exact = top_k_dense(coll.vectors(), queries, depth)
+    got = coll.knn(queries, depth)
+    ids = coll.ids
+    shares = [len({ids[i] for i in e} & set(g.ids)) / len(e) for (e, _), g in zip(exact, got, strict=True)]
+    return {"mean": round(float(np.mean(shares)), 4), "min": round(float(np.min(shares)), 4)}
+
+
+def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, dense: dict | None = None) -> dict:
     out: dict = {"corpus": corpus, "fraction": fraction, "seed": seed, "cpu": platform.processor() or platform.machine(),
                  "cores": os.cpu_count(), "blas_threads": os.environ["OPENBLAS_NUM_THREADS"],
-                 "load_avg_start": os.getloadavg()}
+                 "load_avg_start": os.getloadavg(), "dense_settings": dense or {}}
     probe = AnonPeak()
     probe.start()
     t = clock()
@@ -207,7 +237,7 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
     emb = RandomEmbedder({len(passages): pvec})
 
     t = clock()
-    coll = MemoryBackend(dense_dtype="float16", cache=False).open_collection(
+    coll = MemoryBackend(dense_dtype="float16", cache=False, dense=dense).open_collection(
         "passages", [IndexDoc(p.id, p.content) for p in passages], emb)
     coll.bm25(["warm"], 1)
     out["build_bm25_s"] = round(clock() - t, 1)
@@ -215,6 +245,15 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
     out["anon_after_bm25_gib"] = round(anon_gib(), 2)
     print(f"  BM25 {out['build_bm25_s']} s, RSS {out['rss_after_bm25_gib']} GiB, anon {out['anon_after_bm25_gib']} GiB",
           flush=True)
+    out["dense_index"] = str(coll.dense_kind)
+    if coll.dense_kind != "exact":
+        t = clock()
+        ann = coll.ann_index()
+        out["build_ann_s"] = round(clock() - t, 1)
+        out["dense_faiss"] = ann.description
+        out["anon_ann_gib"] = round(anon_gib() - out["anon_after_bm25_gib"], 3)
+        print(f"  dense index faiss {ann.description}: {out['build_ann_s']} s, anon +{out['anon_ann_gib']} GiB",
+              flush=True)
 
     t = clock()
     index = TripleIndex(None, triples)
@@ -245,7 +284,11 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
         naive.expand(q, base)
         times["naive"].append(clock() - t)
     out["latency"] = {k: pct(v) for k, v in times.items()}
+    out["naive_over_hybrid_p50"] = round(out["latency"]["naive"]["p50_ms"] / out["latency"]["hybrid"]["p50_ms"], 2)
     out["queries"] = n_queries
+    if coll.dense_kind != "exact":  # after the timed loop: the exact searches it needs are slow at full size
+        out["dense_recall_at_100"] = dense_recall(coll, emb.encode(queries))
+        print(f"  dense recall@100 of the exact top-100: {out['dense_recall_at_100']}", flush=True)
     out["peak_rss_gib"] = round(rss_gib(), 2)
     out["peak_anon_gib"] = round(probe.stop(), 2)
     out["load_avg_end"] = os.getloadavg()
@@ -253,14 +296,19 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| corpus | fraction | chunks | triples | vectors GiB (fp16) | BM25 build s | graph build s | peak RSS / anon GiB "
-            "| BM25 p50/p95 CPU ms | dense p50/p95 | hybrid p50/p95 | hybrid+NaiveGE p50/p95 |")
+    head = ("| corpus | fraction | chunks | triples | vectors GiB (fp16) | BM25 build s | graph build s | dense index "
+            "(build s, recall@100 mean / min) | peak RSS / anon GiB | BM25 p50/p95 CPU ms | dense p50/p95 "
+            "| hybrid p50/p95 | hybrid+NaiveGE p50/p95 | NaiveGE / hybrid p50 |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         lat = r["latency"]
+        rec = r.get("dense_recall_at_100")
+        index = r.get("dense_index", "exact") if rec is None else (
+            f"{r['dense_index']} {r['dense_faiss']} ({r['build_ann_s']}, {rec['mean']:.3f} / {rec['min']:.2f})")
         cells = [r["corpus"], f"{r['fraction']:g}", f"{r['chunks']:,}", f"{r['triples']:,}", r["vectors_gib"],
-                 r["build_bm25_s"], r["build_graph_s"], f"{r['peak_rss_gib']} / {r.get('peak_anon_gib', '—')}",
-                 *(f"{lat[k]['p50_ms']:.1f} / {lat[k]['p95_ms']:.1f}" for k in ("bm25", "dense", "hybrid", "naive"))]
+                 r["build_bm25_s"], r["build_graph_s"], index, f"{r['peak_rss_gib']} / {r.get('peak_anon_gib', '—')}",
+                 *(f"{lat[k]['p50_ms']:.1f} / {lat[k]['p95_ms']:.1f}" for k in ("bm25", "dense", "hybrid", "naive")),
+                 f"{lat['naive']['p50_ms'] / lat['hybrid']['p50_ms']:.2f}"]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
 
@@ -307,6 +355,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", default=None, help="where the vector files go (default: a temporary directory)")
     ap.add_argument("--out", default=None, help="write the measurements as JSON here")
+    ap.add_argument("--dense", action="append", default=[], metavar="KEY=VALUE",
+                    help="a backend.dense setting of the passage collection, e.g. index=hnsw or hnsw.ef_search=512 "
+                         "(repeatable; default: configs/backend/memory.yaml's)")
     ap.add_argument("--plot", default=None, help="write the scaling curve PNG from the JSON files given")
     ap.add_argument("files", nargs="*", help="JSON files for --plot / the table")
     a = ap.parse_args()
@@ -316,7 +367,7 @@ def main() -> None:
                            key=lambda r: (r["corpus"], r["chunks"]))))
         return
     with tempfile.TemporaryDirectory(dir=a.workdir) as d:
-        r = run(a.corpus, a.fraction, a.queries, Path(d), a.seed)
+        r = run(a.corpus, a.fraction, a.queries, Path(d), a.seed, parse_dense(a.dense))
     print(table([r]))
     if a.out:
         Path(a.out).write_text(json.dumps(r, indent=2))

@@ -135,6 +135,31 @@ class QAMode(_Choice):
     gold = "gold"
 
 
+class DenseDtype(_Choice):
+    """Dtype of the memory backend's embedding matrices (backend.dense_dtype)."""
+
+    float32 = "float32"
+    float16 = "float16"  # halves memory; scores differ in the 3rd decimal
+
+
+class DenseIndex(_Choice):
+    """The memory backend's dense search (backend.dense.index; backends/ann.py, docs/scale.md)."""
+
+    auto = "auto"    # exact below dense.auto_min_vectors vectors, else dense.auto_index
+    exact = "exact"  # numpy float32 products over the whole matrix (no faiss)
+    flat = "flat"    # faiss flat scan of the codes (fp32 codes: exact scores)
+    hnsw = "hnsw"    # faiss HNSW graph over the codes
+    ivf = "ivf"      # faiss inverted file (k-means cells) over the codes
+
+
+class DenseCodes(_Choice):
+    """How a faiss dense index stores the vectors it scans (backend.dense.codes)."""
+
+    fp32 = "fp32"  # 4 bytes per dimension
+    fp16 = "fp16"  # 2 bytes
+    sq8 = "sq8"    # 1 byte: 8-bit scalar quantiser (per-dimension min/max from a training sample)
+
+
 E = TypeVar("E", bound=_Choice)
 
 
@@ -202,6 +227,7 @@ class GraphSchema:
     hub_policy: HubPolicy = HubPolicy.truncate
     adjacency: Adjacency = Adjacency.records
     link_empty_entities: bool = False
+    hub_codes_min_degree: int | None = num(1024, ge=1)  # 8-bit code scan of larger entities (core/hub_codes.py)
 
 
 @dataclass
@@ -375,6 +401,50 @@ class HippoRAGSchema:
     encoder: Any = None  # synonym/linking encoder: null = the run's embedder | model name | embedder node
 
 
+@dataclass
+class HNSWSchema:
+    """``backend.dense.hnsw`` (faiss IndexHNSW; configs/backend/memory.yaml documents each value)."""
+
+    m: int = num(32, ge=2, le=512)  # graph degree M (2M links per vector at level 0)
+    ef_construction: int = num(200, ge=1)  # build beam
+    ef_search: int = num(256, ge=1)  # search beam (raised to the number of candidates when that is larger)
+
+
+@dataclass
+class IVFSchema:
+    """``backend.dense.ivf`` (faiss IndexIVF)."""
+
+    nlist: int | None = num(None, ge=1)  # k-means cells; null = 4·sqrt(N)
+    nprobe: int = num(64, ge=1)  # cells scanned per query
+    train_size: int = num(200_000, ge=1)  # vectors of the seeded k-means / quantiser training sample
+
+
+@dataclass
+class DenseSchema:
+    """``backend.dense``: the memory backend's dense index (backends/ann.py)."""
+
+    index: DenseIndex = DenseIndex.auto
+    auto_min_vectors: int = num(100_000, ge=0)  # auto: exact below this many vectors
+    auto_index: DenseIndex = DenseIndex.flat  # auto at or above auto_min_vectors: flat | hnsw | ivf
+    codes: DenseCodes = DenseCodes.sq8
+    rerank: int = num(4, ge=1)  # rerank·k candidates re-scored with the collection's own vectors
+    hnsw: HNSWSchema = field(default_factory=HNSWSchema, metadata={"schema": HNSWSchema})
+    ivf: IVFSchema = field(default_factory=IVFSchema, metadata={"schema": IVFSchema})
+    seed: int = num(0, ge=0)  # training samples (sq8 ranges, IVF k-means)
+    threads: int = num(1, ge=1)  # faiss OpenMP threads for build and search
+
+
+@dataclass
+class MemoryBackendSchema:
+    """``configs/backend/memory.yaml``: bm25s + numpy/faiss in process (backends/memory.py)."""
+
+    _target_: str = "gear_repro.backends.memory.MemoryBackend"
+    bm25: dict[str, Any] = field(default_factory=dict)  # bm25s settings (checked by MemoryCollection)
+    dense_dtype: DenseDtype = DenseDtype.float32
+    dense: DenseSchema = field(default_factory=DenseSchema, metadata={"schema": DenseSchema})
+    cache: bool = True
+
+
 # plain nodes merged onto their schema by validate() (not in a config group)
 SCHEMAS: dict[str, Any] = {"hipporag": HippoRAGSchema}
 
@@ -507,6 +577,7 @@ GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "llm": {"llm_schema": LLMSchema},
     "dataset": {"dataset_schema": DatasetSchema},
     "qa_reader": {"qa_reader_schema": QAReaderSchema},
+    "backend": {"memory_schema": MemoryBackendSchema},  # the Elasticsearch option is untyped (UNTYPED_GROUPS)
 }
 # plain top-level nodes: configs/config.yaml puts schema/<name> at package <name>
 NODE_SCHEMAS: dict[str, type] = {"run": RunSchema, "graph": GraphSchema, "extraction": ExtractionSchema}
@@ -576,7 +647,8 @@ def validate(cfg: DictConfig) -> DictConfig:
     return cfg
 
 
-# groups without a schema: every number in them must be >= 0 (their YAML files document each value)
+# groups (or group options: backend=elasticsearch) without a schema: every number in them must be >= 0 (their YAML
+# files document each value)
 UNTYPED_GROUPS = ("retriever", "backend", "embedder")
 _NON_NEGATIVE = {"ge": 0.0, "gt": None, "le": None}
 
@@ -600,7 +672,7 @@ def check_settings(cfg: DictConfig) -> None:
             continue
         schema = schema_of(str(key), node)
         if schema is not None:
-            _check_node(str(key), node, schema)
+            check_node(str(key), node, schema)
         elif key in UNTYPED_GROUPS:
             _check_numbers(str(key), node)
 
@@ -611,7 +683,9 @@ def _check_number(path: str, value: Any, rng: dict[str, float | None]) -> None:
         raise ConfigError(f"{path} must be {range_text(rng)} (got {value})")
 
 
-def _check_node(path: str, node: DictConfig, schema: type) -> None:
+def check_node(path: str, node: DictConfig, schema: type) -> None:
+    """ConfigError naming ``path.<key>`` for a key ``schema`` does not have or a number outside its range (nested
+    schemas too)."""
     known = {f.name: f for f in fields(schema)}
     unknown = [str(k) for k in node if k not in known]
     if unknown:
@@ -626,7 +700,7 @@ def _check_node(path: str, node: DictConfig, schema: type) -> None:
         if "range" in f.metadata:
             _check_number(f"{path}.{name}", value, f.metadata["range"])
         elif "schema" in f.metadata and isinstance(value, DictConfig):
-            _check_node(f"{path}.{name}", value, f.metadata["schema"])
+            check_node(f"{path}.{name}", value, f.metadata["schema"])
 
 
 def _check_numbers(path: str, node: Any) -> None:

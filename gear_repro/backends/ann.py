@@ -1,0 +1,177 @@
+"""Dense search of the memory backend at scale: faiss flat / HNSW / IVF indexes with exact re-scoring
+(``backend.dense``; docs/scale.md "Dense search").
+
+``index`` picks the search (:class:`gear_repro.config.DenseIndex`): ``exact`` = numpy float32 products over the
+whole matrix (``memory.top_k_dense``); ``flat`` / ``hnsw`` / ``ivf`` = a faiss index over the collection's vectors
+stored as ``codes`` (fp32 | fp16 | sq8); ``auto`` = exact below ``auto_min_vectors`` vectors, else ``auto_index``.
+A faiss index only proposes candidates: the best ``rerank``·k of them are re-scored with the collection's own
+vectors (float32 products, as exact search computes them) and ordered by score, ties by row. The scores of a
+ranking are therefore the exact cosines, and a ranking equals the exact one whenever the candidates hold the
+exact top-k (``benchmarks/bench_scale.py`` reports that recall beside every ANN figure).
+
+Determinism: the build is single-query, seeded and runs on ``threads`` faiss threads (``faiss.omp_set_num_threads``,
+default 1: HNSW inserts vectors in row order, so its graph is the same on every build); training samples (sq8
+ranges, IVF k-means) are drawn with ``seed``; each query is searched on its own, so its result does not depend on
+the other queries of a call. A built index is cached under $GEAR_CACHE/indexes keyed by the vectors' content hash
+and every build parameter (search parameters are not part of the key).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from gear_repro.config import DenseCodes, DenseIndex, DenseSchema, check_node
+from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.hashing import hash_array, hash_obj
+from gear_repro.utils.io import atomic_open
+
+log = logging.getLogger(__name__)
+
+ANN_KINDS = (DenseIndex.flat, DenseIndex.hnsw, DenseIndex.ivf)
+_FAISS_CODES = {DenseCodes.fp32: "Flat", DenseCodes.fp16: "SQfp16", DenseCodes.sq8: "SQ8"}
+_BLOCK = 65_536  # rows converted to float32 at a time while adding to an index
+
+
+def dense_settings(dense: DenseSchema | Mapping[str, Any] | None) -> DenseSchema:
+    """``backend.dense`` as a checked :class:`DenseSchema`: a misspelt key, a value outside its Enum or a number
+    outside its range is a ConfigError naming the setting (also when the backend is built directly)."""
+    if isinstance(dense, DenseSchema):
+        return dense
+    try:
+        node = OmegaConf.merge(OmegaConf.structured(DenseSchema),
+                               dense if isinstance(dense, DictConfig) else OmegaConf.create(dict(dense or {})))
+    except OmegaConfBaseException as e:
+        raise ConfigError(f"backend.dense: {getattr(e, 'msg', e)}") from None
+    check_node("backend.dense", node, DenseSchema)
+    out: DenseSchema = OmegaConf.to_object(node)  # type: ignore[assignment]
+    if out.auto_index not in ANN_KINDS:
+        raise ConfigError(f"backend.dense.auto_index must be one of {[k.value for k in ANN_KINDS]}, got "
+                          f"'{out.auto_index}'")
+    return out
+
+
+def resolve_kind(settings: DenseSchema, n: int) -> DenseIndex:
+    """The search a collection of ``n`` vectors uses: ``auto`` is exact below ``auto_min_vectors``."""
+    if settings.index == DenseIndex.auto:
+        return DenseIndex.exact if n < settings.auto_min_vectors else settings.auto_index
+    return settings.index
+
+
+def import_faiss() -> Any:
+    """faiss, or a ConfigError saying how to install it (``make install`` does; pip extra ``ann``)."""
+    try:
+        import faiss
+    except ImportError:
+        raise ConfigError("backend.dense.index needs faiss (pip install 'gear-repro[ann]'; make install installs "
+                          "it), or set backend.dense.index=exact") from None
+    return faiss
+
+
+def factory_string(kind: DenseIndex, settings: DenseSchema, n: int) -> str:
+    """The faiss ``index_factory`` description of the index to build over ``n`` vectors."""
+    codes = _FAISS_CODES[settings.codes]
+    if kind == DenseIndex.flat:
+        return codes
+    if kind == DenseIndex.hnsw:
+        return f"HNSW{settings.hnsw.m},{codes}"
+    return f"IVF{ivf_nlist(settings, n)},{codes}"
+
+
+def ivf_nlist(settings: DenseSchema, n: int) -> int:
+    """IVF cells: ``ivf.nlist``, else 4·sqrt(N) (faiss's guideline); at most N/39 so k-means has 39 points a cell."""
+    nlist = settings.ivf.nlist or round(4 * math.sqrt(n))
+    return max(1, min(nlist, n // 39 or 1))
+
+
+def training_sample(matrix: np.ndarray, size: int, seed: int) -> np.ndarray:
+    """float32 rows for training (sq8 ranges, IVF k-means): all rows up to ``size``, else a seeded sample in row
+    order."""
+    n = matrix.shape[0]
+    rows = np.arange(n) if n <= size else np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
+    return np.ascontiguousarray(matrix[rows], dtype=np.float32)
+
+
+class AnnIndex:
+    """A faiss index over a collection's matrix (rows aligned with its ids) and the matrix it re-scores with."""
+
+    def __init__(self, index: Any, matrix: np.ndarray, kind: DenseIndex, settings: DenseSchema, description: str):
+        self.index = index
+        self.matrix = matrix
+        self.kind = kind
+        self.settings = settings
+        self.description = description
+
+    @classmethod
+    def build(cls, matrix: np.ndarray, kind: DenseIndex, settings: DenseSchema) -> AnnIndex:
+        """Train (sq8 ranges, IVF cells) on a seeded sample and add every row in order."""
+        faiss = import_faiss()
+        faiss.omp_set_num_threads(settings.threads)
+        n, d = matrix.shape
+        desc = factory_string(kind, settings, n)
+        index = faiss.index_factory(d, desc, faiss.METRIC_INNER_PRODUCT)
+        if kind == DenseIndex.hnsw:
+            index.hnsw.efConstruction = settings.hnsw.ef_construction
+        if kind == DenseIndex.ivf:
+            faiss.extract_index_ivf(index).cp.seed = settings.seed
+        if not index.is_trained:
+            index.train(training_sample(matrix, settings.ivf.train_size, settings.seed))
+        for a in range(0, n, _BLOCK):
+            index.add(np.ascontiguousarray(matrix[a:a + _BLOCK], dtype=np.float32))
+        return cls(index, matrix, kind, settings, desc)
+
+    @classmethod
+    def open(cls, matrix: np.ndarray, kind: DenseIndex, settings: DenseSchema, cache_root: Path | None,
+             name: str) -> AnnIndex:
+        """The index from the cache (``cache_root``/ann-<name>-<key>.faiss) or built (and saved there)."""
+        if cache_root is None:
+            return cls.build(matrix, kind, settings)
+        faiss = import_faiss()
+        key = hash_obj({"vectors": hash_array(matrix), "factory": factory_string(kind, settings, matrix.shape[0]),
+                        "ef_construction": settings.hnsw.ef_construction if kind == DenseIndex.hnsw else None,
+                        "train": [settings.ivf.train_size, settings.seed], "threads": settings.threads,
+                        "faiss": faiss.__version__, "v": 1})
+        path = cache_root / f"ann-{name}-{key}.faiss"
+        if path.exists():
+            faiss.omp_set_num_threads(settings.threads)
+            return cls(faiss.read_index(str(path)), matrix, kind, settings, factory_string(kind, settings,
+                                                                                           matrix.shape[0]))
+        built = cls.build(matrix, kind, settings)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_open(path, "wb") as f:  # concurrent builders each write a temp file; the last rename wins
+            faiss.write_index(built.index, faiss.PyCallbackIOWriter(f.write))
+        return built
+
+    def search_params(self, depth: int) -> Any:
+        """Per-call faiss search parameters (no index state is changed): HNSW efSearch >= depth, IVF nprobe."""
+        faiss = import_faiss()
+        if self.kind == DenseIndex.hnsw:
+            return faiss.SearchParametersHNSW(efSearch=max(self.settings.hnsw.ef_search, depth))
+        if self.kind == DenseIndex.ivf:
+            return faiss.SearchParametersIVF(nprobe=self.settings.ivf.nprobe)
+        return None
+
+    def search(self, queries: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Top-k rows per query, best first, with exact scores (see the module docstring); ties by row."""
+        n = self.matrix.shape[0]
+        k = min(k, n)
+        if k <= 0:
+            return [(np.zeros(0, np.int64), np.zeros(0, np.float32)) for _ in range(queries.shape[0])]
+        depth = min(n, self.settings.rerank * k)
+        params = self.search_params(depth)
+        import_faiss().omp_set_num_threads(self.settings.threads)
+        out = []
+        for q in np.ascontiguousarray(queries, dtype=np.float32):  # one query per call: batch-independent
+            _, ids = self.index.search(q[None], depth, params=params)
+            rows = np.sort(ids[0][ids[0] >= 0])
+            scores = np.asarray(self.matrix[rows], dtype=np.float32) @ q
+            order = np.lexsort((rows, -scores))[:k]
+            out.append((rows[order], scores[order]))
+        return out
