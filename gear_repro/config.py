@@ -142,6 +142,23 @@ class DenseDtype(_Choice):
     float16 = "float16"  # halves memory; scores differ in the 3rd decimal
 
 
+class BM25Variant(_Choice):
+    """bm25s scoring variant of the memory backend (backend.bm25.method); ``bm25+`` is not an identifier."""
+
+    lucene = "lucene"
+    robertson = "robertson"
+    atire = "atire"
+    bm25l = "bm25l"
+    bm25plus = "bm25+"
+
+
+class Analyzer(_Choice):
+    """The Elasticsearch analyzer the memory backend's BM25 text analysis stands in for (backend.bm25.analyzer)."""
+
+    standard = "standard"  # no stop words, no stemming
+    english = "english"    # English stop words + stemming
+
+
 class DenseIndex(_Choice):
     """The memory backend's dense search (backend.dense.index; backends/ann.py, docs/scale.md)."""
 
@@ -435,11 +452,23 @@ class DenseSchema:
 
 
 @dataclass
+class MemoryBM25Schema:
+    """``backend.bm25`` of the memory backend (bm25s; configs/backend/memory.yaml)."""
+
+    k1: float = num(1.2, ge=0)
+    b: float = num(0.75, ge=0, le=1)
+    method: BM25Variant = BM25Variant.lucene
+    stopwords: str | None = "en"
+    stemmer: str | None = "english"
+    analyzer: Analyzer | None = None
+
+
+@dataclass
 class MemoryBackendSchema:
     """``configs/backend/memory.yaml``: bm25s + numpy/faiss in process (backends/memory.py)."""
 
     _target_: str = "gear_repro.backends.memory.MemoryBackend"
-    bm25: dict[str, Any] = field(default_factory=dict)  # bm25s settings (checked by MemoryCollection)
+    bm25: MemoryBM25Schema = field(default_factory=MemoryBM25Schema, metadata={"schema": MemoryBM25Schema})
     dense_dtype: DenseDtype = DenseDtype.float32
     dense: DenseSchema = field(default_factory=DenseSchema, metadata={"schema": DenseSchema})
     cache: bool = True

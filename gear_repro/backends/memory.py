@@ -16,7 +16,7 @@ from pathlib import Path
 
 import bm25s
 import numpy as np
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from gear_repro.backends.ann import AnnIndex, dense_settings, import_faiss, resolve_kind
 from gear_repro.backends.base import DocCollection, IndexDoc
@@ -192,7 +192,8 @@ class MemoryBackend:
 
     def __init__(self, bm25: dict | None = None, dense_dtype: str = "float32", cache: bool = True,
                  dense: DenseSchema | dict | None = None):
-        self.bm25_params = dict(bm25 or {})
+        self.bm25_params = (OmegaConf.to_container(bm25, enum_to_str=True) if isinstance(bm25, DictConfig)
+                            else dict(bm25 or {}))
         self.dense_dtype = str(choice(DenseDtype, dense_dtype, "backend.dense_dtype"))
         self.dense = dense_settings(dense)
         self.cache = cache
