@@ -23,6 +23,8 @@ dropped, i.e. what a run needs beside the page cache.
   build_bm25_s   BM25 index of the passages (memory backend: bm25s, stop words, Snowball stemmer)
   build_vectors_s  writing the fp16 vector files; vectors_gib on disk
   build_graph_s  triple graph (TripleIndex: entity adjacency, passage alignment)
+  build_hub_codes_s  8-bit codes of the entities with >= 1,024 triples (graph.hub_codes_min_degree;
+                  core/hub_codes.py: NaiveGE's neighbour choice, exact, without scoring every hub row)
   bm25 / dense / hybrid p50/p95 ms per query (k=15, hybrid fusion depth 100)
   naive p50/p95 ms per query: hybrid k=15 + NaiveGE with the paper's beam settings (l=2, b=10, 100 neighbours,
   γ=20) and the ``mean`` scorer (pre-computed vectors only; the encoder cost of the exact/fast scorers is
@@ -208,13 +210,17 @@ def parse_dense(items: list[str]) -> dict:
     return out
 
 
-def dense_recall(coll, queries: np.ndarray, depth: int = 100) -> dict[str, float]:
-    """Share of the exact top-``depth`` rows that the collection's dense search returns, per query: mean, min."""
-    exact = top_k_dense(coll.vectors(), queries, depth)
-    got = coll.knn(queries, depth)
-    ids = coll.ids
-    shares = [len({ids[i] for i in e} & set(g.ids)) / len(e) for (e, _), g in zip(exact, got, strict=True)]
-    return {"mean": round(float(np.mean(shares)), 4), "min": round(float(np.min(shares)), 4)}
+def dense_recall(coll, queries: np.ndarray, depth: int = 100) -> tuple[dict[str, float], list[float]]:
+    """Share of the exact top-``depth`` rows that the collection's dense search returns, per query (mean, min),
+    and the CPU seconds of each exact search (numpy over the whole matrix, as ``backend.dense.index=exact``)."""
+    shares, times = [], []
+    for q in queries:
+        t = clock()
+        (exact, _), = top_k_dense(coll.vectors(), q[None], depth)
+        times.append(clock() - t)
+        got = set(coll.knn(q[None], depth)[0].ids)
+        shares.append(len({coll.ids[i] for i in exact} & got) / len(exact))
+    return {"mean": round(float(np.mean(shares)), 4), "min": round(float(np.min(shares)), 4)}, times
 
 
 def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, dense: dict | None = None) -> dict:
@@ -267,6 +273,13 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
     print(f"  triple graph {out['build_graph_s']} s, RSS {out['rss_after_graph_gib']} GiB, anon "
           f"{out['anon_after_graph_gib']} GiB", flush=True)
     del triples
+    t = clock()
+    codes = index.hub_codes()  # built on first use otherwise; timed here, outside the queries
+    if codes is not None:
+        out["build_hub_codes_s"] = round(clock() - t, 1)
+        out["hub_codes"] = {"entities": len(codes.hubs), "min_degree": index.hub_codes_min_degree,
+                            "gib": round(codes.bytes / 2**30, 3)}
+        print(f"  hub codes {out['build_hub_codes_s']} s: {out['hub_codes']}, anon {anon_gib():.2f} GiB", flush=True)
 
     rng = np.random.default_rng(seed + 3)
     queries = [" ".join(rng.choice([p.title for p in passages[:5000]], 3)) + f" {i}" for i in range(n_queries)]
@@ -287,8 +300,10 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
     out["naive_over_hybrid_p50"] = round(out["latency"]["naive"]["p50_ms"] / out["latency"]["hybrid"]["p50_ms"], 2)
     out["queries"] = n_queries
     if coll.dense_kind != "exact":  # after the timed loop: the exact searches it needs are slow at full size
-        out["dense_recall_at_100"] = dense_recall(coll, emb.encode(queries))
-        print(f"  dense recall@100 of the exact top-100: {out['dense_recall_at_100']}", flush=True)
+        out["dense_recall_at_100"], exact_s = dense_recall(coll, emb.encode(queries))
+        out["latency"]["dense_exact_100"] = pct(exact_s)
+        print(f"  dense recall@100 of the exact top-100: {out['dense_recall_at_100']}; exact search of the top-100 "
+              f"{out['latency']['dense_exact_100']}", flush=True)
     out["peak_rss_gib"] = round(rss_gib(), 2)
     out["peak_anon_gib"] = round(probe.stop(), 2)
     out["load_avg_end"] = os.getloadavg()
@@ -297,14 +312,15 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
 
 def table(rows: list[dict]) -> str:
     head = ("| corpus | fraction | chunks | triples | vectors GiB (fp16) | BM25 build s | graph build s | dense index "
-            "(build s, recall@100 mean / min) | peak RSS / anon GiB | BM25 p50/p95 CPU ms | dense p50/p95 "
-            "| hybrid p50/p95 | hybrid+NaiveGE p50/p95 | NaiveGE / hybrid p50 |")
+            "(build s; recall@100 mean / min; exact search p50 ms) | peak RSS / anon GiB | BM25 p50/p95 CPU ms "
+            "| dense p50/p95 | hybrid p50/p95 | hybrid+NaiveGE p50/p95 | NaiveGE / hybrid p50 |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         lat = r["latency"]
         rec = r.get("dense_recall_at_100")
         index = r.get("dense_index", "exact") if rec is None else (
-            f"{r['dense_index']} {r['dense_faiss']} ({r['build_ann_s']}, {rec['mean']:.3f} / {rec['min']:.2f})")
+            f"{r['dense_index']} {r['dense_faiss']} ({r['build_ann_s']}; {rec['mean']:.3f} / {rec['min']:.2f}; "
+            f"{lat['dense_exact_100']['p50_ms']:.0f})")
         cells = [r["corpus"], f"{r['fraction']:g}", f"{r['chunks']:,}", f"{r['triples']:,}", r["vectors_gib"],
                  r["build_bm25_s"], r["build_graph_s"], index, f"{r['peak_rss_gib']} / {r.get('peak_anon_gib', '—')}",
                  *(f"{lat[k]['p50_ms']:.1f} / {lat[k]['p95_ms']:.1f}" for k in ("bm25", "dense", "hybrid", "naive")),

@@ -135,3 +135,9 @@ def test_beam_search_unchanged_by_hub_codes_and_without_faiss(graph, monkeypatch
     without = _index(graph, 30)
     assert _naive_runs(without) == exact
     assert without.hub_codes() is None
+
+
+def test_no_hub_codes_below_the_degree(graph) -> None:
+    index = _index(graph, 10**6)
+    assert index.hub_codes() is None
+    assert _naive_runs(index, 3) == _naive_runs(_index(graph, None), 3)

@@ -22,7 +22,6 @@ import logging
 import struct
 import tempfile
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
@@ -33,16 +32,12 @@ log = logging.getLogger(__name__)
 _CHUNK = 16_384  # rows gathered, converted and encoded at a time while building (48 MiB of float32 at 768-d)
 
 
-def _faiss() -> Any | None:
-    try:
-        import faiss
-    except ImportError:
-        return None
-    return faiss
-
-
 def faiss_available() -> bool:
-    return _faiss() is not None
+    try:
+        import faiss  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 class HubCodes:
@@ -55,9 +50,8 @@ class HubCodes:
     """
 
     def __init__(self, vectors: np.ndarray, entity_rows: Mapping[str, np.ndarray], min_degree: int):
-        faiss = _faiss()
-        if faiss is None:
-            raise ImportError("faiss")
+        import faiss
+
         self.faiss = faiss
         self.dim = int(vectors.shape[1])
         self.hubs = [e for e, rows in entity_rows.items() if rows.size >= min_degree]

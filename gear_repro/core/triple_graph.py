@@ -104,6 +104,7 @@ class TripleIndex:
         self.link_empty_entities = link_empty_entities
         self.hub_codes_min_degree = hub_codes_min_degree
         self._hub_codes: HubCodes | None = None
+        self._hub_codes_checked = False
 
         self.triples: dict[str, Triple] = {}
         for t in triples:
@@ -241,14 +242,16 @@ class TripleIndex:
         return np.sort(cand[np.lexsort((cand, -rel))[:cap]]), n_excluded, True
 
     def hub_codes(self) -> HubCodes | None:
-        """The 8-bit codes of the hub entities (built on first use), or None: no ``hub_codes_min_degree``, lookup
-        adjacency, or faiss missing (then every row is scored exactly: the same choice, slower)."""
-        if self._hub_codes is None and self.hub_codes_min_degree and self.adjacency == "records":
-            if not faiss_available():
-                log.info("faiss is not installed: neighbour selection scores every hub row exactly")
-                self.hub_codes_min_degree = None
-                return None
-            self._hub_codes = HubCodes(self.vectors(), self._entity_rows, self.hub_codes_min_degree)
+        """The 8-bit codes of the hub entities (built on first use), or None: no entity has ``hub_codes_min_degree``
+        triples, lookup adjacency, or faiss is missing (then every row is scored exactly: the same choice, slower)."""
+        if not self._hub_codes_checked:
+            self._hub_codes_checked = True
+            least = self.hub_codes_min_degree
+            if least and self.adjacency == "records" and any(r.size >= least for r in self._entity_rows.values()):
+                if faiss_available():
+                    self._hub_codes = HubCodes(self.vectors(), self._entity_rows, least)
+                else:
+                    log.info("faiss is not installed: neighbour selection scores every hub row exactly")
         return self._hub_codes
 
     def neighbours(self, triple_id: str) -> list[str]:
