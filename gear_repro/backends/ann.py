@@ -13,7 +13,7 @@ Determinism: the build is single-query, seeded and runs on ``threads`` faiss thr
 default 1: HNSW inserts vectors in row order, so its graph is the same on every build); training samples (sq8
 ranges, IVF k-means) are drawn with ``seed``; each query is searched on its own, so its result does not depend on
 the other queries of a call. A built index is cached under $GEAR_CACHE/indexes keyed by the vectors' content hash
-and every build parameter (search parameters are not part of the key).
+and every build parameter (search parameters are not part of the key), and used memory-mapped from there.
 """
 
 from __future__ import annotations
@@ -139,15 +139,15 @@ class AnnIndex:
                         "train": [settings.ivf.train_size, settings.seed], "threads": settings.threads,
                         "faiss": faiss.__version__, "v": 1})
         path = cache_root / f"ann-{name}-{key}.faiss"
-        if path.exists():
-            faiss.omp_set_num_threads(settings.threads)
-            return cls(faiss.read_index(str(path)), matrix, kind, settings, factory_string(kind, settings,
-                                                                                           matrix.shape[0]))
-        built = cls.build(matrix, kind, settings)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_open(path, "wb") as f:  # concurrent builders each write a temp file; the last rename wins
-            faiss.write_index(built.index, faiss.PyCallbackIOWriter(f.write))
-        return built
+        if not path.exists():
+            built = cls.build(matrix, kind, settings)
+            with atomic_open(path, "wb") as f:  # concurrent builders each write a temp file; the last rename wins
+                faiss.write_index(built.index, faiss.PyCallbackIOWriter(f.write))
+            del built
+        faiss.omp_set_num_threads(settings.threads)
+        # memory-mapped: the index's vectors and graph are file-backed pages, not the process's anonymous memory
+        index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC)
+        return cls(index, matrix, kind, settings, factory_string(kind, settings, matrix.shape[0]))
 
     def search_params(self, depth: int) -> Any:
         """Per-call faiss search parameters (no index state is changed): HNSW efSearch >= depth, IVF nprobe."""
