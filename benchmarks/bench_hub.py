@@ -10,7 +10,7 @@ vectors of dimension ``--dim`` stand in for the triple embeddings. Measured (med
                     triple; beam_search's gather step, ``TripleIndex.select_neighbours``, a new query each time)
   beam_search       one full Alg. 1 search (l=2, b=10, mean scorer) from ``--beams`` hub triples
 
-for the default (no cap, hub codes for entities of 1,024+ triples), no cap without hub codes (every row of the
+for the default (no cap, hub codes for entities of 256+ triples), no cap without hub codes (every row of the
 hub scored exactly: the same choice), and the old default cap (max_degree=1000, truncate).
 
     python -m benchmarks.bench_hub [--hub 50000] [--dim 768]
@@ -91,7 +91,7 @@ def main() -> None:
     ap.add_argument("--beams", type=int, default=10)
     ap.add_argument("--reps", type=int, default=5)
     a = ap.parse_args()
-    for cap, codes in ((None, 1024), (None, None), (1000, 1024)):
+    for cap, codes in ((None, 256), (None, None), (1000, 256)):
         print(json.dumps(measure(a.hub, a.dim, a.neighbours, a.beams, a.reps, cap, codes)))
 
 

@@ -23,7 +23,7 @@ dropped, i.e. what a run needs beside the page cache.
   build_bm25_s   BM25 index of the passages (memory backend: bm25s, stop words, Snowball stemmer)
   build_vectors_s  writing the fp16 vector files; vectors_gib on disk
   build_graph_s  triple graph (TripleIndex: entity adjacency, passage alignment)
-  build_hub_codes_s  8-bit codes of the entities with >= 1,024 triples (graph.hub_codes_min_degree;
+  build_hub_codes_s  8-bit codes of the entities with >= 256 triples (graph.hub_codes_min_degree;
                   core/hub_codes.py: NaiveGE's neighbour choice, exact, without scoring every hub row)
   bm25 / dense / hybrid p50/p95 ms per query (k=15, hybrid fusion depth 100)
   naive p50/p95 ms per query: hybrid k=15 + NaiveGE with the paper's beam settings (l=2, b=10, 100 neighbours,

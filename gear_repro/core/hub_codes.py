@@ -108,12 +108,15 @@ class HubCodes:
         q = np.ascontiguousarray(qv, dtype=np.float32)[None]
         self.faiss.omp_set_num_threads(1)  # one short scan per hub and query: a thread team costs more than it saves
         index = self.index[entity]
-        dist, _ = index.search(q, m)
         gamma = self.dim * 2.0 ** -24 / (1 - self.dim * 2.0 ** -24)
         aq = np.abs(q[0].astype(np.float64))
         bound = float(aq @ self.width[i]) / 510.0
         # float32 rounding of the code scan and of the exact product: each <= gamma·Σ|q_i|·max|x_i| (x3: with margin)
         rounding = 3.0 * gamma * (float(aq @ (self.width[i] + np.abs(self.lo[i]))) + 1.0)
-        radius = float(dist[0, m - 1]) - 2.0 * (bound + rounding)
-        lims, _, ids = index.range_search(q, np.float32(np.nextafter(np.float32(radius), np.float32(-np.inf))))
-        return rows[np.sort(ids[lims[0]:lims[1]])]
+        depth = 8 * m  # the code scan's top-depth must reach below the radius; doubled until it does
+        while True:
+            dist, ids = index.search(q, min(depth, rows.size))
+            radius = float(dist[0, m - 1]) - 2.0 * (bound + rounding)
+            if depth >= rows.size or dist[0, -1] < radius:  # faiss's range_search decodes each row: much slower
+                return rows[np.sort(ids[0][dist[0] >= radius])]
+            depth *= 2

@@ -89,7 +89,7 @@ class TripleIndex:
         hub_policy: str = "truncate",
         adjacency: str = "records",
         link_empty_entities: bool = False,
-        hub_codes_min_degree: int | None = 1024,
+        hub_codes_min_degree: int | None = 256,
     ):
         hub_policy = choice(HubPolicy, hub_policy, "graph.hub_policy")
         adjacency = choice(Adjacency, adjacency, "graph.adjacency")
