@@ -15,6 +15,7 @@ from gear_repro.backends import ann
 from gear_repro.backends.base import IndexDoc
 from gear_repro.backends.memory import MemoryBackend, top_k_dense
 from gear_repro.config import DenseSchema, group_config
+from gear_repro.utils.arrays import as_float32
 from gear_repro.utils.errors import ConfigError
 from tests.es_fixtures import FakeEmbedder, gear_cache
 
@@ -130,3 +131,11 @@ def test_float16_matrix_exact_and_ann_agree(emb) -> None:
     for got, (rows, scores) in zip(coll.knn(q, 10), ref, strict=True):
         assert got.ids == [DOCS[r].id for r in rows]
         assert got.scores == pytest.approx(scores.tolist(), abs=1e-6)
+
+
+def test_as_float32_converts_every_float16_exactly() -> None:
+    every = np.arange(2**16, dtype=np.uint16).view(np.float16).reshape(256, 256)
+    got = as_float32(every)
+    assert got.dtype == np.float32
+    assert np.array_equal(got, every.astype(np.float32), equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(every))  # -0.0 stays -0.0

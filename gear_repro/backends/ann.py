@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from gear_repro.config import DenseCodes, DenseIndex, DenseSchema, check_node
+from gear_repro.utils.arrays import as_float32
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_array, hash_obj
 from gear_repro.utils.io import atomic_open
@@ -96,7 +97,7 @@ def training_sample(matrix: np.ndarray, size: int, seed: int) -> np.ndarray:
     order."""
     n = matrix.shape[0]
     rows = np.arange(n) if n <= size else np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
-    return np.ascontiguousarray(matrix[rows], dtype=np.float32)
+    return np.ascontiguousarray(as_float32(matrix[rows]))
 
 
 class AnnIndex:
@@ -124,7 +125,7 @@ class AnnIndex:
         if not index.is_trained:
             index.train(training_sample(matrix, settings.ivf.train_size, settings.seed))
         for a in range(0, n, _BLOCK):
-            index.add(np.ascontiguousarray(matrix[a:a + _BLOCK], dtype=np.float32))
+            index.add(np.ascontiguousarray(as_float32(matrix[a:a + _BLOCK])))
         return cls(index, matrix, kind, settings, desc)
 
     @classmethod
@@ -171,7 +172,7 @@ class AnnIndex:
         for q in np.ascontiguousarray(queries, dtype=np.float32):  # one query per call: batch-independent
             _, ids = self.index.search(q[None], depth, params=params)
             rows = np.sort(ids[0][ids[0] >= 0])
-            scores = np.asarray(self.matrix[rows], dtype=np.float32) @ q
+            scores = as_float32(self.matrix[rows]) @ q
             order = np.lexsort((rows, -scores))[:k]
             out.append((rows[order], scores[order]))
         return out

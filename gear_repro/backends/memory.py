@@ -23,6 +23,7 @@ from gear_repro.backends.base import DocCollection, IndexDoc
 from gear_repro.backends.tokenize import tokenize, tokenize_ids
 from gear_repro.config import DenseDtype, DenseIndex, DenseSchema, choice
 from gear_repro.types import Ranking
+from gear_repro.utils.arrays import as_float32
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.paths import cache_dir
@@ -66,7 +67,7 @@ def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int,
         if matrix.dtype == np.float32:
             row = matrix @ q
         else:  # float16 / memory-mapped: float32 products block by block (numpy has no fast float16 product)
-            row = np.concatenate([np.asarray(matrix[a:a + block], dtype=np.float32) @ q for a in range(0, n, block)])
+            row = np.concatenate([as_float32(matrix[a:a + block]) @ q for a in range(0, n, block)])
         order = top_k_row(row, k)
         out.append((order, row[order]))
     return out

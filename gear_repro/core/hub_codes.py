@@ -25,6 +25,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from gear_repro.utils.arrays import as_float32
 from gear_repro.utils.paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -67,14 +68,14 @@ class HubCodes:
                 lo = np.full(self.dim, np.inf, np.float32)
                 hi = np.full(self.dim, -np.inf, np.float32)
                 for a in range(0, rows.size, _CHUNK):  # two passes in chunks: a hub's float32 rows are never whole
-                    x = np.asarray(vectors[rows[a:a + _CHUNK]], dtype=np.float32)
+                    x = as_float32(vectors[rows[a:a + _CHUNK]])
                     lo, hi = np.minimum(lo, x.min(axis=0)), np.maximum(hi, x.max(axis=0))
                 width = np.where(hi > lo, hi - lo, 1.0).astype(np.float32)
                 self.lo[i], self.width[i] = lo, width
                 start = f.tell()
                 f.write(self._header(lo, width, rows.size))
                 for a in range(0, rows.size, _CHUNK):
-                    x = np.asarray(vectors[rows[a:a + _CHUNK]], dtype=np.float32)
+                    x = as_float32(vectors[rows[a:a + _CHUNK]])
                     f.write(np.clip(np.floor((x - lo) * (255.0 / width)), 0, 255).astype(np.uint8).tobytes())
                 spans.append((start, f.tell() - start))
             f.flush()

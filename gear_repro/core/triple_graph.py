@@ -33,6 +33,7 @@ from gear_repro.backends.base import Collection, IndexDoc
 from gear_repro.config import Adjacency, HubPolicy, choice
 from gear_repro.core.hub_codes import HubCodes, faiss_available
 from gear_repro.types import Triple, triple_text
+from gear_repro.utils.arrays import as_float32
 from gear_repro.utils.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -321,7 +322,7 @@ class NeighbourRelevance:
 
     def scores(self, rows: np.ndarray) -> np.ndarray:
         """q·x of the given rows (float32)."""
-        return np.asarray(self.index.vectors()[rows], dtype=np.float32) @ self.qv
+        return as_float32(self.index.vectors()[rows]) @ self.qv
 
     def top(self, entity: str, m: int) -> tuple[np.ndarray, np.ndarray]:
         """The exact top-``m`` rows of ``entity`` by q·x, ties by row, and their scores (best first)."""
