@@ -31,9 +31,10 @@ dropped, i.e. what a run needs beside the page cache.
   independent of corpus size: benchmarks/bench_expansion.py)
 
   dense index     the passage collection's dense search (``backend.dense``, default ``auto``: exact below 100k
-                  vectors, else a faiss flat scan of 8-bit codes with exact re-scoring); for a faiss index
-                  build_ann_s, its anonymous memory, and recall@100 = the share of the exact top-100 (the
-                  hybrid's dense list) that it returns, averaged over the queries (min beside it)
+                  vectors, else a faiss flat scan of float16 codes whose top 2k are re-scored exactly); for a faiss
+                  index build_ann_s, its anonymous memory, recall@100 = the share of the exact top-100 (the
+                  hybrid's dense list) that it returns, averaged over the queries (min beside it), and, in the same
+                  process, the exact search of that top-100 (dense_exact_100, numpy over the whole matrix)
 
     python -m benchmarks.bench_scale --corpus musique --fraction 0.01 --out F.json
     python -m benchmarks.bench_scale --corpus 2wiki --fraction 1 --dense index=hnsw --dense hnsw.ef_search=512

@@ -443,8 +443,8 @@ class DenseSchema:
     index: DenseIndex = DenseIndex.auto
     auto_min_vectors: int = num(100_000, ge=0)  # auto: exact below this many vectors
     auto_index: DenseIndex = DenseIndex.flat  # auto at or above auto_min_vectors: flat | hnsw | ivf
-    codes: DenseCodes = DenseCodes.sq8
-    rerank: int = num(4, ge=1)  # rerank·k candidates re-scored with the collection's own vectors
+    codes: DenseCodes = DenseCodes.fp16
+    rerank: int = num(2, ge=1)  # rerank·k candidates re-scored with the collection's own vectors
     hnsw: HNSWSchema = field(default_factory=HNSWSchema, metadata={"schema": HNSWSchema})
     ivf: IVFSchema = field(default_factory=IVFSchema, metadata={"schema": IVFSchema})
     seed: int = num(0, ge=0)  # training samples (sq8 ranges, IVF k-means)
