@@ -5,12 +5,12 @@ vectors of dimension ``--dim`` stand in for the triple embeddings. Measured (med
 
   neighbours_cold   neighbour_rows() of a hub triple, first call (adjacency union; memoised afterwards)
   neighbours_warm   the same call again (memoised)
-  hub_codes_build   the 8-bit codes of the hub (graph.hub_codes_min_degree; core/hub_codes.py), once per index
+  hub_slices_build   the hub's contiguous float16 copy (graph.hub_slices_min_degree; core/hub_slices.py), once
   select            choosing ``--neighbours`` of the hub's neighbours by relevance to q (cosine of the single
                     triple; beam_search's gather step, ``TripleIndex.select_neighbours``, a new query each time)
   beam_search       one full Alg. 1 search (l=2, b=10, mean scorer) from ``--beams`` hub triples
 
-for the default (no cap, hub codes for entities of 256+ triples), no cap without hub codes (every row of the
+for the default (no cap, hub slices for entities of 256+ triples), no cap without hub slices (every row of the
 hub scored exactly: the same choice), and the old default cap (max_degree=1000, truncate).
 
     python -m benchmarks.bench_hub [--hub 50000] [--dim 768]
@@ -51,7 +51,7 @@ def _ms(f, reps: int) -> float:
 
 
 def measure(n_hub: int, dim: int, n_neighbours: int, n_beams: int, reps: int, max_degree: int | None,
-            hub_codes_min_degree: int | None) -> dict:
+            hub_slices_min_degree: int | None) -> dict:
     rng = np.random.default_rng(0)
     triples = [Triple(f"t{i}", "hub entity", f"rel{i % 7}", f"object {i}", f"p{i // 10}") for i in range(n_hub)]
     vecs = rng.standard_normal((n_hub, dim)).astype(np.float32)
@@ -60,7 +60,7 @@ def measure(n_hub: int, dim: int, n_neighbours: int, n_beams: int, reps: int, ma
     qv /= np.linalg.norm(qv)
 
     t0 = time.perf_counter()
-    index = TripleIndex(None, triples, max_degree=max_degree, hub_codes_min_degree=hub_codes_min_degree)
+    index = TripleIndex(None, triples, max_degree=max_degree, hub_slices_min_degree=hub_slices_min_degree)
     build_ms = (time.perf_counter() - t0) * 1000
     index.set_vectors(vecs)
     row = index.row["t0"]
@@ -69,7 +69,7 @@ def measure(n_hub: int, dim: int, n_neighbours: int, n_beams: int, reps: int, ma
     cold_ms = (time.perf_counter() - t0) * 1000
     warm_ms = _ms(lambda: index.neighbour_rows(row), reps)
     t0 = time.perf_counter()
-    index.hub_codes()
+    index.hub_slices()
     codes_ms = (time.perf_counter() - t0) * 1000
     # beam_search's relevance cap (gather step), for a new query each time
     select_ms = _ms(lambda: index.select_neighbours(row, (), n_neighbours, NeighbourRelevance(index, qv)), reps)
@@ -77,10 +77,10 @@ def measure(n_hub: int, dim: int, n_neighbours: int, n_beams: int, reps: int, ma
     scorer = MeanScorer(index, _QueryOnly(qv))
     initial = [f"t{i}" for i in range(n_beams)]
     search_ms = _ms(lambda: beam_search("q", initial, index, scorer, cfg, query_vector=qv), reps)
-    return {"max_degree": max_degree, "hub_codes_min_degree": hub_codes_min_degree, "hub_triples": n_hub,
+    return {"max_degree": max_degree, "hub_slices_min_degree": hub_slices_min_degree, "hub_triples": n_hub,
             "neighbours_of_a_hub_triple": int(nb.size), "index_build_ms": round(build_ms, 1),
             "neighbours_cold_ms": round(cold_ms, 3), "neighbours_warm_ms": warm_ms,
-            "hub_codes_build_ms": round(codes_ms, 1), "select_ms": select_ms, "beam_search_ms": search_ms}
+            "hub_slices_build_ms": round(codes_ms, 1), "select_ms": select_ms, "beam_search_ms": search_ms}
 
 
 def main() -> None:

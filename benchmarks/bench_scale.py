@@ -23,8 +23,8 @@ dropped, i.e. what a run needs beside the page cache.
   build_bm25_s   BM25 index of the passages (memory backend: bm25s, stop words, Snowball stemmer)
   build_vectors_s  writing the fp16 vector files; vectors_gib on disk
   build_graph_s  triple graph (TripleIndex: entity adjacency, passage alignment)
-  build_hub_codes_s  8-bit codes of the entities with >= 256 triples (graph.hub_codes_min_degree;
-                  core/hub_codes.py: NaiveGE's neighbour choice, exact, without scoring every hub row)
+  build_hub_slices_s  contiguous float16 copies of the entities with >= 256 triples (graph.hub_slices_min_degree;
+                  core/hub_slices.py: NaiveGE's neighbour choice, exact, without scoring every hub row)
   bm25 / dense / hybrid p50/p95 ms per query (k=15, hybrid fusion depth 100)
   naive p50/p95 ms per query: hybrid k=15 + NaiveGE with the paper's beam settings (l=2, b=10, 100 neighbours,
   γ=20) and the ``mean`` scorer (pre-computed vectors only; the encoder cost of the exact/fast scorers is
@@ -275,12 +275,12 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
           f"{out['anon_after_graph_gib']} GiB", flush=True)
     del triples
     t = clock()
-    codes = index.hub_codes()  # built on first use otherwise; timed here, outside the queries
+    codes = index.hub_slices()  # built on first use otherwise; timed here, outside the queries
     if codes is not None:
-        out["build_hub_codes_s"] = round(clock() - t, 1)
-        out["hub_codes"] = {"entities": len(codes.hubs), "min_degree": index.hub_codes_min_degree,
+        out["build_hub_slices_s"] = round(clock() - t, 1)
+        out["hub_slices"] = {"entities": len(codes.hubs), "min_degree": index.hub_slices_min_degree,
                             "gib": round(codes.bytes / 2**30, 3)}
-        print(f"  hub codes {out['build_hub_codes_s']} s: {out['hub_codes']}, anon {anon_gib():.2f} GiB", flush=True)
+        print(f"  hub slices {out['build_hub_slices_s']} s: {out['hub_slices']}, anon {anon_gib():.2f} GiB", flush=True)
 
     rng = np.random.default_rng(seed + 3)
     queries = [" ".join(rng.choice([p.title for p in passages[:5000]], 3)) + f" {i}" for i in range(n_queries)]

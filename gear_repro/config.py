@@ -244,7 +244,7 @@ class GraphSchema:
     hub_policy: HubPolicy = HubPolicy.truncate
     adjacency: Adjacency = Adjacency.records
     link_empty_entities: bool = False
-    hub_codes_min_degree: int | None = num(256, ge=1)  # 8-bit code scan of larger entities (core/hub_codes.py)
+    hub_slices_min_degree: int | None = num(256, ge=1)  # entity-ordered float16 copies of larger hubs (core/hub_slices.py)
 
 
 @dataclass

@@ -16,8 +16,9 @@ counters passed to ``neighbours``.
 :meth:`TripleIndex.select_neighbours` is the beam search's gather step (Alg. 1 lines 11-12): a beam's neighbours
 minus the excluded triples, narrowed to ``beam.neighbours`` by relevance. It ranks at most ``cap + |exclude|`` rows
 per entity (:class:`NeighbourRelevance`, once per query) and never builds a hub's whole neighbourhood; entities
-with at least ``hub_codes_min_degree`` triples are scanned through 8-bit codes (:mod:`gear_repro.core.hub_codes`)
-and only the rows that can reach the top are scored exactly, so the choice is the same as scoring every row.
+with at least ``hub_slices_min_degree`` triples are scanned as one contiguous float16 slice each (faiss,
+:mod:`gear_repro.core.hub_slices`) and only the rows that can reach the top are scored exactly, so the choice is the
+same as scoring every row.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 
 from gear_repro.backends.base import Collection, IndexDoc
 from gear_repro.config import Adjacency, HubPolicy, choice
-from gear_repro.core.hub_codes import HubCodes, faiss_available
+from gear_repro.core.hub_slices import HubSlices, faiss_available
 from gear_repro.types import Triple, triple_text
 from gear_repro.utils.arrays import as_float32
 from gear_repro.utils.errors import ConfigError, DataError
@@ -77,7 +78,7 @@ class TripleIndex:
         adjacency: ``records`` (build the entity map from the records, eager) or ``lookup`` (ask the
             collection's keyword fields per entity, lazily and memoised; for backends holding T remotely).
         link_empty_entities: whether an entity that normalises to "" links triples (default no).
-        hub_codes_min_degree: entities with at least this many triples are scanned through 8-bit codes when the
+        hub_slices_min_degree: entities with at least this many triples are scanned as contiguous float16 slices when the
             beam search picks neighbours by relevance (same choice, faster; needs faiss and ``adjacency=records``);
             None = score every row exactly.
     """
@@ -90,7 +91,7 @@ class TripleIndex:
         hub_policy: str = "truncate",
         adjacency: str = "records",
         link_empty_entities: bool = False,
-        hub_codes_min_degree: int | None = 256,
+        hub_slices_min_degree: int | None = 256,
     ):
         hub_policy = choice(HubPolicy, hub_policy, "graph.hub_policy")
         adjacency = choice(Adjacency, adjacency, "graph.adjacency")
@@ -103,9 +104,9 @@ class TripleIndex:
         self.hub_policy = hub_policy
         self.adjacency = adjacency
         self.link_empty_entities = link_empty_entities
-        self.hub_codes_min_degree = hub_codes_min_degree
-        self._hub_codes: HubCodes | None = None
-        self._hub_codes_checked = False
+        self.hub_slices_min_degree = hub_slices_min_degree
+        self._hub_slices: HubSlices | None = None
+        self._hub_slices_checked = False
 
         self.triples: dict[str, Triple] = {}
         for t in triples:
@@ -242,18 +243,18 @@ class TripleIndex:
         cand, rel = cand[keep], rel[keep]
         return np.sort(cand[np.lexsort((cand, -rel))[:cap]]), n_excluded, True
 
-    def hub_codes(self) -> HubCodes | None:
-        """The 8-bit codes of the hub entities (built on first use), or None: no entity has ``hub_codes_min_degree``
+    def hub_slices(self) -> HubSlices | None:
+        """The entity-ordered float16 copies of the hubs (built on first use), or None: no entity has ``hub_slices_min_degree``
         triples, lookup adjacency, or faiss is missing (then every row is scored exactly: the same choice, slower)."""
-        if not self._hub_codes_checked:
-            self._hub_codes_checked = True
-            least = self.hub_codes_min_degree
+        if not self._hub_slices_checked:
+            self._hub_slices_checked = True
+            least = self.hub_slices_min_degree
             if least and self.adjacency == "records" and any(r.size >= least for r in self._entity_rows.values()):
                 if faiss_available():
-                    self._hub_codes = HubCodes(self.vectors(), self._entity_rows, least)
+                    self._hub_slices = HubSlices(self.vectors(), self._entity_rows, least)
                 else:
                     log.info("faiss is not installed: neighbour selection scores every hub row exactly")
-        return self._hub_codes
+        return self._hub_slices
 
     def neighbours(self, triple_id: str) -> list[str]:
         """get_neighbours of Alg. 1: ids of triples sharing a (normalised) head or tail entity."""
@@ -329,8 +330,8 @@ class NeighbourRelevance:
         memo = self._top.get(entity)
         if memo is None or memo[0] < m:
             rows = self.index._rows_of_entity(entity)
-            codes = self.index.hub_codes()
-            cand = codes.candidates(entity, self.qv, m) if codes is not None and entity in codes else rows
+            slices = self.index.hub_slices()
+            cand = slices.candidates(entity, self.qv, m) if slices is not None and entity in slices else rows
             rel = self.scores(cand)
             order = np.lexsort((cand, -rel))
             valid = rows.size if cand.size == rows.size else m  # every row scored: the ranking serves any m
