@@ -23,12 +23,21 @@ dropped, i.e. what a run needs beside the page cache.
   build_bm25_s   BM25 index of the passages (memory backend: bm25s, stop words, Snowball stemmer)
   build_vectors_s  writing the fp16 vector files; vectors_gib on disk
   build_graph_s  triple graph (TripleIndex: entity adjacency, passage alignment)
+  build_hub_slices_s  contiguous float16 copies of the entities with >= 256 triples (graph.hub_slices_min_degree;
+                  core/hub_slices.py: NaiveGE's neighbour choice, exact, without scoring every hub row)
   bm25 / dense / hybrid p50/p95 ms per query (k=15, hybrid fusion depth 100)
   naive p50/p95 ms per query: hybrid k=15 + NaiveGE with the paper's beam settings (l=2, b=10, 100 neighbours,
   γ=20) and the ``mean`` scorer (pre-computed vectors only; the encoder cost of the exact/fast scorers is
   independent of corpus size: benchmarks/bench_expansion.py)
 
+  dense index     the passage collection's dense search (``backend.dense``, default ``auto``: exact below 100k
+                  vectors, else a faiss flat scan of float16 codes whose top 2k are re-scored exactly); for a faiss
+                  index build_ann_s, its anonymous memory, recall@100 = the share of the exact top-100 (the
+                  hybrid's dense list) that it returns, averaged over the queries (min beside it), and, in the same
+                  process, the exact search of that top-100 (dense_exact_100, numpy over the whole matrix)
+
     python -m benchmarks.bench_scale --corpus musique --fraction 0.01 --out F.json
+    python -m benchmarks.bench_scale --corpus 2wiki --fraction 1 --dense index=hnsw --dense hnsw.ef_search=512
     python -m benchmarks.bench_scale --plot docs/scale_curve.png results/*.json   # the scaling curve
 """
 
@@ -53,7 +62,7 @@ import numpy as np  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 
 from gear_repro.backends.base import IndexDoc  # noqa: E402
-from gear_repro.backends.memory import MemoryBackend  # noqa: E402
+from gear_repro.backends.memory import MemoryBackend, top_k_dense  # noqa: E402
 from gear_repro.core.triple_graph import TripleIndex  # noqa: E402
 from gear_repro.methods.gear.expansion import NaiveGE  # noqa: E402
 from gear_repro.retrieval.base import BM25Retriever, DenseRetriever, HybridRetriever  # noqa: E402
@@ -187,10 +196,38 @@ def pct(xs: list[float]) -> dict[str, float]:
     return {"p50_ms": round(float(np.percentile(a, 50)), 2), "p95_ms": round(float(np.percentile(a, 95)), 2)}
 
 
-def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) -> dict:
+def parse_dense(items: list[str]) -> dict:
+    """``--dense index=hnsw --dense hnsw.m=16`` -> the nested ``backend.dense`` mapping (values as YAML reads them)."""
+    import yaml
+
+    out: dict = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        node = out
+        *parents, leaf = key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = yaml.safe_load(value)
+    return out
+
+
+def dense_recall(coll, queries: np.ndarray, depth: int = 100) -> tuple[dict[str, float], list[float]]:
+    """Share of the exact top-``depth`` rows that the collection's dense search returns, per query (mean, min),
+    and the CPU seconds of each exact search (numpy over the whole matrix, as ``backend.dense.index=exact``)."""
+    shares, times = [], []
+    for q in queries:
+        t = clock()
+        (exact, _), = top_k_dense(coll.vectors(), q[None], depth)
+        times.append(clock() - t)
+        got = set(coll.knn(q[None], depth)[0].ids)
+        shares.append(len({coll.ids[i] for i in exact} & got) / len(exact))
+    return {"mean": round(float(np.mean(shares)), 4), "min": round(float(np.min(shares)), 4)}, times
+
+
+def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, dense: dict | None = None) -> dict:
     out: dict = {"corpus": corpus, "fraction": fraction, "seed": seed, "cpu": platform.processor() or platform.machine(),
                  "cores": os.cpu_count(), "blas_threads": os.environ["OPENBLAS_NUM_THREADS"],
-                 "load_avg_start": os.getloadavg()}
+                 "load_avg_start": os.getloadavg(), "dense_settings": dense or {}}
     probe = AnonPeak()
     probe.start()
     t = clock()
@@ -207,7 +244,7 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
     emb = RandomEmbedder({len(passages): pvec})
 
     t = clock()
-    coll = MemoryBackend(dense_dtype="float16", cache=False).open_collection(
+    coll = MemoryBackend(dense_dtype="float16", cache=False, dense=dense).open_collection(
         "passages", [IndexDoc(p.id, p.content) for p in passages], emb)
     coll.bm25(["warm"], 1)
     out["build_bm25_s"] = round(clock() - t, 1)
@@ -215,6 +252,15 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
     out["anon_after_bm25_gib"] = round(anon_gib(), 2)
     print(f"  BM25 {out['build_bm25_s']} s, RSS {out['rss_after_bm25_gib']} GiB, anon {out['anon_after_bm25_gib']} GiB",
           flush=True)
+    out["dense_index"] = str(coll.dense_kind)
+    if coll.dense_kind != "exact":
+        t = clock()
+        ann = coll.ann_index()
+        out["build_ann_s"] = round(clock() - t, 1)
+        out["dense_faiss"] = ann.description
+        out["anon_ann_gib"] = round(anon_gib() - out["anon_after_bm25_gib"], 3)
+        print(f"  dense index faiss {ann.description}: {out['build_ann_s']} s, anon +{out['anon_ann_gib']} GiB",
+              flush=True)
 
     t = clock()
     index = TripleIndex(None, triples)
@@ -228,6 +274,13 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
     print(f"  triple graph {out['build_graph_s']} s, RSS {out['rss_after_graph_gib']} GiB, anon "
           f"{out['anon_after_graph_gib']} GiB", flush=True)
     del triples
+    t = clock()
+    codes = index.hub_slices()  # built on first use otherwise; timed here, outside the queries
+    if codes is not None:
+        out["build_hub_slices_s"] = round(clock() - t, 1)
+        out["hub_slices"] = {"entities": len(codes.hubs), "min_degree": index.hub_slices_min_degree,
+                            "gib": round(codes.bytes / 2**30, 3)}
+        print(f"  hub slices {out['build_hub_slices_s']} s: {out['hub_slices']}, anon {anon_gib():.2f} GiB", flush=True)
 
     rng = np.random.default_rng(seed + 3)
     queries = [" ".join(rng.choice([p.title for p in passages[:5000]], 3)) + f" {i}" for i in range(n_queries)]
@@ -245,7 +298,13 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
         naive.expand(q, base)
         times["naive"].append(clock() - t)
     out["latency"] = {k: pct(v) for k, v in times.items()}
+    out["naive_over_hybrid_p50"] = round(out["latency"]["naive"]["p50_ms"] / out["latency"]["hybrid"]["p50_ms"], 2)
     out["queries"] = n_queries
+    if coll.dense_kind != "exact":  # after the timed loop: the exact searches it needs are slow at full size
+        out["dense_recall_at_100"], exact_s = dense_recall(coll, emb.encode(queries))
+        out["latency"]["dense_exact_100"] = pct(exact_s)
+        print(f"  dense recall@100 of the exact top-100: {out['dense_recall_at_100']}; exact search of the top-100 "
+              f"{out['latency']['dense_exact_100']}", flush=True)
     out["peak_rss_gib"] = round(rss_gib(), 2)
     out["peak_anon_gib"] = round(probe.stop(), 2)
     out["load_avg_end"] = os.getloadavg()
@@ -253,14 +312,20 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| corpus | fraction | chunks | triples | vectors GiB (fp16) | BM25 build s | graph build s | peak RSS / anon GiB "
-            "| BM25 p50/p95 CPU ms | dense p50/p95 | hybrid p50/p95 | hybrid+NaiveGE p50/p95 |")
+    head = ("| corpus | fraction | chunks | triples | vectors GiB (fp16) | BM25 build s | graph build s | dense index "
+            "(build s; recall@100 mean / min; exact search p50 ms) | peak RSS / anon GiB | BM25 p50/p95 CPU ms "
+            "| dense p50/p95 | hybrid p50/p95 | hybrid+NaiveGE p50/p95 | NaiveGE / hybrid p50 |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         lat = r["latency"]
+        rec = r.get("dense_recall_at_100")
+        index = r.get("dense_index", "exact") if rec is None else (
+            f"{r['dense_index']} {r['dense_faiss']} ({r['build_ann_s']}; {rec['mean']:.3f} / {rec['min']:.2f}; "
+            f"{lat['dense_exact_100']['p50_ms']:.0f})")
         cells = [r["corpus"], f"{r['fraction']:g}", f"{r['chunks']:,}", f"{r['triples']:,}", r["vectors_gib"],
-                 r["build_bm25_s"], r["build_graph_s"], f"{r['peak_rss_gib']} / {r.get('peak_anon_gib', '—')}",
-                 *(f"{lat[k]['p50_ms']:.1f} / {lat[k]['p95_ms']:.1f}" for k in ("bm25", "dense", "hybrid", "naive"))]
+                 r["build_bm25_s"], r["build_graph_s"], index, f"{r['peak_rss_gib']} / {r.get('peak_anon_gib', '—')}",
+                 *(f"{lat[k]['p50_ms']:.1f} / {lat[k]['p95_ms']:.1f}" for k in ("bm25", "dense", "hybrid", "naive")),
+                 f"{lat['naive']['p50_ms'] / lat['hybrid']['p50_ms']:.2f}"]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
 
@@ -307,6 +372,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", default=None, help="where the vector files go (default: a temporary directory)")
     ap.add_argument("--out", default=None, help="write the measurements as JSON here")
+    ap.add_argument("--dense", action="append", default=[], metavar="KEY=VALUE",
+                    help="a backend.dense setting of the passage collection, e.g. index=hnsw or hnsw.ef_search=512 "
+                         "(repeatable; default: configs/backend/memory.yaml's)")
     ap.add_argument("--plot", default=None, help="write the scaling curve PNG from the JSON files given")
     ap.add_argument("files", nargs="*", help="JSON files for --plot / the table")
     a = ap.parse_args()
@@ -316,7 +384,7 @@ def main() -> None:
                            key=lambda r: (r["corpus"], r["chunks"]))))
         return
     with tempfile.TemporaryDirectory(dir=a.workdir) as d:
-        r = run(a.corpus, a.fraction, a.queries, Path(d), a.seed)
+        r = run(a.corpus, a.fraction, a.queries, Path(d), a.seed, parse_dense(a.dense))
     print(table([r]))
     if a.out:
         Path(a.out).write_text(json.dumps(r, indent=2))

@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from gear_repro.core.triple_graph import TripleIndex
-from gear_repro.methods.gear.scorers import PathScorer, cosines, make_scorer, takes_path_text
+from gear_repro.core.triple_graph import NeighbourRelevance, TripleIndex
+from gear_repro.methods.gear.scorers import PathScorer, make_scorer, takes_path_text
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.settings import Choice, as_dict, check_fields, num
 from gear_repro.utils.trace import bump as _bump
@@ -219,6 +219,8 @@ def beam_search(
 
     gamma = cfg.gamma_value
     cap = cfg.neighbours or 0
+    # cosine(q, t) of the single triples, by relevance (ties by row), each entity ranked once per query
+    relevance = NeighbourRelevance(index, qv) if cap and cfg.neighbour_selection == "relevance" else None
     steps = 0
     for _step in range(1, cfg.length):
         # gather candidates per beam (lines 8-12)
@@ -227,23 +229,12 @@ def beam_search(
             in_prev = np.fromiter({r for b in beams for r in b.rows}, dtype=np.int64)
         cand_rows: list[np.ndarray] = []
         for b in beams:
-            nb = index.neighbour_rows(b.last, c)
-            n_raw = nb.size
-            if cfg.exists == "previous_step":
-                nb = nb[~np.isin(nb, in_prev)]
-            elif cfg.exists == "path":
-                nb = nb[~np.isin(nb, np.asarray(b.rows, dtype=np.int64))]
-            if n_raw - nb.size:
-                _bump(c, "exists_skipped", int(n_raw - nb.size))
-            if cap and nb.size > cap:
+            exclude = (in_prev if cfg.exists == "previous_step" else b.rows if cfg.exists == "path" else ())
+            nb, skipped, capped = index.select_neighbours(b.last, exclude, cap, relevance, c)
+            if skipped:
+                _bump(c, "exists_skipped", skipped)
+            if capped:
                 _bump(c, "neighbours_capped")
-                if cfg.neighbour_selection == "relevance":
-                    v = index.vectors()
-                    rel = cosines(v, nb, qv)  # cosine(q, t) of the single triples
-                    keep = np.lexsort((nb, -rel))[:cap]  # by relevance, ties by row
-                    nb = nb[np.sort(keep)]  # keep row order among the chosen
-                else:
-                    nb = nb[:cap]
             cand_rows.append(nb)
         paths = [b.rows + (int(r),) for b, nb in zip(beams, cand_rows, strict=True) for r in nb]
         _bump(c, "candidates", len(paths))
