@@ -243,24 +243,33 @@ def beam_search(
         # score (line 13), sort and re-weight per beam (lines 15-19), global top-b (line 20)
         t3 = time.perf_counter()
         sc = scorer.paths(qv, paths, np.repeat([b.score for b in beams], [nb.size for nb in cand_rows]))
-        pool: list[Beam] = []
+        # the pool in generation order (beam order, then within-beam rank n): re-weighted scores, and per entry the
+        # beam and its path's index (-1: a dead-end beam kept as it is); Beam objects only for the top-b
+        longest = max((nb.size for nb in cand_rows), default=0)
+        weights = np.asarray([diversity_weight(n, gamma) if cfg.diversity else 1.0 for n in range(longest)])
+        scores, owner, which = [], [], []
         pos = 0
-        for b, nb in zip(beams, cand_rows, strict=True):
+        for i, (b, nb) in enumerate(zip(beams, cand_rows, strict=True)):
             m = nb.size
             if m == 0:
                 _bump(c, "dead_end_beams")
                 if cfg.dead_ends == "keep":
-                    pool.append(b)
+                    scores.append(np.asarray([b.score]))
+                    owner.append(np.asarray([i]))
+                    which.append(np.asarray([-1]))
                 continue
-            part = sc[pos:pos + m]
-            pos += m
-            s_new = b.score + part
+            s_new = b.score + sc[pos:pos + m]
             local = np.argsort(-s_new, kind="stable")
-            for n, j in enumerate(local):
-                w = diversity_weight(n, gamma) if cfg.diversity else 1.0
-                pool.append(Beam(paths[pos - m + j], float(s_new[j] * w), b.path_scores + (float(part[j]),)))
-        pool.sort(key=lambda x: -x.score)  # stable: generation order breaks ties
-        new_beams = pool[: cfg.width]
+            scores.append(s_new[local] * weights[:m])
+            owner.append(np.full(m, i))
+            which.append(pos + local)
+            pos += m
+        new_beams = []
+        if scores:
+            pool_scores, pool_owner, pool_which = (np.concatenate(x) for x in (scores, owner, which))
+            for t in np.argsort(-pool_scores, kind="stable")[: cfg.width]:  # stable: generation order breaks ties
+                b, j = beams[pool_owner[t]], int(pool_which[t])
+                new_beams.append(b if j < 0 else Beam(paths[j], float(pool_scores[t]), b.path_scores + (float(sc[j]),)))
         timings["score_s"] += time.perf_counter() - t3
         if not new_beams:
             _bump(c, "beam_stalled")
