@@ -25,16 +25,18 @@ dropped, i.e. what a run needs beside the page cache.
   build_graph_s  triple graph (TripleIndex: entity adjacency, passage alignment)
   build_hub_slices_s  contiguous float16 copies of the entities with >= 256 triples (graph.hub_slices_min_degree;
                   core/hub_slices.py: NaiveGE's neighbour choice, exact, without scoring every hub row)
-  bm25 / dense / hybrid p50/p95 ms per query (k=15, hybrid fusion depth 100)
-  naive p50/p95 ms per query: hybrid k=15 + NaiveGE with the paper's beam settings (l=2, b=10, 100 neighbours,
+  build_ann_s    the passages' faiss index (``--dense``, default configs/backend/memory.yaml's ``backend.dense``; at
+                  a size where ``auto`` would search exactly, its ``auto_index``); anon_ann_gib its anonymous memory
+  bm25, dense_*, hybrid_* p50/p95 ms per query (k=15, hybrid fusion depth 100)
+  naive_* p50/p95 ms per query: hybrid k=15 + NaiveGE with the paper's beam settings (l=2, b=10, 100 neighbours,
   γ=20) and the ``mean`` scorer (pre-computed vectors only; the encoder cost of the exact/fast scorers is
   independent of corpus size: benchmarks/bench_expansion.py)
 
-  dense index     the passage collection's dense search (``backend.dense``, default ``auto``: exact below 100k
-                  vectors, else a faiss flat scan of float16 codes whose top 2k are re-scored exactly); for a faiss
-                  index build_ann_s, its anonymous memory, recall@100 = the share of the exact top-100 (the
-                  hybrid's dense list) that it returns, averaged over the queries (min beside it), and, in the same
-                  process, the exact search of that top-100 (dense_exact_100, numpy over the whole matrix)
+Every dense, hybrid and NaiveGE figure is measured twice in the same process, query by query in alternating order:
+``*_exact`` with exact search (``backend.dense.index=exact``: numpy over the whole matrix) and ``*_ann`` through the
+faiss index (its candidates re-scored exactly). Beside them: recall@100 = the share of the exact top-100 (the
+hybrid's dense list) that the faiss search returns, mean and min over the queries, and the share of queries whose
+hybrid top-15 is the same list both ways.
 
     python -m benchmarks.bench_scale --corpus musique --fraction 0.01 --out F.json
     python -m benchmarks.bench_scale --corpus 2wiki --fraction 1 --dense index=hnsw --dense hnsw.ef_search=512
@@ -61,6 +63,7 @@ import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
+from gear_repro.backends.ann import DenseIndex, DenseSettings  # noqa: E402
 from gear_repro.backends.base import IndexDoc  # noqa: E402
 from gear_repro.backends.memory import MemoryBackend, top_k_dense  # noqa: E402
 from gear_repro.core.triple_graph import TripleIndex  # noqa: E402
@@ -211,17 +214,25 @@ def parse_dense(items: list[str]) -> dict:
     return out
 
 
-def dense_recall(coll, queries: np.ndarray, depth: int = 100) -> tuple[dict[str, float], list[float]]:
-    """Share of the exact top-``depth`` rows that the collection's dense search returns, per query (mean, min),
-    and the CPU seconds of each exact search (numpy over the whole matrix, as ``backend.dense.index=exact``)."""
-    shares, times = [], []
+def ann_settings(dense: dict, n: int) -> dict:
+    """``--dense`` settings whose search at ``n`` vectors is a faiss index: ``auto`` below its threshold (where it
+    would search exactly) becomes its ``auto_index``."""
+    settings = DenseSettings.from_config(dense)
+    if settings.index == DenseIndex.auto and n < settings.auto_min_vectors:
+        return {**dense, "index": str(settings.auto_index)}
+    if settings.index == DenseIndex.exact:
+        raise SystemExit("--dense index=exact: nothing to compare; exact search is measured in every run")
+    return dense
+
+
+def dense_recall(coll, queries: np.ndarray, depth: int = 100) -> dict[str, float]:
+    """Share of the exact top-``depth`` rows that the collection's faiss search returns, per query (mean, min)."""
+    shares = []
     for q in queries:
-        t = clock()
         (exact, _), = top_k_dense(coll.vectors(), q[None], depth)
-        times.append(clock() - t)
         got = set(coll.knn(q[None], depth)[0].ids)
         shares.append(len({coll.ids[i] for i in exact} & got) / len(exact))
-    return {"mean": round(float(np.mean(shares)), 4), "min": round(float(np.min(shares)), 4)}, times
+    return {"mean": round(float(np.mean(shares)), 4), "min": round(float(np.min(shares)), 4)}
 
 
 def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, dense: dict | None = None) -> dict:
@@ -244,6 +255,8 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
     emb = RandomEmbedder({len(passages): pvec})
 
     t = clock()
+    dense = ann_settings(dense or {}, len(passages))
+    out["dense_settings"] = dense
     coll = MemoryBackend(dense_dtype="float16", cache=False, dense=dense).open_collection(
         "passages", [IndexDoc(p.id, p.content) for p in passages], emb)
     coll.bm25(["warm"], 1)
@@ -253,14 +266,12 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
     print(f"  BM25 {out['build_bm25_s']} s, RSS {out['rss_after_bm25_gib']} GiB, anon {out['anon_after_bm25_gib']} GiB",
           flush=True)
     out["dense_index"] = str(coll.dense_kind)
-    if coll.dense_kind != "exact":
-        t = clock()
-        ann = coll.ann_index()
-        out["build_ann_s"] = round(clock() - t, 1)
-        out["dense_faiss"] = ann.description
-        out["anon_ann_gib"] = round(anon_gib() - out["anon_after_bm25_gib"], 3)
-        print(f"  dense index faiss {ann.description}: {out['build_ann_s']} s, anon +{out['anon_ann_gib']} GiB",
-              flush=True)
+    t = clock()
+    ann = coll.ann_index()
+    out["build_ann_s"] = round(clock() - t, 1)
+    out["dense_faiss"] = ann.description
+    out["anon_ann_gib"] = round(anon_gib() - out["anon_after_bm25_gib"], 3)
+    print(f"  dense index faiss {ann.description}: {out['build_ann_s']} s, anon +{out['anon_ann_gib']} GiB", flush=True)
 
     t = clock()
     index = TripleIndex(None, triples)
@@ -284,27 +295,40 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
 
     rng = np.random.default_rng(seed + 3)
     queries = [" ".join(rng.choice([p.title for p in passages[:5000]], 3)) + f" {i}" for i in range(n_queries)]
-    retrievers = {"bm25": BM25Retriever(coll, emb), "dense": DenseRetriever(coll, emb),
-                  "hybrid": HybridRetriever(coll, emb)}
+    bm25, dense_r, hybrid = BM25Retriever(coll, emb), DenseRetriever(coll, emb), HybridRetriever(coll, emb)
     naive = NaiveGE(index, emb, beam={"scorer": "mean"})
-    times: dict[str, list[float]] = {k: [] for k in (*retrievers, "naive")}
-    for q in queries:
-        for name, r in retrievers.items():
-            t = clock()
-            r.retrieve(q, 15)
-            times[name].append(clock() - t)
+    kinds = {"exact": DenseIndex.exact, "ann": coll.dense_kind}
+    times: dict[str, list[float]] = {"bm25": []}
+    same_top = []
+    for i, q in enumerate(queries):
         t = clock()
-        base = retrievers["hybrid"].retrieve(q, 15)
-        naive.expand(q, base)
-        times["naive"].append(clock() - t)
-    out["latency"] = {k: pct(v) for k, v in times.items()}
-    out["naive_over_hybrid_p50"] = round(out["latency"]["naive"]["p50_ms"] / out["latency"]["hybrid"]["p50_ms"], 2)
+        bm25.retrieve(q, 15)
+        times["bm25"].append(clock() - t)
+        tops = {}
+        for mode in (("exact", "ann") if i % 2 == 0 else ("ann", "exact")):  # alternating: no order bias
+            coll.dense_kind = kinds[mode]  # the same collection, searched exactly or through its faiss index
+            t = clock()
+            dense_r.retrieve(q, 15)
+            times.setdefault(f"dense_{mode}", []).append(clock() - t)
+            t = clock()
+            tops[mode] = hybrid.retrieve(q, 15).ids
+            times.setdefault(f"hybrid_{mode}", []).append(clock() - t)
+            t = clock()
+            naive.expand(q, hybrid.retrieve(q, 15))
+            times.setdefault(f"naive_{mode}", []).append(clock() - t)
+        same_top.append(tops["exact"] == tops["ann"])
+    coll.dense_kind = kinds["ann"]
+    lat = out["latency"] = {k: pct(v) for k, v in times.items()}
+    out["ratios_p50"] = {
+        "hybrid_exact_over_ann": round(lat["hybrid_exact"]["p50_ms"] / lat["hybrid_ann"]["p50_ms"], 2),
+        "naive_exact_over_ann": round(lat["naive_exact"]["p50_ms"] / lat["naive_ann"]["p50_ms"], 2),
+        "naive_over_hybrid_exact": round(lat["naive_exact"]["p50_ms"] / lat["hybrid_exact"]["p50_ms"], 2),
+        "naive_over_hybrid_ann": round(lat["naive_ann"]["p50_ms"] / lat["hybrid_ann"]["p50_ms"], 2)}
     out["queries"] = n_queries
-    if coll.dense_kind != "exact":  # after the timed loop: the exact searches it needs are slow at full size
-        out["dense_recall_at_100"], exact_s = dense_recall(coll, emb.encode(queries))
-        out["latency"]["dense_exact_100"] = pct(exact_s)
-        print(f"  dense recall@100 of the exact top-100: {out['dense_recall_at_100']}; exact search of the top-100 "
-              f"{out['latency']['dense_exact_100']}", flush=True)
+    out["hybrid_top15_same"] = round(float(np.mean(same_top)), 4)
+    out["dense_recall_at_100"] = dense_recall(coll, emb.encode(queries))
+    print(f"  ratios {out['ratios_p50']}; dense recall@100 of the exact top-100: {out['dense_recall_at_100']}; "
+          f"hybrid top-15 identical for {out['hybrid_top15_same']:.0%} of the queries", flush=True)
     out["peak_rss_gib"] = round(rss_gib(), 2)
     out["peak_anon_gib"] = round(probe.stop(), 2)
     out["load_avg_end"] = os.getloadavg()
@@ -312,20 +336,26 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| corpus | fraction | chunks | triples | vectors GiB (fp16) | BM25 build s | graph build s | dense index "
-            "(build s; recall@100 mean / min; exact search p50 ms) | peak RSS / anon GiB | BM25 p50/p95 CPU ms "
-            "| dense p50/p95 | hybrid p50/p95 | hybrid+NaiveGE p50/p95 | NaiveGE / hybrid p50 |")
+    head = ("| corpus | fraction | chunks | triples | faiss index (build s, anon GiB) | recall@100 mean / min "
+            "| hybrid top-15 same | dense p50 exact / ANN | hybrid p50 exact / ANN (ratio) "
+            "| hybrid+NaiveGE p50 exact / ANN (ratio) | NaiveGE / hybrid p50 exact; ANN | BM25 build s "
+            "| graph build s | hub slices build s (GiB) | peak RSS / anon GiB |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
-        lat = r["latency"]
-        rec = r.get("dense_recall_at_100")
-        index = r.get("dense_index", "exact") if rec is None else (
-            f"{r['dense_index']} {r['dense_faiss']} ({r['build_ann_s']}; {rec['mean']:.3f} / {rec['min']:.2f}; "
-            f"{lat['dense_exact_100']['p50_ms']:.0f})")
-        cells = [r["corpus"], f"{r['fraction']:g}", f"{r['chunks']:,}", f"{r['triples']:,}", r["vectors_gib"],
-                 r["build_bm25_s"], r["build_graph_s"], index, f"{r['peak_rss_gib']} / {r.get('peak_anon_gib', '—')}",
-                 *(f"{lat[k]['p50_ms']:.1f} / {lat[k]['p95_ms']:.1f}" for k in ("bm25", "dense", "hybrid", "naive")),
-                 f"{lat['naive']['p50_ms'] / lat['hybrid']['p50_ms']:.2f}"]
+        lat, ratio, rec = r["latency"], r["ratios_p50"], r["dense_recall_at_100"]
+        hub = r.get("hub_slices")
+        cells = [r["corpus"], f"{r['fraction']:g}", f"{r['chunks']:,}", f"{r['triples']:,}",
+                 f"{r['dense_index']} {r['dense_faiss']} ({r['build_ann_s']}, {r['anon_ann_gib']:.2f})",
+                 f"{rec['mean']:.3f} / {rec['min']:.2f}", f"{r['hybrid_top15_same']:.0%}",
+                 f"{lat['dense_exact']['p50_ms']:.1f} / {lat['dense_ann']['p50_ms']:.1f}",
+                 f"{lat['hybrid_exact']['p50_ms']:.1f} / {lat['hybrid_ann']['p50_ms']:.1f} "
+                 f"({ratio['hybrid_exact_over_ann']:.2f}x)",
+                 f"{lat['naive_exact']['p50_ms']:.1f} / {lat['naive_ann']['p50_ms']:.1f} "
+                 f"({ratio['naive_exact_over_ann']:.2f}x)",
+                 f"{ratio['naive_over_hybrid_exact']:.2f}; {ratio['naive_over_hybrid_ann']:.2f}",
+                 r["build_bm25_s"], r["build_graph_s"],
+                 f"{r['build_hub_slices_s']} ({hub['gib']:.2f})" if hub else "—",
+                 f"{r['peak_rss_gib']} / {r['peak_anon_gib']}"]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
 
@@ -341,7 +371,8 @@ def plot(files: list[str], out: str) -> None:
     for corpus in sorted({r["corpus"] for r in rows}):
         rs = [r for r in rows if r["corpus"] == corpus]
         x = [r["chunks"] for r in rs]
-        for key, style in (("bm25", "-o"), ("dense", "-s"), ("hybrid", "-^"), ("naive", "-d")):
+        for key, style in (("bm25", "-o"), ("hybrid_exact", "-^"), ("hybrid_ann", "--^"), ("naive_exact", "-d"),
+                           ("naive_ann", "--d")):
             axes[0].plot(x, [r["latency"][key]["p50_ms"] for r in rs], style, label=f"{corpus} {key}")
         line, = axes[1].plot(x, [r["peak_rss_gib"] for r in rs], "-o", label=f"{corpus} RSS")
         if all("peak_anon_gib" in r for r in rs):
@@ -373,8 +404,8 @@ def main() -> None:
     ap.add_argument("--workdir", default=None, help="where the vector files go (default: a temporary directory)")
     ap.add_argument("--out", default=None, help="write the measurements as JSON here")
     ap.add_argument("--dense", action="append", default=[], metavar="KEY=VALUE",
-                    help="a backend.dense setting of the passage collection, e.g. index=hnsw or hnsw.ef_search=512 "
-                         "(repeatable; default: configs/backend/memory.yaml's)")
+                    help="a backend.dense setting of the faiss search measured beside exact search, e.g. index=hnsw "
+                         "or hnsw.ef_search=512 (repeatable; default: configs/backend/memory.yaml's)")
     ap.add_argument("--plot", default=None, help="write the scaling curve PNG from the JSON files given")
     ap.add_argument("files", nargs="*", help="JSON files for --plot / the table")
     a = ap.parse_args()

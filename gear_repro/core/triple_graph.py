@@ -244,7 +244,7 @@ class TripleIndex:
             return kept, nb.size - kept.size, False
         self._count_capped(s, o, counters)
         others = ex[ex != row]
-        n_excluded = int(sum(np.any([_contains(rows, x) for rows in lists]) for x in others))
+        n_excluded = int(np.logical_or.reduce([_contains(rows, others) for rows in lists]).sum())
         if relevance is None:
             first = np.unique(np.concatenate([rows[:m] for rows in lists]))
             return first[~np.isin(first, ex)][:cap], n_excluded, True
@@ -319,10 +319,12 @@ class TripleIndex:
                 **{k: int(v) for k, v in self.stats.items()}, "passages_with_triples": len(self._by_passage)}
 
 
-
-def _contains(sorted_rows: np.ndarray, x: int) -> bool:
-    i = int(np.searchsorted(sorted_rows, x))
-    return i < sorted_rows.size and int(sorted_rows[i]) == x
+def _contains(sorted_rows: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    """Whether each of ``xs`` is in ``sorted_rows`` (ascending): binary search, no sort of the (hub-sized) rows."""
+    if sorted_rows.size == 0:
+        return np.zeros(len(xs), dtype=bool)
+    i = np.minimum(np.searchsorted(sorted_rows, xs), sorted_rows.size - 1)
+    return sorted_rows[i] == xs
 
 
 class NeighbourRelevance:
