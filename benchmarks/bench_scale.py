@@ -389,7 +389,7 @@ def plot(files: list[str], out: str) -> None:
         ax.grid(True, which="both", alpha=.3)
     axes[0].legend(fontsize=6)
     axes[1].legend(fontsize=8)
-    fig.suptitle("Memory backend on synthetic corpora at 1/10/100% of GEAR Table 5 sizes (2 cores)")
+    fig.suptitle("Memory backend on synthetic corpora at fractions of GEAR Table 5 sizes (2 shared cores)")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     print(f"wrote {out}")
