@@ -16,6 +16,8 @@ in the JSON.
     python -m benchmarks.bench_expansion --limit 20 --bases hybrid --scorers exact fast mean
     python -m benchmarks.bench_expansion --embedder minilm --out bench_expansion.json
     python -m benchmarks.bench_expansion --scorers exact fast fast:rescore=20,margin=0.05   # scorer options
+    python -m benchmarks.bench_expansion --exact-cold --scorers exact exact:batch_size=null   # batched vs one at a time
+    python -m benchmarks.bench_expansion --embedder minilm --precision bf16                  # embedder.precision
 
 Uses all-mpnet-base-v2 (the paper's) when $GEAR_CACHE/models/all-mpnet-base-v2 exists, else
 all-MiniLM-L6-v2, and says which.
@@ -57,6 +59,8 @@ def pick_embedder(choice: str) -> str:
         return MPNET
     if choice == "minilm":
         return MINILM
+    if choice != "auto":
+        return choice  # a local sentence-transformers folder
     return MPNET if resolve_model(MPNET) != MPNET else MINILM
 
 
@@ -73,12 +77,13 @@ def pct(xs: list[float], p: float) -> float:
 
 def scorer_beam(spec: str, a: argparse.Namespace) -> dict:
     """Beam settings for a scorer spec: a name, or ``name:key=value,...`` (scorer options, e.g.
-    ``fast:rescore=20,margin=0.05``)."""
+    ``fast:rescore=20,margin=0.05``; ``null`` = None)."""
     name, _, rest = spec.partition(":")
     opts: dict = {"batch_size": a.batch_size} if a.batch_size and name in ("exact", "fast") else {}
     for kv in filter(None, rest.split(",")):
         key, _, val = kv.partition("=")
-        opts[key] = float(val) if "." in val else int(val) if val.lstrip("-").isdigit() else val
+        opts[key] = (None if val == "null" else float(val) if "." in val else int(val) if val.lstrip("-").isdigit()
+                     else val)
     return {"scorer": name, "scorer_options": opts, "path_cache": name == "exact" and not a.exact_cold}
 
 
@@ -89,7 +94,8 @@ def main() -> None:
     ap.add_argument("--ks", type=int, nargs="+", default=[5, 10, 15], help="evaluated ranks = base k")
     ap.add_argument("--bases", nargs="+", default=["bm25", "sbert", "hybrid"], choices=sorted(RETRIEVERS))
     ap.add_argument("--scorers", nargs="+", default=["exact", "fast"])
-    ap.add_argument("--embedder", choices=["auto", "mpnet", "minilm"], default="auto")
+    ap.add_argument("--embedder", default="auto", help="auto | mpnet | minilm | a local sentence-transformers folder")
+    ap.add_argument("--precision", choices=["fp32", "bf16", "auto"], default="fp32", help="embedder.precision")
     ap.add_argument("--batch-size", type=int, default=None, help="embedder batch size for path encoding")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default torch's)")
     ap.add_argument("--exact-cold", action="store_true", help="exact scorer without the disk path store")
@@ -101,8 +107,8 @@ def main() -> None:
 
     ds = load_dataset(a.data, limit=a.limit)
     model = pick_embedder(a.embedder)
-    emb = SentenceEmbedder(model=model, show_progress=False, num_threads=a.threads)
-    print(f"embedder: {model} ({resolve_model(model)})", flush=True)
+    emb = SentenceEmbedder(model=model, show_progress=False, num_threads=a.threads, precision=a.precision)
+    print(f"embedder: {model} ({resolve_model(model)}), precision {emb.precision_used}", flush=True)
     backend = MemoryBackend()
     t0 = time.perf_counter()
     pcoll = backend.open_collection("passages", [IndexDoc(p.id, p.content) for p in ds.passages], emb)
@@ -119,7 +125,7 @@ def main() -> None:
     retrievers["hybrid"].retrieve("warm up the model", 5)
     expansions = {sc: NaiveGE(index, emb, beam=scorer_beam(sc, a)) for sc in a.scorers}
 
-    report: dict = {"embedder": model, "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+    report: dict = {"embedder": model, "precision": emb.precision_used.value, "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                     "load_avg_start": os.getloadavg(), "questions": len(questions), "ks": a.ks,
                     "index_build_s": round(build_s, 2), "exact_cold": a.exact_cold, "clock": a.clock, "base": {}, "naive": {}}
     times: dict[tuple, list[float]] = defaultdict(list)
@@ -183,7 +189,7 @@ def summarise(report: dict, a: argparse.Namespace, retrievers: dict, times: dict
     print("\nhybrid retriever p50 (this run): " + ", ".join(f"k={k} {hyb[k]:.1f} ms" for k in a.ks))
     ref = "exact" if "exact" in a.scorers else None
     print("\n| base | k | base R@k | " + " | ".join(f"NaiveGE {sc} R@k" for sc in a.scorers)
-          + (" | " + " | ".join(f"{sc} − exact" for sc in a.scorers if sc != ref) if ref else "")
+          + "".join(f" | {sc} − exact" for sc in a.scorers if ref and sc != ref)
           + " | " + " | ".join(f"{sc} p50 / p95 ms (× hybrid p50)" for sc in a.scorers) + " | paths encoded/pass |")
     n_cols = 3 + len(a.scorers) * 2 + (len(a.scorers) - 1 if ref else 0) + 1
     print("|" + "---|" * n_cols)
@@ -198,7 +204,7 @@ def summarise(report: dict, a: argparse.Namespace, retrievers: dict, times: dict
                       for sc in a.scorers]
             cells.append(" / ".join(f"{sc} {rows[sc]['paths_encoded_mean']:.1f}" for sc in a.scorers))
             print("| " + " | ".join(cells) + " |")
-    print(f"\nembedder {model}; {a.clock} clock; {done} questions; load average {report['load_avg_start']} -> "
+    print(f"\nembedder {model} ({report['precision']}); {a.clock} clock; {done} questions; load average {report['load_avg_start']} -> "
           f"{report['load_avg_end']} on {os.cpu_count()} cores")
     if a.out:
         Path(a.out).write_text(json.dumps(report, indent=2))

@@ -38,6 +38,7 @@ from gear_repro.backends.es_requests import MAX_WINDOW, BM25Settings, BulkSettin
 from gear_repro.backends.memory import Analyzer, BM25Variant, DenseDtype
 from gear_repro.core.triple_graph import Adjacency, HubPolicy
 from gear_repro.data.dataset import MissingGold, Subset
+from gear_repro.embedding.precision import Precision
 from gear_repro.embedding.runtimes import EncoderBackend
 from gear_repro.evaluation.metrics import AnswerMetric
 from gear_repro.llm.cache import LLMCacheMode
@@ -397,6 +398,7 @@ class SentenceEmbedderSchema:
     num_threads: int | None = num(None, ge=1)
     show_progress: bool = True
     backend: EncoderBackend = EncoderBackend.torch
+    precision: Precision = Precision.fp32  # fp32 | bf16 | auto (docs/encoders.md)
 
 
 # group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults

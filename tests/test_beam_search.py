@@ -25,6 +25,7 @@ from gear_repro.methods.gear.beam_search import (
     scorer_for,
 )
 from gear_repro.methods.gear.scorers import (
+    DEFAULT_PATH_ROWS,
     CascadeScorer,
     ExactScorer,
     MeanScorer,
@@ -66,6 +67,9 @@ def table_embedder() -> TableEmbedder:
     table = {"q": _vec(1.0)} | {TEXT[t]: _vec(c) for t, c in SINGLE.items()}
     table |= {" ".join(TEXT[t] for t in p): _vec(c) for p, c in PATH.items()}
     return TableEmbedder(2, table, default=_vec(0.0))
+
+    def encode_fixed(self, texts, rows):
+        return self.encode(texts)
 
 
 @pytest.fixture()
@@ -272,7 +276,9 @@ def test_exact_path_cache_on_disk(graph, tmp_path, monkeypatch):
     monkeypatch.setenv("GEAR_CACHE", str(tmp_path))
     index, emb = graph
     first = run(graph, length=2, width=2, gamma=2, path_cache=True)[1]
-    assert list((tmp_path / "path_vectors" / "table").glob("*.npz"))
+    # fixed-shape batch vectors (rows, lengths in steps of 8) have their own store; lone ones keep the old key
+    assert list((tmp_path / "path_vectors" / f"table-rows{DEFAULT_PATH_ROWS}x8").glob("*.npz"))
+    assert make_scorer("exact", index, emb, path_cache=True, batch_size=None).store.dir.name == "table"
     emb.calls.clear()
     again = beam_search("q", [t.id for t in TRIPLES], index, make_scorer("exact", index, emb, path_cache=True),
                         BeamConfig(length=2, width=2, gamma=2))

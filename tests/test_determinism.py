@@ -46,3 +46,37 @@ def test_dense_scores_do_not_depend_on_other_queries() -> None:
     for i in range(len(qs)):
         idx, sc = top_k_dense(m, qs[i:i + 1], 20)[0]
         assert np.array_equal(idx, together[i][0]) and np.array_equal(sc, together[i][1])
+
+
+PATHS = ["Marie Curie won Nobel Prize in Physics Marie Curie born in Warsaw",
+         "1986 FIFA World Cup held in Mexico Mexico capital Mexico City",
+         "Kingdom of the Netherlands country Netherlands Antilles Netherlands Antilles dissolved in 2010",
+         "a b c d", "Paris capital of France France member of European Union",
+         "The Mekong flows through Laos Laos borders Vietnam"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_path_vectors_in_fixed_shape_batches_do_not_depend_on_the_batch(embedder, precision) -> None:
+    """Issue 25: the exact scorer's batched path vectors (``encode_fixed``) are bit-identical whether a path is
+    encoded alone, with others, in another order or position, or with other batch companions."""
+    from gear_repro.embedding import SentenceEmbedder
+    from gear_repro.embedding.precision import native_bf16
+
+    if precision == "bf16" and not native_bf16("cpu")[0]:
+        pytest.skip("no native bf16 on this CPU")
+
+    def fresh() -> SentenceEmbedder:  # same weights, empty memo
+        e = SentenceEmbedder("all-MiniLM-L6-v2", cache=False, show_progress=False, precision=precision)
+        e._model = embedder.model
+        return e
+
+    rows = 4
+    alone = np.stack([fresh().encode_fixed([t], rows)[0] for t in PATHS])
+    together = fresh().encode_fixed(PATHS, rows)  # more paths than rows: several passes per length
+    reversed_ = fresh().encode_fixed(PATHS[::-1], rows)[::-1]
+    mixed = fresh().encode_fixed([*TEXTS, *PATHS, "Laos borders Vietnam"], rows)[len(TEXTS):len(TEXTS) + len(PATHS)]
+    for other in (together, reversed_, mixed):
+        assert np.array_equal(alone, other)  # bit for bit, not just close
+    lone = fresh().encode(PATHS)  # each alone at its own length: the same text, the same meaning
+    assert ((alone * lone).sum(axis=1) > 0.9999).all()

@@ -5,8 +5,13 @@ Vectors are L2-normalised float32, so a dot product is the cosine similarity.
 
 Query and path vectors do not depend on the batch a text was encoded in (issue 9 §1): a padded batch
 changes a text's vector in the last bits (~1e-7), enough to flip ties, and so does the batch size, so
-:meth:`SentenceEmbedder.encode` encodes each text alone: a ranking is then the same whether a question
-runs alone, in a sweep or after a resume.
+:meth:`SentenceEmbedder.encode` encodes each text alone, and :meth:`SentenceEmbedder.encode_fixed` (the exact
+path scorer's batches, issue 25) runs every batch in one fixed shape chosen by the text alone: a ranking is then
+the same whether a question runs alone, in a sweep or after a resume.
+
+``precision`` (fp32 | bf16 | auto; :mod:`gear_repro.embedding.precision`): bf16 runs the transformer under
+``torch.autocast``; the precision that runs is part of :attr:`SentenceEmbedder.model_id`, the key of every
+embedding cache (corpus vectors, path vectors, index names).
 """
 
 from __future__ import annotations
@@ -14,13 +19,14 @@ from __future__ import annotations
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
+from gear_repro.embedding.precision import Precision, native_bf16, resolve_precision
 from gear_repro.embedding.runtimes import EncoderBackend, RuntimeSentenceModel
 from gear_repro.embedding.sbert_weights import resolve_model
 from gear_repro.utils.errors import ConfigError
@@ -31,6 +37,8 @@ from gear_repro.utils.settings import choice
 
 log = logging.getLogger(__name__)
 
+LENGTH_STEP = 8  # encode_fixed: a text's token count is padded up to a multiple of this
+
 
 class Embedder(Protocol):
     model_id: str
@@ -39,6 +47,8 @@ class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def encode_corpus(self, texts: Sequence[str], desc: str = "") -> np.ndarray: ...
+
+    def encode_fixed(self, texts: Sequence[str], rows: int) -> np.ndarray: ...
 
 
 @contextmanager
@@ -71,6 +81,7 @@ class SentenceEmbedder:
         num_threads: int | None = None,
         show_progress: bool = True,
         backend: str = "torch",
+        precision: str = "fp32",
     ):
         self.model_name = model
         self.batch_size = batch_size
@@ -85,13 +96,20 @@ class SentenceEmbedder:
             log.warning("embedder.backend=onnx-int8 is lossy: cosine with torch fp32 0.96 (MiniLM) / 0.77 (mpnet), "
                         "dense R@5 -3.8 / -8.2 points on the MuSiQue sample (docs/encoders.md); not for reported "
                         "numbers")
+        self.precision_used = resolve_precision(precision, device, backend)  # ConfigError naming a wrong value
+        self.precision = Precision(precision)
+        if self.precision is Precision.auto:
+            log.info("embedder.precision=auto: running %s on %s (%s)", self.precision_used, device,
+                     native_bf16(device)[1] if backend == "torch" else f"backend {backend}")
         self._model = None
-        self._qcache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._qcache: OrderedDict[str | tuple[int, str], np.ndarray] = OrderedDict()  # encode, encode_fixed
         self._qcache_size = query_cache_size
         key = {"model": Path(model).name if Path(model).exists() else model, "normalize": normalize,
                "max_seq_length": max_seq_length}
         if backend != "torch":  # torch keeps its historical key; other back-ends get their own vectors
             key["backend"] = backend
+        if self.precision_used is not Precision.fp32:  # fp32 keeps the historical key as well
+            key["precision"] = self.precision_used.value
         self.model_id = hash_obj(key, 12)
         self.stats = {"encoded": 0, "query_cache_hits": 0, "corpus_cache_hits": 0}
 
@@ -130,11 +148,40 @@ class SentenceEmbedder:
     def dim(self) -> int:
         return int(self.model.get_sentence_embedding_dimension())
 
+    def describe(self) -> dict:
+        """What run.json records of the embedder: model, back-end, precision asked for and used, cache key."""
+        return {"model": self.model_name, "backend": self.backend, "precision": self.precision.value,
+                "precision_used": self.precision_used.value, "model_id": self.model_id}
+
+    def autocast(self) -> AbstractContextManager[object]:
+        """``torch.autocast`` to bfloat16 when bf16 runs (embedder.precision), else nothing."""
+        if self.precision_used is Precision.fp32:
+            return nullcontext()
+        import torch
+
+        return torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16)
+
+    def _unit(self, emb) -> np.ndarray:
+        """A torch batch of sentence embeddings as float32 numpy, L2-normalised in float32 when ``normalize``."""
+        import torch
+
+        emb = emb.float()
+        if self.normalize:
+            emb = torch.nn.functional.normalize(emb, p=2, dim=1)
+        return emb.cpu().numpy()
+
     def _encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vecs = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=self.normalize,
-                                 convert_to_numpy=True, show_progress_bar=progress and self.show_progress)
+        bars = progress and self.show_progress
+        if self.precision_used is Precision.fp32:
+            vecs = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=self.normalize,
+                                     convert_to_numpy=True, show_progress_bar=bars)
+        else:  # matrix products in bf16; the pooled vector normalised in float32
+            with self.autocast():
+                raw = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=False,
+                                        convert_to_tensor=True, show_progress_bar=bars)
+            vecs = self._unit(raw)
         self.stats["encoded"] += len(texts)
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
@@ -147,19 +194,59 @@ class SentenceEmbedder:
             out[i] = self._encode([t])[0]
         return out
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Encode queries/short texts, batch-independently (:meth:`_encode_alone`), memoised in an LRU."""
-        missing = [t for t in dict.fromkeys(texts) if t not in self._qcache]
+    def _encode_shapes(self, texts: list[str], rows: int) -> np.ndarray:
+        """:meth:`encode_fixed`'s passes: texts grouped by padded length, every pass ``rows`` × that length."""
+        import torch
+        from sentence_transformers.util import batch_to_device
+
+        model = self.model
+        tok, max_len = model.tokenizer, int(model.max_seq_length)
+        groups: dict[int, list[int]] = {}
+        for i, ids in enumerate(tok(texts, truncation=True, max_length=max_len)["input_ids"]):
+            groups.setdefault(min(max_len, -(-len(ids) // LENGTH_STEP) * LENGTH_STEP), []).append(i)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for length, idx in sorted(groups.items()):
+            for a in range(0, len(idx), rows):
+                part = idx[a:a + rows]
+                batch = [texts[i] for i in part] + [""] * (rows - len(part))
+                feats = tok(batch, padding="max_length", truncation=True, max_length=length, return_tensors="pt")
+                with torch.inference_mode(), self.autocast():
+                    emb = model(batch_to_device(dict(feats), model.device))["sentence_embedding"]
+                out[part] = self._unit(emb[:len(part)])
+        self.stats["encoded"] += len(texts)
+        return out
+
+    def _lookup(self, keys: list, texts: list[str], compute: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+        """Vectors of ``texts`` from the LRU under ``keys``; the missing ones (de-duplicated) from ``compute``."""
+        first = dict(zip(keys, texts, strict=True))
+        missing = [k for k in first if k not in self._qcache]
         if missing:
-            for t, v in zip(missing, self._encode_alone(missing), strict=True):
-                self._qcache[t] = v
-        self.stats["query_cache_hits"] += len(texts) - len(missing)
-        out = np.stack([self._qcache[t] for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
-        for t in texts:
-            self._qcache.move_to_end(t)
+            for k, v in zip(missing, compute([first[k] for k in missing]), strict=True):
+                self._qcache[k] = v
+        self.stats["query_cache_hits"] += len(keys) - len(missing)
+        out = np.stack([self._qcache[k] for k in keys]) if keys else np.zeros((0, self.dim), np.float32)
+        for k in keys:
+            self._qcache.move_to_end(k)
         while len(self._qcache) > self._qcache_size:
             self._qcache.popitem(last=False)
         return out
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Encode queries/short texts, batch-independently (:meth:`_encode_alone`), memoised in an LRU."""
+        return self._lookup(list(texts), list(texts), self._encode_alone)
+
+    def encode_fixed(self, texts: Sequence[str], rows: int) -> np.ndarray:
+        """Encode short texts in batches whose result for a text does not depend on the batch (issue 25): every
+        forward pass has exactly ``rows`` rows (unused rows hold the empty text) and, as its length, its texts'
+        token count rounded up to a multiple of :data:`LENGTH_STEP` (attention-masked padding). A text's shape
+        depends on the text alone, so its vector is the same, bit for bit, whatever else is encoded with it
+        (tests/test_determinism.py). Memoised per (rows, text) in the LRU of :meth:`encode`. Back-ends other
+        than torch encode each text alone."""
+        if rows < 1:
+            raise ConfigError(f"encode_fixed needs rows >= 1, got {rows}")
+        texts = list(texts)
+        compute = self._encode_alone if self.backend != "torch" else (lambda ts: self._encode_shapes(ts, rows))
+        return self._lookup([(rows, t) for t in texts], texts, compute)
 
     def encode_corpus(self, texts: Sequence[str], desc: str = "") -> np.ndarray:
         """Encode a whole collection; cached at $GEAR_CACHE/embeddings/<model>-<texts hash>.npy."""

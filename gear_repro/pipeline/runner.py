@@ -31,6 +31,7 @@ from tqdm import tqdm
 
 from gear_repro.config import to_container, validate
 from gear_repro.data.dataset import check_gold_answers
+from gear_repro.embedding.precision import Precision, resolve_precision
 from gear_repro.evaluation.aggregate import aggregate
 from gear_repro.evaluation.metrics import answer_metric_for
 from gear_repro.llm.ledger import call_scope
@@ -68,6 +69,13 @@ _NON_RESULT_KEYS = {
 
 def run_fingerprint(cfg: DictConfig) -> str:
     c = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
+    emb = c.get("embedder")
+    if isinstance(emb, dict) and "precision" in emb:  # the precision that runs: `auto` differs between machines
+        used = resolve_precision(emb["precision"], emb.get("device", "cpu"), emb.get("backend", "torch"))
+        if used is Precision.fp32:
+            emb.pop("precision")  # fp32 keeps the fingerprint of run dirs written before the setting existed
+        else:
+            emb["precision"] = used.value
     for key, sub in _NON_RESULT_KEYS.items():
         if sub is None:
             c.pop(key, None)
@@ -187,6 +195,8 @@ class Runner:
         emb = self.res.built("embedder")
         if emb is not None and hasattr(emb, "stats"):
             rec["embedder_stats"] = emb.stats
+        if emb is not None and hasattr(emb, "describe"):
+            rec["embedder"] = emb.describe()  # model, back-end, precision asked for and used (issue 25)
         write_json(self.run_dir / "run.json", rec)
         llm = self.res.built("llm")
         if llm is not None and hasattr(llm, "stats"):

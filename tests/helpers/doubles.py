@@ -186,6 +186,9 @@ class HashEmbedder(SentenceEmbedder):
         self.stats["encoded"] += len(texts)
         return out
 
+    def _encode_shapes(self, texts: list[str], rows: int) -> np.ndarray:
+        return self._encode(texts)  # no batches to shape: each vector is a function of its text
+
 
 class TableEmbedder:
     """Embedder double without a model or a cache (what retrievers, scorers and indexes call: ``encode``,
@@ -230,6 +233,9 @@ class TableEmbedder:
         return np.stack([self._text(t) for t in texts]) if len(texts) else np.zeros((0, self.dim), np.float32)
 
     def encode_corpus(self, texts: Sequence[str], desc: str = "") -> np.ndarray:
+        return self.encode(texts)
+
+    def encode_fixed(self, texts: Sequence[str], rows: int) -> np.ndarray:
         return self.encode(texts)
 
     def encode_tokens(self, text: str, ws: Sequence) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

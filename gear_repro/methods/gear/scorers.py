@@ -23,12 +23,15 @@ from typing import Any, Protocol
 import numpy as np
 
 from gear_repro.core.triple_graph import TripleIndex
+from gear_repro.embedding.embedder import LENGTH_STEP
 from gear_repro.utils.arrays import as_float32
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_texts
 from gear_repro.utils.io import atomic_open
 from gear_repro.utils.paths import cache_dir
 from gear_repro.utils.settings import Choice, choice
+
+DEFAULT_PATH_ROWS = 8  # rows of the exact scorer's fixed-shape path batches (docs/graph_expansion.md)
 
 
 def cosines(vectors: np.ndarray, rows: np.ndarray, qv: np.ndarray) -> np.ndarray:
@@ -110,19 +113,27 @@ class ExactScorer(_VectorScorer):
     """The paper's score: cosine of SBERT(q) and SBERT(path text), path text = triple texts joined by
     ``separator`` (§4.2, DESIGN.md). A one-triple path's text is the triple text itself, whose vector the
     triple collection already holds (same model, same text), so B0 reuses it (``reuse_triple_vectors``).
-    Longer paths are encoded in one batched call per step; the embedder de-duplicates them and memoises
-    them in its LRU (shared across queries and the k-passes of a run); with ``path_cache`` they also persist
-    on disk (:class:`PathVectorStore`) for later runs."""
+    Longer paths are encoded in batches of one fixed shape per text (``batch_size`` rows × the text's token
+    count rounded up; ``embedder.encode_fixed``), so a path's vector does not depend on the other paths of the
+    step (issue 25); ``batch_size: null`` encodes each path alone (the vectors of runs before issue 25; ~1.7×
+    the CPU time per path in fp32, docs/graph_expansion.md). The embedder de-duplicates and memoises them in its LRU (shared across queries and the k-passes of
+    a run); with ``path_cache`` they also persist on disk (:class:`PathVectorStore`, keyed by the embedder's
+    ``model_id`` and the batch shape) for later runs."""
 
     name = "exact"
 
     def __init__(self, index: TripleIndex, embedder, separator: str = " ", reuse_triple_vectors: bool = True,
-                 batch_size: int | None = None, path_cache: bool = False):
+                 batch_size: int | None = DEFAULT_PATH_ROWS, path_cache: bool = False):
         super().__init__(index, embedder)
+        if batch_size is not None and batch_size < 1:
+            raise ConfigError(f"beam.scorer_options.batch_size must be >= 1 or null (got {batch_size})")
         self.separator = separator
         self.reuse_triple_vectors = reuse_triple_vectors
-        self.batch_size = batch_size  # accepted from old configs; without effect (see _embed)
-        self.store = PathVectorStore(getattr(embedder, "model_id", "embedder")) if path_cache else None
+        self.batch_size = batch_size
+        key = str(getattr(embedder, "model_id", "embedder"))
+        if batch_size is not None:  # fixed-shape vectors differ from lone ones in the last bits: their own store
+            key += f"-rows{batch_size}x{LENGTH_STEP}"
+        self.store = PathVectorStore(key) if path_cache else None
 
     def path_text(self, path: Sequence[int]) -> str:
         return self.separator.join(self.index.text(self.index.ids[r]) for r in path)
@@ -140,11 +151,14 @@ class ExactScorer(_VectorScorer):
         return np.stack([stored[t] for t in texts])
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        """Path vectors from the shared embedder, whose settings are never changed here: ``encode`` embeds each
-        text in a batch of its own (batch independence, issue 9 §1), so ``batch_size`` has nothing to change."""
+        """Path vectors from the shared embedder (whose settings are never changed here), batch-independent
+        either way: fixed-shape batches of ``batch_size`` rows (``encode_fixed``), or each text alone (``encode``,
+        ``batch_size`` null)."""
         stats = getattr(self.embedder, "stats", None)
         before = stats.get("encoded", 0) if isinstance(stats, dict) else 0
-        vecs = np.asarray(self.embedder.encode(texts), dtype=np.float32)
+        vecs = self.embedder.encode(texts) if self.batch_size is None else \
+            self.embedder.encode_fixed(texts, self.batch_size)
+        vecs = np.asarray(vecs, dtype=np.float32)
         if isinstance(stats, dict):
             self.stats["paths_encoded"] += stats.get("encoded", 0) - before
         return vecs
@@ -225,9 +239,9 @@ class CascadeScorer(ExactScorer):
     3. Exact path vectors are memoised per text (LRU of ``memo_size``), so the k-passes of a question and
        the rounds of GEAR encode a path once; with ``path_cache`` they persist on disk as well.
 
-    With ``rescore`` >= the number of candidates it returns the exact scores. The rescored texts are encoded
-    deterministically (the embedder batches equal-length texts only), so a score does not depend on which
-    other paths were encoded with it. Agreement with ``exact`` on the MuSiQue sample:
+    With ``rescore`` >= the number of candidates it returns the exact scores. The rescored texts are encoded as
+    :class:`ExactScorer` encodes them (fixed-shape batches), so a score does not depend on which other paths were
+    encoded with it. Agreement with ``exact`` on the MuSiQue sample:
     docs/graph_expansion.md (``benchmarks/bench_expansion.py``).
     """
 

@@ -59,10 +59,10 @@ class SentenceTokenEncoder:
         features = model.tokenize([text])
         offsets = model.tokenizer(text, return_offsets_mapping=True, truncation=True,
                                   max_length=model.max_seq_length)["offset_mapping"]
-        with torch.no_grad():
+        with torch.no_grad(), self.embedder.autocast():  # embedder.precision applies here too
             out = model(features)
-        tok = out["token_embeddings"][0].cpu().numpy().astype(np.float32)
-        sent = _normalise(out["sentence_embedding"][0].cpu().numpy().astype(np.float32))
+        tok = out["token_embeddings"][0].float().cpu().numpy()
+        sent = _normalise(out["sentence_embedding"][0].float().cpu().numpy())
         sums = np.zeros((len(ws), tok.shape[1]), np.float32)
         counts = np.zeros(len(ws), np.float32)
         w = 0

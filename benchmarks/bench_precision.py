@@ -1,0 +1,172 @@
+"""Encoder precision on this CPU (issue 25 §1): ``embedder.precision`` fp32 against bf16 (``torch.autocast``) in
+one process, on the bundled MuSiQue sample.
+
+Per precision, one thread, after a warm-up, per CPU second of the process (``time.process_time``):
+  * passages/s and triples/s: the first N passages (title + text) and M triples ("s p o"), batch 32, as the
+    corpus encoder runs them; paths/s: P two-triple path texts (a triple and a neighbour sharing an entity, as
+    the exact scorer builds them) through ``encode_fixed`` (fixed-shape batches of ``DEFAULT_PATH_ROWS`` rows) and one at a time
+    (``encode``, the pre-issue-25 path encoding);
+  * cosine of each bf16 vector with the fp32 vector of the same text (mean and minimum) for passages, triples,
+    paths;
+  * with --recall: all passages and triples encoded in that precision (so the rates and cosines cover the whole
+    sample), then R@5/10/15 over every question of SBERT, hybrid and hybrid + NaiveGE (exact scorer, the paper's
+    beam), base k = the evaluated rank (Table 2). Vectors go to a fresh $GEAR_CACHE under --work, so nothing is
+    read from earlier caches.
+
+    python -m benchmarks.bench_precision --embedder minilm --recall --out precision_minilm.json
+    python -m benchmarks.bench_precision --embedder /path/to/all-mpnet-base-v2 --passages 200 --triples 1000
+
+A CPU without native bf16 cannot run this comparison (embedder.precision=bf16 is refused there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+
+from gear_repro.backends.base import IndexDoc  # noqa: E402
+from gear_repro.backends.memory import MemoryBackend  # noqa: E402
+from gear_repro.core.triple_graph import TripleIndex, triple_docs  # noqa: E402
+from gear_repro.data import load_dataset  # noqa: E402
+from gear_repro.embedding import SentenceEmbedder  # noqa: E402
+from gear_repro.embedding.precision import native_bf16  # noqa: E402
+from gear_repro.embedding.sbert_weights import MINILM, MPNET  # noqa: E402
+from gear_repro.evaluation.metrics import recall_at_k  # noqa: E402
+from gear_repro.methods.gear.expansion import NaiveGE  # noqa: E402
+from gear_repro.methods.gear.scorers import DEFAULT_PATH_ROWS  # noqa: E402
+from gear_repro.retrieval.base import DenseRetriever, HybridRetriever  # noqa: E402
+
+PRECISIONS = ("fp32", "bf16")
+
+
+def timed(f, texts: list[str]) -> tuple[float, np.ndarray]:
+    """(texts per CPU second, vectors) of ``f(texts)``."""
+    t = time.process_time()
+    vecs = f(texts)
+    return len(texts) / (time.process_time() - t), vecs
+
+
+def sample_paths(ds, n: int) -> list[str]:
+    """``n`` two-triple path texts: each triple (corpus order, every k-th) with its first neighbour."""
+    index = TripleIndex(None, ds.triples)
+    out: list[str] = []
+    step = max(1, len(ds.triples) // (2 * n))
+    for row in range(0, len(ds.triples), step):
+        nb = index.neighbour_rows(row)
+        if len(nb):
+            out.append(f"{index.text(index.ids[row])} {index.text(index.ids[int(nb[0])])}")
+        if len(out) == n:
+            break
+    return out
+
+
+def recall(ds, emb: SentenceEmbedder, ks: list[int]) -> dict:
+    """R@k (0-100) of SBERT, hybrid and hybrid + NaiveGE (exact scorer) over every question, matched k."""
+    backend = MemoryBackend()
+    pcoll = backend.open_collection("passages", [IndexDoc(p.id, p.content) for p in ds.passages], emb)
+    tcoll = backend.open_collection("triples", triple_docs(ds.triples), emb)
+    naive = NaiveGE(TripleIndex(tcoll, ds.triples), emb, beam={"scorer": "exact"})
+    retrievers = {"sbert": DenseRetriever(pcoll, emb), "hybrid": HybridRetriever(pcoll, emb)}
+    hits: dict[str, dict[int, list[float]]] = {m: {k: [] for k in ks} for m in ("sbert", "hybrid", "hybrid+naive")}
+    for q in (q for q in ds.questions if q.gold_ids):
+        for k in ks:
+            for name, r in retrievers.items():
+                ranking = r.retrieve(q.question, k)
+                hits[name][k].append(recall_at_k(ranking.ids, q.gold_ids, k))
+            out = naive.expand(q.question, retrievers["hybrid"].retrieve(q.question, k))
+            hits["hybrid+naive"][k].append(recall_at_k(out.ranking.ids, q.gold_ids, k))
+    return {m: {k: round(100 * float(np.mean(v)), 2) for k, v in per.items()} for m, per in hits.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--embedder", default="minilm", help="minilm | mpnet | a local sentence-transformers folder")
+    ap.add_argument("--data", default=str(REPO / "data" / "musique_sample"))
+    ap.add_argument("--passages", type=int, default=None, help="first N passages (default all)")
+    ap.add_argument("--triples", type=int, default=None, help="first M triples (default all)")
+    ap.add_argument("--paths", type=int, default=500, help="path texts for paths/s and their cosine")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--recall", action="store_true", help="R@k of SBERT, hybrid, NaiveGE (needs all passages/triples)")
+    ap.add_argument("--work", default=None, help="directory of the fresh $GEAR_CACHE (default a temporary one)")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    ok, why = native_bf16("cpu")
+    if not ok:
+        raise SystemExit(f"this CPU has no native bf16 ({why}): nothing to compare")
+    os.environ["GEAR_CACHE"] = a.work or tempfile.mkdtemp(prefix="bench_precision_")
+    model = {"minilm": MINILM, "mpnet": MPNET}.get(a.embedder, a.embedder)
+    ds = load_dataset(a.data)
+    if a.recall and (a.passages or a.triples):
+        raise SystemExit("--recall encodes every passage and triple: drop --passages/--triples")
+    ptexts = [p.content for p in ds.passages[: a.passages]]
+    ttexts = [t.text for t in ds.triples[: a.triples]]
+    paths = sample_paths(ds, a.paths)
+    report: dict = {"embedder": model, "cpu": platform.processor() or platform.machine(), "bf16": why,
+                    "threads": a.threads, "clock": "process CPU", "load_avg_start": os.getloadavg(),
+                    "counts": {"passages": len(ptexts), "triples": len(ttexts), "paths": len(paths)},
+                    "path_rows": DEFAULT_PATH_ROWS, "rows": {}}
+    vecs: dict[str, dict[str, np.ndarray]] = {}
+    for prec in PRECISIONS:
+        emb = SentenceEmbedder(model, precision=prec, num_threads=a.threads, show_progress=False)
+        emb.encode_fixed(paths[:DEFAULT_PATH_ROWS], DEFAULT_PATH_ROWS)  # warm-up: weights, allocator, kernels
+        emb._encode(ptexts[:8])
+        row: dict = {}
+        row["passages_per_s"], pv = timed(lambda ts, e=emb: e.encode_corpus(ts, "passages"), ptexts)
+        row["triples_per_s"], tv = timed(lambda ts, e=emb: e.encode_corpus(ts, "triples"), ttexts)
+        row["paths_per_s"], xv = timed(lambda ts, e=emb: e.encode_fixed(ts, DEFAULT_PATH_ROWS), paths)
+        emb._qcache.clear()
+        row["paths_alone_per_s"], _ = timed(emb.encode, paths)
+        vecs[prec] = {"passages": pv, "triples": tv, "paths": xv}
+        if a.recall:
+            emb._qcache.clear()
+            t = time.perf_counter()
+            row["recall"] = recall(ds, emb, [5, 10, 15])
+            row["recall_wall_s"] = round(time.perf_counter() - t, 1)
+        report["rows"][prec] = row
+        print(prec, json.dumps(row), flush=True)
+    for kind in ("passages", "triples", "paths"):
+        cos = (vecs["fp32"][kind] * vecs["bf16"][kind]).sum(axis=1)
+        report["rows"]["bf16"][f"cos_{kind}"] = {"mean": float(cos.mean()), "min": float(cos.min())}
+    report["load_avg_end"] = os.getloadavg()
+    print_table(report)
+    if a.out:
+        Path(a.out).write_text(json.dumps(report, indent=2))
+
+
+def print_table(report: dict) -> None:
+    f32, b16 = report["rows"]["fp32"], report["rows"]["bf16"]
+    print(f"\n{report['embedder']}; {report['counts']}; {report['threads']} thread(s), per CPU second; "
+          f"bf16: {report['bf16']}; load {report['load_avg_start']} -> {report['load_avg_end']}\n")
+    print("| precision | passages/s | triples/s | paths/s (batches of "
+          f"{report['path_rows']}) | paths/s (one at a time) | cosine to fp32 passages / triples / paths, mean (min) |")
+    print("|---|---|---|---|---|---|")
+    for name, r in (("fp32", f32), ("bf16", b16)):
+        cos = " / ".join(f"{r[f'cos_{k}']['mean']:.6f} ({r[f'cos_{k}']['min']:.6f})" for k in ("passages", "triples", "paths")) \
+            if name == "bf16" else "1 / 1 / 1"
+        cells = [f"{r[k]:.1f}" + ("" if name == "fp32" else f" ({r[k] / f32[k]:.2f}×)")
+                 for k in ("passages_per_s", "triples_per_s", "paths_per_s", "paths_alone_per_s")]
+        print(f"| {name} | " + " | ".join(cells) + f" | {cos} |")
+    if "recall" in f32:
+        print("\n| method | fp32 R@5 / R@10 / R@15 | bf16 R@5 / R@10 / R@15 | bf16 − fp32 |")
+        print("|---|---|---|---|")
+        for m in f32["recall"]:
+            a, b = f32["recall"][m], b16["recall"][m]
+            print(f"| {m} | " + " / ".join(f"{a[k]:.1f}" for k in a) + " | " + " / ".join(f"{b[k]:.1f}" for k in b)
+                  + " | " + " / ".join(f"{b[k] - a[k]:+.2f}" for k in a) + " |")
+
+
+if __name__ == "__main__":
+    main()

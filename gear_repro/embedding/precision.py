@@ -1,0 +1,81 @@
+"""Encoder precision (``embedder.precision``): fp32, bf16 under ``torch.autocast``, or bf16 only where the device
+computes it natively (issue 25; measured speed and agreement with fp32 in docs/encoders.md).
+
+A CPU without bf16 instructions (x86 ``avx512_bf16`` / ``amx_bf16``, Arm ``bf16``) runs bf16 by emulation, slower
+than fp32: ``auto`` then picks fp32, and an explicit ``bf16`` is a :class:`ConfigError` rather than a silent
+slow-down. The precision that runs is part of the embedding cache key (``SentenceEmbedder.model_id``).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from functools import cache
+from pathlib import Path
+
+from gear_repro.utils.errors import ConfigError
+
+# /proc/cpuinfo flags of native bf16 arithmetic: x86 AVX512-BF16 and AMX-BF16, Arm's BF16 extension
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
+
+
+class Precision(str, Enum):
+    """``embedder.precision``: what the transformer computes in (member names = values)."""
+
+    fp32 = "fp32"  # float32 throughout (default: the recorded numbers, the same on every machine)
+    bf16 = "bf16"  # matrix products in bfloat16 (torch.autocast); needs native bf16, else ConfigError
+    auto = "auto"  # bf16 where the device computes it natively, else fp32 (one log line says which)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def cpu_flags(cpuinfo: str) -> set[str]:
+    """The feature flags of a /proc/cpuinfo text (x86 ``flags``, Arm ``Features`` lines)."""
+    out: set[str] = set()
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            out.update(value.split())
+    return out
+
+
+@cache
+def _proc_cpuinfo() -> str:
+    p = Path("/proc/cpuinfo")
+    return p.read_text(encoding="utf-8", errors="replace") if p.exists() else ""
+
+
+def native_bf16(device: str, cpuinfo: str | None = None) -> tuple[bool, str]:
+    """Whether ``device`` computes bf16 natively, and the evidence (for the log line). CPU: the flags of
+    ``cpuinfo`` (default /proc/cpuinfo; none readable = no); CUDA: ``torch.cuda.is_bf16_supported`` without
+    emulation; other devices (mps): no."""
+    if device.startswith("cuda"):
+        import torch
+
+        ok = torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
+        return ok, f"torch.cuda.is_bf16_supported = {ok}"
+    if device != "cpu":
+        return False, f"no bf16 detection for device '{device}'"
+    hits = sorted(cpu_flags(_proc_cpuinfo() if cpuinfo is None else cpuinfo) & set(NATIVE_BF16_FLAGS))
+    return bool(hits), f"CPU flags {', '.join(hits)}" if hits else "no avx512_bf16/amx_bf16/bf16 CPU flag"
+
+
+def resolve_precision(value: str | Precision, device: str = "cpu", backend: str = "torch",
+                      cpuinfo: str | None = None) -> Precision:
+    """The precision that runs (fp32 or bf16) for the setting ``value``: ``auto`` -> bf16 where native, else fp32;
+    ``bf16`` where it is not native, or with a back-end other than torch -> ConfigError."""
+    try:
+        want = Precision(value)
+    except ValueError:
+        raise ConfigError(f"embedder.precision must be one of {[p.value for p in Precision]}, got '{value}'") from None
+    if want is Precision.fp32:
+        return want
+    if backend != "torch":
+        if want is Precision.bf16:
+            raise ConfigError(f"embedder.precision=bf16 needs embedder.backend=torch (got '{backend}')")
+        return Precision.fp32
+    ok, why = native_bf16(device, cpuinfo)
+    if want is Precision.bf16 and not ok:
+        raise ConfigError(f"embedder.precision=bf16: {device} has no native bf16 ({why}), so bf16 would run by "
+                          "emulation, slower than fp32; use embedder.precision=fp32 or auto (docs/encoders.md)")
+    return Precision.bf16 if ok else Precision.fp32

@@ -1,0 +1,129 @@
+"""embedder.precision (issue 25): native-bf16 detection, auto/bf16/fp32 resolution, the cache key, the run
+fingerprint and run.json; with the real MiniLM (slow): bf16 vectors within cosine 0.9999 of fp32."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+import gear_repro.embedding.precision as P
+from gear_repro.embedding import SentenceEmbedder
+from gear_repro.embedding.precision import Precision, cpu_flags, native_bf16, resolve_precision
+from gear_repro.pipeline.resources import Resources
+from gear_repro.pipeline.runner import Runner, run_fingerprint
+from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.hashing import hash_obj
+from gear_repro.utils.io import read_json
+from tests.helpers.doubles import HashEmbedder
+from tests.helpers.requirements import missing
+
+# abridged /proc/cpuinfo texts: this project's AMD EPYC (avx512_bf16), an AVX-512 CPU without bf16, an Arm CPU
+EPYC = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_vnni avx512_bf16 vaes\nmodel name\t: AMD EPYC\n"
+SKYLAKE = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512bw avx512vl\n"
+GRAVITON = "processor\t: 0\nFeatures\t: fp asimd sve bf16 i8mm\n"
+
+
+def test_cpu_flags_and_native_bf16() -> None:
+    assert {"avx512_bf16", "avx512f"} <= cpu_flags(EPYC) and "bf16" in cpu_flags(GRAVITON)
+    assert native_bf16("cpu", EPYC) == (True, "CPU flags avx512_bf16")
+    assert native_bf16("cpu", GRAVITON)[0] and not native_bf16("cpu", SKYLAKE)[0]
+    assert not native_bf16("cpu", "")[0]  # nothing readable: no
+    assert native_bf16("mps", EPYC) == (False, "no bf16 detection for device 'mps'")
+
+
+@pytest.mark.parametrize("value, cpu, backend, used", [
+    ("fp32", EPYC, "torch", "fp32"), ("auto", EPYC, "torch", "bf16"), ("bf16", EPYC, "torch", "bf16"),
+    ("auto", SKYLAKE, "torch", "fp32"), ("fp32", SKYLAKE, "torch", "fp32"), ("auto", GRAVITON, "torch", "bf16"),
+    ("auto", EPYC, "onnx", "fp32"), (Precision.auto, EPYC, "torch", "bf16"),
+])
+def test_resolve_precision(value, cpu, backend, used) -> None:
+    assert resolve_precision(value, "cpu", backend, cpuinfo=cpu) is Precision(used)
+
+
+@pytest.mark.parametrize("value, cpu, backend, msg", [
+    ("bf16", SKYLAKE, "torch", "no native bf16 .* emulation, slower than fp32"),  # never a silent slow-down
+    ("bf16", EPYC, "openvino", "needs embedder.backend=torch"),
+    ("half", EPYC, "torch", r"embedder.precision must be one of \['fp32', 'bf16', 'auto'\]"),
+])
+def test_bf16_refused_where_it_would_not_run_natively(value, cpu, backend, msg) -> None:
+    with pytest.raises(ConfigError, match=msg):
+        resolve_precision(value, "cpu", backend, cpuinfo=cpu)
+
+
+@pytest.fixture()
+def cpu(monkeypatch):
+    """Pretend /proc/cpuinfo says ``text``."""
+    def set_cpu(text: str) -> None:
+        monkeypatch.setattr(P, "_proc_cpuinfo", lambda: text)
+    return set_cpu
+
+
+def test_precision_in_every_cache_key_fp32_key_unchanged(cpu, caplog) -> None:
+    cpu(EPYC)
+    with caplog.at_level("INFO", logger="gear_repro.embedding.embedder"):
+        ids = {p: SentenceEmbedder("all-MiniLM-L6-v2", precision=p).model_id for p in ("fp32", "bf16", "auto")}
+    # fp32 keeps the key that corpus/path caches and index names were written under before the setting existed
+    assert ids["fp32"] == hash_obj({"model": "all-MiniLM-L6-v2", "normalize": True, "max_seq_length": None}, 12)
+    assert ids["bf16"] != ids["fp32"] and ids["auto"] == ids["bf16"]  # auto keyed by what runs
+    assert [r.getMessage() for r in caplog.records] == ["embedder.precision=auto: running bf16 on cpu (CPU flags avx512_bf16)"]
+    cpu(SKYLAKE)
+    emb = SentenceEmbedder("all-MiniLM-L6-v2", precision="auto")
+    assert emb.model_id == ids["fp32"]
+    assert emb.describe() == {"model": "all-MiniLM-L6-v2", "backend": "torch", "precision": "auto",
+                              "precision_used": "fp32", "model_id": ids["fp32"]}
+    with pytest.raises(ConfigError, match="emulation"):
+        SentenceEmbedder("all-MiniLM-L6-v2", precision="bf16")
+
+
+def test_fingerprint_uses_the_precision_that_runs(compose, cpu) -> None:
+    cpu(EPYC)
+    fp32, bf16, auto = (run_fingerprint(compose(["embedder=minilm", f"embedder.precision={p}"]))
+                        for p in ("fp32", "bf16", "auto"))
+    without = OmegaConf.create(OmegaConf.to_container(compose(["embedder=minilm"])))
+    del without.embedder["precision"]  # a config written before the setting existed
+    assert fp32 == run_fingerprint(without)  # run dirs from before the setting still resume
+    assert bf16 == auto != fp32
+    cpu(SKYLAKE)  # the same `auto` config on a CPU without bf16 runs fp32: another fingerprint
+    assert run_fingerprint(compose(["embedder=minilm", "embedder.precision=auto"])) == fp32
+
+
+def test_bad_precision_fails_at_composition(compose) -> None:
+    with pytest.raises(Exception, match="half"):
+        compose(["embedder=minilm", "embedder.precision=half"])
+
+
+def test_run_json_records_the_precision(compose, toy_dir, tmp_path) -> None:
+    cfg = compose([f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "retriever=sbert",
+                   "embedder=minilm"])
+    emb = HashEmbedder()
+    Runner(cfg, tmp_path / "run", resources=Resources(cfg, embedder=emb)).run()
+    rec = read_json(tmp_path / "run" / "run.json")["embedder"]
+    assert rec == {"model": "hash-64", "backend": "torch", "precision": "fp32", "precision_used": "fp32",
+                   "model_id": emb.model_id}
+
+
+@pytest.mark.slow
+def test_bf16_vectors_agree_with_fp32() -> None:
+    from gear_repro.embedding.sbert_weights import resolve_model
+
+    if resolve_model("all-MiniLM-L6-v2") == "all-MiniLM-L6-v2":
+        missing("MiniLM not installed offline (make install-test-models)")
+    if not native_bf16("cpu")[0]:
+        pytest.skip("this CPU has no native bf16 (embedder.precision=bf16 is refused here)")
+    texts = ["Who is the spouse of the Green performer?", "Marie Curie won Nobel Prize in Physics",
+             "The Mekong river flows through six countries of Southeast Asia before reaching the South China Sea"]
+    f32, b16 = (SentenceEmbedder("all-MiniLM-L6-v2", cache=False, show_progress=False, precision=p)
+                for p in ("fp32", "bf16"))
+    a, b = f32.encode_corpus(texts), b16.encode_corpus(texts)
+    assert b.dtype == np.float32 and np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-6)
+    cos = (a * b).sum(axis=1)
+    assert cos.min() >= 0.9999 and not np.array_equal(a, b)  # bf16 really ran, and agrees
+    paths = texts[1:] * 2
+    assert ((f32.encode_fixed(paths, 4) * b16.encode_fixed(paths, 4)).sum(axis=1) >= 0.9999).all()
+    # GRIEVER's token vectors run in the embedder's precision as well
+    from gear_repro.methods.griever.matcher import SentenceTokenEncoder
+    from gear_repro.methods.griever.text import words
+
+    (s32, t32, _), (s16, t16, _) = (SentenceTokenEncoder(e).encode_tokens(texts[1], words(texts[1])) for e in (f32, b16))
+    assert t16.dtype == np.float32 and float(s32 @ s16) >= 0.9999 and not np.array_equal(t32, t16)
