@@ -36,7 +36,7 @@ $(BIN)/python:
 # torch is pinned to the CPU build first: an unpinned torch pulls several GB of CUDA packages.
 $(VENV)/.stamp-install: $(BIN)/python pyproject.toml
 	$(PIP_INSTALL) -q "torch==2.13.0" || $(PIP_INSTALL) -q torch --index-url https://download.pytorch.org/whl/cpu
-	$(PIP_INSTALL) -q -e ".[dev]"
+	$(PIP_INSTALL) -q -e ".[dev,ann]"
 	touch $@
 
 install: $(VENV)/.stamp-install

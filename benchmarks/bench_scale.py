@@ -23,12 +23,23 @@ dropped, i.e. what a run needs beside the page cache.
   build_bm25_s   BM25 index of the passages (memory backend: bm25s, stop words, Snowball stemmer)
   build_vectors_s  writing the fp16 vector files; vectors_gib on disk
   build_graph_s  triple graph (TripleIndex: entity adjacency, passage alignment)
-  bm25 / dense / hybrid p50/p95 ms per query (k=15, hybrid fusion depth 100)
-  naive p50/p95 ms per query: hybrid k=15 + NaiveGE with the paper's beam settings (l=2, b=10, 100 neighbours,
+  build_hub_slices_s  contiguous float16 copies of the entities with >= 256 triples (graph.hub_slices_min_degree;
+                  core/hub_slices.py: NaiveGE's neighbour choice, exact, without scoring every hub row)
+  build_ann_s    the passages' faiss index (``--dense``, default configs/backend/memory.yaml's ``backend.dense``; at
+                  a size where ``auto`` would search exactly, its ``auto_index``); anon_ann_gib its anonymous memory
+  bm25, dense_*, hybrid_* p50/p95 ms per query (k=15, hybrid fusion depth 100)
+  naive_* p50/p95 ms per query: hybrid k=15 + NaiveGE with the paper's beam settings (l=2, b=10, 100 neighbours,
   γ=20) and the ``mean`` scorer (pre-computed vectors only; the encoder cost of the exact/fast scorers is
   independent of corpus size: benchmarks/bench_expansion.py)
 
+Every dense, hybrid and NaiveGE figure is measured twice in the same process, query by query in alternating order:
+``*_exact`` with exact search (``backend.dense.index=exact``: numpy over the whole matrix) and ``*_ann`` through the
+faiss index (its candidates re-scored exactly). Beside them: recall@100 = the share of the exact top-100 (the
+hybrid's dense list) that the faiss search returns, mean and min over the queries, and the share of queries whose
+hybrid top-15 is the same list both ways.
+
     python -m benchmarks.bench_scale --corpus musique --fraction 0.01 --out F.json
+    python -m benchmarks.bench_scale --corpus 2wiki --fraction 1 --dense index=hnsw --dense hnsw.ef_search=512
     python -m benchmarks.bench_scale --plot docs/scale_curve.png results/*.json   # the scaling curve
 """
 
@@ -52,8 +63,9 @@ import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
+from gear_repro.backends.ann import DenseIndex, DenseSettings  # noqa: E402
 from gear_repro.backends.base import IndexDoc  # noqa: E402
-from gear_repro.backends.memory import MemoryBackend  # noqa: E402
+from gear_repro.backends.memory import MemoryBackend, top_k_dense  # noqa: E402
 from gear_repro.core.triple_graph import TripleIndex  # noqa: E402
 from gear_repro.methods.gear.expansion import NaiveGE  # noqa: E402
 from gear_repro.retrieval.base import BM25Retriever, DenseRetriever, HybridRetriever  # noqa: E402
@@ -187,10 +199,46 @@ def pct(xs: list[float]) -> dict[str, float]:
     return {"p50_ms": round(float(np.percentile(a, 50)), 2), "p95_ms": round(float(np.percentile(a, 95)), 2)}
 
 
-def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) -> dict:
+def parse_dense(items: list[str]) -> dict:
+    """``--dense index=hnsw --dense hnsw.m=16`` -> the nested ``backend.dense`` mapping (values as YAML reads them)."""
+    import yaml
+
+    out: dict = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        node = out
+        *parents, leaf = key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = yaml.safe_load(value)
+    return out
+
+
+def ann_settings(dense: dict, n: int) -> dict:
+    """``--dense`` settings whose search at ``n`` vectors is a faiss index: ``auto`` below its threshold (where it
+    would search exactly) becomes its ``auto_index``."""
+    settings = DenseSettings.from_config(dense)
+    if settings.index == DenseIndex.auto and n < settings.auto_min_vectors:
+        return {**dense, "index": str(settings.auto_index)}
+    if settings.index == DenseIndex.exact:
+        raise SystemExit("--dense index=exact: nothing to compare; exact search is measured in every run")
+    return dense
+
+
+def dense_recall(coll, queries: np.ndarray, depth: int = 100) -> dict[str, float]:
+    """Share of the exact top-``depth`` rows that the collection's faiss search returns, per query (mean, min)."""
+    shares = []
+    for q in queries:
+        (exact, _), = top_k_dense(coll.vectors(), q[None], depth)
+        got = set(coll.knn(q[None], depth)[0].ids)
+        shares.append(len({coll.ids[i] for i in exact} & got) / len(exact))
+    return {"mean": round(float(np.mean(shares)), 4), "min": round(float(np.min(shares)), 4)}
+
+
+def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, dense: dict | None = None) -> dict:
     out: dict = {"corpus": corpus, "fraction": fraction, "seed": seed, "cpu": platform.processor() or platform.machine(),
                  "cores": os.cpu_count(), "blas_threads": os.environ["OPENBLAS_NUM_THREADS"],
-                 "load_avg_start": os.getloadavg()}
+                 "load_avg_start": os.getloadavg(), "dense_settings": dense or {}}
     probe = AnonPeak()
     probe.start()
     t = clock()
@@ -207,7 +255,9 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
     emb = RandomEmbedder({len(passages): pvec})
 
     t = clock()
-    coll = MemoryBackend(dense_dtype="float16", cache=False).open_collection(
+    dense = ann_settings(dense or {}, len(passages))
+    out["dense_settings"] = dense
+    coll = MemoryBackend(dense_dtype="float16", cache=False, dense=dense).open_collection(
         "passages", [IndexDoc(p.id, p.content) for p in passages], emb)
     coll.bm25(["warm"], 1)
     out["build_bm25_s"] = round(clock() - t, 1)
@@ -215,6 +265,13 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
     out["anon_after_bm25_gib"] = round(anon_gib(), 2)
     print(f"  BM25 {out['build_bm25_s']} s, RSS {out['rss_after_bm25_gib']} GiB, anon {out['anon_after_bm25_gib']} GiB",
           flush=True)
+    out["dense_index"] = str(coll.dense_kind)
+    t = clock()
+    ann = coll.ann_index()
+    out["build_ann_s"] = round(clock() - t, 1)
+    out["dense_faiss"] = ann.description
+    out["anon_ann_gib"] = round(anon_gib() - out["anon_after_bm25_gib"], 3)
+    print(f"  dense index faiss {ann.description}: {out['build_ann_s']} s, anon +{out['anon_ann_gib']} GiB", flush=True)
 
     t = clock()
     index = TripleIndex(None, triples)
@@ -228,24 +285,50 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
     print(f"  triple graph {out['build_graph_s']} s, RSS {out['rss_after_graph_gib']} GiB, anon "
           f"{out['anon_after_graph_gib']} GiB", flush=True)
     del triples
+    t = clock()
+    codes = index.hub_slices()  # built on first use otherwise; timed here, outside the queries
+    if codes is not None:
+        out["build_hub_slices_s"] = round(clock() - t, 1)
+        out["hub_slices"] = {"entities": len(codes.hubs), "min_degree": index.hub_slices_min_degree,
+                            "gib": round(codes.bytes / 2**30, 3)}
+        print(f"  hub slices {out['build_hub_slices_s']} s: {out['hub_slices']}, anon {anon_gib():.2f} GiB", flush=True)
 
     rng = np.random.default_rng(seed + 3)
     queries = [" ".join(rng.choice([p.title for p in passages[:5000]], 3)) + f" {i}" for i in range(n_queries)]
-    retrievers = {"bm25": BM25Retriever(coll, emb), "dense": DenseRetriever(coll, emb),
-                  "hybrid": HybridRetriever(coll, emb)}
+    bm25, dense_r, hybrid = BM25Retriever(coll, emb), DenseRetriever(coll, emb), HybridRetriever(coll, emb)
     naive = NaiveGE(index, emb, beam={"scorer": "mean"})
-    times: dict[str, list[float]] = {k: [] for k in (*retrievers, "naive")}
-    for q in queries:
-        for name, r in retrievers.items():
-            t = clock()
-            r.retrieve(q, 15)
-            times[name].append(clock() - t)
+    kinds = {"exact": DenseIndex.exact, "ann": coll.dense_kind}
+    times: dict[str, list[float]] = {"bm25": []}
+    same_top = []
+    for i, q in enumerate(queries):
         t = clock()
-        base = retrievers["hybrid"].retrieve(q, 15)
-        naive.expand(q, base)
-        times["naive"].append(clock() - t)
-    out["latency"] = {k: pct(v) for k, v in times.items()}
+        bm25.retrieve(q, 15)
+        times["bm25"].append(clock() - t)
+        tops = {}
+        for mode in (("exact", "ann") if i % 2 == 0 else ("ann", "exact")):  # alternating: no order bias
+            coll.dense_kind = kinds[mode]  # the same collection, searched exactly or through its faiss index
+            t = clock()
+            dense_r.retrieve(q, 15)
+            times.setdefault(f"dense_{mode}", []).append(clock() - t)
+            t = clock()
+            tops[mode] = hybrid.retrieve(q, 15).ids
+            times.setdefault(f"hybrid_{mode}", []).append(clock() - t)
+            t = clock()
+            naive.expand(q, hybrid.retrieve(q, 15))
+            times.setdefault(f"naive_{mode}", []).append(clock() - t)
+        same_top.append(tops["exact"] == tops["ann"])
+    coll.dense_kind = kinds["ann"]
+    lat = out["latency"] = {k: pct(v) for k, v in times.items()}
+    out["ratios_p50"] = {
+        "hybrid_exact_over_ann": round(lat["hybrid_exact"]["p50_ms"] / lat["hybrid_ann"]["p50_ms"], 2),
+        "naive_exact_over_ann": round(lat["naive_exact"]["p50_ms"] / lat["naive_ann"]["p50_ms"], 2),
+        "naive_over_hybrid_exact": round(lat["naive_exact"]["p50_ms"] / lat["hybrid_exact"]["p50_ms"], 2),
+        "naive_over_hybrid_ann": round(lat["naive_ann"]["p50_ms"] / lat["hybrid_ann"]["p50_ms"], 2)}
     out["queries"] = n_queries
+    out["hybrid_top15_same"] = round(float(np.mean(same_top)), 4)
+    out["dense_recall_at_100"] = dense_recall(coll, emb.encode(queries))
+    print(f"  ratios {out['ratios_p50']}; dense recall@100 of the exact top-100: {out['dense_recall_at_100']}; "
+          f"hybrid top-15 identical for {out['hybrid_top15_same']:.0%} of the queries", flush=True)
     out["peak_rss_gib"] = round(rss_gib(), 2)
     out["peak_anon_gib"] = round(probe.stop(), 2)
     out["load_avg_end"] = os.getloadavg()
@@ -253,14 +336,26 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int) 
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| corpus | fraction | chunks | triples | vectors GiB (fp16) | BM25 build s | graph build s | peak RSS / anon GiB "
-            "| BM25 p50/p95 CPU ms | dense p50/p95 | hybrid p50/p95 | hybrid+NaiveGE p50/p95 |")
+    head = ("| corpus | fraction | chunks | triples | faiss index (build s, anon GiB) | recall@100 mean / min "
+            "| hybrid top-15 same | dense p50 exact / ANN | hybrid p50 exact / ANN (ratio) "
+            "| hybrid+NaiveGE p50 exact / ANN (ratio) | NaiveGE / hybrid p50 exact; ANN | BM25 build s "
+            "| graph build s | hub slices build s (GiB) | peak RSS / anon GiB |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
-        lat = r["latency"]
-        cells = [r["corpus"], f"{r['fraction']:g}", f"{r['chunks']:,}", f"{r['triples']:,}", r["vectors_gib"],
-                 r["build_bm25_s"], r["build_graph_s"], f"{r['peak_rss_gib']} / {r.get('peak_anon_gib', '—')}",
-                 *(f"{lat[k]['p50_ms']:.1f} / {lat[k]['p95_ms']:.1f}" for k in ("bm25", "dense", "hybrid", "naive"))]
+        lat, ratio, rec = r["latency"], r["ratios_p50"], r["dense_recall_at_100"]
+        hub = r.get("hub_slices")
+        cells = [r["corpus"], f"{r['fraction']:g}", f"{r['chunks']:,}", f"{r['triples']:,}",
+                 f"{r['dense_index']} {r['dense_faiss']} ({r['build_ann_s']}, {r['anon_ann_gib']:.2f})",
+                 f"{rec['mean']:.3f} / {rec['min']:.2f}", f"{r['hybrid_top15_same']:.0%}",
+                 f"{lat['dense_exact']['p50_ms']:.1f} / {lat['dense_ann']['p50_ms']:.1f}",
+                 f"{lat['hybrid_exact']['p50_ms']:.1f} / {lat['hybrid_ann']['p50_ms']:.1f} "
+                 f"({ratio['hybrid_exact_over_ann']:.2f}x)",
+                 f"{lat['naive_exact']['p50_ms']:.1f} / {lat['naive_ann']['p50_ms']:.1f} "
+                 f"({ratio['naive_exact_over_ann']:.2f}x)",
+                 f"{ratio['naive_over_hybrid_exact']:.2f}; {ratio['naive_over_hybrid_ann']:.2f}",
+                 r["build_bm25_s"], r["build_graph_s"],
+                 f"{r['build_hub_slices_s']} ({hub['gib']:.2f})" if hub else "—",
+                 f"{r['peak_rss_gib']} / {r['peak_anon_gib']}"]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
 
@@ -276,7 +371,8 @@ def plot(files: list[str], out: str) -> None:
     for corpus in sorted({r["corpus"] for r in rows}):
         rs = [r for r in rows if r["corpus"] == corpus]
         x = [r["chunks"] for r in rs]
-        for key, style in (("bm25", "-o"), ("dense", "-s"), ("hybrid", "-^"), ("naive", "-d")):
+        for key, style in (("bm25", "-o"), ("hybrid_exact", "-^"), ("hybrid_ann", "--^"), ("naive_exact", "-d"),
+                           ("naive_ann", "--d")):
             axes[0].plot(x, [r["latency"][key]["p50_ms"] for r in rs], style, label=f"{corpus} {key}")
         line, = axes[1].plot(x, [r["peak_rss_gib"] for r in rs], "-o", label=f"{corpus} RSS")
         if all("peak_anon_gib" in r for r in rs):
@@ -293,7 +389,7 @@ def plot(files: list[str], out: str) -> None:
         ax.grid(True, which="both", alpha=.3)
     axes[0].legend(fontsize=6)
     axes[1].legend(fontsize=8)
-    fig.suptitle("Memory backend on synthetic corpora at 1/10/100% of GEAR Table 5 sizes (2 cores)")
+    fig.suptitle("Memory backend on synthetic corpora at fractions of GEAR Table 5 sizes (2 shared cores)")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     print(f"wrote {out}")
@@ -307,6 +403,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", default=None, help="where the vector files go (default: a temporary directory)")
     ap.add_argument("--out", default=None, help="write the measurements as JSON here")
+    ap.add_argument("--dense", action="append", default=[], metavar="KEY=VALUE",
+                    help="a backend.dense setting of the faiss search measured beside exact search, e.g. index=hnsw "
+                         "or hnsw.ef_search=512 (repeatable; default: configs/backend/memory.yaml's)")
     ap.add_argument("--plot", default=None, help="write the scaling curve PNG from the JSON files given")
     ap.add_argument("files", nargs="*", help="JSON files for --plot / the table")
     a = ap.parse_args()
@@ -316,7 +415,7 @@ def main() -> None:
                            key=lambda r: (r["corpus"], r["chunks"]))))
         return
     with tempfile.TemporaryDirectory(dir=a.workdir) as d:
-        r = run(a.corpus, a.fraction, a.queries, Path(d), a.seed)
+        r = run(a.corpus, a.fraction, a.queries, Path(d), a.seed, parse_dense(a.dense))
     print(table([r]))
     if a.out:
         Path(a.out).write_text(json.dumps(r, indent=2))

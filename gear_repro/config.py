@@ -33,6 +33,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from gear_repro.backends.ann import DenseSettings
 from gear_repro.backends.es_requests import MAX_WINDOW, BM25Settings, BulkSettings, KnnSettings
 from gear_repro.backends.memory import Analyzer, BM25Variant, DenseDtype
 from gear_repro.core.triple_graph import Adjacency, HubPolicy
@@ -112,6 +113,7 @@ class GraphSchema:
     hub_policy: HubPolicy = HubPolicy.truncate
     adjacency: Adjacency = Adjacency.records
     link_empty_entities: bool = False
+    hub_slices_min_degree: int | None = num(256, ge=1)  # entity-ordered float16 copies of larger hubs (core/hub_slices.py)
 
 
 @dataclass
@@ -359,6 +361,7 @@ class MemoryBackendSchema:
     _target_: str = "gear_repro.backends.memory.MemoryBackend"
     bm25: MemoryBM25Schema = field(default_factory=MemoryBM25Schema)
     dense_dtype: DenseDtype = DenseDtype.float32
+    dense: DenseSettings = field(default_factory=DenseSettings)  # exact | faiss flat/hnsw/ivf (backends/ann.py)
     cache: bool = True
 
 

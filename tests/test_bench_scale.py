@@ -18,7 +18,12 @@ def test_bench_scale_tiny_corpus(tmp_path):
     assert r["entity_degree"]["max"] > r["entity_degree"]["median"] >= 1  # power-law hubs
     # anonymous memory is part of the resident set: its sampled peak cannot exceed the maximum RSS
     assert 0 < r["peak_anon_gib"] <= r["peak_rss_gib"]
-    assert set(r["latency"]) == {"bm25", "dense", "hybrid", "naive"}
+    assert set(r["latency"]) == {"bm25", *(f"{s}_{m}" for s in ("dense", "hybrid", "naive") for m in ("exact", "ann"))}
     assert all(v["p95_ms"] >= v["p50_ms"] > 0 for v in r["latency"].values())
+    # below auto's threshold the faiss side is auto_index (flat over float16 codes); 21 vectors: every one re-scored
+    assert (r["dense_index"], r["dense_faiss"], r["dense_settings"]) == ("flat", "SQfp16", {"index": "flat"})
+    assert r["dense_recall_at_100"] == {"mean": 1.0, "min": 1.0} and r["hybrid_top15_same"] == 1.0
+    lat = r["latency"]
+    assert r["ratios_p50"]["naive_over_hybrid_ann"] == round(lat["naive_ann"]["p50_ms"] / lat["hybrid_ann"]["p50_ms"], 2)
     row = [ln for ln in proc.stdout.splitlines() if ln.startswith("| hotpotqa |")]
     assert len(row) == 1 and f"{r['peak_rss_gib']} / {r['peak_anon_gib']}" in row[0]

@@ -1,6 +1,7 @@
-"""In-process backend: bm25s sparse BM25 + exact cosine search over a float32/float16 matrix.
+"""In-process backend: bm25s sparse BM25 + cosine search over a float32/float16 matrix, exact (numpy) or through a
+faiss index (``backend.dense``, :mod:`gear_repro.backends.ann`).
 
-Indexes are cached by content hash under $GEAR_CACHE/indexes (BM25) and $GEAR_CACHE/embeddings.
+Indexes are cached by content hash under $GEAR_CACHE/indexes (BM25, faiss) and $GEAR_CACHE/embeddings.
 """
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ import shutil
 import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 import bm25s
 import numpy as np
 
+from gear_repro.backends.ann import AnnIndex, DenseIndex, DenseSettings, import_faiss, resolve_kind
 from gear_repro.backends.base import DocCollection, IndexDoc
 from gear_repro.backends.tokenize import tokenize, tokenize_ids
 from gear_repro.types import Ranking
+from gear_repro.utils.arrays import as_float32
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.paths import cache_dir
 from gear_repro.utils.settings import Choice, choice
@@ -47,7 +51,7 @@ def top_k_row(row: np.ndarray, k: int) -> np.ndarray:
 
 
 def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int,
-                block: int = 65_536) -> list[tuple[np.ndarray, np.ndarray]]:
+                block: int = 2048) -> list[tuple[np.ndarray, np.ndarray]]:
     """Exact top-k rows of ``matrix @ q`` for each query row: (row indices, scores), best first.
 
     Ties break by row index (stable), so results are deterministic; each query is scored on its own, so its
@@ -61,8 +65,9 @@ def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int,
     for q in queries.astype(np.float32, copy=False):  # one product per query: scores do not depend on the batch
         if matrix.dtype == np.float32:
             row = matrix @ q
-        else:  # float16 / memory-mapped: float32 products block by block (numpy has no fast float16 product)
-            row = np.concatenate([np.asarray(matrix[a:a + block], dtype=np.float32) @ q for a in range(0, n, block)])
+        else:  # float16 / memory-mapped: float32 products block by block (numpy has no fast float16 product); small
+            # blocks: a 65,536-row float32 block is a fresh 200 MB mapping per query, its page faults cost 5x the product
+            row = np.concatenate([as_float32(matrix[a:a + block]) @ q for a in range(0, n, block)])
         order = top_k_row(row, k)
         out.append((order, row[order]))
     return out
@@ -98,11 +103,14 @@ ANALYZERS: dict[str, tuple[str | None, str | None]] = {"standard": (None, None),
 
 class MemoryCollection(DocCollection):
     """A passage or triple index held in process memory. ``analyzer`` (``standard`` | ``english``), when given,
-    sets ``stopwords``/``stemmer`` as that Elasticsearch analyzer would (no stop words, no stemming | both)."""
+    sets ``stopwords``/``stemmer`` as that Elasticsearch analyzer would (no stop words, no stemming | both).
+    ``dense`` (``backend.dense``) chooses the dense search; it is resolved for this collection's size here, so a
+    missing faiss fails when the collection opens."""
 
     def __init__(self, name: str, docs: Sequence[IndexDoc], embedder=None, *, k1: float = 1.2, b: float = 0.75,
                  method: str = "lucene", stopwords: str | None = "en", stemmer: str | None = "english",
-                 dtype: str = "float32", cache: bool = True, analyzer: str | None = None):
+                 dtype: str = "float32", cache: bool = True, analyzer: str | None = None,
+                 dense: DenseSettings | None = None):
         if not docs:
             raise ValueError(f"collection '{name}' has no documents")
         if analyzer is not None:
@@ -113,7 +121,12 @@ class MemoryCollection(DocCollection):
         self.dtype = np.dtype(choice(DenseDtype, dtype, "backend.dense_dtype").value)
         self.cache = cache
         self.content_hash = hash_texts(d.id + "\t" + d.text for d in self._docs)
+        self.dense = DenseSettings.from_config(dense)
+        self.dense_kind = resolve_kind(self.dense, len(self._docs))
+        if self.dense_kind != DenseIndex.exact and embedder is not None:
+            import_faiss()
         self._bm25: bm25s.BM25 | None = None
+        self._ann: AnnIndex | None = None
         self._lookup: dict[str, dict[str, list[str]]] = {}
 
     # -- BM25 --------------------------------------------------------------------------------
@@ -165,10 +178,22 @@ class MemoryCollection(DocCollection):
         return out
 
     # -- dense -------------------------------------------------------------------------------
+    def ann_index(self) -> AnnIndex | None:
+        """The faiss index of the dense search (built or read from the cache on first use); None = exact."""
+        if self.dense_kind == DenseIndex.exact:
+            return None
+        if self._ann is None:
+            root = cache_dir() / "indexes" if self.cache else None
+            self._ann = AnnIndex.open(self.vectors(), self.dense_kind, self.dense, root, self.name)
+            log.info("%s: dense search through faiss %s over %d vectors (backend.dense.index=%s)", self.name,
+                     self._ann.description, len(self._ids), self.dense.index)
+        return self._ann
+
     def knn(self, vectors: np.ndarray, k: int) -> list[Ranking]:
-        m = self.vectors()
-        return [Ranking([self._ids[i] for i in idx], [float(s) for s in sc])
-                for idx, sc in top_k_dense(m, np.atleast_2d(vectors), k)]
+        queries = np.atleast_2d(vectors)
+        ann = self.ann_index()
+        hits = top_k_dense(self.vectors(), queries, k) if ann is None else ann.search(queries, k)
+        return [Ranking([self._ids[i] for i in idx], [float(s) for s in sc]) for idx, sc in hits]
 
     # -- keyword fields ------------------------------------------------------------------------
     def lookup(self, field_name: str, values: Sequence[str]) -> dict[str, list[str]]:
@@ -184,17 +209,22 @@ class MemoryCollection(DocCollection):
 
 
 class MemoryBackend:
-    """Factory for :class:`MemoryCollection` with the BM25 and matrix settings of the config."""
+    """Factory for :class:`MemoryCollection` with the BM25, matrix and dense-search settings of the config
+    (``configs/backend/memory.yaml``)."""
 
     name = "memory"
 
-    def __init__(self, bm25: dict | None = None, dense_dtype: str = "float32", cache: bool = True):
+    def __init__(self, bm25: dict | None = None, dense_dtype: str = "float32", cache: bool = True,
+                 dense: DenseSettings | dict | None = None):
         self.bm25_params = dict(bm25 or {})
         self.dense_dtype = choice(DenseDtype, dense_dtype, "backend.dense_dtype").value
+        self.dense = DenseSettings.from_config(dense)
         self.cache = cache
 
     def open_collection(self, name: str, docs: Sequence[IndexDoc], embedder=None) -> MemoryCollection:
-        return MemoryCollection(name, docs, embedder, dtype=self.dense_dtype, cache=self.cache, **self.bm25_params)
+        return MemoryCollection(name, docs, embedder, dtype=self.dense_dtype, cache=self.cache, dense=self.dense,
+                                **self.bm25_params)
 
     def describe(self) -> dict:
-        return {"name": self.name, "bm25": self.bm25_params, "dense_dtype": self.dense_dtype}
+        return {"name": self.name, "bm25": self.bm25_params, "dense_dtype": self.dense_dtype,
+                "dense": asdict(self.dense)}

@@ -12,6 +12,13 @@ hub's neighbours by relevance to q (``beam.neighbours``; docs/graph_expansion.md
 optional cap ``max_degree`` (``hub_policy='truncate'`` keeps the first ``max_degree`` in corpus order,
 ``'drop'`` ignores the entity for adjacency) is counted in :attr:`TripleIndex.stats` and per call in the
 counters passed to ``neighbours``.
+
+:meth:`TripleIndex.select_neighbours` is the beam search's gather step (Alg. 1 lines 11-12): a beam's neighbours
+minus the excluded triples, narrowed to ``beam.neighbours`` by relevance. It ranks at most ``cap + |exclude|`` rows
+per entity (:class:`NeighbourRelevance`, once per query) and never builds a hub's whole neighbourhood; entities
+with at least ``hub_slices_min_degree`` triples are scanned as one contiguous float16 slice each (faiss,
+:mod:`gear_repro.core.hub_slices`) and only the rows that can reach the top are scored exactly, so the choice is the
+same as scoring every row.
 """
 
 from __future__ import annotations
@@ -24,7 +31,9 @@ from collections.abc import Iterable, MutableMapping, Sequence
 import numpy as np
 
 from gear_repro.backends.base import Collection, IndexDoc
+from gear_repro.core.hub_slices import HubSlices, faiss_available
 from gear_repro.types import Triple, triple_text
+from gear_repro.utils.arrays import as_float32
 from gear_repro.utils.errors import ConfigError, DataError
 from gear_repro.utils.settings import Choice, choice
 
@@ -83,6 +92,9 @@ class TripleIndex:
         adjacency: ``records`` (build the entity map from the records, eager) or ``lookup`` (ask the
             collection's keyword fields per entity, lazily and memoised; for backends holding T remotely).
         link_empty_entities: whether an entity that normalises to "" links triples (default no).
+        hub_slices_min_degree: entities with at least this many triples are scanned as contiguous float16 slices when the
+            beam search picks neighbours by relevance (same choice, faster; needs faiss and ``adjacency=records``);
+            None = score every row exactly.
     """
 
     def __init__(
@@ -93,6 +105,7 @@ class TripleIndex:
         hub_policy: str = "truncate",
         adjacency: str = "records",
         link_empty_entities: bool = False,
+        hub_slices_min_degree: int | None = 256,
     ):
         hub_policy = choice(HubPolicy, hub_policy, "graph.hub_policy")
         adjacency = choice(Adjacency, adjacency, "graph.adjacency")
@@ -105,6 +118,9 @@ class TripleIndex:
         self.hub_policy = hub_policy
         self.adjacency = adjacency
         self.link_empty_entities = link_empty_entities
+        self.hub_slices_min_degree = hub_slices_min_degree
+        self._hub_slices: HubSlices | None = None
+        self._hub_slices_checked = False
 
         self.triples: dict[str, Triple] = {}
         for t in triples:
@@ -196,11 +212,63 @@ class TripleIndex:
             rows = np.unique(np.concatenate(parts)) if len(parts) > 1 else parts[0]
             rows = rows[rows != row]
             self._neigh_cache[row] = rows
+        self._count_capped(s, o, counters)
+        return rows
+
+    def _count_capped(self, s: str, o: str, counters: MutableMapping[str, int] | None) -> None:
         if counters is not None and self._capped:
             n_cap = int(s in self._capped) + int(o != s and o in self._capped)
             if n_cap:
                 counters["hub_entities_capped"] = counters.get("hub_entities_capped", 0) + n_cap
-        return rows
+
+    def select_neighbours(self, row: int, exclude: Sequence[int] | np.ndarray, cap: int | None,
+                          relevance: NeighbourRelevance | None = None,
+                          counters: MutableMapping[str, int] | None = None) -> tuple[np.ndarray, int, bool]:
+        """Alg. 1 lines 11-12 for a beam ending in triple ``row``: its neighbours (:meth:`neighbour_rows`) not in
+        ``exclude``, ascending; when more than ``cap`` (> 0) remain, ``cap`` of them: the most relevant to q by
+        ``relevance`` (ties by row), without it the first ``cap`` in row order. Returns (rows, how many neighbours
+        ``exclude`` removed, whether the cap applied). An entity with more than ``cap + |exclude|`` triples
+        decides the cap by itself, and then only its top ``cap + |exclude|`` rows are ranked (no union is built)."""
+        s, o = self._keys[row]
+        lists = [self._rows_of_entity(s)] + ([self._rows_of_entity(o)] if o != s else [])
+        ex = np.unique(np.append(np.asarray(exclude, dtype=np.int64), row))
+        m = (cap or 0) + ex.size
+        if not cap or all(rows.size <= m for rows in lists):
+            nb = self.neighbour_rows(row, counters)
+            kept = nb[~np.isin(nb, ex)]
+            if cap and kept.size > cap:
+                if relevance is None:
+                    return kept[:cap], nb.size - kept.size, True
+                rel = relevance.scores(kept)
+                return kept[np.sort(np.lexsort((kept, -rel))[:cap])], nb.size - kept.size, True
+            return kept, nb.size - kept.size, False
+        self._count_capped(s, o, counters)
+        others = ex[ex != row]
+        n_excluded = int(np.logical_or.reduce([_contains(rows, others) for rows in lists]).sum())
+        if relevance is None:
+            first = np.unique(np.concatenate([rows[:m] for rows in lists]))
+            return first[~np.isin(first, ex)][:cap], n_excluded, True
+        tops = [relevance.top(e, m) for e in ([s] if o == s else [s, o])]
+        cand = np.concatenate([t[0] for t in tops])
+        rel = np.concatenate([t[1] for t in tops])
+        cand, first = np.unique(cand, return_index=True)  # a row in both lists keeps its first score
+        rel = rel[first]
+        keep = ~np.isin(cand, ex)
+        cand, rel = cand[keep], rel[keep]
+        return np.sort(cand[np.lexsort((cand, -rel))[:cap]]), n_excluded, True
+
+    def hub_slices(self) -> HubSlices | None:
+        """The entity-ordered float16 copies of the hubs (built on first use), or None: no entity has ``hub_slices_min_degree``
+        triples, lookup adjacency, or faiss is missing (then every row is scored exactly: the same choice, slower)."""
+        if not self._hub_slices_checked:
+            self._hub_slices_checked = True
+            least = self.hub_slices_min_degree
+            if least and self.adjacency == "records" and any(r.size >= least for r in self._entity_rows.values()):
+                if faiss_available():
+                    self._hub_slices = HubSlices(self.vectors(), self._entity_rows, least)
+                else:
+                    log.info("faiss is not installed: neighbour selection scores every hub row exactly")
+        return self._hub_slices
 
     def neighbours(self, triple_id: str) -> list[str]:
         """get_neighbours of Alg. 1: ids of triples sharing a (normalised) head or tail entity."""
@@ -250,3 +318,39 @@ class TripleIndex:
         return {"max_degree": self.max_degree, "hub_policy": self.hub_policy, "adjacency": self.adjacency,
                 **{k: int(v) for k, v in self.stats.items()}, "passages_with_triples": len(self._by_passage)}
 
+
+def _contains(sorted_rows: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    """Whether each of ``xs`` is in ``sorted_rows`` (ascending): binary search, no sort of the (hub-sized) rows."""
+    if sorted_rows.size == 0:
+        return np.zeros(len(xs), dtype=bool)
+    i = np.minimum(np.searchsorted(sorted_rows, xs), sorted_rows.size - 1)
+    return sorted_rows[i] == xs
+
+
+class NeighbourRelevance:
+    """q·x of one query's candidate neighbours (Alg. 1 neighbour selection, ``beam.neighbour_selection=relevance``):
+    float32 products of the triple vectors with the query vector, as the scorers compute cos(q, t); an entity's
+    ranking is computed once per query and reused by every beam and step."""
+
+    def __init__(self, index: TripleIndex, qv: np.ndarray):
+        self.index = index
+        self.qv = np.asarray(qv, dtype=np.float32)
+        self._top: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
+
+    def scores(self, rows: np.ndarray) -> np.ndarray:
+        """q·x of the given rows (float32)."""
+        return as_float32(self.index.vectors()[rows]) @ self.qv
+
+    def top(self, entity: str, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """The exact top-``m`` rows of ``entity`` by q·x, ties by row, and their scores (best first)."""
+        memo = self._top.get(entity)
+        if memo is None or memo[0] < m:
+            rows = self.index._rows_of_entity(entity)
+            slices = self.index.hub_slices()
+            cand = slices.candidates(entity, self.qv, m) if slices is not None and entity in slices else rows
+            rel = self.scores(cand)
+            order = np.lexsort((cand, -rel))
+            valid = rows.size if cand.size == rows.size else m  # every row scored: the ranking serves any m
+            memo = (valid, cand[order][:valid], rel[order][:valid])
+            self._top[entity] = memo
+        return memo[1][:m], memo[2][:m]

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 
 def stable_json(obj: Any) -> str:
     """Canonical JSON (sorted keys, no spaces) so equal objects hash equally."""
@@ -34,4 +36,14 @@ def hash_file(path: str | Path, n: int = 16) -> str:
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
+    return h.hexdigest()[:n]
+
+
+def hash_array(a: np.ndarray, n: int = 16, block_rows: int = 65_536) -> str:
+    """sha256 of an array's dtype, shape and values (row blocks: a memory-mapped matrix is read once, never
+    copied whole)."""
+    h = hashlib.sha256(f"{a.dtype.str}{a.shape}".encode())
+    a = np.atleast_1d(a)
+    for i in range(0, a.shape[0], block_rows):
+        h.update(np.ascontiguousarray(a[i:i + block_rows]).tobytes())
     return h.hexdigest()[:n]

@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from gear_repro.core.triple_graph import TripleIndex
-from gear_repro.methods.gear.scorers import PathScorer, cosines, make_scorer, takes_path_text
+from gear_repro.core.triple_graph import NeighbourRelevance, TripleIndex
+from gear_repro.methods.gear.scorers import PathScorer, make_scorer, takes_path_text
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.settings import Choice, as_dict, check_fields, num
 from gear_repro.utils.trace import bump as _bump
@@ -219,6 +219,8 @@ def beam_search(
 
     gamma = cfg.gamma_value
     cap = cfg.neighbours or 0
+    # cosine(q, t) of the single triples, by relevance (ties by row), each entity ranked once per query
+    relevance = NeighbourRelevance(index, qv) if cap and cfg.neighbour_selection == "relevance" else None
     steps = 0
     for _step in range(1, cfg.length):
         # gather candidates per beam (lines 8-12)
@@ -227,23 +229,12 @@ def beam_search(
             in_prev = np.fromiter({r for b in beams for r in b.rows}, dtype=np.int64)
         cand_rows: list[np.ndarray] = []
         for b in beams:
-            nb = index.neighbour_rows(b.last, c)
-            n_raw = nb.size
-            if cfg.exists == "previous_step":
-                nb = nb[~np.isin(nb, in_prev)]
-            elif cfg.exists == "path":
-                nb = nb[~np.isin(nb, np.asarray(b.rows, dtype=np.int64))]
-            if n_raw - nb.size:
-                _bump(c, "exists_skipped", int(n_raw - nb.size))
-            if cap and nb.size > cap:
+            exclude = (in_prev if cfg.exists == "previous_step" else b.rows if cfg.exists == "path" else ())
+            nb, skipped, capped = index.select_neighbours(b.last, exclude, cap, relevance, c)
+            if skipped:
+                _bump(c, "exists_skipped", skipped)
+            if capped:
                 _bump(c, "neighbours_capped")
-                if cfg.neighbour_selection == "relevance":
-                    v = index.vectors()
-                    rel = cosines(v, nb, qv)  # cosine(q, t) of the single triples
-                    keep = np.lexsort((nb, -rel))[:cap]  # by relevance, ties by row
-                    nb = nb[np.sort(keep)]  # keep row order among the chosen
-                else:
-                    nb = nb[:cap]
             cand_rows.append(nb)
         paths = [b.rows + (int(r),) for b, nb in zip(beams, cand_rows, strict=True) for r in nb]
         _bump(c, "candidates", len(paths))
@@ -252,24 +243,33 @@ def beam_search(
         # score (line 13), sort and re-weight per beam (lines 15-19), global top-b (line 20)
         t3 = time.perf_counter()
         sc = scorer.paths(qv, paths, np.repeat([b.score for b in beams], [nb.size for nb in cand_rows]))
-        pool: list[Beam] = []
+        # the pool in generation order (beam order, then within-beam rank n): re-weighted scores, and per entry the
+        # beam and its path's index (-1: a dead-end beam kept as it is); Beam objects only for the top-b
+        longest = max((nb.size for nb in cand_rows), default=0)
+        weights = np.asarray([diversity_weight(n, gamma) if cfg.diversity else 1.0 for n in range(longest)])
+        scores, owner, which = [], [], []
         pos = 0
-        for b, nb in zip(beams, cand_rows, strict=True):
+        for i, (b, nb) in enumerate(zip(beams, cand_rows, strict=True)):
             m = nb.size
             if m == 0:
                 _bump(c, "dead_end_beams")
                 if cfg.dead_ends == "keep":
-                    pool.append(b)
+                    scores.append(np.asarray([b.score]))
+                    owner.append(np.asarray([i]))
+                    which.append(np.asarray([-1]))
                 continue
-            part = sc[pos:pos + m]
-            pos += m
-            s_new = b.score + part
+            s_new = b.score + sc[pos:pos + m]
             local = np.argsort(-s_new, kind="stable")
-            for n, j in enumerate(local):
-                w = diversity_weight(n, gamma) if cfg.diversity else 1.0
-                pool.append(Beam(paths[pos - m + j], float(s_new[j] * w), b.path_scores + (float(part[j]),)))
-        pool.sort(key=lambda x: -x.score)  # stable: generation order breaks ties
-        new_beams = pool[: cfg.width]
+            scores.append(s_new[local] * weights[:m])
+            owner.append(np.full(m, i))
+            which.append(pos + local)
+            pos += m
+        new_beams = []
+        if scores:
+            pool_scores, pool_owner, pool_which = (np.concatenate(x) for x in (scores, owner, which))
+            for t in np.argsort(-pool_scores, kind="stable")[: cfg.width]:  # stable: generation order breaks ties
+                b, j = beams[pool_owner[t]], int(pool_which[t])
+                new_beams.append(b if j < 0 else Beam(paths[j], float(pool_scores[t]), b.path_scores + (float(sc[j]),)))
         timings["score_s"] += time.perf_counter() - t3
         if not new_beams:
             _bump(c, "beam_stalled")

@@ -24,6 +24,7 @@ import numpy as np
 
 from gear_repro.core.triple_graph import TripleIndex
 from gear_repro.embedding.embedder import LENGTH_STEP
+from gear_repro.utils.arrays import as_float32
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_texts
 from gear_repro.utils.io import atomic_open
@@ -35,8 +36,9 @@ DEFAULT_PATH_ROWS = 8  # rows of the exact scorer's fixed-shape path batches (do
 
 def cosines(vectors: np.ndarray, rows: np.ndarray, qv: np.ndarray) -> np.ndarray:
     """q · v for the given rows of a unit-vector matrix, computed in float32 (a float16 or memory-mapped
-    matrix is converted row-wise; numpy has no fast float16 product)."""
-    return np.asarray(vectors[rows], dtype=np.float32) @ np.asarray(qv, dtype=np.float32)
+    matrix's rows are converted by :func:`~gear_repro.utils.arrays.as_float32`, exactly; numpy has no fast float16
+    product)."""
+    return as_float32(vectors[rows]) @ np.asarray(qv, dtype=np.float32)
 
 
 class PathScorer(Protocol):
@@ -189,7 +191,7 @@ class SumScorer(_VectorScorer):
         for n in lengths:  # vectorised per path length
             sel = [i for i, p in enumerate(paths) if len(p) == n]
             rows = np.asarray([paths[i] for i in sel], dtype=np.int64)  # (m, n)
-            summed = np.asarray(v[rows], dtype=np.float32).sum(axis=1)  # (m, d)
+            summed = as_float32(v[rows]).sum(axis=1)  # (m, d)
             norms = np.linalg.norm(summed, axis=1)
             norms[norms == 0] = 1.0
             out[sel] = (summed @ qv) / norms
