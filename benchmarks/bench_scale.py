@@ -365,6 +365,7 @@ def plot(files: list[str], out: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     rows = sorted((json.loads(Path(f).read_text()) for f in files), key=lambda r: (r["corpus"], r["chunks"]))
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
@@ -385,6 +386,7 @@ def plot(files: list[str], out: str) -> None:
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("chunks")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels (2x10^3, 3x10^4, ...) overlap
         ax.set_title(title)
         ax.grid(True, which="both", alpha=.3)
     axes[0].legend(fontsize=6)
