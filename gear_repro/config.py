@@ -124,6 +124,23 @@ class ExtractionSchema:
     progress: bool | None = None  # null = run.progress
 
 
+@dataclass
+class ReportSchema:
+    """``report:`` where a run's rows go in the paper's tables (gear_repro/reporting/runs.py). ``paper`` and
+    ``qa_paper`` must name a paper of paper_results.csv (checked at start-up); tables and settings may also name a
+    block of our own (e.g. "T2RAG Table 2" for an ablation), so they are free text."""
+
+    table: str | None = None  # recall metrics' table (null: Table 2)
+    qa_table: str | None = None  # EM/F1's table (null: Table 3)
+    method: str | None = None  # row label (null: the method's own)
+    setting: str | None = None  # the paper's setting when its table has several
+    paper: str = "GEAR"  # paper whose numbers stand beside ours
+    labels: dict[str, str] = field(default_factory=dict)  # retriever name -> that paper's row label
+    qa_paper: str | None = None  # paper of the EM/F1 numbers beside ours (null: paper)
+    qa_paper_table: str | None = None
+    qa_setting: str | None = None
+
+
 # -- schemas of the instantiated groups (``_target_`` + constructor arguments) ----------------------------
 @dataclass
 class SingleStepSchema:
@@ -421,7 +438,8 @@ GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "qa_reader": {"qa_reader_schema": QAReaderSchema},
 }
 # plain top-level nodes: configs/config.yaml puts schema/<name> at package <name>
-NODE_SCHEMAS: dict[str, type] = {"run": RunSchema, "graph": GraphSchema, "extraction": ExtractionSchema}
+NODE_SCHEMAS: dict[str, type] = {"run": RunSchema, "graph": GraphSchema, "extraction": ExtractionSchema,
+                                 "report": ReportSchema}
 
 
 def register_configs() -> None:
@@ -465,6 +483,12 @@ def validate(cfg: DictConfig) -> DictConfig:
     (:func:`check_settings`), then the run-level rules no schema can express."""
     check_settings(cfg)
     choice(Stage, cfg.get("stage", "retrieve"), "stage")
+    if not isinstance(cfg.get("qa", False), bool):  # `qa=yes` would be a truthy string
+        raise ConfigError(f"qa must be true or false, got {cfg.get('qa')!r}")
+    if "report" in cfg:
+        from gear_repro.reporting.paper import check_papers
+
+        check_papers(cfg.report)
     if not cfg.run.ks or any(k <= 0 for k in cfg.run.ks):
         raise ConfigError(f"run.ks must be positive ranks, got {list(cfg.run.ks)}")
     if cfg.run.save_depth < max(cfg.run.ks):  # a shorter saved ranking would silently truncate recall@k

@@ -23,9 +23,9 @@ from gear_repro.core.triple_graph import TripleIndex, triple_docs
 from gear_repro.retrieval import BM25Retriever, DenseRetriever, HybridRetriever
 from gear_repro.types import Triple
 from gear_repro.utils.errors import ConfigError
-from tests import es_fixtures
-from tests.es_fixtures import delete_prefix, gear_cache, session_prefix
+from tests.helpers import es_fixtures
 from tests.helpers.doubles import TableEmbedder
+from tests.helpers.es_fixtures import delete_prefix, gear_cache, session_prefix
 
 noida_url = es_fixtures.noida_url  # session fixtures, registered here by name
 es_real_url = es_fixtures.es_real_url

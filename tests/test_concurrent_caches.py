@@ -7,8 +7,8 @@ import os
 
 from gear_repro.backends.base import IndexDoc
 from gear_repro.backends.memory import MemoryCollection
-from tests.es_fixtures import gear_cache
 from tests.helpers.doubles import HashEmbedder
+from tests.helpers.es_fixtures import gear_cache
 
 DOCS = [IndexDoc(str(i), f"passage {i} about topic {i % 7} and city {i % 5}") for i in range(300)]
 

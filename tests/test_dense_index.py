@@ -20,8 +20,8 @@ from gear_repro.config import group_config, validate
 from gear_repro.utils.arrays import as_float32
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import config_dir
-from tests.es_fixtures import gear_cache
 from tests.helpers.doubles import TableEmbedder
+from tests.helpers.es_fixtures import gear_cache
 
 N, DIM = 3000, 32
 DOCS = [IndexDoc(f"d{i}", f"document number {i}") for i in range(N)]

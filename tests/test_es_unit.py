@@ -26,9 +26,9 @@ from gear_repro.backends.elasticsearch import (
 )
 from gear_repro.backends.es_requests import bm25_body, index_mappings, knn_body, terms_body
 from gear_repro.utils.errors import ConfigError, DataError
-from tests import es_fixtures
-from tests.es_fixtures import free_port
+from tests.helpers import es_fixtures
 from tests.helpers.doubles import TableEmbedder
+from tests.helpers.es_fixtures import free_port
 
 noida_url = es_fixtures.noida_url  # session fixture, registered here by name
 

@@ -20,8 +20,8 @@ from gear_repro.methods.griever.retriever import GrieverRetriever
 from gear_repro.methods.griever.text import ngram_spans, rewrite, split_clauses, words
 from gear_repro.retrieval import ComposedRetriever
 from gear_repro.types import Passage, Triple
-from tests.es_fixtures import gear_cache
 from tests.helpers.doubles import TableEmbedder
+from tests.helpers.es_fixtures import gear_cache
 
 NAPOLEON = ("When did Napoleon occupy the city where the mother of the woman who brought Louis XV style to "
             "the court died?")

@@ -18,8 +18,8 @@ from gear_repro.methods.griever.elasticsearch import ElasticsearchGrieverStore
 from gear_repro.methods.griever.retriever import GrieverRetriever
 from gear_repro.methods.griever.store import MemoryGrieverStore, PassageFilter
 from gear_repro.types import Passage, Triple
-from tests import es_fixtures
-from tests.es_fixtures import delete_prefix, gear_cache, session_prefix
+from tests.helpers import es_fixtures
+from tests.helpers.es_fixtures import delete_prefix, gear_cache, session_prefix
 from tests.helpers.requirements import missing
 from tests.test_griever import PASSAGES, QUESTION, TRIPLES, bow_embedder
 

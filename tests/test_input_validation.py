@@ -116,7 +116,12 @@ def test_misspelt_preset_fails(toy_dir: Path, tmp_path: Path) -> None:
                                                r"settings: block_rows, cache, damping"),
     (["agent=hipporag", "hipporag.encoder={_target_: gear_repro.embedding.SentenceEmbedder, batch_size: 0}"],
      r"hipporag\.encoder\.batch_size must be >= 1 \(got 0\)"),
-    (["retriever=hybrid", "beam.neighbours=0", "llm=local"], None),  # in range: accepted
+    # the report node and the top-level switches
+    (["+report.tabel=Table 4"], r"report\.tabel is not a setting of report \(its settings: labels, method, paper"),
+    (["report.paper=GEARR"], r"report\.paper='GEARR' is not a paper of paper_results\.csv \(papers: GEAR, GRIEVER"),
+    (["report.qa_paper=T2-RAG"], r"report\.qa_paper='T2-RAG' is not a paper of paper_results\.csv"),
+    (["qa=yes"], r"qa must be true or false, got 'yes'"),
+    (["retriever=hybrid", "beam.neighbours=0", "llm=local", "report.paper=GRIEVER", "qa=false"], None),  # accepted
 ])
 def test_unknown_keys_and_out_of_range_numbers_refused_at_start_up(compose, toy_dir: Path, tmp_path: Path,
                                                                     overrides: list[str], msg: str | None) -> None:

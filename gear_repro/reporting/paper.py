@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+
+from gear_repro.utils.errors import ConfigError
 
 PAPER_CSV = Path(__file__).resolve().parent.parent / "resources" / "paper_results.csv"
 DEFAULT_PAPER = "GEAR"  # report.paper's default (configs/config.yaml): the paper whose tables and figures the report lays out
@@ -17,6 +21,16 @@ def paper_results() -> pd.DataFrame:
     df = pd.read_csv(PAPER_CSV)
     df["value"] = pd.to_numeric(df["value"], errors="coerce")
     return df
+
+
+def check_papers(report: Mapping[str, Any]) -> None:
+    """Start-up check of ``report.paper`` / ``report.qa_paper``: a paper not in paper_results.csv would leave every
+    paper column of the run's tables empty without a word."""
+    known = sorted(paper_results().paper.unique())
+    for key in ("paper", "qa_paper"):
+        value = report.get(key)
+        if value is not None and value not in known:
+            raise ConfigError(f"report.{key}={value!r} is not a paper of {PAPER_CSV.name} (papers: {', '.join(known)})")
 
 
 def paper_value(table: str, method: str, dataset: str, metric: str, paper: str = DEFAULT_PAPER,
