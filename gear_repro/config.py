@@ -230,6 +230,7 @@ class LLMSchema:
     cache: bool = True
     cache_dir: str | None = None
     cache_mode: LLMCacheMode = LLMCacheMode.auto  # SQLite journal of the reply cache (llm/cache.py)
+    record_prompts: bool = False  # keep each call's messages and reply in predictions.jsonl (the explorer shows them)
     server: LLMServerSchema | None = None
     context_window: int | None = num(None, ge=1)  # model's window in tokens (prompt + reply); null = unknown, no fitting
 

@@ -23,7 +23,7 @@ from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError
 from tests.conftest import TOY_PASSAGES, TOY_QUESTIONS, write_jsonl
 from tests.helpers.doubles import template_reply
-from tests.helpers.standin_server import StandInServer
+from tests.helpers.standin_server import SENTENCES, StandInServer
 
 IRCOT = ["agent=ircot", "retriever=bm25", "agent.top_k=2", "qa=true"]
 ENTITIES = [title for title, _ in TOY_PASSAGES]
@@ -85,6 +85,24 @@ def test_workers_give_the_records_of_one_worker_in_question_order(compose, toy_d
     assert _strip(parallel) == _strip(serial)  # rankings, answers, traces, and each question's own calls
     assert all(sum(c["stage"] == "qa" for c in r["llm_calls"]) == 1 for r in parallel)
     assert server.n_requests == one_at_a_time.n_requests == sum(len(r["llm_calls"]) for r in serial)
+
+
+def test_record_prompts_reach_predictions_and_the_explorer(compose, toy_dir, tmp_path) -> None:
+    """``llm.record_prompts=true``: every call of every question keeps the prompt the server was sent and the reply
+    it gave; the explorer's question view carries both."""
+    from gear_repro.reporting.html.data import Column, method_detail
+
+    with StandInServer(latency_s=0.0, seed=1) as server:
+        recs = _run(compose, toy_dir, tmp_path / "rec", server.url, workers=1, concurrency=1,
+                    method=[*IRCOT, "llm.record_prompts=true"])
+    calls = [c for r in recs for c in r["llm_calls"]]
+    assert len(calls) == server.n_requests > 0
+    for c in calls:
+        assert c["messages"][-1]["role"] == "user" and c["reply"] in SENTENCES
+    assert any(c["stage"] == "qa" and recs[0]["question"] in c["messages"][-1]["content"]
+               for c in recs[0]["llm_calls"])
+    shown = method_detail(Column(run=None, index=0), recs[0], depth=5)["llm_calls"]
+    assert [(c["messages"], c["reply"]) for c in shown] == [(c["messages"], c["reply"]) for c in recs[0]["llm_calls"]]
 
 
 def test_identical_requests_in_flight_are_sent_once(compose, toy_dir, tmp_path) -> None:

@@ -6,7 +6,7 @@ Every call gets: a persistent cache keyed by (model, endpoint, messages, params;
 deadline of ``timeout_s`` per HTTP request (``deadline.py``: a server that trickles bytes cannot hang a call); bounded retries (the SDK's own for
 429/5xx/timeouts/connection errors, a tenacity wrapper for malformed 2xx bodies, both counted in ``stats()``);
 a token-ledger record (stage, round,
-tokens, cached, latency, model). Used by every LLM step of the paper: extraction (K.1, §6.2), reader,
+tokens, cached, latency, model; with ``record_prompts`` also the messages and the reply). Used by every LLM step of the paper: extraction (K.1, §6.2), reader,
 gist memory, reasoner and rewriter (K.2, §4.1, §5) and QA (K.3).
 
 Secrets: the API key is read from the environment variable named by ``api_key_env`` when the endpoint is
@@ -115,6 +115,7 @@ class LLMClient:
         server: Mapping[str, Any] | None = None,
         ledger: TokenLedger | None = None,
         context_window: int | None = None,
+        record_prompts: bool = False,
     ):
         if not model:
             raise ConfigError("llm.model must be set")
@@ -136,6 +137,7 @@ class LLMClient:
         if context_window is not None and int(context_window) < 1:
             raise ConfigError(f"llm.context_window must be a positive number of tokens or null, got {context_window}")
         self.context_window = None if context_window is None else int(context_window)  # llm/context.py
+        self.record_prompts = bool(record_prompts)
         self.server = None
         self.ledger = ledger if ledger is not None else TokenLedger()
         self._client: Any = None
@@ -303,7 +305,7 @@ class LLMClient:
                 self._bump(failures=1)
                 self.ledger.add(stage=stage, round=round_no, prompt_tokens=0, completion_tokens=0, cached=False,
                                 latency_s=round_s(time.perf_counter() - t0), model=self.model,
-                                tokens_source=None, ok=False, error=str(e)[:300])
+                                tokens_source=None, ok=False, error=str(e)[:300], **self._recorded(messages, None))
                 raise
             finally:
                 if owner:
@@ -315,8 +317,15 @@ class LLMClient:
         self._bump(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
         self.ledger.add(stage=stage, round=round_no, prompt_tokens=reply.prompt_tokens,
                         completion_tokens=reply.completion_tokens, cached=reply.cached, latency_s=reply.latency_s,
-                        model=reply.model, tokens_source=reply.tokens_source, ok=True, error=None)
+                        model=reply.model, tokens_source=reply.tokens_source, ok=True, error=None,
+                        **self._recorded(messages, reply.text))
         return reply
+
+    def _recorded(self, messages: list[dict], reply: str | None) -> dict[str, Any]:
+        """The call's prompt and reply for its ledger record when ``record_prompts`` (else nothing)."""
+        if not self.record_prompts:
+            return {}
+        return {"messages": [dict(m) for m in messages], "reply": reply}
 
     def _join_in_flight(self, key: str) -> tuple[bool, dict | None]:
         """Single flight: the first thread to miss ``key`` owns the request (True, None); a thread that finds it in

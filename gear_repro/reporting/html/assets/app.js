@@ -420,6 +420,9 @@
       for (const c2 of calls) for (const kk of Object.keys(c2)) if (!keys.includes(kk)) keys.push(kk);
       const sum = (f) => calls.reduce((s, c2) => s + (c2[f] || 0), 0);
       const value = (x) => {
+        if (Array.isArray(x) && x.every((m) => m && typeof m.content === "string")) {  // llm.record_prompts: the messages
+          return cell(Q, { t: "text", text: x.map((m) => "[" + m.role + "]\n" + m.content).join("\n\n") });
+        }
         if (typeof x === "string" && x.length > 60) return cell(Q, { t: "text", text: x });
         if (typeof x === "object" && x !== null) return cell(Q, { t: "json", value: x });
         return num(x);
@@ -428,7 +431,8 @@
         el("tbody", null, calls.map((c2) => el("tr", null, keys.map((kk) => el("td", null, value(c2[kk])))))));
       append(panel, [el("details", { class: "fold" },
         el("summary", { text: "LLM calls: " + calls.length + " (" + sum("prompt_tokens") + " prompt + " + sum("completion_tokens") + " completion tokens)" }),
-        el("div", { class: "note", text: "Prompts are not stored in predictions.jsonl; the replies are in the method's blocks above." }), table)]);
+        calls.some((c2) => c2.messages !== undefined) ? null
+          : el("div", { class: "note", text: "Prompts are not stored in predictions.jsonl (run with llm.record_prompts=true to keep them); the replies are in the method's blocks above." }), table)]);
     }
     append(panel, [el("details", { class: "fold" }, el("summary", { text: "timings" }), kvTable(Object.entries(M.timings).map(([kk, vv]) => [kk, typeof vv === "object" ? JSON.stringify(vv) : vv])))]);
     return panel;
