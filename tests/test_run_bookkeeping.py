@@ -322,7 +322,7 @@ def _files_with(root: Path, needle: str) -> list[Path]:
 def test_no_secret_reaches_disk(toy_dir, tmp_path):
     run = tmp_path / "run"
     r = _cli([f"dataset.path={toy_dir}", "dataset.name=toy", "retriever=bm25", "run.progress=false",
-              f"hydra.run.dir={run}", f"+report.api_key={SENTINEL}", f"+report.password={SENTINEL}"], tmp_path)
+              f"hydra.run.dir={run}", f"+extraction.params.api_key={SENTINEL}", f"+extraction.params.password={SENTINEL}"], tmp_path)
     assert r.returncode == 0, r.stderr
     assert (run / ".hydra" / "overrides.yaml").exists() and (run / "config.yaml").exists()
     assert "oc.env:GEAR_REPRO_SECRET_" in (run / ".hydra" / "overrides.yaml").read_text()
@@ -337,7 +337,7 @@ def test_no_secret_reaches_disk(toy_dir, tmp_path):
 def test_multirun_keeps_secrets_off_disk(toy_dir, tmp_path):
     sweep = tmp_path / "sweep"
     r = _cli(["-m", f"dataset.path={toy_dir}", "dataset.name=toy", "retriever=bm25", "run.progress=false",
-              f"hydra.sweep.dir={sweep}", f"+report.password={SENTINEL}", "run.ks=[5],[5,10]"], tmp_path)
+              f"hydra.sweep.dir={sweep}", f"+extraction.params.password={SENTINEL}", "run.ks=[5],[5,10]"], tmp_path)
     assert r.returncode == 0, r.stderr
     assert (sweep / "multirun.yaml").exists() and _files_with(tmp_path, SENTINEL) == []
 

@@ -24,7 +24,7 @@ def test_sentinels_reach_no_file_and_no_console(toy_dir: Path, tmp_path: Path) -
     with StandInServer(latency_s=0.0) as server:
         url = server.url.replace("http://", f"http://user:{URL_KEY}@")
         r = run_cli(toy_args(toy_dir, "qa=true", "llm=openai_compatible", "llm.model=standin", f"llm.base_url={url}",
-                             "llm.cache=false", f"+report.es_url=https://elastic:{ES_KEY}@es.example:9200",
+                             "llm.cache=false", f"+extraction.params.es_url=https://elastic:{ES_KEY}@es.example:9200",
                              f'+llm.params.extra_headers={{Authorization: "Bearer {HEADER_KEY}"}}',
                              f"hydra.run.dir={run}"), tmp_path)
         assert r.returncode == 0, r.stderr
@@ -41,19 +41,19 @@ def test_sentinels_reach_no_file_and_no_console(toy_dir: Path, tmp_path: Path) -
 
 def test_sweep_over_a_secret_runs_one_job_per_value_and_says_so(toy_dir: Path, tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
-    r = run_cli(["-m", *toy_args(toy_dir, f"hydra.sweep.dir={sweep}", "+report.password=pw-A-1234,pw-B-5678")],
+    r = run_cli(["-m", *toy_args(toy_dir, f"hydra.sweep.dir={sweep}", "+extraction.params.password=pw-A-1234,pw-B-5678")],
                 tmp_path)
     assert r.returncode == 0, r.stderr
-    assert "report.password is swept over 2 values (not shown)" in r.stderr
+    assert "extraction.params.password is swept over 2 values (not shown)" in r.stderr
     assert len(list(sweep.glob("*/metrics.json"))) == 2
     for sentinel in ("pw-A-1234", "pw-B-5678"):
         assert files_with(tmp_path, sentinel) == [] and sentinel not in r.stdout + r.stderr
-    quoted = run_cli(["-m", *toy_args(toy_dir, f"hydra.sweep.dir={tmp_path / 'one'}", "+report.password='A,B'")],
+    quoted = run_cli(["-m", *toy_args(toy_dir, f"hydra.sweep.dir={tmp_path / 'one'}", "+extraction.params.password='A,B'")],
                      tmp_path)
     assert quoted.returncode == 0 and len(list((tmp_path / "one").glob("*/metrics.json"))) == 1
-    refused = run_cli(["-m", *toy_args(toy_dir, "+report.password=choice(A,B)")], tmp_path)
+    refused = run_cli(["-m", *toy_args(toy_dir, "+extraction.params.password=choice(A,B)")], tmp_path)
     assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].startswith(
-        "error: report.password: a sweep function over a secret is not supported")
+        "error: extraction.params.password: a sweep function over a secret is not supported")
 
 
 def test_redaction_rules() -> None:
