@@ -3,6 +3,8 @@ fingerprint and run.json; with the real MiniLM (slow): bf16 vectors within cosin
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
@@ -115,6 +117,15 @@ def test_bf16_vectors_agree_with_fp32() -> None:
              "The Mekong river flows through six countries of Southeast Asia before reaching the South China Sea"]
     f32, b16 = (SentenceEmbedder("all-MiniLM-L6-v2", cache=False, show_progress=False, precision=p)
                 for p in ("fp32", "bf16"))
+    import torch
+
+    from gear_repro.embedding.bf16 import PackedLinear
+
+    # bf16 converts the loaded model once: bf16 weights, every linear layer pre-packed; fp32 is left as it was
+    assert {p.dtype for p in b16.model.parameters()} == {torch.bfloat16}
+    assert {p.dtype for p in f32.model.parameters()} == {torch.float32}
+    assert not any(isinstance(m, torch.nn.Linear) for m in b16.model.modules())
+    assert sum(isinstance(m, PackedLinear) for m in b16.model.modules()) == 6 * 6 + 1  # MiniLM: 6 layers x 6, the pooler
     a, b = f32.encode_corpus(texts), b16.encode_corpus(texts)
     assert b.dtype == np.float32 and np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-6)
     cos = (a * b).sum(axis=1)
@@ -127,3 +138,23 @@ def test_bf16_vectors_agree_with_fp32() -> None:
 
     (s32, t32, _), (s16, t16, _) = (SentenceTokenEncoder(e).encode_tokens(texts[1], words(texts[1])) for e in (f32, b16))
     assert t16.dtype == np.float32 and float(s32 @ s16) >= 0.9999 and not np.array_equal(t32, t16)
+
+
+def test_to_bf16_packs_linears_and_computes_what_bf16_linear_does() -> None:
+    import torch
+
+    from gear_repro.embedding.bf16 import PackedLinear, to_bf16
+
+    if not native_bf16("cpu")[0] or not torch.backends.mkldnn.is_available():
+        pytest.skip("needs native bf16 and oneDNN (to_bf16 runs only there)")
+    torch.manual_seed(0)
+    ref = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.LayerNorm(32), torch.nn.Linear(32, 16, bias=False))
+    model = to_bf16(copy.deepcopy(ref))
+    assert [type(m) for m in model] == [PackedLinear, torch.nn.LayerNorm, PackedLinear]
+    assert model[1].weight.dtype == torch.bfloat16 and model[2].bias_ is None
+    x = torch.randn(3, 5, 64)
+    with torch.inference_mode():
+        want = ref.to(torch.bfloat16)(x.bfloat16()).float()  # the same layers, plain bf16 F.linear
+        got = model.to("cpu")(x.bfloat16())  # .to() leaves the packed weights alone
+    assert got.dtype == torch.bfloat16 and got.shape == (3, 5, 16)
+    assert torch.allclose(got.float(), want, atol=0.05) and not torch.equal(got.float(), torch.zeros_like(want))
