@@ -1,6 +1,8 @@
-"""Encoder precision on this CPU (issue 25 §1): ``embedder.precision`` fp32 against bf16 (the model converted to
-bfloat16 at load, linear weights pre-packed: gear_repro/embedding/bf16.py) in one process, on the bundled MuSiQue
-sample; with --autocast also the former bf16 implementation (the fp32 model under ``torch.autocast``) as a third row.
+"""Encoder precision on this CPU (issue 25 §1): ``embedder.precision`` fp32 against bf16 (``torch.autocast`` with
+the linear weights converted and packed once at load: gear_repro/embedding/bf16.py) in one process, on the bundled
+MuSiQue sample. With --variants, other bf16 executions as further rows: ``bf16-autocast`` (the fp32 model under
+autocast alone, the implementation before session 9) and ``bf16-all`` (the whole model converted to bf16, packed
+linears, no autocast: residual stream, layer norms and pooling in bf16).
 
 Per precision, one thread, after a warm-up, per CPU second of the process (``time.process_time``):
   * passages/s and triples/s: the first N passages (title + text) and M triples ("s p o"), batch 32, as the
@@ -16,7 +18,7 @@ Per precision, one thread, after a warm-up, per CPU second of the process (``tim
 
     python -m benchmarks.bench_precision --embedder minilm --recall --out precision_minilm.json
     python -m benchmarks.bench_precision --embedder /path/to/all-mpnet-base-v2 --passages 200 --triples 1000
-    python -m benchmarks.bench_precision --embedder minilm --autocast --passages 300 --triples 1000
+    python -m benchmarks.bench_precision --embedder minilm --variants --passages 300 --triples 1000
 
 A CPU without native bf16 cannot run this comparison (embedder.precision=bf16 is refused there).
 """
@@ -29,6 +31,7 @@ import os
 import platform
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -52,12 +55,12 @@ from gear_repro.methods.gear.scorers import DEFAULT_PATH_ROWS  # noqa: E402
 from gear_repro.retrieval.base import DenseRetriever, HybridRetriever  # noqa: E402
 
 PRECISIONS = ("fp32", "bf16")
-AUTOCAST = "bf16-autocast"
+AUTOCAST, ALL_BF16 = "bf16-autocast", "bf16-all"
 
 
 class AutocastEmbedder(SentenceEmbedder):
-    """The fp32 model run under ``torch.autocast(cpu, bfloat16)`` (``embedder.precision=bf16`` before session 9),
-    under a cache key of its own."""
+    """The fp32 model run under ``torch.autocast(cpu, bfloat16)`` alone (``embedder.precision=bf16`` before
+    session 9), under a cache key of its own."""
 
     def __init__(self, model: str, **kw) -> None:
         super().__init__(model, precision="fp32", **kw)
@@ -77,6 +80,26 @@ class AutocastEmbedder(SentenceEmbedder):
 
         with torch.autocast("cpu", dtype=torch.bfloat16):
             return super()._encode_shapes(texts, rows)
+
+
+class AllBf16Embedder(SentenceEmbedder):
+    """The bf16 embedder's model (packed linears) with every other parameter converted to bf16 as well, run
+    without autocast, under a cache key of its own."""
+
+    def __init__(self, model: str, **kw) -> None:
+        super().__init__(model, precision="bf16", **kw)
+        self.model_id += "-all"
+
+    @property
+    def model(self):
+        import torch
+
+        if self._model is None:
+            SentenceEmbedder.model.fget(self).to(torch.bfloat16)
+        return self._model
+
+    def autocast(self):
+        return nullcontext()
 
 
 def timed(f, texts: list[str]) -> tuple[float, np.ndarray]:
@@ -127,7 +150,7 @@ def main() -> None:
     ap.add_argument("--paths", type=int, default=500, help="path texts for paths/s and their cosine")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--recall", action="store_true", help="R@k of SBERT, hybrid, NaiveGE (needs all passages/triples)")
-    ap.add_argument("--autocast", action="store_true", help=f"a third row, {AUTOCAST}: the fp32 model under autocast")
+    ap.add_argument("--variants", action="store_true", help=f"rows {AUTOCAST} and {ALL_BF16} (no recall)")
     ap.add_argument("--work", default=None, help="directory of the fresh $GEAR_CACHE (default a temporary one)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
@@ -147,9 +170,10 @@ def main() -> None:
                     "counts": {"passages": len(ptexts), "triples": len(ttexts), "paths": len(paths)},
                     "path_rows": DEFAULT_PATH_ROWS, "rows": {}}
     vecs: dict[str, dict[str, np.ndarray]] = {}
-    for prec in PRECISIONS + ((AUTOCAST,) if a.autocast else ()):
+    for prec in PRECISIONS + ((AUTOCAST, ALL_BF16) if a.variants else ()):
         kw = {"num_threads": a.threads, "show_progress": False}
-        emb = AutocastEmbedder(model, **kw) if prec == AUTOCAST else SentenceEmbedder(model, precision=prec, **kw)
+        cls = {AUTOCAST: AutocastEmbedder, ALL_BF16: AllBf16Embedder}.get(prec)
+        emb = cls(model, **kw) if cls else SentenceEmbedder(model, precision=prec, **kw)
         emb.encode_fixed(paths[:DEFAULT_PATH_ROWS], DEFAULT_PATH_ROWS)  # warm-up: weights, allocator, kernels
         emb._encode(ptexts[:8])
         row: dict = {}
@@ -159,7 +183,7 @@ def main() -> None:
         emb._qcache.clear()
         row["paths_alone_per_s"], _ = timed(emb.encode, paths)
         vecs[prec] = {"passages": pv, "triples": tv, "paths": xv}
-        if a.recall and prec != AUTOCAST:
+        if a.recall and prec in PRECISIONS:
             emb._qcache.clear()
             t = time.perf_counter()
             row["recall"] = recall(ds, emb, [5, 10, 15])

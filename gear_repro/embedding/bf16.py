@@ -1,9 +1,10 @@
-"""``embedder.precision=bf16`` (issue 25): the encoder converted to bfloat16 once, when it is loaded.
+"""``embedder.precision=bf16`` (issue 25): the encoder's linear layers converted to bfloat16 once, at load.
 
-Measured against ``torch.autocast`` on this project's CPU (docs/encoders.md): autocast re-casts activations
-between its bf16 matrix products and the layers it keeps in float32 (layer norms, softmax, mpnet's position bias),
-and a plain bf16 ``F.linear`` reorders its weight into oneDNN's blocked layout on every call. Converting the module
-once and packing every linear weight once removes both.
+Under ``torch.autocast`` alone, every ``nn.Linear`` casts its float32 weight to bf16 (once per autocast region,
+so once per text when texts are encoded one at a time) and oneDNN reorders it into its blocked layout on every
+call. :func:`pack_linears` does both once; everything else (embeddings, layer norms, the residual stream, mpnet's
+position bias) keeps float32 weights and runs under autocast as before, so vectors agree with fp32 as closely as
+autocast's (docs/encoders.md has the measurements, and those of converting the whole model to bf16).
 """
 
 from __future__ import annotations
@@ -15,26 +16,26 @@ PACK_ROWS = 4096  # oneDNN's hint of the rows (tokens per batch) a packed weight
 
 
 class PackedLinear(nn.Module):
-    """An ``nn.Linear`` whose bf16 weight is reordered once into oneDNN's blocked layout (CPU)."""
+    """An ``nn.Linear`` in bf16, its weight reordered once into oneDNN's blocked layout (CPU); input cast to bf16,
+    output bf16 (what the linear layer gives under autocast)."""
 
     def __init__(self, linear: nn.Linear) -> None:
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
         # plain attributes, not parameters: module.to() must not touch the oneDNN tensor
-        self.packed = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), PACK_ROWS)
-        self.bias_ = None if linear.bias is None else linear.bias.detach()
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach().to(torch.bfloat16), PACK_ROWS)
+        self.bias_ = None if linear.bias is None else linear.bias.detach().to(torch.bfloat16)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias_, "none", [], "")
+        return torch.ops.mkldnn._linear_pointwise(x.to(torch.bfloat16), self.packed, self.bias_, "none", [], "")
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bf16 oneDNN-packed"
 
 
-def to_bf16(model: nn.Module, device: str = "cpu") -> nn.Module:
-    """``model`` converted in place to bfloat16 (every parameter and buffer), then, on a CPU whose torch has
-    oneDNN, every ``nn.Linear`` replaced by a :class:`PackedLinear`. Returns ``model``."""
-    model.to(torch.bfloat16)
+def pack_linears(model: nn.Module, device: str = "cpu") -> nn.Module:
+    """Every ``nn.Linear`` of ``model`` replaced in place by a :class:`PackedLinear` when ``device`` is a CPU whose
+    torch has oneDNN (elsewhere ``model`` is left to autocast). Returns ``model``."""
     if device == "cpu" and torch.backends.mkldnn.is_available():
         for parent in list(model.modules()):
             for name, child in list(parent.named_children()):

@@ -9,9 +9,10 @@ changes a text's vector in the last bits (~1e-7), enough to flip ties, and so do
 path scorer's batches, issue 25) runs every batch in one fixed shape chosen by the text alone: a ranking is then
 the same whether a question runs alone, in a sweep or after a resume.
 
-``precision`` (fp32 | bf16 | auto; :mod:`gear_repro.embedding.precision`): bf16 converts the loaded model to
-bfloat16 once (:func:`gear_repro.embedding.bf16.to_bf16`); the precision that runs is part of
-:attr:`SentenceEmbedder.model_id`, the key of every embedding cache (corpus vectors, path vectors, index names).
+``precision`` (fp32 | bf16 | auto; :mod:`gear_repro.embedding.precision`): bf16 runs the transformer under
+``torch.autocast`` with its linear layers' weights converted to bfloat16 once, at load
+(:func:`gear_repro.embedding.bf16.pack_linears`); the precision that runs is part of :attr:`SentenceEmbedder.model_id`, the key of every
+embedding cache (corpus vectors, path vectors, index names).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import logging
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Protocol
 
@@ -143,9 +144,9 @@ class SentenceEmbedder:
             if self.max_seq_length:
                 self._model.max_seq_length = self.max_seq_length
             if self.precision_used is Precision.bf16:
-                from gear_repro.embedding.bf16 import to_bf16
+                from gear_repro.embedding.bf16 import pack_linears
 
-                to_bf16(self._model, self.device)
+                pack_linears(self._model, self.device)
         return self._model
 
     @property
@@ -156,6 +157,15 @@ class SentenceEmbedder:
         """What run.json records of the embedder: model, back-end, precision asked for and used, cache key."""
         return {"model": self.model_name, "backend": self.backend, "precision": self.precision.value,
                 "precision_used": self.precision_used.value, "model_id": self.model_id}
+
+    def autocast(self) -> AbstractContextManager[object]:
+        """``torch.autocast`` to bfloat16 when bf16 runs (embedder.precision), else nothing: the layers other than
+        the (pre-packed) linear ones run in the precision autocast gives them."""
+        if self.precision_used is Precision.fp32:
+            return nullcontext()
+        import torch
+
+        return torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16)
 
     def _unit(self, emb) -> np.ndarray:
         """A torch batch of sentence embeddings as float32 numpy, L2-normalised in float32 when ``normalize``."""
@@ -173,9 +183,11 @@ class SentenceEmbedder:
         if self.precision_used is Precision.fp32:
             vecs = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=self.normalize,
                                      convert_to_numpy=True, show_progress_bar=bars)
-        else:  # the model in bf16; the pooled vector normalised in float32
-            vecs = self._unit(self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=False,
-                                                convert_to_tensor=True, show_progress_bar=bars))
+        else:  # matrix products in bf16; the pooled vector normalised in float32
+            with self.autocast():
+                raw = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=False,
+                                        convert_to_tensor=True, show_progress_bar=bars)
+            vecs = self._unit(raw)
         self.stats["encoded"] += len(texts)
         return np.ascontiguousarray(vecs, dtype=np.float32)
 
@@ -204,7 +216,7 @@ class SentenceEmbedder:
                 part = idx[a:a + rows]
                 batch = [texts[i] for i in part] + [""] * (rows - len(part))
                 feats = tok(batch, padding="max_length", truncation=True, max_length=length, return_tensors="pt")
-                with torch.inference_mode():
+                with torch.inference_mode(), self.autocast():
                     emb = model(batch_to_device(dict(feats), model.device))["sentence_embedding"]
                 out[part] = self._unit(emb[:len(part)])
         self.stats["encoded"] += len(texts)
