@@ -68,6 +68,14 @@ def test_precision_in_every_cache_key_fp32_key_unchanged(cpu, caplog) -> None:
     # fp32 keeps the key that corpus/path caches and index names were written under before the setting existed
     assert ids["fp32"] == hash_obj({"model": "all-MiniLM-L6-v2", "normalize": True, "max_seq_length": None}, 12)
     assert ids["bf16"] != ids["fp32"] and ids["auto"] == ids["bf16"]  # auto keyed by what runs
+    # bf16 with packed linear layers and bf16 by autocast alone (a torch without the oneDNN ops) differ in the last
+    # bits, so they never share a cache entry
+    from gear_repro.embedding import bf16 as B
+
+    packed = B.packing_available("cpu")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(B, "packing_available", lambda device: not packed)
+        assert SentenceEmbedder("all-MiniLM-L6-v2", precision="bf16").model_id not in (ids["bf16"], ids["fp32"])
     assert [r.getMessage() for r in caplog.records] == ["embedder.precision=auto: running bf16 on cpu (CPU flags avx512_bf16)"]
     cpu(SKYLAKE)
     emb = SentenceEmbedder("all-MiniLM-L6-v2", precision="auto")

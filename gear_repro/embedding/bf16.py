@@ -33,10 +33,22 @@ class PackedLinear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bf16 oneDNN-packed"
 
 
+def packing_available(device: str) -> bool:
+    """Whether :func:`pack_linears` packs on ``device``: a CPU whose torch has oneDNN and the two (private) oneDNN
+    ops it uses; a torch build without them leaves the model to autocast alone (the embedding cache key says
+    which ran: :attr:`~gear_repro.embedding.embedder.SentenceEmbedder.model_id`)."""
+    if device != "cpu" or not torch.backends.mkldnn.is_available():
+        return False
+    try:
+        return all(hasattr(torch.ops.mkldnn, op) for op in ("_reorder_linear_weight", "_linear_pointwise"))
+    except (AttributeError, RuntimeError):
+        return False
+
+
 def pack_linears(model: nn.Module, device: str = "cpu") -> nn.Module:
-    """Every ``nn.Linear`` of ``model`` replaced in place by a :class:`PackedLinear` when ``device`` is a CPU whose
-    torch has oneDNN (elsewhere ``model`` is left to autocast). Returns ``model``."""
-    if device == "cpu" and torch.backends.mkldnn.is_available():
+    """Every ``nn.Linear`` of ``model`` replaced in place by a :class:`PackedLinear` when
+    :func:`packing_available` (elsewhere ``model`` is left to autocast). Returns ``model``."""
+    if packing_available(device):
         for parent in list(model.modules()):
             for name, child in list(parent.named_children()):
                 if isinstance(child, nn.Linear):

@@ -111,6 +111,11 @@ class SentenceEmbedder:
             key["backend"] = backend
         if self.precision_used is not Precision.fp32:  # fp32 keeps the historical key as well
             key["precision"] = self.precision_used.value
+            if backend == "torch":
+                from gear_repro.embedding.bf16 import packing_available
+
+                if packing_available(device):  # packed bf16 linears give other last bits than autocast alone
+                    key["bf16_linears"] = "packed"
         self.model_id = hash_obj(key, 12)
         self.stats = {"encoded": 0, "query_cache_hits": 0, "corpus_cache_hits": 0}
 
