@@ -1,5 +1,8 @@
-"""Encoder precision on this CPU (issue 25 §1): ``embedder.precision`` fp32 against bf16 (``torch.autocast``) in
-one process, on the bundled MuSiQue sample.
+"""Encoder precision on this CPU (issue 25 §1): ``embedder.precision`` fp32 against bf16 (``torch.autocast`` with
+the linear weights converted and packed once at load: gear_repro/embedding/bf16.py) in one process, on the bundled
+MuSiQue sample. With --variants, other bf16 executions as further rows: ``bf16-autocast`` (the fp32 model under
+autocast alone, the implementation before session 9) and ``bf16-all`` (the whole model converted to bf16, packed
+linears, no autocast: residual stream, layer norms and pooling in bf16).
 
 Per precision, one thread, after a warm-up, per CPU second of the process (``time.process_time``):
   * passages/s and triples/s: the first N passages (title + text) and M triples ("s p o"), batch 32, as the
@@ -15,6 +18,7 @@ Per precision, one thread, after a warm-up, per CPU second of the process (``tim
 
     python -m benchmarks.bench_precision --embedder minilm --recall --out precision_minilm.json
     python -m benchmarks.bench_precision --embedder /path/to/all-mpnet-base-v2 --passages 200 --triples 1000
+    python -m benchmarks.bench_precision --embedder minilm --variants --passages 300 --triples 1000
 
 A CPU without native bf16 cannot run this comparison (embedder.precision=bf16 is refused there).
 """
@@ -27,6 +31,7 @@ import os
 import platform
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -50,6 +55,51 @@ from gear_repro.methods.gear.scorers import DEFAULT_PATH_ROWS  # noqa: E402
 from gear_repro.retrieval.base import DenseRetriever, HybridRetriever  # noqa: E402
 
 PRECISIONS = ("fp32", "bf16")
+AUTOCAST, ALL_BF16 = "bf16-autocast", "bf16-all"
+
+
+class AutocastEmbedder(SentenceEmbedder):
+    """The fp32 model run under ``torch.autocast(cpu, bfloat16)`` alone (``embedder.precision=bf16`` before
+    session 9), under a cache key of its own."""
+
+    def __init__(self, model: str, **kw) -> None:
+        super().__init__(model, precision="fp32", **kw)
+        self.model_id += "-autocast"
+
+    def _encode(self, texts, progress: bool = False) -> np.ndarray:
+        import torch
+
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            raw = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=False,
+                                    convert_to_tensor=True, show_progress_bar=False)
+        self.stats["encoded"] += len(texts)
+        return self._unit(raw)
+
+    def _encode_shapes(self, texts: list[str], rows: int) -> np.ndarray:
+        import torch
+
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return super()._encode_shapes(texts, rows)
+
+
+class AllBf16Embedder(SentenceEmbedder):
+    """The bf16 embedder's model (packed linears) with every other parameter converted to bf16 as well, run
+    without autocast, under a cache key of its own."""
+
+    def __init__(self, model: str, **kw) -> None:
+        super().__init__(model, precision="bf16", **kw)
+        self.model_id += "-all"
+
+    @property
+    def model(self):
+        import torch
+
+        if self._model is None:
+            SentenceEmbedder.model.fget(self).to(torch.bfloat16)
+        return self._model
+
+    def autocast(self):
+        return nullcontext()
 
 
 def timed(f, texts: list[str]) -> tuple[float, np.ndarray]:
@@ -100,6 +150,7 @@ def main() -> None:
     ap.add_argument("--paths", type=int, default=500, help="path texts for paths/s and their cosine")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--recall", action="store_true", help="R@k of SBERT, hybrid, NaiveGE (needs all passages/triples)")
+    ap.add_argument("--variants", action="store_true", help=f"rows {AUTOCAST} and {ALL_BF16} (no recall)")
     ap.add_argument("--work", default=None, help="directory of the fresh $GEAR_CACHE (default a temporary one)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
@@ -119,8 +170,10 @@ def main() -> None:
                     "counts": {"passages": len(ptexts), "triples": len(ttexts), "paths": len(paths)},
                     "path_rows": DEFAULT_PATH_ROWS, "rows": {}}
     vecs: dict[str, dict[str, np.ndarray]] = {}
-    for prec in PRECISIONS:
-        emb = SentenceEmbedder(model, precision=prec, num_threads=a.threads, show_progress=False)
+    for prec in PRECISIONS + ((AUTOCAST, ALL_BF16) if a.variants else ()):
+        kw = {"num_threads": a.threads, "show_progress": False}
+        cls = {AUTOCAST: AutocastEmbedder, ALL_BF16: AllBf16Embedder}.get(prec)
+        emb = cls(model, **kw) if cls else SentenceEmbedder(model, precision=prec, **kw)
         emb.encode_fixed(paths[:DEFAULT_PATH_ROWS], DEFAULT_PATH_ROWS)  # warm-up: weights, allocator, kernels
         emb._encode(ptexts[:8])
         row: dict = {}
@@ -130,16 +183,17 @@ def main() -> None:
         emb._qcache.clear()
         row["paths_alone_per_s"], _ = timed(emb.encode, paths)
         vecs[prec] = {"passages": pv, "triples": tv, "paths": xv}
-        if a.recall:
+        if a.recall and prec in PRECISIONS:
             emb._qcache.clear()
             t = time.perf_counter()
             row["recall"] = recall(ds, emb, [5, 10, 15])
             row["recall_wall_s"] = round(time.perf_counter() - t, 1)
         report["rows"][prec] = row
         print(prec, json.dumps(row), flush=True)
-    for kind in ("passages", "triples", "paths"):
-        cos = (vecs["fp32"][kind] * vecs["bf16"][kind]).sum(axis=1)
-        report["rows"]["bf16"][f"cos_{kind}"] = {"mean": float(cos.mean()), "min": float(cos.min())}
+    for prec in vecs.keys() - {"fp32"}:
+        for kind in ("passages", "triples", "paths"):
+            cos = (vecs["fp32"][kind] * vecs[prec][kind]).sum(axis=1)
+            report["rows"][prec][f"cos_{kind}"] = {"mean": float(cos.mean()), "min": float(cos.min())}
     report["load_avg_end"] = os.getloadavg()
     print_table(report)
     if a.out:
@@ -153,9 +207,9 @@ def print_table(report: dict) -> None:
     print("| precision | passages/s | triples/s | paths/s (batches of "
           f"{report['path_rows']}) | paths/s (one at a time) | cosine to fp32 passages / triples / paths, mean (min) |")
     print("|---|---|---|---|---|---|")
-    for name, r in (("fp32", f32), ("bf16", b16)):
+    for name, r in report["rows"].items():
         cos = " / ".join(f"{r[f'cos_{k}']['mean']:.6f} ({r[f'cos_{k}']['min']:.6f})" for k in ("passages", "triples", "paths")) \
-            if name == "bf16" else "1 / 1 / 1"
+            if name != "fp32" else "1 / 1 / 1"
         cells = [f"{r[k]:.1f}" + ("" if name == "fp32" else f" ({r[k] / f32[k]:.2f}×)")
                  for k in ("passages_per_s", "triples_per_s", "paths_per_s", "paths_alone_per_s")]
         print(f"| {name} | " + " | ".join(cells) + f" | {cos} |")

@@ -66,9 +66,17 @@ def test_path_vectors_in_fixed_shape_batches_do_not_depend_on_the_batch(embedder
     if precision == "bf16" and not native_bf16("cpu")[0]:
         pytest.skip("no native bf16 on this CPU")
 
+    if precision == "fp32":
+        model = embedder.model
+    else:  # a bf16 embedder packs the linear layers of the model it loads (gear_repro/embedding/bf16.py)
+        model = SentenceEmbedder("all-MiniLM-L6-v2", cache=False, show_progress=False, precision=precision).model
+    from gear_repro.embedding.bf16 import PackedLinear
+
+    assert any(isinstance(m, PackedLinear) for m in model.modules()) == (precision == "bf16")
+
     def fresh() -> SentenceEmbedder:  # same weights, empty memo
         e = SentenceEmbedder("all-MiniLM-L6-v2", cache=False, show_progress=False, precision=precision)
-        e._model = embedder.model
+        e._model = model
         return e
 
     rows = 4

@@ -3,6 +3,8 @@ fingerprint and run.json; with the real MiniLM (slow): bf16 vectors within cosin
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
@@ -66,6 +68,14 @@ def test_precision_in_every_cache_key_fp32_key_unchanged(cpu, caplog) -> None:
     # fp32 keeps the key that corpus/path caches and index names were written under before the setting existed
     assert ids["fp32"] == hash_obj({"model": "all-MiniLM-L6-v2", "normalize": True, "max_seq_length": None}, 12)
     assert ids["bf16"] != ids["fp32"] and ids["auto"] == ids["bf16"]  # auto keyed by what runs
+    # bf16 with packed linear layers and bf16 by autocast alone (a torch without the oneDNN ops) differ in the last
+    # bits, so they never share a cache entry
+    from gear_repro.embedding import bf16 as B
+
+    packed = B.packing_available("cpu")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(B, "packing_available", lambda device: not packed)
+        assert SentenceEmbedder("all-MiniLM-L6-v2", precision="bf16").model_id not in (ids["bf16"], ids["fp32"])
     assert [r.getMessage() for r in caplog.records] == ["embedder.precision=auto: running bf16 on cpu (CPU flags avx512_bf16)"]
     cpu(SKYLAKE)
     emb = SentenceEmbedder("all-MiniLM-L6-v2", precision="auto")
@@ -115,6 +125,15 @@ def test_bf16_vectors_agree_with_fp32() -> None:
              "The Mekong river flows through six countries of Southeast Asia before reaching the South China Sea"]
     f32, b16 = (SentenceEmbedder("all-MiniLM-L6-v2", cache=False, show_progress=False, precision=p)
                 for p in ("fp32", "bf16"))
+    import torch
+
+    from gear_repro.embedding.bf16 import PackedLinear
+
+    # bf16 packs every linear layer's bf16 weight once at load; the other weights and the fp32 model stay float32
+    assert not any(isinstance(m, torch.nn.Linear) for m in b16.model.modules())
+    assert sum(isinstance(m, PackedLinear) for m in b16.model.modules()) == 6 * 6 + 1  # 6 layers x 6, the pooler
+    assert {p.dtype for p in b16.model.parameters()} == {torch.float32} == {p.dtype for p in f32.model.parameters()}
+    assert not any(isinstance(m, PackedLinear) for m in f32.model.modules())
     a, b = f32.encode_corpus(texts), b16.encode_corpus(texts)
     assert b.dtype == np.float32 and np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-6)
     cos = (a * b).sum(axis=1)
@@ -127,3 +146,23 @@ def test_bf16_vectors_agree_with_fp32() -> None:
 
     (s32, t32, _), (s16, t16, _) = (SentenceTokenEncoder(e).encode_tokens(texts[1], words(texts[1])) for e in (f32, b16))
     assert t16.dtype == np.float32 and float(s32 @ s16) >= 0.9999 and not np.array_equal(t32, t16)
+
+
+def test_pack_linears_computes_what_autocast_linear_does() -> None:
+    import torch
+
+    from gear_repro.embedding.bf16 import PackedLinear, pack_linears
+
+    if not native_bf16("cpu")[0] or not torch.backends.mkldnn.is_available():
+        pytest.skip("needs native bf16 and oneDNN (pack_linears packs only there)")
+    torch.manual_seed(0)
+    ref = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.LayerNorm(32), torch.nn.Linear(32, 16, bias=False))
+    model = pack_linears(copy.deepcopy(ref))
+    assert [type(m) for m in model] == [PackedLinear, torch.nn.LayerNorm, PackedLinear]
+    assert model[1].weight.dtype == torch.float32 and model[2].bias_ is None  # only linear layers change
+    x = torch.randn(3, 5, 64)
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        want = ref(x).float()  # autocast: bf16 linear layers, the layer norm in float32
+        got = model.to("cpu")(x)  # .to() leaves the packed weights alone
+    assert got.dtype == torch.bfloat16 and got.shape == (3, 5, 16)
+    assert torch.allclose(got.float(), want, atol=0.02) and want.abs().max() > 0.5

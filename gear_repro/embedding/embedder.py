@@ -10,7 +10,8 @@ path scorer's batches, issue 25) runs every batch in one fixed shape chosen by t
 the same whether a question runs alone, in a sweep or after a resume.
 
 ``precision`` (fp32 | bf16 | auto; :mod:`gear_repro.embedding.precision`): bf16 runs the transformer under
-``torch.autocast``; the precision that runs is part of :attr:`SentenceEmbedder.model_id`, the key of every
+``torch.autocast`` with its linear layers' weights converted to bfloat16 once, at load
+(:func:`gear_repro.embedding.bf16.pack_linears`); the precision that runs is part of :attr:`SentenceEmbedder.model_id`, the key of every
 embedding cache (corpus vectors, path vectors, index names).
 """
 
@@ -110,6 +111,11 @@ class SentenceEmbedder:
             key["backend"] = backend
         if self.precision_used is not Precision.fp32:  # fp32 keeps the historical key as well
             key["precision"] = self.precision_used.value
+            if backend == "torch":
+                from gear_repro.embedding.bf16 import packing_available
+
+                if packing_available(device):  # packed bf16 linears give other last bits than autocast alone
+                    key["bf16_linears"] = "packed"
         self.model_id = hash_obj(key, 12)
         self.stats = {"encoded": 0, "query_cache_hits": 0, "corpus_cache_hits": 0}
 
@@ -142,6 +148,10 @@ class SentenceEmbedder:
                     "(all-MiniLM-L6-v2); or give a local folder as embedder.model") from e
             if self.max_seq_length:
                 self._model.max_seq_length = self.max_seq_length
+            if self.precision_used is Precision.bf16:
+                from gear_repro.embedding.bf16 import pack_linears
+
+                pack_linears(self._model, self.device)
         return self._model
 
     @property
@@ -154,7 +164,8 @@ class SentenceEmbedder:
                 "precision_used": self.precision_used.value, "model_id": self.model_id}
 
     def autocast(self) -> AbstractContextManager[object]:
-        """``torch.autocast`` to bfloat16 when bf16 runs (embedder.precision), else nothing."""
+        """``torch.autocast`` to bfloat16 when bf16 runs (embedder.precision), else nothing: the layers other than
+        the (pre-packed) linear ones run in the precision autocast gives them."""
         if self.precision_used is Precision.fp32:
             return nullcontext()
         import torch

@@ -1,5 +1,6 @@
-"""Encoder precision (``embedder.precision``): fp32, bf16 under ``torch.autocast``, or bf16 only where the device
-computes it natively (issue 25; measured speed and agreement with fp32 in docs/encoders.md).
+"""Encoder precision (``embedder.precision``): fp32, bf16 (``torch.autocast`` with the linear layers converted to
+bfloat16 once, at load: :func:`gear_repro.embedding.bf16.pack_linears`), or bf16 only where the device computes it
+natively (issue 25; measured speed and agreement with fp32 in docs/encoders.md).
 
 A CPU without bf16 instructions (x86 ``avx512_bf16`` / ``amx_bf16``, Arm ``bf16``) runs bf16 by emulation, slower
 than fp32: ``auto`` then picks fp32, and an explicit ``bf16`` is a :class:`ConfigError` rather than a silent
@@ -22,7 +23,7 @@ class Precision(str, Enum):
     """``embedder.precision``: what the transformer computes in (member names = values)."""
 
     fp32 = "fp32"  # float32 throughout (default: the recorded numbers, the same on every machine)
-    bf16 = "bf16"  # matrix products in bfloat16 (torch.autocast); needs native bf16, else ConfigError
+    bf16 = "bf16"  # matrix products in bfloat16 (autocast, linear weights packed at load); needs native bf16
     auto = "auto"  # bf16 where the device computes it natively, else fp32 (one log line says which)
 
     def __str__(self) -> str:
