@@ -395,9 +395,9 @@
     const panel = el("div", { class: "panel", id: "panel-" + side, dataset: { method: mi } }, el("h3", { text: m.label }));
     if (!M) return append(panel, [el("p", { class: "muted", text: "This run has no record of this question." })]);
     const recalls = ds.ks.map((kk) => "R@" + kk + " " + num(recall(row, c, kk), 0)).join(" · ");
+    const pct = (x, d) => num(x === undefined || x === null ? null : 100 * x, d);  // EM/F1 are stored as fractions
     append(panel, [el("div", null, el("b", { text: recalls }), M.answer !== undefined ? el("span", null, " · answer ",
-      el("b", { text: M.answer === null ? "(none)" : M.answer }), " · EM " + num(M.em === undefined || M.em === null ? null : 100 * M.em, 0) +
-      " · F1 " + num(M.f1 === undefined || M.f1 === null ? null : 100 * M.f1, 1)) : null)]);
+      el("b", { text: M.answer === null ? "(none)" : M.answer }), " · EM " + pct(M.em, 0) + " · F1 " + pct(M.f1, 1)) : null)]);
     if (M.error) append(panel, [el("div", { class: "warn", text: "error: " + M.error })]);
     const ranking = (M.rankings[String(k)] || M.rankings.final || []).slice(0, k);
     const pass = M.rankings[String(k)] ? "the pass at k=" + k : "the final ranking";
@@ -409,7 +409,7 @@
         el("li", null, passage(Q, g, null, true), " — " + (M.gold_rank[g] ? "rank " + M.gold_rank[g] + " of the final list" : "not in the saved list (" + M.depth_saved + " ids)"))))]);
     }
     if (M.answer !== undefined || M.qa_raw !== undefined) {
-      append(panel, [el("h4", { text: "Answer" }), kvTable([["answer", M.answer === null ? "(none)" : M.answer], ["EM", M.em], ["F1", M.f1],
+      append(panel, [el("h4", { text: "Answer" }), kvTable([["answer", M.answer === null ? "(none)" : M.answer], ["EM", pct(M.em, 0)], ["F1", pct(M.f1, 1)],
         ["mode", M.qa_mode], ["passages given to the reader", M.qa_passages ? cell(Q, { t: "passages", ids: M.qa_passages }) : "–"],
         ["reader reply", cell(Q, { t: "text", text: M.qa_raw })]])]);
     }
