@@ -151,10 +151,10 @@ def test_bf16_vectors_agree_with_fp32() -> None:
 def test_pack_linears_computes_what_autocast_linear_does() -> None:
     import torch
 
-    from gear_repro.embedding.bf16 import PackedLinear, pack_linears
+    from gear_repro.embedding.bf16 import PackedLinear, pack_linears, packing_available
 
-    if not native_bf16("cpu")[0] or not torch.backends.mkldnn.is_available():
-        pytest.skip("needs native bf16 and oneDNN (pack_linears packs only there)")
+    if not native_bf16("cpu")[0] or not packing_available("cpu"):
+        pytest.skip("needs native bf16 and torch's oneDNN linear ops (the embedder packs only there)")
     torch.manual_seed(0)
     ref = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.LayerNorm(32), torch.nn.Linear(32, 16, bias=False))
     model = pack_linears(copy.deepcopy(ref))

@@ -45,12 +45,11 @@ def packing_available(device: str) -> bool:
         return False
 
 
-def pack_linears(model: nn.Module, device: str = "cpu") -> nn.Module:
-    """Every ``nn.Linear`` of ``model`` replaced in place by a :class:`PackedLinear` when
-    :func:`packing_available` (elsewhere ``model`` is left to autocast). Returns ``model``."""
-    if packing_available(device):
-        for parent in list(model.modules()):
-            for name, child in list(parent.named_children()):
-                if isinstance(child, nn.Linear):
-                    setattr(parent, name, PackedLinear(child))
+def pack_linears(model: nn.Module) -> nn.Module:
+    """Every ``nn.Linear`` of ``model`` replaced in place by a :class:`PackedLinear` (the caller checks
+    :func:`packing_available` first). Returns ``model``."""
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, nn.Linear):
+                setattr(parent, name, PackedLinear(child))
     return model

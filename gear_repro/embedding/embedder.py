@@ -109,12 +109,14 @@ class SentenceEmbedder:
                "max_seq_length": max_seq_length}
         if backend != "torch":  # torch keeps its historical key; other back-ends get their own vectors
             key["backend"] = backend
+        self._pack_bf16 = False  # bf16 linear layers packed at load (embedding/bf16.py), decided once for key and load
         if self.precision_used is not Precision.fp32:  # fp32 keeps the historical key as well
             key["precision"] = self.precision_used.value
             if backend == "torch":
                 from gear_repro.embedding.bf16 import packing_available
 
-                if packing_available(device):  # packed bf16 linears give other last bits than autocast alone
+                self._pack_bf16 = packing_available(device)
+                if self._pack_bf16:  # packed bf16 linears give other last bits than autocast alone
                     key["bf16_linears"] = "packed"
         self.model_id = hash_obj(key, 12)
         self.stats = {"encoded": 0, "query_cache_hits": 0, "corpus_cache_hits": 0}
@@ -148,10 +150,10 @@ class SentenceEmbedder:
                     "(all-MiniLM-L6-v2); or give a local folder as embedder.model") from e
             if self.max_seq_length:
                 self._model.max_seq_length = self.max_seq_length
-            if self.precision_used is Precision.bf16:
+            if self._pack_bf16:
                 from gear_repro.embedding.bf16 import pack_linears
 
-                pack_linears(self._model, self.device)
+                pack_linears(self._model)
         return self._model
 
     @property
