@@ -114,3 +114,18 @@ def test_t2rag_read_by_the_k3_reader_is_its_own_row_outside_t2rag_claims(compose
     assert matches(own, claim["a"]) and not matches(k3, claim["a"])
     k3_em = long_table([k3]).query("metric == 'EM'")
     assert k3_em["paper"].isna().all() and (k3_em["paper_source"] == "").all()  # no footnote for absent numbers
+
+
+def test_griever_table4_ircot_rows_fill_their_own_claim(compose, tmp_path) -> None:
+    """GRIEVER Table 4's IRCoT arms pair with each other (k=5 per step), never with IRCoT at its default k."""
+    from gear_repro.reporting.claims import _same, load_claims, matches
+
+    claim = next(c for c in load_claims() if c["id"] == "ircot_griever_gt_ircot_hybrid")
+    griever = run_of(compose, ["experiment=griever_table4_ircot", "retriever=griever_k5"], tmp_path / "g")
+    hybrid = run_of(compose, ["experiment=griever_table4_ircot", "retriever=hybrid"], tmp_path / "h")
+    default_k = run_of(compose, ["agent=ircot", "retriever=hybrid"], tmp_path / "d")
+    assert (griever.method, hybrid.method) == ("IRCoT + GRIEVER", "IRCoT + RRFHybrid")
+    assert matches(griever, claim["a"]) and matches(hybrid, claim["b"]) and not matches(griever, claim["b"])
+    assert _same(griever, hybrid, claim["same"]) and not _same(griever, default_k, claim["same"])
+    paper = long_table([griever]).set_index(["table", "metric"])
+    assert paper.loc[("Table 4", "R@5"), "paper"] == 54.98
