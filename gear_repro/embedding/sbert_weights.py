@@ -10,6 +10,7 @@ import argparse
 import importlib
 import io
 import logging
+import os
 import shutil
 import zipfile
 from importlib import metadata
@@ -56,6 +57,31 @@ def resolve_model(name: str) -> str:
     if local is not None:
         return str(local)
     return name
+
+
+def hub_offline() -> bool:
+    """The hub may not be asked: ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) is set, as the Makefile does."""
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("TRANSFORMERS_OFFLINE", "").upper() in {"1", "ON", "YES",
+                                                                                                      "TRUE"}
+
+
+def hub_cached(name: str) -> bool:
+    """A hub id whose config is in the local hub cache (also as ``sentence-transformers/<name>``, the prefix
+    sentence-transformers tries for a bare name)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    repos = [name] if "/" in name else [name, f"sentence-transformers/{name}"]
+    try:
+        return any(isinstance(try_to_load_from_cache(r, "config.json"), str) for r in repos)
+    except ValueError:  # not a valid hub id
+        return False
+
+
+def looks_like_path(name: str) -> bool:
+    """A file-system path rather than a hub id (``org/name`` has one slash and no leading ``/``, ``.`` or ``~``)."""
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name
 
 
 def assemble_mpnet() -> Path:

@@ -144,8 +144,9 @@ class Runner:
     # -- bookkeeping ---------------------------------------------------------------------------------
     def preflight(self, method: Method, qa_reader: AnswerReader | None) -> None:
         """Configuration errors found at start-up, before any question runs (issue 9 §2): beam options and
-        scorer name, ``run.workers``, the LLM's credentials when the method (``needs_llm``) or QA uses it, and that
-        the prompts of the method and the QA reader fit ``llm.context_window`` without passages."""
+        scorer name, ``run.workers``, the LLM's credentials when the method (``needs_llm``) or QA uses it, that the
+        prompts of the method and the QA reader fit ``llm.context_window`` without passages, and (last: the machine,
+        not the config) that the embedder's weights can be found when the run embeds."""
         from gear_repro.methods.gear.beam_search import BeamConfig
         from gear_repro.methods.gear.scorers import check_scorer
 
@@ -161,6 +162,8 @@ class Runner:
         method.check_prompts(self.res.dataset.questions)
         if qa_reader is not None:
             qa_reader.check_prompts(self.res.dataset.questions)
+        if self.res.needs_vectors and (embedder := self.res.built("embedder")) is not None:
+            embedder.check_ready()  # the weights exist, before every question fails on the same missing model
 
     def _check_resume(self) -> str:
         fp = data_fingerprint(self.cfg, self.res.dataset.hashes)

@@ -175,6 +175,9 @@ class HashEmbedder(SentenceEmbedder):
     def dim(self) -> int:
         return self._dim
 
+    def check_ready(self) -> None:
+        """No weights to find."""
+
     def _encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         for i, text in enumerate(texts):
@@ -231,6 +234,9 @@ class TableEmbedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         self.calls.append(list(texts))
         return np.stack([self._text(t) for t in texts]) if len(texts) else np.zeros((0, self.dim), np.float32)
+
+    def check_ready(self) -> None:
+        """No weights to find."""
 
     def encode_corpus(self, texts: Sequence[str], desc: str = "") -> np.ndarray:
         return self.encode(texts)
