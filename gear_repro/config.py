@@ -96,7 +96,7 @@ class DatasetSchema:
 class RunSchema:
     ks: list[int] = field(default_factory=lambda: [5, 10, 15])
     matched_k: bool = True  # single-step: base k = evaluated rank (Table 2)
-    base_k: int | None = num(None, ge=1)  # base k otherwise (null = max(ks))
+    base_k: int | None = num(None, ge=1)  # base k otherwise (null = max(ks); a set value must be >= max(ks))
     save_depth: int = num(100, ge=1)  # ids of the final ranking kept in predictions.jsonl
     resume: bool = True
     progress: bool = True
@@ -494,6 +494,10 @@ def validate(cfg: DictConfig) -> DictConfig:
         raise ConfigError(f"run.ks must be positive ranks, got {list(cfg.run.ks)}")
     if cfg.run.save_depth < max(cfg.run.ks):  # a shorter saved ranking would silently truncate recall@k
         raise ConfigError(f"run.save_depth ({cfg.run.save_depth}) must be >= max(run.ks) ({max(cfg.run.ks)})")
+    base_k = cfg.run.get("base_k")
+    if base_k is not None and base_k < max(cfg.run.ks):  # R@k of a list shorter than k, under R@k's name
+        raise ConfigError(f"run.base_k ({base_k}) must be >= max(run.ks) ({max(cfg.run.ks)}), or null: R@"
+                          f"{max(cfg.run.ks)} would be measured on {base_k} passages")
     llm = cfg.get("llm")
     if isinstance(llm, DictConfig) and "api_key_env" in llm:
         from gear_repro.llm.client import check_env_name

@@ -121,6 +121,8 @@ def test_misspelt_preset_fails(toy_dir: Path, tmp_path: Path) -> None:
     (["report.paper=GEARR"], r"report\.paper='GEARR' is not a paper of paper_results\.csv \(papers: GEAR, GRIEVER"),
     (["report.qa_paper=T2-RAG"], r"report\.qa_paper='T2-RAG' is not a paper of paper_results\.csv"),
     (["qa=yes"], r"qa must be true or false, got 'yes'"),
+    (["run.base_k=3"], r"run\.base_k \(3\) must be >= max\(run\.ks\) \(15\), or null: R@15 would be measured on 3"),
+    (["run.base_k=20", "run.ks=[5,10]"], None),  # accepted: a deeper base list
     (["retriever=hybrid", "beam.neighbours=0", "llm=local", "report.paper=GRIEVER", "qa=false"], None),  # accepted
 ])
 def test_unknown_keys_and_out_of_range_numbers_refused_at_start_up(compose, toy_dir: Path, tmp_path: Path,
