@@ -68,6 +68,26 @@ def test_redaction_rules() -> None:
     assert RedactingFilter().filter(rec) and rec.getMessage() == "HTTP Request: POST http://***@h/v1"
 
 
+def test_secret_query_parameters_of_a_url_are_masked(tmp_path: Path) -> None:
+    """An endpoint keyed in its query string (``?key=``, ``&api-key=``; Azure- and Google-style) keeps the key out
+    of config.yaml, logs, llm_stats.json's endpoint and the ES back-end's records; other parameters stay."""
+    from gear_repro.backends.elasticsearch import redact_url
+    from gear_repro.llm.client import LLMClient
+
+    assert redact_text("POST https://h/v1/chat?key=QKEY-1&api-version=2024-02-01 200") == \
+        "POST https://h/v1/chat?key=***&api-version=2024-02-01 200"
+    assert redact_text("u?x=1&api-key=Q2;b&access_token=Q3#f&client_secret=Q4 &sig=Q5") == \
+        "u?x=1&api-key=***;b&access_token=***#f&client_secret=*** &sig=***"
+    assert redact_text("keyword=1 ?keyword=2 monkey=3") == "keyword=1 ?keyword=2 monkey=3"  # not secret-named / no URL
+    assert redact({"llm": {"base_url": "http://h/v1?key=QKEY-1"}}) == {"llm": {"base_url": "http://h/v1?key=***"}}
+    assert redact_url("https://u:p@es:9200/?api_key=QKEY-2") == "https://***@es:9200/?api_key=***"
+    client = LLMClient(model="m", base_url="http://H:8000/v1/?key=QKEY-1&api-version=1", cache_dir=str(tmp_path))
+    assert client.stats()["endpoint"] == "http://h:8000/v1?key=***&api-version=1"
+    same_endpoint_other_key = LLMClient(model="m", base_url="http://h:8000/v1?key=QKEY-9&api-version=1",
+                                        cache_dir=str(tmp_path))
+    assert same_endpoint_other_key.endpoint == client.endpoint  # the key is a credential, not the model's identity
+
+
 def test_secrets_of_a_users_config_file_stay_out_of_multirun_yaml(toy_dir, tmp_path) -> None:
     """A secret written in the user's own YAML (here an LLM config with URL userinfo and a header) is masked in
     Hydra's multirun.yaml; the job itself still gets the real value (it runs, and nothing else holds it)."""

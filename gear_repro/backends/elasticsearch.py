@@ -49,6 +49,7 @@ from gear_repro.backends.es_requests import (
 from gear_repro.types import Ranking
 from gear_repro.utils.errors import ConfigError, DataError, GearError
 from gear_repro.utils.hashing import hash_obj
+from gear_repro.utils.secrets import mask_url_params
 
 log = logging.getLogger(__name__)
 
@@ -68,14 +69,14 @@ class ElasticsearchError(GearError):
 
 
 def redact_url(url: str) -> str:
-    """``url`` without user:password, fit for logs and run records."""
+    """``url`` without user:password or secret query parameters, fit for logs and run records."""
     parts = urlsplit(url)
     if parts.username or parts.password:
         host = parts.hostname or ""
         if parts.port:
             host += f":{parts.port}"
-        return urlunsplit((parts.scheme, "***@" + host, parts.path, parts.query, parts.fragment))
-    return url
+        url = urlunsplit((parts.scheme, "***@" + host, parts.path, parts.query, parts.fragment))
+    return mask_url_params(url)
 
 
 def _safe_name(s: str) -> str:

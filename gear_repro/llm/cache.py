@@ -37,16 +37,19 @@ def request_key(model: str, messages: list[dict], params: dict[str, Any], endpoi
 
 
 def endpoint_identity(base_url: str | None) -> str | None:
-    """The endpoint part of a model's identity: ``base_url`` without credentials or a trailing slash (None: none)."""
+    """The endpoint part of a model's identity: ``base_url`` without credentials (userinfo, secret query parameters
+    such as ``?key=``) or a trailing slash (None: none)."""
     if not base_url:
         return None
     from urllib.parse import urlsplit, urlunsplit
+
+    from gear_repro.utils.secrets import mask_url_params
 
     parts = urlsplit(base_url.strip())
     host = parts.hostname or ""
     if parts.port:
         host += f":{parts.port}"
-    return urlunsplit((parts.scheme.lower(), host.lower(), parts.path.rstrip("/"), parts.query, ""))
+    return mask_url_params(urlunsplit((parts.scheme.lower(), host.lower(), parts.path.rstrip("/"), parts.query, "")))
 
 
 # file system types (/proc/mounts) shared between machines: SQLite's WAL index does not work on them

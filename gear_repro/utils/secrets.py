@@ -1,7 +1,8 @@
 """Secret redaction for every file a run writes and every log line (issues 9 and 23).
 
-Three kinds of secret are hidden: credentials inside a URL (``scheme://user:password@host``: the userinfo becomes
-``***``), the values of HTTP headers (any config key ending in ``headers``: ``llm.params.extra_headers``) and the
+Four kinds of secret are hidden: credentials inside a URL (``scheme://user:password@host``: the userinfo becomes
+``***``), secret-looking query parameters of a URL (``?key=...``, ``&api-key=...``, ``&access_token=...``,
+``&sig=...``: the value becomes ``***``, :func:`mask_url_params`), the values of HTTP headers (any config key ending in ``headers``: ``llm.params.extra_headers``) and the
 values given on the command line under a secret-looking key (``*.api_key``, ``*.password``, ...), which
 :func:`register_secret` records so that :func:`redact_text` replaces them wherever they appear. Log records pass
 through :class:`RedactingFilter` (installed on the root handlers by :func:`install_log_redaction`), so httpx's
@@ -17,6 +18,9 @@ import threading
 
 MASK = "***"
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@\"'<>]+@")
+# a query parameter whose name ends in key / token / secret / password / signature / sig / auth (any prefix:
+# api_key, x-api-key, access_token, client_secret); its value up to the next & ; # or space
+_SECRET_PARAM = re.compile(r"(?i)([?&;][\w.-]*(?:key|token|secret|password|passwd|signature|sig|auth)=)[^&;#\s\"'<>]+")
 _MIN_SECRET_LEN = 4  # shorter values would mask ordinary text; a URL's userinfo is masked by pattern anyway
 _known: set[str] = set()
 _lock = threading.Lock()
@@ -32,6 +36,12 @@ def is_header_key(key: object) -> bool:
     return str(key).lower().endswith("headers")
 
 
+def mask_url_params(text: str) -> str:
+    """``text`` with the values of secret-looking URL query parameters replaced by ``***`` (deterministic: no
+    registered secrets involved, so usable inside cache keys)."""
+    return _SECRET_PARAM.sub(rf"\1{MASK}", text)
+
+
 def register_secret(value: object) -> None:
     """Remember ``value`` (a password, key or header value) so :func:`redact_text` masks it everywhere."""
     text = str(value).strip()
@@ -41,8 +51,8 @@ def register_secret(value: object) -> None:
 
 
 def redact_text(text: str) -> str:
-    """``text`` with URL userinfo and every registered secret replaced by ``***``."""
-    text = _USERINFO.sub(rf"\1{MASK}@", text)
+    """``text`` with URL userinfo, secret URL parameters and every registered secret replaced by ``***``."""
+    text = mask_url_params(_USERINFO.sub(rf"\1{MASK}@", text))
     with _lock:
         known = sorted(_known, key=len, reverse=True)
     for secret in known:
