@@ -77,6 +77,18 @@ def test_qa_refuses_a_question_without_gold_answer_at_start_up(compose, toy_dir:
     assert not (tmp_path / "run" / "predictions.jsonl").exists()
 
 
+def test_limit_above_the_question_count_is_said(toy_dir: Path, caplog) -> None:
+    """dataset.limit=50 on a 3-question file runs 3 and says so (the tables' n=3 is then no surprise)."""
+    from gear_repro.data.dataset import load_dataset
+
+    with caplog.at_level("WARNING"):
+        assert len(load_dataset(toy_dir, limit=50).questions) == 3
+    assert f"dataset.limit=50 but {toy_dir / 'questions.jsonl'} holds 3 questions: the run has all 3" in caplog.text
+    caplog.clear()
+    load_dataset(toy_dir, limit=3)
+    assert "dataset.limit" not in caplog.text
+
+
 # -- (d) config -------------------------------------------------------------------------------------------------
 def test_misspelt_preset_fails(toy_dir: Path, tmp_path: Path) -> None:
     for mode in ([], ["-m"]):

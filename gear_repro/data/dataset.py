@@ -125,6 +125,9 @@ def load_dataset(
             t_path = None
     log.info("dataset %s: %d/%d questions, %d passages, %s triples", name or root.name, len(questions), n_all,
              len(passages), len(triples) if triples is not None else "no")
+    if limit and limit > n_all:
+        log.warning("dataset.limit=%d but %s holds %d questions: the run has all %d", limit, root / "questions.jsonl",
+                    n_all, n_all)
     selection = question_selection(questions, subset, limit if limit and limit > 0 else None, subset_seed, n_all)
     return Dataset(name=name or root.name, path=root, passages=passages, questions=questions, triples=triples,
                    triples_path=t_path, hashes=hashes, warnings=warnings, selection=selection)
