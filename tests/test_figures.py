@@ -17,7 +17,7 @@ from gear_repro.reporting.analyses import (
     tokens_table,
     triple_density,
 )
-from gear_repro.reporting.figures import cumulative_tokens, draw_all
+from gear_repro.reporting.figures import cumulative_tokens, draw_all, spread
 from gear_repro.reporting.runs import find_runs
 
 TYPES = ["2hop", "3hop1", "3hop2", "4hop1"]
@@ -104,6 +104,17 @@ def test_figures_skip_what_runs_cannot_support(tmp_path: Path):
     (run / "predictions.jsonl").unlink()
     names = {p.name for p in draw_all(find_runs([tmp_path / "runs"]), tmp_path / "fig")}
     assert names == {"fig3_r15_by_type_musique.png", "fig3_r15_by_type_musique.pdf"}  # from metrics['by_type']
+
+
+def test_round_one_labels_are_spread_apart_in_order():
+    """Fig. 2's round-1 value labels: 58.8 and 58.7 (two runs) no longer print on top of each other."""
+    ys = spread([58.8, 80.0, 58.7, 55.4], gap=2.0)
+    assert ys == pytest.approx([60.225, 79.525, 58.225, 54.925])  # pushed 2.0 apart, then shifted by the mean
+    assert sorted(range(4), key=lambda i: ys[i]) == [3, 2, 0, 1]  # the order of the values is kept
+    gaps = [b - a for a, b in zip(sorted(ys), sorted(ys)[1:])]
+    assert min(gaps) >= 2.0 - 1e-9
+    assert sum(ys) == pytest.approx(sum([58.8, 80.0, 58.7, 55.4]))
+    assert spread([10.0, 50.0], gap=2.0) == [10.0, 50.0]
 
 
 def test_cumulative_tokens_per_round():

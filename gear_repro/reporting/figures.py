@@ -96,6 +96,28 @@ def _yerr(cis: Sequence, ys: Sequence[float]) -> list[list[float]] | None:
     return [[y - c.low for c, y in zip(cis, ys, strict=True)], [c.high - y for c, y in zip(cis, ys, strict=True)]]
 
 
+def spread(values: Sequence[float], gap: float) -> list[float]:
+    """Label heights for ``values``: each at least ``gap`` from the next in sorted order, in the same order as
+    ``values``, the group's mean unchanged (round-1 labels of many runs no longer overprint each other)."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ys = [values[i] for i in order]
+    for j in range(1, len(ys)):
+        ys[j] = max(ys[j], ys[j - 1] + gap)
+    shift = (sum(values) - sum(ys)) / len(ys) if ys else 0.0
+    out = [0.0] * len(values)
+    for j, i in enumerate(order):
+        out[i] = ys[j] + shift
+    return out
+
+
+def _legend(ax, n_series: int, loc: str) -> None:
+    """Inside the axes for up to four series; below them in two columns beyond (it covered the lines)."""
+    if n_series <= 4:
+        ax.legend(fontsize=8, loc=loc)
+    else:
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+
+
 def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: EvidenceOptions = DEFAULT_OPTIONS
                 ) -> list[Path]:
     paths: list[Path] = []
@@ -107,14 +129,20 @@ def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evidenc
         n_max = max(len(r.metrics[key]) for r in multi)
         fig, ax = plt.subplots(figsize=(6, 4))
         xs = list(range(1, n_max + 1))
+        firsts: list[tuple[float, str]] = []  # each run's round-1 value and line colour
         for r in multi:
             ys = list(r.metrics[key])
             ys += [ys[-1]] * (n_max - len(ys))
             cis = [interval(r, f"recall@{k}@round{n}", opts) for n in xs]
             if all(c is not None for c in cis):
                 ys = [c.mean for c in cis]
-            ax.errorbar(xs, ys, yerr=_yerr(cis, ys), marker="o", capsize=3, label=_label(r))
-            ax.annotate(f"{ys[0]:.1f}", (1, ys[0]), textcoords="offset points", xytext=(4, -12), fontsize=8)
+            line = ax.errorbar(xs, ys, yerr=_yerr(cis, ys), marker="o", capsize=3, label=_label(r))
+            firsts.append((ys[0], line.lines[0].get_color()))
+        lo, hi = ax.get_ylim()
+        for (y, color), y_label in zip(firsts, spread([y for y, _ in firsts], 0.045 * (hi - lo)), strict=True):
+            ax.annotate(f"{y:.1f}", (1, y_label), textcoords="offset points", xytext=(-9, 0), ha="right",
+                        va="center", fontsize=8, color=color)
+        ax.set_xlim(1 - 0.12 * n_max, n_max + 0.15)  # room for the round-1 labels left of the first round
         for r in group:
             if _is_figure2_reference(r) and f"recall@{k}" in r.metrics:
                 ci = interval(r, f"R@{k}", opts)
@@ -140,7 +168,7 @@ def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evidenc
         ax.set_ylabel(f"R@{k}")
         ax.set_title(f"R@{k} per round on {dataset} ({_n_label(group)}; carried forward; 95% CI)")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="lower right")
+        _legend(ax, len(multi), "lower right")
         fig_no = "fig5" if n_max > 4 else "fig2"
         paths += _save(fig, out, f"{fig_no}_r{k}_by_round_{_slug(dataset)}")
     return paths
@@ -195,7 +223,7 @@ def draw_hop_types(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evid
         ax.set_ylabel(f"R@{k}")
         ax.set_title(f"R@{k} by hop type on {dataset} ({_n_label(group)})")
         ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=8, loc="lower left")
+        _legend(ax, len(data), "lower left")
         paths += _save(fig, out, f"fig3_r{k}_by_type_{_slug(dataset)}")
     return paths
 
@@ -254,7 +282,7 @@ def draw_tokens(runs: Sequence[RunResult], out: Path) -> list[Path]:
         ax.set_ylabel("Cumulative tokens per question")
         ax.set_title(f"LLM tokens per round on {dataset} ({_n_label([s[0] for s in series])}; QA excluded)")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="best")
+        _legend(ax, 2 * len(series), "best")
         paths += _save(fig, out, f"fig4_tokens_by_round_{_slug(dataset)}")
     return paths
 
