@@ -111,7 +111,7 @@ def test_round_one_labels_are_spread_apart_in_order():
     ys = spread([58.8, 80.0, 58.7, 55.4], gap=2.0)
     assert ys == pytest.approx([60.225, 79.525, 58.225, 54.925])  # pushed 2.0 apart, then shifted by the mean
     assert sorted(range(4), key=lambda i: ys[i]) == [3, 2, 0, 1]  # the order of the values is kept
-    gaps = [b - a for a, b in zip(sorted(ys), sorted(ys)[1:])]
+    gaps = [b - a for a, b in zip(sorted(ys)[:-1], sorted(ys)[1:], strict=True)]
     assert min(gaps) >= 2.0 - 1e-9
     assert sum(ys) == pytest.approx(sum([58.8, 80.0, 58.7, 55.4]))
     assert spread([10.0, 50.0], gap=2.0) == [10.0, 50.0]
