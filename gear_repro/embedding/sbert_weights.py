@@ -59,12 +59,14 @@ def resolve_model(name: str) -> str:
     return name
 
 
+_TRUE = frozenset({"1", "ON", "YES", "TRUE"})  # huggingface_hub's reading of a boolean environment variable
+
+
 def hub_offline() -> bool:
     """The hub may not be asked: ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) is set, as the Makefile does."""
     from huggingface_hub import constants
 
-    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("TRANSFORMERS_OFFLINE", "").upper() in {"1", "ON", "YES",
-                                                                                                      "TRUE"}
+    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("TRANSFORMERS_OFFLINE", "").upper() in _TRUE
 
 
 def hub_cached(name: str) -> bool:
