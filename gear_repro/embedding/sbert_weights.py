@@ -10,7 +10,6 @@ import argparse
 import importlib
 import io
 import logging
-import os
 import shutil
 import zipfile
 from importlib import metadata
@@ -59,14 +58,12 @@ def resolve_model(name: str) -> str:
     return name
 
 
-_TRUE = frozenset({"1", "ON", "YES", "TRUE"})  # huggingface_hub's reading of a boolean environment variable
-
-
 def hub_offline() -> bool:
-    """The hub may not be asked: ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) is set, as the Makefile does."""
+    """The hub may not be asked: huggingface_hub's own reading of ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``
+    (the Makefile sets both)."""
     from huggingface_hub import constants
 
-    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("TRANSFORMERS_OFFLINE", "").upper() in _TRUE
+    return bool(constants.HF_HUB_OFFLINE)
 
 
 def hub_cached(name: str) -> bool:
