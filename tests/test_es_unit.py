@@ -22,10 +22,10 @@ from gear_repro.backends.elasticsearch import (
     ElasticsearchBackend,
     ElasticsearchError,
     check_server_version,
-    redact_url,
 )
 from gear_repro.backends.es_requests import bm25_body, index_mappings, knn_body, terms_body
 from gear_repro.utils.errors import ConfigError, DataError
+from gear_repro.utils.secrets import redact_url
 from tests.helpers import es_fixtures
 from tests.helpers.doubles import TableEmbedder
 from tests.helpers.es_fixtures import free_port

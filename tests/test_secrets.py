@@ -71,8 +71,8 @@ def test_redaction_rules() -> None:
 def test_secret_query_parameters_of_a_url_are_masked(tmp_path: Path) -> None:
     """An endpoint keyed in its query string (``?key=``, ``&api-key=``; Azure- and Google-style) keeps the key out
     of config.yaml, logs, llm_stats.json's endpoint and the ES back-end's records; other parameters stay."""
-    from gear_repro.backends.elasticsearch import redact_url
     from gear_repro.llm.client import LLMClient
+    from gear_repro.utils.secrets import redact_url
 
     assert redact_text("POST https://h/v1/chat?key=QKEY-1&api-version=2024-02-01 200") == \
         "POST https://h/v1/chat?key=***&api-version=2024-02-01 200"

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import elasticsearch
 import numpy as np
@@ -49,7 +49,7 @@ from gear_repro.backends.es_requests import (
 from gear_repro.types import Ranking
 from gear_repro.utils.errors import ConfigError, DataError, GearError
 from gear_repro.utils.hashing import hash_obj
-from gear_repro.utils.secrets import mask_url_params
+from gear_repro.utils.secrets import redact_url
 
 log = logging.getLogger(__name__)
 
@@ -66,17 +66,6 @@ DEFAULT_BM25, DEFAULT_KNN, DEFAULT_BULK = asdict(BM25Settings()), asdict(KnnSett
 
 class ElasticsearchError(GearError):
     """A cluster-side failure (unreachable, missing index, rejected documents, failed query)."""
-
-
-def redact_url(url: str) -> str:
-    """``url`` without user:password or secret query parameters, fit for logs and run records."""
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        if parts.port:
-            host += f":{parts.port}"
-        url = urlunsplit((parts.scheme, "***@" + host, parts.path, parts.query, parts.fragment))
-    return mask_url_params(url)
 
 
 def _safe_name(s: str) -> str:

@@ -2,8 +2,8 @@
 
 Four kinds of secret are hidden: credentials inside a URL (``scheme://user:password@host``: the userinfo becomes
 ``***``), secret-looking query parameters of a URL (``?key=...``, ``&api-key=...``, ``&access_token=...``,
-``&sig=...``: the value becomes ``***``, :func:`mask_url_params`), the values of HTTP headers (any config key ending in ``headers``: ``llm.params.extra_headers``) and the
-values given on the command line under a secret-looking key (``*.api_key``, ``*.password``, ...), which
+``&sig=...``: the value becomes ``***``; both by :func:`redact_url`), the values of HTTP headers (any config key
+ending in ``headers``: ``llm.params.extra_headers``) and the values given on the command line under a secret-looking key (``*.api_key``, ``*.password``, ...), which
 :func:`register_secret` records so that :func:`redact_text` replaces them wherever they appear. Log records pass
 through :class:`RedactingFilter` (installed on the root handlers by :func:`install_log_redaction`), so httpx's
 request line and any message or traceback that quotes a URL are redacted before they reach the console or
@@ -42,6 +42,12 @@ def mask_url_params(text: str) -> str:
     return _SECRET_PARAM.sub(rf"\1{MASK}", text)
 
 
+def redact_url(text: str) -> str:
+    """``text`` with the userinfo of every URL and the values of secret-looking query parameters replaced by ``***``
+    (deterministic: no registered secrets involved)."""
+    return mask_url_params(_USERINFO.sub(rf"\1{MASK}@", text))
+
+
 def register_secret(value: object) -> None:
     """Remember ``value`` (a password, key or header value) so :func:`redact_text` masks it everywhere."""
     text = str(value).strip()
@@ -52,7 +58,7 @@ def register_secret(value: object) -> None:
 
 def redact_text(text: str) -> str:
     """``text`` with URL userinfo, secret URL parameters and every registered secret replaced by ``***``."""
-    text = mask_url_params(_USERINFO.sub(rf"\1{MASK}@", text))
+    text = redact_url(text)
     with _lock:
         known = sorted(_known, key=len, reverse=True)
     for secret in known:
