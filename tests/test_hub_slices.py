@@ -14,6 +14,7 @@ from gear_repro.core.triple_graph import NeighbourRelevance, TripleIndex
 from gear_repro.methods.gear.beam_search import BeamConfig, beam_search
 from gear_repro.methods.gear.scorers import MeanScorer
 from gear_repro.types import Triple
+from gear_repro.utils.arrays import row_dots
 
 DIM = 48
 
@@ -41,6 +42,11 @@ def _index(graph, min_degree: int | None) -> TripleIndex:
     return index
 
 
+def _dots(x: np.ndarray, qv: np.ndarray) -> np.ndarray:
+    """q·x per row as the relevance computes it: exact products in float64, each row summed on its own."""
+    return (np.asarray(x, dtype=np.float64) * np.asarray(qv, dtype=np.float32).astype(np.float64)).sum(axis=1)
+
+
 def _reference(index: TripleIndex, row: int, exclude: np.ndarray, cap: int, qv: np.ndarray | None):
     """The gather step as Alg. 1 reads it: every neighbour, minus the excluded, the cap best by q·t (ties by row)."""
     nb = index.neighbour_rows(row)
@@ -49,7 +55,7 @@ def _reference(index: TripleIndex, row: int, exclude: np.ndarray, cap: int, qv: 
         return kept, nb.size - kept.size, False
     if qv is None:
         return kept[:cap], nb.size - kept.size, True
-    rel = np.asarray(index.vectors()[kept], dtype=np.float32) @ qv
+    rel = _dots(index.vectors()[kept], qv)
     return kept[np.sort(np.lexsort((kept, -rel))[:cap])], nb.size - kept.size, True
 
 
@@ -89,7 +95,7 @@ def test_hub_candidates_contain_the_exact_top_m(graph) -> None:
             qv = rng.standard_normal(DIM).astype(np.float32)
             qv /= np.linalg.norm(qv)
             cand = codes.candidates(e, qv, m)
-            rel = np.asarray(graph[1][rows], dtype=np.float32) @ qv
+            rel = _dots(graph[1][rows], qv)
             top = rows[np.lexsort((rows, -rel))[:m]]
             assert set(top) <= set(cand)
             assert np.all(np.diff(cand) > 0)
@@ -109,6 +115,33 @@ def test_hub_file_is_a_faiss_index(graph) -> None:
     assert np.array_equal(codes.index[e].search(q, 5)[1], ref.search(q, 5)[1])
 
 
+def test_near_ties_and_exact_ties_stay_exact() -> None:
+    """Rows one float16 step apart and duplicated rows: the candidates still hold the exact top-m, ties by row."""
+    rng = np.random.default_rng(6)
+    base = rng.standard_normal((40, DIM)).astype(np.float16)
+    bumped = base.copy()
+    bumped[:, 0] = np.nextafter(bumped[:, 0], np.float16(np.inf))
+    v = np.concatenate([base, bumped, base, rng.standard_normal((400, DIM)).astype(np.float16)])
+    triples = [Triple(f"t{i}", "hub", "rel", f"o{i}", f"p{i}") for i in range(len(v))]
+    index = TripleIndex(None, triples, hub_slices_min_degree=30)
+    index.set_vectors(v)
+    codes = index.hub_slices()
+    rows = codes.rows["hub"]
+    for trial in range(60):
+        qv = (base[trial % 40].astype(np.float32) + rng.normal(0, 0.01, DIM).astype(np.float32))
+        if trial % 2:
+            qv[0] = 50.0  # the bumped dimension decides
+        m = int(rng.choice([1, 3, 40, 81]))
+        rel = _dots(v[rows], qv)
+        top = rows[np.lexsort((rows, -rel))[:m]]
+        cand = codes.candidates("hub", qv, m)
+        assert set(top) <= set(cand), trial
+        chosen = cand[np.lexsort((cand, -_dots(v[cand], qv)))[:m]]
+        assert np.array_equal(chosen, top), trial
+        got = index.select_neighbours(int(rows[trial]), (), m, NeighbourRelevance(index, qv))
+        assert np.array_equal(got[0], _reference(index, int(rows[trial]), np.asarray([rows[trial]]), m, qv)[0])
+
+
 def test_float32_matrix_codes_bound_the_rounding(graph) -> None:
     """From a float32 matrix the float16 copy rounds: the candidates still contain the exact top-m."""
     vectors = np.asarray(graph[1], dtype=np.float32) + np.float32(1e-4)  # not float16-exact
@@ -120,7 +153,7 @@ def test_float32_matrix_codes_bound_the_rounding(graph) -> None:
     for e in codes.hubs[:10]:
         rows = codes.rows[e]
         qv = rng.standard_normal(DIM).astype(np.float32)
-        rel = vectors[rows] @ qv
+        rel = _dots(vectors[rows], qv)
         assert set(rows[np.lexsort((rows, -rel))[:20]]) <= set(codes.candidates(e, qv, 20))
 
 
@@ -152,3 +185,16 @@ def test_no_hub_slices_below_the_degree(graph) -> None:
     index = _index(graph, 10**6)
     assert index.hub_slices() is None
     assert _naive_runs(index, 3) == _naive_runs(_index(graph, None), 3)
+
+
+def test_a_rows_relevance_does_not_depend_on_the_rows_beside_it() -> None:
+    """Identical rows score identically wherever they stand and whatever is gathered with them (a BLAS product of
+    3 rows rounds them apart on this CPU), so ties fall to the row order in every gather."""
+    rng = np.random.default_rng(7)
+    v = rng.standard_normal((64, 768)).astype(np.float16)
+    v[[3, 17, 40, 63]] = v[5]
+    q = rng.standard_normal(768).astype(np.float32)
+    for rows in ([3, 17, 40], [5, 63], list(range(64)), [63, 0, 40, 3, 1, 17]):
+        got = row_dots(v, np.asarray(rows), q)
+        dup = [g for r, g in zip(rows, got, strict=True) if r in (3, 5, 17, 40, 63)]
+        assert len(set(dup)) == 1 and dup[0] == row_dots(v, np.asarray([5]), q)[0]

@@ -10,7 +10,8 @@ a copy (file-backed pages, no anonymous memory); faiss scans it with SIMD float1
 
 The scan's score ``s'(t)`` differs from the exact ``q·x_t`` only by the float16 rounding of x (none when the matrix is
 float16 already: ``B = Σ_i |q_i| e_i``, ``e_i`` the hub's largest rounding error in dimension i) and the float32
-rounding of both products (``E <= 3 γ_d Σ_i |q_i| max|x_i|``). Every row of the exact top-m therefore has
+rounding of the scan's products (``E <= 3 γ_d Σ_i |q_i| max|x_i|``; the caller's exact score,
+:func:`~gear_repro.utils.arrays.row_dots`, sums exact products in float64, far inside that). Every row of the exact top-m therefore has
 ``s' >= s'_(m) - 2(B + E)`` (``s'_(m)`` the m-th largest scan score): those rows are the candidates, re-scored
 exactly by the caller, and the top-m chosen among them is the exact top-m of the whole hub (ties by row included).
 """

@@ -33,7 +33,7 @@ import numpy as np
 from gear_repro.backends.base import Collection, IndexDoc
 from gear_repro.core.hub_slices import HubSlices, faiss_available
 from gear_repro.types import Triple, triple_text
-from gear_repro.utils.arrays import as_float32
+from gear_repro.utils.arrays import row_dots
 from gear_repro.utils.errors import ConfigError, DataError
 from gear_repro.utils.settings import Choice, choice
 
@@ -329,8 +329,8 @@ def _contains(sorted_rows: np.ndarray, xs: np.ndarray) -> np.ndarray:
 
 class NeighbourRelevance:
     """q·x of one query's candidate neighbours (Alg. 1 neighbour selection, ``beam.neighbour_selection=relevance``):
-    float32 products of the triple vectors with the query vector, as the scorers compute cos(q, t); an entity's
-    ranking is computed once per query and reused by every beam and step."""
+    the triple vectors' products with the query vector (cos(q, t) of unit vectors; float64 sums of exact products,
+    one row at a time); an entity's ranking is computed once per query and reused by every beam and step."""
 
     def __init__(self, index: TripleIndex, qv: np.ndarray):
         self.index = index
@@ -338,8 +338,9 @@ class NeighbourRelevance:
         self._top: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
 
     def scores(self, rows: np.ndarray) -> np.ndarray:
-        """q·x of the given rows (float32)."""
-        return as_float32(self.index.vectors()[rows]) @ self.qv
+        """q·x of the given rows (:func:`~gear_repro.utils.arrays.row_dots`: a function of the row alone, so a hub
+        ranked through its slice's candidates orders tied rows as scoring every row does)."""
+        return row_dots(self.index.vectors(), rows, self.qv)
 
     def top(self, entity: str, m: int) -> tuple[np.ndarray, np.ndarray]:
         """The exact top-``m`` rows of ``entity`` by q·x, ties by row, and their scores (best first)."""

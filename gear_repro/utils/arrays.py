@@ -18,3 +18,17 @@ def as_float32(a: np.ndarray) -> np.ndarray:
     with warnings.catch_warnings():  # a read-only memory map: torch only reads it
         warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
         return torch.from_numpy(np.ascontiguousarray(a)).float().numpy()
+
+
+def row_dots(matrix: np.ndarray, rows: np.ndarray, q: np.ndarray, block: int = 4096) -> np.ndarray:
+    """q·x of the given rows of ``matrix`` in float64: the products of float32 (or float16) values are exact in
+    float64 and each row is summed on its own (numpy's pairwise sum along the row), so a row's score depends only
+    on the row and q, never on which other rows are scored with it (a BLAS product may round a row differently by
+    its position in the block: identical rows can then score apart). ``block`` bounds the float64 copy."""
+    q64 = np.asarray(q, dtype=np.float32).astype(np.float64)
+    out = np.empty(len(rows), dtype=np.float64)
+    for a in range(0, len(rows), block):
+        x = as_float32(matrix[rows[a:a + block]]).astype(np.float64)
+        x *= q64
+        out[a:a + block] = x.sum(axis=1)
+    return out
