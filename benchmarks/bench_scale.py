@@ -31,6 +31,9 @@ dropped, i.e. what a run needs beside the page cache.
   naive_* p50/p95 ms per query: hybrid k=15 + NaiveGE with the paper's beam settings (l=2, b=10, 100 neighbours,
   γ=20) and the ``mean`` scorer (pre-computed vectors only; the encoder cost of the exact/fast scorers is
   independent of corpus size: benchmarks/bench_expansion.py)
+  naive_parts_ms mean ms per query of the expansion's own timings (its trace): ``gather_s`` the neighbour choice
+                  (Alg. 1 lines 8-12: hub scans, exact re-scoring of their candidates and of smaller entities),
+                  ``score_s`` the path scores, ``query_s`` the query vector
 
 Every dense, hybrid and NaiveGE figure is measured twice in the same process, query by query in alternating order:
 ``*_exact`` with exact search (``backend.dense.index=exact``: numpy over the whole matrix) and ``*_ann`` through the
@@ -299,6 +302,7 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
     naive = NaiveGE(index, emb, beam={"scorer": "mean"})
     kinds = {"exact": DenseIndex.exact, "ann": coll.dense_kind}
     times: dict[str, list[float]] = {"bm25": []}
+    parts: dict[str, list[dict[str, float]]] = {}
     same_top = []
     for i, q in enumerate(queries):
         t = clock()
@@ -314,7 +318,7 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
             tops[mode] = hybrid.retrieve(q, 15).ids
             times.setdefault(f"hybrid_{mode}", []).append(clock() - t)
             t = clock()
-            naive.expand(q, hybrid.retrieve(q, 15))
+            parts.setdefault(mode, []).append(naive.expand(q, hybrid.retrieve(q, 15)).trace["timings"])
             times.setdefault(f"naive_{mode}", []).append(clock() - t)
         same_top.append(tops["exact"] == tops["ann"])
     coll.dense_kind = kinds["ann"]
@@ -324,11 +328,14 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
         "naive_exact_over_ann": round(lat["naive_exact"]["p50_ms"] / lat["naive_ann"]["p50_ms"], 2),
         "naive_over_hybrid_exact": round(lat["naive_exact"]["p50_ms"] / lat["hybrid_exact"]["p50_ms"], 2),
         "naive_over_hybrid_ann": round(lat["naive_ann"]["p50_ms"] / lat["hybrid_ann"]["p50_ms"], 2)}
+    out["naive_parts_ms"] = {mode: {k: round(1000 * float(np.mean([t[k] for t in ts])), 2) for k in ts[0]}
+                             for mode, ts in parts.items()}
     out["queries"] = n_queries
     out["hybrid_top15_same"] = round(float(np.mean(same_top)), 4)
     out["dense_recall_at_100"] = dense_recall(coll, emb.encode(queries))
     print(f"  ratios {out['ratios_p50']}; dense recall@100 of the exact top-100: {out['dense_recall_at_100']}; "
-          f"hybrid top-15 identical for {out['hybrid_top15_same']:.0%} of the queries", flush=True)
+          f"hybrid top-15 identical for {out['hybrid_top15_same']:.0%} of the queries; NaiveGE parts (ms/query): "
+          f"{out['naive_parts_ms']}", flush=True)
     out["peak_rss_gib"] = round(rss_gib(), 2)
     out["peak_anon_gib"] = round(probe.stop(), 2)
     out["load_avg_end"] = os.getloadavg()

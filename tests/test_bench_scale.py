@@ -25,5 +25,10 @@ def test_bench_scale_tiny_corpus(tmp_path):
     assert r["dense_recall_at_100"] == {"mean": 1.0, "min": 1.0} and r["hybrid_top15_same"] == 1.0
     lat = r["latency"]
     assert r["ratios_p50"]["naive_over_hybrid_ann"] == round(lat["naive_ann"]["p50_ms"] / lat["hybrid_ann"]["p50_ms"], 2)
+    # the expansion's own timings, per mode: the neighbour choice and the path scores are part of NaiveGE's latency
+    assert set(r["naive_parts_ms"]) == {"exact", "ann"}
+    for part in r["naive_parts_ms"].values():
+        assert {"query_s", "gather_s", "score_s", "search_s"} <= set(part)
+        assert 0 < part["gather_s"] + part["score_s"] <= part["search_s"]
     row = [ln for ln in proc.stdout.splitlines() if ln.startswith("| hotpotqa |")]
     assert len(row) == 1 and f"{r['peak_rss_gib']} / {r['peak_anon_gib']}" in row[0]
