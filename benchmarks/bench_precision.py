@@ -1,11 +1,13 @@
 """Encoder precision on this CPU (issue 25 §1): ``embedder.precision`` fp32 against bf16 (``torch.autocast`` with
-the linear weights converted and packed once at load: gear_repro/embedding/bf16.py) in one process, on the bundled
-MuSiQue sample. With --variants, other bf16 executions as further rows: ``bf16-autocast`` (the fp32 model under
-autocast alone, the implementation before session 9) and ``bf16-all`` (the whole model converted to bf16, packed
-linears, no autocast: residual stream, layer norms and pooling in bf16).
+the linear weights converted and packed once at load and mpnet's attention fused: gear_repro/embedding/bf16.py) in
+one process, on the bundled MuSiQue sample. With --variants, other bf16 executions as further rows:
+``bf16-autocast`` (the fp32 model under autocast alone, the implementation before session 9), ``bf16-eager``
+(packed linears, mpnet's attention eager: sessions 9-13) and ``bf16-all`` (the whole model converted to bf16,
+packed linears, no autocast: residual stream, layer norms and pooling in bf16).
 
 Per precision, one thread, after a warm-up, per CPU second of the process (``time.process_time``):
-  * passages/s and triples/s: the first N passages (title + text) and M triples ("s p o"), batch 32, as the
+  * passages/s and triples/s: the first N passages (or, with --spread, N spread over the sample) and M triples
+    ("s p o"), batch 32, as the
     corpus encoder runs them; paths/s: P two-triple path texts (a triple and a neighbour sharing an entity, as
     the exact scorer builds them) through ``encode_fixed`` (fixed-shape batches of ``DEFAULT_PATH_ROWS`` rows) and one at a time
     (``encode``, the pre-issue-25 path encoding);
@@ -19,6 +21,7 @@ Per precision, one thread, after a warm-up, per CPU second of the process (``tim
     python -m benchmarks.bench_precision --embedder minilm --recall --out precision_minilm.json
     python -m benchmarks.bench_precision --embedder /path/to/all-mpnet-base-v2 --passages 200 --triples 1000
     python -m benchmarks.bench_precision --embedder minilm --variants --passages 300 --triples 1000
+    python -m benchmarks.bench_precision --embedder mpnet --spread --passages 96 --triples 1000 --paths 300
 
 A CPU without native bf16 cannot run this comparison (embedder.precision=bf16 is refused there).
 """
@@ -47,15 +50,16 @@ from gear_repro.backends.memory import MemoryBackend  # noqa: E402
 from gear_repro.core.triple_graph import TripleIndex, triple_docs  # noqa: E402
 from gear_repro.data import load_dataset  # noqa: E402
 from gear_repro.embedding import SentenceEmbedder  # noqa: E402
+from gear_repro.embedding.bf16 import pack_linears  # noqa: E402
 from gear_repro.embedding.precision import native_bf16  # noqa: E402
-from gear_repro.embedding.sbert_weights import MINILM, MPNET  # noqa: E402
+from gear_repro.embedding.sbert_weights import MINILM, MPNET, resolve_model  # noqa: E402
 from gear_repro.evaluation.metrics import recall_at_k  # noqa: E402
 from gear_repro.methods.gear.expansion import NaiveGE  # noqa: E402
 from gear_repro.methods.gear.scorers import DEFAULT_PATH_ROWS  # noqa: E402
 from gear_repro.retrieval.base import DenseRetriever, HybridRetriever  # noqa: E402
 
 PRECISIONS = ("fp32", "bf16")
-AUTOCAST, ALL_BF16 = "bf16-autocast", "bf16-all"
+AUTOCAST, EAGER, ALL_BF16 = "bf16-autocast", "bf16-eager", "bf16-all"
 
 
 class AutocastEmbedder(SentenceEmbedder):
@@ -82,6 +86,20 @@ class AutocastEmbedder(SentenceEmbedder):
             return super()._encode_shapes(texts, rows)
 
 
+class EagerBf16Embedder(SentenceEmbedder):
+    """``embedder.precision=bf16`` as in sessions 9-13: packed linear layers, mpnet's attention eager (scores, bias
+    and softmax as transformers computes them) under autocast, under a cache key of its own."""
+
+    def __init__(self, model: str, **kw) -> None:
+        super().__init__(model, precision="bf16", **kw)
+        self.model_id += "-eager"
+
+    def _load_model(self, path: str):
+        from sentence_transformers import SentenceTransformer
+
+        return pack_linears(SentenceTransformer(path, device=self.device))
+
+
 class AllBf16Embedder(SentenceEmbedder):
     """The bf16 embedder's model (packed linears) with every other parameter converted to bf16 as well, run
     without autocast, under a cache key of its own."""
@@ -100,6 +118,13 @@ class AllBf16Embedder(SentenceEmbedder):
 
     def autocast(self):
         return nullcontext()
+
+
+def pick(items: list, n: int | None, spread: bool) -> list:
+    """The first ``n`` items, or with ``spread`` ``n`` items evenly spaced over all of them (all when ``n`` is None)."""
+    if n is None or n >= len(items):
+        return list(items)
+    return [items[i] for i in np.linspace(0, len(items) - 1, n).astype(int)] if spread else list(items[:n])
 
 
 def timed(f, texts: list[str]) -> tuple[float, np.ndarray]:
@@ -150,29 +175,32 @@ def main() -> None:
     ap.add_argument("--paths", type=int, default=500, help="path texts for paths/s and their cosine")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--recall", action="store_true", help="R@k of SBERT, hybrid, NaiveGE (needs all passages/triples)")
-    ap.add_argument("--variants", action="store_true", help=f"rows {AUTOCAST} and {ALL_BF16} (no recall)")
+    ap.add_argument("--variants", action="store_true", help=f"rows {AUTOCAST}, {EAGER}, {ALL_BF16} (no recall)")
+    ap.add_argument("--spread", action="store_true",
+                    help="--passages/--triples spread evenly over the sample (long passages included), not the first")
     ap.add_argument("--work", default=None, help="directory of the fresh $GEAR_CACHE (default a temporary one)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     ok, why = native_bf16("cpu")
     if not ok:
         raise SystemExit(f"this CPU has no native bf16 ({why}): nothing to compare")
+    # the offline copy is looked up under the user's $GEAR_CACHE before vectors are sent to a fresh one
+    model = resolve_model({"minilm": MINILM, "mpnet": MPNET}.get(a.embedder, a.embedder))
     os.environ["GEAR_CACHE"] = a.work or tempfile.mkdtemp(prefix="bench_precision_")
-    model = {"minilm": MINILM, "mpnet": MPNET}.get(a.embedder, a.embedder)
     ds = load_dataset(a.data)
     if a.recall and (a.passages or a.triples):
         raise SystemExit("--recall encodes every passage and triple: drop --passages/--triples")
-    ptexts = [p.content for p in ds.passages[: a.passages]]
-    ttexts = [t.text for t in ds.triples[: a.triples]]
+    ptexts = [p.content for p in pick(ds.passages, a.passages, a.spread)]
+    ttexts = [t.text for t in pick(ds.triples, a.triples, a.spread)]
     paths = sample_paths(ds, a.paths)
     report: dict = {"embedder": model, "cpu": platform.processor() or platform.machine(), "bf16": why,
                     "threads": a.threads, "clock": "process CPU", "load_avg_start": os.getloadavg(),
-                    "counts": {"passages": len(ptexts), "triples": len(ttexts), "paths": len(paths)},
+                    "counts": {"passages": len(ptexts), "triples": len(ttexts), "paths": len(paths)}, "spread": a.spread,
                     "path_rows": DEFAULT_PATH_ROWS, "rows": {}}
     vecs: dict[str, dict[str, np.ndarray]] = {}
-    for prec in PRECISIONS + ((AUTOCAST, ALL_BF16) if a.variants else ()):
+    for prec in PRECISIONS + ((AUTOCAST, EAGER, ALL_BF16) if a.variants else ()):
         kw = {"num_threads": a.threads, "show_progress": False}
-        cls = {AUTOCAST: AutocastEmbedder, ALL_BF16: AllBf16Embedder}.get(prec)
+        cls = {AUTOCAST: AutocastEmbedder, EAGER: EagerBf16Embedder, ALL_BF16: AllBf16Embedder}.get(prec)
         emb = cls(model, **kw) if cls else SentenceEmbedder(model, precision=prec, **kw)
         emb.encode_fixed(paths[:DEFAULT_PATH_ROWS], DEFAULT_PATH_ROWS)  # warm-up: weights, allocator, kernels
         emb._encode(ptexts[:8])

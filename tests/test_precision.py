@@ -68,6 +68,10 @@ def test_precision_in_every_cache_key_fp32_key_unchanged(cpu, caplog) -> None:
     # fp32 keeps the key that corpus/path caches and index names were written under before the setting existed
     assert ids["fp32"] == hash_obj({"model": "all-MiniLM-L6-v2", "normalize": True, "max_seq_length": None}, 12)
     assert ids["bf16"] != ids["fp32"] and ids["auto"] == ids["bf16"]  # auto keyed by what runs
+    # sessions 9-13 ran mpnet's attention eagerly under bf16: their vectors are not read as the fused ones'
+    eager = {"model": "all-MiniLM-L6-v2", "normalize": True, "max_seq_length": None, "precision": "bf16",
+             "bf16_linears": "packed"}
+    assert ids["bf16"] != hash_obj(eager, 12)
     # bf16 with packed linear layers and bf16 by autocast alone (a torch without the oneDNN ops) differ in the last
     # bits, so they never share a cache entry
     from gear_repro.embedding import bf16 as B
@@ -166,3 +170,38 @@ def test_pack_linears_computes_what_autocast_linear_does() -> None:
         got = model.to("cpu")(x)  # .to() leaves the packed weights alone
     assert got.dtype == torch.bfloat16 and got.shape == (3, 5, 16)
     assert torch.allclose(got.float(), want, atol=0.02) and want.abs().max() > 0.5
+
+
+def test_fused_mpnet_attention_is_mpnets_attention() -> None:
+    """fuse_mpnet_attention (bf16 runs): the function of transformers' eager mpnet attention (position bias and
+    padding mask included), close to it under bf16, and a text's vector independent of the rows padded beside it."""
+    import torch
+    from transformers import MPNetConfig, MPNetModel
+
+    from gear_repro.embedding.bf16 import MpnetSdpaAttention, fuse_mpnet_attention
+
+    torch.manual_seed(0)
+    cfg = MPNetConfig(vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                      intermediate_size=128, attn_implementation="eager")
+    ref = MPNetModel(cfg).eval()
+    fused = fuse_mpnet_attention(copy.deepcopy(ref))
+    assert sum(isinstance(m, MpnetSdpaAttention) for m in fused.modules()) == 2
+    ids = torch.randint(3, 100, (3, 40))
+    mask = torch.ones_like(ids)
+    mask[1, 25:], mask[2, 6:] = 0, 0
+    real = mask.bool()
+    with torch.inference_mode():
+        want = ref(input_ids=ids, attention_mask=mask).last_hidden_state
+        got = fused(input_ids=ids, attention_mask=mask).last_hidden_state
+        unpadded = fused(input_ids=ids[:1]).last_hidden_state  # no padding mask at all: the bias alone
+    assert torch.allclose(got[real], want[real], atol=1e-5) and want[real].abs().max() > 1
+    assert torch.allclose(unpadded[0], want[0], atol=1e-5)
+    if not native_bf16("cpu")[0]:
+        return
+    others = ids.clone()
+    others[[0, 2]] = torch.randint(3, 100, (2, 40))
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        b16 = fused(input_ids=ids, attention_mask=mask).last_hidden_state
+        beside_others = fused(input_ids=others[[2, 1, 0]], attention_mask=mask).last_hidden_state
+    assert torch.allclose(b16[real].float(), want[real], atol=0.02)
+    assert torch.equal(b16[1], beside_others[1])  # same row, other companions, same padded shape: same bits

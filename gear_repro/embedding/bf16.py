@@ -5,11 +5,17 @@ so once per text when texts are encoded one at a time) and oneDNN reorders it in
 call. :func:`pack_linears` does both once; everything else (embeddings, layer norms, the residual stream, mpnet's
 position bias) keeps float32 weights and runs under autocast as before, so vectors agree with fp32 as closely as
 autocast's (docs/encoders.md has the measurements, and those of converting the whole model to bf16).
+
+mpnet's attention is eager in transformers (its relative position bias is added to the scores), and under autocast
+the float32 bias and mask turn the L x L scores into float32 and back in every layer. :func:`fuse_mpnet_attention`
+runs it as one ``scaled_dot_product_attention`` call with bias and mask as the additive mask (the same function;
+products accumulated in float32 inside the kernel).
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 PACK_ROWS = 4096  # oneDNN's hint of the rows (tokens per batch) a packed weight will meet; any count runs
@@ -52,4 +58,56 @@ def pack_linears(model: nn.Module) -> nn.Module:
         for name, child in list(parent.named_children()):
             if isinstance(child, nn.Linear):
                 setattr(parent, name, PackedLinear(child))
+    return model
+
+
+class AdditiveMask:
+    """mpnet's relative position bias plus the padding mask, in the attention's dtype, made once per forward pass:
+    every layer receives the same two tensors (``MPNetEncoder.forward``), so the sum is kept for the next layer."""
+
+    def __init__(self) -> None:
+        self._key: tuple[torch.Tensor | None, torch.Tensor | None, torch.dtype] | None = None
+        self._mask: torch.Tensor | None = None
+
+    def __call__(self, bias: torch.Tensor | None, padding: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+        key = (bias, padding, dtype)
+        if self._key is None or any(a is not b for a, b in zip(self._key, key, strict=True)):
+            if padding is not None and padding.dtype == torch.bool:  # True = attend
+                padding = torch.zeros(padding.shape).masked_fill(~padding, float("-inf"))
+            total = bias if padding is None else padding if bias is None else bias + padding
+            self._key, self._mask = key, None if total is None else total.to(dtype)
+        return self._mask
+
+
+class MpnetSdpaAttention(nn.Module):
+    """transformers' ``MPNetSelfAttention`` (softmax(q k^T / sqrt(d) + position bias + padding mask) v, then the
+    output projection) as one ``F.scaled_dot_product_attention`` call; the same q/k/v/o layers (packed or not)."""
+
+    def __init__(self, attn: nn.Module, mask: AdditiveMask) -> None:
+        super().__init__()
+        self.q, self.k, self.v, self.o = attn.q, attn.k, attn.v, attn.o
+        self.heads, self.head_size = attn.num_attention_heads, attn.attention_head_size
+        self.mask = mask
+
+    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                position_bias: torch.Tensor | None = None, output_attentions: bool = False,
+                **kwargs: object) -> tuple[torch.Tensor]:
+        if output_attentions:
+            raise ValueError("the fused mpnet attention (embedder.precision=bf16) does not return attention weights")
+        shape = (*hidden_states.shape[:-1], self.heads, self.head_size)
+        q, k, v = (lin(hidden_states).view(shape).transpose(1, 2) for lin in (self.q, self.k, self.v))
+        c = F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask(position_bias, attention_mask, q.dtype))
+        return (self.o(c.transpose(1, 2).reshape(*hidden_states.shape[:-1], self.heads * self.head_size)),)
+
+
+def fuse_mpnet_attention(model: nn.Module) -> nn.Module:
+    """Every mpnet self-attention of ``model`` replaced in place by a :class:`MpnetSdpaAttention` (one
+    :class:`AdditiveMask` per model); other architectures are left as they are. Returns ``model``."""
+    from transformers.models.mpnet.modeling_mpnet import MPNetSelfAttention
+
+    mask = AdditiveMask()
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, MPNetSelfAttention):
+                setattr(parent, name, MpnetSdpaAttention(child, mask))
     return model

@@ -11,7 +11,8 @@ the same whether a question runs alone, in a sweep or after a resume.
 
 ``precision`` (fp32 | bf16 | auto; :mod:`gear_repro.embedding.precision`): bf16 runs the transformer under
 ``torch.autocast`` with its linear layers' weights converted to bfloat16 once, at load
-(:func:`gear_repro.embedding.bf16.pack_linears`); the precision that runs is part of :attr:`SentenceEmbedder.model_id`, the key of every
+(:func:`gear_repro.embedding.bf16.pack_linears`), and mpnet's attention fused into one kernel call
+(:func:`gear_repro.embedding.bf16.fuse_mpnet_attention`); the precision that runs is part of :attr:`SentenceEmbedder.model_id`, the key of every
 embedding cache (corpus vectors, path vectors, index names).
 """
 
@@ -126,6 +127,7 @@ class SentenceEmbedder:
             if backend == "torch":
                 from gear_repro.embedding.bf16 import packing_available
 
+                key["bf16_attention"] = "sdpa"  # mpnet's attention fused at load: other last bits than eager
                 self._pack_bf16 = packing_available(device)
                 if self._pack_bf16:  # packed bf16 linears give other last bits than autocast alone
                     key["bf16_linears"] = "packed"
@@ -167,10 +169,12 @@ class SentenceEmbedder:
                 model = SentenceTransformer(path, device=self.device)
         if self.max_seq_length:
             model.max_seq_length = self.max_seq_length
-        if self._pack_bf16:
-            from gear_repro.embedding.bf16 import pack_linears
+        if self.precision_used is not Precision.fp32 and self.backend == "torch":
+            from gear_repro.embedding.bf16 import fuse_mpnet_attention, pack_linears
 
-            pack_linears(model)
+            fuse_mpnet_attention(model)
+            if self._pack_bf16:
+                pack_linears(model)
         return model
 
     @property
