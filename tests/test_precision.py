@@ -185,7 +185,8 @@ def test_fused_mpnet_attention_is_mpnets_attention() -> None:
                       intermediate_size=128, attn_implementation="eager")
     ref = MPNetModel(cfg).eval()
     fused = fuse_mpnet_attention(copy.deepcopy(ref))
-    assert sum(isinstance(m, MpnetSdpaAttention) for m in fused.modules()) == 2
+    fused_layers = [m for m in fused.modules() if isinstance(m, MpnetSdpaAttention)]
+    assert len(fused_layers) == 2 and fused_layers[0].mask is fused_layers[1].mask
     ids = torch.randint(3, 100, (3, 40))
     mask = torch.ones_like(ids)
     mask[1, 25:], mask[2, 6:] = 0, 0
@@ -195,6 +196,7 @@ def test_fused_mpnet_attention_is_mpnets_attention() -> None:
         got = fused(input_ids=ids, attention_mask=mask).last_hidden_state
         unpadded = fused(input_ids=ids[:1]).last_hidden_state  # no padding mask at all: the bias alone
     assert torch.allclose(got[real], want[real], atol=1e-5) and want[real].abs().max() > 1
+    assert fused_layers[0].mask._mask is None  # the batch's mask dropped when the pass ended
     assert torch.allclose(unpadded[0], want[0], atol=1e-5)
     if not native_bf16("cpu")[0]:
         return

@@ -63,11 +63,16 @@ def pack_linears(model: nn.Module) -> nn.Module:
 
 class AdditiveMask:
     """mpnet's relative position bias plus the padding mask, in the attention's dtype, made once per forward pass:
-    every layer receives the same two tensors (``MPNetEncoder.forward``), so the sum is kept for the next layer."""
+    every layer receives the same two tensors (``MPNetEncoder.forward``), so the sum is kept for the next layer,
+    and dropped by :meth:`release` when the encoder's forward pass ends (a batch's masks reach hundreds of MB)."""
 
     def __init__(self) -> None:
         self._key: tuple[torch.Tensor | None, torch.Tensor | None, torch.dtype] | None = None
         self._mask: torch.Tensor | None = None
+
+    def release(self, *hook_args: object) -> None:
+        """Forget the kept tensors (a forward hook of the encoder)."""
+        self._key = self._mask = None
 
     def __call__(self, bias: torch.Tensor | None, padding: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
         key = (bias, padding, dtype)
@@ -101,13 +106,14 @@ class MpnetSdpaAttention(nn.Module):
 
 
 def fuse_mpnet_attention(model: nn.Module) -> nn.Module:
-    """Every mpnet self-attention of ``model`` replaced in place by a :class:`MpnetSdpaAttention` (one
-    :class:`AdditiveMask` per model); other architectures are left as they are. Returns ``model``."""
-    from transformers.models.mpnet.modeling_mpnet import MPNetSelfAttention
+    """The self-attention of every mpnet encoder layer in ``model`` replaced in place by a
+    :class:`MpnetSdpaAttention`, one :class:`AdditiveMask` per encoder, released by a forward hook when the
+    encoder's pass ends; other architectures are left as they are. Returns ``model``."""
+    from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
 
-    mask = AdditiveMask()
-    for parent in list(model.modules()):
-        for name, child in list(parent.named_children()):
-            if isinstance(child, MPNetSelfAttention):
-                setattr(parent, name, MpnetSdpaAttention(child, mask))
+    for encoder in [m for m in model.modules() if isinstance(m, MPNetEncoder)]:
+        mask = AdditiveMask()
+        for layer in encoder.layer:
+            layer.attention.attn = MpnetSdpaAttention(layer.attention.attn, mask)
+        encoder.register_forward_hook(mask.release)
     return model
