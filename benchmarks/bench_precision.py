@@ -15,13 +15,14 @@ Per precision, one thread, after a warm-up, per CPU second of the process (``tim
     paths;
   * with --recall: all passages and triples encoded in that precision (so the rates and cosines cover the whole
     sample), then R@5/10/15 over every question of SBERT, hybrid and hybrid + NaiveGE (exact scorer, the paper's
-    beam), base k = the evaluated rank (Table 2). Vectors go to a fresh $GEAR_CACHE under --work, so nothing is
+    beam; not with --no-expansion, where --triples may be given), base k = the evaluated rank (Table 2). Vectors go to a fresh $GEAR_CACHE under --work, so nothing is
     read from earlier caches.
 
     python -m benchmarks.bench_precision --embedder minilm --recall --out precision_minilm.json
     python -m benchmarks.bench_precision --embedder /path/to/all-mpnet-base-v2 --passages 200 --triples 1000
     python -m benchmarks.bench_precision --embedder minilm --variants --passages 300 --triples 1000
     python -m benchmarks.bench_precision --embedder mpnet --spread --passages 96 --triples 1000 --paths 300
+    python -m benchmarks.bench_precision --embedder mpnet --recall --no-expansion --triples 1000 --paths 300
 
 A CPU without native bf16 cannot run this comparison (embedder.precision=bf16 is refused there).
 """
@@ -148,21 +149,26 @@ def sample_paths(ds, n: int) -> list[str]:
     return out
 
 
-def recall(ds, emb: SentenceEmbedder, ks: list[int]) -> dict:
-    """R@k (0-100) of SBERT, hybrid and hybrid + NaiveGE (exact scorer) over every question, matched k."""
+def recall(ds, emb: SentenceEmbedder, ks: list[int], expansion: bool = True) -> dict:
+    """R@k (0-100) of SBERT, hybrid and (with ``expansion``) hybrid + NaiveGE (exact scorer) over every question,
+    matched k."""
     backend = MemoryBackend()
     pcoll = backend.open_collection("passages", [IndexDoc(p.id, p.content) for p in ds.passages], emb)
-    tcoll = backend.open_collection("triples", triple_docs(ds.triples), emb)
-    naive = NaiveGE(TripleIndex(tcoll, ds.triples), emb, beam={"scorer": "exact"})
     retrievers = {"sbert": DenseRetriever(pcoll, emb), "hybrid": HybridRetriever(pcoll, emb)}
-    hits: dict[str, dict[int, list[float]]] = {m: {k: [] for k in ks} for m in ("sbert", "hybrid", "hybrid+naive")}
+    naive = None
+    if expansion:
+        tcoll = backend.open_collection("triples", triple_docs(ds.triples), emb)
+        naive = NaiveGE(TripleIndex(tcoll, ds.triples), emb, beam={"scorer": "exact"})
+    methods = [*retrievers, *(["hybrid+naive"] if naive else [])]
+    hits: dict[str, dict[int, list[float]]] = {m: {k: [] for k in ks} for m in methods}
     for q in (q for q in ds.questions if q.gold_ids):
         for k in ks:
             for name, r in retrievers.items():
                 ranking = r.retrieve(q.question, k)
                 hits[name][k].append(recall_at_k(ranking.ids, q.gold_ids, k))
-            out = naive.expand(q.question, retrievers["hybrid"].retrieve(q.question, k))
-            hits["hybrid+naive"][k].append(recall_at_k(out.ranking.ids, q.gold_ids, k))
+            if naive is not None:
+                out = naive.expand(q.question, retrievers["hybrid"].retrieve(q.question, k))
+                hits["hybrid+naive"][k].append(recall_at_k(out.ranking.ids, q.gold_ids, k))
     return {m: {k: round(100 * float(np.mean(v)), 2) for k, v in per.items()} for m, per in hits.items()}
 
 
@@ -175,6 +181,8 @@ def main() -> None:
     ap.add_argument("--paths", type=int, default=500, help="path texts for paths/s and their cosine")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--recall", action="store_true", help="R@k of SBERT, hybrid, NaiveGE (needs all passages/triples)")
+    ap.add_argument("--no-expansion", action="store_true",
+                    help="with --recall: SBERT and hybrid only (NaiveGE's exact scorer is the slow part with mpnet)")
     ap.add_argument("--variants", action="store_true", help=f"rows {AUTOCAST}, {EAGER}, {ALL_BF16} (no recall)")
     ap.add_argument("--spread", action="store_true",
                     help="--passages/--triples spread evenly over the sample (long passages included), not the first")
@@ -188,8 +196,8 @@ def main() -> None:
     model = resolve_model({"minilm": MINILM, "mpnet": MPNET}.get(a.embedder, a.embedder))
     os.environ["GEAR_CACHE"] = a.work or tempfile.mkdtemp(prefix="bench_precision_")
     ds = load_dataset(a.data)
-    if a.recall and (a.passages or a.triples):
-        raise SystemExit("--recall encodes every passage and triple: drop --passages/--triples")
+    if a.recall and (a.passages or (a.triples and not a.no_expansion)):
+        raise SystemExit("--recall encodes every passage and (for NaiveGE) every triple: drop --passages/--triples")
     ptexts = [p.content for p in pick(ds.passages, a.passages, a.spread)]
     ttexts = [t.text for t in pick(ds.triples, a.triples, a.spread)]
     paths = sample_paths(ds, a.paths)
@@ -214,7 +222,7 @@ def main() -> None:
         if a.recall and prec in PRECISIONS:
             emb._qcache.clear()
             t = time.perf_counter()
-            row["recall"] = recall(ds, emb, [5, 10, 15])
+            row["recall"] = recall(ds, emb, [5, 10, 15], expansion=not a.no_expansion)
             row["recall_wall_s"] = round(time.perf_counter() - t, 1)
         report["rows"][prec] = row
         print(prec, json.dumps(row), flush=True)
