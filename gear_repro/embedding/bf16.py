@@ -67,21 +67,25 @@ class AdditiveMask:
     and dropped by :meth:`release` when the encoder's forward pass ends (a batch's masks reach hundreds of MB)."""
 
     def __init__(self) -> None:
-        self._key: tuple[torch.Tensor | None, torch.Tensor | None, torch.dtype] | None = None
-        self._mask: torch.Tensor | None = None
+        # (bias, padding, dtype, their sum): one attribute, read once per call, so a reader never pairs one
+        # batch's key with another's sum
+        self._kept: tuple[torch.Tensor | None, torch.Tensor | None, torch.dtype, torch.Tensor | None] | None = None
 
     def release(self, *hook_args: object) -> None:
         """Forget the kept tensors (a forward hook of the encoder)."""
-        self._key = self._mask = None
+        self._kept = None
 
     def __call__(self, bias: torch.Tensor | None, padding: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-        key = (bias, padding, dtype)
-        if self._key is None or any(a is not b for a, b in zip(self._key, key, strict=True)):
-            if padding is not None and padding.dtype == torch.bool:  # True = attend
-                padding = torch.zeros(padding.shape).masked_fill(~padding, float("-inf"))
-            total = bias if padding is None else padding if bias is None else bias + padding
-            self._key, self._mask = key, None if total is None else total.to(dtype)
-        return self._mask
+        kept = self._kept
+        if kept is not None and kept[0] is bias and kept[1] is padding and kept[2] == dtype:
+            return kept[3]
+        additive = padding
+        if padding is not None and padding.dtype == torch.bool:  # True = attend
+            additive = torch.zeros(padding.shape).masked_fill(~padding, float("-inf"))
+        total = bias if additive is None else additive if bias is None else bias + additive
+        kept = (bias, padding, dtype, None if total is None else total.to(dtype))
+        self._kept = kept
+        return kept[3]
 
 
 class MpnetSdpaAttention(nn.Module):
