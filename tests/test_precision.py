@@ -80,6 +80,13 @@ def test_precision_in_every_cache_key_fp32_key_unchanged(cpu, caplog) -> None:
     with pytest.MonkeyPatch.context() as m:
         m.setattr(B, "packing_available", lambda device: not packed)
         assert SentenceEmbedder("all-MiniLM-L6-v2", precision="bf16").model_id not in (ids["bf16"], ids["fp32"])
+    # a transformers whose mpnet attention is called otherwise (4.x: a head mask third) keeps it eager, under its
+    # own key
+    assert B.mpnet_attention_fusable()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(B, "mpnet_attention_fusable", lambda: False)
+        eager_emb = SentenceEmbedder("all-MiniLM-L6-v2", precision="bf16")
+        assert eager_emb.model_id not in (ids["bf16"], ids["fp32"]) and not eager_emb._fuse_mpnet
     assert [r.getMessage() for r in caplog.records] == ["embedder.precision=auto: running bf16 on cpu (CPU flags avx512_bf16)"]
     cpu(SKYLAKE)
     emb = SentenceEmbedder("all-MiniLM-L6-v2", precision="auto")

@@ -14,6 +14,8 @@ products accumulated in float32 inside the kernel).
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -81,7 +83,7 @@ class AdditiveMask:
             return kept[3]
         additive = padding
         if padding is not None and padding.dtype == torch.bool:  # True = attend
-            additive = torch.zeros(padding.shape).masked_fill(~padding, float("-inf"))
+            additive = torch.zeros(padding.shape, device=padding.device).masked_fill(~padding, float("-inf"))
         total = bias if additive is None else additive if bias is None else bias + additive
         kept = (bias, padding, dtype, None if total is None else total.to(dtype))
         self._kept = kept
@@ -109,11 +111,30 @@ class MpnetSdpaAttention(nn.Module):
         return (self.o(c.transpose(1, 2).reshape(*hidden_states.shape[:-1], self.heads * self.head_size)),)
 
 
+MPNET_ATTENTION_CALL = ("self", "hidden_states", "attention_mask", "position_bias")
+
+
+def mpnet_attention_fusable() -> bool:
+    """Whether the installed transformers calls mpnet's self-attention as :class:`MpnetSdpaAttention` expects
+    (``hidden_states, attention_mask, position_bias``: transformers 5; 4.x passes a head mask third, which would
+    arrive as the position bias). Where it does not, mpnet's attention stays eager (and the cache key says so)."""
+    try:
+        from transformers.models.mpnet.modeling_mpnet import MPNetSelfAttention
+    except ImportError:
+        return False
+    return tuple(inspect.signature(MPNetSelfAttention.forward).parameters)[:4] == MPNET_ATTENTION_CALL
+
+
 def fuse_mpnet_attention(model: nn.Module) -> nn.Module:
     """The self-attention of every mpnet encoder layer in ``model`` replaced in place by a
     :class:`MpnetSdpaAttention`, one :class:`AdditiveMask` per encoder, released by a forward hook when the
-    encoder's pass ends; other architectures are left as they are. Returns ``model``."""
+    encoder's pass ends; other architectures are left as they are (the caller checks
+    :func:`mpnet_attention_fusable` first). Returns ``model``."""
     from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
+
+    if not mpnet_attention_fusable():
+        raise RuntimeError("this transformers calls mpnet's attention with other arguments than "
+                           f"{MPNET_ATTENTION_CALL[1:]}: the fused attention would misread them")
 
     for encoder in [m for m in model.modules() if isinstance(m, MPNetEncoder)]:
         mask = AdditiveMask()

@@ -121,13 +121,17 @@ class SentenceEmbedder:
                "max_seq_length": max_seq_length}
         if backend != "torch":  # torch keeps its historical key; other back-ends get their own vectors
             key["backend"] = backend
-        self._pack_bf16 = False  # bf16 linear layers packed at load (embedding/bf16.py), decided once for key and load
+        # bf16 linear layers packed and mpnet's attention fused at load (embedding/bf16.py), decided once for key
+        # and load
+        self._pack_bf16 = self._fuse_mpnet = False
         if self.precision_used is not Precision.fp32:  # fp32 keeps the historical key as well
             key["precision"] = self.precision_used.value
             if backend == "torch":
-                from gear_repro.embedding.bf16 import packing_available
+                from gear_repro.embedding.bf16 import mpnet_attention_fusable, packing_available
 
-                key["bf16_attention"] = "sdpa"  # mpnet's attention fused at load: other last bits than eager
+                self._fuse_mpnet = mpnet_attention_fusable()
+                if self._fuse_mpnet:  # other last bits than mpnet's eager attention
+                    key["bf16_attention"] = "sdpa"
                 self._pack_bf16 = packing_available(device)
                 if self._pack_bf16:  # packed bf16 linears give other last bits than autocast alone
                     key["bf16_linears"] = "packed"
@@ -169,12 +173,14 @@ class SentenceEmbedder:
                 model = SentenceTransformer(path, device=self.device)
         if self.max_seq_length:
             model.max_seq_length = self.max_seq_length
-        if self.precision_used is not Precision.fp32 and self.backend == "torch":
-            from gear_repro.embedding.bf16 import fuse_mpnet_attention, pack_linears
+        if self._fuse_mpnet:
+            from gear_repro.embedding.bf16 import fuse_mpnet_attention
 
             fuse_mpnet_attention(model)
-            if self._pack_bf16:
-                pack_linears(model)
+        if self._pack_bf16:
+            from gear_repro.embedding.bf16 import pack_linears
+
+            pack_linears(model)
         return model
 
     @property
