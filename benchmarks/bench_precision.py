@@ -7,16 +7,15 @@ packed linears, no autocast: residual stream, layer norms and pooling in bf16).
 
 Per precision, one thread, after a warm-up, per CPU second of the process (``time.process_time``):
   * passages/s and triples/s: the first N passages (or, with --spread, N spread over the sample) and M triples
-    ("s p o"), batch 32, as the
-    corpus encoder runs them; paths/s: P two-triple path texts (a triple and a neighbour sharing an entity, as
+    ("s p o"), batch 32, as the corpus encoder runs them; paths/s: P two-triple path texts (a triple and a neighbour sharing an entity, as
     the exact scorer builds them) through ``encode_fixed`` (fixed-shape batches of ``DEFAULT_PATH_ROWS`` rows) and one at a time
     (``encode``, the pre-issue-25 path encoding);
   * cosine of each bf16 vector with the fp32 vector of the same text (mean and minimum) for passages, triples,
     paths;
   * with --recall: all passages and triples encoded in that precision (so the rates and cosines cover the whole
     sample), then R@5/10/15 over every question of SBERT, hybrid and hybrid + NaiveGE (exact scorer, the paper's
-    beam; not with --no-expansion, where --triples may be given), base k = the evaluated rank (Table 2). Vectors go to a fresh $GEAR_CACHE under --work, so nothing is
-    read from earlier caches.
+    beam; not with --no-expansion, where --triples may be given), base k = the evaluated rank (Table 2). Vectors
+    go to a fresh $GEAR_CACHE under --work, so nothing is read from earlier caches.
 
     python -m benchmarks.bench_precision --embedder minilm --recall --out precision_minilm.json
     python -m benchmarks.bench_precision --embedder /path/to/all-mpnet-base-v2 --passages 200 --triples 1000
@@ -51,7 +50,6 @@ from gear_repro.backends.memory import MemoryBackend  # noqa: E402
 from gear_repro.core.triple_graph import TripleIndex, triple_docs  # noqa: E402
 from gear_repro.data import load_dataset  # noqa: E402
 from gear_repro.embedding import SentenceEmbedder  # noqa: E402
-from gear_repro.embedding.bf16 import pack_linears  # noqa: E402
 from gear_repro.embedding.precision import native_bf16  # noqa: E402
 from gear_repro.embedding.sbert_weights import MINILM, MPNET, resolve_model  # noqa: E402
 from gear_repro.evaluation.metrics import recall_at_k  # noqa: E402
@@ -94,11 +92,7 @@ class EagerBf16Embedder(SentenceEmbedder):
     def __init__(self, model: str, **kw) -> None:
         super().__init__(model, precision="bf16", **kw)
         self.model_id += "-eager"
-
-    def _load_model(self, path: str):
-        from sentence_transformers import SentenceTransformer
-
-        return pack_linears(SentenceTransformer(path, device=self.device))
+        self._fuse_mpnet = False  # the embedder's own load, without the fusion
 
 
 class AllBf16Embedder(SentenceEmbedder):

@@ -203,13 +203,13 @@ def test_fused_mpnet_attention_is_mpnets_attention() -> None:
         got = fused(input_ids=ids, attention_mask=mask).last_hidden_state
         unpadded = fused(input_ids=ids[:1]).last_hidden_state  # no padding mask at all: the bias alone
     assert torch.allclose(got[real], want[real], atol=1e-5) and want[real].abs().max() > 1
+    assert torch.allclose(unpadded[0], want[0], atol=1e-5)
     assert fused_layers[0].mask._kept is None  # the batch's mask dropped when the pass ended
     bias, keep = torch.randn(1, 2, 3, 3), torch.tensor([True, True, False]).view(1, 1, 1, 3)
     kept = AdditiveMask()
     as_bool = kept(bias, keep, torch.float32)  # a boolean padding mask (True = attend) as its additive form
     assert torch.equal(as_bool, bias + torch.tensor([0.0, 0.0, float("-inf")]))
     assert kept(bias, keep, torch.float32) is as_bool and kept(bias.clone(), keep, torch.float32) is not as_bool
-    assert torch.allclose(unpadded[0], want[0], atol=1e-5)
     if not native_bf16("cpu")[0]:
         return
     others = ids.clone()
