@@ -206,7 +206,10 @@ class SentenceEmbedder:
 
     @property
     def dim(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension())
+        model = self.model
+        # sentence-transformers 6 renamed the method (the old name now warns on every call); 3.x-5.x have the old one
+        get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(get())
 
     def describe(self) -> dict:
         """What run.json records of the embedder: model, back-end, precision asked for and used, cache key."""

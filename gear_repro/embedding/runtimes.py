@@ -98,7 +98,7 @@ def exported(folder: Path, backend: str) -> Path:
 
 class RuntimeSentenceModel:
     """The subset of ``SentenceTransformer`` the embedder uses (``encode``, ``tokenizer``, ``max_seq_length``,
-    ``get_sentence_embedding_dimension``), run by onnxruntime or OpenVINO."""
+    ``get_embedding_dimension``), run by onnxruntime or OpenVINO."""
 
     def __init__(self, folder: str | os.PathLike, backend: str, num_threads: int | None = None):
         if backend not in BACKENDS[1:]:
@@ -132,7 +132,7 @@ class RuntimeSentenceModel:
             sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
             self._run = lambda feed: sess.run(None, feed)[0]
 
-    def get_sentence_embedding_dimension(self) -> int:
+    def get_embedding_dimension(self) -> int:
         return self.dim
 
     def encode(self, texts: Sequence[str], batch_size: int = 32, normalize_embeddings: bool = True,
