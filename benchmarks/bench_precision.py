@@ -9,13 +9,15 @@ Per precision, one thread, after a warm-up, per CPU second of the process (``tim
   * passages/s and triples/s: the first N passages (or, with --spread, N spread over the sample) and M triples
     ("s p o"), batch 32, as the corpus encoder runs them; paths/s: P two-triple path texts (a triple and a neighbour sharing an entity, as
     the exact scorer builds them) through ``encode_fixed`` (fixed-shape batches of ``DEFAULT_PATH_ROWS`` rows) and one at a time
-    (``encode``, the pre-issue-25 path encoding);
+    (``encode_alone``, the pre-issue-25 path encoding);
   * cosine of each bf16 vector with the fp32 vector of the same text (mean and minimum) for passages, triples,
     paths;
   * with --recall: all passages and triples encoded in that precision (so the rates and cosines cover the whole
     sample), then R@5/10/15 over every question of SBERT, hybrid and hybrid + NaiveGE (exact scorer, the paper's
-    beam; not with --no-expansion, where --triples may be given), base k = the evaluated rank (Table 2). Vectors
-    go to a fresh $GEAR_CACHE under --work, so nothing is read from earlier caches.
+    beam; not with --no-expansion, where --triples may be given), base k = the evaluated rank (Table 2); for bf16
+    twice: questions by the fp32 twin (``embedder.query_precision=fp32``, the default) and in bf16 (``same``),
+    over the same bf16 corpus, triple and path vectors (the path store is on, so the second pass encodes only its
+    questions). Vectors go to a fresh $GEAR_CACHE under --work, so nothing is read from earlier caches.
 
     python -m benchmarks.bench_precision --embedder minilm --recall --out precision_minilm.json
     python -m benchmarks.bench_precision --embedder /path/to/all-mpnet-base-v2 --passages 200 --triples 1000
@@ -152,7 +154,7 @@ def recall(ds, emb: SentenceEmbedder, ks: list[int], expansion: bool = True) -> 
     naive = None
     if expansion:
         tcoll = backend.open_collection("triples", triple_docs(ds.triples), emb)
-        naive = NaiveGE(TripleIndex(tcoll, ds.triples), emb, beam={"scorer": "exact"})
+        naive = NaiveGE(TripleIndex(tcoll, ds.triples), emb, beam={"scorer": "exact", "path_cache": True})
     methods = [*retrievers, *(["hybrid+naive"] if naive else [])]
     hits: dict[str, dict[int, list[float]]] = {m: {k: [] for k in ks} for m in methods}
     for q in (q for q in ds.questions if q.gold_ids):
@@ -211,13 +213,16 @@ def main() -> None:
         row["triples_per_s"], tv = timed(lambda ts, e=emb: e.encode_corpus(ts, "triples"), ttexts)
         row["paths_per_s"], xv = timed(lambda ts, e=emb: e.encode_fixed(ts, DEFAULT_PATH_ROWS), paths)
         emb._qcache.clear()
-        row["paths_alone_per_s"], _ = timed(emb.encode, paths)
+        row["paths_alone_per_s"], _ = timed(emb.encode_alone, paths)
         vecs[prec] = {"passages": pv, "triples": tv, "paths": xv}
         if a.recall and prec in PRECISIONS:
             emb._qcache.clear()
             t = time.perf_counter()
             row["recall"] = recall(ds, emb, [5, 10, 15], expansion=not a.no_expansion)
             row["recall_wall_s"] = round(time.perf_counter() - t, 1)
+            if emb.queries is not emb:  # the same bf16 vectors (disk caches), questions in bf16 too
+                same = SentenceEmbedder(model, precision=prec, query_precision="same", **kw)
+                row["recall_bf16_queries"] = recall(ds, same, [5, 10, 15], expansion=not a.no_expansion)
         report["rows"][prec] = row
         print(prec, json.dumps(row), flush=True)
     for prec in vecs.keys() - {"fp32"}:
@@ -244,12 +249,15 @@ def print_table(report: dict) -> None:
                  for k in ("passages_per_s", "triples_per_s", "paths_per_s", "paths_alone_per_s")]
         print(f"| {name} | " + " | ".join(cells) + f" | {cos} |")
     if "recall" in f32:
-        print("\n| method | fp32 R@5 / R@10 / R@15 | bf16 R@5 / R@10 / R@15 | bf16 − fp32 |")
-        print("|---|---|---|---|")
+        sides = [("recall", "fp32 queries"), ("recall_bf16_queries", "bf16 queries")]
+        sides = [(key, label) for key, label in sides if key in b16]
+        print("\n| method | fp32 R@5 / R@10 / R@15 | " + " | ".join(
+            f"bf16, {label}: R@5 / R@10 / R@15 (− fp32)" for _, label in sides) + " |")
+        print("|---|---|" + "---|" * len(sides))
         for m in f32["recall"]:
-            a, b = f32["recall"][m], b16["recall"][m]
-            print(f"| {m} | " + " / ".join(f"{a[k]:.1f}" for k in a) + " | " + " / ".join(f"{b[k]:.1f}" for k in b)
-                  + " | " + " / ".join(f"{b[k] - a[k]:+.2f}" for k in a) + " |")
+            a = f32["recall"][m]
+            cells = [" / ".join(f"{b16[key][m][k]:.1f} ({b16[key][m][k] - a[k]:+.2f})" for k in a) for key, _ in sides]
+            print(f"| {m} | " + " / ".join(f"{a[k]:.1f}" for k in a) + " | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from gear_repro.backends.es_requests import MAX_WINDOW, BM25Settings, BulkSettin
 from gear_repro.backends.memory import Analyzer, BM25Variant, DenseDtype
 from gear_repro.core.triple_graph import Adjacency, HubPolicy
 from gear_repro.data.dataset import MissingGold, Subset
-from gear_repro.embedding.precision import Precision
+from gear_repro.embedding.precision import Precision, QueryPrecision
 from gear_repro.embedding.runtimes import EncoderBackend
 from gear_repro.evaluation.metrics import AnswerMetric
 from gear_repro.llm.cache import LLMCacheMode
@@ -420,6 +420,7 @@ class SentenceEmbedderSchema:
     show_progress: bool = True
     backend: EncoderBackend = EncoderBackend.torch
     precision: Precision = Precision.fp32  # fp32 | bf16 | auto (docs/encoders.md)
+    query_precision: QueryPrecision = QueryPrecision.fp32  # fp32 | same: the query side when precision runs bf16
 
 
 # group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults

@@ -1,5 +1,6 @@
 """embedder.precision (issue 25): native-bf16 detection, auto/bf16/fp32 resolution, the cache key, the run
-fingerprint and run.json; with the real MiniLM (slow): bf16 vectors within cosine 0.9999 of fp32."""
+fingerprint and run.json; with the real MiniLM (slow): bf16 vectors within cosine 0.9999 of fp32, and queries by an
+fp32 twin (embedder.query_precision)."""
 
 from __future__ import annotations
 
@@ -92,7 +93,9 @@ def test_precision_in_every_cache_key_fp32_key_unchanged(cpu, caplog) -> None:
     emb = SentenceEmbedder("all-MiniLM-L6-v2", precision="auto")
     assert emb.model_id == ids["fp32"]
     assert emb.describe() == {"model": "all-MiniLM-L6-v2", "backend": "torch", "precision": "auto",
-                              "precision_used": "fp32", "model_id": ids["fp32"]}
+                              "precision_used": "fp32", "query_precision": "fp32", "query_precision_used": "fp32",
+                              "model_id": ids["fp32"]}
+    assert emb.queries is emb  # fp32: no twin
     with pytest.raises(ConfigError, match="emulation"):
         SentenceEmbedder("all-MiniLM-L6-v2", precision="bf16")
 
@@ -105,6 +108,12 @@ def test_fingerprint_uses_the_precision_that_runs(compose, cpu) -> None:
     del without.embedder["precision"]  # a config written before the setting existed
     assert fp32 == run_fingerprint(without)  # run dirs from before the setting still resume
     assert bf16 == auto != fp32
+    # query_precision: no effect at fp32; at bf16 `same` is how bf16 ran before the setting existed
+    same = [f"embedder.precision={p}" for p in ("fp32", "bf16")]
+    fp32_same, bf16_same = (run_fingerprint(compose(["embedder=minilm", o, "embedder.query_precision=same"])) for o in same)
+    old_bf16 = OmegaConf.create(OmegaConf.to_container(compose(["embedder=minilm", "embedder.precision=bf16"])))
+    del old_bf16.embedder["query_precision"]
+    assert fp32_same == fp32 and bf16_same == run_fingerprint(old_bf16) != bf16
     cpu(SKYLAKE)  # the same `auto` config on a CPU without bf16 runs fp32: another fingerprint
     assert run_fingerprint(compose(["embedder=minilm", "embedder.precision=auto"])) == fp32
 
@@ -121,7 +130,7 @@ def test_run_json_records_the_precision(compose, toy_dir, tmp_path) -> None:
     Runner(cfg, tmp_path / "run", resources=Resources(cfg, embedder=emb)).run()
     rec = read_json(tmp_path / "run" / "run.json")["embedder"]
     assert rec == {"model": "hash-64", "backend": "torch", "precision": "fp32", "precision_used": "fp32",
-                   "model_id": emb.model_id}
+                   "query_precision": "fp32", "query_precision_used": "fp32", "model_id": emb.model_id}
 
 
 @pytest.mark.slow
@@ -157,6 +166,21 @@ def test_bf16_vectors_agree_with_fp32() -> None:
 
     (s32, t32, _), (s16, t16, _) = (SentenceTokenEncoder(e).encode_tokens(texts[1], words(texts[1])) for e in (f32, b16))
     assert t16.dtype == np.float32 and float(s32 @ s16) >= 0.9999 and not np.array_equal(t32, t16)
+    # the query side (embedder.query_precision=fp32, the default): an fp32 twin, loaded on the first query, whose
+    # vectors are the fp32 embedder's to the bit; the bulk encodes stay bf16
+    assert b16.queries is not b16 and b16.queries._model is None and b16.queries.model_id == f32.model_id
+    assert np.array_equal(b16.encode(texts), f32.encode(texts))
+    assert b16.queries._model is not None and not np.array_equal(b16.encode_alone(texts), f32.encode(texts))
+    assert b16.describe()["query_precision_used"] == "fp32" and b16.describe()["query_stats"]["encoded"] == 3
+    same = SentenceEmbedder("all-MiniLM-L6-v2", cache=False, show_progress=False, precision="bf16",
+                            query_precision="same")
+    assert same.queries is same and np.array_equal(same.encode(texts), b16.encode_alone(texts))
+    # GRIEVER's query tokens go through the query side too
+    from gear_repro.methods.griever.retriever import GrieverRetriever
+
+    for emb, want in ((b16, t32), (same, t16)):
+        matcher = GrieverRetriever(None, emb, [], None, None).matcher
+        assert np.array_equal(matcher.encoder.encode_tokens(texts[1], words(texts[1]))[1], want)
 
 
 def test_pack_linears_computes_what_autocast_linear_does() -> None:

@@ -12,8 +12,10 @@ the same whether a question runs alone, in a sweep or after a resume.
 ``precision`` (fp32 | bf16 | auto; :mod:`gear_repro.embedding.precision`): bf16 runs the transformer under
 ``torch.autocast`` with its linear layers' weights converted to bfloat16 once, at load
 (:func:`gear_repro.embedding.bf16.pack_linears`), and mpnet's attention fused into one kernel call
-(:func:`gear_repro.embedding.bf16.fuse_mpnet_attention`); the precision that runs is part of :attr:`SentenceEmbedder.model_id`, the key of every
-embedding cache (corpus vectors, path vectors, index names).
+(:func:`gear_repro.embedding.bf16.fuse_mpnet_attention`); the precision that runs is part of
+:attr:`SentenceEmbedder.model_id`, the key of every embedding cache (corpus vectors, path vectors, index names).
+It covers the bulk encodes (corpus, triples, paths); the query side (:meth:`SentenceEmbedder.encode`) runs in
+``query_precision`` (default fp32: an fp32 twin of the model, :attr:`SentenceEmbedder.queries`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
-from gear_repro.embedding.precision import Precision, native_bf16, resolve_precision
+from gear_repro.embedding.precision import Precision, QueryPrecision, native_bf16, resolve_precision
 from gear_repro.embedding.runtimes import EncoderBackend, RuntimeSentenceModel
 from gear_repro.embedding.sbert_weights import (
     hub_cached,
@@ -55,6 +57,8 @@ class Embedder(Protocol):
     dim: int
 
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def encode_alone(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def encode_corpus(self, texts: Sequence[str], desc: str = "") -> np.ndarray: ...
 
@@ -94,6 +98,7 @@ class SentenceEmbedder:
         show_progress: bool = True,
         backend: str = "torch",
         precision: str = "fp32",
+        query_precision: str = "fp32",
     ):
         self.model_name = model
         self.batch_size = batch_size
@@ -137,6 +142,14 @@ class SentenceEmbedder:
                     key["bf16_linears"] = "packed"
         self.model_id = hash_obj(key, 12)
         self.stats = {"encoded": 0, "query_cache_hits": 0, "corpus_cache_hits": 0}
+        self.query_precision = choice(QueryPrecision, query_precision, "embedder.query_precision")
+        # the query side: this embedder, or (bf16 with query_precision fp32) an fp32 twin loaded on its first query
+        self.queries: SentenceEmbedder = self
+        if self.precision_used is not Precision.fp32 and self.query_precision is QueryPrecision.fp32:
+            self.queries = SentenceEmbedder(model, batch_size=batch_size, device=device, normalize=normalize,
+                                            max_seq_length=max_seq_length, cache=cache,
+                                            query_cache_size=query_cache_size, num_threads=num_threads,
+                                            show_progress=show_progress, backend=backend, precision="fp32")
 
     def _weights(self) -> str:
         """The weights' location: an offline copy or local folder, else the hub id; ConfigError when the back-end
@@ -212,9 +225,14 @@ class SentenceEmbedder:
         return int(get())
 
     def describe(self) -> dict:
-        """What run.json records of the embedder: model, back-end, precision asked for and used, cache key."""
-        return {"model": self.model_name, "backend": self.backend, "precision": self.precision.value,
-                "precision_used": self.precision_used.value, "model_id": self.model_id}
+        """What run.json records of the embedder: model, back-end, precision asked for and used (bulk encodes and
+        queries), cache key; the fp32 query twin's counters when there is one."""
+        out = {"model": self.model_name, "backend": self.backend, "precision": self.precision.value,
+               "precision_used": self.precision_used.value, "query_precision": self.query_precision.value,
+               "query_precision_used": self.queries.precision_used.value, "model_id": self.model_id}
+        if self.queries is not self:
+            out["query_stats"] = self.queries.stats
+        return out
 
     def autocast(self) -> AbstractContextManager[object]:
         """``torch.autocast`` to bfloat16 when bf16 runs (embedder.precision), else nothing: the layers other than
@@ -296,7 +314,12 @@ class SentenceEmbedder:
         return out
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Encode queries/short texts, batch-independently (:meth:`_encode_alone`), memoised in an LRU."""
+        """Encode queries (questions, sub-queries, query entities) in ``query_precision``: each text alone,
+        memoised (:meth:`encode_alone` of :attr:`queries`)."""
+        return self.queries.encode_alone(texts)
+
+    def encode_alone(self, texts: Sequence[str]) -> np.ndarray:
+        """Encode short texts in ``precision``, batch-independently (:meth:`_encode_alone`), memoised in an LRU."""
         return self._lookup(list(texts), list(texts), self._encode_alone)
 
     def encode_fixed(self, texts: Sequence[str], rows: int) -> np.ndarray:

@@ -30,6 +30,18 @@ class Precision(str, Enum):
         return self.value
 
 
+class QueryPrecision(str, Enum):
+    """``embedder.query_precision``: what the query-side texts (questions and sub-queries, HippoRAG's query
+    entities, GRIEVER's query tokens) are encoded in when ``embedder.precision`` runs bf16. On the MuSiQue sample
+    every R@k that moved under bf16 moved through the question vector, not the corpus (docs/encoders.md)."""
+
+    fp32 = "fp32"  # queries by an fp32 twin of the model (default): one encode per retrieval, bulk work stays bf16
+    same = "same"  # queries in embedder.precision as well (bf16 runs before session 15)
+
+    def __str__(self) -> str:
+        return self.value
+
+
 def cpu_flags(cpuinfo: str) -> set[str]:
     """The feature flags of a /proc/cpuinfo text (x86 ``flags``, Arm ``Features`` lines)."""
     out: set[str] = set()

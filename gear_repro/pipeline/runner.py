@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 from gear_repro.config import to_container, validate
 from gear_repro.data.dataset import check_gold_answers
-from gear_repro.embedding.precision import Precision, resolve_precision
+from gear_repro.embedding.precision import Precision, QueryPrecision, resolve_precision
 from gear_repro.evaluation.aggregate import aggregate
 from gear_repro.evaluation.metrics import answer_metric_for
 from gear_repro.llm.ledger import call_scope
@@ -71,12 +71,16 @@ _NON_RESULT_KEYS = {
 def run_fingerprint(cfg: DictConfig) -> str:
     c = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
     emb = c.get("embedder")
-    if isinstance(emb, dict) and "precision" in emb:  # the precision that runs: `auto` differs between machines
-        used = resolve_precision(emb["precision"], emb.get("device", "cpu"), emb.get("backend", "torch"))
-        if used is Precision.fp32:
-            emb.pop("precision")  # fp32 keeps the fingerprint of run dirs written before the setting existed
-        else:
+    if isinstance(emb, dict):  # the precisions that run (`auto` differs between machines); fp32 (queries too)
+        # keeps the fingerprint of run dirs written before the settings existed, and bf16 with bf16 queries that of
+        # bf16 runs before query_precision
+        used = resolve_precision(emb.pop("precision", Precision.fp32), emb.get("device", "cpu"),
+                                 emb.get("backend", "torch"))
+        queries = QueryPrecision(emb.pop("query_precision", QueryPrecision.same))
+        if used is not Precision.fp32:
             emb["precision"] = used.value
+            if queries is QueryPrecision.fp32:
+                emb["query_precision"] = queries.value
     for key, sub in _NON_RESULT_KEYS.items():
         if sub is None:
             c.pop(key, None)

@@ -241,6 +241,9 @@ class TableEmbedder:
     def encode_corpus(self, texts: Sequence[str], desc: str = "") -> np.ndarray:
         return self.encode(texts)
 
+    def encode_alone(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encode(texts)
+
     def encode_fixed(self, texts: Sequence[str], rows: int) -> np.ndarray:
         return self.encode(texts)
 

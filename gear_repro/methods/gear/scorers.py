@@ -152,11 +152,11 @@ class ExactScorer(_VectorScorer):
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         """Path vectors from the shared embedder (whose settings are never changed here), batch-independent
-        either way: fixed-shape batches of ``batch_size`` rows (``encode_fixed``), or each text alone (``encode``,
-        ``batch_size`` null)."""
+        either way: fixed-shape batches of ``batch_size`` rows (``encode_fixed``), or each text alone
+        (``encode_alone``, ``batch_size`` null); in ``embedder.precision``, like the corpus."""
         stats = getattr(self.embedder, "stats", None)
         before = stats.get("encoded", 0) if isinstance(stats, dict) else 0
-        vecs = self.embedder.encode(texts) if self.batch_size is None else \
+        vecs = self.embedder.encode_alone(texts) if self.batch_size is None else \
             self.embedder.encode_fixed(texts, self.batch_size)
         vecs = np.asarray(vecs, dtype=np.float32)
         if isinstance(stats, dict):

@@ -45,7 +45,7 @@ import numpy as np
 from gear_repro.backends.base import Backend, Collection
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.core.triple_graph import normalize_entity
-from gear_repro.embedding.embedder import Embedder
+from gear_repro.embedding.embedder import Embedder, SentenceEmbedder
 from gear_repro.methods.griever.index import GrieverData, SameAsConfig, ShortlistIndex, Unit, UnitVectors
 from gear_repro.methods.griever.matcher import EntityMatcher, QueryEncoding, SentenceTokenEncoder
 from gear_repro.methods.griever.store import GrieverStore, MemoryGrieverStore, PassageFilter
@@ -169,7 +169,8 @@ class GrieverRetriever:
             raise ConfigError(f"retriever={self.name}: {e}") from e
         if name:
             self.name = name
-        encoder = embedder if hasattr(embedder, "encode_tokens") else SentenceTokenEncoder(embedder)
+        # query tokens on the query side of the embedder (embedder.query_precision); doubles encode their own
+        encoder = SentenceTokenEncoder(embedder.queries) if isinstance(embedder, SentenceEmbedder) else embedder
         self.matcher = EntityMatcher(encoder, max_ngram=self.settings.max_ngram)
         self._store: GrieverStore | None = None
         self._units: dict[str, Unit] = {}
