@@ -96,6 +96,7 @@ def main() -> None:
     ap.add_argument("--scorers", nargs="+", default=["exact", "fast"])
     ap.add_argument("--embedder", default="auto", help="auto | mpnet | minilm | a local sentence-transformers folder")
     ap.add_argument("--precision", choices=["fp32", "bf16", "auto"], default="fp32", help="embedder.precision")
+    ap.add_argument("--query-precision", choices=["fp32", "same"], default="fp32", help="embedder.query_precision")
     ap.add_argument("--batch-size", type=int, default=None, help="embedder batch size for path encoding")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default torch's)")
     ap.add_argument("--exact-cold", action="store_true", help="exact scorer without the disk path store")
@@ -107,8 +108,10 @@ def main() -> None:
 
     ds = load_dataset(a.data, limit=a.limit)
     model = pick_embedder(a.embedder)
-    emb = SentenceEmbedder(model=model, show_progress=False, num_threads=a.threads, precision=a.precision)
-    print(f"embedder: {model} ({resolve_model(model)}), precision {emb.precision_used}", flush=True)
+    emb = SentenceEmbedder(model=model, show_progress=False, num_threads=a.threads, precision=a.precision,
+                           query_precision=a.query_precision)
+    print(f"embedder: {model} ({resolve_model(model)}), precision {emb.precision_used}, queries "
+          f"{emb.queries.precision_used}", flush=True)
     backend = MemoryBackend()
     t0 = time.perf_counter()
     pcoll = backend.open_collection("passages", [IndexDoc(p.id, p.content) for p in ds.passages], emb)
@@ -125,7 +128,8 @@ def main() -> None:
     retrievers["hybrid"].retrieve("warm up the model", 5)
     expansions = {sc: NaiveGE(index, emb, beam=scorer_beam(sc, a)) for sc in a.scorers}
 
-    report: dict = {"embedder": model, "precision": emb.precision_used.value, "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+    report: dict = {"embedder": model, "precision": emb.precision_used.value,
+                    "query_precision": emb.queries.precision_used.value, "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                     "load_avg_start": os.getloadavg(), "questions": len(questions), "ks": a.ks,
                     "index_build_s": round(build_s, 2), "exact_cold": a.exact_cold, "clock": a.clock, "base": {}, "naive": {}}
     times: dict[tuple, list[float]] = defaultdict(list)

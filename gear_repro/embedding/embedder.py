@@ -208,7 +208,7 @@ class SentenceEmbedder:
         if self.num_threads:
             torch.set_num_threads(self.num_threads)
         path = self._weights()
-        log.info("loading embedder %s from %s (%s)", self.model_name, path, self.backend)
+        log.info("loading embedder %s from %s (%s, %s)", self.model_name, path, self.backend, self.precision_used)
         try:
             self._model = self._load_model(path)
         except (OSError, ValueError) as e:  # missing files; a folder without a model ("Unrecognized model")

@@ -59,7 +59,7 @@ class SentenceTokenEncoder:
         features = model.tokenize([text])
         offsets = model.tokenizer(text, return_offsets_mapping=True, truncation=True,
                                   max_length=model.max_seq_length)["offset_mapping"]
-        with torch.no_grad(), self.embedder.autocast():  # embedder.precision applies here too
+        with torch.no_grad(), self.embedder.autocast():  # the given embedder's precision (the wiring: the query side)
             out = model(features)
         tok = out["token_embeddings"][0].float().cpu().numpy()
         sent = _normalise(out["sentence_embedding"][0].float().cpu().numpy())
