@@ -7,10 +7,22 @@ The paper's corpora (GEAR Table 5) cannot be downloaded here, so this script gen
     hotpotqa   10,293 chunks /  122k triples
 
 Text: words drawn from a Zipf(1.1) vocabulary of 100k pseudo-words; passage length log-normal fitted to the
-bundled MuSiQue sample (mean 76 words, median 65, p95 167), titles ~3 words; triples "s p o" with entity
-names of 1-4 words and predicates of ~2 words. Entities: ~0.95 per triple, the subject/object of each triple
-drawn from a power law over entity ranks (exponent 0.9: most entities are seen once, a few hubs are linked
-by thousands of triples; the JSON reports median/max degree). Each triple belongs to one passage.
+bundled MuSiQue sample (mean 76 words, median 65, p95 167), titles ~3 words; triples "s p o" with predicates of
+~2 words. Each triple belongs to one passage. Entities (``--hubs``; the JSON reports median/max degree and the
+entities per triple):
+  power   (the default, and every figure before session 16) a pool of 0.95 entities per triple named by 1-4 words
+          of the Zipf vocabulary, the subject/object of each triple drawn from a power law over the pool
+          (exponent 0.9). Names collide (a one-word name is a frequent word), so the graph has fewer, heavier
+          entities than the pool: 0.35 per triple at 10% of MuSiQue size, the largest linked by 8% of the triples.
+          At the bundled sample's size it has 0.41 entities per triple and a largest entity with 14% of the
+          triples, against the sample's 0.94 and 1.3% ("united states"): a stress test for the hubs.
+  sample  hubs as the bundled MuSiQue sample predicts them at the corpus's size (``benchmarks/
+          musique_sample_entities.json``, made by ``--write-profile``): the sample is 100 questions' contexts,
+          so an entity found in the contexts of at least ``--global-questions`` (3) of them is taken as
+          corpus-wide and keeps its share of the triples (degree x chunks / 1,890: "united states" 226 ->
+          ~17,800 at MuSiQue size), one found in fewer is question-local and keeps its degree (the corpus
+          repeats such entities: degrees drawn from the sample's local ones fill the remaining triples);
+          names are unique. Applied to every ``--corpus`` (the MuSiQue sample is the only one with triples).
 Vectors: random unit vectors (768-d, as all-mpnet-base-v2) written as float16 ``.npy`` files and memory-mapped;
 queries get seeded random unit vectors, so no encoder runs (retrieval cost, not encoding cost, is measured).
 BLAS runs one thread unless OPENBLAS_NUM_THREADS/OMP_NUM_THREADS say otherwise; all times are the process's
@@ -69,7 +81,7 @@ REPO = Path(__file__).resolve().parent.parent
 from gear_repro.backends.ann import DenseIndex, DenseSettings  # noqa: E402
 from gear_repro.backends.base import IndexDoc  # noqa: E402
 from gear_repro.backends.memory import MemoryBackend, top_k_dense  # noqa: E402
-from gear_repro.core.triple_graph import TripleIndex  # noqa: E402
+from gear_repro.core.triple_graph import TripleIndex, normalize_entity  # noqa: E402
 from gear_repro.methods.gear.expansion import NaiveGE  # noqa: E402
 from gear_repro.retrieval.base import BM25Retriever, DenseRetriever, HybridRetriever  # noqa: E402
 from gear_repro.types import Passage, Triple  # noqa: E402
@@ -96,7 +108,8 @@ def pseudo_words(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.asarray(words, dtype=object)
 
 
-def generate(corpus: str, fraction: float, seed: int = 0) -> tuple[list[Passage], list[Triple]]:
+def generate(corpus: str, fraction: float, seed: int = 0, hubs: str = "power",
+             global_questions: int = 3) -> tuple[list[Passage], list[Triple]]:
     """A seeded synthetic corpus of ``fraction`` of the paper's size (see the module docstring)."""
     n_chunks, n_triples = (max(1, round(x * fraction)) for x in SIZES[corpus])
     rng = np.random.default_rng(seed)
@@ -109,19 +122,82 @@ def generate(corpus: str, fraction: float, seed: int = 0) -> tuple[list[Passage]
         title = " ".join(flat[pos:pos + 3]).title()
         passages.append(Passage(str(i), title, " ".join(flat[pos + 3:pos + 3 + m])))
         pos += 3 + m
-    n_ent = max(2, int(0.95 * n_triples))
+    if hubs == "sample":
+        subj, obj = sample_hub_endpoints(rng, n_chunks, n_triples, global_questions)
+        n_ent = int(max(subj.max(), obj.max())) + 1
+    else:
+        n_ent = max(2, int(0.95 * n_triples))
     ent_words = vocab[word(n_ent * 4)].reshape(n_ent, 4)
     ent_len = rng.integers(1, 5, size=n_ent)
     entities = [" ".join(w[:m]).title() for w, m in zip(ent_words, ent_len, strict=True)]
+    if hubs == "sample":  # one entity, one name
+        entities = [f"{e} {i}" for i, e in enumerate(entities)]
     preds = [" ".join(vocab[word(2)]) for _ in range(2000)]
-    ent = zipf_sampler(rng, n_ent, 0.9)
-    subj, obj = ent(n_triples), ent(n_triples)
+    if hubs != "sample":
+        ent = zipf_sampler(rng, n_ent, 0.9)
+        subj, obj = ent(n_triples), ent(n_triples)
     perm = rng.permutation(n_ent)  # hubs are not the first entities in corpus order
     pred = rng.integers(0, len(preds), n_triples)
     owner = np.sort(rng.integers(0, n_chunks, n_triples))  # triples grouped by passage, as extraction writes them
     triples = [Triple(f"t{j}", entities[perm[s]], preds[p], entities[perm[o]], str(c))
                for j, (s, p, o, c) in enumerate(zip(subj, pred, obj, owner, strict=True))]
     return passages, triples
+
+
+PROFILE = REPO / "benchmarks" / "musique_sample_entities.json"
+
+
+def entity_profile(raw_questions: Path, sample_dir: Path) -> dict:
+    """The bundled MuSiQue sample's entities as counts of (degree, questions whose contexts contain them): the
+    input of ``--hubs sample``. ``raw_questions`` is HippoRAG's ``musique_train_100.json`` (20 paragraphs per
+    question), ``sample_dir`` the bundled ``data/musique_sample`` (corpus.jsonl, triples.jsonl)."""
+    questions_of: dict[tuple[str, str], set[int]] = {}
+    for qi, q in enumerate(json.loads(raw_questions.read_text())):
+        for p in q["paragraphs"]:
+            questions_of.setdefault((p["title"].strip(), p["paragraph_text"].strip()), set()).add(qi)
+    passage_questions = {}
+    for line in (sample_dir / "corpus.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        passage_questions[r["id"]] = questions_of[(r["title"].strip(), r["text"].strip())]
+    degree: dict[str, int] = {}
+    spans: dict[str, set[int]] = {}
+    triples = (sample_dir / "triples.jsonl").read_text().splitlines()
+    for line in triples:
+        r = json.loads(line)
+        for e in {normalize_entity(r["subject"]), normalize_entity(r["object"])}:
+            degree[e] = degree.get(e, 0) + 1
+            spans.setdefault(e, set()).update(passage_questions[r["passage_id"]])
+    counts: dict[tuple[int, int], int] = {}
+    for e, d in degree.items():
+        counts[(d, len(spans[e]))] = counts.get((d, len(spans[e])), 0) + 1
+    return {"source": "data/musique_sample (HippoRAG's GPT-3.5 OpenIE triples of 100 MuSiQue questions' contexts)",
+            "passages": len(passage_questions), "questions": len({q for v in passage_questions.values() for q in v}),
+            "triples": len(triples), "degree_questions_entities": sorted([d, q, c] for (d, q), c in counts.items())}
+
+
+def sample_hub_endpoints(rng: np.random.Generator, n_chunks: int, n_triples: int,
+                         global_questions: int) -> tuple[np.ndarray, np.ndarray]:
+    """Subject and object entity ids of ``n_triples`` triples whose entity degrees follow the bundled sample's
+    profile at ``n_chunks`` chunks (``--hubs sample``, module docstring)."""
+    prof = json.loads(PROFILE.read_text())
+    rows = np.asarray(prof["degree_questions_entities"], dtype=np.int64)  # (degree, questions, entities)
+    scale = n_chunks / prof["passages"]
+    corpus_wide = rows[:, 1] >= global_questions
+    hub = np.rint(np.repeat(rows[corpus_wide, 0], rows[corpus_wide, 2]) * scale).astype(np.int64)
+    hub = np.sort(hub[hub > 0])[::-1]
+    ends = 2 * n_triples
+    hub = hub[np.cumsum(hub) <= ends]  # tiny corpora: the largest that fit
+    local = np.repeat(rows[~corpus_wide, 0], rows[~corpus_wide, 2])
+    need = ends - int(hub.sum())
+    draws = rng.choice(local, size=int(need / local.mean() * 1.2) + 16)
+    while draws.sum() < need:
+        draws = np.concatenate([draws, rng.choice(local, size=draws.size)])
+    cut = int(np.searchsorted(np.cumsum(draws), need))
+    draws = draws[:cut + 1].copy()
+    draws[-1] -= int(draws.sum()) - need
+    endpoints = np.repeat(np.arange(hub.size + draws.size), np.concatenate([hub, draws]))
+    rng.shuffle(endpoints)
+    return endpoints[:n_triples], endpoints[n_triples:]
 
 
 def write_unit_vectors(path: Path, n: int, seed: int, block: int = 65_536) -> np.ndarray:
@@ -238,14 +314,17 @@ def dense_recall(coll, queries: np.ndarray, depth: int = 100) -> dict[str, float
     return {"mean": round(float(np.mean(shares)), 4), "min": round(float(np.min(shares)), 4)}
 
 
-def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, dense: dict | None = None) -> dict:
-    out: dict = {"corpus": corpus, "fraction": fraction, "seed": seed, "cpu": platform.processor() or platform.machine(),
+def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, dense: dict | None = None,
+        hubs: str = "power", global_questions: int = 3) -> dict:
+    out: dict = {"corpus": corpus, "fraction": fraction, "seed": seed, "hubs": hubs,
+                 **({"global_questions": global_questions} if hubs == "sample" else {}),
+                 "cpu": platform.processor() or platform.machine(),
                  "cores": os.cpu_count(), "blas_threads": os.environ["OPENBLAS_NUM_THREADS"],
                  "load_avg_start": os.getloadavg(), "dense_settings": dense or {}}
     probe = AnonPeak()
     probe.start()
     t = clock()
-    passages, triples = generate(corpus, fraction, seed)
+    passages, triples = generate(corpus, fraction, seed, hubs, global_questions)
     out.update(chunks=len(passages), triples=len(triples), generate_s=round(clock() - t, 1),
                rss_after_generate_gib=round(rss_gib(), 2))
     print(f"{corpus} {fraction:g}: {len(passages):,} chunks, {len(triples):,} triples generated", flush=True)
@@ -281,7 +360,8 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
     index.set_vectors(tvec)
     out["build_graph_s"] = round(clock() - t, 1)
     deg = np.asarray([rows.size for rows in index._entity_rows.values()])
-    out["entity_degree"] = {"entities": int(deg.size), "median": float(np.median(deg)), "max": int(deg.max()),
+    out["entity_degree"] = {"entities": int(deg.size), "per_triple": round(deg.size / len(triples), 3),
+                            "median": float(np.median(deg)), "max": int(deg.max()),
                             "hubs_capped": int(index.stats.get("hub_entities", 0))}
     out["rss_after_graph_gib"] = round(rss_gib(), 2)
     out["anon_after_graph_gib"] = round(anon_gib(), 2)
@@ -351,7 +431,7 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         lat, ratio, rec = r["latency"], r["ratios_p50"], r["dense_recall_at_100"]
         hub = r.get("hub_slices")
-        cells = [r["corpus"], f"{r['fraction']:g}", f"{r['chunks']:,}", f"{r['triples']:,}",
+        cells = [r["corpus"] + (" (sample hubs)" if r.get("hubs") == "sample" else ""), f"{r['fraction']:g}", f"{r['chunks']:,}", f"{r['triples']:,}",
                  f"{r['dense_index']} {r['dense_faiss']} ({r['build_ann_s']}, {r['anon_ann_gib']:.2f})",
                  f"{rec['mean']:.3f} / {rec['min']:.2f}", f"{r['hybrid_top15_same']:.0%}",
                  f"{lat['dense_exact']['p50_ms']:.1f} / {lat['dense_ann']['p50_ms']:.1f}",
@@ -415,16 +495,31 @@ def main() -> None:
     ap.add_argument("--dense", action="append", default=[], metavar="KEY=VALUE",
                     help="a backend.dense setting of the faiss search measured beside exact search, e.g. index=hnsw "
                          "or hnsw.ef_search=512 (repeatable; default: configs/backend/memory.yaml's)")
+    ap.add_argument("--hubs", choices=("power", "sample"), default="power",
+                    help="the entities' degrees: power = the power-law stress generator (default), sample = hubs as "
+                         "the bundled MuSiQue sample predicts them at this size (module docstring)")
+    ap.add_argument("--global-questions", type=int, default=3,
+                    help="--hubs sample: an entity in the contexts of at least this many of the sample's 100 "
+                         "questions is corpus-wide (its degree scales with the corpus)")
+    ap.add_argument("--write-profile", default=None, metavar="MUSIQUE_TRAIN_100_JSON",
+                    help="rebuild benchmarks/musique_sample_entities.json from HippoRAG's musique_train_100.json "
+                         "and data/musique_sample")
     ap.add_argument("--plot", default=None, help="write the scaling curve PNG from the JSON files given")
     ap.add_argument("files", nargs="*", help="JSON files for --plot / the table")
     a = ap.parse_args()
+    if a.write_profile:
+        PROFILE.write_text(json.dumps(entity_profile(Path(a.write_profile), REPO / "data" / "musique_sample")) + "\n")
+        print(f"wrote {PROFILE}")
+        return
     if a.plot:
         plot(a.files, a.plot)
         print(table(sorted((json.loads(Path(f).read_text()) for f in a.files),
                            key=lambda r: (r["corpus"], r["chunks"]))))
         return
+    if a.workdir:
+        Path(a.workdir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=a.workdir) as d:
-        r = run(a.corpus, a.fraction, a.queries, Path(d), a.seed, parse_dense(a.dense))
+        r = run(a.corpus, a.fraction, a.queries, Path(d), a.seed, parse_dense(a.dense), a.hubs, a.global_questions)
     print(table([r]))
     if a.out:
         Path(a.out).write_text(json.dumps(r, indent=2))

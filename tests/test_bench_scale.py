@@ -3,7 +3,12 @@
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
+
+import numpy as np
+
+from tests.helpers.requirements import missing
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -32,3 +37,46 @@ def test_bench_scale_tiny_corpus(tmp_path):
         assert 0 < part["gather_s"] + part["score_s"] <= part["search_s"]
     row = [ln for ln in proc.stdout.splitlines() if ln.startswith("| hotpotqa |")]
     assert len(row) == 1 and f"{r['peak_rss_gib']} / {r['peak_anon_gib']}" in row[0]
+
+
+def _degrees(triples) -> np.ndarray:
+    from gear_repro.core.triple_graph import normalize_entity
+
+    deg = Counter(e for t in triples for e in {normalize_entity(t.subject), normalize_entity(t.object)})
+    return np.asarray(sorted(deg.values(), reverse=True))
+
+
+def test_sample_hubs_match_the_bundled_sample_at_its_size():
+    """``--hubs sample`` at the sample's own size has its entity statistics (the sample: 0.944 entities per triple,
+    largest 226 triples = 1.31%, 67.7% of entities in one triple); the power-law generator has far heavier hubs."""
+    from benchmarks.bench_scale import generate
+
+    frac = 17_204 / 1_520_000
+    _, sample = generate("musique", frac, 0, "sample")
+    d = _degrees(sample)
+    assert len(sample) == 17_204 and 0.92 <= d.size / len(sample) <= 0.96
+    assert 0.010 <= d[0] / len(sample) <= 0.016 and 0.64 <= (d == 1).mean() <= 0.71
+    _, power = generate("musique", frac, 0, "power")
+    p = _degrees(power)
+    assert p.size / len(power) < 0.5 and p[0] / len(power) > 0.1
+
+
+def test_sample_hubs_scale_with_the_corpus():
+    """Corpus-wide entities keep their share: at 10% of MuSiQue size (14,879 chunks) the largest has ~226 x 14,879 /
+    1,890 = 1,779 triples; question-local ones keep sample-sized degrees; names are one per entity."""
+    from benchmarks.bench_scale import generate
+
+    passages, triples = generate("musique", 0.1, 0, "sample")
+    d = _degrees(triples)
+    assert len(passages) == 14_879 and len(triples) == 152_000
+    assert 1_700 <= d[0] <= 1_800 and 0.9 <= d.size / len(triples) <= 0.96
+    assert int(np.median(d)) == 1
+
+
+def test_profile_is_rebuilt_from_the_raw_sample(shared_data):
+    from benchmarks.bench_scale import PROFILE, entity_profile
+
+    raw = shared_data / "musique_sample" / "musique_train_100.json"
+    if not raw.exists():
+        missing(f"{raw} not found")
+    assert entity_profile(raw, REPO / "data" / "musique_sample") == json.loads(PROFILE.read_text())
