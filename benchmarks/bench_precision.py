@@ -17,7 +17,9 @@ Per precision, one thread, after a warm-up, per CPU second of the process (``tim
     beam; not with --no-expansion, where --triples may be given), base k = the evaluated rank (Table 2); for bf16
     twice: questions by the fp32 twin (``embedder.query_precision=fp32``, the default) and in bf16 (``same``),
     over the same bf16 corpus, triple and path vectors (the path store is on, so the second pass encodes only its
-    questions). Vectors go to a fresh $GEAR_CACHE under --work, so nothing is read from earlier caches.
+    questions). Vectors go to a fresh $GEAR_CACHE under --work, so nothing is read from earlier caches;
+  * with --rounds N: N more passes over the passages per precision, alternated (fp32 first in even rounds, bf16 in
+    odd ones), without caches: the median passages/s of each and the ratio of the medians.
 
     python -m benchmarks.bench_precision --embedder minilm --recall --out precision_minilm.json
     python -m benchmarks.bench_precision --embedder /path/to/all-mpnet-base-v2 --passages 200 --triples 1000
@@ -182,6 +184,9 @@ def main() -> None:
     ap.add_argument("--variants", action="store_true", help=f"rows {AUTOCAST}, {EAGER}, {ALL_BF16} (no recall)")
     ap.add_argument("--spread", action="store_true",
                     help="--passages/--triples spread evenly over the sample (long passages included), not the first")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="then N alternated rounds of fp32 and bf16 passage encoding (order flipped every round, no "
+                         "caches): passages/s medians and their ratio, less sensitive to the machine's drift")
     ap.add_argument("--work", default=None, help="directory of the fresh $GEAR_CACHE (default a temporary one)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
@@ -202,10 +207,11 @@ def main() -> None:
                     "counts": {"passages": len(ptexts), "triples": len(ttexts), "paths": len(paths)}, "spread": a.spread,
                     "path_rows": DEFAULT_PATH_ROWS, "rows": {}}
     vecs: dict[str, dict[str, np.ndarray]] = {}
+    embs: dict[str, SentenceEmbedder] = {}
     for prec in PRECISIONS + ((AUTOCAST, EAGER, ALL_BF16) if a.variants else ()):
         kw = {"num_threads": a.threads, "show_progress": False}
         cls = {AUTOCAST: AutocastEmbedder, EAGER: EagerBf16Embedder, ALL_BF16: AllBf16Embedder}.get(prec)
-        emb = cls(model, **kw) if cls else SentenceEmbedder(model, precision=prec, **kw)
+        emb = embs[prec] = cls(model, **kw) if cls else SentenceEmbedder(model, precision=prec, **kw)
         emb.encode_fixed(paths[:DEFAULT_PATH_ROWS], DEFAULT_PATH_ROWS)  # warm-up: weights, allocator, kernels
         emb._encode(ptexts[:8])
         row: dict = {}
@@ -229,10 +235,24 @@ def main() -> None:
         for kind in ("passages", "triples", "paths"):
             cos = (vecs["fp32"][kind] * vecs[prec][kind]).sum(axis=1)
             report["rows"][prec][f"cos_{kind}"] = {"mean": float(cos.mean()), "min": float(cos.min())}
+    if a.rounds:
+        report["rounds"] = alternated_rates(embs, ptexts, a.rounds)
+        print("rounds", json.dumps(report["rounds"]), flush=True)
     report["load_avg_end"] = os.getloadavg()
     print_table(report)
     if a.out:
         Path(a.out).write_text(json.dumps(report, indent=2))
+
+
+def alternated_rates(embs: dict[str, SentenceEmbedder], texts: list[str], rounds: int) -> dict:
+    """Passages/s of fp32 and bf16 over ``rounds`` rounds, alternating which runs first (``_encode``: batch 32 as
+    the corpus encoder, no cache); per precision the rates and their median, and the ratio of the medians."""
+    rates: dict[str, list[float]] = {p: [] for p in PRECISIONS}
+    for r in range(rounds):
+        for prec in (PRECISIONS if r % 2 == 0 else PRECISIONS[::-1]):
+            rates[prec].append(round(timed(embs[prec]._encode, texts)[0], 2))
+    med = {p: float(np.median(v)) for p, v in rates.items()}
+    return {"passages_per_s": rates, "median": med, "ratio": round(med["bf16"] / med["fp32"], 3)}
 
 
 def print_table(report: dict) -> None:
@@ -248,6 +268,10 @@ def print_table(report: dict) -> None:
         cells = [f"{r[k]:.1f}" + ("" if name == "fp32" else f" ({r[k] / f32[k]:.2f}×)")
                  for k in ("passages_per_s", "triples_per_s", "paths_per_s", "paths_alone_per_s")]
         print(f"| {name} | " + " | ".join(cells) + f" | {cos} |")
+    if "rounds" in report:
+        r = report["rounds"]
+        print(f"\npassages/s over {len(r['passages_per_s']['fp32'])} alternated rounds, medians: fp32 "
+              f"{r['median']['fp32']:.1f}, bf16 {r['median']['bf16']:.1f} ({r['ratio']:.2f}×); rounds {r['passages_per_s']}")
     if "recall" in f32:
         sides = [("recall", "fp32 queries"), ("recall_bf16_queries", "bf16 queries")]
         sides = [(key, label) for key, label in sides if key in b16]
