@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 
 import numpy as np
 
@@ -77,6 +77,25 @@ def triple_docs(triples: Iterable[Triple]) -> list[IndexDoc]:
         )
         for t in triples
     ]
+
+
+class EntityRows(Mapping[str, np.ndarray]):
+    """Entity -> its triple rows (ascending) as views of one array (compressed rows): an int per entity instead of
+    an array object per entity, ~0.5 GiB less at 2Wiki size with the real ~0.94 entities per triple
+    (docs/scale.md)."""
+
+    def __init__(self, ids: dict[str, int], offsets: np.ndarray, rows: np.ndarray):
+        self._ids, self._offsets, self._rows = ids, offsets, rows
+
+    def __getitem__(self, entity: str) -> np.ndarray:
+        i = self._ids[entity]
+        return self._rows[self._offsets[i]:self._offsets[i + 1]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
 
 
 class TripleIndex:
@@ -152,7 +171,7 @@ class TripleIndex:
             (normalize_entity(self.triples[tid].subject), normalize_entity(self.triples[tid].object))
             for tid in self.ids
         ]
-        self._entity_rows: dict[str, np.ndarray] = {}
+        self._entity_rows: dict[str, np.ndarray] | EntityRows = {}  # records: EntityRows; lookup: memo
         self._capped: set[str] = set()
         self._neigh_cache: dict[int, np.ndarray] = {}
         self._vectors: np.ndarray | None = None
@@ -169,15 +188,37 @@ class TripleIndex:
         return np.asarray(rows, dtype=np.int64)
 
     def _build_from_records(self) -> None:
-        ent: dict[str, list[int]] = defaultdict(list)
+        """The entity map from the records (``adjacency=records``): every row's subject and object (once when they
+        are equal; the empty entity only with ``link_empty_entities``), grouped by entity with numpy, rows
+        ascending, then the hub cap (:meth:`_cap`'s rule)."""
+        ids: dict[str, int] = {}
+        n = len(self._keys)
+        ends = np.full(2 * n, -1, dtype=np.int64)  # entity id of row r's subject at 2r, object at 2r + 1; -1 none
         for r, (s, o) in enumerate(self._keys):
-            for e in (s, o) if s != o else (s,):
+            for j, e in ((0, s), (1, o)) if s != o else ((0, s),):
                 if e or self.link_empty_entities:
-                    ent[e].append(r)
+                    ends[2 * r + j] = ids.setdefault(e, len(ids))
                 else:
                     self.stats["empty_entity_slots"] += 1
-        self._entity_rows = {e: self._cap(e, rows) for e, rows in ent.items()}
-        self.stats["entities"] = len(self._entity_rows)
+        linked = ends >= 0
+        owner = ends[linked]
+        order = np.argsort(owner, kind="stable")  # stable: each entity's rows stay ascending
+        rows = (np.flatnonzero(linked) // 2)[order]
+        counts = np.bincount(owner, minlength=len(ids))
+        if self.max_degree and counts.max(initial=0) > self.max_degree:
+            names = list(ids)
+            over = np.flatnonzero(counts > self.max_degree)
+            keep_n = self.max_degree if self.hub_policy == "truncate" else 0
+            for i in over:
+                self._capped.add(names[i])
+            self.stats["hub_entities"] += int(over.size)
+            self.stats["hub_links_removed"] += int((counts[over] - keep_n).sum())
+            group = owner[order]
+            start = np.concatenate(([0], np.cumsum(counts)[:-1]))
+            keep = np.arange(rows.size) - start[group] < np.where(counts > self.max_degree, keep_n, counts)[group]
+            rows, counts = rows[keep], np.bincount(group[keep], minlength=len(ids))
+        self._entity_rows = EntityRows(ids, np.concatenate(([0], np.cumsum(counts))), rows)
+        self.stats["entities"] = len(ids)
         if self._capped:
             log.info("triple index: %d hub entities capped at %d triples (%s)", len(self._capped),
                      self.max_degree, self.hub_policy)
