@@ -81,7 +81,7 @@ def triple_docs(triples: Iterable[Triple]) -> list[IndexDoc]:
 
 class EntityRows(Mapping[str, np.ndarray]):
     """Entity -> its triple rows (ascending) as views of one array (compressed rows): an int per entity instead of
-    an array object per entity, ~0.5 GiB less at 2Wiki size with the real ~0.94 entities per triple
+    an array object per entity, ~0.4 GiB less at 2Wiki size with the real ~0.94 entities per triple
     (docs/scale.md)."""
 
     def __init__(self, ids: dict[str, int], offsets: np.ndarray, rows: np.ndarray):
