@@ -179,7 +179,8 @@ class TripleIndex:
             self._build_from_records()
 
     # -- adjacency -----------------------------------------------------------------------------
-    def _cap(self, entity: str, rows: list[int]) -> np.ndarray:
+    def _cap(self, entity: str, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        """An entity's rows under the hub cap (``max_degree``, ``hub_policy``): a prefix of them, counted."""
         if self.max_degree and len(rows) > self.max_degree:
             self._capped.add(entity)
             self.stats["hub_entities"] += 1
@@ -206,17 +207,14 @@ class TripleIndex:
         rows = (np.flatnonzero(linked) // 2)[order]
         counts = np.bincount(owner, minlength=len(ids))
         if self.max_degree and counts.max(initial=0) > self.max_degree:
-            names = list(ids)
-            over = np.flatnonzero(counts > self.max_degree)
-            keep_n = self.max_degree if self.hub_policy == "truncate" else 0
-            for i in over:
-                self._capped.add(names[i])
-            self.stats["hub_entities"] += int(over.size)
-            self.stats["hub_links_removed"] += int((counts[over] - keep_n).sum())
+            # the hubs through _cap (its rule and counters; it keeps a prefix of the rows), then one mask
+            names, start = list(ids), np.concatenate(([0], np.cumsum(counts)[:-1]))
+            limit = counts.copy()
+            for i in np.flatnonzero(counts > self.max_degree):
+                limit[i] = self._cap(names[i], rows[start[i]:start[i] + counts[i]]).size
             group = owner[order]
-            start = np.concatenate(([0], np.cumsum(counts)[:-1]))
-            keep = np.arange(rows.size) - start[group] < np.where(counts > self.max_degree, keep_n, counts)[group]
-            rows, counts = rows[keep], np.bincount(group[keep], minlength=len(ids))
+            keep = np.arange(rows.size) - start[group] < limit[group]
+            rows, counts = rows[keep], limit
         self._entity_rows = EntityRows(ids, np.concatenate(([0], np.cumsum(counts))), rows)
         self.stats["entities"] = len(ids)
         if self._capped:
