@@ -152,13 +152,20 @@ def entity_profile(raw_questions: Path, sample_dir: Path) -> dict:
     input of ``--hubs sample``. ``raw_questions`` is HippoRAG's ``musique_train_100.json`` (20 paragraphs per
     question), ``sample_dir`` the bundled ``data/musique_sample`` (corpus.jsonl, triples.jsonl)."""
     questions_of: dict[tuple[str, str], set[int]] = {}
-    for qi, q in enumerate(json.loads(raw_questions.read_text())):
+    raw = json.loads(raw_questions.read_text())
+    if not isinstance(raw, list) or not all(isinstance(q, dict) and "paragraphs" in q for q in raw):
+        raise SystemExit(f"{raw_questions}: not a MuSiQue question file (a list of questions with 'paragraphs')")
+    for qi, q in enumerate(raw):
         for p in q["paragraphs"]:
             questions_of.setdefault((p["title"].strip(), p["paragraph_text"].strip()), set()).add(qi)
     passage_questions = {}
     for line in (sample_dir / "corpus.jsonl").read_text().splitlines():
         r = json.loads(line)
-        passage_questions[r["id"]] = questions_of[(r["title"].strip(), r["text"].strip())]
+        key = (r["title"].strip(), r["text"].strip())
+        if key not in questions_of:
+            raise SystemExit(f"{sample_dir / 'corpus.jsonl'}: passage {r['id']} ('{key[0]}') is in no question's "
+                             f"paragraphs of {raw_questions}: not the file the sample was made from")
+        passage_questions[r["id"]] = questions_of[key]
     degree: dict[str, int] = {}
     spans: dict[str, set[int]] = {}
     triples = (sample_dir / "triples.jsonl").read_text().splitlines()
