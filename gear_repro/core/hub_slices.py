@@ -46,17 +46,17 @@ class HubSlices:
 
     Args:
         vectors: the triple matrix (rows aligned with the :class:`TripleIndex`), float32 or float16, also mmapped.
-        entity_rows: entity -> its rows, ascending (the adjacency).
-        min_degree: entities with at least this many rows get a copy.
+        hubs: entity -> its rows, ascending, for the entities that get a copy (``graph.hub_slices_min_degree``).
+        min_degree: the degree that made them hubs (for the log line).
     """
 
-    def __init__(self, vectors: np.ndarray, entity_rows: Mapping[str, np.ndarray], min_degree: int):
+    def __init__(self, vectors: np.ndarray, hubs: Mapping[str, np.ndarray], min_degree: int):
         import faiss
 
         self.faiss = faiss
         self.dim = int(vectors.shape[1])
-        self.hubs = [e for e, rows in entity_rows.items() if rows.size >= min_degree]
-        self.rows = {e: entity_rows[e] for e in self.hubs}
+        self.hubs = list(hubs)
+        self.rows = dict(hubs)
         self.slot = {e: i for i, e in enumerate(self.hubs)}
         self.err = np.zeros((len(self.hubs), self.dim), np.float32)  # largest float16 rounding error per dimension
         self.amax = np.zeros((len(self.hubs), self.dim), np.float32)  # largest |x_i| per dimension

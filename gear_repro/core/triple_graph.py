@@ -27,6 +27,7 @@ import logging
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from itertools import compress
 
 import numpy as np
 
@@ -96,6 +97,12 @@ class EntityRows(Mapping[str, np.ndarray]):
 
     def __len__(self) -> int:
         return len(self._ids)
+
+    def at_least(self, degree: int) -> dict[str, np.ndarray]:
+        """The entities with at least ``degree`` rows and their rows, in the map's order, found from the offsets
+        (no view made for the others: 4.6M entities at 2Wiki size)."""
+        keep = np.diff(self._offsets) >= degree
+        return {e: self[e] for e in compress(self._ids, keep.tolist())}
 
 
 class TripleIndex:
@@ -302,9 +309,10 @@ class TripleIndex:
         if not self._hub_slices_checked:
             self._hub_slices_checked = True
             least = self.hub_slices_min_degree
-            if least and self.adjacency == "records" and any(r.size >= least for r in self._entity_rows.values()):
+            hubs = self._entity_rows.at_least(least) if least and isinstance(self._entity_rows, EntityRows) else {}
+            if hubs:
                 if faiss_available():
-                    self._hub_slices = HubSlices(self.vectors(), self._entity_rows, least)
+                    self._hub_slices = HubSlices(self.vectors(), hubs, least)
                 else:
                     log.info("faiss is not installed: neighbour selection scores every hub row exactly")
         return self._hub_slices
