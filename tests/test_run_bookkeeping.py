@@ -280,6 +280,30 @@ def test_report_flags_stale_metrics(compose, toy_dir, tmp_path, capsys):
     assert "metrics.json scores 1 questions but predictions.jsonl has 3 finished" in capsys.readouterr().err
 
 
+def test_report_names_damaged_run_files(compose, toy_dir, tmp_path, capsys):
+    """predictions.jsonl missing questions that metrics.json scored is said; a metrics.json / run.json that is not
+    a JSON object is one line naming the file, in the report and on resume (not an AttributeError)."""
+    from gear_repro.cli.report import main as report_main
+
+    run = tmp_path / "a"
+    Runner(_cfg(compose, toy_dir, "dataset.limit=3"), run).run()
+    lines = (run / "predictions.jsonl").read_text().splitlines()
+    (run / "predictions.jsonl").write_text(lines[0] + "\n")
+    assert report_main([str(run), "--out", str(tmp_path / "rep")]) == 0
+    err = capsys.readouterr().err
+    assert "predictions.jsonl lacks 2 of the 3 questions metrics.json scored" in err and "use the 1 present" in err
+    for bad, kind in (("null", "null"), ("[1, 2]", "array")):
+        (run / "metrics.json").write_text(bad)
+        assert report_main([str(run), "--out", str(tmp_path / "rep")]) == 2
+        assert f"metrics.json: expected a JSON object, got {kind}" in capsys.readouterr().err
+        with pytest.raises(DataError, match=f"metrics.json: expected a JSON object, got {kind}"):
+            Runner(_cfg(compose, toy_dir, "dataset.limit=3"), run).run()
+    (run / "metrics.json").unlink()
+    (run / "run.json").write_text("3")
+    with pytest.raises(DataError, match="run.json: expected a JSON object, got number"):
+        Runner(_cfg(compose, toy_dir, "dataset.limit=3"), run).run()
+
+
 # -- §3 bad input --------------------------------------------------------------------------------------------
 def test_non_utf8_input_names_file_and_line(compose, toy_dir, tmp_path):
     c = toy_dir / "corpus.jsonl"

@@ -47,7 +47,7 @@ from gear_repro.utils.io import (
     JsonlAppender,
     atomic_open,
     iter_jsonl,
-    read_json,
+    read_json_object,
     repair_jsonl_tail,
     require_writable_dir,
     write_json,
@@ -173,7 +173,7 @@ class Runner:
         fp = data_fingerprint(self.cfg, self.res.dataset.hashes)
         run_json = self.run_dir / "run.json"
         if run_json.exists() and (self.run_dir / "predictions.jsonl").exists():
-            old = read_json(run_json).get("fingerprint")
+            old = read_json_object(run_json).get("fingerprint")
             if old and old != fp:
                 raise ConfigError(
                     f"{self.run_dir} holds predictions of a different config or different data (fingerprint {old} "
@@ -311,7 +311,7 @@ class Runner:
         metrics_path = self.run_dir / "metrics.json"
         if not self.cfg.run.resume or not metrics_path.exists():
             return None
-        metrics = read_json(metrics_path)
+        metrics = read_json_object(metrics_path)
         if (metrics.get("fingerprint") != fp or metrics.get("question_ids") != ids or metrics.get("n_errors")
                 or not set(ids) <= set(load_finished(self.run_dir / "predictions.jsonl"))):
             return None

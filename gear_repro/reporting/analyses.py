@@ -252,14 +252,14 @@ def passage_titles(run: RunResult) -> dict[str, str]:
 
 def runs_with_predictions(paths: Sequence[str | Path]) -> list[RunResult]:
     """Every folder under ``paths`` with a predictions.jsonl, finished or not (for ``--trace``)."""
-    from gear_repro.utils.io import read_json
+    from gear_repro.utils.io import read_json_object
 
     out = []
     for root in map(Path, paths):
         for pf in sorted(root.rglob("predictions.jsonl")) if root.is_dir() else []:
             cfile, mfile = pf.parent / "config.yaml", pf.parent / "metrics.json"
             cfg = read_config(cfile) if cfile.exists() else {}
-            out.append(RunResult(pf.parent, cfg, read_json(mfile) if mfile.exists() else {}))
+            out.append(RunResult(pf.parent, cfg, read_json_object(mfile) if mfile.exists() else {}))
     return out
 
 

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from gear_repro.utils.errors import GearError
-from gear_repro.utils.io import read_json, write_json
+from gear_repro.utils.io import read_json_object, write_json
 
 MANIFEST = "report_files.json"
 _REPORT_NAMES = re.compile(r"^(table\d*_|claims\.|cost\.|tokens_by_stage\.|fig\d)")
@@ -37,7 +37,7 @@ def check_owned(out: Path, stem: str) -> None:
     """GearError naming the first file in ``out`` that no report wrote (see the module doc)."""
     if not out.is_dir():
         return
-    listed = set(read_json(out / MANIFEST).get("files", [])) if (out / MANIFEST).is_file() else set()
+    listed = set(read_json_object(out / MANIFEST).get("files", [])) if (out / MANIFEST).is_file() else set()
     for name in _files(out):
         if name in listed or name == MANIFEST or ("/" not in name and (
                 _REPORT_NAMES.match(name) or _method_table(name) or Path(name).stem == stem)):

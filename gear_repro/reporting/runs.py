@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gear_repro.reporting.paper import DEFAULT_PAPER
 from gear_repro.utils.errors import GearError
-from gear_repro.utils.io import read_json
+from gear_repro.utils.io import read_json_object
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +160,13 @@ def question_set(run: RunResult, preds: list[dict]) -> list[dict]:
     ids = run.metrics.get("question_ids")
     if ids is not None:
         by_id = {str(p.get("id")): p for p in preds}
+        missing = [str(i) for i in ids if str(i) not in by_id]
+        if missing:
+            note = (f"{run.path}: predictions.jsonl lacks {len(missing)} of the {len(ids)} questions metrics.json "
+                    f"scored (first: {missing[0]}; an edited or damaged file): the tables keep metrics.json's values, "
+                    f"intervals and per-question analyses use the {len(ids) - len(missing)} present")
+            if note not in run.notes:  # called once per table and analysis
+                run.notes.append(note)
         return [by_id[str(i)] for i in ids if str(i) in by_id]
     d = run.config.get("dataset") or {}
     limit = d.get("limit")
@@ -202,7 +209,7 @@ def _slurm_log_error(run_dir: Path) -> str | None:
     submitit log of the SLURM job run.json names (hydra/launcher=slurm: ``<sweep dir>/.submitit/<job>/``)."""
     if not (run_dir / "run.json").exists():
         return None
-    job = (read_json(run_dir / "run.json").get("environment") or {}).get("slurm") or {}
+    job = (read_json_object(run_dir / "run.json").get("environment") or {}).get("slurm") or {}
     if not job.get("job_id"):
         return None
     for log_file in sorted(run_dir.parent.glob(f".submitit/{job['job_id']}/*_log.err"), reverse=True):
@@ -227,7 +234,7 @@ def find_unfinished(paths: list[str | Path]) -> list[UnfinishedRun]:
             continue
         cfile = next((f for f in (d / "config.yaml", d / ".hydra" / "config.yaml") if f.exists()), None)
         config = read_config(cfile) if cfile else {}
-        failure = read_json(d / FAILURE_FILE) if (d / FAILURE_FILE).exists() else {}
+        failure = read_json_object(d / FAILURE_FILE) if (d / FAILURE_FILE).exists() else {}
         if config.get("stage", "retrieve") != "retrieve" and not failure:
             continue  # stage=extract / stage=index runs write no metrics.json by design
         method = RunResult(d, config, {}).method if cfile else "?"
@@ -278,12 +285,12 @@ def find_runs(paths: list[str | Path]) -> list[RunResult]:
             cfile = mfile.parent / "config.yaml"
             if not cfile.exists():
                 continue
-            metrics = read_json(mfile)
+            metrics = read_json_object(mfile)
             if metrics.get("stage") in ("index", "extract"):
                 continue
             run = RunResult(mfile.parent, read_config(cfile), metrics)
             if (mfile.parent / FAILURE_FILE).exists():
-                run.notes.append(f"{mfile.parent}: its last attempt failed ({read_json(mfile.parent / FAILURE_FILE).get('error')}); "
+                run.notes.append(f"{mfile.parent}: its last attempt failed ({read_json_object(mfile.parent / FAILURE_FILE).get('error')}); "
                                  "the tables show the metrics.json of the attempt before")
             check_stale(run, read_predictions(mfile.parent / "predictions.jsonl", run.notes))
             runs.append(run)

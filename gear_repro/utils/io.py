@@ -85,6 +85,23 @@ def read_json(path: str | Path) -> Any:
         raise DataError(f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
 
 
+def json_kind(value: Any) -> str:
+    """JSON's name for the type of a parsed value (``null``, ``array``, ``string``, ...), for error messages."""
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "number", float: "number", str: "string", list: "array", dict: "object"}.get(
+        type(value), type(value).__name__)
+
+
+def read_json_object(path: str | Path) -> dict:
+    """:func:`read_json` of a file that must hold one JSON object (metrics.json, run.json, ...): anything else (a
+    ``null``, a list, a number left by an edit or a damaged disk) is a DataError naming the file."""
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: expected a JSON object, got {json_kind(data)}")
+    return data
+
+
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
     """Yield (line number, record); a malformed or non-UTF-8 line raises DataError naming file and line."""
     p = require_file(path)
@@ -101,7 +118,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
             except json.JSONDecodeError as e:
                 raise DataError(f"{p}:{lineno}: malformed JSON line ({e.msg})") from e
             if not isinstance(rec, dict):
-                raise DataError(f"{p}:{lineno}: expected a JSON object, got {type(rec).__name__}")
+                raise DataError(f"{p}:{lineno}: expected a JSON object, got {json_kind(rec)}")
             yield lineno, rec
 
 

@@ -20,7 +20,7 @@ import pandas as pd
 from gear_repro.reporting.evidence import predictions
 from gear_repro.reporting.runs import RunResult, UnfinishedRun
 from gear_repro.reporting.tables import ci_text
-from gear_repro.utils.io import iter_jsonl, read_json
+from gear_repro.utils.io import iter_jsonl, read_json_object
 
 ERROR_CHARS = 300  # an error message in the question index (the full one is in the question's detail)
 KEEP_CALL_KEYS = ("stage", "round", "k", "prompt_tokens", "completion_tokens", "cached", "latency_s", "model",
@@ -287,7 +287,7 @@ def run_provenance(run: RunResult) -> dict[str, Any]:
     """What the overview says of one run: where it is, what produced it (commit, data/index hashes, subset,
     packages, config) and what went wrong (errored questions, notes)."""
     path = Path(run.path)
-    info = read_json(path / "run.json") if (path / "run.json").is_file() else {}
+    info = read_json_object(path / "run.json") if (path / "run.json").is_file() else {}
     env = info.get("environment") or {}
     preds = predictions(run)
     errors = [[str(p.get("id")), str(p.get("error"))[:ERROR_CHARS]] for p in preds if p.get("error")]
