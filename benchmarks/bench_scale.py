@@ -366,7 +366,7 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
     index = TripleIndex(None, triples)
     index.set_vectors(tvec)
     out["build_graph_s"] = round(clock() - t, 1)
-    deg = np.asarray([rows.size for rows in index._entity_rows.values()])
+    deg = index._entity_rows.degrees()
     out["entity_degree"] = {"entities": int(deg.size), "per_triple": round(deg.size / len(triples), 3),
                             "median": float(np.median(deg)), "max": int(deg.max()),
                             "hubs_capped": int(index.stats.get("hub_entities", 0))}

@@ -44,6 +44,7 @@ def test_entity_rows_are_the_records(triples, cap, policy, link_empty):
     assert index.stats["entities"] == len(ref)
     assert index.stats["empty_entity_slots"] == (0 if link_empty else 2)  # x1 once (s = o = ""), x3's subject
     assert index.entity_degree("SAME") == 1 and index.entity_degree("no such entity") == 0
+    assert rows.degrees().tolist() == [len(rows[e]) for e in rows]
     for least in (1, 5, 40):  # the hubs (graph.hub_slices_min_degree), found from the offsets, in the map's order
         assert {e: r.tolist() for e, r in rows.at_least(least).items()} == {e: rows[e].tolist() for e in rows
                                                                             if len(rows[e]) >= least}
