@@ -68,9 +68,6 @@ def table_embedder() -> TableEmbedder:
     table |= {" ".join(TEXT[t] for t in p): _vec(c) for p, c in PATH.items()}
     return TableEmbedder(2, table, default=_vec(0.0))
 
-    def encode_fixed(self, texts, rows):
-        return self.encode(texts)
-
 
 @pytest.fixture()
 def graph():

@@ -43,8 +43,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
-
 
 class LLMCallError(GearError):
     """An LLM call failed for good (non-retryable error or retries exhausted)."""
