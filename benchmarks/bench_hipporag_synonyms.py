@@ -41,21 +41,32 @@ class CachedNER:
     """LLM stand-in for the ``ner`` stage only: the cached entities of the question in the prompt."""
 
     model = "cached-ner"
+    concurrency = 1  # the LLM role's attributes (gear_repro/llm/base.py)
+    context_window = None
+    default_params: dict[str, Any] = {}
 
     def __init__(self, entities: dict[str, list[str]]) -> None:
         from gear_repro.llm import TokenLedger
 
         self.entities = entities
         self.ledger = TokenLedger()
+        self.calls = 0
 
     def check_ready(self) -> None:
         """Nothing to start: the entities are read from the file."""
+
+    def stats(self) -> dict[str, Any]:
+        return {"calls": self.calls, "cache_hits": self.calls, "cache_misses": 0, "retries": 0, "failures": 0}
+
+    def close(self) -> None:
+        """Nothing to stop."""
 
     def chat(self, messages: Sequence[dict], *, stage: str, round_no: int = 0, **_: Any):
         from gear_repro.llm import LLMReply
 
         if stage != "ner":
             raise RuntimeError(f"--ner answers the query NER only, not stage '{stage}'")
+        self.calls += 1
         m = _QUESTION.search(str(messages[-1]["content"]))
         ents = self.entities.get(m.group(1).strip() if m else "", [])
         return LLMReply(text=json.dumps({"named_entities": ents}), prompt_tokens=0, completion_tokens=0,

@@ -54,6 +54,7 @@ from gear_repro.methods.t2rag.method import (
     T2RAGAnswerParse,
     T2RAGDecomposeRetry,
     T2RAGFuzzyMatch,
+    T2RAGOnNoTriplets,
     T2RAGQuestionQuery,
     T2RAGRanking,
     T2RAGReading,
@@ -288,6 +289,7 @@ class T2RAGAgentSchema:
     resolve_without_context: bool | None = None  # code false (skipped) | paper true (Alg. 1)
     example_propositions_chars: int | None = num(None, ge=0)  # code 1000 | paper 0 (= whole, App. E)
     decompose_retry: T2RAGDecomposeRetry | None = None  # code simple | paper none
+    on_no_triplets: T2RAGOnNoTriplets | None = None  # code fail | paper answer
     fuzzy_match: T2RAGFuzzyMatch = T2RAGFuzzyMatch.placeholder
     stall_stop: bool = True  # stop when nothing is searchable, retrieved or new (stop = "stalled")
     answer: bool = True  # T²RAG's own answer (Step 3); false = qa_reader answers

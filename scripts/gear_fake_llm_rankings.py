@@ -34,9 +34,13 @@ class FakeLLM:
     """Deterministic stand-in with the client's ``chat`` signature (accepts ``round`` or ``round_no``)."""
 
     model = "fake"
+    concurrency = 1  # the LLM role's attributes (gear_repro/llm/base.py)
+    context_window = None
+    default_params: dict = {}
 
     def __init__(self, dataset):
         self.ledger = TokenLedger()
+        self.calls = 0
         by_pid: dict[str, list] = {}
         for t in dataset.triples:
             by_pid.setdefault(t.passage_id, []).append(t)
@@ -60,6 +64,7 @@ class FakeLLM:
         return ""
 
     def chat(self, messages, *, stage: str, **kw) -> LLMReply:
+        self.calls += 1
         n = int(kw.pop("round_no", kw.pop("round", 0)))
         prompt = "\n".join(str(m["content"]) for m in messages)
         text = self._reply(prompt, stage, n)
@@ -70,6 +75,12 @@ class FakeLLM:
 
     def check_ready(self) -> None:
         """Always ready."""
+
+    def stats(self) -> dict:
+        return {"calls": self.calls, "cache_hits": 0, "cache_misses": self.calls, "retries": 0, "failures": 0}
+
+    def close(self) -> None:
+        """Nothing to stop."""
 
 
 def main(argv: list[str]) -> None:

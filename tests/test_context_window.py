@@ -18,10 +18,8 @@ Q = Question(id="q", question="Where was the president of France born?", answers
 
 
 def llm(window: int | None, max_tokens: int | None = None) -> ScriptedLLM:
-    out = ScriptedLLM({"qa": "Answer: Amiens", "read": 'Facts: ("a", "b", "c")'})
-    out.context_window = window
-    out.default_params = {"max_tokens": max_tokens}
-    return out
+    return ScriptedLLM({"qa": "Answer: Amiens", "read": 'Facts: ("a", "b", "c")'}, context_window=window,
+                       default_params={"max_tokens": max_tokens})
 
 
 def qa_reader(model, **settings) -> QAReader:

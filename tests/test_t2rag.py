@@ -305,7 +305,7 @@ def test_iteration_cap_and_answer_from_searchable(toy_env) -> None:
 @pytest.mark.slow
 def test_malformed_replies_are_counted_never_raised(toy_env) -> None:
     res, agent = build(toy_env, {"decompose": "I think the answer is Paris.", "answer": "Paris"},
-                       ["agent.decompose_retry=none"])
+                       ["agent.decompose_retry=none", "agent.on_no_triplets=answer"])
     out = agent.run(res.dataset.questions[0], 15)
     t = out.trace["t2rag"]
     assert t["stop"] == "no_triplets" and out.rounds == [] and t["counters"] == {"decompose_failed": 1}
@@ -436,11 +436,12 @@ def test_readings_expand_to_the_five_keys_and_each_key_still_overrides(toy_env) 
     from gear_repro.methods.t2rag.method import READINGS
 
     keys = ("question_query", "question_query_mode", "carry_fuzzy", "resolve_without_context",
-            "example_propositions_chars", "decompose_retry")
+            "example_propositions_chars", "decompose_retry", "on_no_triplets")
     _, code = build(toy_env, {})
     assert {k: code.describe()[k] for k in keys} == READINGS["code"] == {
         "question_query": True, "question_query_mode": "substring", "carry_fuzzy": False,
-        "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple"}
+        "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple",
+        "on_no_triplets": "fail"}
     _, paper = build(toy_env, {}, ["agent=t2rag_paper"])
     assert paper.describe()["reading"] == "paper" and {k: paper.describe()[k] for k in keys} == READINGS["paper"]
     _, mixed = build(toy_env, {}, ["agent.reading=paper", "agent.carry_fuzzy=false"])
@@ -490,6 +491,25 @@ def test_failed_decomposition_is_retried_with_the_simple_prompt(toy_env) -> None
     res, agent = build(toy_env, {"decompose": "no idea", "answer": "x"}, ["agent.reading=paper"])
     agent.run(res.dataset.questions[0], 15)
     assert [s for s, _ in res.llm.stages()] == ["decompose", "answer"]  # the paper: no retry
+
+
+def test_no_triplet_after_the_retry_fails_the_query_as_the_code_does(toy_env) -> None:
+    """TRAG.py:385-396, 1429-1437: no documents and the answer 'Error processing query', no answer call; the paper
+    reading answers from no clues."""
+    from gear_repro.methods.t2rag.method import FAILED_ANSWER
+
+    script = {"decompose": "no idea", "decompose_retry": "none either", "answer": "Paris"}
+    res, agent = build(toy_env, script)
+    out = agent.run(res.dataset.questions[0], 15)
+    t = out.trace["t2rag"]
+    assert [s for s, _ in res.llm.stages()] == ["decompose", "decompose_retry"]
+    assert out.answer.text == FAILED_ANSWER == "Error processing query" and out.ranking.ids == [] and out.rounds == []
+    assert t["stop"] == "no_triplets" and t["counters"]["query_failed"] == 1
+    res, agent = build(toy_env, script, ["agent.on_no_triplets=answer"])
+    out = agent.run(res.dataset.questions[0], 15)
+    assert [s for s, _ in res.llm.stages()] == ["decompose", "decompose_retry", "answer"] and out.answer.text == "Paris"
+    res, agent = build(toy_env, script, ["agent=t2rag_paper"])
+    assert agent.run(res.dataset.questions[0], 15).answer.text == "Paris"
 
 
 def test_placeholder_matching_fills_a_reworded_fuzzy_triplet() -> None:

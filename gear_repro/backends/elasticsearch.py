@@ -220,7 +220,7 @@ class ElasticsearchBackend:
             "settings": index_settings(self.bm25_params, self.shards, 0, False),
             "mappings": index_mappings(self.bm25_params, fields, 0 if embedder is not None else None,
                                        self.knn_params),
-            "embedder": getattr(embedder, "model_id", None) if embedder is not None else None,
+            "embedder": embedder.model_id if embedder is not None else None,
         }, 12)
         return f"{self.index_prefix}-{_safe_name(name)}-{key}"
 
@@ -273,7 +273,7 @@ class ElasticsearchBackend:
             if vecs.ndim != 2 or vecs.shape[0] != len(docs):
                 raise GearError(f"embedder returned {vecs.shape} vectors for {len(docs)} '{name}' docs")
         meta = {"gear_complete": False, "doc_count": len(docs), "collection": name, "schema": SCHEMA_VERSION,
-                "embedder": getattr(embedder, "model_id", None) if embedder is not None else None}
+                "embedder": embedder.model_id if embedder is not None else None}
         body_settings = index_settings(self.bm25_params, self.shards, self.replicas, bool(bp["pause_refresh"]))
         body_mappings = index_mappings(self.bm25_params, fields, None if vecs is None else int(vecs.shape[1]),
                                        self.knn_params, meta)

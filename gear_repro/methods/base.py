@@ -56,7 +56,8 @@ class Method(Protocol):
     ``k_dependent``: the ranking depends on the evaluated k (single-step runs are then called once per k);
     ``needs_llm``: a question calls the LLM (start-up checks its credentials); ``answers_questions``: its outputs
     carry ``answer``, scored as EM/F1 without a QA reader; ``max_rounds``: length of the per-round recall
-    (None = ``dataset.max_rounds``).
+    (None = ``dataset.max_rounds``); ``needs_vectors`` (a class attribute): the run's collections must hold
+    embeddings for it (``pipeline/resources.needs_vectors``).
 
     With ``run.workers`` > 1 one method object runs several questions, one computing at a time, another's
     computation running while one waits on an LLM reply (:mod:`gear_repro.utils.concurrency`). So ``run`` keeps a
@@ -66,6 +67,7 @@ class Method(Protocol):
     name: str
     k_dependent: bool
     needs_llm: bool
+    needs_vectors: bool
     answers_questions: bool
     max_rounds: int | None
 
@@ -89,6 +91,7 @@ class Expansion(Protocol):
     name: str
     k_dependent: bool
     needs_llm: bool
+    needs_vectors: bool
 
     def expand(self, query: str, base: Ranking, *, read_query: str | None = None, round_no: int = 0,
                memory: Sequence[Sequence[str]] = ()) -> ExpansionOutput: ...

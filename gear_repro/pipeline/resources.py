@@ -98,7 +98,7 @@ class Resources:
         """Whether collections are embedded: asked of the classes the run uses (retriever, expansion, agent, hipporag;
         each has ``needs_vectors``). False for plain BM25 runs (an ES index then holds no vectors)."""
         classes = [target_class(self.cfg.get(group)) for group in ("retriever", "expansion", "agent", "hipporag")]
-        return any(getattr(c, "needs_vectors", True) for c in classes if c is not None)
+        return any(c.needs_vectors for c in classes if c is not None)
 
     @cached_property
     def passages(self) -> Collection:
@@ -128,5 +128,5 @@ class Resources:
 
     def close(self) -> None:
         llm = self.built("llm")
-        if llm is not None and hasattr(llm, "close"):
+        if llm is not None:
             llm.close()

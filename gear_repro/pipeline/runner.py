@@ -201,13 +201,12 @@ class Runner:
                 rec.setdefault("index_hashes", {})[name] = getattr(coll, "content_hash", None)
         rec.update(self.res.provenance())  # e.g. HippoRAG's graph size, build/load time (docs/baselines.md "Costs")
         emb = self.res.built("embedder")
-        if emb is not None and hasattr(emb, "stats"):
+        if emb is not None:
             rec["embedder_stats"] = emb.stats
-        if emb is not None and hasattr(emb, "describe"):
             rec["embedder"] = emb.describe()  # model, back-end, precision asked for and used (issue 25)
         write_json(self.run_dir / "run.json", rec)
         llm = self.res.built("llm")
-        if llm is not None and hasattr(llm, "stats"):
+        if llm is not None:
             write_json(self.run_dir / "llm_stats.json", llm.stats())
 
     # -- stages --------------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from gear_repro.types import Triple
 from gear_repro.utils.errors import ConfigError
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
@@ -70,13 +71,13 @@ def template_variables(name: str) -> set[str]:
     return {f for _, f, _, _ in string.Formatter().parse(load_template(name)) if f}
 
 
-def format_triples(triples: Iterable[Sequence[str]] | str) -> str:
+def format_triples(triples: Iterable[Sequence[str] | Triple] | str) -> str:
     """Triples as in the paper's examples: ``("s", "p", "o"), ("s2", "p2", "o2")``."""
     if isinstance(triples, str):
         return triples
     out = []
     for t in triples:
-        parts = tuple(t.as_tuple()) if hasattr(t, "as_tuple") else tuple(t)  # type: ignore[union-attr]
+        parts = t.as_tuple() if isinstance(t, Triple) else tuple(t)
         out.append("(" + ", ".join('"' + str(x).replace('"', "'") + '"' for x in parts) + ")")
     return ", ".join(out)
 

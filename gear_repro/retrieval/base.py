@@ -18,10 +18,12 @@ from gear_repro.types import Ranking
 
 class Retriever(Protocol):
     """h_base^k over one collection (passages C or triples T). ``k_dependent``: the top k of a k-list differs
-    from the top k of a longer list (GRIEVER pools k per iteration), so single-step runs call it per evaluated k."""
+    from the top k of a longer list (GRIEVER pools k per iteration), so single-step runs call it per evaluated k;
+    ``needs_vectors`` (a class attribute): its collection must hold embeddings."""
 
     name: str
     k_dependent: bool
+    needs_vectors: bool
 
     def retrieve(self, query: str, k: int) -> Ranking: ...
 

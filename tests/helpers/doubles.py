@@ -78,9 +78,13 @@ class ScriptedLLM:
     replies in turn, then "". ``ScriptedLLM({})`` answers every call with "" (no triples, not answerable).
     """
 
-    def __init__(self, script: dict | list | None = None, model: str = "scripted") -> None:
+    def __init__(self, script: dict | list | None = None, model: str = "scripted", context_window: int | None = None,
+                 default_params: dict[str, Any] | None = None, concurrency: int = 1) -> None:
         self.script = list(script) if isinstance(script, list) else script
         self.model = model
+        self.context_window = context_window  # the LLM role's attributes (llm/base.py)
+        self.default_params = dict(default_params or {})
+        self.concurrency = concurrency
         self.ledger = TokenLedger()
         self.calls: list[dict] = []
 
@@ -109,6 +113,14 @@ class ScriptedLLM:
     def check_ready(self) -> None:
         """Always ready (the real client checks its credentials)."""
 
+    def stats(self) -> dict[str, Any]:
+        """The real client's counters that apply: every call is a miss of no cache."""
+        return {"calls": len(self.calls), "cache_hits": 0, "cache_misses": len(self.calls), "retries": 0,
+                "failures": 0}
+
+    def close(self) -> None:
+        """Nothing to stop."""
+
 
 def extraction_reply(title: str, i: int) -> str:
     """A K.1 reply for the ``i``-th passage, cycling through the reply shapes a real model produces."""
@@ -127,23 +139,21 @@ def extraction_reply(title: str, i: int) -> str:
     return f'{{"named_entities": [{t}], "triples": [[{t}, "a", "b"], [{t}, "c", "d"], [{t}, "e", "f"]]}}'
 
 
-class ExtractionLLM:
+class ExtractionLLM(ScriptedLLM):
     """K.1 extraction stand-in (stage ``extract`` only) with the client's ``chat`` signature: the reply is chosen by the
     passage's position (:func:`extraction_reply`); ``fail_ids`` raise, ``delay``/``seed`` sleep, ``block_after`` blocks
     forever (a process killed mid-run); ``calls`` lists the passage titles asked for, in order."""
 
-    concurrency = 1
-
     def __init__(self, passages: list[Passage], fail_ids: set[str] = frozenset(), delay: float = 0.0,  # type: ignore[assignment]
                  block_after: int | None = None, seed: int | None = None, concurrency: int = 1):
+        super().__init__(concurrency=concurrency)
         self.index = {p.title: i for i, p in enumerate(passages)}
         self.titles = [p.title for p in passages]
         self.ids = {p.title: p.id for p in passages}
         self.fail_ids, self.delay = set(fail_ids), delay
         self.block_after = block_after  # calls after this many block forever (the process is killed there)
         self.rng = random.Random(seed) if seed is not None else None  # random per-call delays
-        self.concurrency = concurrency
-        self.calls: list[str] = []
+        self.calls: list[str] = []  # type: ignore[assignment]  # titles, not call records
         self._lock = threading.Lock()
 
     def chat(self, messages: list[dict], *, stage: str, round_no: int = 0, **params: Any) -> LLMReply:
@@ -210,6 +220,7 @@ class TableEmbedder:
         self.default = None if default is None else self._pad(default)
         self.key, self.split = key or (lambda t: t), split
         self.calls: list[list[str]] = []
+        self.stats = {"encoded": 0}
 
     def _pad(self, v: Sequence[float]) -> np.ndarray:
         out = np.zeros(self.dim, np.float32)
@@ -231,8 +242,12 @@ class TableEmbedder:
         v = np.mean([self.unit(w) for w in self.split(text) or ["<empty>"]], axis=0)
         return (v / np.linalg.norm(v)).astype(np.float32)
 
+    def describe(self) -> dict:
+        return {"model": self.model_id, "model_id": self.model_id}
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         self.calls.append(list(texts))
+        self.stats["encoded"] += len(texts)
         return np.stack([self._text(t) for t in texts]) if len(texts) else np.zeros((0, self.dim), np.float32)
 
     def check_ready(self) -> None:

@@ -130,7 +130,7 @@ class ExactScorer(_VectorScorer):
         self.separator = separator
         self.reuse_triple_vectors = reuse_triple_vectors
         self.batch_size = batch_size
-        key = str(getattr(embedder, "model_id", "embedder"))
+        key = embedder.model_id
         if batch_size is not None:  # fixed-shape vectors differ from lone ones in the last bits: their own store
             key += f"-rows{batch_size}x{LENGTH_STEP}"
         self.store = PathVectorStore(key) if path_cache else None
@@ -154,14 +154,11 @@ class ExactScorer(_VectorScorer):
         """Path vectors from the shared embedder (whose settings are never changed here), batch-independent
         either way: fixed-shape batches of ``batch_size`` rows (``encode_fixed``), or each text alone
         (``encode_alone``, ``batch_size`` null); in ``embedder.precision``, like the corpus."""
-        stats = getattr(self.embedder, "stats", None)
-        before = stats.get("encoded", 0) if isinstance(stats, dict) else 0
+        before = self.embedder.stats["encoded"]
         vecs = self.embedder.encode_alone(texts) if self.batch_size is None else \
             self.embedder.encode_fixed(texts, self.batch_size)
-        vecs = np.asarray(vecs, dtype=np.float32)
-        if isinstance(stats, dict):
-            self.stats["paths_encoded"] += stats.get("encoded", 0) - before
-        return vecs
+        self.stats["paths_encoded"] += self.embedder.stats["encoded"] - before
+        return np.asarray(vecs, dtype=np.float32)
 
     def single(self, qv: np.ndarray, rows: np.ndarray) -> np.ndarray:
         if self.reuse_triple_vectors:

@@ -35,6 +35,7 @@ from gear_repro.backends.elasticsearch import (
     ElasticsearchError,
     index_settings,
 )
+from gear_repro.embedding.embedder import Embedder
 from gear_repro.methods.griever.index import GrieverData
 from gear_repro.methods.griever.store import PassageFilter
 from gear_repro.types import Ranking
@@ -107,7 +108,7 @@ def knn_query(vector: np.ndarray, k: int, num_candidates: int, flt: list[dict], 
 class ElasticsearchGrieverStore:
     """:class:`~gear_repro.methods.griever.store.GrieverStore` on an Elasticsearch cluster (the run's backend)."""
 
-    def __init__(self, backend: ElasticsearchBackend, data: GrieverData, embedder):
+    def __init__(self, backend: ElasticsearchBackend, data: GrieverData, embedder: Embedder):
         self.backend = backend
         self.data = data
         self.embedder = embedder
@@ -145,12 +146,12 @@ class ElasticsearchGrieverStore:
                    "passage_ids": d.entity_passages.get(e, [])}
 
     # -- building -------------------------------------------------------------------------------
-    def _open(self, name: str, docs: list[dict], vecs: np.ndarray, embedder, kind: str | None = None) -> str:
+    def _open(self, name: str, docs: list[dict], vecs: np.ndarray, embedder: Embedder, kind: str | None = None) -> str:
         b = self.backend
         kind = kind or name
         key = hash_obj({"v": SCHEMA_VERSION, "docs": hash_texts(repr(sorted(d.items())) for d in docs),
                         "bm25": b.bm25_params, "knn": b.knn_params, "shards": b.shards,
-                        "embedder": getattr(embedder, "model_id", None),
+                        "embedder": embedder.model_id,
                         "vectors": hashlib.sha256(np.ascontiguousarray(vecs, np.float32).tobytes()).hexdigest()}, 12)
         index = f"{b.index_prefix}-griever-{name.replace('_', '-')}-{key}"
         client = b.client

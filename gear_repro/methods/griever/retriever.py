@@ -153,6 +153,7 @@ class GrieverRetriever:
 
     name = "griever"
     k_dependent = True  # each iteration retrieves k: the top k of a k-pool differs from the top k of a 15-pool
+    needs_vectors = True  # the passage and unit searches are hybrid (BM25 + dense)
 
     def __init__(self, collection: Collection, embedder: Embedder, passages: Sequence[Passage],
                  triples: Sequence[Triple] | None, backend: Backend, name: str | None = None, **settings: Any):

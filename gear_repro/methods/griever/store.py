@@ -19,7 +19,7 @@ from typing import Protocol
 import numpy as np
 
 from gear_repro.backends.base import IndexDoc
-from gear_repro.backends.memory import top_k_row
+from gear_repro.backends.memory import MemoryBackend, MemoryCollection, top_k_row
 from gear_repro.methods.griever.index import GrieverData
 from gear_repro.types import Ranking
 from gear_repro.utils.errors import ConfigError
@@ -81,8 +81,8 @@ class MemoryGrieverStore:
         backend: the memory backend, to open the BM25 index of the shortlisting units.
     """
 
-    def __init__(self, data: GrieverData, passages, backend):
-        if not hasattr(passages, "bm25_scores"):
+    def __init__(self, data: GrieverData, passages: MemoryCollection, backend: MemoryBackend):
+        if not isinstance(passages, MemoryCollection):
             raise ConfigError("MemoryGrieverStore needs the memory backend's passage collection")
         self.data = data
         self.passages = passages

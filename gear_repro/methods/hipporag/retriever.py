@@ -137,7 +137,7 @@ class HippoRAG:
     # -- offline ----------------------------------------------------------------------------------------
     @property
     def encoder_id(self) -> str:
-        return str(getattr(self.encoder, "model_id", type(self.encoder).__name__))
+        return self.encoder.model_id
 
     def _embed_corpus(self, texts: list[str]) -> np.ndarray:
         return self.encoder.encode_corpus(texts, desc="hipporag phrases")
@@ -162,7 +162,7 @@ class HippoRAG:
     def describe(self) -> dict[str, Any]:
         return {"version": self.version, "damping": self.damping, "node_specificity": self.node_specificity,
                 "no_entity_fallback": self.no_entity_fallback,
-                "encoder": str(getattr(self.encoder, "model_name", self.encoder_id)), **self.settings,
+                "encoder": self.encoder.describe()["model"], **self.settings,
                 "graph": self.graph.stats}
 
     # -- online -----------------------------------------------------------------------------------------

@@ -22,14 +22,16 @@ Online (§4.3, Alg. 1):
 
 Where the paper and its public code (rockcor/T2RAG @ 72c43bd ``src/TRAG.py``, which produced the published
 numbers) differ, ``reading: code`` (default, DESIGN.md) follows the code and ``reading: paper`` the prose; each
-of the five behaviours is its own key (null = the reading's value; ``READINGS``):
+of the six behaviours is its own key (null = the reading's value; ``READINGS``):
 ``question_query`` (+ ``question_query_mode``; code 478-487: the lower-cased question without question words,
 removed as substrings, is an extra query; paper Alg. 2: searchable triplets only), ``carry_fuzzy`` (code
 738-740: the fuzzy set is emptied after every resolve call; paper Step 2.3: carried over),
 ``resolve_without_context`` (code 622-629: no resolve call when nothing was retrieved; paper Alg. 1: every
 iteration), ``example_propositions_chars`` (code 666-668: the example's propositions cut to 1000 characters;
 paper App. E: whole) and ``decompose_retry`` (code 375-383, 980-1032: a failed decomposition is retried once
-with a simpler prompt, at most 3 triplets kept; paper: no retry). Ablations of Table 2: ``max_iterations=1``
+with a simpler prompt, at most 3 triplets kept; paper: no retry) and ``on_no_triplets`` (code 385-396,
+1429-1437: with no triplet after that the query fails, no documents and the answer "Error processing query";
+paper: answered from no clues). Ablations of Table 2: ``max_iterations=1``
 ("single round") and ``with_passages=false`` ("w/o chunk").
 
 Our reading of Step 2.3's set difference (fuzzy \\ (new resolved ∪ new searchable)), ``fuzzy_match``:
@@ -81,7 +83,7 @@ log = logging.getLogger(__name__)
 RESOLVED, SEARCHABLE, FUZZY = "resolved", "searchable", "fuzzy"
 _PLACEHOLDER = re.compile(r"\?[\w'-]*")
 _WORD = re.compile(r"\w+")
-QUESTION_WORDS = ("what", "who", "where", "when", "why", "how", "which", "whose")  # TRAG.py:483, in its order
+QUESTION_WORDS = ("what", "who", "where", "when", "why", "how", "which", "whose")  # TRAG.py:481, in its order
 _QUESTION_WORDS = re.compile(rf"\b({'|'.join(QUESTION_WORDS)})\b", re.IGNORECASE)
 _NAMED = re.compile(r"^\?[\w'-]+$")
 _FUNCTION_WORDS = frozenset(("a", "an", "the", "is", "was", "are", "were", "be", "been", "has", "have", "had", "of",
@@ -116,6 +118,17 @@ class T2RAGDecomposeRetry(Choice):
     none = "none"      # the paper: no retry; answered from no clues
 
 
+class T2RAGOnNoTriplets(Choice):
+    """What a question gets when the decomposition (and its retry) yields no triplet (agent.on_no_triplets)."""
+
+    fail = "fail"      # the code: the query fails (TRAG.py:385-396 raise; 1429-1437: no documents, the answer
+                       # FAILED_ANSWER), no answer call
+    answer = "answer"  # the paper (no such case in its prose): answered from no clues
+
+
+FAILED_ANSWER = "Error processing query"  # TRAG.py:1436, the answer recorded for a query that failed
+
+
 class T2RAGFuzzyMatch(Choice):
     """How a new clue fills a fuzzy triplet in Step 2.3 (agent.fuzzy_match)."""
 
@@ -133,9 +146,11 @@ class T2RAGAnswerParse(Choice):
 # reading -> the five paper-vs-code behaviours (agent.reading; a key set explicitly overrides its reading)
 READINGS: dict[str, dict[str, Any]] = {
     "code": {"question_query": True, "question_query_mode": "substring", "carry_fuzzy": False,
-             "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple"},
+             "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple",
+             "on_no_triplets": "fail"},
     "paper": {"question_query": False, "question_query_mode": "word", "carry_fuzzy": True,
-              "resolve_without_context": True, "example_propositions_chars": 0, "decompose_retry": "none"},
+              "resolve_without_context": True, "example_propositions_chars": 0, "decompose_retry": "none",
+              "on_no_triplets": "answer"},
 }
 _MD = re.compile(r"[*_`#]+")
 
@@ -547,7 +562,7 @@ class T2RAGAgent:
         candidate_depth: propositions retrieved per query before the global ranking (Alg. 2 ``Search(I, q, N)``).
         with_passages: give the retrieved passages to the resolve prompt (False = "w/o chunk", Table 2).
         reading: ``code`` (rockcor/T2RAG, behind the published numbers) or ``paper`` (the prose): the default of
-            the five keys below (``READINGS``); each set explicitly (not None) overrides it.
+            the six keys below (``READINGS``); each set explicitly (not None) overrides it.
         carry_fuzzy: carry unresolved fuzzy triplets over (paper §4.3 Step 2.3) or drop them (TRAG.py:738-740).
         question_query: also retrieve with the question (TRAG.py:478-487) or not (paper, Alg. 2).
         question_query_mode: ``substring`` (the code) or ``word`` (question words removed on word boundaries).
@@ -557,6 +572,8 @@ class T2RAGAgent:
             the paper's template; TRAG.py:668 cuts at 1000).
         decompose_retry: ``simple`` (retry a failed decomposition with ``t2rag_decompose_simple``, TRAG.py:375-383)
             or ``none`` (the paper).
+        on_no_triplets: no triplet after the decomposition (and its retry): ``fail`` (the code: no retrieval, no
+            answer call, the answer :data:`FAILED_ANSWER`, TRAG.py:385-396, 1429-1437) or ``answer`` (from no clues).
         fuzzy_match: ``placeholder`` or ``words`` (:meth:`TripletState.update`).
         stall_stop: stop when nothing is searchable, nothing was retrieved and the last step added no clue.
         answer: produce T²RAG's own answer (Step 3); False leaves answering to ``qa_reader`` (qa=true).
@@ -571,6 +588,7 @@ class T2RAGAgent:
     k_dependent = False
 
     needs_llm = True
+    needs_vectors = True  # the proposition search is dense (§4.2)
 
     def __init__(self, llm: LLM, embedder: Embedder, triple_collection: Collection, triples: Sequence[Triple],
                  passage_by_id: Mapping[str, Passage], name: str = "t2rag", k: int = 5, max_iterations: int = 3,
@@ -578,6 +596,7 @@ class T2RAGAgent:
                  carry_fuzzy: bool | None = None, question_query: bool | None = None,
                  question_query_mode: str | None = None, resolve_without_context: bool | None = None,
                  example_propositions_chars: int | None = None, decompose_retry: str | None = None,
+                 on_no_triplets: str | None = None,
                  fuzzy_match: str = "placeholder", stall_stop: bool = True, answer: bool = True,
                  answer_parse: str = "code", ranking: str = "rrf", k_rrf: int = RRF_K, llm_params: Any = None):
         if k < 1 or max_iterations < 1 or candidate_depth < 1:
@@ -593,7 +612,8 @@ class T2RAGAgent:
         self.reading = choice(T2RAGReading, reading, "agent.reading").value
         given = {"question_query": question_query, "question_query_mode": question_query_mode,
                  "carry_fuzzy": carry_fuzzy, "resolve_without_context": resolve_without_context,
-                 "example_propositions_chars": example_propositions_chars, "decompose_retry": decompose_retry}
+                 "example_propositions_chars": example_propositions_chars, "decompose_retry": decompose_retry,
+                 "on_no_triplets": on_no_triplets}
         s = {key: READINGS[self.reading][key] if v is None else v for key, v in given.items()}
         if int(s["example_propositions_chars"]) < 0:
             raise ConfigError(f"agent.example_propositions_chars must be >= 0 (0 = whole), got "
@@ -605,6 +625,7 @@ class T2RAGAgent:
         self.resolve_without_context = bool(s["resolve_without_context"])
         self.example_propositions_chars = int(s["example_propositions_chars"])
         self.decompose_retry = choice(T2RAGDecomposeRetry, s["decompose_retry"], "agent.decompose_retry").value
+        self.on_no_triplets = choice(T2RAGOnNoTriplets, s["on_no_triplets"], "agent.on_no_triplets").value
         self.fuzzy_match = choice(T2RAGFuzzyMatch, fuzzy_match, "agent.fuzzy_match").value
         self.stall_stop = bool(stall_stop)
         self.answers_questions = answer  # the runner scores EM/F1 of this method's own answers
@@ -628,7 +649,8 @@ class T2RAGAgent:
                 "question_query_mode": self.question_query_mode,
                 "resolve_without_context": self.resolve_without_context,
                 "example_propositions_chars": self.example_propositions_chars,
-                "decompose_retry": self.decompose_retry, "fuzzy_match": self.fuzzy_match,
+                "decompose_retry": self.decompose_retry, "on_no_triplets": self.on_no_triplets,
+                "fuzzy_match": self.fuzzy_match,
                 "stall_stop": self.stall_stop, "answer": self.answers_questions, "answer_parse": self.answer_parse,
                 "ranking": self.ranking, "k_rrf": self.k_rrf,
                 "iterations_hist": {str(n): c for n, c in sorted(self.run_stats["iterations"].items())},
@@ -738,7 +760,10 @@ class T2RAGAgent:
         self.run_stats["stop"][stop] += 1
         trace.update(stop=stop, iterations=iteration, counters=counters, final_state=state.to_dict())
         answer = None
-        if self.answers_questions:
+        if self.answers_questions and not dec.clues and self.on_no_triplets == "fail":
+            bump("query_failed")  # TRAG.py:1429-1437: the reference records this answer and no documents
+            answer = MethodAnswer(text=FAILED_ANSWER, raw="")
+        elif self.answers_questions:
             context = state.answer_context()
             reply = self._chat(self.answer_messages(q, context), "answer", 0)
             text = code_answer(reply) if self.answer_parse == "code" else extract_answer(reply)
@@ -754,5 +779,5 @@ class T2RAGAgent:
         return rrf(list(lists), k_rrf=self.k_rrf) if lists else Ranking()
 
 
-__all__ = ["READINGS", "Clue", "Parsed", "Retrieved", "T2RAGAgent", "TripletState", "adaptive_retrieve", "code_answer",
+__all__ = ["FAILED_ANSWER", "READINGS", "Clue", "Parsed", "Retrieved", "T2RAGAgent", "TripletState", "adaptive_retrieve", "code_answer",
            "parse_decomposition", "parse_resolution", "parse_simple_decomposition", "question_query"]

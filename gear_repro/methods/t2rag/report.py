@@ -20,8 +20,8 @@ def agent_label(node: Mapping[str, Any], parts: RowParts) -> str:
 
 
 T2RAG_COUNTERS = ("decompose_ok", "decompose_repaired", "decompose_failed", "decompose_retry_ok",
-                  "decompose_retry_failed", "resolve_ok", "resolve_repaired", "resolve_failed", "resolve_skipped",
-                  "reclassified", "fuzzy_filled", "fuzzy_bound", "new_fuzzy", "dropped_fuzzy")
+                  "decompose_retry_failed", "query_failed", "resolve_ok", "resolve_repaired", "resolve_failed",
+                  "resolve_skipped", "reclassified", "fuzzy_filled", "fuzzy_bound", "new_fuzzy", "dropped_fuzzy")
 
 
 def summary_row(predictions: list[dict]) -> dict[str, Any] | None:
