@@ -493,6 +493,14 @@ def test_failed_decomposition_is_retried_with_the_simple_prompt(toy_env) -> None
     assert [s for s, _ in res.llm.stages()] == ["decompose", "answer"]  # the paper: no retry
 
 
+def test_simple_decomposition_keeps_the_first_three_lines_then_dedupes() -> None:
+    """TRAG.py:1028 keeps triples[:3]; the de-duplication (398-417) comes after: a repeat among them leaves two."""
+    from gear_repro.methods.t2rag.method import parse_simple_decomposition
+
+    got = parse_simple_decomposition("A | b | ?\na | B | ?\nC | d | ?\nE | f | ?")
+    assert [c.parts for c in got.clues] == [("A", "b", "?"), ("C", "d", "?")] and got.status == "retried"
+
+
 def test_no_triplet_after_the_retry_fails_the_query_as_the_code_does(toy_env) -> None:
     """TRAG.py:385-396, 1429-1437: no documents and the answer 'Error processing query', no answer call; the paper
     reading answers from no clues."""

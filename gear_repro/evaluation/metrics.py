@@ -110,7 +110,8 @@ def _f1_single(prediction: str, gold: str, metric: str) -> float:
 
 def f1_score(prediction: str, golds: Sequence[str] | str, metric: str = "hotpotqa") -> float:
     """Token-level F1 under ``metric``'s official script, max over the answer and its aliases
-    (musique evaluate_v1.0.py:44-46; 2wikimultihop_evaluate_v1.1.py:66-82)."""
+    (musique evaluate_v1.0.py:44-46 builds the answer + aliases list, metrics/answer.py:58-63, 78-83 takes the max;
+    2wikimultihop_evaluate_v1.1.py:66-82)."""
     if metric not in ANSWER_METRICS:
         raise MetricError(f"answer metric must be one of {sorted(ANSWER_METRICS)}, got '{metric}'")
     return max(_f1_single(prediction, g, metric) for g in _answers(golds))

@@ -531,13 +531,14 @@ def question_query(question: str, mode: str = "word") -> str:
 def parse_simple_decomposition(text: str | None) -> Parsed:
     """Triplets of the retry reply (``t2rag_decompose_simple``) as TRAG.py:1008-1028 reads them: every
     ``s | p | o`` line, bullets and numbering stripped, a generic ``? | ...related... | <long object>`` line
-    dropped, at most 3 kept. Status ``retried`` or ``failed``."""
+    dropped, the first 3 kept (1028), then de-duplicated as every decomposition is (398-417: a repeated line among
+    the three leaves fewer). Status ``retried`` or ``failed``."""
     clues = []
     for line in (text or "").splitlines():
         c = _triple_from_line(line, allow_commas=False)
         if c is not None and not (c.subject == "?" and "related" in c.predicate.lower() and len(c.object) > 30):
             clues.append(c)
-    clues = dedupe(clues)[:3]
+    clues = dedupe(clues[:3])
     return Parsed(clues=clues, status="retried" if clues else "failed")
 
 
