@@ -89,7 +89,7 @@ class DatasetSchema:
     triples_file: str | None = "triples.jsonl"
     missing_gold: MissingGold = MissingGold.warn
     max_rounds: int = num(4, ge=1)  # GEAR agent rounds (MuSiQue 4, 2Wiki/HotpotQA 2; §6.3)
-    # EM/F1 script: musique | hotpotqa | 2wiki; null = from paper_name (others: hotpotqa). docs/readings.md
+    # EM/F1 script: musique | hotpotqa | twowiki (2Wiki's); null = from paper_name (others: hotpotqa). docs/readings.md
     answer_metric: AnswerMetric | None = None
 
 
@@ -479,7 +479,9 @@ def register_resolvers() -> None:
 register_resolvers()
 register_configs()
 
-_SECRET = re.compile(r"(api[_-]?key|password|secret|token)$", re.IGNORECASE)
+# a secret's key: api_key, key, x-api-key, password, client_secret, access_token, authorization, credentials
+_SECRET = re.compile(r"((^|[_-])(api[_-]?)?key|password|passwd|secret|token|authorization|credentials?)$",
+                     re.IGNORECASE)
 
 
 def validate(cfg: DictConfig) -> DictConfig:
@@ -501,6 +503,12 @@ def validate(cfg: DictConfig) -> DictConfig:
     if base_k is not None and base_k < max(cfg.run.ks):  # R@k of a list shorter than k, under R@k's name
         raise ConfigError(f"run.base_k ({base_k}) must be >= max(run.ks) ({max(cfg.run.ks)}), or null: R@"
                           f"{max(cfg.run.ks)} would be measured on {base_k} passages")
+    for group in ("agent", "expansion"):  # a method's list cut below k: R@k measured on fewer passages
+        for key in ("output_depth", "round_ranking_depth"):
+            depth = OmegaConf.select(cfg, f"{group}.{key}", default=None)
+            if isinstance(depth, int) and depth < max(cfg.run.ks):
+                raise ConfigError(f"{group}.{key} ({depth}) must be >= max(run.ks) ({max(cfg.run.ks)}), or null: "
+                                  f"R@{max(cfg.run.ks)} would be measured on {depth} passages")
     llm = cfg.get("llm")
     if isinstance(llm, DictConfig) and "api_key_env" in llm:
         from gear_repro.llm.client import check_env_name
@@ -570,7 +578,7 @@ def _dataclass_of(annotation: Any) -> type | None:
 
 
 def is_secret_key(key: Any) -> bool:
-    """A config key whose value is a secret (api_key, password, secret, token)."""
+    """A config key whose value is a secret (api_key, key, password, secret, token, authorization, ...)."""
     return bool(_SECRET.search(str(key)))
 
 

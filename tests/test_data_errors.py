@@ -198,6 +198,23 @@ def test_dataset_gold_not_in_corpus_counted(toy_dir: Path, caplog) -> None:
     assert "question 'a' gold 'missing:Z'" in caplog.text
     with pytest.raises(DataError, match=r"questions\.jsonl: 1 gold passage ids are not in corpus\.jsonl"):
         load_dataset(toy_dir, missing_gold="error")
+    _lines(toy_dir / "questions.jsonl", '{"id": "a", "question": "?", "answers": ["x"], "gold_ids": ["Z1", "Z2"]}')
+    with pytest.raises(DataError, match=r"none of the 2 gold passage ids is in corpus\.jsonl"):
+        load_dataset(toy_dir)  # another corpus or id format: never a run of zeros
+
+
+@pytest.mark.parametrize("field, value, msg", [
+    ("gold_ids", [6.0], r"an entry of 'gold_ids' is number \(6\.0\); expected ids"),
+    ("answers", [{"text": "Paris"}], r"an entry of 'answers' is object \(\{\"text\": \"Paris\"\}\); expected answer"),
+    ("answers", [["Paris", "City of Light"]], r"an entry of 'answers' is array"),
+])
+def test_ids_and_answers_of_the_wrong_type_are_refused(toy_dir: Path, field, value, msg) -> None:
+    """A float gold id never equals the corpus's "6"; a SQuAD-style or nested answer would be scored as its Python
+    text (EM 0): both name the file, line and question."""
+    rec = {"id": "a", "question": "?", "answers": ["x"], "gold_ids": ["0"], field: value}
+    (toy_dir / "questions.jsonl").write_text(json.dumps(rec) + "\n")
+    with pytest.raises(DataError, match=r"questions\.jsonl:1: question 'a': " + msg):
+        load_dataset(toy_dir)
 
 
 def test_dataset_orphan_triples_and_limit(toy_dir: Path) -> None:

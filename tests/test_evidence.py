@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -112,6 +113,23 @@ def test_decide_directions():
     assert decide(-5, -9, -1, 0.01, "less", 0.05) == "holds"
     assert decide(5, 1, 9, 0.2, "greater", 0.05) == "inconclusive"  # interval and test must agree
     assert decide(1, -2, 4, 0.5, "greater", 0.05) == "inconclusive"
+
+
+def test_runs_on_other_data_are_noted_and_never_paired(tmp_path: Path):
+    """The same question ids over another corpus (dataset.path overridden, dataset.name kept) sit in one column: the
+    report says so and neither a paired test nor a claim pairs them, --intersect or not."""
+    root = tmp_path / "runs"
+    for name, exp, hits, corpus in (("bm25", "none", BASE, "c1"), ("bm25_naive", "naive", BETTER, "c2")):
+        run = make_run(root, name, "bm25", exp, hits)
+        (run / "run.json").write_text(json.dumps({"data_hashes": {"corpus": corpus, "questions": "q1"}}))
+    runs = find_runs([root])
+    naive = next(r for r in runs if r.path.name == "bm25_naive")
+    assert any("run on different corpus files" in n and "not comparable" in n for n in naive.notes)
+    with pytest.raises(QuestionSetMismatch, match="different corpus files"):
+        paired(runs[0], runs[1], "R@5", EvidenceOptions(intersect=True))
+    rows = evaluate_claims(runs, load_claims(), EvidenceOptions(resamples=200, intersect=True))
+    r = rows_by(rows, "naivege_gt_base[BM25]")
+    assert r.verdict == "refused" and "different corpus files" in r.note
 
 
 def test_refuses_different_question_sets_unless_intersect(tmp_path: Path):
@@ -271,3 +289,19 @@ def test_cells_without_predictions_say_so(runs: Path):
     from gear_repro.reporting.tables import wide_table
 
     assert wide_table(df).iloc[0, 0].startswith("0.0 [no CI] n=40")  # metrics.json's value and N
+
+
+def test_report_options_that_do_not_parse_are_one_error(runs: Path, tmp_path: Path, capsys):
+    """A price table or claims file of the wrong shape, a YAML error, a seed numpy refuses: exit 2 and one line
+    naming the file or option (no KeyError / AttributeError / ValueError traceback)."""
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    (tmp_path / "bad.yaml").write_text("a: [\n")
+    out = str(tmp_path / "rep")
+    cases = [(["--prices", str(tmp_path / "list.yaml")], "price table .*list.yaml: expected a mapping with 'models'"),
+             (["--prices", str(tmp_path / "bad.yaml")], "price table .*bad.yaml: while parsing"),
+             (["--claims", "--claims-file", str(tmp_path / "list.yaml")], "claims file .*list.yaml: expected a mapping"),
+             (["--seed", "-5"], r"--seed must be in \[0, 2\^32\), got -5")]
+    for extra, msg in cases:
+        assert report_main([str(runs), "--out", out, *extra]) == 2, extra
+        err = capsys.readouterr().err
+        assert re.search(msg, err) and "Traceback" not in err, (extra, err)

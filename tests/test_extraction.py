@@ -180,3 +180,14 @@ def test_run_extraction_honours_limit_passages(sample, tmp_path: Path) -> None:
     assert stats["n_passages"] == 2 and stats["n_done"] == 2 and stats["triples"] == 3
     assert stats["dataset"] == "musique_sample"
     assert (tmp_path / "extraction_stats.json").exists()
+
+
+def test_extraction_cli_errors_are_one_line(tmp_path: Path, capsys) -> None:
+    """A missing dataset, an unknown --llm and --limit 0 (which meant "all") are one line, no traceback."""
+    from gear_repro.extraction.__main__ import main
+
+    with pytest.raises(SystemExit, match=r"^error: dataset folder not found: .*nowhere"):
+        main(["--dataset", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")])
+    with pytest.raises(SystemExit) as e:
+        main(["--dataset", str(tmp_path), "--limit", "0", "--out", str(tmp_path / "o")])
+    assert e.value.code == 2 and "--limit must be a positive number" in capsys.readouterr().err

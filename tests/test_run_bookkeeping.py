@@ -97,6 +97,45 @@ def test_resume_fingerprint_covers_the_data(compose, toy_dir, tmp_path):
         Runner(_cfg(compose, toy_dir), run).run()
 
 
+def test_resume_fingerprint_covers_the_llm_endpoint(compose, toy_dir):
+    """Another server may serve another model: its replies never join a run of the first (issue 25 review);
+    credentials in the URL are not part of it (a rotated key is the same endpoint); no base_url: as before."""
+    from gear_repro.pipeline.runner import run_fingerprint
+
+    def fp(*extra):
+        return run_fingerprint(_cfg(compose, toy_dir, "llm=openai_compatible", *extra))
+
+    a = fp("llm.base_url=http://a:8000/v1")
+    assert a != fp("llm.base_url=http://b:8000/v1")
+    assert fp("llm.base_url='http://u:k1@a:8000/v1?key=s1'") == fp("llm.base_url='http://u:k2@a:8000/v1?key=s2'")
+
+
+def test_data_prepared_from_another_dataset_is_refused(compose, toy_dir, tmp_path):
+    """A folder prepared from HotpotQA data run under the default (MuSiQue) group would be tabled as MuSiQue, with
+    MuSiQue's answer script and rounds: refused before any work, naming the group to use."""
+    from gear_repro.pipeline.resources import Resources
+
+    (toy_dir / "prepare_stats.json").write_text(json.dumps({"format": "hotpotqa", "dataset": "hotpotqa"}))
+    with pytest.raises(ConfigError, match=r"prepared from HotpotQA data .* dataset\.paper_name is MuSiQue .* "
+                                          r"dataset=hotpotqa dataset\.path="):
+        assert Resources(_cfg(compose, toy_dir)).dataset
+    assert Resources(_cfg(compose, toy_dir, "dataset.paper_name=HotpotQA")).dataset.questions
+
+
+@pytest.mark.parametrize("line", ['{"question": "no id"}', '{"id": "q1", "rankings": "oops"}'])
+def test_a_foreign_prediction_line_is_named_on_resume_and_in_the_report(compose, toy_dir, tmp_path, line, capsys):
+    from gear_repro.cli.report import main as report_main
+
+    run = tmp_path / "run"
+    Runner(_cfg(compose, toy_dir, "dataset.limit=2"), run).run()
+    with open(run / "predictions.jsonl", "a") as f:
+        f.write(line + "\n")
+    with pytest.raises(DataError, match=r"predictions\.jsonl:3: not a prediction record of this harness"):
+        Runner(_cfg(compose, toy_dir, "dataset.limit=2"), run).run()
+    assert report_main([str(run), "--out", str(tmp_path / "rep")]) == 2
+    assert "predictions.jsonl:3: not a prediction record" in capsys.readouterr().err
+
+
 def test_run_dir_lock(compose, toy_dir, tmp_path):
     from gear_repro.utils.lock import LOCK_FILE, process_start
 
@@ -346,7 +385,10 @@ def _files_with(root: Path, needle: str) -> list[Path]:
 def test_no_secret_reaches_disk(toy_dir, tmp_path):
     run = tmp_path / "run"
     r = _cli([f"dataset.path={toy_dir}", "dataset.name=toy", "retriever=bm25", "run.progress=false",
-              f"hydra.run.dir={run}", f"+extraction.params.api_key={SENTINEL}", f"+extraction.params.password={SENTINEL}"], tmp_path)
+              f"hydra.run.dir={run}", f"+extraction.params.api_key={SENTINEL}", f"+extraction.params.password={SENTINEL}",
+              # a whole map holding a header or a secret key (any depth), and a bare `key` (a query parameter)
+              f"report.labels={{extra_headers: {{Authorization: Bearer {SENTINEL}}}, deep: {{x: {{api_key: {SENTINEL}}}}}}}",
+              f"+extraction.params.extra_query.key={SENTINEL}"], tmp_path)
     assert r.returncode == 0, r.stderr
     assert (run / ".hydra" / "overrides.yaml").exists() and (run / "config.yaml").exists()
     assert "oc.env:GEAR_REPRO_SECRET_" in (run / ".hydra" / "overrides.yaml").read_text()

@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         args.figures = args.figures or args.html
         if args.resamples < 1:
             raise GearError(f"--resamples must be positive, got {args.resamples}")
+        if not 0 <= args.seed < 2**32:  # numpy's seed range
+            raise GearError(f"--seed must be in [0, 2^32), got {args.seed}")
         opts = EvidenceOptions(resamples=args.resamples, seed=args.seed, intersect=args.intersect)
         unfinished = find_unfinished(args.runs)
         if unfinished:

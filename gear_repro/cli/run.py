@@ -156,24 +156,49 @@ def _split_top_level(value: str) -> list[str]:
     return [*parts, cur]
 
 
+def _is_secret_name(name: str) -> bool:
+    return is_secret_key(name.rsplit(".", 1)[-1]) or any(is_header_key(part) for part in name.split("."))
+
+
+def _map(value: str) -> dict | None:
+    """``value`` parsed as a ``{...}`` map (a whole-node override such as ``llm.params={extra_headers: ...}``)."""
+    if not _unquote(value).lstrip().startswith("{"):
+        return None
+    import yaml
+
+    try:
+        parsed = yaml.safe_load(_unquote(value))
+    except yaml.YAMLError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _secret_leaves(node: object, under_secret: bool = False) -> list[object]:
+    """The values of a parsed map that sit under a secret-looking or ``*headers`` key (at any depth)."""
+    if isinstance(node, dict):
+        return [v for k, sub in node.items()
+                for v in _secret_leaves(sub, under_secret or is_secret_key(k) or is_header_key(k))]
+    if isinstance(node, list):
+        return [v for sub in node for v in _secret_leaves(sub, under_secret)]
+    return [node] if under_secret and node not in (None, "") else []
+
+
 def _is_secret_override(name: str, value: str) -> bool:
-    """A value to keep off disk: under a secret-looking key or a ``*headers`` key, or a URL with credentials."""
-    return (is_secret_key(name.rsplit(".", 1)[-1]) or any(is_header_key(part) for part in name.split("."))
-            or has_userinfo(value))
+    """A value to keep off disk: under a secret-looking key or a ``*headers`` key, a map holding such a key at any
+    depth (``llm.params={extra_headers: {Authorization: ...}}``), or a URL with credentials."""
+    parsed = _map(value)
+    return (_is_secret_name(name) or has_userinfo(value)
+            or (parsed is not None and bool(_secret_leaves(parsed))))
 
 
 def _register(name: str, value: str) -> None:
-    """Record a secret's value(s) for log redaction: each header value of a ``{Name: value}`` map, else the value."""
-    if any(is_header_key(part) for part in name.split(".")) and value.lstrip().startswith("{"):
-        import yaml
-
-        try:
-            parsed = yaml.safe_load(value)
-        except yaml.YAMLError:
-            parsed = None
-        if isinstance(parsed, dict):
-            for v in parsed.values():
-                register_secret(v)
+    """Record a secret's value(s) for log redaction: each secret leaf of a ``{...}`` map, else the value."""
+    parsed = _map(value)
+    if parsed is not None:
+        leaves = _secret_leaves(parsed, _is_secret_name(name))
+        for v in leaves:
+            register_secret(v)
+        if leaves:
             return
     register_secret(value)
 
@@ -183,7 +208,7 @@ def _hide(name: str, value: str, var: str, environ: dict[str, str] | os._Environ
     value = _unquote(value)
     _register(name, value)
     environ[var] = value
-    if any(is_header_key(part) for part in name.split(".")) and value.lstrip().startswith("{"):
+    if value.lstrip().startswith("{"):  # a map (header names, whole nodes): decoded back into one
         return f"'${{oc.decode:${{oc.env:{var}}}}}'"  # quoted: the override grammar nests interpolations in quotes
     return f"${{oc.env:{var}}}"
 

@@ -7,13 +7,14 @@ triples.jsonl   {id, subject, predicate, object, passage_id}
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable
 from pathlib import Path
 
 from gear_repro.types import Passage, Question, Triple
 from gear_repro.utils.errors import DataError
-from gear_repro.utils.io import iter_jsonl, write_jsonl
+from gear_repro.utils.io import iter_jsonl, json_kind, write_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +56,15 @@ def load_questions(path: str | Path) -> list[Question]:
         seen[qid] = lineno
         answers = _need(rec, "answers", list, path, lineno)
         gold = _need(rec, "gold_ids", list, path, lineno)
-        for key, vals in (("gold_ids", gold), ("answers", answers)):  # never scored as the string "None"
-            if any(v is None or (isinstance(v, str) and not v.strip()) for v in vals):
+        for key, vals, kinds in (("gold_ids", gold, (str, int)), ("answers", answers, (str, int, float))):
+            if any(v is None or (isinstance(v, str) and not v.strip()) for v in vals):  # never scored as "None"
                 raise DataError(f"{path}:{lineno}: question '{qid}' has a null or empty entry in '{key}'")
+            # an id as 6.0 would never equal the corpus's "6"; an answer as {"text": ...} or a list would be scored
+            # as its Python text: strings (ids also ints, answers also numbers) only
+            bad = next((v for v in vals if isinstance(v, bool) or not isinstance(v, kinds)), None)
+            if bad is not None:
+                raise DataError(f"{path}:{lineno}: question '{qid}': an entry of '{key}' is {json_kind(bad)} "
+                                f"({json.dumps(bad)[:60]}); expected {'ids as strings or integers' if key == 'gold_ids' else 'answer strings'}")
         text = _need(rec, "question", str, path, lineno)
         if not text.strip():
             raise DataError(f"{path}:{lineno}: question '{qid}' has an empty question text")

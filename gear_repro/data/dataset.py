@@ -47,6 +47,21 @@ class Dataset:
         self.passage_by_id = {p.id: p for p in self.passages}
 
 
+# prepare_stats.json's "dataset" (gear-repro-prepare) -> the paper's column of that dataset
+PAPER_NAMES = {"musique": "MuSiQue", "hotpotqa": "HotpotQA", "2wikimultihopqa": "2Wiki", "2wiki": "2Wiki"}
+
+
+def prepared_paper_name(root: str | Path) -> str | None:
+    """The paper's name of the dataset a folder was prepared from (``prepare_stats.json``), None when unknown."""
+    stats = Path(root) / "prepare_stats.json"
+    if not stats.is_file():
+        return None
+    from gear_repro.utils.io import read_json
+
+    data = read_json(stats)
+    return PAPER_NAMES.get(str(data.get("dataset", "")).lower()) if isinstance(data, dict) else None
+
+
 def check_gold_answers(dataset: Dataset) -> None:
     """DataError naming the first question without a gold answer: EM/F1 (qa=true, self-answering methods) would
     fail only after every LLM call had run."""
@@ -102,8 +117,10 @@ def load_dataset(
     if missing:
         msg = (f"{q_path}: {len(missing)} gold passage ids are not in {corpus_path.name} "
                f"(first: question '{missing[0][0]}' gold '{missing[0][1]}')")
-        if missing_gold == "error":
-            raise DataError(msg)
+        if missing_gold == "error" or len(missing) == sum(len(q.gold_ids) for q in questions):
+            # none found at all: another corpus or another id format, never a run of zeros
+            raise DataError(msg if missing_gold == "error" else msg.replace(
+                f"{len(missing)} gold passage ids are not", f"none of the {len(missing)} gold passage ids is"))
         log.warning(msg + "; they count as misses in recall")
         warnings["gold_not_in_corpus"] = len(missing)
     no_gold = sum(1 for q in questions if not q.gold_ids)

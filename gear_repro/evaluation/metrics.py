@@ -58,7 +58,8 @@ def _answers(golds: Sequence[str] | str) -> list[str]:
 
 class AnswerMetric(Choice):
     """The official answer script of ``dataset.answer_metric``; ``2wiki`` is not an identifier, so that one
-    member's name differs from its value."""
+    member's name differs from its value: the config takes the name (``dataset.answer_metric=twowiki``, as OmegaConf
+    reads Enum fields), the code either."""
 
     musique = "musique"
     hotpotqa = "hotpotqa"

@@ -15,10 +15,20 @@ import json
 import logging
 from pathlib import Path
 
+from hydra.errors import HydraException
 from hydra.utils import instantiate
+from omegaconf.errors import OmegaConfBaseException
 
-from gear_repro.config import group_config
+from gear_repro.config import group_config, is_secret_key
 from gear_repro.extraction.extract import extract_triples, failed_calls_error
+from gear_repro.utils.errors import GearError
+from gear_repro.utils.secrets import (
+    has_userinfo,
+    install_log_redaction,
+    redact_text,
+    redact_url,
+    register_secret,
+)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -32,7 +42,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", required=True, help="output folder (resumable)")
     ap.add_argument("--set", nargs="*", default=[], help="llm overrides, e.g. max_tokens=512")
     a = ap.parse_args(argv)
+    if a.limit is not None and a.limit < 1:  # 0 would mean "all" below
+        ap.error(f"--limit must be a positive number of passages, got {a.limit}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    install_log_redaction()  # httpx's request lines quote the endpoint URL (credentials, ?key=)
+    for kv in a.set:  # a --set value under a secret-looking key, or a URL with credentials: masked in every log line
+        key, _, value = kv.partition("=")
+        if is_secret_key(key.rsplit(".", 1)[-1]) or has_userinfo(value) or redact_url(value) != value:
+            register_secret(value.strip("'\""))
+    try:
+        _run(a)
+    except (GearError, OmegaConfBaseException, HydraException, OSError) as e:
+        raise SystemExit(f"error: {redact_text(str(e))}") from None
+
+
+def _run(a: argparse.Namespace) -> None:
     if a.dataset:
         from gear_repro.data.dataset import load_dataset
 

@@ -41,7 +41,7 @@ from gear_repro.pipeline.wiring import build_method, build_qa_reader
 from gear_repro.qa.reader import AnswerReader, score_answer
 from gear_repro.types import Question
 from gear_repro.utils.concurrency import COMPUTE
-from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.errors import ConfigError, DataError
 from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.io import (
     JsonlAppender,
@@ -54,7 +54,7 @@ from gear_repro.utils.io import (
 )
 from gear_repro.utils.lock import RunDirLock
 from gear_repro.utils.provenance import environment
-from gear_repro.utils.secrets import redact_text
+from gear_repro.utils.secrets import redact_text, redact_url
 
 log = logging.getLogger("gear_repro")
 
@@ -87,6 +87,9 @@ def run_fingerprint(cfg: DictConfig) -> str:
         elif key in c:
             c[key] = {k: v for k, v in c[key].items() if k not in sub}
     c.get("dataset", {}).pop("limit", None)  # a larger limit extends a run; finished questions stay valid
+    url = OmegaConf.select(cfg, "llm.base_url", default=None)
+    if url:  # another server may serve another model: a resume never mixes two servers' replies (secrets masked,
+        c["llm"]["endpoint"] = redact_url(str(url))  # so a rotated key is the same endpoint); unset: as before
     return hash_obj(c)
 
 
@@ -108,7 +111,12 @@ def load_finished(path: Path) -> dict[str, dict]:
         return {}
     if repair_jsonl_tail(path):
         log.warning("%s: dropped a partial last line left by an interrupted run", path)
-    last = {rec["id"]: rec for _, rec in iter_jsonl(path)}
+    last = {}
+    for lineno, rec in iter_jsonl(path):
+        if "id" not in rec or not isinstance(rec.get("rankings", {}), dict):  # an edited or foreign line
+            raise DataError(f"{path}:{lineno}: not a prediction record of this harness (no 'id', or 'rankings' "
+                            "is not an object); fix or remove the line, or use a new run dir")
+        last[rec["id"]] = rec
     return {qid: rec for qid, rec in last.items() if not rec.get("error")}
 
 

@@ -35,7 +35,7 @@ from gear_repro.reporting.evidence import (
     values,
 )
 from gear_repro.reporting.paper import DEFAULT_PAPER, paper_value
-from gear_repro.reporting.runs import RunResult
+from gear_repro.reporting.runs import RunResult, different_data
 from gear_repro.utils.errors import GearError
 
 CLAIMS_YAML = Path(__file__).resolve().parent.parent / "resources" / "claims.yaml"
@@ -61,6 +61,8 @@ def load_claims(path: str | Path | None = None) -> list[dict]:
         doc = yaml.safe_load(p.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as e:
         raise GearError(f"claims file {p}: {e}") from e
+    if not isinstance(doc, dict) or not isinstance(doc.get("claims") or [], list):
+        raise GearError(f"claims file {p}: expected a mapping with a 'claims' list (see {CLAIMS_YAML.name})")
     same = doc.get("same") or ["dataset.name"]
     out = []
     for c in doc.get("claims") or []:
@@ -195,7 +197,12 @@ def evaluate_claim(claim: dict, runs: Sequence[RunResult], opts: EvidenceOptions
             paper = {"paper_a": pa, "paper_b": pb, "paper_diff": None if pa is None or pb is None else round(pa - pb, 2)}
             row = ClaimRow(**base, dataset=ds, metric=metric, verdict="no runs", **paper)
             cands = []
+            skipped = []
             for a, b in _pairs(claim, [r for r in ras if r.dataset == ds], [r for r in rbs if r.dataset == ds]):
+                why = different_data(a, b)
+                if why:  # the same question ids over another corpus: never a paired comparison
+                    skipped.append(why)
+                    continue
                 ka, kb = _keys(claim, metric, a)
                 va, vb = values(a, ka), values(b, kb)
                 if va and vb:
@@ -205,7 +212,10 @@ def evaluate_claim(claim: dict, runs: Sequence[RunResult], opts: EvidenceOptions
             if not cands:
                 missing = [r for r, rs in (("a", ras), ("b", rbs)) if not [x for x in rs if x.dataset == ds]]
                 row.note = (f"no run for role {' and '.join(missing)}" if missing
+                            else f"the only pairs read {skipped[0]}" if skipped
                             else f"no pair of runs with {metric} values agreeing on {', '.join(claim['same'])}")
+                if skipped and not missing:
+                    row.verdict = "refused"
                 rows.append(row)
                 continue
             same_ids, *_, a, b, va, vb = max(cands, key=lambda c: c[:5])

@@ -34,13 +34,23 @@ PRICES_YAML = Path(__file__).resolve().parent.parent / "resources" / "prices.yam
 def load_prices(path: str | Path | None = None, model: str | None = None) -> dict:
     """{model, input, output ($ per 1M tokens), date, source} of ``model`` (default: the file's default)."""
     p = Path(path) if path else PRICES_YAML
-    doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-    name = model or doc["default"]
-    if name not in doc.get("models", {}):
-        raise GearError(f"price table {p} has no model '{name}' (has: {', '.join(doc.get('models', {}))})")
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as e:
+        raise GearError(f"price table {p}: {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("models"), dict):
+        raise GearError(f"price table {p}: expected a mapping with 'models' (and 'default', 'date'); see "
+                        f"{PRICES_YAML.name}")
+    name = model or doc.get("default")
+    if name not in doc["models"]:
+        raise GearError(f"price table {p} has no model '{name}' (has: {', '.join(doc['models'])})")
     m = doc["models"][name]
-    return {"model": name, "input": float(m["input"]), "output": float(m["output"]), "date": str(doc["date"]),
-            "source": doc.get("source", ""), "currency": doc.get("currency", "USD")}
+    try:
+        return {"model": name, "input": float(m["input"]), "output": float(m["output"]), "date": str(doc["date"]),
+                "source": doc.get("source", ""), "currency": doc.get("currency", "USD")}
+    except (KeyError, TypeError, ValueError) as e:
+        raise GearError(f"price table {p}: model '{name}' needs numeric 'input' and 'output' and the table a "
+                        f"'date' ({type(e).__name__}: {e})") from None
 
 
 def _pct(xs: list[float], q: float) -> float | None:

@@ -24,7 +24,7 @@ from gear_repro.evaluation.stats import (
     bootstrap_ci,
     paired_test,
 )
-from gear_repro.reporting.runs import RunResult, load_predictions
+from gear_repro.reporting.runs import RunResult, different_data, load_predictions
 from gear_repro.utils.errors import GearError
 
 METRIC_VALUE_KEYS = {"R@5": "recall@5", "R@10": "recall@10", "R@15": "recall@15", "EM": "em", "F1": "f1"}
@@ -106,6 +106,10 @@ def paired_arrays(va: dict[str, float], vb: dict[str, float], pairing: Pairing) 
 def paired(run_a: RunResult, run_b: RunResult, key: str, opts: EvidenceOptions = DEFAULT_OPTIONS,
            key_b: str | None = None) -> tuple[PairedResult, Pairing]:
     """Paired test of ``key`` in run_a minus ``key_b`` (default ``key``) in run_b on their common question ids."""
+    why = different_data(run_a, run_b)
+    if why:
+        raise QuestionSetMismatch(f"{run_a.path} vs {run_b.path} ({key}): the runs read {why}; a paired comparison "
+                                  "needs the same questions on the same corpus")
     va, vb = values(run_a, key), values(run_b, key_b or key)
     pairing = align(va, vb, opts.intersect, f"{run_a.path} vs {run_b.path} ({key})")
     a, b = paired_arrays(va, vb, pairing)

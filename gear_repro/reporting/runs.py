@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from gear_repro.reporting.paper import DEFAULT_PAPER
@@ -34,6 +35,13 @@ class RunResult:
     def label(self) -> str:
         """The row label of tables keyed by run: :attr:`method`, plus ``[tag]`` when several runs share it."""
         return f"{self.method} [{self.tag}]" if self.tag else self.method
+
+    @cached_property
+    def data(self) -> dict[str, str]:
+        """The hashes of the corpus and question files the run read (run.json ``data_hashes``; {} if unrecorded)."""
+        path = Path(self.path) / "run.json"
+        hashes = read_json_object(path).get("data_hashes") if path.is_file() else None
+        return {k: str(v) for k, v in (hashes or {}).items() if k in ("corpus", "questions")}
 
     @property
     def dataset(self) -> str:
@@ -149,6 +157,8 @@ def read_predictions(path: Path, notes: list[str] | None = None) -> list[dict]:
                     notes.append(msg)
                 continue
             raise GearError(f"{path}:{n}: malformed prediction line ({e})") from None
+        if not isinstance(rec, dict) or "id" not in rec or not isinstance(rec.get("rankings", {}), dict):
+            raise GearError(f"{path}:{n}: not a prediction record (no 'id', or 'rankings' is not an object)")
         last[str(rec.get("id"))] = rec
     return list(last.values())
 
@@ -297,7 +307,27 @@ def find_runs(paths: list[str | Path]) -> list[RunResult]:
     if not runs:
         raise GearError(f"no finished runs (metrics.json + config.yaml) under {', '.join(map(str, paths))}")
     tag_runs(runs)
+    check_same_data(runs)
     return runs
+
+
+def different_data(a: RunResult, b: RunResult) -> str | None:
+    """Why two runs cannot be compared question by question: their corpus or question files differ (both recorded),
+    else None."""
+    diff = [k for k in ("corpus", "questions") if k in a.data and k in b.data and a.data[k] != b.data[k]]
+    return f"different {' and '.join(diff)} files ({a.path} vs {b.path})" if diff else None
+
+
+def check_same_data(runs: list[RunResult]) -> None:
+    """A note on every run tabled under a dataset column whose first run read other corpus/question files (e.g.
+    ``dataset.path`` overridden and ``dataset.name`` kept): their rows sit side by side but are not comparable."""
+    first: dict[str, RunResult] = {}
+    for r in runs:
+        ref = first.setdefault(r.dataset, r)
+        why = different_data(ref, r) if ref is not r else None
+        if why:
+            r.notes.append(f"{r.path}: tabled under {r.dataset} beside {ref.path} but run on {why}: the rows are "
+                           "not comparable and claims do not pair them; give it its own dataset.name/paper_name")
 
 
 def load_predictions(run: RunResult) -> list[dict]:

@@ -30,10 +30,13 @@ E = TypeVar("E", bound=Enum)
 
 
 def choice(enum: type[E], value: Any, key: str) -> E:
-    """``enum(value)``, or a ConfigError naming ``key`` and the allowed values."""
+    """``enum(value)`` (a member's value, or its name: OmegaConf's Enum fields take names), or a ConfigError naming
+    ``key`` and the allowed values."""
     try:
         return enum(value)
     except ValueError:
+        if isinstance(value, str) and value in enum.__members__:
+            return enum[value]
         raise ConfigError(f"{key} must be one of {[m.value for m in enum]}, got '{value}'") from None
 
 
