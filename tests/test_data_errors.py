@@ -241,3 +241,13 @@ def test_stratified_subset_balanced_nested_and_stable():
         assert {q.id for q in small} <= {q.id for q in big}  # nested
     assert [q.id for q in sizes[-1]] == [q.id for q in qs]  # dataset order, whole set at full size
     assert stratified_subset(qs, 9, seed=0) == stratified_subset(list(qs), 9, seed=0)
+
+
+def test_lone_surrogate_escapes_name_the_file_and_line(toy_dir: Path) -> None:
+    """A \\ud800 escape decodes to a string no UTF-8 write or hash accepts: refused where it is read, naming the
+    line; a valid surrogate pair (an emoji) is text."""
+    q = toy_dir / "questions.jsonl"
+    q.write_text('{"id": "a", "question": "smile \\ud83d\\ude00", "answers": ["x"], "gold_ids": ["0"]}\n'
+                 '{"id": "b", "question": "bad \\ud800 q", "answers": ["x"], "gold_ids": ["0"]}\n')
+    with pytest.raises(DataError, match=r"questions\.jsonl:2: a \\uXXXX escape encodes a lone UTF-16 surrogate"):
+        load_dataset(toy_dir)

@@ -305,3 +305,10 @@ def test_report_options_that_do_not_parse_are_one_error(runs: Path, tmp_path: Pa
         assert report_main([str(runs), "--out", out, *extra]) == 2, extra
         err = capsys.readouterr().err
         assert re.search(msg, err) and "Traceback" not in err, (extra, err)
+
+
+def test_report_stem_is_a_name_not_a_path(runs: Path, tmp_path: Path, capsys):
+    for stem in ("../../x", "sub/t", ".."):
+        assert report_main([str(runs), "--out", str(tmp_path / "rep"), "--stem", stem]) == 2
+        assert "--stem must be a file name stem without a folder" in capsys.readouterr().err
+    assert not (tmp_path.parent / "x.md").exists()

@@ -400,6 +400,13 @@ def test_no_secret_reaches_disk(toy_dir, tmp_path):
     assert not (tmp_path / "run2").exists() and _files_with(tmp_path, SENTINEL) == []
 
 
+def test_an_optimized_metric_the_run_lacks_is_said(toy_dir, tmp_path):
+    r = _cli([f"dataset.path={toy_dir}", "dataset.name=toy", "retriever=bm25", "run.progress=false",
+              f"hydra.run.dir={tmp_path / 'run'}", "optimized_metric=bogus"], tmp_path)
+    assert r.returncode == 0 and "optimized_metric=bogus is not a number of this run's metrics.json" in r.stderr
+    assert "recall@15" in r.stderr
+
+
 def test_multirun_keeps_secrets_off_disk(toy_dir, tmp_path):
     sweep = tmp_path / "sweep"
     r = _cli(["-m", f"dataset.path={toy_dir}", "dataset.name=toy", "retriever=bm25", "run.progress=false",

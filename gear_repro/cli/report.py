@@ -61,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
             print(text)
             return 0
         require_writable_dir(args.out, "--out")
+        if not args.stem or Path(args.stem).name != args.stem or args.stem in (".", ".."):
+            raise GearError(f"--stem must be a file name stem without a folder, got '{args.stem}' (use --out DIR)")
         args.figures = args.figures or args.html
         if args.resamples < 1:
             raise GearError(f"--resamples must be positive, got {args.resamples}")

@@ -79,7 +79,12 @@ def _main(cfg: DictConfig) -> float | None:
                 raise QuestionsFailed(f"{n_err} of {metrics.get('n_questions')} questions failed in {run_dir} (see "
                                       "'error' in predictions.jsonl; run.allow_errors=true accepts them)")
             _ERRORED_RUNS.append(str(run_dir))
-    return shown.get(str(cfg.get("optimized_metric", "recall@15")))
+    objective = str(cfg.get("optimized_metric", "recall@15"))
+    if metrics and cfg.get("stage", "retrieve") == "retrieve" and objective not in shown:
+        # a sweeper would optimise None: say which keys exist
+        print(f"WARNING: optimized_metric={objective} is not a number of this run's metrics.json (has: "
+              f"{', '.join(sorted(shown))}); the sweeper gets None", file=sys.stderr)
+    return shown.get(objective)
 
 
 class QuestionsFailed(RuntimeError):

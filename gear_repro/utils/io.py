@@ -79,10 +79,23 @@ def read_text(path: str | Path) -> str:
 
 def read_json(path: str | Path) -> Any:
     p = require_file(path)
+    text = read_text(p)
     try:
-        return json.loads(read_text(p))
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         raise DataError(f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from e
+    if "\\ud" in text.lower():
+        _check_surrogates(data, str(p))
+    return data
+
+
+def _check_surrogates(data: Any, where: str) -> None:
+    """DataError naming ``where`` when a ``\\ud800``-``\\udfff`` escape decoded to a lone surrogate (no UTF-8 text:
+    every later write or hash of it would fail)."""
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise DataError(f"{where}: a \\uXXXX escape encodes a lone UTF-16 surrogate (not text)") from None
 
 
 def json_kind(value: Any) -> str:
@@ -117,6 +130,8 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
                 rec = json.loads(line)
             except json.JSONDecodeError as e:
                 raise DataError(f"{p}:{lineno}: malformed JSON line ({e.msg})") from e
+            if "\\ud" in line.lower():
+                _check_surrogates(rec, f"{p}:{lineno}")
             if not isinstance(rec, dict):
                 raise DataError(f"{p}:{lineno}: expected a JSON object, got {json_kind(rec)}")
             yield lineno, rec
