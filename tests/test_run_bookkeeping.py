@@ -122,7 +122,7 @@ def test_data_prepared_from_another_dataset_is_refused(compose, toy_dir, tmp_pat
     assert Resources(_cfg(compose, toy_dir, "dataset.paper_name=HotpotQA")).dataset.questions
 
 
-@pytest.mark.parametrize("line", ['{"question": "no id"}', '{"id": "q1", "rankings": "oops"}'])
+@pytest.mark.parametrize("line", ['{"question": "no id"}', '{"id": "q1", "rankings": "oops"}', '{"id": "q2"}'])
 def test_a_foreign_prediction_line_is_named_on_resume_and_in_the_report(compose, toy_dir, tmp_path, line, capsys):
     from gear_repro.cli.report import main as report_main
 
@@ -405,6 +405,35 @@ def test_an_optimized_metric_the_run_lacks_is_said(toy_dir, tmp_path):
               f"hydra.run.dir={tmp_path / 'run'}", "optimized_metric=bogus"], tmp_path)
     assert r.returncode == 0 and "optimized_metric=bogus is not a number of this run's metrics.json" in r.stderr
     assert "recall@15" in r.stderr
+
+
+def test_ctrl_c_with_question_workers_waiting_on_the_llm_exits_at_once(toy_dir, tmp_path):
+    """run.workers=2, every LLM request held for minutes: SIGINT ends the run within seconds (130, one line, lock
+    released) instead of joining the waiting question threads for llm.timeout_s × retries."""
+    import signal
+    import time
+
+    from tests.helpers.standin_server import StandInServer
+
+    run = tmp_path / "run"
+    with StandInServer(latency_s=300) as s:
+        env = {**os.environ, "PYTHONPATH": str(REPO), "GEAR_CACHE": str(tmp_path / "cache")}
+        p = subprocess.Popen([sys.executable, "-c", "import sys; sys.argv[0] = 'gear-repro'; "
+                              "from gear_repro.cli.run import main; main()", f"dataset.path={toy_dir}",
+                              "dataset.name=toy", "retriever=bm25", "agent=ircot", "llm=openai_compatible",
+                              f"llm.base_url={s.url}", "llm.max_retries=0", "run.workers=2", "run.progress=false",
+                              f"hydra.run.dir={run}"], env=env, cwd=REPO, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        while s.n_requests < 2 and time.time() < deadline and p.poll() is None:
+            time.sleep(0.2)
+        assert s.n_requests >= 2, p.communicate(timeout=5)
+        t = time.time()
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+    assert p.returncode == 130 and time.time() - t < 15
+    assert err.strip().splitlines()[-1].startswith("interrupted: finished questions are saved in")
+    assert not (run / ".lock").exists()
 
 
 def test_multirun_keeps_secrets_off_disk(toy_dir, tmp_path):

@@ -54,6 +54,7 @@ def _main(cfg: DictConfig) -> float | None:
     except KeyboardInterrupt:
         print(f"\ninterrupted: finished questions are saved in {run_dir}; re-run the same command to resume",
               file=sys.stderr)
+        _exit_now_if_questions_still_wait(130)
         raise SystemExit(130) from None
     except Exception as e:
         cause = _user_error(e)
@@ -118,6 +119,19 @@ def save_hydra_copies(cfg: DictConfig, run_dir: str | Path) -> None:
     for name, node in nodes.items():
         with atomic_open(Path(run_dir) / HYDRA_SUBDIR / name) as f:
             f.write(OmegaConf.to_yaml(OmegaConf.create(redact(OmegaConf.to_container(node, resolve=False)))))
+
+
+def _exit_now_if_questions_still_wait(code: int) -> None:
+    """After Ctrl-C with ``run.workers`` > 1 the question threads may still wait on LLM replies (up to
+    ``llm.timeout_s`` × retries) and the interpreter would join them at exit: leave at once instead. Their records
+    were never written (the run dir holds only finished questions, its lock is released); nothing else is lost."""
+    import threading
+
+    if any(t.name.startswith("question") and t.is_alive() for t in threading.enumerate()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(code)
 
 
 def _user_error(e: BaseException | None) -> GearError | None:

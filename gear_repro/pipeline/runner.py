@@ -113,9 +113,9 @@ def load_finished(path: Path) -> dict[str, dict]:
         log.warning("%s: dropped a partial last line left by an interrupted run", path)
     last = {}
     for lineno, rec in iter_jsonl(path):
-        if "id" not in rec or not isinstance(rec.get("rankings", {}), dict):  # an edited or foreign line
-            raise DataError(f"{path}:{lineno}: not a prediction record of this harness (no 'id', or 'rankings' "
-                            "is not an object); fix or remove the line, or use a new run dir")
+        if "id" not in rec or not isinstance(rec.get("rankings", None if not rec.get("error") else {}), dict):
+            raise DataError(f"{path}:{lineno}: not a prediction record of this harness (no 'id', or a finished "
+                            "question without a 'rankings' object); fix or remove the line, or use a new run dir")
         last[rec["id"]] = rec
     return {qid: rec for qid, rec in last.items() if not rec.get("error")}
 
@@ -345,6 +345,7 @@ class Runner:
                 yield rec
             return
         ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="question")
+        abandoned = False
         try:
             position = {ex.submit(one, q): i for i, q in enumerate(todo)}
             ready: dict[int, Future[dict]] = {}
@@ -355,8 +356,11 @@ class Runner:
                 while head in ready:
                     yield ready.pop(head).result()
                     head += 1
-        finally:  # Ctrl-C or fail_fast: questions not started are dropped, running ones finish unrecorded
-            ex.shutdown(wait=True, cancel_futures=True)
+        except (KeyboardInterrupt, GeneratorExit):  # Ctrl-C here or in the caller: not waiting for running questions
+            abandoned = True  # (an LLM request may wait llm.timeout_s × retries); the CLI exits without them
+            raise
+        finally:  # fail_fast: questions not started are dropped, running ones finish unrecorded
+            ex.shutdown(wait=not abandoned, cancel_futures=True)
 
     def _one(self, q: Question, method, qa_reader, calls: list[dict]) -> dict:
         """One question's record; ``calls`` collects its LLM calls (:func:`~gear_repro.llm.ledger.call_scope`)."""

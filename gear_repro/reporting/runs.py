@@ -157,8 +157,10 @@ def read_predictions(path: Path, notes: list[str] | None = None) -> list[dict]:
                     notes.append(msg)
                 continue
             raise GearError(f"{path}:{n}: malformed prediction line ({e})") from None
-        if not isinstance(rec, dict) or "id" not in rec or not isinstance(rec.get("rankings", {}), dict):
-            raise GearError(f"{path}:{n}: not a prediction record (no 'id', or 'rankings' is not an object)")
+        if (not isinstance(rec, dict) or "id" not in rec
+                or not isinstance(rec.get("rankings", None if not rec.get("error") else {}), dict)):
+            raise GearError(f"{path}:{n}: not a prediction record (no 'id', or a finished question without a "
+                            "'rankings' object)")
         last[str(rec.get("id"))] = rec
     return list(last.values())
 
