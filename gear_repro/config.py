@@ -24,7 +24,6 @@ declaration of each field.
 
 from __future__ import annotations
 
-import re
 import typing
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
@@ -62,7 +61,7 @@ from gear_repro.methods.t2rag.method import (
 from gear_repro.qa.reader import QAMode
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import REPO_DIR, cache_dir
-from gear_repro.utils.secrets import MASK, is_header_key, redact_text
+from gear_repro.utils.secrets import MASK, is_header_key, is_secret_key, redact_text
 from gear_repro.utils.settings import Choice, check_number, choice, enum_of, num
 
 __all__ = ["GROUP_SCHEMAS", "NODE_SCHEMAS", "choice", "group_config", "num", "redact", "to_container", "validate"]
@@ -479,11 +478,6 @@ def register_resolvers() -> None:
 register_resolvers()
 register_configs()
 
-# a secret's key: api_key, key, x-api-key, password, client_secret, access_token, authorization, credentials
-_SECRET = re.compile(r"((^|[_-])(api[_-]?)?key|password|passwd|secret|token|authorization|credentials?)$",
-                     re.IGNORECASE)
-
-
 def validate(cfg: DictConfig) -> DictConfig:
     """The start-up check of a composed config (before anything runs): every node's settings through its schema
     (:func:`check_settings`), then the run-level rules no schema can express."""
@@ -575,11 +569,6 @@ def _dataclass_of(annotation: Any) -> type | None:
     """The dataclass of a field annotation (``X`` or ``X | None``), else None."""
     args = typing.get_args(annotation) or (annotation,)
     return next((a for a in args if isinstance(a, type) and is_dataclass(a)), None)
-
-
-def is_secret_key(key: Any) -> bool:
-    """A config key whose value is a secret (api_key, key, password, secret, token, authorization, ...)."""
-    return bool(_SECRET.search(str(key)))
 
 
 def _secret(key: Any, value: Any) -> bool:

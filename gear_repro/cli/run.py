@@ -23,16 +23,14 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 import gear_repro.config  # noqa: F401  (registers ${repo:} and ${cache:})
-from gear_repro.config import is_secret_key
 from gear_repro.llm.client import looks_like_env_name
 from gear_repro.utils.errors import ConfigError, GearError
 from gear_repro.utils.paths import cache_dir, config_dir
 from gear_repro.utils.secrets import (
-    has_userinfo,
     install_log_redaction,
-    is_header_key,
+    is_secret_override,
     redact_text,
-    register_secret,
+    register_override,
 )
 
 log = logging.getLogger("gear_repro")
@@ -127,7 +125,9 @@ def _exit_now_if_questions_still_wait(code: int) -> None:
     were never written (the run dir holds only finished questions, its lock is released); nothing else is lost."""
     import threading
 
-    if any(t.name.startswith("question") and t.is_alive() for t in threading.enumerate()):
+    from gear_repro.pipeline.runner import QUESTION_THREADS
+
+    if any(t.name.startswith(QUESTION_THREADS) and t.is_alive() for t in threading.enumerate()):
         sys.stdout.flush()
         sys.stderr.flush()
         logging.shutdown()
@@ -175,57 +175,10 @@ def _split_top_level(value: str) -> list[str]:
     return [*parts, cur]
 
 
-def _is_secret_name(name: str) -> bool:
-    return is_secret_key(name.rsplit(".", 1)[-1]) or any(is_header_key(part) for part in name.split("."))
-
-
-def _map(value: str) -> dict | None:
-    """``value`` parsed as a ``{...}`` map (a whole-node override such as ``llm.params={extra_headers: ...}``)."""
-    if not _unquote(value).lstrip().startswith("{"):
-        return None
-    import yaml
-
-    try:
-        parsed = yaml.safe_load(_unquote(value))
-    except yaml.YAMLError:
-        return None
-    return parsed if isinstance(parsed, dict) else None
-
-
-def _secret_leaves(node: object, under_secret: bool = False) -> list[object]:
-    """The values of a parsed map that sit under a secret-looking or ``*headers`` key (at any depth)."""
-    if isinstance(node, dict):
-        return [v for k, sub in node.items()
-                for v in _secret_leaves(sub, under_secret or is_secret_key(k) or is_header_key(k))]
-    if isinstance(node, list):
-        return [v for sub in node for v in _secret_leaves(sub, under_secret)]
-    return [node] if under_secret and node not in (None, "") else []
-
-
-def _is_secret_override(name: str, value: str) -> bool:
-    """A value to keep off disk: under a secret-looking key or a ``*headers`` key, a map holding such a key at any
-    depth (``llm.params={extra_headers: {Authorization: ...}}``), or a URL with credentials."""
-    parsed = _map(value)
-    return (_is_secret_name(name) or has_userinfo(value)
-            or (parsed is not None and bool(_secret_leaves(parsed))))
-
-
-def _register(name: str, value: str) -> None:
-    """Record a secret's value(s) for log redaction: each secret leaf of a ``{...}`` map, else the value."""
-    parsed = _map(value)
-    if parsed is not None:
-        leaves = _secret_leaves(parsed, _is_secret_name(name))
-        for v in leaves:
-            register_secret(v)
-        if leaves:
-            return
-    register_secret(value)
-
-
 def _hide(name: str, value: str, var: str, environ: dict[str, str] | os._Environ) -> str:
     """Store one secret value in ``environ[var]``; the interpolation that reads it back (a header map decoded)."""
     value = _unquote(value)
-    _register(name, value)
+    register_override(name, value)
     environ[var] = value
     if value.lstrip().startswith("{"):  # a map (header names, whole nodes): decoded back into one
         return f"'${{oc.decode:${{oc.env:{var}}}}}'"  # quoted: the override grammar nests interpolations in quotes
@@ -254,7 +207,7 @@ def protect_argv(argv: list[str], environ: dict[str, str] | os._Environ = os.env
         if last.endswith("api_key_env") and value and not looks_like_env_name(_unquote(value)):
             raise ConfigError(f"{name} must be the NAME of an environment variable (e.g. OPENAI_API_KEY); the "
                               "value given looks like a key itself (not shown). Put the key in the environment")
-        if value and not value.startswith("${") and _is_secret_override(name, value):
+        if value and not value.startswith("${") and is_secret_override(name, value):
             if not multirun:
                 out.append(f"{key}={_hide(name, value, f'{SECRET_ENV_PREFIX}{i}', environ)}")
                 continue

@@ -47,19 +47,20 @@ class Dataset:
         self.passage_by_id = {p.id: p for p in self.passages}
 
 
-# prepare_stats.json's "dataset" (gear-repro-prepare) -> the paper's column of that dataset
-PAPER_NAMES = {"musique": "MuSiQue", "hotpotqa": "HotpotQA", "2wikimultihopqa": "2Wiki", "2wiki": "2Wiki"}
+# prepare_stats.json's "dataset" (gear-repro-prepare) -> (the paper's column, the configs/dataset group)
+PREPARED = {"musique": ("MuSiQue", "musique"), "hotpotqa": ("HotpotQA", "hotpotqa"),
+            "2wikimultihopqa": ("2Wiki", "2wiki"), "2wiki": ("2Wiki", "2wiki")}
 
 
-def prepared_paper_name(root: str | Path) -> str | None:
-    """The paper's name of the dataset a folder was prepared from (``prepare_stats.json``), None when unknown."""
+def prepared_as(root: str | Path) -> tuple[str, str] | None:
+    """(paper column, dataset group) of the dataset a folder was prepared from (``prepare_stats.json``), None when
+    unknown (no such file, or a format that does not say, e.g. ``hipporag``)."""
     stats = Path(root) / "prepare_stats.json"
     if not stats.is_file():
         return None
-    from gear_repro.utils.io import read_json
+    from gear_repro.utils.io import read_json_object
 
-    data = read_json(stats)
-    return PAPER_NAMES.get(str(data.get("dataset", "")).lower()) if isinstance(data, dict) else None
+    return PREPARED.get(str(read_json_object(stats).get("dataset", "")).lower())
 
 
 def check_gold_answers(dataset: Dataset) -> None:

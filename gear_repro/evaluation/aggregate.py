@@ -15,6 +15,16 @@ from collections.abc import Sequence
 from statistics import mean
 
 from gear_repro.evaluation.metrics import MetricError, answer_metric_of, exact_match, f1_score, recall_at_k
+from gear_repro.utils.errors import DataError
+
+
+def check_record(rec: dict, where: str) -> None:
+    """DataError naming ``where`` (file:line) unless ``rec`` is a prediction record: an ``id``, and a ``rankings``
+    object unless the question errored (an edited or foreign line would otherwise count as recall 0)."""
+    rankings = rec.get("rankings")
+    if "id" not in rec or not (isinstance(rankings, dict) or (rec.get("error") and rankings is None)):
+        raise DataError(f"{where}: not a prediction record of this harness (no 'id', or a finished question "
+                        "without a 'rankings' object); fix or remove the line, or use a new run dir")
 
 
 def ranking_for_k(pred: dict, k: int) -> list[str]:

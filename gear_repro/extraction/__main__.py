@@ -19,16 +19,10 @@ from hydra.errors import HydraException
 from hydra.utils import instantiate
 from omegaconf.errors import OmegaConfBaseException
 
-from gear_repro.config import group_config, is_secret_key
+from gear_repro.config import group_config
 from gear_repro.extraction.extract import extract_triples, failed_calls_error
 from gear_repro.utils.errors import GearError
-from gear_repro.utils.secrets import (
-    has_userinfo,
-    install_log_redaction,
-    redact_text,
-    redact_url,
-    register_secret,
-)
+from gear_repro.utils.secrets import install_log_redaction, is_secret_override, redact_text, register_override
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -46,10 +40,10 @@ def main(argv: list[str] | None = None) -> None:
         ap.error(f"--limit must be a positive number of passages, got {a.limit}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     install_log_redaction()  # httpx's request lines quote the endpoint URL (credentials, ?key=)
-    for kv in a.set:  # a --set value under a secret-looking key, or a URL with credentials: masked in every log line
+    for kv in a.set:  # the run CLI's rule: a secret key, a header, a map holding one, a URL with credentials
         key, _, value = kv.partition("=")
-        if is_secret_key(key.rsplit(".", 1)[-1]) or has_userinfo(value) or redact_url(value) != value:
-            register_secret(value.strip("'\""))
+        if is_secret_override(f"llm.{key}", value):
+            register_override(f"llm.{key}", value)
     try:
         _run(a)
     except (GearError, OmegaConfBaseException, HydraException, OSError) as e:

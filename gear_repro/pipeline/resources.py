@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 from gear_repro.backends.base import Backend, Collection, IndexDoc
 from gear_repro.core.triple_graph import TripleIndex
 from gear_repro.data import Dataset, load_dataset
-from gear_repro.data.dataset import prepared_paper_name
+from gear_repro.data.dataset import prepared_as
 from gear_repro.embedding.embedder import Embedder
 from gear_repro.llm.base import LLM
 from gear_repro.utils.errors import ConfigError, DataError
@@ -82,9 +82,8 @@ class Resources:
     @cached_property
     def dataset(self) -> Dataset:
         d = self.cfg.dataset
-        prepared = prepared_paper_name(d.path)
+        prepared, group = prepared_as(d.path) or (None, None)
         if prepared is not None and prepared != d.get("paper_name"):  # its numbers beside another paper column
-            group = {"MuSiQue": "musique", "HotpotQA": "hotpotqa", "2Wiki": "2wiki"}[prepared]
             raise ConfigError(
                 f"dataset.path={d.path} was prepared from {prepared} data (its prepare_stats.json) but "
                 f"dataset.paper_name is {d.get('paper_name')} (from the dataset group): the tables would put it "

@@ -32,7 +32,7 @@ from tqdm import tqdm
 from gear_repro.config import to_container, validate
 from gear_repro.data.dataset import check_gold_answers
 from gear_repro.embedding.precision import Precision, QueryPrecision, resolve_precision
-from gear_repro.evaluation.aggregate import aggregate
+from gear_repro.evaluation.aggregate import aggregate, check_record
 from gear_repro.evaluation.metrics import answer_metric_for
 from gear_repro.llm.ledger import call_scope
 from gear_repro.methods.base import Method
@@ -41,7 +41,7 @@ from gear_repro.pipeline.wiring import build_method, build_qa_reader
 from gear_repro.qa.reader import AnswerReader, score_answer
 from gear_repro.types import Question
 from gear_repro.utils.concurrency import COMPUTE
-from gear_repro.utils.errors import ConfigError, DataError
+from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.io import (
     JsonlAppender,
@@ -105,6 +105,9 @@ def question_ids_hash(ids: list[str]) -> str:
     return hash_obj(list(ids))
 
 
+QUESTION_THREADS = "question"  # name prefix of the run.workers threads (the CLI's Ctrl-C exit looks for them)
+
+
 def load_finished(path: Path) -> dict[str, dict]:
     """Finished questions of a run dir: the last record per id, without errored ones (they are retried)."""
     if not path.exists():
@@ -113,9 +116,7 @@ def load_finished(path: Path) -> dict[str, dict]:
         log.warning("%s: dropped a partial last line left by an interrupted run", path)
     last = {}
     for lineno, rec in iter_jsonl(path):
-        if "id" not in rec or not isinstance(rec.get("rankings", None if not rec.get("error") else {}), dict):
-            raise DataError(f"{path}:{lineno}: not a prediction record of this harness (no 'id', or a finished "
-                            "question without a 'rankings' object); fix or remove the line, or use a new run dir")
+        check_record(rec, f"{path}:{lineno}")
         last[rec["id"]] = rec
     return {qid: rec for qid, rec in last.items() if not rec.get("error")}
 
@@ -344,7 +345,7 @@ class Runner:
                 done()
                 yield rec
             return
-        ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="question")
+        ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=QUESTION_THREADS)
         abandoned = False
         try:
             position = {ex.submit(one, q): i for i, q in enumerate(todo)}

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from gear_repro.evaluation.aggregate import check_record
 from gear_repro.reporting.paper import DEFAULT_PAPER
 from gear_repro.utils.errors import GearError
 from gear_repro.utils.io import read_json_object
@@ -157,10 +158,9 @@ def read_predictions(path: Path, notes: list[str] | None = None) -> list[dict]:
                     notes.append(msg)
                 continue
             raise GearError(f"{path}:{n}: malformed prediction line ({e})") from None
-        if (not isinstance(rec, dict) or "id" not in rec
-                or not isinstance(rec.get("rankings", None if not rec.get("error") else {}), dict)):
-            raise GearError(f"{path}:{n}: not a prediction record (no 'id', or a finished question without a "
-                            "'rankings' object)")
+        if not isinstance(rec, dict):
+            raise GearError(f"{path}:{n}: expected a JSON object")
+        check_record(rec, f"{path}:{n}")
         last[str(rec.get("id"))] = rec
     return list(last.values())
 

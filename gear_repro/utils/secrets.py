@@ -26,6 +26,16 @@ _known: set[str] = set()
 _lock = threading.Lock()
 
 
+# a secret's key: api_key, key, x-api-key, password, client_secret, access_token, authorization, credentials
+_SECRET_KEY = re.compile(r"((^|[_-])(api[_-]?)?key|password|passwd|secret|token|authorization|credentials?)$",
+                         re.IGNORECASE)
+
+
+def is_secret_key(key: object) -> bool:
+    """A config key whose value is a secret (api_key, key, password, secret, token, authorization, ...)."""
+    return bool(_SECRET_KEY.search(str(key)))
+
+
 def has_userinfo(text: str) -> bool:
     """Whether ``text`` holds a URL with credentials (``scheme://user[:password]@host``)."""
     return bool(_USERINFO.search(text))
@@ -87,3 +97,53 @@ def install_log_redaction(logger: logging.Logger | None = None) -> None:
     for handler in (logger or logging.getLogger()).handlers:
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(RedactingFilter())
+
+
+# -- command-line overrides (gear-repro, python -m gear_repro.extraction --set) ----------------------------------
+def _is_secret_name(name: str) -> bool:
+    return is_secret_key(name.rsplit(".", 1)[-1]) or any(is_header_key(part) for part in name.split("."))
+
+
+def _map(value: str) -> dict | None:
+    """``value`` parsed as a ``{...}`` map (a whole-node override such as ``llm.params={extra_headers: ...}``)."""
+    text = value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"" else value
+    if not text.lstrip().startswith("{"):
+        return None
+    import yaml
+
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def _secret_leaves(node: object, under_secret: bool = False) -> list[object]:
+    """The values of a parsed map that sit under a secret-looking or ``*headers`` key (at any depth)."""
+    if isinstance(node, dict):
+        return [v for k, sub in node.items()
+                for v in _secret_leaves(sub, under_secret or is_secret_key(k) or is_header_key(k))]
+    if isinstance(node, list):
+        return [v for sub in node for v in _secret_leaves(sub, under_secret)]
+    return [node] if under_secret and node not in (None, "") else []
+
+
+def is_secret_override(name: str, value: str) -> bool:
+    """A value to keep off disk: under a secret-looking key or a ``*headers`` key, a map holding such a key at any
+    depth (``llm.params={extra_headers: {Authorization: ...}}``), or a URL with credentials."""
+    parsed = _map(value)
+    return (_is_secret_name(name) or has_userinfo(value)
+            or (parsed is not None and bool(_secret_leaves(parsed))))
+
+
+def register_override(name: str, value: str) -> None:
+    """Record an override's secret value(s) for :func:`redact_text`: each secret leaf of a ``{...}`` map, else the
+    value."""
+    parsed = _map(value)
+    if parsed is not None:
+        leaves = _secret_leaves(parsed, _is_secret_name(name))
+        for v in leaves:
+            register_secret(v)
+        if leaves:
+            return
+    register_secret(value)
