@@ -27,7 +27,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,9 @@ class CachedNER:
 
     def check_ready(self) -> None:
         """Nothing to start: the entities are read from the file."""
+
+    def check_params(self, params: Mapping[str, Any], key: str) -> None:
+        """The entities are read from the file: params are not used."""
 
     def stats(self) -> dict[str, Any]:
         return {"calls": self.calls, "cache_hits": self.calls, "cache_misses": 0, "retries": 0, "failures": 0}

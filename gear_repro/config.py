@@ -35,6 +35,7 @@ from omegaconf.errors import OmegaConfBaseException
 from gear_repro.backends.ann import DenseSettings
 from gear_repro.backends.es_requests import MAX_WINDOW, BM25Settings, BulkSettings, KnnSettings
 from gear_repro.backends.memory import Analyzer, BM25Variant, DenseDtype
+from gear_repro.backends.tokenize import Snowball, StopWords
 from gear_repro.core.triple_graph import Adjacency, HubPolicy
 from gear_repro.data.dataset import MissingGold, Subset
 from gear_repro.embedding.precision import Precision, QueryPrecision
@@ -370,8 +371,8 @@ class MemoryBM25Schema:
     k1: float = num(1.2, ge=0)
     b: float = num(0.75, ge=0, le=1)
     method: BM25Variant = BM25Variant.lucene
-    stopwords: str | None = "en"  # bm25s stop-word list (null: keep every token)
-    stemmer: str | None = "english"  # Snowball language (PyStemmer); null: no stemming
+    stopwords: StopWords | None = StopWords.en  # bm25s stop-word list (null: keep every token)
+    stemmer: Snowball | None = Snowball.english  # Snowball language (PyStemmer); null: no stemming
     analyzer: Analyzer | None = None  # null: stopwords/stemmer above
 
 

@@ -16,7 +16,9 @@ import hashlib
 import json
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from hydra import compose, initialize_config_dir
 
@@ -75,6 +77,9 @@ class FakeLLM:
 
     def check_ready(self) -> None:
         """Always ready."""
+
+    def check_params(self, params: Mapping[str, Any], key: str) -> None:
+        """Scripted replies: params are not used."""
 
     def stats(self) -> dict:
         return {"calls": self.calls, "cache_hits": 0, "cache_misses": self.calls, "retries": 0, "failures": 0}

@@ -26,11 +26,14 @@ from gear_repro.methods.gear.beam_search import (
 )
 from gear_repro.methods.gear.scorers import (
     DEFAULT_PATH_ROWS,
+    ApproxScore,
+    CascadeOptions,
     CascadeScorer,
     ExactScorer,
     MeanScorer,
     SumScorer,
     make_scorer,
+    scorer_options,
 )
 from gear_repro.retrieval.base import BM25Retriever
 from gear_repro.types import Triple
@@ -275,7 +278,7 @@ def test_exact_path_cache_on_disk(graph, tmp_path, monkeypatch):
     first = run(graph, length=2, width=2, gamma=2, path_cache=True)[1]
     # fixed-shape batch vectors (rows, lengths in steps of 8) have their own store; lone ones keep the old key
     assert list((tmp_path / "path_vectors" / f"table-rows{DEFAULT_PATH_ROWS}x8").glob("*.npz"))
-    assert make_scorer("exact", index, emb, path_cache=True, batch_size=None).store.dir.name == "table"
+    assert make_scorer("exact", index, emb, {"batch_size": None}, path_cache=True).store.dir.name == "table"
     emb.calls.clear()
     again = beam_search("q", [t.id for t in TRIPLES], index, make_scorer("exact", index, emb, path_cache=True),
                         BeamConfig(length=2, width=2, gamma=2))
@@ -309,9 +312,10 @@ def test_fusion_order_decides_rrf_ties():
     """Eq. 3: base_first (default, pseudocode rrf(base_passages + expanded_passages)) vs expanded_first."""
     from gear_repro.methods.gear.expansion import NaiveGE, SyncGE
     from gear_repro.types import Ranking
+    from tests.helpers.doubles import ScriptedLLM
 
     base, expanded = Ranking(["a", "b"], [2.0, 1.0]), ["x", "b", "y"]
-    assert NaiveGE(None, None).fusion_order == SyncGE(None, None, None, None, {}).fusion_order == "base_first"
+    assert NaiveGE(None, None).fusion_order == SyncGE(None, None, None, ScriptedLLM(), {}).fusion_order == "base_first"
     assert NaiveGE(None, None).fuse(expanded, base).ids == ["b", "a", "x", "y"]
     assert NaiveGE(None, None, fusion_order="expanded_first").fuse(expanded, base).ids == ["b", "x", "a", "y"]
     with pytest.raises(ConfigError, match="fusion_order"):
@@ -352,7 +356,7 @@ def _beams(graph, scorer, **cfg):
 def test_fast_scorer_with_enough_rescoring_is_exact(graph):
     index, emb = graph
     exact = _beams(graph, ExactScorer(index, emb), length=2, width=2, gamma=2)
-    fast = CascadeScorer(index, emb, rescore=100)
+    fast = CascadeScorer(index, emb, CascadeOptions(rescore=100))
     assert _beams(graph, fast, length=2, width=2, gamma=2) == exact
     assert fast.stats["paths_rescored"] == 4  # t1->t2, t1->t3, t1->t8, t4->t5
 
@@ -361,13 +365,13 @@ def test_fast_scorer_without_rescoring_is_the_cheap_score(graph):
     index, emb = graph
     cheap = _beams(graph, SumScorer(index, emb), length=2, width=2, gamma=2)
     emb.calls.clear()
-    assert _beams(graph, CascadeScorer(index, emb, rescore=0), length=2, width=2, gamma=2) == cheap
+    assert _beams(graph, CascadeScorer(index, emb, CascadeOptions(rescore=0)), length=2, width=2, gamma=2) == cheap
     assert emb.calls == [["q"]]  # nothing but q was encoded
 
 
 def test_fast_scorer_rescores_the_top_by_accumulated_cheap_score_and_memoises(graph):
     index, emb = graph
-    fast = CascadeScorer(index, emb, rescore=2)
+    fast = CascadeScorer(index, emb, CascadeOptions(rescore=2))
     qv = np.array([1.0, 0.0], dtype=np.float32)
     r = index.row
     paths = [(r["t1"], r["t2"]), (r["t1"], r["t3"]), (r["t4"], r["t5"])]
@@ -392,10 +396,19 @@ def test_fast_scorer_options(graph):
     index, emb = graph
     s = scorer_for(BeamConfig(scorer="fast", path_separator=" | ", scorer_options={"rescore": 3}), index, emb)
     assert isinstance(s, CascadeScorer) and s.separator == " | " and s.rescore == 3
-    with pytest.raises(ConfigError):
-        CascadeScorer(index, emb, approx="median")
-    with pytest.raises(ConfigError):
-        CascadeScorer(index, emb, rescore=-1)
+    with pytest.raises(ConfigError, match=r"beam.scorer_options.approx must be one of \['sum', 'mean'\]"):
+        CascadeOptions(approx="median")
+    with pytest.raises(ConfigError, match="beam.scorer_options.rescore"):
+        CascadeOptions(rescore=-1)
+    with pytest.raises(ConfigError, match="beam.scorer_options.batch_size"):
+        scorer_options("exact", {"batch_size": 0})
+    # a key the chosen scorer does not take is named, with the scorer's own options (found at start-up: preflight)
+    with pytest.raises(ConfigError, match=r"beam.scorer_options.rescore is not an option of the 'exact' scorer "
+                                          r"\(its options: batch_size, reuse_triple_vectors\)"):
+        scorer_options("exact", {"rescore": 3})
+    with pytest.raises(ConfigError, match="'mean' scorer \\(it takes none\\)"):
+        scorer_options("mean", {"batch_size": 8})
+    assert scorer_options("fast", {"approx": "mean"}).approx is ApproxScore.mean
 
 
 def test_fast_scorer_margin_widens_the_rescored_set(graph):
@@ -406,11 +419,11 @@ def test_fast_scorer_margin_widens_the_rescored_set(graph):
     prior = np.array([.9, .9, .8])
     total = SumScorer(index, emb).paths(qv, paths) + prior
     gap = float(np.sort(total)[-1] - np.sort(total)[0])  # last rescored (rescore=1) minus the lowest
-    wide = CascadeScorer(index, emb, rescore=1, margin=gap + 1e-6, rescore_max=3)
+    wide = CascadeScorer(index, emb, CascadeOptions(rescore=1, margin=gap + 1e-6, rescore_max=3))
     wide.paths(qv, paths, prior)
     assert wide.stats["paths_rescored"] == 3
-    capped = CascadeScorer(index, emb, rescore=1, margin=gap + 1e-6, rescore_max=2)
+    capped = CascadeScorer(index, emb, CascadeOptions(rescore=1, margin=gap + 1e-6, rescore_max=2))
     capped.paths(qv, paths, prior)
     assert capped.stats["paths_rescored"] == 2
-    with pytest.raises(ConfigError):
-        CascadeScorer(index, emb, rescore=5, rescore_max=4)
+    with pytest.raises(ConfigError, match="rescore_max >= rescore"):
+        CascadeOptions(rescore=5, rescore_max=4)

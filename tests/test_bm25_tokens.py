@@ -42,3 +42,19 @@ def test_standard_analyzer_keeps_stop_words_and_does_not_stem(tmp_path, monkeypa
     assert hits.ids == ["a"]  # "the" kept, "running" not stemmed to "run"
     eng = MemoryBackend(bm25={"analyzer": "english"}).open_collection("p", docs)
     assert eng.bm25(["the running"], 3)[0].ids == ["b"]
+
+
+def test_every_declared_stop_list_and_stemmer_is_one_the_libraries_have() -> None:
+    """backend.bm25.stopwords / .stemmer are Enums (a wrong value fails at composition, not per question); each
+    member must be one bm25s and PyStemmer accept; ``en`` is Lucene's 33 words (docs/elasticsearch.md)."""
+    import Stemmer
+    from bm25s.stopwords import STOPWORDS_EN
+
+    from gear_repro.backends.tokenize import Snowball, StopWords
+
+    assert {m.value for m in Snowball} <= set(Stemmer.algorithms())
+    for m in StopWords:
+        assert tokenize(["Cats"], m.value, "english") == [["cat"]]
+    assert len(STOPWORDS_EN) == 33
+    assert tokenize(["Who was the king of it, then?"], "en", "porter") == [["who", "king"]]
+    assert tokenize(["Who was the king of it, then?"], "en_plus", "porter") == [["king"]]

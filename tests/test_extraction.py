@@ -19,7 +19,7 @@ from gear_repro.data.canonical import load_triples
 from gear_repro.extraction import extract_triples, run_extraction
 from gear_repro.types import Passage, Triple
 from gear_repro.utils.io import read_json, read_jsonl
-from tests.helpers.doubles import ExtractionLLM
+from tests.helpers.doubles import ExtractionLLM, ScriptedLLM
 from tests.helpers.requirements import missing
 
 REPO = Path(__file__).resolve().parent.parent
@@ -161,15 +161,29 @@ def test_output_in_passage_order_whatever_the_workers(sample, tmp_path: Path, se
 
 def test_failed_calls_give_one_error(sample, tmp_path: Path) -> None:
     """Issue 9 §2: stage=extract with failed calls must fail, with one message naming the cause."""
-    from gear_repro.extraction import failed_calls_error
+    from gear_repro.extraction import extraction_error
 
     passages, _ = sample
     stats = extract_triples(passages[:2], ExtractionLLM(passages, fail_ids={p.id for p in passages[:2]}), tmp_path,
                             progress=False)
-    err = failed_calls_error(stats)
+    err = extraction_error(stats)
     assert err is not None and "2 LLM call(s) failed, 0/2 passages done" in str(err)
     assert "retries exhausted (scripted)" in str(err)
-    assert failed_calls_error(extract_triples(passages[:2], ExtractionLLM(passages), tmp_path, progress=False)) is None
+    assert extraction_error(extract_triples(passages[:2], ExtractionLLM(passages), tmp_path, progress=False)) is None
+
+
+def test_an_extraction_without_a_single_triple_is_an_error(sample, tmp_path: Path, caplog) -> None:
+    """Every reply unparsable (a wrong model or setting): a warning names the failures and the stage fails, rather
+    than exiting 0 with an empty triples.jsonl (session 17 hostile probe)."""
+    from gear_repro.extraction import extraction_error
+
+    passages, _ = sample
+    with caplog.at_level("WARNING", logger="gear_repro.extraction.extract"):
+        stats = extract_triples(passages[:2], ScriptedLLM({"extract": "I cannot do that."}), tmp_path,
+                                progress=False)
+    assert "extraction: 2 of 2 replies did not parse" in caplog.text
+    err = extraction_error(stats)
+    assert err is not None and "no triple from any of the 2 passages done (2 replies did not parse" in str(err)
 
 
 def test_run_extraction_honours_limit_passages(sample, tmp_path: Path) -> None:
@@ -191,3 +205,16 @@ def test_extraction_cli_errors_are_one_line(tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit) as e:
         main(["--dataset", str(tmp_path), "--limit", "0", "--out", str(tmp_path / "o")])
     assert e.value.code == 2 and "--limit must be a positive number" in capsys.readouterr().err
+
+
+def test_extraction_cli_adds_keys_and_checks_request_params_before_any_passage(tmp_path: Path) -> None:
+    """``--set +params.x=1`` adds a key (as Hydra's own hint says), and an unknown request param is one line before
+    any call (the endpoint here is closed: a call would fail differently)."""
+    from gear_repro.extraction.__main__ import llm_override, main
+
+    assert [llm_override(s) for s in ("max_tokens=5", "+params.seed=1", "++params.n=1", "~params.stop")] == \
+        ["llm.max_tokens=5", "+llm.params.seed=1", "++llm.params.n=1", "~llm.params.stop"]
+    with pytest.raises(SystemExit, match=r"^error: llm\.params\.bogus is not a parameter of the chat completions"):
+        main(["--dataset", str(SAMPLE), "--llm", "openai_compatible", "--limit", "1", "--out", str(tmp_path / "o"),
+              "--set", "base_url=http://127.0.0.1:9/v1", "+params.bogus=1"])
+    assert not (tmp_path / "o" / "extraction_log.jsonl").exists()

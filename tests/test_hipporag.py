@@ -210,7 +210,9 @@ def test_v1_falls_back_when_no_entity(reply: str) -> None:
     uni = hippo(toy_resources(reply), cache=False, synonyms=False).search("q?", 3)
     assert uni.ranking.ids == ["5", "4", "3"] and uni.ranking.scores == pytest.approx([1 / 6] * 3)
     assert uni.trace["fallback"] == "uniform"
-    assert uni.trace["counters"] == {"hipporag_searches": 1, "hipporag_no_entity": 1}
+    assert uni.trace["counters"] == {"hipporag_searches": 1, "hipporag_no_entity": 1,
+                                     "hipporag_ner_failed": int(reply != '{"named_entities": ["!!"]}'),
+                                     "hipporag_ner_repaired": 0}
     res = toy_resources(reply)
     out = hippo(res, cache=False, synonyms=False, no_entity_fallback="retriever").search("q?", 2)
     assert out.trace["fallback"] == "retriever" and out.ranking.ids == ["5", "4"]
@@ -221,13 +223,16 @@ def test_fallback_rate_in_metrics() -> None:
     from gear_repro.evaluation.aggregate import aggregate
 
     found = hippo(toy_resources('{"named_entities": ["France"]}'), cache=False, synonyms=False).search("q?", 3)
-    assert found.trace["counters"] == {"hipporag_searches": 1, "hipporag_no_entity": 0}
+    assert found.trace["counters"] == {"hipporag_searches": 1, "hipporag_no_entity": 0, "hipporag_ner_failed": 0,
+                                       "hipporag_ner_repaired": 0}
+    failed = hippo(toy_resources("no entities here"), cache=False, synonyms=False).search("q?", 3)
     preds = [{"id": str(i), "gold_ids": ["0"], "rankings": {"final": ["0"]}, "trace": t}
-             for i, t in enumerate([found.trace, found.trace, {"counters": {"hipporag_searches": 2,
-                                                                           "hipporag_no_entity": 1}}])]
+             for i, t in enumerate([found.trace, found.trace, failed.trace, {"counters": {"hipporag_searches": 2,
+                                                                                         "hipporag_no_entity": 1}}])]
     stats = aggregate(preds, [5])["agent_stats"]
-    assert stats["hipporag_searches"] == 4 and stats["hipporag_no_entity"] == 1
-    assert stats["hipporag_no_entity_rate"] == pytest.approx(0.25)
+    assert stats["hipporag_searches"] == 5 and stats["hipporag_no_entity"] == 2 and stats["hipporag_ner_failed"] == 1
+    assert stats["hipporag_no_entity_rate"] == pytest.approx(0.4)
+    assert stats["hipporag_ner_failed_rate"] == pytest.approx(0.2)
 
 
 def test_synonym_encoder_is_an_explicit_value(tmp_path, monkeypatch) -> None:
@@ -335,3 +340,23 @@ def test_synonym_threshold_benchmark_with_cached_ner(toy_dir, tmp_path, monkeypa
                    if r["id"] == "q2")["rankings"]["final"][:2] for fb in ("uniform", "retriever")}
     assert q2 == {"uniform": ["5", "4"], "retriever": ["1", "0"]}
     assert json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))["ner"] == str(ner)
+
+
+def test_ner_failures_reach_the_report_table_and_the_run_warning(capsys) -> None:
+    """A query-NER reply that does not parse falls back (uniform) and is counted: the report's hipporag_stats row
+    and the warning the run command prints after the run both say so (not only the no-entity rate)."""
+    from gear_repro.cli.run import _warn_reply_failures
+    from gear_repro.evaluation.aggregate import agent_stats
+    from gear_repro.methods.hipporag.report import summary_row
+
+    traces = [hippo(toy_resources(reply), cache=False, synonyms=False).search("q?", 3).trace
+              for reply in ("not json", '{"named_entities": ["France"]}', "")]
+    preds = [{"id": str(i), "gold_ids": ["0"], "rankings": {"final": ["0"]}, "trace": t} for i, t in enumerate(traces)]
+    assert summary_row(preds) == {"hipporag_searches": 3, "hipporag_ner_failed": 2, "hipporag_ner_repaired": 0,
+                                  "hipporag_no_entity": 2, "ner_failed_rate": 0.6667, "no_entity_rate": 0.6667}
+    assert summary_row([{"id": "x", "trace": {}}]) is None
+    _warn_reply_failures(agent_stats(preds))
+    err = capsys.readouterr().err
+    assert err.startswith("WARNING: LLM replies that did not parse") and "hipporag_ner_failed=2" in err
+    _warn_reply_failures(agent_stats(preds[1:2]))
+    assert capsys.readouterr().err == ""

@@ -4,6 +4,7 @@ questions without gold answers, misspelt presets, added keys and numeric ranges.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,8 @@ def test_unknown_keys_and_out_of_range_numbers_refused_at_start_up(compose, toy_
     ("agent=t2rag", "agent.ranking", "sum"),
     ("backend=memory", "backend.bm25.method", "bm26"),
     ("embedder=minilm", "embedder.backend", "tensorflow"),
+    ("backend=memory", "backend.bm25.stemmer", "klingon"),
+    ("backend=memory", "backend.bm25.stopwords", "xx"),
 ])
 def test_bad_choice_in_a_group_fails_at_composition(compose, override: str, key: str, bad: str) -> None:
     """A value outside an Enum fails while composing, Hydra's message naming the full key."""
@@ -205,6 +208,47 @@ def test_every_numeric_schema_field_declares_its_range() -> None:
     missing = [f"{s.__name__}.{f.name}" for s in schemas for f in dataclasses.fields(s)
                if re.fullmatch(r"(int|float)( \| None)?", str(f.type)) and "range" not in f.metadata]
     assert missing == []
+
+
+@pytest.mark.parametrize("overrides, msg", [
+    (["expansion=naive", "+beam.scorer_options.foo=1"],
+     r"beam\.scorer_options\.foo is not an option of the 'exact' scorer \(its options: batch_size, "),
+    (["expansion=naive", "beam=fast", "beam.scorer_options.rescore=-1"], r"beam\.scorer_options\.rescore must be >= 0"),
+    (["expansion=naive", "+beam.scorer_options.batch_size=0"], r"beam\.scorer_options\.batch_size must be >= 1"),
+    (["retriever=sbert", "embedder.device=cuda:99"], r"embedder\.device='cuda:99' cannot be used here \("),
+    (["retriever=sbert", "embedder.device=banana"], r"embedder\.device='banana' cannot be used here \("),
+    (["qa=true", "llm=openai_compatible", "llm.base_url=http://127.0.0.1:9/v1", "+qa_reader.llm_params.bogus_param=1"],
+     r"qa_reader\.llm_params\.bogus_param is not a parameter of the chat completions API"),
+    (["qa=true", "llm=openai_compatible", "llm.base_url=http://127.0.0.1:9/v1", "+llm.params.stream=true"],
+     r"llm\.params\.stream must be false"),
+    (["qa=true", "llm=tiny", "llm.server.model_path=/nonexistent.gguf"],
+     r"llm\.server\.model_path='/nonexistent\.gguf' is neither a file nor one of"),
+])
+def test_settings_that_failed_every_question_are_refused_at_start_up(compose, toy_dir: Path, tmp_path: Path,
+                                                                      overrides: list[str], msg: str) -> None:
+    """Each of these once failed every question with a library message (TypeError, AssertionError, ...) and wrote a
+    metrics.json of zeros; now one ConfigError naming the setting, before any question (the session 17 hostile probe)."""
+    from gear_repro.utils.errors import ConfigError
+
+    cfg = compose(toy_args(toy_dir, "embedder=minilm", *overrides))
+    with pytest.raises(Exception) as e:  # noqa: PT011 (the LLM's own settings: wrapped by Hydra's instantiate)
+        Runner(cfg, tmp_path / "run").run()
+    err = e.value if isinstance(e.value, ConfigError) else e.value.__cause__
+    assert isinstance(err, ConfigError) and re.search(msg, str(err)), repr(e.value)
+    assert not (tmp_path / "run" / "predictions.jsonl").exists()
+
+
+def test_missing_runtime_module_is_named(monkeypatch, tmp_path: Path) -> None:
+    """embedder.backend=onnx|openvino without its module: the module and the make target, at start-up."""
+    from gear_repro.embedding import runtimes
+
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path))
+    monkeypatch.setattr(runtimes, "find_spec", lambda name: None)
+    assert runtimes.missing_modules(tmp_path / "m", "onnx") == ["onnxruntime", "onnx"]
+    assert runtimes.missing_modules(tmp_path / "m", "openvino") == ["openvino", "onnx"]
+    (tmp_path / "onnx" / "m").mkdir(parents=True)
+    (tmp_path / "onnx" / "m" / "model.onnx").write_bytes(b"")
+    assert runtimes.missing_modules(tmp_path / "m", "onnx-int8") == ["onnxruntime"]  # exported: onnx not needed
 
 
 # -- (e) the embedder's weights ------------------------------------------------------------------------------------

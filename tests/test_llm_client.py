@@ -60,7 +60,7 @@ class FakeOpenAI:
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with fake.lock:
-                    fake.requests.append({"auth": self.headers.get("Authorization"), "body": body})
+                    fake.requests.append({"auth": self.headers.get("Authorization"), "body": body, "path": self.path})
                     action = fake.actions.pop(0) if fake.actions else ("ok",)
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
@@ -358,3 +358,24 @@ def test_cache_safe_under_concurrent_processes(tmp_path: Path) -> None:
     assert all(p.wait(timeout=180) == 0 for p in procs)
     cache = LLMCache(tmp_path)
     assert len(cache) == 450 and cache.get("p2-149") == {"text": "149"}
+
+
+def test_a_query_string_in_base_url_goes_with_every_request_after_the_route(make_client, fake) -> None:
+    """``llm.base_url=https://host/v1?key=...`` (an endpoint authenticated by a query parameter): the SDK appends the
+    route to the base URL as text, so the query is split off and sent as the client's default query."""
+    c = make_client(base_url=fake.url + "?key=S3KRETQ&api-version=2024-06-01", cache=False)
+    assert c.chat(msgs(), stage="qa").text
+    assert fake.requests[0]["path"] == "/v1/chat/completions?key=S3KRETQ&api-version=2024-06-01"
+    assert "S3KRETQ" not in repr(c) and "S3KRETQ" not in str(c.endpoint)
+
+
+def test_request_params_are_checked_against_the_chat_api_at_start_up(make_client) -> None:
+    from gear_repro.utils.errors import ConfigError
+
+    c = make_client()
+    c.check_params({"max_tokens": 64, "seed": 1, "stop": ["\n"], "extra_body": {"top_k": 1}}, "qa_reader.llm_params")
+    with pytest.raises(ConfigError, match=r"qa_reader\.llm_params\.bogus_param is not a parameter of the chat "
+                                          r"completions API \(openai [0-9.]+: audio, .*max_tokens"):
+        c.check_params({"bogus_param": 1}, "qa_reader.llm_params")
+    with pytest.raises(ConfigError, match=r"llm\.params\.stream must be false"):
+        c.check_params({"stream": True}, "llm.params")

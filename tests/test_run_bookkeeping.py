@@ -398,6 +398,11 @@ def test_no_secret_reaches_disk(toy_dir, tmp_path):
               f"llm.api_key_env={SENTINEL}"], tmp_path)
     assert r.returncode == 2 and "looks like a key itself" in r.stderr and SENTINEL not in r.stderr
     assert not (tmp_path / "run2").exists() and _files_with(tmp_path, SENTINEL) == []
+    # the key as a setting the LLM does not have: one line pointing at api_key_env (Hydra would suggest `+llm.api_key`)
+    r = _cli([f"dataset.path={toy_dir}", "retriever=bm25", f"hydra.run.dir={tmp_path}/run3", f"+llm.api_key={SENTINEL}"],
+             tmp_path)
+    assert r.returncode == 2 and "llm.api_key is not a setting (value not shown)" in r.stderr
+    assert SENTINEL not in r.stdout + r.stderr and not (tmp_path / "run3").exists()
 
 
 def test_an_optimized_metric_the_run_lacks_is_said(toy_dir, tmp_path):
@@ -466,3 +471,21 @@ def test_ctrl_c_is_one_line_and_resumable(toy_dir, tmp_path):
     assert [p["id"] for p in _preds(run)] == ["q1"] and not (run / ".lock").exists()
     r = _cli(args, tmp_path)
     assert r.returncode == 0 and [p["id"] for p in _preds(run)] == ["q1", "q2", "q3"]
+
+
+def test_a_refused_command_leaves_the_live_runs_log_alone(toy_dir, tmp_path):
+    """A second command into a run dir another live process holds is refused on the console only: Hydra has already
+    opened that dir's run.log, which is the live run's own log."""
+    import socket
+
+    from gear_repro.utils.lock import LOCK_FILE, process_start
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.log").write_text("the live run's log\n")
+    parent = os.getppid()
+    (run / LOCK_FILE).write_text(json.dumps({"host": socket.gethostname(), "pid": parent,
+                                             "start": process_start(parent)}))
+    r = _cli([f"dataset.path={toy_dir}", "retriever=bm25", "run.progress=false", f"hydra.run.dir={run}"], tmp_path)
+    assert r.returncode == 2 and f"in use by process {parent}" in r.stderr
+    assert (run / "run.log").read_text() == "the live run's log\n"

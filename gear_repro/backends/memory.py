@@ -20,7 +20,7 @@ import numpy as np
 
 from gear_repro.backends.ann import AnnIndex, DenseIndex, DenseSettings, import_faiss, resolve_kind
 from gear_repro.backends.base import DocCollection, IndexDoc
-from gear_repro.backends.tokenize import tokenize, tokenize_ids
+from gear_repro.backends.tokenize import Snowball, StopWords, tokenize, tokenize_ids
 from gear_repro.types import Ranking
 from gear_repro.utils.arrays import as_float32
 from gear_repro.utils.hashing import hash_obj, hash_texts
@@ -115,6 +115,8 @@ class MemoryCollection(DocCollection):
             raise ValueError(f"collection '{name}' has no documents")
         if analyzer is not None:
             stopwords, stemmer = ANALYZERS[choice(Analyzer, analyzer, "backend.bm25.analyzer").value]
+        stopwords = None if stopwords is None else choice(StopWords, stopwords, "backend.bm25.stopwords").value
+        stemmer = None if stemmer is None else choice(Snowball, stemmer, "backend.bm25.stemmer").value
         method = choice(BM25Variant, method, "backend.bm25.method").value
         super().__init__(name, docs, embedder)
         self.bm25_params = {"k1": k1, "b": b, "method": method, "stopwords": stopwords, "stemmer": stemmer}

@@ -12,6 +12,21 @@ from functools import lru_cache
 
 import bm25s
 
+from gear_repro.utils.settings import Choice
+
+StopWords = Choice("StopWords", {v: v for v in (  # bm25s's stop-word lists (backend.bm25.stopwords)
+    "en", "english", "en_plus", "english_plus", "de", "german", "nl", "dutch", "fr", "french", "es", "spanish",
+    "pt", "portuguese", "it", "italian", "ru", "russian", "sv", "swedish", "no", "norwegian", "zh", "chinese",
+    "tr", "turkish", "ko", "korean", "da", "danish")})
+StopWords.__doc__ = ("bm25s's stop-word lists (backend.bm25.stopwords; null keeps every token); ``en`` is Lucene's 33 "
+                     "English stop words, the list of Elasticsearch's english analyzer.")
+Snowball = Choice("Snowball", {v: v for v in (  # PyStemmer's Snowball algorithms (backend.bm25.stemmer)
+    "arabic", "armenian", "basque", "catalan", "czech", "danish", "dutch", "dutch_porter", "english", "esperanto",
+    "estonian", "finnish", "french", "german", "greek", "hindi", "hungarian", "indonesian", "irish", "italian",
+    "lithuanian", "nepali", "norwegian", "persian", "polish", "porter", "portuguese", "romanian", "russian",
+    "serbian", "sesotho", "spanish", "swedish", "tamil", "turkish", "yiddish")})
+Snowball.__doc__ = "PyStemmer's Snowball stemmers (backend.bm25.stemmer; null: no stemming)."
+
 
 @lru_cache(maxsize=4)
 def _stemmer(language: str | None):

@@ -25,6 +25,7 @@ from omegaconf import DictConfig
 import gear_repro.config  # noqa: F401  (registers ${repo:} and ${cache:})
 from gear_repro.llm.client import looks_like_env_name
 from gear_repro.utils.errors import ConfigError, GearError
+from gear_repro.utils.lock import RunDirInUse
 from gear_repro.utils.paths import cache_dir, config_dir
 from gear_repro.utils.secrets import (
     install_log_redaction,
@@ -58,7 +59,8 @@ def _main(cfg: DictConfig) -> float | None:
         cause = _user_error(e)
         if cause is None:
             raise
-        log.error("%s", cause)
+        if not isinstance(cause, RunDirInUse):  # else run.log is the live run's own log: the console only
+            log.error("%s", cause)
         print(f"error: {redact_text(str(cause))}", file=sys.stderr)
         raise SystemExit(2) from e
     print(f"run dir: {run_dir}")
@@ -68,6 +70,7 @@ def _main(cfg: DictConfig) -> float | None:
     if isinstance(ref, dict):  # stage=extract: our triples vs the dataset's own (e.g. GPT-3.5 OpenIE)
         print("vs the dataset's triples on the same passages:",
               {k: round(v, 3) for k, v in ref.items() if isinstance(v, int | float)})
+    _warn_reply_failures((metrics or {}).get("agent_stats"))
     n_err = int((metrics or {}).get("n_errors") or 0)
     if n_err:
         print(f"WARNING: {n_err} of {metrics.get('n_questions')} questions failed and are scored as misses "
@@ -84,6 +87,21 @@ def _main(cfg: DictConfig) -> float | None:
         print(f"WARNING: optimized_metric={objective} is not a number of this run's metrics.json (has: "
               f"{', '.join(sorted(shown))}); the sweeper gets None", file=sys.stderr)
     return shown.get(objective)
+
+
+def _warn_reply_failures(stats: object) -> None:
+    """One warning naming the methods' counters of LLM replies that did not parse (``ReportHooks.reply_failures``),
+    when any is non-zero: such questions are scored, each method handling the reply as its reading says."""
+    from gear_repro.methods import report_hooks
+
+    if not isinstance(stats, dict):
+        return
+    seen = dict.fromkeys(k for hook in report_hooks() for k in hook.reply_failures)
+    found = {k: stats[k] for k in seen if isinstance(stats.get(k), int) and stats[k] > 0}
+    if found:
+        print("WARNING: LLM replies that did not parse (scored, handled as each method's reading says; "
+              f"metrics.json agent_stats, the report's method tables): "
+              f"{', '.join(f'{k}={v}' for k, v in found.items())}", file=sys.stderr)
 
 
 class QuestionsFailed(RuntimeError):
@@ -204,6 +222,9 @@ def protect_argv(argv: list[str], environ: dict[str, str] | os._Environ = os.env
             out.append(arg)
             continue
         last = name.rsplit(".", 1)[-1]
+        if name in ("llm.api_key", "llm.key", "llm.password", "llm.token"):  # not settings: Hydra's hint would say `+`
+            raise ConfigError(f"{name} is not a setting (value not shown): the LLM reads its key from the environment "
+                              "variable named by llm.api_key_env (default OPENAI_API_KEY); export it there")
         if last.endswith("api_key_env") and value and not looks_like_env_name(_unquote(value)):
             raise ConfigError(f"{name} must be the NAME of an environment variable (e.g. OPENAI_API_KEY); the "
                               "value given looks like a key itself (not shown). Put the key in the environment")

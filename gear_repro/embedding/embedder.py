@@ -30,8 +30,14 @@ from typing import Protocol
 
 import numpy as np
 
-from gear_repro.embedding.precision import Precision, QueryPrecision, native_bf16, resolve_precision
-from gear_repro.embedding.runtimes import EncoderBackend, RuntimeSentenceModel
+from gear_repro.embedding.precision import (
+    Precision,
+    QueryPrecision,
+    check_device,
+    native_bf16,
+    resolve_precision,
+)
+from gear_repro.embedding.runtimes import EncoderBackend, RuntimeSentenceModel, missing_modules
 from gear_repro.embedding.sbert_weights import (
     hub_cached,
     hub_offline,
@@ -169,8 +175,13 @@ class SentenceEmbedder:
     def check_ready(self) -> None:
         """Start-up check, without loading or downloading: the weights are a local folder (or offline copy), or a
         hub id already in the local hub cache, or a hub id written out (``org/name``) that the hub may be asked for
-        (``HF_HUB_OFFLINE`` unset). Otherwise every question would fail on the same missing model."""
+        (``HF_HUB_OFFLINE`` unset); ``embedder.device`` exists here; a back-end other than torch has its modules.
+        Otherwise every question would fail on the same missing model, device or module."""
+        check_device(self.device)
         path = self._weights()
+        if self.backend != "torch" and (missing := missing_modules(Path(path), self.backend)):
+            raise ConfigError(f"embedder.backend={self.backend} needs the Python module(s) {', '.join(missing)}, "
+                              "not installed: `make install-encoders`")
         if Path(path).is_dir() or hub_cached(path):
             return
         if looks_like_path(path):

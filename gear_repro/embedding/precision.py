@@ -58,6 +58,24 @@ def _proc_cpuinfo() -> str:
     return p.read_text(encoding="utf-8", errors="replace") if p.exists() else ""
 
 
+def check_device(device: str, key: str = "embedder.device") -> None:
+    """Start-up check that torch can place a tensor on ``device`` (``cpu``, ``cuda``, ``cuda:N``, ``mps``, ...), else a
+    ConfigError naming ``key``; without it each question would fail on the model load (``Torch not compiled with
+    CUDA enabled``)."""
+    if device == "cpu":
+        return
+    import torch
+
+    try:
+        dev = torch.device(device)
+        if dev.type == "meta":  # shapes only, no values
+            raise ValueError("the meta device holds no values")
+        torch.empty(0, device=dev)
+    except (RuntimeError, AssertionError, ValueError) as e:
+        why = (str(e).strip().splitlines() or [type(e).__name__])[0].split(". ")[0][:200]
+        raise ConfigError(f"{key}='{device}' cannot be used here ({why}); e.g. {key}=cpu") from None
+
+
 def native_bf16(device: str, cpuinfo: str | None = None) -> tuple[bool, str]:
     """Whether ``device`` computes bf16 natively, and the evidence (for the log line). CPU: the flags of
     ``cpuinfo`` (default /proc/cpuinfo; none readable = no); CUDA: ``torch.cuda.is_bf16_supported`` without

@@ -17,6 +17,7 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
+from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -82,10 +83,19 @@ def _quantize(src: Path, out: Path) -> None:
             os.unlink(tmp)
 
 
+def missing_modules(folder: Path, backend: str) -> list[str]:
+    """The Python modules ``backend`` needs for the model in ``folder`` that are not installed: its runtime
+    (onnxruntime | openvino), and ``onnx`` while the model is not exported yet (start-up check)."""
+    need = ["openvino" if backend == EncoderBackend.openvino else "onnxruntime"]
+    if not (cache_dir() / "onnx" / folder.name / "model.onnx").exists():
+        need.append("onnx")
+    return [m for m in need if find_spec(m) is None]
+
+
 def exported(folder: Path, backend: str) -> Path:
     """The ONNX file ``backend`` runs for the model in ``folder`` (exported on first use)."""
     d = cache_dir() / "onnx" / folder.name
-    fp32 = d / "model.onnx"
+    fp32 = d / "model.onnx"  # (missing_modules knows this path)
     if not fp32.exists():
         _export_fp32(folder, fp32)
     if backend != "onnx-int8":

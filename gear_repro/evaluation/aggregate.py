@@ -82,7 +82,8 @@ def _trace_counters(trace: object) -> dict:
 
 def agent_stats(preds: Sequence[dict]) -> dict:
     """Method counters summed over questions (GEAR reply failures, HippoRAG's no-entity fallbacks, passages
-    dropped to fit the context window, ...), with ``hipporag_no_entity_rate`` = fallbacks / HippoRAG searches."""
+    dropped to fit the context window, ...), with ``hipporag_no_entity_rate`` = fallbacks / HippoRAG searches and ``hipporag_ner_failed_rate`` = NER replies that
+    did not parse / HippoRAG searches."""
     out: dict[str, float] = defaultdict(int)
     for p in preds:
         for key, val in _trace_counters(p.get("trace")).items():
@@ -92,6 +93,7 @@ def agent_stats(preds: Sequence[dict]) -> dict:
             out["qa_context_dropped_passages"] += p["qa_dropped"]
     if out.get("hipporag_searches"):
         out["hipporag_no_entity_rate"] = out["hipporag_no_entity"] / out["hipporag_searches"]
+        out["hipporag_ner_failed_rate"] = out.get("hipporag_ner_failed", 0) / out["hipporag_searches"]
     return dict(sorted(out.items()))
 
 

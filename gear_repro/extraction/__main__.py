@@ -20,7 +20,7 @@ from hydra.utils import instantiate
 from omegaconf.errors import OmegaConfBaseException
 
 from gear_repro.config import group_config
-from gear_repro.extraction.extract import extract_triples, failed_calls_error
+from gear_repro.extraction.extract import extract_triples, extraction_error
 from gear_repro.utils.errors import GearError
 from gear_repro.utils.secrets import install_log_redaction, is_secret_override, redact_text, register_override
 
@@ -34,20 +34,28 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--llm", default="local", help="configs/llm/<name>.yaml (default local)")
     ap.add_argument("--limit", type=int, default=None, help="first N passages (default all)")
     ap.add_argument("--out", required=True, help="output folder (resumable)")
-    ap.add_argument("--set", nargs="*", default=[], help="llm overrides, e.g. max_tokens=512")
+    ap.add_argument("--set", nargs="*", default=[], help="llm overrides, e.g. max_tokens=512 (+params.seed=1 adds a key)")
     a = ap.parse_args(argv)
     if a.limit is not None and a.limit < 1:  # 0 would mean "all" below
         ap.error(f"--limit must be a positive number of passages, got {a.limit}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     install_log_redaction()  # httpx's request lines quote the endpoint URL (credentials, ?key=)
     for kv in a.set:  # the run CLI's rule: a secret key, a header, a map holding one, a URL with credentials
-        key, _, value = kv.partition("=")
-        if is_secret_override(f"llm.{key}", value):
-            register_override(f"llm.{key}", value)
+        key, _, value = llm_override(kv).partition("=")
+        if is_secret_override(key.lstrip("+~"), value):
+            register_override(key.lstrip("+~"), value)
     try:
         _run(a)
     except (GearError, OmegaConfBaseException, HydraException, OSError) as e:
-        raise SystemExit(f"error: {redact_text(str(e))}") from None
+        cause = e.__cause__ if isinstance(e.__cause__, GearError) else e  # a setting refused while instantiating
+        raise SystemExit(f"error: {redact_text(str(cause))}") from None
+
+
+def llm_override(kv: str) -> str:
+    """A ``--set`` item as an override of the ``llm`` node, Hydra's prefixes kept in front: ``max_tokens=5`` ->
+    ``llm.max_tokens=5``, ``+params.seed=1`` (a key to add) -> ``+llm.params.seed=1``, ``~params.stop`` -> ``~llm...``."""
+    prefix = kv[:2] if kv.startswith("++") else kv[:1] if kv[:1] in "+~" else ""
+    return f"{prefix}llm.{kv[len(prefix):]}"
 
 
 def _run(a: argparse.Namespace) -> None:
@@ -62,15 +70,16 @@ def _run(a: argparse.Namespace) -> None:
 
         passages, name = load_hipporag_corpus(a.corpus), Path(a.corpus).stem
         reference = import_hipporag_openie(a.openie, passages)[0] if a.openie else None
-    cfg = group_config("llm", a.llm, [f"llm.{kv}" for kv in a.set])
+    cfg = group_config("llm", a.llm, [llm_override(kv) for kv in a.set])
     llm = instantiate(cfg)
+    llm.check_ready()  # the key or the local model file, before any passage
     try:
         stats = extract_triples(passages[: a.limit] if a.limit else passages, llm, a.out, reference=reference,
                                 dataset_name=name)
     finally:
         llm.close()
     print(json.dumps({k: v for k, v in stats.items() if k != "llm_stats"} | {"llm_stats": llm.stats()}, indent=2))
-    err = failed_calls_error(stats)
+    err = extraction_error(stats)
     if err is not None:
         raise SystemExit(f"error: {err}")
 

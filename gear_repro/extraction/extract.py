@@ -42,6 +42,7 @@ def run_extraction(cfg: DictConfig, dataset: Dataset, llm: LLM, run_dir: str | P
     limit = OmegaConf.select(cfg, "dataset.limit_passages")
     passages = dataset.passages[: int(limit)] if limit else dataset.passages
     params = dict(OmegaConf.select(cfg, "extraction.params", default=None) or {})
+    llm.check_params(params, "extraction.params")  # before any passage
     progress = OmegaConf.select(cfg, "extraction.progress", default=None)
     if progress is None:
         progress = OmegaConf.select(cfg, "run.progress", default=True)
@@ -95,7 +96,7 @@ def extract_triples(
 
     Appends per passage in passage order (whatever the worker count); skips passages already done in
     ``out_dir``. Failed LLM calls are counted (``call_errors``) and the passage stays undone, so a re-run
-    retries it; :func:`failed_calls_error` turns them into one message.
+    retries it; :func:`extraction_error` turns them into one message.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -148,19 +149,31 @@ def extract_triples(
     log.info("extraction: %d/%d passages done, %d triples (%.2f/passage), %d parse failures, %d repairs; %s",
              stats["n_done"], len(passages), stats["triples"], stats["triples_per_passage"]["mean"] or 0,
              stats["parse"]["failures"], stats["parse"]["repairs"], out / STATS_FILE)
+    if stats["parse"]["failures"]:
+        log.warning("extraction: %d of %d replies did not parse (no triples from those passages; first: %s)",
+                    stats["parse"]["failures"], stats["n_done"], stats["parse"]["failure_examples"][0])
     return stats
 
 
-def failed_calls_error(stats: Mapping[str, Any]) -> ExtractionError | None:
-    """One error summarising this session's failed LLM calls (None when every call succeeded)."""
+def extraction_error(stats: Mapping[str, Any]) -> ExtractionError | None:
+    """One error for an extraction that cannot be used (None otherwise): this session's LLM calls that failed, or
+    finished passages that gave no triple at all (every reply unparsable or empty: a wrong model or setting, not a
+    corpus to index)."""
     session = stats.get("session") or {}
     n = int(session.get("call_errors") or 0)
-    if not n:
-        return None
-    first = (session.get("call_error_examples") or ["?"])[0]
-    return ExtractionError(
-        f"extraction: {n} LLM call(s) failed, {stats.get('n_done')}/{stats.get('n_passages')} passages done; "
-        f"first failure: {first}. Fix the cause and re-run: finished passages are kept, failed ones retried")
+    if n:
+        first = (session.get("call_error_examples") or ["?"])[0]
+        return ExtractionError(
+            f"extraction: {n} LLM call(s) failed, {stats.get('n_done')}/{stats.get('n_passages')} passages done; "
+            f"first failure: {first}. Fix the cause and re-run: finished passages are kept, failed ones retried")
+    if stats.get("n_done") and not stats.get("triples"):
+        parse = stats.get("parse") or {}
+        first = (parse.get("failure_examples") or ["every reply parsed and was empty"])[0]
+        return ExtractionError(
+            f"extraction: no triple from any of the {stats['n_done']} passages done ({parse.get('failures', 0)} "
+            f"replies did not parse; first: {first}); check the model and the llm settings "
+            f"({stats.get('triples_file')} is empty)")
+    return None
 
 
 def _dist(values: list[int]) -> dict[str, Any]:

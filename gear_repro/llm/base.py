@@ -14,7 +14,8 @@ from gear_repro.llm.client import LLMReply
 
 class LLM(Protocol):
     """An LLM client: ``chat`` records every call in the run's token ledger under ``stage`` and ``round_no``;
-    ``check_ready`` is the start-up check (credentials; no network); ``stats`` its counters (``llm_stats.json``);
+    ``check_ready`` is the start-up check (credentials; no network), ``check_params`` that of request params
+    (``llm.params``, a component's ``llm_params``: ConfigError naming ``<key>.<name>``); ``stats`` its counters (``llm_stats.json``);
     ``close`` stops what it started (a local server).
 
     Attributes: ``model`` (the name token counts use), ``concurrency`` (requests in flight at once,
@@ -29,6 +30,8 @@ class LLM(Protocol):
     def chat(self, messages: Sequence[dict], *, stage: str, round_no: int = 0, **params: Any) -> LLMReply: ...
 
     def check_ready(self) -> None: ...
+
+    def check_params(self, params: Mapping[str, Any], key: str) -> None: ...
 
     def stats(self) -> dict[str, Any]: ...
 

@@ -16,6 +16,7 @@ first contacted; it is never stored in the config, the cache, the ledger, logs o
 from __future__ import annotations
 
 import contextvars
+import inspect
 import json
 import logging
 import os
@@ -26,6 +27,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
@@ -85,6 +87,34 @@ def _transport_retryable(exc: BaseException) -> bool:
     return isinstance(exc, openai.APIStatusError) and (exc.status_code in (408, 409, 429) or exc.status_code >= 500)
 
 
+def split_query(url: str | None) -> tuple[str | None, dict[str, str]]:
+    """``url`` without its query string, and the query's parameters: the SDK appends the route
+    (``/chat/completions``) to the base URL as text, so a ``?key=...`` left in it would end up before the route;
+    passed as the client's ``default_query`` it is sent with every request instead."""
+    if not url or "?" not in url:
+        return url, {}
+    from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", parts.fragment)), \
+        dict(parse_qsl(parts.query, keep_blank_values=True))
+
+
+@cache
+def chat_param_names() -> frozenset[str]:
+    """The request parameters ``chat.completions.create`` of the installed OpenAI SDK accepts (its keyword
+    arguments, less ``model`` and ``messages``, which the client sets): the API a request param must belong to."""
+    from openai.resources.chat.completions import Completions
+
+    return frozenset(inspect.signature(Completions.create).parameters) - {"self", "model", "messages"}
+
+
+def _openai_version() -> str:
+    import openai
+
+    return openai.__version__
+
+
 class LLMClient:
     """Chat client over an OpenAI-compatible endpoint with cache, retries, ledger and stats.
 
@@ -124,6 +154,7 @@ class LLMClient:
         self.api_key_env = api_key_env
         self.default_params: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens,
                                                **dict(params or {})}
+        self.check_params(dict(params or {}), "llm.params")
         self.timeout_s = float(timeout_s)
         self.max_retries = int(max_retries)
         self.backoff_base_s, self.backoff_max_s = float(backoff_base_s), float(backoff_max_s)
@@ -148,11 +179,28 @@ class LLMClient:
         return f"LLMClient(model={self.model!r}, base_url={url!r}, api_key_env={self.api_key_env!r})"
 
     # -- endpoint -----------------------------------------------------------------------------------------
+    def check_params(self, params: Mapping[str, Any], key: str) -> None:
+        """Start-up check of request params (``llm.params``, a component's ``llm_params``): each must be a keyword of
+        the OpenAI SDK's ``chat.completions.create`` (:func:`chat_param_names`), ``stream`` off (a reply is read
+        whole); a ConfigError naming ``<key>.<name>`` otherwise, instead of every call failing."""
+        known = chat_param_names()
+        for name, value in params.items():
+            if name not in known:
+                raise ConfigError(f"{key}.{name} is not a parameter of the chat completions API (openai "
+                                  f"{_openai_version()}: {', '.join(sorted(known))})")
+            if name == "stream" and value:
+                raise ConfigError(f"{key}.stream must be false: the harness reads each reply whole")
+
     def check_ready(self) -> None:
-        """Start-up check (no network): a hosted endpoint (no base_url, no local server) needs its key set."""
+        """Start-up check (no network): a hosted endpoint (no base_url, no local server) needs its key set; a server
+        the harness starts needs its model file (``llm.server.model_path``), found without assembling it."""
         if self.base_url is None and self.server_cfg is None and not os.environ.get(self.api_key_env or ""):
             raise ConfigError(f"no API key: set the environment variable {self.api_key_env} "
                               "(or give llm.base_url for a local/self-hosted endpoint)")
+        if self.base_url is None and self.server_cfg is not None:
+            from gear_repro.llm.gguf_weights import check_model_path
+
+            check_model_path(str(self.server_cfg.get("model_path")))
 
     def _ensure_client(self) -> Any:
         """The ``openai.OpenAI`` object, starting the local server first if configured."""
@@ -179,8 +227,9 @@ class LLMClient:
             # timeout_s is also each request's overall deadline (DeadlineTransport), not only a per-read limit
             http = openai.DefaultHttpxClient(timeout=self.timeout_s, event_hooks={"request": [self._count_attempt]},
                                              transport=DeadlineTransport(self.timeout_s))
-            self._client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=self.max_retries,
-                                         timeout=self.timeout_s, http_client=http)
+            base_url, query = split_query(base_url)
+            self._client = openai.OpenAI(api_key=key, base_url=base_url, default_query=query or None,
+                                         max_retries=self.max_retries, timeout=self.timeout_s, http_client=http)
             return self._client
 
     def new_server(self) -> LlamaServer:

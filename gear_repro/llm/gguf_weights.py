@@ -92,6 +92,22 @@ def smollm2_path() -> Path:
     return Path(str(hit[0].locate()))
 
 
+def check_model_path(name: str) -> None:
+    """Start-up check of ``llm.server.model_path`` without assembling anything: an existing file, or an alias whose
+    package is installed (a ConfigError naming the setting and the make target otherwise)."""
+    p = Path(name).expanduser()
+    if p.is_file():
+        return
+    kind = _ALIASES.get(name.lower())
+    if kind is None:
+        raise ConfigError(f"llm.server.model_path='{name}' is neither a file nor one of "
+                          f"{sorted(set(_ALIASES.values()))}")
+    if kind == "smollm2":
+        smollm2_path()
+    elif not (models_dir() / QWEN_FILE).is_file():
+        qwen_parts()
+
+
 def resolve_model_path(name: str, assemble: bool = True) -> Path:
     """A ``.gguf`` path for ``name``: an existing file, ``qwen`` (assembled on demand) or ``smollm2``."""
     p = Path(name).expanduser()

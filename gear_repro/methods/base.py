@@ -147,6 +147,8 @@ class ReportHooks:
         (``(record, plist, recall_line) -> lines``).
     question_detail: the HTML explorer's view of one prediction record of its runs (GEAR's rounds as Table 6,
         IRCoT's thoughts, ...): a list of :func:`detail_table` blocks, or None when the record holds nothing of it.
+    reply_failures: its ``agent_stats`` counters of LLM replies that did not parse (handled as its reading says, and
+        counted): the run command warns when one is non-zero.
     """
 
     targets: tuple[str, ...] = ()
@@ -160,6 +162,7 @@ class ReportHooks:
     summaries: tuple[tuple[str, str, Callable[[list[dict]], dict[str, Any] | None]], ...] = ()
     trace_lines: Callable[[dict, Any, Any], list[str] | None] | None = None
     question_detail: Callable[[dict], list[dict] | None] | None = None
+    reply_failures: tuple[str, ...] = ()
 
 
 def node_setting(node: Mapping[str, Any], key: str, default: Any = None) -> Any:

@@ -192,6 +192,7 @@ class IRCoTAgent:
         self.thought = thought
         self.merge = choice(IRCoTMerge, merge, "agent.merge").value
         self.cot_params = as_dict(cot_params)
+        llm.check_params(self.cot_params, "agent.cot_params")  # a param the API lacks: one error now, not one per call
         self.round_ranking_depth = round_ranking_depth
         evaluated = set(question_ids)
         pool = [d for d in load_demos(demos) if d.qid not in evaluated]

@@ -156,15 +156,16 @@ class Runner:
 
     # -- bookkeeping ---------------------------------------------------------------------------------
     def preflight(self, method: Method, qa_reader: AnswerReader | None) -> None:
-        """Configuration errors found at start-up, before any question runs (issue 9 §2): beam options and
-        scorer name, ``run.workers``, the LLM's credentials when the method (``needs_llm``) or QA uses it, that the
+        """Configuration errors found at start-up, before any question runs (issue 9 §2): beam options,
+        scorer name and scorer options, ``run.workers``, the LLM's credentials when the method (``needs_llm``) or QA uses it, that the
         prompts of the method and the QA reader fit ``llm.context_window`` without passages, and (last: the machine,
         not the config) that the embedder's weights can be found when the run embeds."""
         from gear_repro.methods.gear.beam_search import BeamConfig
-        from gear_repro.methods.gear.scorers import check_scorer
+        from gear_repro.methods.gear.scorers import scorer_options
 
         if self.cfg.get("beam") is not None:
-            check_scorer(BeamConfig.from_any(self.cfg.beam).scorer)
+            beam = BeamConfig.from_any(self.cfg.beam)
+            scorer_options(beam.scorer, beam.scorer_options)
         if int(self.cfg.run.workers) < 1:
             raise ConfigError(f"run.workers must be >= 1 (got {self.cfg.run.workers})")
         if qa_reader is not None or method.answers_questions:
@@ -238,13 +239,14 @@ class Runner:
         """The configured stage (retrieve, index or extract) inside the locked run dir."""
         stage = self.cfg.get("stage", "retrieve")
         if stage == "extract":
-            from gear_repro.extraction import failed_calls_error, run_extraction
+            from gear_repro.extraction import extraction_error, run_extraction
 
             fp = data_fingerprint(self.cfg, self.res.dataset.hashes)
+            self.res.llm.check_ready()
             self._start()
             result = run_extraction(self.cfg, self.res.dataset, self.res.llm, self.run_dir)
             self._write_provenance(fp)
-            err = failed_calls_error(result)
+            err = extraction_error(result)
             if err is not None:
                 raise err
             return result

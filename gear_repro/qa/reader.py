@@ -105,6 +105,7 @@ class QAReader:
         self.prompt = prompt
         self.prompt_no_passages = prompt_no_passages
         self.llm_params = as_dict(llm_params)
+        llm.check_params(self.llm_params, "qa_reader.llm_params")  # a param the API lacks: one error now, not one per call
 
     def passages_for(self, question: Question, ranked_ids: Sequence[str]) -> list[str]:
         """Ids of the passages bound in the prompt for this mode."""

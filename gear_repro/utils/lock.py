@@ -48,6 +48,10 @@ def _owner_alive(owner: dict) -> bool:
     return start is not None and (owner.get("start") is None or str(owner["start"]) == start)
 
 
+class RunDirInUse(ConfigError):
+    """The run dir is locked by a live process: the refused command must leave that run's files (run.log) alone."""
+
+
 class RunDirLock:
     """``with RunDirLock(run_dir): ...`` holds the run dir for this process or raises ConfigError."""
 
@@ -88,7 +92,7 @@ class RunDirLock:
             except FileExistsError:
                 owner = self._read_owner()
                 if _owner_alive(owner):
-                    raise ConfigError(
+                    raise RunDirInUse(
                         f"{self.path.parent} is in use by process {owner.get('pid')} on {owner.get('host')}; wait "
                         f"for it to finish or use another hydra.run.dir (delete {self.path} if that process is "
                         "gone)") from None

@@ -18,7 +18,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -112,6 +112,9 @@ class ScriptedLLM:
 
     def check_ready(self) -> None:
         """Always ready (the real client checks its credentials)."""
+
+    def check_params(self, params: Mapping[str, Any], key: str) -> None:
+        """A script reads no params: any are accepted."""
 
     def stats(self) -> dict[str, Any]:
         """The real client's counters that apply: every call is a miss of no cache."""

@@ -191,6 +191,7 @@ class GearAgent:
         self.output_depth = output_depth
         self.round_ranking_depth = round_ranking_depth
         self.llm_params = as_dict(llm_params)
+        llm.check_params(self.llm_params, "agent.llm_params")  # a param the API lacks: one error now, not one per call
         self.expansion = expansion
         self.retriever = retriever
 

@@ -83,7 +83,7 @@ class BeamConfig:
     dead_ends: DeadEnds = DeadEnds.fallback
     scorer: str = "exact"  # "exact" | "sum" | "mean" | "fast" | a name registered with scorers.register_scorer
     path_separator: str = " "  # joins triple texts into the path text (exact scorer)
-    scorer_options: dict[str, Any] = field(default_factory=dict)  # extra keyword args of the scorer
+    scorer_options: dict[str, Any] = field(default_factory=dict)  # the scorer's options (scorers.ExactOptions, ...)
     path_cache: bool = False  # exact scorer: persist path vectors under $GEAR_CACHE/path_vectors (same results)
     label: str | None = None  # free-form row label for reports (Table 4: "w/ diversity"); no effect on search
 
@@ -165,11 +165,8 @@ def flatten_breadth_first(beams: Sequence[Beam]) -> list[int]:
 
 def scorer_for(cfg: BeamConfig, index: TripleIndex, embedder) -> PathScorer:
     """The scorer a :class:`BeamConfig` asks for (``scorer``, ``scorer_options``, ``path_separator``)."""
-    opts = dict(cfg.scorer_options)
-    if takes_path_text(cfg.scorer):
-        opts.setdefault("separator", cfg.path_separator)
-        opts.setdefault("path_cache", cfg.path_cache)
-    return make_scorer(cfg.scorer, index, embedder, **opts)
+    path_text = {"separator": cfg.path_separator, "path_cache": cfg.path_cache} if takes_path_text(cfg.scorer) else {}
+    return make_scorer(cfg.scorer, index, embedder, cfg.scorer_options, **path_text)
 
 
 def beam_search(

@@ -237,6 +237,7 @@ class SyncGE(GraphExpansion):
         self.max_proximal = max_proximal
         self.on_no_proximal = choice(OnNoProximal, on_no_proximal, "expansion.on_no_proximal")
         self.llm_params = as_dict(llm_params)
+        llm.check_params(self.llm_params, "expansion.llm_params")  # a param the API lacks: one error now, not one per call
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "prompt": self.prompt, "memory_prompt": self.memory_prompt,

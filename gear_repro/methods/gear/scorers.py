@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,9 +30,49 @@ from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_texts
 from gear_repro.utils.io import atomic_open
 from gear_repro.utils.paths import cache_dir
-from gear_repro.utils.settings import Choice, choice
+from gear_repro.utils.settings import Choice, check_fields, num
 
 DEFAULT_PATH_ROWS = 8  # rows of the exact scorer's fixed-shape path batches (docs/graph_expansion.md)
+OPTIONS_KEY = "beam.scorer_options"
+
+
+class ApproxScore(Choice):
+    """The cascade's cheap first-stage score (beam.scorer_options.approx)."""
+
+    sum = "sum"  # cosine of q and the normalised sum of the path's triple vectors
+    mean = "mean"  # mean cosine of q and the path's triples
+
+
+@dataclass
+class NoOptions:
+    """``beam.scorer_options`` of a scorer that has none (``sum``, ``mean``)."""
+
+
+@dataclass
+class ExactOptions:
+    """``beam.scorer_options`` of ``exact``: its schema, declared once (types, defaults, ranges)."""
+
+    batch_size: int | None = num(DEFAULT_PATH_ROWS, ge=1)  # rows of a fixed-shape path batch; null: each path alone
+    reuse_triple_vectors: bool = True  # B0's one-triple paths read the triple collection's vectors
+
+    def __post_init__(self) -> None:
+        check_fields(self, OPTIONS_KEY)
+
+
+@dataclass
+class CascadeOptions(ExactOptions):
+    """``beam.scorer_options`` of ``fast`` (:class:`CascadeScorer`): the exact stage's, and the cascade's own."""
+
+    approx: ApproxScore = ApproxScore.sum  # the cheap first-stage score
+    rescore: int = num(10, ge=0)  # candidates per step scored exactly (top cheap accumulated scores)
+    memo_size: int = num(50_000, ge=1)  # exact path vectors memoised per text (LRU)
+    margin: float = num(0.0, ge=0)  # also rescore candidates within this of the last one rescored ...
+    rescore_max: int = num(100, ge=0)  # ... up to this many in all
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.rescore_max < self.rescore:
+            raise ConfigError(f"{OPTIONS_KEY}: need rescore_max >= rescore (got {self.rescore_max} < {self.rescore})")
 
 
 def cosines(vectors: np.ndarray, rows: np.ndarray, qv: np.ndarray) -> np.ndarray:
@@ -66,9 +107,10 @@ class _VectorScorer:
 
     name = "base"
 
-    def __init__(self, index: TripleIndex, embedder):
+    def __init__(self, index: TripleIndex, embedder, options: Any = None):
         self.index = index
         self.embedder = embedder
+        self.options = options or NoOptions()  # the beam.scorer_options it was built with
         self.stats: dict[str, int] = {"paths_scored": 0, "paths_encoded": 0}
 
     def query_vector(self, query: str) -> np.ndarray:
@@ -122,14 +164,13 @@ class ExactScorer(_VectorScorer):
 
     name = "exact"
 
-    def __init__(self, index: TripleIndex, embedder, separator: str = " ", reuse_triple_vectors: bool = True,
-                 batch_size: int | None = DEFAULT_PATH_ROWS, path_cache: bool = False):
-        super().__init__(index, embedder)
-        if batch_size is not None and batch_size < 1:
-            raise ConfigError(f"beam.scorer_options.batch_size must be >= 1 or null (got {batch_size})")
+    def __init__(self, index: TripleIndex, embedder, options: ExactOptions | None = None, separator: str = " ",
+                 path_cache: bool = False):
+        options = options or ExactOptions()
+        super().__init__(index, embedder, options)
         self.separator = separator
-        self.reuse_triple_vectors = reuse_triple_vectors
-        self.batch_size = batch_size
+        self.reuse_triple_vectors = options.reuse_triple_vectors
+        self.batch_size = batch_size = options.batch_size
         key = embedder.model_id
         if batch_size is not None:  # fixed-shape vectors differ from lone ones in the last bits: their own store
             key += f"-rows{batch_size}x{LENGTH_STEP}"
@@ -215,13 +256,6 @@ class MeanScorer(_VectorScorer):
         return out
 
 
-class ApproxScore(Choice):
-    """The cascade's cheap first-stage score (beam.scorer_options.approx)."""
-
-    sum = "sum"  # cosine of q and the normalised sum of the path's triple vectors
-    mean = "mean"  # mean cosine of q and the path's triples
-
-
 class CascadeScorer(ExactScorer):
     """``beam=fast``: the exact score where it matters, a cheap one elsewhere (a two-stage cascade).
 
@@ -244,21 +278,16 @@ class CascadeScorer(ExactScorer):
 
     name = "fast"
 
-    def __init__(self, index: TripleIndex, embedder, approx: str = "sum", rescore: int = 10, memo_size: int = 50_000,
-                 margin: float = 0.0, rescore_max: int = 100, **exact_options: Any):
-        super().__init__(index, embedder, **exact_options)
-        approx = choice(ApproxScore, approx, "beam.scorer_options.approx").value
-        if rescore < 0:
-            raise ConfigError(f"beam.scorer_options.rescore must be >= 0 (got {rescore})")
-        if margin < 0 or rescore_max < rescore:
-            raise ConfigError(f"beam.scorer_options: need margin >= 0 and rescore_max >= rescore (got {margin}, "
-                              f"{rescore_max})")
-        self.margin = margin
-        self.rescore_max = rescore_max
-        self.approx = _SCORERS[approx](index, embedder)
-        self.rescore = rescore
+    def __init__(self, index: TripleIndex, embedder, options: CascadeOptions | None = None, separator: str = " ",
+                 path_cache: bool = False):
+        options = options or CascadeOptions()
+        super().__init__(index, embedder, options, separator=separator, path_cache=path_cache)
+        self.margin = options.margin
+        self.rescore_max = options.rescore_max
+        self.approx = _SCORERS[options.approx.value].factory(index, embedder, NoOptions())
+        self.rescore = options.rescore
         self.memo: OrderedDict[str, np.ndarray] = OrderedDict()
-        self.memo_size = memo_size
+        self.memo_size = options.memo_size
         self.stats.update(paths_rescored=0, paths_memo_hits=0)
 
     def clear(self) -> None:
@@ -299,29 +328,51 @@ class CascadeScorer(ExactScorer):
         return out
 
 
-_SCORERS: dict[str, Callable[..., PathScorer]] = {"exact": ExactScorer, "sum": SumScorer, "mean": MeanScorer,
-                                                  "fast": CascadeScorer}
+@dataclass(frozen=True)
+class ScorerSpec:
+    """A scorer of ``beam.scorer``: ``factory(index, embedder, options, **path_text_settings)`` and the dataclass of
+    its ``beam.scorer_options`` (the schema the options are checked against at start-up)."""
+
+    factory: Callable[..., PathScorer]
+    options: type = NoOptions
 
 
-def register_scorer(name: str, factory: Callable[..., PathScorer]) -> None:
-    """Add a scorer: ``factory(index, embedder, **options)`` returning a :class:`PathScorer`."""
-    _SCORERS[name] = factory
+_SCORERS: dict[str, ScorerSpec] = {"exact": ScorerSpec(ExactScorer, ExactOptions), "sum": ScorerSpec(SumScorer),
+                                   "mean": ScorerSpec(MeanScorer), "fast": ScorerSpec(CascadeScorer, CascadeOptions)}
 
 
-def check_scorer(name: str) -> None:
-    """ConfigError unless ``name`` is a known scorer (checked at run start-up too)."""
+def register_scorer(name: str, factory: Callable[..., PathScorer], options: type = NoOptions) -> None:
+    """Add a scorer: ``factory(index, embedder, options)`` returning a :class:`PathScorer`, ``options`` the
+    dataclass of its ``beam.scorer_options`` (an instance is what the factory receives)."""
+    _SCORERS[name] = ScorerSpec(factory, options)
+
+
+def scorer_options(name: str, options: Mapping[str, Any] | None = None) -> Any:
+    """The options object of scorer ``name`` from ``beam.scorer_options``; a ConfigError naming the setting for an
+    unknown scorer, a key the scorer does not take, or a value of the wrong kind or out of range (checked at run
+    start-up, before any question)."""
     if name not in _SCORERS:
         raise ConfigError(f"beam.scorer '{name}' is unknown; known: {sorted(_SCORERS)}")
+    schema = _SCORERS[name].options
+    known = [f.name for f in fields(schema)]
+    given = dict(options or {})
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise ConfigError(f"{OPTIONS_KEY}.{unknown[0]} is not an option of the '{name}' scorer "
+                          f"({'its options: ' + ', '.join(known) if known else 'it takes none'})")
+    return schema(**given)
 
 
-def make_scorer(name: str, index: TripleIndex, embedder, **options: Any) -> PathScorer:
-    """Build the scorer ``name`` ("exact", "sum", "mean", or registered)."""
-    check_scorer(name)
-    return _SCORERS[name](index, embedder, **options)
+def make_scorer(name: str, index: TripleIndex, embedder, options: Mapping[str, Any] | None = None,
+                **path_text: Any) -> PathScorer:
+    """Build the scorer ``name`` ("exact", "sum", "mean", "fast", or registered) with its ``beam.scorer_options``;
+    ``path_text`` (``separator``, ``path_cache``) only for scorers that encode path texts."""
+    options = scorer_options(name, options)
+    return _SCORERS[name].factory(index, embedder, options, **path_text)
 
 
 def takes_path_text(name: str) -> bool:
     """Whether the scorer ``name`` encodes path texts (an :class:`ExactScorer`: it takes ``separator`` and
     ``path_cache``)."""
-    factory = _SCORERS.get(name)
-    return isinstance(factory, type) and issubclass(factory, ExactScorer)
+    spec = _SCORERS.get(name)
+    return spec is not None and isinstance(spec.factory, type) and issubclass(spec.factory, ExactScorer)

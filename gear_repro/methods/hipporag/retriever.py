@@ -17,8 +17,10 @@ v1, per query:
    ranking by score, ties in corpus order.
 No entity (or no parseable reply) -> ``no_entity_fallback``: ``uniform`` (the v1 code: every passage 1/N, ties
 in descending corpus order, i.e. the last k passages) or ``retriever`` (the run's base retriever, as v2 falls
-back to dense retrieval). Every search counts ``hipporag_searches`` and ``hipporag_no_entity`` in
-``trace['counters']`` (metrics.json ``agent_stats`` sums them and gives the rate).
+back to dense retrieval). Every search counts ``hipporag_searches``, ``hipporag_no_entity`` and the NER replies
+that did not parse (``hipporag_ner_failed``) or were repaired (``hipporag_ner_repaired``) in ``trace['counters']``
+(metrics.json ``agent_stats`` sums them and gives the rates; the report's ``hipporag_stats`` table and a warning
+after the run show the failures).
 
 v2, per query (no LLM call unless the optional fact filter existed; it is not implemented): fact scores =
 cosine(query, triple text) min-max normalised; the top ``linking_top_k`` (5) facts seed their subject/object
@@ -127,6 +129,8 @@ class HippoRAG:
         self.linking_top_k = int(linking_top_k)
         self.passage_node_weight = float(passage_node_weight)
         self.ner_params = as_dict(ner_params)
+        if llm is not None:  # v1's query NER (v2 calls no LLM)
+            llm.check_params(self.ner_params, "hipporag.ner_params")
         self.cache = cache
         self.settings = {"version": version, "normalisation": normalisation, "synonyms": synonyms,
                          "synonym_threshold": float(synonym_threshold), "synonym_top_k": int(synonym_top_k),
@@ -176,7 +180,10 @@ class HippoRAG:
         """Top-``k`` passages for ``query`` and the trace (entities, links, fallback, timings in ms)."""
         t0 = time.perf_counter()
         res = self._search_v2(query, k) if self.version == "v2" else self._search_v1(query, k, round_no)
-        res.trace["counters"] = {"hipporag_searches": 1, "hipporag_no_entity": int("fallback" in res.trace)}
+        ner = res.trace.get("ner") or {}
+        res.trace["counters"] = {"hipporag_searches": 1, "hipporag_no_entity": int("fallback" in res.trace),
+                                 "hipporag_ner_failed": int(bool(ner.get("failed"))),
+                                 "hipporag_ner_repaired": int(bool(ner.get("repaired")) and not ner.get("failed"))}
         res.trace["total_ms"] = round(1000 * (time.perf_counter() - t0), 3)
         return res
 

@@ -634,6 +634,7 @@ class T2RAGAgent:
         self.run_stats: dict[str, Counter[str]] = {"iterations": Counter(), "stop": Counter()}
         self.ranking, self.k_rrf = choice(T2RAGRanking, ranking, "agent.ranking").value, k_rrf
         self.llm_params = as_dict(llm_params)
+        llm.check_params(self.llm_params, "agent.llm_params")  # a param the API lacks: one error now, not one per call
         self._maps: tuple[dict[str, str], dict[str, str]] | None = None
         self._retriever: DenseRetriever | None = None
 
