@@ -24,13 +24,14 @@ declaration of each field.
 
 from __future__ import annotations
 
+import copy
 import typing
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import MISSING, DictConfig, ListConfig, OmegaConf, open_dict, read_write
+from omegaconf.errors import InterpolationToMissingValueError, MissingMandatoryValue, OmegaConfBaseException
 
 from gear_repro.backends.ann import DenseSettings
 from gear_repro.backends.es_requests import MAX_WINDOW, BM25Settings, BulkSettings, KnnSettings
@@ -605,6 +606,28 @@ def _mask_headers(headers: Any) -> Any:
     return MASK if headers not in (None, "", [], {}) else headers
 
 
+def resolved(cfg: DictConfig, enum_to_str: bool = True) -> dict:
+    """``cfg`` resolved to a plain dict, a value that is (or interpolates to) a mandatory ``???`` left as ``???``: a
+    preset's value that only some of its jobs need (``table7.gear_prompt_triples``) does not stop the others from
+    recording their config; the job that reads it fails there, naming it."""
+    out = copy.deepcopy(cfg)
+
+    def walk(node: DictConfig | ListConfig) -> None:
+        for key in (list(node.keys()) if isinstance(node, DictConfig) else range(len(node))):
+            try:
+                value = node[key]
+            except (InterpolationToMissingValueError, MissingMandatoryValue):
+                node[key] = MISSING
+                continue
+            if isinstance(value, DictConfig | ListConfig):
+                walk(value)
+
+    with read_write(out), open_dict(out):
+        walk(out)
+    return OmegaConf.to_container(out, resolve=True, throw_on_missing=False,  # type: ignore[return-value]
+                                  enum_to_str=enum_to_str)
+
+
 def to_container(cfg: DictConfig, resolve: bool = True) -> dict:
-    """Resolved, redacted plain dict (what is written to disk); Enum values as their strings."""
-    return redact(OmegaConf.to_container(cfg, resolve=resolve, throw_on_missing=False, enum_to_str=True))
+    """Resolved (:func:`resolved`), redacted plain dict (what is written to disk); Enum values as their strings."""
+    return redact(resolved(cfg) if resolve else OmegaConf.to_container(cfg, resolve=False, enum_to_str=True))

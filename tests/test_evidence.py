@@ -15,6 +15,7 @@ from gear_repro.evaluation.per_question import call_counts, question_values, tim
 from gear_repro.reporting.claims import decide, evaluate_claims, load_claims, matches
 from gear_repro.reporting.cost import cost_table, load_prices
 from gear_repro.reporting.evidence import EvidenceOptions, QuestionSetMismatch, paired
+from gear_repro.reporting.paper import paper_value
 from gear_repro.reporting.runs import find_runs
 from gear_repro.reporting.tables import long_table
 
@@ -280,6 +281,25 @@ def test_recall_grows_with_rounds_within_one_gear_run(tmp_path: Path):
     r = rows_by(rows, "recall_grows_with_rounds", "R@15")
     assert r.verdict == "holds" and r.n == N and r.mean_b == 50.0 and r.mean_a == pytest.approx(87.5)
     assert (r.paper_a, r.paper_b) == (71.5, 69.5) and r.run_a == r.run_b  # Table 9, beam length 2: n=4 vs n=1
+    # another beam length and max_rounds: the paper's cells of that setting (Table 9, beam length 4: n=2 vs n=1)
+    cfg = json.loads((run / "config.yaml").read_text())
+    cfg["beam"]["length"], cfg["agent"]["max_rounds"] = 4, 2
+    (run / "config.yaml").write_text(json.dumps(cfg))
+    r = rows_by(evaluate_claims(find_runs([run]), load_claims(), EvidenceOptions(resamples=200)),
+                "recall_grows_with_rounds", "R@15")
+    assert (r.paper_a, r.paper_b) == (paper_value("Table 9", "GEAR", "MuSiQue", "R@15",
+                                                  setting="beam length 4, max iterations 2"),
+                                      paper_value("Table 9", "GEAR", "MuSiQue", "R@15",
+                                                  setting="beam length 4, max iterations 1"))
+    assert r.paper_a is not None and r.mean_a == pytest.approx(87.5)
+
+
+def test_several_qualifying_pairs_are_named(runs: Path):
+    make_run(runs, "bm25_naive_again", "bm25", "naive", BETTER)
+    rows = evaluate_claims(find_runs([runs]), load_claims(), EvidenceOptions(resamples=200))
+    note = rows_by(rows, "naivege_gt_base[BM25]").note
+    assert note.startswith("2 pairs of runs qualify; tested the pair sharing the most questions")
+    assert "also qualifying: " in note and ("(bm25_naive)" in note) != ("(bm25_naive_again)" in note)
 
 
 def test_cells_without_predictions_say_so(runs: Path):
@@ -312,3 +332,101 @@ def test_report_stem_is_a_name_not_a_path(runs: Path, tmp_path: Path, capsys):
         assert report_main([str(runs), "--out", str(tmp_path / "rep"), "--stem", stem]) == 2
         assert "--stem must be a file name stem without a folder" in capsys.readouterr().err
     assert not (tmp_path.parent / "x.md").exists()
+
+
+def test_a_rank_the_run_did_not_evaluate_has_no_value(tmp_path: Path):
+    """A run with run.ks=[5] keeps 5 passages per question: its "R@15" would be its R@5 under another name, so it has
+    no R@15 in the claims (or Table 12 / Fig. 3), while its R@5 pairs as usual (session 18 hostile probe 1.1)."""
+    from gear_repro.reporting.evidence import values
+
+    root = tmp_path / "runs"
+    make_run(root, "bm25", "bm25", "none", BASE)
+    only5 = make_run(root, "bm25_naive_k5", "bm25", "naive", BETTER)
+    cfg = json.loads((only5 / "config.yaml").read_text())
+    (only5 / "config.yaml").write_text(json.dumps({**cfg, "run": {"ks": [5]}}))
+    runs = {r.path.name: r for r in find_runs([root])}
+    assert runs["bm25_naive_k5"].ks == (5,) and not runs["bm25_naive_k5"].evaluates(15)
+    assert values(runs["bm25_naive_k5"], "R@15") == {} and len(values(runs["bm25_naive_k5"], "R@5")) == N
+    rows = evaluate_claims(list(runs.values()), load_claims(), EvidenceOptions(resamples=200))
+    assert rows_by(rows, "naivege_gt_base[BM25]", "R@5").verdict == "holds"
+    r15 = rows_by(rows, "naivege_gt_base[BM25]", "R@15")
+    assert r15.verdict == "no runs" and r15.note == "no pair of runs with R@15 values agreeing on dataset.name, embedder.model"
+
+
+def _labelled(config: dict) -> str:
+    from gear_repro.reporting.runs import RunResult
+
+    base = {"dataset": {"name": "musique_sample", "paper_name": "MuSiQue"},
+            "retriever": {"_target_": CLASSES["hybrid"], "name": "hybrid"}, "expansion": {"_target_": EXPANSIONS["sync"]}}
+    return RunResult(Path("x"), {**base, **config}, {}).method
+
+
+def test_ablations_and_variants_are_named_and_never_take_the_papers_row():
+    """A row sits beside a paper's number only when its label is the paper's method; a variant names what differs
+    (session 18 hostile probe 1.4, 1.6, 1.7), and the claims' roles pin the same settings."""
+    gear, single = "gear_repro.methods.gear.agent.GearAgent", "gear_repro.methods.single.SingleStep"
+    t2rag, ircot = "gear_repro.methods.t2rag.method.T2RAGAgent", "gear_repro.methods.ircot.IRCoTAgent"
+    hippo = "gear_repro.methods.hipporag.method.HippoRAGMethod"
+    assert _labelled({"agent": {"_target_": gear}}) == "GEAR"
+    assert _labelled({"agent": {"_target_": gear}, "expansion": {"_target_": EXPANSIONS["none"]}}) == "GEAR (no expansion)"
+    assert _labelled({"agent": {"_target_": gear}, "expansion": {"_target_": EXPANSIONS["naive"]}}) == "GEAR (NaiveGE)"
+    assert _labelled({"agent": {"_target_": single}}) == "Hybrid + SyncGE"
+    assert _labelled({"agent": {"_target_": single}, "run": {"matched_k": False, "ks": [5, 10, 15]}}) == \
+        "Hybrid + SyncGE (base k = 15)"
+    assert _labelled({"agent": {"_target_": single}, "expansion": {"_target_": EXPANSIONS["none"]},
+                      "run": {"matched_k": False}}) == "Hybrid"  # no expansion: one ranking whatever k
+    assert _labelled({"agent": {"_target_": hippo}}) == "HippoRAG"
+    assert _labelled({"agent": {"_target_": hippo}, "hipporag": {"version": "v2"}}) == "HippoRAG2"
+    assert _labelled({"agent": {"_target_": ircot, "retriever": "hipporag"}, "hipporag": {"version": "v2"}}) == \
+        "HippoRAG2 w/ IRCoT"
+    t2 = {"_target_": t2rag, "max_iterations": 3, "with_passages": True}
+    assert _labelled({"agent": t2}) == "T2RAG"
+    assert _labelled({"agent": {**t2, "max_iterations": 1}}) == "T2RAG - single round"  # T²RAG Table 2's labels
+    assert _labelled({"agent": {**t2, "with_passages": False}}) == "T2RAG - w/o chunk"
+    assert _labelled({"agent": {**t2, "answer": False}}) == "T2RAG (K.3 reader)"
+    from gear_repro.reporting.paper import paper_value
+
+    assert paper_value("Table 2", "T2RAG - w/o chunk", "MuSiQue", "EM", paper="T2RAG", setting="GPT-4o-mini") \
+        is not None
+    # the roles: the paper's GEAR / T²RAG / HippoRAG w/ IRCoT only
+    claims = {c["id"]: c for c in load_claims()}
+    from gear_repro.reporting.runs import RunResult
+
+    def role(cfg: dict, claim: str, side: str = "a") -> bool:
+        return matches(RunResult(Path("x"), cfg, {}), claims[claim][side])
+
+    hybrid = {"retriever": {"_target_": CLASSES["hybrid"]}}
+    assert role({**hybrid, "agent": {"_target_": gear}, "expansion": {"_target_": EXPANSIONS["sync"]},
+                 "beam": {"length": 2}}, "gear_gt_hybrid_syncge")
+    assert not role({**hybrid, "agent": {"_target_": gear}, "expansion": {"_target_": EXPANSIONS["none"]}},
+                    "gear_gt_hybrid_syncge")
+    assert not role({**hybrid, "agent": {"_target_": gear}, "expansion": {"_target_": EXPANSIONS["sync"]},
+                     "beam": {"length": 4}}, "gear_gt_hybrid_syncge")
+    assert role({**hybrid, "agent": {"_target_": gear}, "expansion": {"_target_": EXPANSIONS["sync"]},
+                 "beam": {"length": 4}}, "recall_grows_with_rounds")  # Table 9: any beam length, its own cells
+    assert not role({"agent": {**t2, "with_passages": False, "answer": True}}, "t2rag_gt_standard_rag")
+    assert role({"agent": {**t2, "answer": True}}, "t2rag_gt_standard_rag")
+    assert not role({"agent": {"_target_": ircot, "retriever": "hipporag"}, "hipporag": {"version": "v2"}},
+                    "gear_gt_hipporag_ircot", "b")
+    assert not role({**hybrid, "agent": {"_target_": single}, "expansion": {"_target_": EXPANSIONS["sync"]},
+                     "run": {"matched_k": False}}, "gear_gt_hybrid_syncge", "b")
+
+
+def test_any_evaluated_rank_gets_its_column(tmp_path: Path):
+    """run.ks=[3, 20]: R@3 and R@20 are tabulated (no paper number), not dropped, and the report does not fail
+    (session 18 hostile probe 4.1: KeyError 'table', and R@20 dropped beside other runs)."""
+    root = tmp_path / "runs"
+    odd = make_run(root, "odd", "bm25", "none", BASE)
+    cfg = json.loads((odd / "config.yaml").read_text())
+    (odd / "config.yaml").write_text(json.dumps({**cfg, "run": {"ks": [3, 20]}}))
+    (odd / "metrics.json").write_text(json.dumps({"recall@3": 50.0, "recall@20": 50.0, "n_questions": N}))
+    make_run(root, "std", "sbert", "none", BASE)
+    (root / "std" / "metrics.json").write_text(json.dumps({f"recall@{k}": 50.0 for k in (5, 10, 15)}))
+    long = long_table(find_runs([root]), opts=EvidenceOptions(resamples=100))
+    assert sorted(long[long.run_dir.str.endswith("odd")].metric) == ["R@20", "R@3"]
+    assert long[long.metric == "R@20"]["paper"].isna().all()
+    out = tmp_path / "rep"
+    assert report_main([str(root), "--out", str(out)]) == 0
+    header = next(line for line in (out / "table.md").read_text().splitlines() if line.startswith("|"))
+    assert [c.strip().split()[-1] for c in header.strip("|").split("|")[1:]] == \
+        ["R@3", "R@5", "R@10", "R@15", "R@20", "errors"]

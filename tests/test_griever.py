@@ -16,7 +16,7 @@ from gear_repro.backends.base import IndexDoc
 from gear_repro.backends.memory import MemoryBackend
 from gear_repro.methods.griever.index import GrieverData, SameAsConfig, ShortlistIndex
 from gear_repro.methods.griever.matcher import EntityMatcher
-from gear_repro.methods.griever.retriever import GrieverRetriever
+from gear_repro.methods.griever.retriever import GrieverRetriever, ScoredTriple
 from gear_repro.methods.griever.text import ngram_spans, rewrite, split_clauses, words
 from gear_repro.retrieval import ComposedRetriever
 from gear_repro.types import Passage, Triple
@@ -257,6 +257,36 @@ def test_griever_two_iterations_follow_the_bridge(cache):
     s0 = dict(it1["best"])["t0"]
     assert ranking.ids == ["2", "0"]
     assert ranking.scores == pytest.approx([1.0, s0 * (s0 + 1.0) / 2], abs=1e-3)
+
+
+def test_scoring_query_original_scores_iteration_two_against_the_question(cache):
+    """§4.2's prose ("scored the highest with respect to the original text query") as a switch: iteration 2
+    retrieves with the rewritten query but shortlists and scores against the question, where the bridge entity is
+    absent, so t8 no longer scores 1.0; the default (Alg. 1) scores against the rewritten query (test above)."""
+    one = [0.0] * 20 + [1.0]
+    emb = bow_embedder(table={"publisher": one, "published": one, "married": one[1:], "spouse": one[1:]})
+    _, trace = make_griever(cache, emb, split_clauses=False, scoring_query="original").retrieve_traced(QUESTION, 2)
+    it1, it2 = trace["iterations"]
+    assert "Frederick Douglass" in it2["query"]  # retrieval still uses the rewrite
+    assert dict(it2["best"]).get("t8", 0.0) < 0.9
+    from gear_repro.utils.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="retriever.scoring_query"):
+        make_griever(cache, scoring_query="both")
+
+
+def test_rewrite_replaces_the_mention_the_alias_matched(cache):
+    """§4.3 ranks a triple by the best n-gram over its entity and aliases; §4.5 replaces that mention. "Pitts
+    Douglass" matches the alias "Helen Pitts Douglass" better than any n-gram matches "Helen Pitts" ("Pitts"), so
+    the whole mention is replaced, not "Pitts" alone (which left "... Honeoye Douglass ...")."""
+    g = make_griever(cache)
+    g.build()
+    q = "Where did Mrs Pitts Douglass live?"
+    enc = g.matcher.encode(q)
+    t = ScoredTriple("t4", 0.9, "helen pitts", "born in", "honeoye", False, 0)
+    syn = {"helen pitts": ["helen pitts douglass"]}
+    assert g._rewrite(q, enc, [t], syn) == "Where did Mrs Honeoye live?"
+    assert g._rewrite(q, enc, [t], {}) == "Where did Mrs Honeoye Douglass live?"  # the alias unused: half a name
 
 
 def test_rank_passages_path_scores(cache):

@@ -260,6 +260,12 @@ def test_missing_embedder_folder_is_refused_at_start_up(compose, toy_dir: Path, 
     with pytest.raises(ConfigError, match=r"embedder\.model='.*nowhere': no such folder"):
         Runner(cfg, tmp_path / "run").run()
     assert not (tmp_path / "run" / "predictions.jsonl").exists()
+    # stage=index (the README's `stage=index embedder=mpnet`): the same line, not a chained traceback
+    cfg = compose(toy_args(toy_dir, "stage=index", "retriever=sbert", "embedder=minilm",
+                           f"embedder.model={tmp_path / 'nowhere'}"))
+    with pytest.raises(ConfigError, match=r"embedder\.model='.*nowhere': no such folder"):
+        Runner(cfg, tmp_path / "index").run()
+    assert not (tmp_path / "index" / "metrics.json").exists()
 
 
 def test_uncached_hub_model_is_refused_at_start_up_when_offline(compose, toy_dir: Path, tmp_path: Path,
@@ -322,3 +328,44 @@ def test_a_failed_embedder_load_is_not_retried_per_question(tmp_path: Path, monk
         with pytest.raises(RuntimeError, match=r"cannot load embedder '.*empty'.*Unrecognized model.*offline copies"):
             emb.encode(["a question"])
     assert attempts == [str(tmp_path / "empty")]
+
+
+def test_a_presets_unset_value_stops_only_the_job_that_reads_it(compose, tmp_path: Path) -> None:
+    """experiment=table7_triples leaves table7.gear_prompt_triples `???`: the config of every job is still written
+    and fingerprinted (the value left `???`), and the job that reads it fails in one line naming it (session 18
+    hostile probe 4.3: every job failed, with a traceback from the failure handler)."""
+    from omegaconf.errors import InterpolationToMissingValueError
+
+    from gear_repro.cli.run import _user_error
+    from gear_repro.config import to_container
+    from gear_repro.pipeline.runner import run_fingerprint
+
+    for prompt in ("hipporag", "gear"):
+        cfg = compose(["experiment=table7_triples", "agent=hipporag", f"table7.prompt={prompt}"])
+        plain = to_container(cfg)
+        assert plain["table7"]["gear_prompt_triples"] == "???" and plain["table7"]["files"]["gear"] == "???"
+        assert run_fingerprint(cfg)
+    assert plain["dataset"]["triples_file"] == "???"
+    with pytest.raises(InterpolationToMissingValueError) as e:
+        cfg.dataset.triples_file  # noqa: B018 (what loading the dataset reads)
+    assert str(_user_error(e.value)) == ("table7.gear_prompt_triples has no value and this run reads it (via "
+                                         "dataset.triples_file); set it on the command line "
+                                         "(table7.gear_prompt_triples=...)")
+    assert to_container(compose(["experiment=table7_triples", "agent=hipporag"]))["dataset"]["triples_file"] == \
+        "triples.jsonl"
+
+
+def test_prepare_names_a_json_object_and_a_bom_list(tmp_path: Path) -> None:
+    """A pretty-printed ``{"data": [...]}`` file is named as a JSON object (not "malformed JSON line"), and a JSON
+    list after a UTF-8 BOM is read as a list, the BOM named (session 18 hostile probe §5)."""
+    obj = tmp_path / "q.json"
+    obj.write_text(json.dumps({"version": 1, "data": [_musique([True])]}, indent=2))
+    with pytest.raises(DataError, match=r"q\.json: a JSON object \(keys: version, data\), not a list of questions"):
+        FORMATS["musique"](obj)
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + json.dumps([_musique([True])], indent=2).encode())
+    with pytest.raises(DataError, match=r"bom\.json: invalid JSON at line 1 column 1: Unexpected UTF-8 BOM"):
+        FORMATS["musique"](bom)
+    one_line = tmp_path / "one.jsonl"  # JSON lines (one object per line) are still JSON lines
+    one_line.write_text(json.dumps(_musique([True])) + "\n")
+    assert FORMATS["musique"](one_line).questions[0].gold_ids == ["0"]

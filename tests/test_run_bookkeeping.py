@@ -489,3 +489,64 @@ def test_a_refused_command_leaves_the_live_runs_log_alone(toy_dir, tmp_path):
     r = _cli([f"dataset.path={toy_dir}", "retriever=bm25", "run.progress=false", f"hydra.run.dir={run}"], tmp_path)
     assert r.returncode == 2 and f"in use by process {parent}" in r.stderr
     assert (run / "run.log").read_text() == "the live run's log\n"
+
+
+def test_an_extraction_resumes_only_with_its_own_model_and_settings(compose, toy_dir, tmp_path):
+    """stage=extract into a dir holding another model's triples is refused (its triples.jsonl would mix two LLMs,
+    session 18 hostile probe 1.2); more passages with the same model extend it."""
+    from gear_repro.data import load_dataset
+    from gear_repro.pipeline.resources import Resources
+    from tests.helpers.doubles import ExtractionLLM
+
+    passages = load_dataset(toy_dir).passages
+    run = tmp_path / "ex"
+
+    def extract(*overrides: str) -> dict:
+        cfg = _cfg(compose, toy_dir, "stage=extract", "llm=openai_compatible", "llm.base_url=http://127.0.0.1:9/v1",
+                   *overrides)
+        return Runner(cfg, run, resources=Resources(cfg, llm=ExtractionLLM(passages))).run()
+
+    assert extract("llm.model=model-a", "dataset.limit_passages=2")["n_done"] == 2
+    with pytest.raises(ConfigError, match=r"holds extracted triples of a different config or different data"):
+        extract("llm.model=model-b", "dataset.limit_passages=4")
+    assert extract("llm.model=model-a", "dataset.limit_passages=4")["n_done"] == 4  # extended, same model
+
+
+def test_a_resume_with_edited_prompt_files_is_refused(compose, toy_dir, tmp_path, monkeypatch):
+    """An LLM run records its prompt files' hash; resuming it after a template was edited would mix two prompts in
+    one run (session 18 hostile probe 1.8), so it is refused. A run without an LLM records none."""
+    from gear_repro.pipeline import runner as runner_mod
+    from gear_repro.pipeline.resources import Resources
+    from tests.helpers.doubles import ScriptedLLM
+
+    run = tmp_path / "qa"
+
+    def qa(limit: int) -> dict:
+        cfg = _cfg(compose, toy_dir, "qa=true", "llm=openai_compatible", "llm.base_url=http://127.0.0.1:9/v1",
+                   f"dataset.limit={limit}")
+        return Runner(cfg, run, resources=Resources(cfg, llm=ScriptedLLM())).run()
+
+    qa(1)
+    assert json.loads((run / "run.json").read_text())["prompts"] == runner_mod.prompts_hash()
+    monkeypatch.setattr(runner_mod, "prompts_hash", lambda: "0123456789abcdef")
+    with pytest.raises(ConfigError, match=r"holds predictions made with other prompt files"):
+        qa(2)
+    Runner(_cfg(compose, toy_dir), tmp_path / "bm25").run()
+    assert "prompts" not in json.loads((tmp_path / "bm25" / "run.json").read_text())
+
+
+def test_a_partial_triples_file_is_recorded_and_noted_by_the_report(compose, toy_dir, tmp_path, capsys):
+    """A triples file covering 1 of 6 passages (a stage=extract over dataset.limit_passages): run.json records it
+    and the report notes it on the run (session 18 hostile probe 1.3); the run dir given twice is one run."""
+    from gear_repro.cli.report import main as report_main
+
+    rows = [json.loads(x) for x in (toy_dir / "triples.jsonl").read_text().splitlines()]
+    (toy_dir / "partial.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows if r["passage_id"] == "0"))
+    run = tmp_path / "runs" / "r"
+    Runner(_cfg(compose, toy_dir, "dataset.triples_file=partial.jsonl"), run).run()
+    assert json.loads((run / "run.json").read_text())["data_warnings"] == {"passages_without_triples": 5}
+    assert report_main([str(tmp_path / "runs"), str(run), "--out", str(tmp_path / "rep")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("5 passages of its corpus have no triple (a partial triples file") == 1
+    Runner(_cfg(compose, toy_dir), tmp_path / "full").run()
+    assert json.loads((tmp_path / "full" / "run.json").read_text())["data_warnings"] == {}

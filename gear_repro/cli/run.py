@@ -21,6 +21,7 @@ from pathlib import Path
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
+from omegaconf.errors import InterpolationToMissingValueError, MissingMandatoryValue
 
 import gear_repro.config  # noqa: F401  (registers ${repo:} and ${cache:})
 from gear_repro.llm.client import looks_like_env_name
@@ -154,12 +155,18 @@ def _exit_now_if_questions_still_wait(code: int) -> None:
 
 def _user_error(e: BaseException | None) -> GearError | None:
     """The GearError behind ``e`` (Hydra wraps errors raised while instantiating), if any; an OSError naming a file
-    (disk full, read-only) becomes one (``utils.io.output_error``)."""
+    (disk full, read-only) becomes one (``utils.io.output_error``), and so does a mandatory ``???`` value the run
+    reads."""
     from gear_repro.utils.io import output_error
 
     while e is not None:
         if isinstance(e, GearError):
             return e
+        if isinstance(e, MissingMandatoryValue | InterpolationToMissingValueError):  # a preset's `???` left unset
+            what = str(e).strip().splitlines()[0].split("Missing mandatory value: ")[-1]
+            via = f" (via {e.full_key})" if e.full_key else ""
+            return ConfigError(f"{what} has no value and this run reads it{via}; set it on the command line "
+                               f"({what}=...)")
         if isinstance(e, OSError) and e.filename:
             return output_error(e.filename, e)
         e = e.__cause__

@@ -68,8 +68,14 @@ def read_records(path: str | Path, what: str = "questions") -> list[tuple[str, d
     p = require_file(path, f"{what} file")
     with open(p, "rb") as f:
         head = f.read(4096).lstrip()  # bytes: decoding (with file/line on error) is read_json's or iter_jsonl's
+    head = head.removeprefix(b"\xef\xbb\xbf").lstrip()  # a UTF-8 BOM before a JSON list (read_json names it)
     if not head:
         raise DataError(f"{p}: empty {what} file")
+    if head.startswith(b"{") and b"\n" in head.split(b"}", 1)[0]:  # a JSON object across lines: not JSON lines
+        data = read_json(p)
+        keys = ", ".join(list(data)[:5]) if isinstance(data, dict) else ""
+        raise DataError(f"{p}: a JSON object (keys: {keys}), not a list of {what} records nor JSON lines; give the "
+                        "list itself (e.g. the value of its data field) or one record per line")
     if head.startswith(b"["):
         data = read_json(p)
         out = []

@@ -84,6 +84,9 @@ def question_selection(questions: list[Question], kind: str, limit: int | None, 
             "of": n_all, "ids_sha256": hashlib.sha256("\n".join(ids).encode()).hexdigest(), "ids": ids}
 
 
+PARTIAL_TRIPLES = 0.1  # share of passages without a triple above which a triples file is called partial
+
+
 def load_dataset(
     path: str | Path,
     name: str = "",
@@ -139,6 +142,11 @@ def load_dataset(
             if orphan:
                 raise DataError(f"{t_path}: {len(orphan)} triples point to passages not in the corpus "
                                 f"(first: triple '{orphan[0]}')")
+            bare = len(ids - {t.passage_id for t in triples})
+            if bare > PARTIAL_TRIPLES * len(ids):  # e.g. a stage=extract run over dataset.limit_passages passages
+                log.warning("%s: %d of %d passages have no triple (a partial extraction?): the methods over triples "
+                            "see only the other %d", t_path, bare, len(ids), len(ids) - bare)
+                warnings["passages_without_triples"] = bare
         else:
             t_path = None
     log.info("dataset %s: %d/%d questions, %d passages, %s triples", name or root.name, len(questions), n_all,

@@ -13,6 +13,7 @@ Resumable: a passage counts as done once its log record is written (after its tr
 done passages and first drops triples of a passage whose log record never made it (killed in between).
 """
 
+from gear_repro.extraction.extract import LOG_FILE as EXTRACTION_LOG
 from gear_repro.extraction.extract import ExtractionError, extract_triples, extraction_error, run_extraction
 
-__all__ = ["ExtractionError", "extract_triples", "extraction_error", "run_extraction"]
+__all__ = ["EXTRACTION_LOG", "ExtractionError", "extract_triples", "extraction_error", "run_extraction"]

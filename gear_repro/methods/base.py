@@ -119,12 +119,14 @@ def class_path(cls: type) -> str:
 class RowParts:
     """What the report derives of a run before its method names the row: the base retriever's label (from
     ``report.labels`` when ``paper_label``, else the retriever's own), the retriever config's ``name`` and the
-    expansion's label (None without expansion)."""
+    expansion's label (None without expansion); ``fixed_base_k``: the one base k of a run with ``run.matched_k=false``
+    (None: the base k matched to each evaluated rank, Table 2's protocol)."""
 
     base: str
     paper_label: bool
     retriever: str
     expansion: str | None
+    fixed_base_k: int | None = None
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,9 @@ class ReportHooks:
 
     targets: the class's ``_target_`` and its former paths (run dirs written before a move).
     names: config ``name`` values that identify it in a config without ``_target_`` (hand-written configs).
-    label: agents: ``(its config node, RowParts) -> row label`` (must match paper_results.csv's method column);
+    label: agents: ``(the run's resolved config, RowParts) -> row label`` (must match paper_results.csv's method
+        column for the paper's configuration only: an ablation or variant names what differs, so it is never placed
+        beside the paper's number);
         retrievers: ``(config name) -> label``.
     expansion_label: expansions: the suffix of a single-step row ("Hybrid + SyncGE").
     stages: the LLM stages its calls record, in display order (tokens table); ``figure4_stages``: those Fig. 4
@@ -163,6 +167,12 @@ class ReportHooks:
     trace_lines: Callable[[dict, Any, Any], list[str] | None] | None = None
     question_detail: Callable[[dict], list[dict] | None] | None = None
     reply_failures: tuple[str, ...] = ()
+
+
+def hipporag_label(config: Mapping[str, Any]) -> str:
+    """The name of the run's HippoRAG (its ``hipporag`` node): "HippoRAG" for v1, the code GEAR re-ran (Table 2);
+    "HippoRAG2" for ``hipporag.version=v2`` (T²RAG Table 1's row), never placed beside v1's numbers."""
+    return "HippoRAG2" if node_setting(config.get("hipporag") or {}, "version", "v1") == "v2" else "HippoRAG"
 
 
 def node_setting(node: Mapping[str, Any], key: str, default: Any = None) -> Any:

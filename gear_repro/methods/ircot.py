@@ -46,6 +46,7 @@ from gear_repro.methods.base import (
     SearchResult,
     class_path,
     detail_table,
+    hipporag_label,
     json_cell,
     node_setting,
     passages_cell,
@@ -301,11 +302,12 @@ class IRCoTAgent:
         return MethodOutput(ranking=merged_ranking(merged), rounds=rounds, trace=trace)
 
 
-def row_label(node: Any, parts: RowParts) -> str:
-    """"HippoRAG w/ IRCoT" with HippoRAG as the retriever; else "IRCoT (BM25)" (the paper's; SBERT/Hybrid runs stand
-    in for ColBERTv2 and say so), or "IRCoT + <label>" when ``report.labels`` names the base."""
-    if node_setting(node, "retriever", "base") == "hipporag":
-        return "HippoRAG w/ IRCoT"
+def row_label(config: Mapping[str, Any], parts: RowParts) -> str:
+    """"HippoRAG w/ IRCoT" with HippoRAG (v1, as GEAR re-ran it) as the retriever ("HippoRAG2 w/ IRCoT" with v2);
+    else "IRCoT (BM25)" (the paper's; SBERT/Hybrid runs stand in for ColBERTv2 and say so), or "IRCoT + <label>"
+    when ``report.labels`` names the base."""
+    if node_setting(config.get("agent") or {}, "retriever", "base") == "hipporag":
+        return f"{hipporag_label(config)} w/ IRCoT"
     return f"IRCoT + {parts.base}" if parts.paper_label else f"IRCoT ({parts.base})"
 
 

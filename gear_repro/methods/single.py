@@ -8,7 +8,7 @@ the runner calls it once per evaluated rank (``run.matched_k``), as the paper's 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gear_repro.methods.base import Expansion, MethodOutput, ReportHooks, RowParts, class_path
@@ -70,10 +70,14 @@ class SingleStep:
         return MethodOutput(ranking=ranking, trace=trace)
 
 
-def row_label(node: Any, parts: RowParts) -> str:
-    """"<base>" or "<base> + <expansion>" (GEAR Table 2, top half); a renamed single-step config adds its name."""
+def row_label(config: Mapping[str, Any], parts: RowParts) -> str:
+    """"<base>" or "<base> + <expansion>" (GEAR Table 2, top half: base k matched to the evaluated rank); an expansion
+    run at one base k (``run.matched_k=false``) says so ("Hybrid + SyncGE (base k = 15)"), and a renamed
+    single-step config adds its name: neither is the paper's row."""
     label = parts.base + (f" + {parts.expansion}" if parts.expansion else "")
-    name = (node or {}).get("name", "single")
+    if parts.expansion and parts.fixed_base_k is not None:
+        label += f" (base k = {parts.fixed_base_k})"
+    name = (config.get("agent") or {}).get("name", "single")
     return label if name == "single" else f"{label} ({name})"
 
 

@@ -19,6 +19,7 @@ are found by :meth:`Runner.preflight` before any question runs.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 import traceback
@@ -26,18 +27,20 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from tqdm import tqdm
 
-from gear_repro.config import to_container, validate
+from gear_repro.config import resolved, to_container, validate
 from gear_repro.data.dataset import check_gold_answers
 from gear_repro.embedding.precision import Precision, QueryPrecision, resolve_precision
 from gear_repro.evaluation.aggregate import aggregate, check_record
 from gear_repro.evaluation.metrics import answer_metric_for
+from gear_repro.extraction import EXTRACTION_LOG
 from gear_repro.llm.ledger import call_scope
 from gear_repro.methods.base import Method
 from gear_repro.pipeline.resources import Resources
 from gear_repro.pipeline.wiring import build_method, build_qa_reader
+from gear_repro.prompts import prompts_hash
 from gear_repro.qa.reader import AnswerReader, score_answer
 from gear_repro.types import Question
 from gear_repro.utils.concurrency import COMPUTE
@@ -69,7 +72,7 @@ _NON_RESULT_KEYS = {
 
 
 def run_fingerprint(cfg: DictConfig) -> str:
-    c = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
+    c = resolved(cfg, enum_to_str=False)
     emb = c.get("embedder")
     if isinstance(emb, dict):  # the precisions that run (`auto` differs between machines); fp32 (queries too)
         # keeps the fingerprint of run dirs written before the settings existed, and bf16 with bf16 queries that of
@@ -98,6 +101,17 @@ def data_fingerprint(cfg: DictConfig, data_hashes: dict) -> str:
     triples), so editing the data and re-running into the same dir never reuses old predictions. Indexes are
     built from these files with settings that are part of the config, so they are covered too."""
     return hash_obj({"config": run_fingerprint(cfg), "data": dict(sorted(data_hashes.items()))})
+
+
+_WHAT = {"predictions.jsonl": "predictions", EXTRACTION_LOG: "extracted triples"}  # a run dir's results, in messages
+
+
+def _without_limit_passages(cfg: DictConfig) -> DictConfig:
+    """A copy of ``cfg`` without ``dataset.limit_passages``: extracting more passages extends an extraction run."""
+    out = copy.deepcopy(cfg)
+    with open_dict(out.dataset):
+        out.dataset.pop("limit_passages", None)
+    return out
 
 
 def question_ids_hash(ids: list[str]) -> str:
@@ -179,16 +193,32 @@ class Runner:
         if self.res.needs_vectors and (embedder := self.res.built("embedder")) is not None:
             embedder.check_ready()  # the weights exist, before every question fails on the same missing model
 
-    def _check_resume(self) -> str:
-        fp = data_fingerprint(self.cfg, self.res.dataset.hashes)
+    def _previous(self, results: str) -> dict:
+        """run.json of the run whose results (``predictions.jsonl``, the extraction log) this dir holds, else {}."""
         run_json = self.run_dir / "run.json"
-        if run_json.exists() and (self.run_dir / "predictions.jsonl").exists():
-            old = read_json_object(run_json).get("fingerprint")
-            if old and old != fp:
-                raise ConfigError(
-                    f"{self.run_dir} holds predictions of a different config or different data (fingerprint {old} "
-                    f"!= {fp}); use a new run dir (hydra.run.dir=...) instead of mixing results")
+        return read_json_object(run_json) if run_json.exists() and (self.run_dir / results).exists() else {}
+
+    def _check_resume(self, results: str = "predictions.jsonl", key: str = "fingerprint", fp: str | None = None) -> str:
+        """The resume fingerprint ``fp`` (default: the config's and data's); a ConfigError when the dir holds
+        ``results`` whose run.json ``key`` differs (another config or data)."""
+        fp = fp or data_fingerprint(self.cfg, self.res.dataset.hashes)
+        old = self._previous(results).get(key)
+        if old and old != fp:
+            raise ConfigError(
+                f"{self.run_dir} holds {_WHAT[results]} of a different config or different data (fingerprint {old} "
+                f"!= {fp}); use a new run dir (hydra.run.dir=...) instead of mixing results")
         return fp
+
+    def _check_prompts(self, results: str) -> dict[str, str]:
+        """For a run that calls an LLM: its prompt files' hash (run.json ``prompts``), refused when the dir holds
+        ``results`` made with other prompt files (an edited template would otherwise mix two prompts in one run)."""
+        now = prompts_hash()
+        old = self._previous(results).get("prompts")
+        if old and old != now:
+            raise ConfigError(
+                f"{self.run_dir} holds {_WHAT[results]} made with other prompt files (gear_repro/prompts/: {old} != {now}); "
+                "restore them or use a new run dir (hydra.run.dir=...) instead of mixing two prompts in one run")
+        return {"prompts": now}
 
     def _start(self) -> None:
         """Checks passed: let the caller write its own records (``on_start``), once."""
@@ -242,15 +272,21 @@ class Runner:
             from gear_repro.extraction import extraction_error, run_extraction
 
             fp = data_fingerprint(self.cfg, self.res.dataset.hashes)
+            # a resume never mixes two models' or settings' triples; more passages (limit_passages) extend it
+            extraction_fp = self._check_resume(EXTRACTION_LOG, "extraction_fingerprint", data_fingerprint(
+                _without_limit_passages(self.cfg), self.res.dataset.hashes))
+            prompts = self._check_prompts(EXTRACTION_LOG)
             self.res.llm.check_ready()
             self._start()
             result = run_extraction(self.cfg, self.res.dataset, self.res.llm, self.run_dir)
-            self._write_provenance(fp)
+            self._write_provenance(fp, {"extraction_fingerprint": extraction_fp, **prompts})
             err = extraction_error(result)
             if err is not None:
                 raise err
             return result
         if stage == "index":
+            if self.res.needs_vectors:
+                self.res.embedder.check_ready()  # the weights, before building anything (one line, not a traceback)
             self._start()
             return self.build_indexes()
         return self.retrieve()
@@ -282,6 +318,7 @@ class Runner:
         method = build_method(cfg, self.res)
         qa_reader = build_qa_reader(cfg, self.res)
         self.preflight(method, qa_reader)
+        prompts = self._check_prompts("predictions.jsonl") if qa_reader is not None or method.needs_llm else {}
         self.timings["setup_s"] = time.perf_counter() - t_setup
         pred_path = self.run_dir / "predictions.jsonl"
         finished = load_finished(pred_path) if cfg.run.resume else {}
@@ -291,7 +328,7 @@ class Runner:
         if finished:
             log.info("resuming %s: %d of %d questions already done", self.run_dir, len(questions) - len(todo),
                      len(questions))
-        provenance = {"method": method.describe()}  # hub statistics, γ, switches (issue 13)
+        provenance = {"method": method.describe(), **prompts}  # hub statistics, γ, switches (issue 13)
         self._start()
         self._write_provenance(fp, provenance)
         t_loop = time.perf_counter()

@@ -47,10 +47,19 @@ from typing import Any
 
 from gear_repro.types import Triple
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.hashing import hash_file, hash_obj
 
-TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
+PROMPT_DIR = Path(__file__).resolve().parent
+TEMPLATE_DIR = PROMPT_DIR / "templates"
 PROMPT_NAMES = tuple(sorted(p.stem for p in TEMPLATE_DIR.glob("*.txt")))  # one template file per prompt
 _ROLE_LINE = re.compile(r"^<\|(system|user|assistant)\|>[ \t]*$", re.MULTILINE)
+
+
+def prompts_hash() -> str:
+    """Hash of every prompt file (``templates/``, ``ircot_demos/``): run.json records it for a run that calls an LLM,
+    and a resume that would read other prompt files than its finished questions did is refused."""
+    files = sorted(p for sub in ("templates", "ircot_demos") for p in (PROMPT_DIR / sub).rglob("*") if p.is_file())
+    return hash_obj({p.relative_to(PROMPT_DIR).as_posix(): hash_file(p) for p in files})
 
 
 class PromptError(ConfigError):

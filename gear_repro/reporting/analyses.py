@@ -97,7 +97,7 @@ def density_table(runs: Sequence[RunResult], k: int = 15, opts: EvidenceOptions 
     for run in runs:
         tf = triples_file(run)
         preds = scored(load_predictions(run))
-        if tf is None or not preds or run.is_qa_bound:
+        if tf is None or not preds or run.is_qa_bound or not run.evaluates(k):
             continue
         per_passage = _triples_per_passage(str(tf))
         recall = question_values(preds, f"recall@{k}")
@@ -150,7 +150,8 @@ def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15),
             key = (run.label, run.method, run.dataset, length, n)
             if key in cells and derived and not cells[key]["derived"]:
                 continue  # an explicit max_rounds=n run wins over a derived column
-            vals = {k: values_interval(list(question_values(preds, f"recall@{k}@round{n}").values()), opts) for k in ks}
+            vals = {k: values_interval(list(question_values(preds, f"recall@{k}@round{n}").values()), opts)
+                    for k in ks if run.evaluates(k)}
             cells[key] = {"derived": derived, "vals": vals, "n_questions": len(preds), "run_dir": str(run.path)}
     rows = []
     for (label, method, dataset, length, n), c in sorted(cells.items(), key=lambda kv: (kv[0][2], kv[0][3], kv[0][4])):

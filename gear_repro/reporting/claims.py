@@ -146,15 +146,30 @@ def decide(diff: float, low: float, high: float, p: float, direction: str, alpha
     return "inconclusive"
 
 
-def _paper_cells(claim: dict, dataset: str, metric: str) -> tuple[float | None, float | None]:
+def _paper_cells(claim: dict, dataset: str, metric: str, run: RunResult | None = None
+                 ) -> tuple[float | None, float | None]:
+    """The paper's a and b cells; a within-run claim's ``setting`` may name the tested run's ``{beam_length}`` and
+    ``{max_rounds}`` (its own setting's cells, not a fixed one's)."""
     spec = claim.get("paper") or {}
+    fill = {} if run is None else {"beam_length": str(config_value(run.config, "beam.length") or 2),
+                                   "max_rounds": str(_max_rounds(run))}
 
     def one(cell: dict | None) -> float | None:
         if not cell:
             return None
+        setting = cell.get("setting")
+        if setting is not None and "{" in setting:
+            if not fill:
+                return None
+            setting = setting.format_map(fill)
         return paper_value(cell["table"], cell["method"], dataset, cell.get("metric", metric),
-                           paper=cell.get("paper", DEFAULT_PAPER), setting=cell.get("setting"))
+                           paper=cell.get("paper", DEFAULT_PAPER), setting=setting)
     return one(spec.get("a")), one(spec.get("b"))
+
+
+def _paper(claim: dict, dataset: str, metric: str, run: RunResult | None = None) -> dict[str, float | None]:
+    pa, pb = _paper_cells(claim, dataset, metric, run)
+    return {"paper_a": pa, "paper_b": pb, "paper_diff": None if pa is None or pb is None else round(pa - pb, 2)}
 
 
 def _same(ra: RunResult, rb: RunResult, keys: Sequence[str]) -> bool:
@@ -193,9 +208,7 @@ def evaluate_claim(claim: dict, runs: Sequence[RunResult], opts: EvidenceOptions
     rows: list[ClaimRow] = []
     for metric in claim["metrics"]:
         for ds in datasets or ["–"]:
-            pa, pb = _paper_cells(claim, ds, metric)
-            paper = {"paper_a": pa, "paper_b": pb, "paper_diff": None if pa is None or pb is None else round(pa - pb, 2)}
-            row = ClaimRow(**base, dataset=ds, metric=metric, verdict="no runs", **paper)
+            row = ClaimRow(**base, dataset=ds, metric=metric, verdict="no runs", **_paper(claim, ds, metric))
             cands = []
             skipped = []
             for a, b in _pairs(claim, [r for r in ras if r.dataset == ds], [r for r in rbs if r.dataset == ds]):
@@ -220,6 +233,15 @@ def evaluate_claim(claim: dict, runs: Sequence[RunResult], opts: EvidenceOptions
                 continue
             same_ids, *_, a, b, va, vb = max(cands, key=lambda c: c[:5])
             row.run_a, row.run_b = _label(a), _label(b)
+            if claim.get("within_run"):  # the paper's cells of this run's own setting
+                for key, value in _paper(claim, ds, metric, a).items():
+                    setattr(row, key, value)
+            notes = []
+            if len(cands) > 1:  # say so rather than test one of several silently
+                others = sorted({_label(x) for c in cands for x in c[5:7]} - {row.run_a, row.run_b})
+                notes.append(f"{len(cands)} pairs of runs qualify; tested the pair sharing the most questions (then "
+                             f"the same sweep, then path order); also qualifying: {', '.join(others[:4])}"
+                             f"{' ...' if len(others) > 4 else ''}")
             try:
                 pairing = align(va, vb, opts.intersect, f"{claim['id']} {ds} {metric}")
             except QuestionSetMismatch as e:
@@ -233,7 +255,8 @@ def evaluate_claim(claim: dict, runs: Sequence[RunResult], opts: EvidenceOptions
             row.n, row.sd, row.mean_a, row.mean_b = res.n, res.sd, res.mean_a, res.mean_b
             row.n_needed = questions_needed(res.diff, res.sd, opts.alpha)
             if not same_ids:
-                row.note = f"--intersect: {pairing.dropped_a} questions of a and {pairing.dropped_b} of b left out"
+                notes.append(f"--intersect: {pairing.dropped_a} questions of a and {pairing.dropped_b} of b left out")
+            row.note = "; ".join(notes)
             rows.append(row)
     return rows
 

@@ -8,7 +8,7 @@ sets differ unless ``intersect`` is set (then it pairs the shared ids and says h
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +27,29 @@ from gear_repro.evaluation.stats import (
 from gear_repro.reporting.runs import RunResult, different_data, load_predictions
 from gear_repro.utils.errors import GearError
 
-METRIC_VALUE_KEYS = {"R@5": "recall@5", "R@10": "recall@10", "R@15": "recall@15", "EM": "em", "F1": "f1"}
+ANSWER_METRICS = {"EM": "em", "F1": "f1"}
+
+
+def metric_key(name: str) -> str:
+    """The metrics.json / per-question key of a table metric name: "R@k" -> "recall@k" (any k), "EM" -> "em", "F1"
+    -> "f1"; other names are keys already."""
+    if name.startswith("R@") and name[2:].isdigit():
+        return f"recall@{name[2:]}"
+    return ANSWER_METRICS.get(name, name)
+
+
+def run_metrics(run: RunResult) -> list[str]:
+    """The table metrics a run has: R@k for each evaluated k (``run.ks``, ascending), then EM and F1."""
+    recall = [f"R@{k}" for k in sorted(set(run.ks)) if f"recall@{k}" in run.metrics]
+    return recall + [m for m, key in ANSWER_METRICS.items() if key in run.metrics]
+
+
+def metric_order(names: Iterable[str]) -> list[str]:
+    """Column order of metric names: R@k by k, then EM, F1."""
+    names = list(dict.fromkeys(names))
+    recall = sorted((m for m in names if m.startswith("R@") and m[2:].isdigit()), key=lambda m: int(m[2:]))
+    return recall + [m for m in ANSWER_METRICS if m in names] + [m for m in names if m not in recall and
+                                                                  m not in ANSWER_METRICS]
 
 
 class QuestionSetMismatch(GearError):
@@ -60,8 +82,12 @@ def predictions(run: RunResult) -> list[dict]:
 
 
 def values(run: RunResult, key: str) -> dict[str, float]:
-    """{question id: value} of ``key`` (a per_question key or a table metric name such as "R@15")."""
-    return question_values(predictions(run), METRIC_VALUE_KEYS.get(key, key))
+    """{question id: value} of ``key`` (a per_question key or a table metric name such as "R@15"); {} for a recall
+    at a rank the run did not evaluate (:meth:`RunResult.evaluates`)."""
+    key = metric_key(key)
+    if key.startswith("recall@") and not run.evaluates(int(key[len("recall@"):].partition("@")[0])):
+        return {}
+    return question_values(predictions(run), key)
 
 
 def interval(run: RunResult, key: str, opts: EvidenceOptions = DEFAULT_OPTIONS) -> Interval | None:

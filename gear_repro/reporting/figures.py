@@ -181,6 +181,8 @@ def draw_hop_types(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evid
     for dataset, group in _by_dataset(runs).items():
         data: dict[str, dict[str, list[float]]] = {}
         for r in group:
+            if not r.evaluates(k):  # its rankings hold fewer than k passages
+                continue
             preds = scored(load_predictions(r))
             vals: dict[str, list[float]] = defaultdict(list)
             if preds:

@@ -38,11 +38,29 @@ class RunResult:
         return f"{self.method} [{self.tag}]" if self.tag else self.method
 
     @cached_property
+    def data_warnings(self) -> dict[str, int]:
+        """run.json ``data_warnings`` (gold ids missing from the corpus, a partial triples file, ...; {} if none)."""
+        path = Path(self.path) / "run.json"
+        found = read_json_object(path).get("data_warnings") if path.is_file() else None
+        return dict(found) if isinstance(found, dict) else {}
+
+    @cached_property
     def data(self) -> dict[str, str]:
         """The hashes of the corpus and question files the run read (run.json ``data_hashes``; {} if unrecorded)."""
         path = Path(self.path) / "run.json"
         hashes = read_json_object(path).get("data_hashes") if path.is_file() else None
         return {k: str(v) for k, v in (hashes or {}).items() if k in ("corpus", "questions")}
+
+    @property
+    def ks(self) -> tuple[int, ...]:
+        """The ranks the run evaluated (``run.ks``; the default 5/10/15 for a config that does not say)."""
+        ks = (self.config.get("run") or {}).get("ks") or (5, 10, 15)
+        return tuple(int(k) for k in ks)
+
+    def evaluates(self, k: int) -> bool:
+        """Whether R@k is one of the run's metrics: a run with ``run.ks=[5]`` keeps 5 passages per question, so an
+        R@15 "computed" from them would be its R@5 under another name."""
+        return int(k) in self.ks
 
     @property
     def dataset(self) -> str:
@@ -70,11 +88,13 @@ class RunResult:
         ret_hooks = hooks_for(rcfg)
         own = ret_hooks.label(ret) if ret_hooks is not None and ret_hooks.label else RETRIEVER_LABELS.get(ret, ret)
         exp_hooks = hooks_for(self.config.get("expansion"))
+        run_cfg = self.config.get("run") or {}
+        fixed = None if run_cfg.get("matched_k", True) else int(run_cfg.get("base_k") or max(self.ks))
         parts = RowParts(base=paper_label or own, paper_label=bool(paper_label), retriever=ret,
-                         expansion=exp_hooks.expansion_label if exp_hooks is not None else None)
+                         expansion=exp_hooks.expansion_label if exp_hooks is not None else None, fixed_base_k=fixed)
         hooks = agent_hooks(agent)
         if hooks is not None and hooks.label is not None:
-            return hooks.label(agent, parts)
+            return hooks.label(self.config, parts)
         label = parts.base + (f" + {parts.expansion}" if parts.expansion else "")
         return f"{label} ({agent.get('name', '?')})"  # an agent class without report hooks
     @property
@@ -290,6 +310,7 @@ def find_runs(paths: list[str | Path]) -> list[RunResult]:
     """Every folder under ``paths`` holding metrics.json and config.yaml (multirun folders too); a run whose last
     attempt failed after it had finished once (failure.json beside metrics.json) carries a note."""
     runs: list[RunResult] = []
+    seen: set[Path] = set()
     for root in map(Path, paths):
         if not root.exists():
             raise GearError(f"run dir not found: {root}")
@@ -300,7 +321,15 @@ def find_runs(paths: list[str | Path]) -> list[RunResult]:
             metrics = read_json_object(mfile)
             if metrics.get("stage") in ("index", "extract"):
                 continue
+            if mfile.parent.resolve() in seen:  # a run dir given twice (itself and its sweep folder)
+                continue
+            seen.add(mfile.parent.resolve())
             run = RunResult(mfile.parent, read_config(cfile), metrics)
+            bare = run.data_warnings.get("passages_without_triples")
+            if bare:
+                run.notes.append(f"{mfile.parent}: {bare} passages of its corpus have no triple (a partial triples "
+                                 "file, e.g. a stage=extract run over dataset.limit_passages): methods over triples "
+                                 "saw only the others")
             if (mfile.parent / FAILURE_FILE).exists():
                 run.notes.append(f"{mfile.parent}: its last attempt failed ({read_json_object(mfile.parent / FAILURE_FILE).get('error')}); "
                                  "the tables show the metrics.json of the attempt before")

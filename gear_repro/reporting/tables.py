@@ -14,12 +14,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from gear_repro.reporting.evidence import DEFAULT_OPTIONS, EvidenceOptions, interval
+from gear_repro.reporting.evidence import (
+    DEFAULT_OPTIONS,
+    EvidenceOptions,
+    interval,
+    metric_key,
+    metric_order,
+    run_metrics,
+)
 from gear_repro.reporting.paper import paper_value
 from gear_repro.reporting.runs import RunResult
 from gear_repro.utils.errors import GearError
 
-METRIC_KEYS = {"R@5": "recall@5", "R@10": "recall@10", "R@15": "recall@15", "EM": "em", "F1": "f1"}
 DATASET_ORDER = ["MuSiQue", "2Wiki", "HotpotQA"]
 
 
@@ -28,11 +34,11 @@ def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None,
     """One row per (run, metric): ours with its interval and N, the paper's value for the same cell, delta."""
     rows = []
     for r in runs:
-        names = metrics or [m for m, key in METRIC_KEYS.items() if key in r.metrics]
+        names = metrics or run_metrics(r)  # every evaluated R@k (run.ks), then EM/F1
         if r.is_qa_bound:
             names = [m for m in names if m in ("EM", "F1")]  # QA bounds: their retrieval is not evaluated
         for m in names:
-            key = METRIC_KEYS[m]
+            key = metric_key(m)
             if key not in r.metrics:
                 continue
             ci = interval(r, m, opts)
@@ -84,7 +90,7 @@ def wide_table(long: pd.DataFrame) -> pd.DataFrame:
     df["cell"] = df.apply(_cell, axis=1)
     methods = list(dict.fromkeys(df["method"]))
     datasets = sorted(df["dataset"].unique(), key=lambda d: (DATASET_ORDER.index(d) if d in DATASET_ORDER else 99, d))
-    order = list(METRIC_KEYS)
+    order = metric_order(df["metric"])
     cols = [(d, m) for d in datasets for m in [*order, "errors"]
             if m == "errors" or ((df.dataset == d) & (df.metric == m)).any()]
     both = df
@@ -111,7 +117,9 @@ def write_tables(long: pd.DataFrame, out_dir: str | Path, stem: str = "table") -
     paths = {"csv": out / f"{stem}.csv", "md": out / f"{stem}.md", "tex": out / f"{stem}.tex"}
     long.to_csv(paths["csv"], index=False)
     md_parts, tex_parts = [], []
-    for table, sub in long.groupby("table", sort=False):
+    if long.empty:  # no run with a metric (e.g. only failed runs): say so rather than fail
+        md_parts.append("No run with a metric to tabulate.\n")
+    for table, sub in (long.groupby("table", sort=False) if not long.empty else ()):
         wide = wide_table(sub)
         flat = wide.copy()
         flat.columns = [f"{d} {m}" for d, m in wide.columns]

@@ -13,15 +13,18 @@ from gear_repro.methods.gear.agent import GearAgent
 from gear_repro.methods.gear.detail import agent_detail, expansion_detail
 from gear_repro.methods.gear.expansion import NaiveGE, NoExpansion, SyncGE
 
+PAPER_EXPANSION = "SyncGE"  # GEAR's graph expansion (§5: SyncGE inside the agent)
 PAPER_BASE = "hybrid"  # the base retriever of GEAR's own paper rows; any other base is named in the label
 STAGES = ("read", "gist", "reason", "rewrite")  # the K.2 reader, gist memory, reasoner, rewriter (§5)
 
 
-def agent_label(node: Mapping[str, Any], parts: RowParts) -> str:
-    """"GEAR" on the paper's base retriever, else "GEAR + <base>" ("GEAR + GRIEVER", GRIEVER Table 4)."""
-    if parts.paper_label or parts.retriever != PAPER_BASE:
-        return f"GEAR + {parts.base}"
-    return "GEAR"
+def agent_label(config: Mapping[str, Any], parts: RowParts) -> str:
+    """"GEAR" on the paper's base retriever with SyncGE (§5), else "GEAR + <base>" ("GEAR + GRIEVER", GRIEVER Table 4);
+    another expansion is an ablation and says so ("GEAR (NaiveGE)", "GEAR (no expansion)")."""
+    label = f"GEAR + {parts.base}" if parts.paper_label or parts.retriever != PAPER_BASE else "GEAR"
+    if config.get("expansion") and parts.expansion != PAPER_EXPANSION:  # (a config naming no expansion: the default)
+        label += f" ({parts.expansion or 'no expansion'})"
+    return label
 
 
 def summary_row(predictions: list[dict]) -> dict[str, Any] | None:

@@ -86,6 +86,15 @@ class SameAsFilter(Choice):
     entity = "entity"
 
 
+class ScoringQuery(Choice):
+    """The query iteration i >= 2 shortlists and scores its triples against (§4.2 vs Alg. 1): Alg. 1 passes the
+    rewritten q to ``shortlist_triples`` and ``score_triples``; §4.2's prose says "scored the highest with respect to
+    the original text query"."""
+
+    rewritten = "rewritten"
+    original = "original"
+
+
 class FinalRanking(Choice):
     """How the pooled passages are ordered: ``graph`` (§4.4, path scores) or ``rrf`` (RRF of the graph
     order and the retrieval order; not in the paper)."""
@@ -118,6 +127,7 @@ class GrieverSettings:
     paths: Paths = Paths.chain          # §4.4 chains across iterations | pairs sharing an entity
     same_as_filter: SameAsFilter = SameAsFilter.shared_neighbour  # §4.2.3 passage filter of the aliases
     final: FinalRanking = FinalRanking.graph
+    scoring_query: ScoringQuery = ScoringQuery.rewritten  # Alg. 1 (rewritten q) | §4.2 prose (the original q)
     same_as: SameAsConfig = field(default_factory=SameAsConfig)
 
     def __post_init__(self) -> None:
@@ -225,8 +235,12 @@ class GrieverRetriever:
         graph: list[ScoredTriple] = []
         aliases: dict[str, list[str]] = {}
         trace: list[dict] = []
+        original = None  # (query, encoding) shortlisting and scoring use with scoring_query=original
         for it in range(s.iterations):
             enc = self.matcher.encode(q)
+            if original is None or s.scoring_query is ScoringQuery.rewritten:
+                original = (q, enc)
+            q_score, enc_score = original
             if filt is None:
                 got = self._first_retrieval(q, enc, kk)
             else:
@@ -239,9 +253,9 @@ class GrieverRetriever:
             if not new:
                 break
             counts = {"aliases_found": 0, "aliases_kept": 0}
-            triples, syn, units = self._shortlist(q, enc, new, list(pool), counts)
+            triples, syn, units = self._shortlist(q_score, enc_score, new, list(pool), counts)
             aliases.update(syn)
-            scored = self._score_triples(enc, triples, syn, it)
+            scored = self._score_triples(enc_score, triples, syn, it)
             graph += scored
             join = self._join_entities(scored, triples, units)
             join_syn = self.same_as(join, list(pool), counts)
@@ -250,7 +264,7 @@ class GrieverRetriever:
             rec.update(n_triples=len(triples), join=join, best=[(t.id, round(t.score, 4)) for t in scored[:3]],
                        **counts)
             if it + 1 < s.iterations:
-                q = self._rewrite(q, enc, scored)
+                q = self._rewrite(q, enc, scored, syn)
                 filt = PassageFilter(ents, frozenset(pool))
         return self._rank(pool, graph, aliases, k), {"iterations": trace}
 
@@ -386,17 +400,19 @@ class GrieverRetriever:
         one = {c: (float(v), int(a)) for c, v, a in zip(cands, sims, arg, strict=True)}
         return {e: max([one[e], *(one[a] for a in syn.get(e, ()))], key=lambda x: x[0]) for e in ents}
 
-    def _rewrite(self, q: str, enc: QueryEncoding, scored: list[ScoredTriple]) -> str:
+    def _rewrite(self, q: str, enc: QueryEncoding, scored: list[ScoredTriple], syn: dict[str, list[str]]) -> str:
         """§4.5: the first of the ``n_join`` best triples whose anchor mention matches (cosine >=
         ``rewrite_min_sim``) and whose complement is not yet in q: replace the mention (and the predicate
-        mention when it matches too) by the complement. Unchanged q when none qualifies."""
+        mention when it matches too) by the complement. Unchanged q when none qualifies. The mention is found as
+        s_e found it (§4.3: the best n-gram over the entity and its aliases ``syn``), so a triple ranked through
+        an alias has that alias's mention replaced."""
         s = self.settings
         data = self.store.data
         for t in scored[: s.n_join]:
             name = data.entity_name[t.complement]
             if not name or name.casefold() in q.casefold():
                 continue
-            (e_sim, e_arg), = self.entity_scores(enc, [t.anchor], {}).values()
+            (e_sim, e_arg), = self.entity_scores(enc, [t.anchor], syn).values()
             if e_arg < 0 or e_sim < s.rewrite_min_sim:
                 continue
             p_sim, p_arg = EntityMatcher.best(enc, data.predicate_vectors([t.predicate]))

@@ -8,16 +8,29 @@ from collections.abc import Mapping
 from statistics import mean
 from typing import Any
 
-from gear_repro.methods.base import ReportHooks, RowParts, class_path, format_triple_list
+from gear_repro.methods.base import ReportHooks, RowParts, class_path, format_triple_list, node_setting
 from gear_repro.methods.t2rag.detail import question_detail
 from gear_repro.methods.t2rag.method import T2RAGAgent
 
 
-def agent_label(node: Mapping[str, Any], parts: RowParts) -> str:
-    """"T2RAG" (paper_results.csv), or "T2RAG (K.3 reader)" when its passages go to the K.3 reader instead of its
-    own answer."""
-    return "T2RAG (K.3 reader)" if node.get("answer") is False else "T2RAG"
+def agent_label(config: Mapping[str, Any], parts: RowParts) -> str:
+    """"T2RAG" (paper_results.csv: N = 3 iterations with passages in the resolve prompt, §5.2), its Table 2 ablations
+    by what they set ("T2RAG - single round": N = 1; "T2RAG - w/o chunk": no passages), another N named, and
+    "(K.3 reader)" when its passages go to the K.3 reader instead of its own answer."""
+    node = config.get("agent") or {}
+    parts_ = []
+    n = int(node_setting(node, "max_iterations", PAPER_ITERATIONS))
+    if n == 1:
+        parts_.append("single round")
+    elif n != PAPER_ITERATIONS:
+        parts_.append(f"{n} rounds")
+    if node_setting(node, "with_passages", True) is False:
+        parts_.append("w/o chunk")
+    label = "T2RAG" + (f" - {', '.join(parts_)}" if parts_ else "")
+    return f"{label} (K.3 reader)" if node_setting(node, "answer", True) is False else label
 
+
+PAPER_ITERATIONS = 3  # T²RAG §5.2: at most N = 3 iterations
 
 T2RAG_COUNTERS = ("decompose_ok", "decompose_repaired", "decompose_failed", "decompose_retry_ok",
                   "decompose_retry_failed", "query_failed", "resolve_ok", "resolve_repaired", "resolve_failed",

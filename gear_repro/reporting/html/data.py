@@ -217,14 +217,16 @@ def paper_tables(table_csv: Path, runs: Sequence[RunResult]) -> list[dict[str, A
     each cell with its numbers, its text as table.md prints it, and the sample note of its run."""
     if not table_csv.is_file():
         return []
-    from gear_repro.reporting.tables import DATASET_ORDER, METRIC_KEYS
+    from gear_repro.reporting.evidence import metric_order
+    from gear_repro.reporting.tables import DATASET_ORDER
 
     long = pd.read_csv(table_csv, dtype={"paper_source": str})
     notes = {str(r.path): sample_note(r) for r in runs}
     out = []
     for table, sub in long.groupby("table", sort=False):
         datasets = sorted(sub["dataset"].unique(), key=lambda d: (DATASET_ORDER.index(d) if d in DATASET_ORDER else 99, d))
-        cols = [(d, m) for d in datasets for m in METRIC_KEYS if ((sub.dataset == d) & (sub.metric == m)).any()]
+        cols = [(d, m) for d in datasets for m in metric_order(sub["metric"])
+                if ((sub.dataset == d) & (sub.metric == m)).any()]
         labels = list(dict.fromkeys(sub["label"]))
         rows = []
         for label in labels:
