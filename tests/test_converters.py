@@ -274,3 +274,21 @@ def test_2wiki_answer_aliases_from_id_aliases_file(tmp_path: Path) -> None:
     from gear_repro.evaluation.metrics import f1_score
 
     assert f1_score("American", conv.questions[0].answers, "2wiki") == 1.0
+
+
+def test_a_title_twice_in_one_context_takes_the_paragraph_with_the_supporting_sentence(tmp_path, caplog):
+    """HotpotQA/2Wiki supporting facts name a title and a sentence index; when two context paragraphs share the
+    title, the gold one is the paragraph that has that sentence, and the conversion says so (session 18 probe 1.9)."""
+    import json
+
+    rec = {"_id": "q1", "question": "Where?", "answer": "Amiens", "type": "bridge",
+           "context": [["Alu", ["A decoy with one sentence."]], ["Alu", ["Alu is a town.", "It lies near Amiens."]],
+                       ["Other", ["Unrelated."]]],
+           "supporting_facts": [["Alu", 1]]}
+    path = tmp_path / "hp.json"
+    path.write_text(json.dumps([rec]))
+    with caplog.at_level("WARNING"):
+        conv = FORMATS["hotpotqa"](path)
+    gold = conv.questions[0].gold_ids
+    assert [p.text for p in conv.passages if p.id in gold] == ["Alu is a town. It lies near Amiens."]
+    assert "2 context paragraphs share the supporting title 'Alu'" in caplog.text

@@ -332,23 +332,34 @@ def _parse_paragraph_record(ref: str, rec: dict, para_key: str = "paragraphs") -
     return _Item(ref, qid, _get(rec, ref, "question"), answers, _qtype(rec, qid), ctx, gold)
 
 
+def _supporting_text(ref: str, sf: list, paragraphs: list[tuple[int, str]]) -> str | None:
+    """The text of the paragraph a supporting fact ``[title, sentence_index]`` points to: the one paragraph with that
+    title, or (a title twice in one context) the first that has the sentence, with a warning; None when absent."""
+    if len(paragraphs) > 1:
+        i = sf[1] if len(sf) > 1 and isinstance(sf[1], int) else -1
+        fits = [text for n, text in paragraphs if 0 <= i < n] or [paragraphs[0][1]]
+        log.warning("%s: %d context paragraphs share the supporting title %r; the gold one is the first with "
+                    "sentence %s", ref, len(paragraphs), sf[0], i)
+        return fits[0]
+    return paragraphs[0][1] if paragraphs else None
+
+
 def _parse_context_record(ref: str, rec: dict) -> _Item:
     """HotpotQA / 2Wiki native record: context [[title, [sentences]]], supporting_facts [[title, i]]."""
     qid = _qid(rec, ref)
     context = _get(rec, ref, "context", typ=list)
     ctx: list[tuple[str, str]] = []
+    sentences: dict[str, list[tuple[int, str]]] = {}  # title -> (sentence count, text) of its paragraphs
     for j, c in enumerate(context):
         if not (isinstance(c, list) and len(c) == 2 and isinstance(c[1], list)):
             raise DataError(f"{ref}: context[{j}] should be [title, [sentences]]")
         ctx.append((str(c[0]), join_sentences([str(s) for s in c[1]])))
-    text_of = {}
-    for title, text in ctx:
-        text_of.setdefault(title, text)
+        sentences.setdefault(str(c[0]), []).append((len(c[1]), ctx[-1][1]))
     gold: list[tuple[str, str | None]] = []
     for j, sf in enumerate(_get(rec, ref, "supporting_facts", typ=list)):
         if not (isinstance(sf, list) and sf and isinstance(sf[0], str)):
             raise DataError(f"{ref}: supporting_facts[{j}] should be [title, sentence_index]")
-        g = (sf[0], text_of.get(sf[0]))
+        g = (sf[0], _supporting_text(ref, sf, sentences.get(sf[0], [])))
         if g not in gold:
             gold.append(g)
     answers = _answers(rec.get("answer"), _string_list(rec.get("answer_aliases"), ref, "answer_aliases"))
