@@ -4,7 +4,9 @@ The runner holds no paper logic: methods (methods/), the QA reader (qa/) and met
 wiring (pipeline/wiring.py) builds them. It owns the run directory:
 
     config.yaml        resolved config (secrets redacted)
-    run.json           provenance: fingerprint, package versions, data/index hashes, question subset, timings
+    run.json           provenance: fingerprint, package versions, data/index hashes and warnings, question subset,
+                       timings; an LLM run the hash of its prompt files (``prompts``), an extraction its own
+                       fingerprint without ``dataset.limit_passages`` (``extraction_fingerprint``)
     predictions.jsonl  one line per finished question (appended, so an interrupted run resumes)
     metrics.json       recall@k (0-100), EM/F1 with qa=true, tokens, latency, n_errors, the evaluated question ids
     llm_stats.json     LLM cache hits/misses, retries, failures (when an LLM was used)
@@ -13,7 +15,8 @@ wiring (pipeline/wiring.py) builds them. It owns the run directory:
     .lock              held while the run writes (utils/lock.py); a second run into the dir is refused
 
 Bookkeeping rules (issue 9 §2): a question that errored is recorded (scored as a miss) but not finished, so a
-resume retries it; the resume fingerprint covers the config and the data files' hashes; configuration errors
+resume retries it; the resume fingerprint covers the config and the data files' hashes (and, for LLM runs, the
+prompt files); configuration errors
 are found by :meth:`Runner.preflight` before any question runs.
 """
 

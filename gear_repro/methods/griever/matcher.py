@@ -56,9 +56,12 @@ class SentenceTokenEncoder:
         import torch
 
         model = self.embedder.model
-        features = model.tokenize([text])
-        offsets = model.tokenizer(text, return_offsets_mapping=True, truncation=True,
-                                  max_length=model.max_seq_length)["offset_mapping"]
+        # one call of the model's own tokenizer gives its features and the character offsets (what
+        # sentence-transformers' deprecated `tokenize` built for one text; no `do_lower_case` step: the shipped
+        # models do not set it; the golden rankings pin the result)
+        features = dict(model.tokenizer([text], return_offsets_mapping=True, truncation=True, padding=True,
+                                        max_length=model.max_seq_length, return_tensors="pt"))
+        offsets = features.pop("offset_mapping")[0].tolist()
         with torch.no_grad(), self.embedder.autocast():  # the given embedder's precision (the wiring: the query side)
             out = model(features)
         tok = out["token_embeddings"][0].float().cpu().numpy()
