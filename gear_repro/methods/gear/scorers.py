@@ -107,10 +107,10 @@ class _VectorScorer:
 
     name = "base"
 
-    def __init__(self, index: TripleIndex, embedder, options: Any = None):
+    def __init__(self, index: TripleIndex, embedder, options: NoOptions | None = None):
+        """``options``: the :class:`NoOptions` ``make_scorer`` hands every factory; ``sum`` and ``mean`` take none."""
         self.index = index
         self.embedder = embedder
-        self.options = options or NoOptions()  # the beam.scorer_options it was built with
         self.stats: dict[str, int] = {"paths_scored": 0, "paths_encoded": 0}
 
     def query_vector(self, query: str) -> np.ndarray:
@@ -167,7 +167,7 @@ class ExactScorer(_VectorScorer):
     def __init__(self, index: TripleIndex, embedder, options: ExactOptions | None = None, separator: str = " ",
                  path_cache: bool = False):
         options = options or ExactOptions()
-        super().__init__(index, embedder, options)
+        super().__init__(index, embedder)
         self.separator = separator
         self.reuse_triple_vectors = options.reuse_triple_vectors
         self.batch_size = batch_size = options.batch_size
