@@ -64,7 +64,7 @@ from gear_repro.qa.reader import QAMode
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import REPO_DIR, cache_dir
 from gear_repro.utils.secrets import MASK, is_header_key, is_secret_key, redact_text
-from gear_repro.utils.settings import Choice, check_number, choice, enum_of, num
+from gear_repro.utils.settings import Choice, check_number, choice, enum_of, num, refuse_unknown
 
 __all__ = ["GROUP_SCHEMAS", "NODE_SCHEMAS", "choice", "group_config", "num", "redact", "to_container", "validate"]
 
@@ -541,12 +541,8 @@ def check_settings(cfg: DictConfig) -> None:
 
 def _check_node(path: str, node: DictConfig, schema: type) -> None:
     known = {f.name: f for f in fields(schema)}
-    unknown = [str(k) for k in node if k not in known]
-    if unknown:
-        target = getattr(schema, "_target_", None)
-        owner = f"{target.rsplit('.', 1)[-1]}; " if target else ""
-        raise ConfigError(f"{path}.{unknown[0]} is not a setting of {path} ({owner}its settings: "
-                          f"{', '.join(sorted(k for k in known if k != '_target_'))})")
+    target = getattr(schema, "_target_", None)
+    refuse_unknown(path, node, schema, target.rsplit(".", 1)[-1] if target else "")
     hints = typing.get_type_hints(schema)
     for name, f in known.items():
         if name not in node or OmegaConf.is_missing(node, name):

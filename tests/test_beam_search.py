@@ -268,7 +268,7 @@ def test_approximate_scorers(graph):
     assert make_scorer("sum", index, emb).name == "sum"
     with pytest.raises(ConfigError):
         make_scorer("nope", index, emb)
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match=r"beam\.widht is not a setting of beam \(its settings: .*width"):
         BeamConfig.from_any({"widht": 3})
 
 
@@ -403,10 +403,10 @@ def test_fast_scorer_options(graph):
     with pytest.raises(ConfigError, match="beam.scorer_options.batch_size"):
         scorer_options("exact", {"batch_size": 0})
     # a key the chosen scorer does not take is named, with the scorer's own options (found at start-up: preflight)
-    with pytest.raises(ConfigError, match=r"beam.scorer_options.rescore is not an option of the 'exact' scorer "
-                                          r"\(its options: batch_size, reuse_triple_vectors\)"):
+    with pytest.raises(ConfigError, match=r"beam.scorer_options.rescore is not a setting of beam.scorer_options "
+                                          r"\(the 'exact' scorer; its settings: batch_size, reuse_triple_vectors\)"):
         scorer_options("exact", {"rescore": 3})
-    with pytest.raises(ConfigError, match="'mean' scorer \\(it takes none\\)"):
+    with pytest.raises(ConfigError, match="'mean' scorer; it takes none\\)"):
         scorer_options("mean", {"batch_size": 8})
     assert scorer_options("fast", {"approx": "mean"}).approx is ApproxScore.mean
 

@@ -408,6 +408,19 @@ def test_composed_unit_vectors_are_normalised_name_sums():
     assert np.allclose(data.unit_vectors()[row], v / np.linalg.norm(v), atol=1e-6)
 
 
+def test_matcher_lower_cases_for_a_do_lower_case_model_keeping_offsets():
+    from gear_repro.methods.griever.matcher import _cased_as_model
+
+    class Module:
+        do_lower_case = True
+
+    # sentence-transformers < 6 lower-cased in `tokenize`: a cased model that sets it is matched lower-cased, and a
+    # character whose lower case is longer ("İ" -> "i̇") is kept, so the tokenizer's offsets still index the text
+    assert _cased_as_model([Module()], "Stanley HALL İx") == "stanley hall İx"
+    assert _cased_as_model([object()], "Stanley HALL") == "Stanley HALL"
+    assert _cased_as_model(object(), "Stanley HALL") == "Stanley HALL"
+
+
 def test_unknown_setting_is_a_config_error(cache):
     from gear_repro.utils.errors import ConfigError
 

@@ -212,7 +212,8 @@ def test_every_numeric_schema_field_declares_its_range() -> None:
 
 @pytest.mark.parametrize("overrides, msg", [
     (["expansion=naive", "+beam.scorer_options.foo=1"],
-     r"beam\.scorer_options\.foo is not an option of the 'exact' scorer \(its options: batch_size, "),
+     r"beam\.scorer_options\.foo is not a setting of beam\.scorer_options \(the 'exact' scorer; its settings: "
+     r"batch_size, "),
     (["expansion=naive", "beam=fast", "beam.scorer_options.rescore=-1"], r"beam\.scorer_options\.rescore must be >= 0"),
     (["expansion=naive", "+beam.scorer_options.batch_size=0"], r"beam\.scorer_options\.batch_size must be >= 1"),
     (["retriever=sbert", "embedder.device=cuda:99"], r"embedder\.device='cuda:99' cannot be used here \("),

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from gear_repro.utils.arrays import as_float32
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_array, hash_obj
 from gear_repro.utils.io import atomic_open
-from gear_repro.utils.settings import Choice, as_dict, check_fields, num
+from gear_repro.utils.settings import Choice, as_dict, check_fields, num, refuse_unknown
 
 log = logging.getLogger(__name__)
 
@@ -113,10 +113,7 @@ class DenseSettings:
         nested = {"hnsw": HNSWSettings, "ivf": IVFSettings}
         for path, known, node in (("backend.dense", cls, values),
                                   *((f"backend.dense.{k}", sub, as_dict(values.get(k))) for k, sub in nested.items())):
-            names = {f.name for f in fields(known)}
-            extra = sorted(set(node) - names)
-            if extra:
-                raise ConfigError(f"{path}.{extra[0]} is not a setting of {path} (its settings: {', '.join(sorted(names))})")
+            refuse_unknown(path, node, known)
         sub = {k: c(**as_dict(values[k])) for k, c in nested.items() if k in values}
         return cls(**{**values, **sub})
 

@@ -201,22 +201,24 @@ class Runner:
         run_json = self.run_dir / "run.json"
         return read_json_object(run_json) if run_json.exists() and (self.run_dir / results).exists() else {}
 
-    def _check_resume(self, results: str = "predictions.jsonl", key: str = "fingerprint", fp: str | None = None) -> str:
+    def _check_resume(self, previous: dict, results: str = "predictions.jsonl", key: str = "fingerprint",
+                      fp: str | None = None) -> str:
         """The resume fingerprint ``fp`` (default: the config's and data's); a ConfigError when the dir holds
-        ``results`` whose run.json ``key`` differs (another config or data)."""
+        ``results`` whose run.json (``previous``) ``key`` differs (another config or data)."""
         fp = fp or data_fingerprint(self.cfg, self.res.dataset.hashes)
-        old = self._previous(results).get(key)
+        old = previous.get(key)
         if old and old != fp:
             raise ConfigError(
                 f"{self.run_dir} holds {_WHAT[results]} of a different config or different data (fingerprint {old} "
                 f"!= {fp}); use a new run dir (hydra.run.dir=...) instead of mixing results")
         return fp
 
-    def _check_prompts(self, results: str) -> dict[str, str]:
+    def _check_prompts(self, previous: dict, results: str) -> dict[str, str]:
         """For a run that calls an LLM: its prompt files' hash (run.json ``prompts``), refused when the dir holds
-        ``results`` made with other prompt files (an edited template would otherwise mix two prompts in one run)."""
+        ``results`` made with other prompt files (``previous``: their run.json; an edited template would otherwise
+        mix two prompts in one run)."""
         now = prompts_hash()
-        old = self._previous(results).get("prompts")
+        old = previous.get("prompts")
         if old and old != now:
             raise ConfigError(
                 f"{self.run_dir} holds {_WHAT[results]} made with other prompt files (gear_repro/prompts/: {old} != {now}); "
@@ -276,9 +278,10 @@ class Runner:
 
             fp = data_fingerprint(self.cfg, self.res.dataset.hashes)
             # a resume never mixes two models' or settings' triples; more passages (limit_passages) extend it
-            extraction_fp = self._check_resume(EXTRACTION_LOG, "extraction_fingerprint", data_fingerprint(
+            previous = self._previous(EXTRACTION_LOG)
+            extraction_fp = self._check_resume(previous, EXTRACTION_LOG, "extraction_fingerprint", data_fingerprint(
                 _without_limit_passages(self.cfg), self.res.dataset.hashes))
-            prompts = self._check_prompts(EXTRACTION_LOG)
+            prompts = self._check_prompts(previous, EXTRACTION_LOG)
             self.res.llm.check_ready()
             self._start()
             result = run_extraction(self.cfg, self.res.dataset, self.res.llm, self.run_dir)
@@ -314,14 +317,15 @@ class Runner:
         cfg = self.cfg
         t_setup = time.perf_counter()
         questions = self.res.dataset.questions  # load data first: its errors name the file
-        fp = self._check_resume()
+        previous = self._previous("predictions.jsonl")
+        fp = self._check_resume(previous)
         done = self._already_finished(fp, [q.id for q in questions])
         if done is not None:
             return done
         method = build_method(cfg, self.res)
         qa_reader = build_qa_reader(cfg, self.res)
         self.preflight(method, qa_reader)
-        prompts = self._check_prompts("predictions.jsonl") if qa_reader is not None or method.needs_llm else {}
+        prompts = self._check_prompts(previous, "predictions.jsonl") if qa_reader is not None or method.needs_llm else {}
         self.timings["setup_s"] = time.perf_counter() - t_setup
         pred_path = self.run_dir / "predictions.jsonl"
         finished = load_finished(pred_path) if cfg.run.resume else {}

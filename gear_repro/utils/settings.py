@@ -79,6 +79,17 @@ def enum_of(annotation: Any) -> type[Enum] | None:
     return None
 
 
+def refuse_unknown(path: str, given: Any, schema: type, owner: str = "") -> None:
+    """A ConfigError naming the first key of ``given`` (a mapping or its keys) that the dataclass ``schema`` does not
+    declare: ``<path>.<key> is not a setting of <path> (<owner>; its settings: ...)``, the one message of every
+    settings group (config schemas, ``beam``, ``beam.scorer_options``, ``backend.dense``)."""
+    known = sorted(f.name for f in fields(schema) if f.name != "_target_")
+    unknown = sorted(str(k) for k in given if str(k) not in known and str(k) != "_target_")
+    if unknown:
+        listed = f"its settings: {', '.join(known)}" if known else "it takes none"
+        raise ConfigError(f"{path}.{unknown[0]} is not a setting of {path} ({owner + '; ' if owner else ''}{listed})")
+
+
 def check_fields(obj: Any, prefix: str) -> None:
     """Coerce the Enum fields of a settings dataclass with :func:`choice` and check its :func:`num` ranges, errors
     naming ``<prefix>.<field>``: the same declaration the config schema checks, for an object built directly."""

@@ -29,15 +29,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, MutableMapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from gear_repro.core.triple_graph import NeighbourRelevance, TripleIndex
 from gear_repro.methods.gear.scorers import PathScorer, make_scorer, takes_path_text
-from gear_repro.utils.errors import ConfigError
-from gear_repro.utils.settings import Choice, as_dict, check_fields, num
+from gear_repro.utils.settings import Choice, as_dict, check_fields, num, refuse_unknown
 from gear_repro.utils.trace import bump as _bump
 
 # --------------------------------------------------------------------------------------------------
@@ -103,10 +102,7 @@ class BeamConfig:
         if isinstance(cfg, cls):
             return cfg
         settings = as_dict(cfg)
-        known = {f.name for f in fields(cls)}
-        extra = set(settings) - known
-        if extra:
-            raise ConfigError(f"unknown beam option(s) {sorted(extra)}; known: {sorted(known)}")
+        refuse_unknown("beam", settings, cls)
         return cls(**settings)
 
     def to_dict(self) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,7 +30,7 @@ from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_texts
 from gear_repro.utils.io import atomic_open
 from gear_repro.utils.paths import cache_dir
-from gear_repro.utils.settings import Choice, check_fields, num
+from gear_repro.utils.settings import Choice, check_fields, num, refuse_unknown
 
 DEFAULT_PATH_ROWS = 8  # rows of the exact scorer's fixed-shape path batches (docs/graph_expansion.md)
 OPTIONS_KEY = "beam.scorer_options"
@@ -354,12 +354,8 @@ def scorer_options(name: str, options: Mapping[str, Any] | None = None) -> Any:
     if name not in _SCORERS:
         raise ConfigError(f"beam.scorer '{name}' is unknown; known: {sorted(_SCORERS)}")
     schema = _SCORERS[name].options
-    known = [f.name for f in fields(schema)]
     given = dict(options or {})
-    unknown = sorted(set(given) - set(known))
-    if unknown:
-        raise ConfigError(f"{OPTIONS_KEY}.{unknown[0]} is not an option of the '{name}' scorer "
-                          f"({'its options: ' + ', '.join(known) if known else 'it takes none'})")
+    refuse_unknown(OPTIONS_KEY, given, schema, f"the '{name}' scorer")
     return schema(**given)
 
 

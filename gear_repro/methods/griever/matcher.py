@@ -42,6 +42,16 @@ def _normalise(m: np.ndarray) -> np.ndarray:
     return m / np.where(n > 0, n, 1.0)
 
 
+def _cased_as_model(model, text: str) -> str:
+    """``text`` lower-cased when the model's transformer module sets ``do_lower_case`` (sentence-transformers < 6
+    lower-cased in ``tokenize``, >= 6 in the tokenizer: idempotent), one character for one, so that the tokenizer's
+    offsets still index ``text``."""
+    module = next(iter(model), None) if hasattr(model, "__iter__") else None
+    if not getattr(module, "do_lower_case", False):
+        return text
+    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+
+
 class SentenceTokenEncoder:
     """:class:`TokenEncoder` over a sentence-transformers model (one forward pass per text).
 
@@ -57,10 +67,10 @@ class SentenceTokenEncoder:
 
         model = self.embedder.model
         # one call of the model's own tokenizer gives its features and the character offsets (what
-        # sentence-transformers' deprecated `tokenize` built for one text; no `do_lower_case` step: the shipped
-        # models do not set it; the golden rankings pin the result)
-        features = dict(model.tokenizer([text], return_offsets_mapping=True, truncation=True, padding=True,
-                                        max_length=model.max_seq_length, return_tensors="pt"))
+        # sentence-transformers' deprecated `tokenize` built for one text; the golden rankings pin the result)
+        features = dict(model.tokenizer([_cased_as_model(model, text)], return_offsets_mapping=True,
+                                        truncation=True, padding=True, max_length=model.max_seq_length,
+                                        return_tensors="pt"))
         offsets = features.pop("offset_mapping")[0].tolist()
         with torch.no_grad(), self.embedder.autocast():  # the given embedder's precision (the wiring: the query side)
             out = model(features)
