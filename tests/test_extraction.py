@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 from gear_repro.data.canonical import load_triples
 from gear_repro.extraction import extract_triples, run_extraction
 from gear_repro.types import Passage, Triple
+from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.io import read_json, read_jsonl
 from tests.helpers.doubles import ExtractionLLM, ScriptedLLM
 from tests.helpers.requirements import missing
@@ -194,6 +195,17 @@ def test_run_extraction_honours_limit_passages(sample, tmp_path: Path) -> None:
     assert stats["n_passages"] == 2 and stats["n_done"] == 2 and stats["triples"] == 3
     assert stats["dataset"] == "musique_sample"
     assert (tmp_path / "extraction_stats.json").exists()
+
+
+def test_run_extraction_refuses_a_window_the_k1_prompt_does_not_fit(sample, tmp_path: Path) -> None:
+    passages, ref = sample
+    cfg = OmegaConf.create({"dataset": {"limit_passages": 2}, "run": {"progress": False}})
+    dataset = SimpleNamespace(passages=passages, triples=ref, name="musique_sample")
+    model = ScriptedLLM({"extract": "[]"}, context_window=50, default_params={"max_tokens": 16})
+    with pytest.raises(ConfigError, match=r"the K\.1 extraction prompt without passages takes \d+ tokens, more than "
+                                          r"llm\.context_window \(50\)"):
+        run_extraction(cfg, dataset, model, tmp_path)
+    assert model.calls == [] and not (tmp_path / "extraction_log.jsonl").exists()  # before any passage
 
 
 def test_extraction_cli_errors_are_one_line(tmp_path: Path, capsys) -> None:

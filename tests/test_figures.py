@@ -17,7 +17,7 @@ from gear_repro.reporting.analyses import (
     tokens_table,
     triple_density,
 )
-from gear_repro.reporting.figures import cumulative_tokens, draw_all, spread
+from gear_repro.reporting.figures import cumulative_tokens, draw_all, legend_inside, spread
 from gear_repro.reporting.runs import find_runs
 
 TYPES = ["2hop", "3hop1", "3hop2", "4hop1"]
@@ -115,6 +115,13 @@ def test_round_one_labels_are_spread_apart_in_order():
     assert min(gaps) >= 2.0 - 1e-9
     assert sum(ys) == pytest.approx(sum([58.8, 80.0, 58.7, 55.4]))
     assert spread([10.0, 50.0], gap=2.0) == [10.0, 50.0]
+
+
+def test_legend_leaves_the_axes_for_many_or_long_entries():
+    # a row tag ("GRIEVER [retriever.scoring_query=original]") inside Fig. 3 covered the 2-hop whiskers
+    assert legend_inside(["GEAR", "Hybrid + SyncGE", "Mean (95% CI)"])
+    assert not legend_inside(["GRIEVER [retriever.scoring_query=original]", "Mean (95% CI)"])
+    assert not legend_inside([f"run {i}" for i in range(5)])
 
 
 def test_cumulative_tokens_per_round():

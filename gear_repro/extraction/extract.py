@@ -16,6 +16,7 @@ from tqdm import tqdm
 
 from gear_repro.data import Dataset
 from gear_repro.llm.base import LLM
+from gear_repro.llm.context import check_fits
 from gear_repro.llm.parsing import parse_extraction
 from gear_repro.prompts import render
 from gear_repro.types import Passage, Triple
@@ -101,6 +102,7 @@ def extract_triples(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     params = dict(params or {})
+    check_fits(llm, render("extraction", wiki_title="", passage=""), "K.1 extraction", params)  # before any passage
     done = _load_done(out)
     todo = [p for p in passages if p.id not in done]
     workers = max(1, int(concurrency or llm.concurrency))

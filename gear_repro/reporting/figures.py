@@ -110,12 +110,23 @@ def spread(values: Sequence[float], gap: float) -> list[float]:
     return out
 
 
-def _legend(ax, n_series: int, loc: str) -> None:
-    """Inside the axes for up to four series; below them in two columns beyond (it covered the lines)."""
-    if n_series <= 4:
+LEGEND_INSIDE_CHARS = 28  # a longer label (a row tag) put inside would cover data
+
+
+def legend_inside(labels: Sequence[str]) -> bool:
+    """Whether a legend of ``labels`` goes inside the axes: up to four entries of at most LEGEND_INSIDE_CHARS."""
+    return len(labels) <= 4 and all(len(t) <= LEGEND_INSIDE_CHARS for t in labels)
+
+
+def _legend(ax, loc: str) -> None:
+    """Inside the axes for a few short entries; below them, in one or two columns, otherwise (it covered the boxes
+    and lines)."""
+    labels = ax.get_legend_handles_labels()[1]
+    if legend_inside(labels):
         ax.legend(fontsize=8, loc=loc)
     else:
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+        wide = any(len(t) > 2 * LEGEND_INSIDE_CHARS for t in labels)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1 if wide else 2, frameon=False)
 
 
 def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: EvidenceOptions = DEFAULT_OPTIONS
@@ -168,7 +179,7 @@ def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evidenc
         ax.set_ylabel(f"R@{k}")
         ax.set_title(f"R@{k} per round on {dataset} ({_n_label(group)}; carried forward; 95% CI)")
         ax.grid(alpha=0.3)
-        _legend(ax, len(multi), "lower right")
+        _legend(ax, "lower right")
         fig_no = "fig5" if n_max > 4 else "fig2"
         paths += _save(fig, out, f"{fig_no}_r{k}_by_round_{_slug(dataset)}")
     return paths
@@ -225,7 +236,7 @@ def draw_hop_types(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evid
         ax.set_ylabel(f"R@{k}")
         ax.set_title(f"R@{k} by hop type on {dataset} ({_n_label(group)})")
         ax.grid(axis="y", alpha=0.3)
-        _legend(ax, len(data), "lower left")
+        _legend(ax, "lower left")
         paths += _save(fig, out, f"fig3_r{k}_by_type_{_slug(dataset)}")
     return paths
 
@@ -284,7 +295,7 @@ def draw_tokens(runs: Sequence[RunResult], out: Path) -> list[Path]:
         ax.set_ylabel("Cumulative tokens per question")
         ax.set_title(f"LLM tokens per round on {dataset} ({_n_label([s[0] for s in series])}; QA excluded)")
         ax.grid(alpha=0.3)
-        _legend(ax, 2 * len(series), "best")
+        _legend(ax, "best")
         paths += _save(fig, out, f"fig4_tokens_by_round_{_slug(dataset)}")
     return paths
 
