@@ -70,3 +70,20 @@ def test_extraction_and_index_runs_are_not_listed_as_unfinished(tmp_path: Path) 
         (d / "config.yaml").write_text(f"stage: {stage}\nretriever: {{name: hybrid}}\n", encoding="utf-8")
         (d / "run.json").write_text("{}", encoding="utf-8")
     assert [u.path.name for u in find_unfinished([tmp_path])] == ["killed"]
+
+
+def test_tags_name_what_was_run_before_the_reports_labels() -> None:
+    from gear_repro.reporting.runs import RunResult, tag_runs
+
+    def run(name: str, **config) -> RunResult:
+        base = {"dataset": {"name": "musique_sample", "paper_name": "MuSiQue"}, "retriever": {"name": "bm25"},
+                "agent": {"name": "single"}}
+        return RunResult(Path(name), {**base, **config}, {})
+
+    # a preset's label maps and table sort first alphabetically; the setting that was run must lead the tag
+    runs = [run("a", report={"labels": {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid"}, "table": "Table 1"},
+                run={"ks": [5]}),
+            run("b", report={}, run={"ks": [5, 10, 15]})]
+    tag_runs(runs)
+    assert runs[0].tag == "run.ks=[5], report.table=Table 1, report.labels.bm25=BM25, ..."
+    assert runs[1].tag == "run.ks=[5, 10, 15], report.table=unset, report.labels.bm25=unset, ..."

@@ -125,6 +125,14 @@ class RunResult:
 
 _TAG_IGNORED = {"hydra", "name"}  # never what tells two runs apart
 _TAG_KEYS = 3  # differing settings shown in a tag at most
+_TAG_LATE = ("report.", "qa_labels.")  # where the rows go and what they are called: shown after what was run
+
+
+def _tag_order(key: str) -> tuple[int, str]:
+    """Settings of the run first, then the report's placement (``report.table``), then its label maps."""
+    if key.startswith(_TAG_LATE):
+        return (1 if key in ("report.table", "report.qa_table", "report.paper", "report.setting") else 2, key)
+    return (0, key)
 
 
 def _flat(node: object, prefix: str = "") -> dict[str, str]:
@@ -140,7 +148,8 @@ def _flat(node: object, prefix: str = "") -> dict[str, str]:
 
 def tag_runs(runs: list[RunResult]) -> None:
     """Give runs that share a label and a dataset (a ``-m beam.width=3,10`` sweep) a :attr:`RunResult.tag`: the
-    settings whose values differ among them (``beam.width=3``), or the run folder's name when none differ."""
+    settings whose values differ among them (``beam.width=3``; the run's own settings before the report's labels
+    and placement), or the run folder's name when none differ."""
     groups: dict[tuple[str, str], list[RunResult]] = {}
     for r in runs:
         groups.setdefault((r.method, r.dataset), []).append(r)
@@ -148,7 +157,7 @@ def tag_runs(runs: list[RunResult]) -> None:
         if len(group) < 2:
             continue
         flat = [_flat(r.config) for r in group]
-        keys = sorted({k for f in flat for k in f if len({g.get(k) for g in flat}) > 1})
+        keys = sorted({k for f in flat for k in f if len({g.get(k) for g in flat}) > 1}, key=_tag_order)
         for r, f in zip(group, flat, strict=True):
             shown = [f"{k}={json.loads(f[k]) if k in f else 'unset'}" for k in keys[:_TAG_KEYS]]
             r.tag = ", ".join(shown) + (", ..." if len(keys) > _TAG_KEYS else "") if keys else Path(r.path).name
