@@ -110,6 +110,47 @@ def test_resume_fingerprint_covers_the_llm_endpoint(compose, toy_dir):
     assert fp("llm.base_url='http://u:k1@a:8000/v1?key=s1'") == fp("llm.base_url='http://u:k2@a:8000/v1?key=s2'")
 
 
+def test_models_given_by_path_are_identified_by_content(compose, toy_dir, tmp_path):
+    """Two local model folders with one name, a folder retrained in place and another GGUF under the local server's
+    alias never share embeddings, replies or a resume (hostile probe s19 1.1, 1.2); names and the packaged models
+    keep their keys (the caches and run dirs written before stay valid)."""
+    from gear_repro.embedding.embedder import SentenceEmbedder
+    from gear_repro.llm.client import LLMClient
+    from gear_repro.pipeline.runner import run_fingerprint
+    from gear_repro.utils.hashing import files_identity
+
+    a, b = tmp_path / "run1" / "model", tmp_path / "run2" / "model"
+    for d, w in ((a, b"weights A" * 300_000), (b, b"weights B" * 300_000)):
+        d.mkdir(parents=True)
+        (d / "config.json").write_text("{}")
+        (d / "model.safetensors").write_bytes(w)
+    assert files_identity(a) != files_identity(b)
+    assert files_identity(a) == files_identity(a.rename(tmp_path / "moved")) and (tmp_path / "moved").rename(a)
+    emb = lambda m: SentenceEmbedder(str(m), cache=False, show_progress=False).model_id  # noqa: E731
+    assert emb(a) != emb(b) and emb("all-MiniLM-L6-v2") == "9665ad26b9ea"  # a name: its key as before
+    fp = lambda *o: run_fingerprint(_cfg(compose, toy_dir, "retriever=sbert", *o))  # noqa: E731
+    before = fp(f"embedder.model={a}")
+    (a / "model.safetensors").write_bytes(b"weights C" * 300_000)  # retrained in place: same path, same size
+    assert fp(f"embedder.model={a}") != before and fp(f"embedder.model={a}") != fp(f"embedder.model={b}")
+    assert fp("embedder.model=all-MiniLM-L6-v2") == fp("embedder.model=all-MiniLM-L6-v2")
+
+    g1, g2 = tmp_path / "q4.gguf", tmp_path / "q8.gguf"
+    g1.write_bytes(b"GGUF" + b"1" * 5_000_000)
+    g2.write_bytes(b"GGUF" + b"2" * 5_000_000)
+    local = lambda path: LLMClient(model="qwen2.5-coder-1.5b-instruct-q4_k_m",  # noqa: E731
+                                   server={"model_path": path}, cache=False)
+    assert local(str(g1)).endpoint.startswith("gguf:") and local(str(g1)).endpoint != local(str(g2)).endpoint
+    assert local("qwen").endpoint is None  # the packaged model: the reply cache's keys as before
+    fpl = lambda path: run_fingerprint(_cfg(compose, toy_dir, "llm=local", f"llm.server.model_path={path}"))  # noqa: E731
+    assert fpl(g1) != fpl(g2) and fpl("qwen") == fpl("qwen")
+    # claims pair runs on `same: llm.model`, the served alias: runs served from two GGUF files are not a pair
+    from gear_repro.reporting.claims import _same
+    from gear_repro.reporting.runs import RunResult
+
+    run = lambda path: RunResult(tmp_path, {"llm": {"model": "qwen", "server": {"model_path": path}}}, {})  # noqa: E731
+    assert _same(run("qwen"), run("qwen"), ["llm.model"]) and not _same(run("qwen"), run(str(g1)), ["llm.model"])
+
+
 def test_data_prepared_from_another_dataset_is_refused(compose, toy_dir, tmp_path):
     """A folder prepared from HotpotQA data run under the default (MuSiQue) group would be tabled as MuSiQue, with
     MuSiQue's answer script and rounds: refused before any work, naming the group to use."""

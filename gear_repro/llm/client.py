@@ -34,6 +34,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from gear_repro.llm.cache import LLMCache, endpoint_identity, request_key
 from gear_repro.llm.deadline import DeadlineTransport
+from gear_repro.llm.gguf_weights import local_weights_identity
 from gear_repro.llm.ledger import TokenLedger
 from gear_repro.llm.tokens import count_messages, count_text
 from gear_repro.utils.concurrency import COMPUTE
@@ -150,7 +151,9 @@ class LLMClient:
         check_env_name(api_key_env)
         self.model = model
         self.base_url = base_url
-        self.endpoint = endpoint_identity(base_url)  # part of the cache key: what serves `model`
+        # part of the cache key: what serves `model` (a URL, or a GGUF file the harness serves given by path)
+        self.endpoint = endpoint_identity(base_url) or (
+            local_weights_identity(dict(server).get("model_path")) if server and not base_url else None)
         self.api_key_env = api_key_env
         self.default_params: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens,
                                                **dict(params or {})}

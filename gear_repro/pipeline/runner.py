@@ -39,6 +39,7 @@ from gear_repro.embedding.precision import Precision, QueryPrecision, resolve_pr
 from gear_repro.evaluation.aggregate import aggregate, check_record
 from gear_repro.evaluation.metrics import answer_metric_for
 from gear_repro.extraction import EXTRACTION_LOG
+from gear_repro.llm.gguf_weights import local_weights_identity
 from gear_repro.llm.ledger import call_scope
 from gear_repro.methods.base import Method
 from gear_repro.pipeline.resources import Resources
@@ -48,7 +49,7 @@ from gear_repro.qa.reader import AnswerReader, score_answer
 from gear_repro.types import Question
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError
-from gear_repro.utils.hashing import hash_obj
+from gear_repro.utils.hashing import files_identity, hash_obj
 from gear_repro.utils.io import (
     JsonlAppender,
     atomic_open,
@@ -96,6 +97,11 @@ def run_fingerprint(cfg: DictConfig) -> str:
     url = OmegaConf.select(cfg, "llm.base_url", default=None)
     if url:  # another server may serve another model: a resume never mixes two servers' replies (secrets masked,
         c["llm"]["endpoint"] = redact_url(str(url))  # so a rotated key is the same endpoint); unset: as before
+    elif (weights := local_weights_identity(OmegaConf.select(cfg, "llm.server.model_path", default=None))):
+        c["llm"]["weights"] = weights  # a GGUF file given by path, by content (the packaged models: as before)
+    model = OmegaConf.select(cfg, "embedder.model", default=None)
+    if model and Path(str(model)).expanduser().exists():  # a local model folder by content, as its vectors' key
+        c["embedder"]["files"] = files_identity(str(model))
     return hash_obj(c)
 
 

@@ -172,7 +172,13 @@ def _paper(claim: dict, dataset: str, metric: str, run: RunResult | None = None)
     return {"paper_a": pa, "paper_b": pb, "paper_diff": None if pa is None or pb is None else round(pa - pb, 2)}
 
 
+# a claim's `same` key and the settings it stands for: `llm.model` is the served alias, the same for every GGUF file
+# the harness serves under it (llm.server.model_path)
+_SAME_ALSO = {"llm.model": ("llm.server.model_path",)}
+
+
 def _same(ra: RunResult, rb: RunResult, keys: Sequence[str]) -> bool:
+    keys = [k for key in keys for k in (key, *_SAME_ALSO.get(key, ()))]
     return all(config_value(ra.config, k) == config_value(rb.config, k) for k in keys)
 
 

@@ -39,6 +39,27 @@ def hash_file(path: str | Path, n: int = 16) -> str:
     return h.hexdigest()[:n]
 
 
+_SAMPLE = 1 << 20  # bytes read at each of a file's start, middle and end by files_identity
+
+
+def files_identity(path: str | Path, n: int = 16) -> str:
+    """Identity of a model file or folder by content, cheap for multi-GB weights: every file's relative path, size
+    and sha256 of its first, middle and last MiB (a retrained or re-quantised model changes bytes everywhere; a
+    copy or a move keeps its identity). Keys what a path alone cannot (two ``.../model`` folders, a model retrained
+    in place)."""
+    root = Path(path).expanduser()
+    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
+    h = hashlib.sha256()
+    for f in files:
+        size = f.stat().st_size
+        h.update(f"{f.relative_to(root).as_posix() if root.is_dir() else ''}\0{size}\0".encode())
+        with open(f, "rb") as fh:
+            for at in sorted({0, max(0, size // 2 - _SAMPLE // 2), max(0, size - _SAMPLE)}):
+                fh.seek(at)
+                h.update(fh.read(_SAMPLE))
+    return h.hexdigest()[:n]
+
+
 def hash_array(a: np.ndarray, n: int = 16, block_rows: int = 65_536) -> str:
     """sha256 of an array's dtype, shape and values (row blocks: a memory-mapped matrix is read once, never
     copied whole)."""
