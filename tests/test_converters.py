@@ -292,3 +292,21 @@ def test_a_title_twice_in_one_context_takes_the_paragraph_with_the_supporting_se
     gold = conv.questions[0].gold_ids
     assert [p.text for p in conv.passages if p.id in gold] == ["Alu is a town. It lies near Amiens."]
     assert "2 context paragraphs share the supporting title 'Alu'" in caplog.text
+
+
+def test_answers_are_texts_numbers_as_written_and_other_kinds_refused(tmp_path: Path) -> None:
+    """A float-written number is scored as "35", not "35.0" (EM 0); a SQuAD-style, nested or bool alias names the
+    record instead of becoming its Python text (session 19 probe 1.3)."""
+    import json
+
+    from gear_repro.utils.errors import DataError
+
+    rec = {"_id": "q1", "question": "How many?", "answer": 35.0, "answer_aliases": [7, 2.5], "type": "bridge",
+           "context": [["Alu", ["Alu has 35 stores."]]], "supporting_facts": [["Alu", 0]]}
+    path = tmp_path / "hp.json"
+    path.write_text(json.dumps([rec]))
+    assert FORMATS["hotpotqa"](path).questions[0].answers == ["35", "7", "2.5"]
+    for alias, kind in (({"text": "alias one", "answer_start": 3}, "object"), (["nested"], "array"), (True, "boolean")):
+        path.write_text(json.dumps([{**rec, "answer_aliases": [alias]}]))
+        with pytest.raises(DataError, match=rf"hp\.json.*an answer is {kind}"):
+            FORMATS["hotpotqa"](path)

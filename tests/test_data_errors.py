@@ -203,6 +203,12 @@ def test_dataset_gold_not_in_corpus_counted(toy_dir: Path, caplog) -> None:
         load_dataset(toy_dir)  # another corpus or id format: never a run of zeros
 
 
+def test_a_float_written_number_answer_is_scored_as_written(toy_dir: Path) -> None:
+    rec = {"id": "a", "question": "How many?", "answers": [35.0, 35, 2.5], "gold_ids": ["0"]}
+    (toy_dir / "questions.jsonl").write_text(json.dumps(rec) + "\n")
+    assert load_dataset(toy_dir).questions[0].answers == ["35", "35", "2.5"]  # never "35.0": "35" would score 0
+
+
 @pytest.mark.parametrize("field, value, msg", [
     ("gold_ids", [6.0], r"an entry of 'gold_ids' is number \(6\.0\); expected ids"),
     ("answers", [{"text": "Paris"}], r"an entry of 'answers' is object \(\{\"text\": \"Paris\"\}\); expected answer"),

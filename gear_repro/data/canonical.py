@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from gear_repro.types import Passage, Question, Triple
 from gear_repro.utils.errors import DataError
@@ -45,6 +47,18 @@ def load_corpus(path: str | Path) -> list[Passage]:
     return out
 
 
+def answer_text(value: Any, ref: str) -> str:
+    """An answer as the text the official scripts compare: a string as given, a number as a person writes it (35.0 ->
+    "35": a JSON writer that made an integer column float would otherwise score "35" as wrong); a bool, object,
+    list or non-finite number is a DataError naming ``ref`` (scored as its Python text, it could never match)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise DataError(f"{ref}: an answer is {json_kind(value)} ({json.dumps(value, default=str)[:60]}); expected "
+                        "answer strings (or numbers)")
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
 def load_questions(path: str | Path) -> list[Question]:
     path = Path(path)
     out: list[Question] = []
@@ -71,7 +85,7 @@ def load_questions(path: str | Path) -> list[Question]:
         out.append(Question(
             id=qid,
             question=text,
-            answers=[str(a) for a in answers],
+            answers=[answer_text(a, f"{path}:{lineno}: question '{qid}'") for a in answers],
             gold_ids=[str(g) for g in gold],
             type=str(rec.get("type") or ""),
             dataset=str(rec.get("dataset") or ""),

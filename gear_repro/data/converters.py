@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gear_repro.data.canonical import answer_text
 from gear_repro.types import Passage, Question
 from gear_repro.utils.errors import DataError
 from gear_repro.utils.io import iter_jsonl, read_json, require_file
@@ -203,11 +204,13 @@ class Converted:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-def _answers(*parts: Any) -> list[str]:
+def _answers(ref: str, *parts: Any) -> list[str]:
+    """The distinct non-empty answers of ``parts`` (an answer or a list of them), as :func:`answer_text` reads them
+    (a number as written, a dict/list/bool alias a DataError naming ``ref``)."""
     out: list[str] = []
     for part in parts:
         for a in part if isinstance(part, list) else [part]:
-            a = str(a).strip() if a is not None else ""
+            a = answer_text(a, ref).strip() if a is not None else ""
             if a and a not in out:
                 out.append(a)
     return out
@@ -328,7 +331,7 @@ def _parse_paragraph_record(ref: str, rec: dict, para_key: str = "paragraphs") -
         ctx.append((title, text))
         if _flag(p, f"{ref} {para_key}[{j}]", "is_supporting"):
             gold.append((title, text))
-    answers = _answers(rec.get("answer"), _string_list(rec.get("answer_aliases"), ref, "answer_aliases"))
+    answers = _answers(ref, rec.get("answer"), _string_list(rec.get("answer_aliases"), ref, "answer_aliases"))
     return _Item(ref, qid, _get(rec, ref, "question"), answers, _qtype(rec, qid), ctx, gold)
 
 
@@ -362,7 +365,7 @@ def _parse_context_record(ref: str, rec: dict) -> _Item:
         g = (sf[0], _supporting_text(ref, sf, sentences.get(sf[0], [])))
         if g not in gold:
             gold.append(g)
-    answers = _answers(rec.get("answer"), _string_list(rec.get("answer_aliases"), ref, "answer_aliases"))
+    answers = _answers(ref, rec.get("answer"), _string_list(rec.get("answer_aliases"), ref, "answer_aliases"))
     return _Item(ref, qid, _get(rec, ref, "question"), answers, _qtype(rec, qid), ctx, gold)
 
 
@@ -375,7 +378,7 @@ def _parse_evidence_record(ref: str, rec: dict) -> _Item:
             raise DataError(f"{ref}: evidence[{j}] should be [subject, relation, object]")
         if (ev[0], None) not in gold:
             gold.append((ev[0], None))
-    answers = _answers(rec.get("answer"), _string_list(rec.get("answer_aliases"), ref, "answer_aliases"))
+    answers = _answers(ref, rec.get("answer"), _string_list(rec.get("answer_aliases"), ref, "answer_aliases"))
     return _Item(ref, qid, _get(rec, ref, "question"), answers, _qtype(rec, qid), [], gold)
 
 
@@ -425,7 +428,7 @@ def load_id_aliases(path: str | Path) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for ref, rec in read_records(path, "alias"):
         qid = _get(rec, ref, "Q_id")
-        out[qid] = _answers(list(rec.get("aliases") or []), list(rec.get("demonyms") or []))
+        out[qid] = _answers(ref, list(rec.get("aliases") or []), list(rec.get("demonyms") or []))
     return out
 
 
