@@ -63,6 +63,11 @@ def test_redaction_rules() -> None:
     assert redact(cfg) == {"llm": {"base_url": "http://***@h/v1", "params": {"extra_headers": {"X-Api": "***",
                                                                                                "Empty": None}}},
                            "backend": {"password": "***", "url": "https://h:9200"}}
+    # a password holding an @ (urllib and httpx split the authority at its last @): masked whole
+    assert redact_text("http://user:p@ss@h:8000/v1 mail a@b.c http://h/p?email=a@b") == \
+        "http://***@h:8000/v1 mail a@b.c http://h/p?email=a@b"
+    # Azure Functions' `?code=` key; a parameter only ending in "code" is not a secret
+    assert redact_text("https://fn.net/api/x?code=FKEY1&country_code=us") == "https://fn.net/api/x?code=***&country_code=us"
     rec = logging.LogRecord("httpx", logging.INFO, __file__, 1, "HTTP Request: %s %s", ("POST", "http://a:b@h/v1"),
                             None)
     assert RedactingFilter().filter(rec) and rec.getMessage() == "HTTP Request: POST http://***@h/v1"

@@ -2,7 +2,7 @@
 
 Four kinds of secret are hidden: credentials inside a URL (``scheme://user:password@host``: the userinfo becomes
 ``***``), secret-looking query parameters of a URL (``?key=...``, ``&api-key=...``, ``&access_token=...``,
-``&sig=...``: the value becomes ``***``; both by :func:`redact_url`), the values of HTTP headers (any config key
+``&sig=...``, ``?code=...``: the value becomes ``***``; both by :func:`redact_url`), the values of HTTP headers (any config key
 ending in ``headers``: ``llm.params.extra_headers``) and the values given on the command line under a secret-looking key (``*.api_key``, ``*.password``, ...), which
 :func:`register_secret` records so that :func:`redact_text` replaces them wherever they appear. Log records pass
 through :class:`RedactingFilter` (installed on the root handlers by :func:`install_log_redaction`), so httpx's
@@ -17,10 +17,13 @@ import re
 import threading
 
 MASK = "***"
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@\"'<>]+@")
+# userinfo up to the authority's *last* @ (as urllib and httpx split it: a password holding an @ is masked whole)
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#\"'<>]+@")
 # a query parameter whose name ends in key / token / secret / password / signature / sig / auth (any prefix:
-# api_key, x-api-key, access_token, client_secret); its value up to the next & ; # or space
-_SECRET_PARAM = re.compile(r"(?i)([?&;][\w.-]*(?:key|token|secret|password|passwd|signature|sig|auth)=)[^&;#\s\"'<>]+")
+# api_key, x-api-key, access_token, client_secret), or is `code` (Azure Functions' key); its value up to the next
+# & ; # or space
+_SECRET_PARAM = re.compile(
+    r"(?i)([?&;](?:[\w.-]*(?:key|token|secret|password|passwd|signature|sig|auth)|code)=)[^&;#\s\"'<>]+")
 _MIN_SECRET_LEN = 4  # shorter values would mask ordinary text; a URL's userinfo is masked by pattern anyway
 _known: set[str] = set()
 _lock = threading.Lock()
