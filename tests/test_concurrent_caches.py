@@ -97,3 +97,46 @@ def test_llm_cache_mode_auto_follows_the_file_system(tmp_path):
     with pytest.raises(ConfigError, match="same llm.cache_mode"):
         LLMCache(tmp_path / "c", "journal")
     assert wal.get("k") == {"text": "x"}
+
+
+def test_damaged_cache_entries_are_rebuilt_and_named(tmp_path, caplog):
+    """A truncated embedding file, a BM25 index missing a file and a torn HippoRAG graph failed every question at
+    each re-run; each is now named in a warning, removed and rebuilt to the same values. A damaged reply cache (it
+    holds paid replies) is kept and named with the way out (session 19 probe 4.2)."""
+    import numpy as np
+    import pytest
+
+    from gear_repro.llm.cache import LLMCache
+    from gear_repro.methods.hipporag.phrase_graph import cached_phrase_graph
+    from gear_repro.types import Triple
+    from gear_repro.utils.errors import ConfigError
+
+    texts = [d.text for d in DOCS]
+    with gear_cache(tmp_path), caplog.at_level("WARNING"):
+        vecs = HashEmbedder().encode_corpus(texts)
+        (f,) = (tmp_path / "embeddings").iterdir()
+        f.write_bytes(f.read_bytes()[: f.stat().st_size // 3])
+        emb = HashEmbedder()
+        assert np.array_equal(emb.encode_corpus(texts), vecs) and emb.stats["corpus_cache_hits"] == 0
+        assert f"damaged corpus embedding cache entry {f}" in caplog.text
+        assert np.array_equal(HashEmbedder().encode_corpus(texts), vecs)  # rebuilt: a hit again
+
+        ids = _build_bm25(str(tmp_path))
+        (index,) = (tmp_path / "indexes").iterdir()
+        (index / "vocab.index.json").unlink()
+        assert _build_bm25(str(tmp_path)) == ids and "damaged BM25 index cache entry" in caplog.text
+        assert (index / "vocab.index.json").exists()
+
+        triples = [Triple(f"t{i}", f"entity {i}", "near", f"entity {i + 1}", str(i)) for i in range(5)]
+        args = (triples, [str(i) for i in range(5)], None)
+        first = cached_phrase_graph(*args, settings={"synonyms": False}, embedder_id="none")
+        (graph,) = (tmp_path / "hipporag").iterdir()
+        graph.write_bytes(b"PK\x03\x04 torn")
+        again = cached_phrase_graph(*args, settings={"synonyms": False}, embedder_id="none")
+        assert again.phrases == first.phrases and "damaged HippoRAG graph cache entry" in caplog.text
+
+        (tmp_path / "llm").mkdir()
+        (tmp_path / "llm" / "cache.sqlite3").write_bytes(b"SQLite format 3\x00" + bytes(3000))
+        with pytest.raises(ConfigError, match=r"cache\.sqlite3 is not a readable reply cache .* it is kept .* "
+                                              r"llm\.cache_dir"):
+            LLMCache(tmp_path / "llm")

@@ -45,6 +45,15 @@ def test_null_content_then_a_reply_is_repaired(tmp_path: Path) -> None:
         assert server.n_requests == 2 and c.stats()["retries"] == 1 and c.stats()["failures"] == 0
 
 
+def test_a_reply_cut_inside_a_surrogate_pair_is_kept_and_cached(tmp_path: Path) -> None:
+    """max_tokens can cut an emoji's UTF-16 pair (JSON escapes it as \\ud83d): the reply was lost in the cache and
+    each retry paid for the call again (session 19 probe 4.1)."""
+    with StandInServer(latency_s=0, reply=lambda p: "Paris \ud83d") as server, _client(server.url, tmp_path) as c:
+        assert c.chat(MSGS, stage="qa").text == "Paris \ufffd"
+        again = c.chat(MSGS, stage="qa")
+        assert again.cached and again.text == "Paris \ufffd" and server.n_requests == 1
+
+
 def test_cache_key_includes_the_endpoint(tmp_path: Path) -> None:
     with StandInServer(latency_s=0, reply=lambda p: "from A") as a, \
             StandInServer(latency_s=0, reply=lambda p: "from B") as b:

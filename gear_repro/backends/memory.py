@@ -24,6 +24,7 @@ from gear_repro.backends.tokenize import Snowball, StopWords, tokenize, tokenize
 from gear_repro.types import Ranking
 from gear_repro.utils.arrays import as_float32
 from gear_repro.utils.hashing import hash_obj, hash_texts
+from gear_repro.utils.io import load_cached
 from gear_repro.utils.paths import cache_dir
 from gear_repro.utils.settings import Choice, choice
 
@@ -138,8 +139,9 @@ class MemoryCollection(DocCollection):
         key = hash_obj({"docs": self.content_hash, **self.bm25_params, "v": 1})
         path = cache_dir() / "indexes" / f"bm25-{self.name}-{key}"
         if self.cache and path.exists():
-            self._bm25 = bm25s.BM25.load(str(path))
-            return self._bm25
+            self._bm25 = load_cached(path, lambda p: bm25s.BM25.load(str(p)), "BM25 index")
+            if self._bm25 is not None:
+                return self._bm25
         p = self.bm25_params
         tokens = tokenize_ids([d.text for d in self._docs], p["stopwords"], p["stemmer"])
         retr = bm25s.BM25(k1=p["k1"], b=p["b"], method=p["method"])

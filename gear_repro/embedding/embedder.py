@@ -47,7 +47,7 @@ from gear_repro.embedding.sbert_weights import (
 )
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import files_identity, hash_obj, hash_texts
-from gear_repro.utils.io import atomic_open
+from gear_repro.utils.io import atomic_open, load_cached
 from gear_repro.utils.paths import cache_dir
 from gear_repro.utils.settings import choice
 
@@ -93,6 +93,13 @@ def transformers_bars(enabled: bool) -> Iterator[None]:
     finally:
         if was and not enabled:
             hf_logging.enable_progress_bar()
+
+
+def _rows_of(vecs: np.ndarray, n: int) -> np.ndarray:
+    """``vecs`` when it holds ``n`` rows (a cached corpus matrix), else a ValueError (a damaged entry)."""
+    if vecs.ndim != 2 or vecs.shape[0] != n:
+        raise ValueError(f"{vecs.shape} vectors for {n} texts")
+    return vecs
 
 
 class SentenceEmbedder:
@@ -361,8 +368,10 @@ class SentenceEmbedder:
         key = f"{self.model_id}-{hash_texts(texts)}"
         path = cache_dir() / "embeddings" / f"{key}.npy"
         if self.cache and path.exists():
-            self.stats["corpus_cache_hits"] += 1
-            return np.load(path)
+            vecs = load_cached(path, lambda p: _rows_of(np.load(p), len(texts)), "corpus embedding")
+            if vecs is not None:
+                self.stats["corpus_cache_hits"] += 1
+                return vecs
         log.info("embedding %d %s texts with %s", len(texts), desc or "", self.model_name)
         vecs = self._encode(texts, progress=True)
         if self.cache:

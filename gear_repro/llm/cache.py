@@ -104,8 +104,16 @@ class LLMCache:
         self.path = self.dir / "cache.sqlite3"
         self.mode = resolve_cache_mode(mode, self.dir)
         self._local = threading.local()
-        self._retry(lambda: self._conn().execute(
-            "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)"))
+        try:
+            self._retry(lambda: self._conn().execute(
+                "CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, value TEXT, created REAL)"))
+            self._retry(lambda: self._conn().execute("SELECT key FROM replies LIMIT 1").fetchall())
+        except sqlite3.DatabaseError as e:  # not OperationalError's locks: a damaged or foreign file
+            if isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e)):
+                raise
+            raise ConfigError(f"{self.path} is not a readable reply cache ({type(e).__name__}: {e}); it is kept (its "
+                              f"replies may be recoverable: sqlite3 {self.path} .recover); move it aside or set "
+                              "llm.cache_dir to another folder") from None
 
     @staticmethod
     def _retry(fn: Any, attempts: int = 20) -> Any:

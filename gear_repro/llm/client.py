@@ -116,6 +116,13 @@ def _openai_version() -> str:
     return openai.__version__
 
 
+def _well_formed(text: str) -> str:
+    """``text`` with a lone UTF-16 surrogate (a reply cut inside an emoji's pair by ``max_tokens``: JSON's escapes
+    allow it) replaced by U+FFFD and escaped pairs joined, so that it can be cached, written and parsed (it could
+    not be stored, and every retry paid for the same call)."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 class LLMClient:
     """Chat client over an OpenAI-compatible endpoint with cache, retries, ledger and stats.
 
@@ -287,6 +294,7 @@ class LLMClient:
         if not isinstance(text, str):  # null: no reply at all (a refusal, a tool call), never an empty success
             raise MalformedReply(f"message content is {'null' if text is None else type(text).__name__} "
                                  f"(finish_reason {getattr(choices[0], 'finish_reason', None)!r})")
+        text = _well_formed(text)
         usage = getattr(resp, "usage", None)
         if usage is not None and getattr(usage, "prompt_tokens", None):
             pt, ct, source = int(usage.prompt_tokens), int(usage.completion_tokens or 0), "usage"

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gear_repro.utils.errors import DataError, OutputError
+
+log = logging.getLogger(__name__)
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -139,6 +144,29 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
 
 def read_jsonl(path: str | Path) -> list[dict]:
     return [rec for _, rec in iter_jsonl(path)]
+
+
+T = TypeVar("T")
+
+# what loading a torn, truncated or foreign cache entry raises (numpy, zipfile, json, bm25s, scipy)
+CACHE_LOAD_ERRORS = (OSError, ValueError, EOFError, KeyError, IndexError, TypeError, zipfile.BadZipFile)
+
+
+def load_cached(path: str | Path, load: Callable[[Path], T], what: str) -> T | None:
+    """``load(path)`` of a cache entry, or None after removing an entry that cannot be read (a killed writer on a
+    file system without atomic rename, a disk error, a hand edit): logged with its path, then rebuilt by the
+    caller, where every question would otherwise fail on it again at each re-run."""
+    p = Path(path)
+    try:
+        return load(p)
+    except CACHE_LOAD_ERRORS as e:
+        log.warning("damaged %s cache entry %s (%s: %s): removed, rebuilding it", what, p, type(e).__name__,
+                    str(e)[:200])
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+        return None
 
 
 @contextmanager

@@ -43,7 +43,7 @@ from gear_repro.core.triple_graph import normalize_entity
 from gear_repro.types import Triple
 from gear_repro.utils.errors import ConfigError, DataError
 from gear_repro.utils.hashing import hash_obj, hash_texts
-from gear_repro.utils.io import atomic_open
+from gear_repro.utils.io import atomic_open, load_cached
 from gear_repro.utils.paths import cache_dir
 from gear_repro.utils.settings import Choice, choice
 
@@ -289,9 +289,8 @@ def cached_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], e
     (``stats['cached']`` says which); ``block_rows`` only changes memory use, not the graph."""
     key = graph_cache_key(triples, passage_ids, {**settings, "embedder": embedder_id, "format": 2})
     path = cache_dir() / "hipporag" / f"graph-{key}.npz"
-    if cache and path.exists():
-        t0 = time.perf_counter()
-        g = PhraseGraph.load(path)
+    t0 = time.perf_counter()
+    if cache and path.exists() and (g := load_cached(path, PhraseGraph.load, "HippoRAG graph")) is not None:
         g.stats.update(cached=True, load_s=round(time.perf_counter() - t0, 3))
         return g
     g = build_phrase_graph(triples, passage_ids, embed, block_rows=block_rows, **settings)
