@@ -364,6 +364,28 @@ def test_unreachable_cluster():
         be.open_collection("p", DOCS)
 
 
+def test_a_server_that_never_answers_is_found_at_start_up(monkeypatch):
+    """A listener that accepts and never answers (a dropping firewall, a wrong proxy port) took request_timeout x
+    (max_retries + 1) = 4 minutes; the start-up check has its own short timeout and says what it waited."""
+    import socket
+    import time
+
+    import gear_repro.backends.elasticsearch as es
+
+    monkeypatch.setattr(es, "CONNECT_TIMEOUT_S", 0.5)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        url = f"http://u:SECRET1@127.0.0.1:{listener.getsockname()[1]}"
+        t0 = time.perf_counter()
+        with pytest.raises(ElasticsearchError) as e:
+            ElasticsearchBackend(url=url).open_collection("p", DOCS)
+    assert time.perf_counter() - t0 < 10
+    assert str(e.value) == (f"Elasticsearch at http://***@127.0.0.1:{url.rsplit(':', 1)[1]} timed out during connect: "
+                            "no answer in 2 attempt(s) of 0.5 s (backend.request_timeout=60, backend.max_retries=3); "
+                            "is backend.url the cluster's HTTP port?")
+
+
 def test_auth_failure_401(fake_server, monkeypatch):
     monkeypatch.delenv("ES_API_KEY", raising=False)
     body = {"error": {"type": "security_exception", "reason": "unable to authenticate user"}, "status": 401}

@@ -56,6 +56,7 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = 1
 RESERVED_FIELDS = frozenset({"id", "pos", "text", "embedding"})
 MIN_SERVER = (8, 4)  # knn search option with num_candidates
+CONNECT_TIMEOUT_S = 10.0  # the start-up info() call: a cluster answers it in milliseconds
 CLIENT_MAJOR = int(elasticsearch.__versionstr__.split(".")[0])
 ENV = {"url": "ES_URL", "api_key": "ES_API_KEY", "username": "ES_USERNAME", "password": "ES_PASSWORD",
        "ca_certs": "ES_CA_CERTS"}
@@ -151,8 +152,11 @@ class ElasticsearchBackend:
         if self._client is None:
             self._client = self._make_client()
         if not self._checked:
-            with self.errors("connect"):
-                info = self._client.info()
+            # a server that accepts the connection and never answers (a dropping firewall, a wrong proxy port)
+            # is found in at most 2 x CONNECT_TIMEOUT_S, not request_timeout x (max_retries + 1) (4 minutes)
+            with self.errors("connect", timeout=min(self.request_timeout, CONNECT_TIMEOUT_S), attempts=2):
+                info = self._client.options(request_timeout=min(self.request_timeout, CONNECT_TIMEOUT_S),
+                                            max_retries=1).info()
             self.server_version = str(info["version"]["number"])
             if self.check_version:
                 check_server_version(self.server_version, info["version"].get("distribution"),
@@ -162,8 +166,10 @@ class ElasticsearchBackend:
         return self._client
 
     @contextmanager
-    def errors(self, what: str, index: str | None = None) -> Iterator[None]:
-        """Translate client exceptions into GearError/ConfigError naming the cause."""
+    def errors(self, what: str, index: str | None = None, timeout: float | None = None,
+               attempts: int | None = None) -> Iterator[None]:
+        """Translate client exceptions into GearError/ConfigError naming the cause (``timeout`` / ``attempts``: of
+        the request, when not ``backend.request_timeout`` / ``backend.max_retries`` + 1)."""
         where = redact_url(self.url)
         try:
             yield
@@ -191,8 +197,11 @@ class ElasticsearchBackend:
             raise ConfigError(f"TLS failure talking to {where}: {e}. Set backend.ca_certs / {ENV['ca_certs']} to "
                               "the cluster's CA certificate (or verify_certs: false for a test cluster)") from e
         except elasticsearch.ConnectionTimeout as e:
-            raise ElasticsearchError(f"Elasticsearch at {where} timed out during {what} "
-                                     f"(backend.request_timeout={self.request_timeout}s)") from e
+            per, n = timeout or self.request_timeout, attempts or self.max_retries + 1
+            raise ElasticsearchError(f"Elasticsearch at {where} timed out during {what}: no answer in {n} attempt(s) "
+                                     f"of {per:g} s (backend.request_timeout={self.request_timeout:g}, "
+                                     f"backend.max_retries={self.max_retries}); is backend.url the cluster's "
+                                     "HTTP port?") from e
         except elasticsearch.ConnectionError as e:
             raise ElasticsearchError(f"Elasticsearch unreachable at {where} during {what}: {e}. "
                                      "Is the cluster running and backend.url / ES_URL right?") from e
