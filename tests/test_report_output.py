@@ -87,3 +87,25 @@ def test_tags_name_what_was_run_before_the_reports_labels() -> None:
     tag_runs(runs)
     assert runs[0].tag == "run.ks=[5], report.table=Table 1, report.labels.bm25=BM25, ..."
     assert runs[1].tag == "run.ks=[5, 10, 15], report.table=unset, report.labels.bm25=unset, ..."
+
+
+def test_out_is_readable_by_others_and_a_symlinked_out_keeps_its_link(two_widths: Path, tmp_path: Path) -> None:
+    """The report folder had mkdtemp's mode 0700 (a shared drive's readers were kept out), and a symlinked --out
+    was replaced by a folder, its target left empty and a stale .old link beside it (session 19 probe §5)."""
+    import os
+    import stat
+
+    from gear_repro.utils.io import UMASK
+
+    out = tmp_path / "report"
+    assert report_main([str(two_widths), "--out", str(out), "--resamples", "50"]) == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~UMASK
+    target = tmp_path / "shared" / "reports"
+    target.mkdir(parents=True)
+    link = tmp_path / "linkout"
+    link.symlink_to(target, target_is_directory=True)
+    for _ in range(2):  # the second replaces the first through the link
+        assert report_main([str(two_widths), "--out", str(link), "--resamples", "50"]) == 0
+    assert link.is_symlink() and (target / "table.md").is_file()
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".")]  # no stale .linkout.old-* left
+    assert os.listdir(tmp_path / "shared") == ["reports"]

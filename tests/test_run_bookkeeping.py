@@ -371,7 +371,9 @@ def test_report_names_damaged_run_files(compose, toy_dir, tmp_path, capsys):
     (run / "predictions.jsonl").write_text(lines[0] + "\n")
     assert report_main([str(run), "--out", str(tmp_path / "rep")]) == 0
     err = capsys.readouterr().err
-    assert "predictions.jsonl lacks 2 of the 3 questions metrics.json scored" in err and "use the 1 present" in err
+    assert "predictions.jsonl lacks 2 of the 3 questions metrics.json scored" in err
+    assert "its cells, intervals and per-question analyses are over the 1 present (n=1), not metrics.json's 3" in err
+    assert " n=1" in (tmp_path / "rep" / "table.md").read_text()  # what the warning says the cells are
     for bad, kind in (("null", "null"), ("[1, 2]", "array")):
         (run / "metrics.json").write_text(bad)
         assert report_main([str(run), "--out", str(tmp_path / "rep")]) == 2

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from gear_repro.utils.errors import GearError
-from gear_repro.utils.io import read_json_object, write_json
+from gear_repro.utils.io import UMASK, read_json_object, write_json
 
 MANIFEST = "report_files.json"
 _REPORT_NAMES = re.compile(r"^(table\d*_|claims\.|cost\.|tokens_by_stage\.|fig\d)")
@@ -51,12 +51,14 @@ class ReportDir:
     ``files`` then lists what was written, relative to ``out``."""
 
     def __init__(self, out: str | Path, stem: str = "table"):
-        self.out, self.stem = Path(out), stem
+        # a symlinked --out: the folder it points to is replaced (the link stays; it was replaced by a folder)
+        self.out, self.stem = Path(out).resolve() if Path(out).is_symlink() else Path(out), stem
         self.files: list[str] = []
 
     def __enter__(self) -> Path:
         check_owned(self.out, self.stem)
         self.staging = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.tmp-", dir=self.out.parent))
+        os.chmod(self.staging, 0o777 & ~UMASK)  # mkdtemp's 0700 would keep a shared drive's readers out
         return self.staging
 
     def __exit__(self, exc_type: object, *exc: object) -> None:

@@ -204,8 +204,9 @@ def question_set(run: RunResult, preds: list[dict]) -> list[dict]:
         missing = [str(i) for i in ids if str(i) not in by_id]
         if missing:
             note = (f"{run.path}: predictions.jsonl lacks {len(missing)} of the {len(ids)} questions metrics.json "
-                    f"scored (first: {missing[0]}; an edited or damaged file): the tables keep metrics.json's values, "
-                    f"intervals and per-question analyses use the {len(ids) - len(missing)} present")
+                    f"scored (first: {missing[0]}; an edited or damaged file): its cells, intervals and per-question "
+                    f"analyses are over the {len(ids) - len(missing)} present (n={len(ids) - len(missing)}), not "
+                    f"metrics.json's {len(ids)}")
             if note not in run.notes:  # called once per table and analysis
                 run.notes.append(note)
         return [by_id[str(i)] for i in ids if str(i) in by_id]

@@ -18,8 +18,8 @@ from gear_repro.utils.errors import DataError, OutputError
 
 log = logging.getLogger(__name__)
 
-_UMASK = os.umask(0)
-os.umask(_UMASK)
+UMASK = os.umask(0)  # the process umask (read once: os.umask can only be read by setting it)
+os.umask(UMASK)
 
 
 def require_file(path: str | Path, what: str = "file") -> Path:
@@ -185,7 +185,7 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; give the usual permissions
+        os.chmod(tmp, 0o666 & ~UMASK)  # mkstemp creates 0600; give the usual permissions
         os.replace(tmp, p)
     except BaseException as e:
         if os.path.exists(tmp):
