@@ -245,7 +245,9 @@ class Runner:
         self._write_config()
         rec = {"fingerprint": fp, "environment": environment(), "data_hashes": self.res.dataset.hashes,
                "data_warnings": self.res.dataset.warnings, "subset": self.res.dataset.selection,
-               "timings": self.timings, **(extra or {})}
+               "timings": self.timings,
+               "cwd": str(Path.cwd()),  # a relative dataset.path is read against it (hydra.job.chdir=false; the explorer)
+               **(extra or {})}
         for name in ("passages", "triples"):
             coll = self.res.built(name)
             if coll is not None:

@@ -26,6 +26,8 @@ from gear_repro.reporting.html.data import (
     clean,
     columns_by_dataset,
     csv_table,
+    data_notes,
+    dataset_corpora,
     index_rows,
     paper_tables,
     question_detail,
@@ -59,14 +61,23 @@ def build_summary(runs: Sequence[RunResult], unfinished: Sequence[UnfinishedRun]
     for d, (name, cols) in enumerate(columns_by_dataset(runs).items()):
         qids = question_order(cols)
         ks = sorted({k for c in cols for k in c.ks})
-        datasets.append({"name": name, "dir": f"d{d}", "ks": ks,
-                         "methods": [{"label": c.run.label, "run": c.index, "recall": not c.run.is_qa_bound,
-                                      "qa": any("answer" in p for p in c.preds.values())} for c in cols],
-                         "types": sorted({str(first.get("type") or "") for c in cols for first in c.preds.values()}),
-                         "questions": index_rows(cols, qids)})
+        dc = dataset_corpora(cols, corpora)
+        methods = [{"label": c.run.label, "run": c.index, "recall": not c.run.is_qa_bound,
+                    "qa": any("answer" in p for p in c.preds.values())} for c in cols]
+        if dc.mixed:  # which of the dataset's corpora each method read (question files: one passages dict per corpus)
+            for m, ci in zip(methods, dc.of_col, strict=True):
+                m["corpus"] = ci
+        ds = {"name": name, "dir": f"d{d}", "ks": ks, "methods": methods,
+              "types": sorted({str(first.get("type") or "") for c in cols for first in c.preds.values()}),
+              "questions": index_rows(cols, qids)}
+        if (info := dc.info()) is not None:
+            ds["corpora"] = info
+        if notes := data_notes(cols, dc):
+            ds["data_notes"] = notes
+        datasets.append(ds)
         plots.append({"name": name, **plot_data([c.run for c in cols], opts)})
         for n, qid in enumerate(qids):
-            details[f"d{d}/{n}"] = question_detail(cols, qid, corpora, max(ks))
+            details[f"d{d}/{n}"] = question_detail(cols, qid, dc, max(ks))
     special = {f"{stem}.csv", "claims.csv", "cost.csv"}
     analyses = [csv_table(p) for p in sorted(report_dir.glob("*.csv")) if p.name not in special]
     claims = report_dir / "claims.csv"

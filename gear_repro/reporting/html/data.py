@@ -10,6 +10,7 @@ matched-k runs, else the final ranking; an errored question finds nothing.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +19,9 @@ from typing import Any
 import pandas as pd
 
 from gear_repro.reporting.evidence import predictions
-from gear_repro.reporting.runs import RunResult, UnfinishedRun
+from gear_repro.reporting.runs import RunResult, UnfinishedRun, different_data
 from gear_repro.reporting.tables import ci_text
+from gear_repro.utils.hashing import hash_file
 from gear_repro.utils.io import iter_jsonl, read_json_object
 
 ERROR_CHARS = 300  # an error message in the question index (the full one is in the question's detail)
@@ -117,13 +119,22 @@ def first_pred(cols: Sequence[Column], qid: str) -> dict:
 
 
 def index_rows(cols: Sequence[Column], qids: Sequence[str]) -> list[dict[str, Any]]:
-    """One row per question: id, text, hop type, answers, gold count and one cell per method (None: not run)."""
+    """One row per question: id, text, hop type, answers, gold count and one cell per method (None: not run).
+    A method's ranks are of its own gold ids (a run on another corpus or questions file has its own; its cell then
+    carries its gold count ``ng`` when that differs from the row's)."""
     rows = []
     for qid in qids:
         p = first_pred(cols, qid)
         gold = unique(p.get("gold_ids") or [])
+        cells = []
+        for c in cols:
+            if qid not in c.preds:
+                cells.append(None)
+                continue
+            own = unique(c.preds[qid].get("gold_ids") or [])
+            cells.append(index_cell(c.preds[qid], own) | ({"ng": len(own)} if len(own) != len(gold) else {}))
         rows.append({"id": qid, "q": p.get("question", ""), "type": p.get("type") or "", "ans": list(p.get("answers") or []),
-                     "ng": len(gold), "m": [index_cell(c.preds[qid], gold) if qid in c.preds else None for c in cols]})
+                     "ng": len(gold), "m": cells})
     return rows
 
 
@@ -141,9 +152,10 @@ def passage_ids_in(obj: Any) -> Iterable[str]:
             yield from passage_ids_in(v)
 
 
-def method_detail(col: Column, pred: dict, depth: int) -> dict[str, Any]:
+def method_detail(col: Column, pred: dict, depth: int, common_gold: Sequence[str] = ()) -> dict[str, Any]:
     """What the question view shows of one method: top-``depth`` per saved pass, gold ranks in the final list,
-    the answer, the method's own blocks (its hooks), the LLM calls and the timings."""
+    the answer, the method's own blocks (its hooks), the LLM calls and the timings; its own gold ids (``gold``)
+    when they differ from the question's ``common_gold``."""
     gold = unique(pred.get("gold_ids") or [])
     rankings = {k: [str(i) for i in v[:depth]] for k, v in (pred.get("rankings") or {}).items()}
     final = (pred.get("rankings") or {}).get("final", [])
@@ -154,42 +166,172 @@ def method_detail(col: Column, pred: dict, depth: int) -> dict[str, Any]:
     out = {"rankings": rankings, "gold_rank": dict(zip(gold, gold_ranks(final, gold), strict=True)),
            "depth_saved": len(final), "sections": sections, "llm_calls": calls, "timings": pred.get("timings") or {},
            "error": pred.get("error")}
+    if gold != list(common_gold):
+        out["gold"] = gold
     for key in ("answer", "em", "f1", "qa_mode", "qa_raw", "qa_passages", "qa_dropped"):
         if key in pred:
             out[key] = pred[key]
     return out
 
 
+@dataclass
+class CorpusText:
+    """One run's corpus as the explorer shows it: ``key`` tells corpora apart (run.json ``data_hashes.corpus``, else
+    the file's hash, else its path), ``texts`` is (title, text) by id, {} with a ``note`` when unavailable."""
+
+    key: str
+    path: str
+    texts: dict[str, tuple[str, str]]
+    note: str | None = None
+
+
+def run_cwd(run: RunResult) -> Path | None:
+    """The directory the run was started in: run.json ``cwd`` (the runner records it), else Hydra's
+    ``.hydra/hydra.yaml`` ``hydra.runtime.cwd``; None when neither says."""
+    path = Path(run.path)
+    try:
+        cwd = read_json_object(path / "run.json").get("cwd") if (path / "run.json").is_file() else None
+        if not cwd and (path / ".hydra" / "hydra.yaml").is_file():
+            from omegaconf import OmegaConf
+
+            cwd = OmegaConf.select(OmegaConf.load(path / ".hydra" / "hydra.yaml"), "hydra.runtime.cwd")
+    except Exception:  # an unreadable record only loses this hint
+        return None
+    return Path(str(cwd)) if cwd else None
+
+
+def dataset_dirs(run: RunResult) -> list[Path]:
+    """Where the run's ``dataset.path`` may be: as is when absolute; a relative one (the runner reads it against the
+    directory it was started in, ``hydra.job.chdir=false``) against :func:`run_cwd`, the report's cwd and the run
+    dir's parent."""
+    raw = Path(str((run.config.get("dataset") or {}).get("path", "")))
+    if raw.is_absolute():
+        return [raw]
+    bases = [b for b in (run_cwd(run), Path.cwd(), Path(run.path).parent) if b is not None]
+    return list(dict.fromkeys(Path(os.path.normpath(b / raw)) for b in bases))
+
+
 class Corpora:
-    """Passage (title, text) by id from each run's ``corpus.jsonl``, read once per file and only when asked."""
+    """Each run's corpus (:class:`CorpusText`), found where the run read it and shown only when its file still has the
+    hash the run recorded (run.json ``data_hashes.corpus``, ``utils.hashing.hash_file`` as the dataset loader does);
+    each file hashed and read once, only when asked. Never raises: a corpus it cannot show gets a note."""
 
     def __init__(self) -> None:
-        self._by_path: dict[Path, dict[str, tuple[str, str]]] = {}
+        self._texts: dict[Path, dict[str, tuple[str, str]]] = {}
+        self._hashes: dict[Path, str] = {}
 
-    def of(self, run: RunResult) -> dict[str, tuple[str, str]]:
-        d = run.config.get("dataset") or {}
-        path = Path(str(d.get("path", ""))) / "corpus.jsonl"
-        if path not in self._by_path:
-            self._by_path[path] = ({str(r["id"]): (str(r.get("title", "")), str(r.get("text", "")))
-                                    for _, r in iter_jsonl(path)} if path.is_file() else {})
-        return self._by_path[path]
+    def _hash(self, path: Path) -> str:
+        if path not in self._hashes:
+            self._hashes[path] = hash_file(path)
+        return self._hashes[path]
+
+    def _read(self, path: Path) -> dict[str, tuple[str, str]]:
+        if path not in self._texts:
+            self._texts[path] = {str(r["id"]): (str(r.get("title", "")), str(r.get("text", "")))
+                                 for _, r in iter_jsonl(path)}
+        return self._texts[path]
+
+    def of(self, run: RunResult) -> CorpusText:
+        expected = run.data.get("corpus")
+        tried = [d / "corpus.jsonl" for d in dataset_dirs(run)]
+        changed: list[tuple[Path, str]] = []
+        for path in tried:
+            try:
+                if not path.is_file():
+                    continue
+                got = self._hash(path)
+                if expected is None or got == expected:
+                    return CorpusText(expected or got, str(path), self._read(path))
+                changed.append((path, got))
+            except Exception as e:  # unreadable or not JSON Lines: ids only, never a failed report
+                return CorpusText(expected or f"path:{path}", str(path), {},
+                                  f"passage texts unavailable: {path} could not be read ({type(e).__name__}: {e})")
+        if changed:
+            path, got = changed[0]
+            note = (f"passage texts unavailable: corpus changed since the run ({path} has hash {got}, the run read "
+                    f"{expected})")
+            return CorpusText(str(expected), str(path), {}, note)
+        where = " or ".join(str(p) for p in tried)
+        return CorpusText(expected or f"path:{tried[0]}", str(tried[0]), {},
+                          f"passage texts unavailable: corpus not found at {where}")
 
 
-def question_detail(cols: Sequence[Column], qid: str, corpora: Corpora, depth: int) -> dict[str, Any]:
-    """The detail record of one question: its text and gold, every method's view, and the passages they show."""
+@dataclass
+class DatasetCorpora:
+    """The distinct corpora of one dataset column's runs (``corpora``) and which one each column read (``of_col``)."""
+
+    corpora: list[CorpusText]
+    of_col: list[int]
+    labels: list[list[str]]  # run labels per corpus
+
+    @property
+    def mixed(self) -> bool:
+        return len(self.corpora) > 1
+
+    def info(self) -> list[dict[str, Any]] | None:
+        """data.js ``corpora`` of the dataset (path, hash, methods, note), only when the page needs it: several
+        corpora, or one whose texts are not shown."""
+        if not self.mixed and self.corpora[0].note is None:
+            return None
+        return [{"path": c.path, "hash": c.key, "methods": labels, "note": c.note}
+                for c, labels in zip(self.corpora, self.labels, strict=True)]
+
+
+def dataset_corpora(cols: Sequence[Column], corpora: Corpora) -> DatasetCorpora:
+    """Group a dataset's columns by corpus (runs whose corpus has one hash share it; the first with texts shown)."""
+    found: list[CorpusText] = []
+    of_col: list[int] = []
+    labels: list[list[str]] = []
+    for c in cols:
+        ct = corpora.of(c.run)
+        i = next((j for j, x in enumerate(found) if x.key == ct.key), None)
+        if i is None:
+            i = len(found)
+            found.append(ct)
+            labels.append([])
+        elif found[i].note is not None and ct.note is None:
+            found[i] = ct
+        of_col.append(i)
+        labels[i].append(c.run.label)
+    return DatasetCorpora(found, of_col, labels)
+
+
+def data_notes(cols: Sequence[Column], dc: DatasetCorpora) -> list[str]:
+    """What the question view warns of in a dataset column: runs on other corpus/question files than the first
+    (the console's ``check_same_data`` note), several corpora, corpus texts not shown."""
+    name = cols[0].run.dataset
+    ref = cols[0].run
+    notes = [f"{c.run.label}: tabled under {name} beside {ref.label} but run on {why}"
+             for c in cols[1:] if (why := different_data(ref, c.run))]
+    if dc.mixed:
+        notes.append(f"The runs of {name} read {len(dc.corpora)} different corpora ("
+                     + "; ".join(f"corpus {i + 1}: {', '.join(lab)}" for i, lab in enumerate(dc.labels))
+                     + "): each method's top k, gold marks and gold ranks use its own corpus and gold ids; its passages "
+                     "are not comparable with another corpus's question by question.")
+    for i, c in enumerate(dc.corpora):
+        if c.note:
+            notes.append(f"{', '.join(dc.labels[i])}: {c.note}")
+    return notes
+
+
+def question_detail(cols: Sequence[Column], qid: str, dc: DatasetCorpora, depth: int) -> dict[str, Any]:
+    """The detail record of one question: its text and gold (the first run's), every method's view (with its own
+    gold ids when they differ) and the passages they show: ``passages`` is {id: [title, text]}, or one such dict
+    per corpus of ``dc`` when the column's runs read several (docs/explorer.md)."""
     p = first_pred(cols, qid)
     gold = unique(p.get("gold_ids") or [])
-    methods = [method_detail(c, c.preds[qid], depth) if qid in c.preds else None for c in cols]
-    listed = [i for m in methods if m for ids in (*m["rankings"].values(), m.get("qa_passages") or []) for i in ids]
-    wanted = unique([*gold, *listed, *passage_ids_in(methods)])
-    passages: dict[str, list[str]] = {}
-    for c in cols:
-        corpus = corpora.of(c.run)
-        for pid in wanted:
-            if pid not in passages and pid in corpus:
-                passages[pid] = list(corpus[pid])
+    methods = [method_detail(c, c.preds[qid], depth, gold) if qid in c.preds else None for c in cols]
+    gold_corpus = dc.of_col[next(j for j, c in enumerate(cols) if qid in c.preds)]
+    by_corpus: list[dict[str, list[str]]] = []
+    for ci, corpus in enumerate(dc.corpora):
+        mine = [m for j, m in enumerate(methods) if m and dc.of_col[j] == ci]
+        own_gold = [g for m in mine for g in m.get("gold", [])]
+        listed = [i for m in mine for ids in (*m["rankings"].values(), m.get("qa_passages") or []) for i in ids]
+        wanted = unique([*(gold if ci == gold_corpus else []), *own_gold, *listed, *passage_ids_in(mine)])
+        by_corpus.append({pid: list(corpus.texts[pid]) for pid in wanted if pid in corpus.texts})
     return clean({"id": qid, "question": p.get("question", ""), "type": p.get("type") or "",
-                  "answers": list(p.get("answers") or []), "gold": gold, "methods": methods, "passages": passages})
+                  "answers": list(p.get("answers") or []), "gold": gold, "methods": methods,
+                  "passages": by_corpus if dc.mixed else by_corpus[0]})
 
 
 # -- the overview ------------------------------------------------------------------------------------------------

@@ -204,8 +204,9 @@
   function ranksAt(c, k) { return c.g[String(k)] || c.g.final; }
   function hits(c, k) { return ranksAt(c, k).map((r) => r > 0 && r <= k); }
   function recall(row, c, k) {
-    if (!c || !row.ng) return null;
-    return 100 * hits(c, k).filter(Boolean).length / row.ng;
+    const ng = c && c.ng !== undefined ? c.ng : row.ng;  // c.ng: the run's own gold count (another corpus or questions file)
+    if (!c || !ng) return null;
+    return 100 * hits(c, k).filter(Boolean).length / ng;
   }
   function findsMissed(row, a, b, k) {
     const ca = row.m[a], cb = row.m[b];
@@ -357,21 +358,30 @@
     s.onerror = () => { delete waiting[key]; onError(s.src); };
     document.head.appendChild(s);
   }
-  function passage(Q, pid, rank, chip) {
-    const p = Q.passages[pid];
-    const gold = Q.gold.includes(pid);
-    const title = p ? (p[0] || "(untitled)") : "(passage " + pid + " not in the corpus file)";
+  // A method's view of a question's passages: the texts of the corpus it read and its own gold ids. A dataset whose
+  // runs read several corpora has ds.corpora, methods[i].corpus and one passages dict per corpus (docs/explorer.md).
+  function corpusOf(mi) { return dataset().methods[mi].corpus || 0; }
+  function goldOf(Q, mi) { const M = Q.methods[mi]; return M && M.gold ? M.gold : Q.gold; }
+  function view(Q, ci, gold) {
+    const corpora = dataset().corpora;
+    return { passages: Array.isArray(Q.passages) ? Q.passages[ci] || {} : Q.passages, gold: gold,
+      unavailable: corpora && corpora[ci] ? corpora[ci].note : null };
+  }
+  function passage(V, pid, rank, chip) {
+    const p = V.passages[pid];
+    const gold = V.gold.includes(pid);
+    const title = p ? (p[0] || "(untitled)") : V.unavailable ? "(passage " + pid + ": text unavailable)" : "(passage " + pid + " not in the corpus file)";
     const d = el("details", { class: "passage" + (chip ? " chip" : "") + (gold ? " gold" : ""), dataset: { pid: pid } },
       el("summary", { title: "passage " + pid + (gold ? " (gold)" : "") }, rank ? el("span", { class: "rank", text: rank + "." }) : null, el("span", { class: "ptitle", text: title }),
         gold ? el("span", { class: "goldmark", text: " ★ gold" }) : null, chip ? null : el("span", { class: "pid", text: " #" + pid })),
       el("div", { class: "ptext", text: p ? p[1] : "" }));
     return d;
   }
-  function cell(Q, c) {
+  function cell(V, c) {
     if (c === null || c === undefined) return "–";
-    if (Array.isArray(c)) return el("div", { class: "stack" }, c.map((x) => el("div", null, cell(Q, x))));
+    if (Array.isArray(c)) return el("div", { class: "stack" }, c.map((x) => el("div", null, cell(V, x))));
     if (typeof c !== "object") return num(c);
-    if (c.t === "passages") return c.ids.length ? el("div", null, c.ids.map((id) => passage(Q, id, null, true))) : "(none)";
+    if (c.t === "passages") return c.ids.length ? el("div", null, c.ids.map((id) => passage(V, id, null, true))) : "(none)";
     if (c.t === "triples") return c.items.length ? el("div", null, c.items.map((t) => el("div", { class: "triple", text: "⟨" + t.join(", ") + "⟩" }))) : "(none)";
     if (c.t === "text") {
       if (!c.text) return "–";
@@ -381,9 +391,9 @@
     if (c.t === "json") return el("details", { class: "fold" }, el("summary", { text: "trace" }), el("pre", { text: JSON.stringify(c.value, null, 1) }));
     return el("pre", { text: JSON.stringify(c) });
   }
-  function block(Q, b) {
+  function block(V, b) {
     const table = el("table", null, el("thead", null, el("tr", null, b.columns.map((c) => el("th", { text: c })))),
-      el("tbody", null, b.rows.map((r) => el("tr", null, r.map((c) => el("td", null, cell(Q, c)))))));
+      el("tbody", null, b.rows.map((r) => el("tr", null, r.map((c) => el("td", null, cell(V, c)))))));
     const note = b.note ? el("div", { class: "note", text: b.note }) : null;
     if (b.folded) {
       return el("details", { class: "block" }, el("summary", null, el("b", { text: b.title }), el("span", { class: "note", text: "  (" + b.rows.length + " rows)" })), note, table);
@@ -394,6 +404,7 @@
     const ds = dataset(), m = ds.methods[mi], M = Q.methods[mi], c = row.m[mi];
     const panel = el("div", { class: "panel", id: "panel-" + side, dataset: { method: mi } }, el("h3", { text: m.label }));
     if (!M) return append(panel, [el("p", { class: "muted", text: "This run has no record of this question." })]);
+    const V = view(Q, corpusOf(mi), goldOf(Q, mi));
     const recalls = ds.ks.map((kk) => "R@" + kk + " " + num(recall(row, c, kk), 0)).join(" · ");
     const pct = (x, d) => num(x === undefined || x === null ? null : 100 * x, d);  // EM/F1 are stored as fractions
     append(panel, [el("div", null, el("b", { text: recalls }), M.answer !== undefined ? el("span", null, " · answer ",
@@ -402,18 +413,18 @@
     const ranking = (M.rankings[String(k)] || M.rankings.final || []).slice(0, k);
     const pass = M.rankings[String(k)] ? "the pass at k=" + k : "the final ranking";
     append(panel, [el("h4", { text: "Top " + k + " (" + pass + ")" }),
-      el("ol", { class: "topk" }, ranking.map((pid, i) => el("li", { class: Q.gold.includes(pid) ? "gold" : null, dataset: { pid: pid } }, passage(Q, pid, i + 1, false))))]);
-    const outside = Q.gold.filter((g) => !ranking.includes(g));
+      el("ol", { class: "topk" }, ranking.map((pid, i) => el("li", { class: V.gold.includes(pid) ? "gold" : null, dataset: { pid: pid } }, passage(V, pid, i + 1, false))))]);
+    const outside = V.gold.filter((g) => !ranking.includes(g));
     if (outside.length) {
       append(panel, [el("h4", { text: "Gold passages outside the top " + k }), el("ul", null, outside.map((g) =>
-        el("li", null, passage(Q, g, null, true), " — " + (M.gold_rank[g] ? "rank " + M.gold_rank[g] + " of the final list" : "not in the saved list (" + M.depth_saved + " ids)"))))]);
+        el("li", null, passage(V, g, null, true), " — " + (M.gold_rank[g] ? "rank " + M.gold_rank[g] + " of the final list" : "not in the saved list (" + M.depth_saved + " ids)"))))]);
     }
     if (M.answer !== undefined || M.qa_raw !== undefined) {
       append(panel, [el("h4", { text: "Answer" }), kvTable([["answer", M.answer === null ? "(none)" : M.answer], ["EM", pct(M.em, 0)], ["F1", pct(M.f1, 1)],
-        ["mode", M.qa_mode], ["passages given to the reader", M.qa_passages ? cell(Q, { t: "passages", ids: M.qa_passages }) : "–"],
-        ["reader reply", cell(Q, { t: "text", text: M.qa_raw })]])]);
+        ["mode", M.qa_mode], ["passages given to the reader", M.qa_passages ? cell(V, { t: "passages", ids: M.qa_passages }) : "–"],
+        ["reader reply", cell(V, { t: "text", text: M.qa_raw })]])]);
     }
-    append(panel, M.sections.map((b) => block(Q, b)));
+    append(panel, M.sections.map((b) => block(V, b)));
     const calls = M.llm_calls;
     if (calls.length) {
       const keys = [];
@@ -421,10 +432,10 @@
       const sum = (f) => calls.reduce((s, c2) => s + (c2[f] || 0), 0);
       const value = (x) => {
         if (Array.isArray(x) && x.every((m) => m && typeof m.content === "string")) {  // llm.record_prompts: the messages
-          return cell(Q, { t: "text", text: x.map((m) => "[" + m.role + "]\n" + m.content).join("\n\n") });
+          return cell(V, { t: "text", text: x.map((m) => "[" + m.role + "]\n" + m.content).join("\n\n") });
         }
-        if (typeof x === "string" && x.length > 60) return cell(Q, { t: "text", text: x });
-        if (typeof x === "object" && x !== null) return cell(Q, { t: "json", value: x });
+        if (typeof x === "string" && x.length > 60) return cell(V, { t: "text", text: x });
+        if (typeof x === "object" && x !== null) return cell(V, { t: "json", value: x });
         return num(x);
       };
       const table = el("table", null, el("thead", null, el("tr", null, keys.map((kk) => el("th", { text: kk })))),
@@ -459,9 +470,22 @@
       const ks = [...new Set([...ds.ks, 1, 2, 3, 20, 30, 50, 100])].sort((x, y) => x - y);
       const sk = el("select", { id: "q-k", onchange: () => go({ k: parseInt(sk.value, 10) }) }, ks.map((x) => el("option", { value: x, text: x })));
       sk.value = String(k);
+      // one row per (corpus, gold id) of the methods' own gold; a method on another corpus or gold list: "n/a"
+      const goldRows = [], seen = new Set();
+      Q.methods.forEach((M, mi) => {
+        if (!M) return;
+        for (const g of goldOf(Q, mi)) {
+          const key = corpusOf(mi) + "/" + g;
+          if (!seen.has(key)) { seen.add(key); goldRows.push([corpusOf(mi), g]); }
+        }
+      });
+      const several = ds.corpora && ds.corpora.length > 1;
       const goldTable = el("table", { id: "gold-ranks" }, el("thead", null, el("tr", null, el("th", { text: "gold passage" }),
-        ds.methods.map((m) => el("th", { text: m.label })))), el("tbody", null, Q.gold.map((g) => el("tr", null, el("td", null, passage(Q, g, null, true)),
-        Q.methods.map((M) => el("td", { class: "num", text: !M ? "–" : M.gold_rank[g] ? String(M.gold_rank[g]) : "> " + M.depth_saved }))))));
+        ds.methods.map((m) => el("th", { text: m.label })))), el("tbody", null, goldRows.map(([ci, g]) => el("tr", null,
+        el("td", null, passage(view(Q, ci, [g]), g, null, true), several ? el("span", { class: "muted", text: " (corpus " + (ci + 1) + ")" }) : null),
+        Q.methods.map((M, mi) => !M ? el("td", { class: "num", text: "–" })
+          : corpusOf(mi) !== ci || !goldOf(Q, mi).includes(g) ? el("td", { class: "num muted", text: "n/a", title: "not a gold passage of this run (it read another corpus or questions file)" })
+            : el("td", { class: "num", text: M.gold_rank[g] ? String(M.gold_rank[g]) : "> " + M.depth_saved }))))));
       const pair = el("div", { class: "pair" + (b >= 0 ? " two" : "") }, a >= 0 ? methodPanel(Q, row, a, k, "a") : null,
         b >= 0 ? methodPanel(Q, row, b, k, "b") : null);
       append(clear(v), [
@@ -471,6 +495,7 @@
           pos >= 0 ? el("span", { class: "muted", text: "  (" + (pos + 1) + " of " + list.length + " in the question list)" }) : null),
         el("div", { class: "qhead" }, el("div", { class: "qtext", id: "q-text", text: Q.question }),
           el("div", { class: "muted", text: "id " + Q.id + " · hop type " + (Q.type || "–") + " · gold answer: " + Q.answers.join(" | ") })),
+        ds.data_notes ? el("div", { class: "warn", id: "q-data-notes", text: ds.data_notes.join("\n") }) : null,
         el("h4", { text: "Gold passages: rank in each method's final list" }), el("div", { class: "scroll" }, goldTable),
         el("div", { class: "controls" }, el("label", null, "method ", sa), el("label", null, "side by side with ", sb), el("label", null, "top k ", sk)),
         pair]);
