@@ -485,6 +485,9 @@ def validate(cfg: DictConfig) -> DictConfig:
     (:func:`check_settings`), then the run-level rules no schema can express."""
     check_settings(cfg)
     choice(Stage, cfg.get("stage", "retrieve"), "stage")
+    name = str(OmegaConf.select(cfg, "dataset.name", default="") or "")
+    if "/" in name or "\\" in name or name in (".", ".."):  # it names the run dir (hydra.run.dir): never a path
+        raise ConfigError(f"dataset.name must be a name, not a path: {name!r} (the data folder is dataset.path)")
     if not isinstance(cfg.get("qa", False), bool):  # `qa=yes` would be a truthy string
         raise ConfigError(f"qa must be true or false, got {cfg.get('qa')!r}")
     if "report" in cfg:

@@ -310,3 +310,16 @@ def test_answers_are_texts_numbers_as_written_and_other_kinds_refused(tmp_path: 
         path.write_text(json.dumps([{**rec, "answer_aliases": [alias]}]))
         with pytest.raises(DataError, match=rf"hp\.json.*an answer is {kind}"):
             FORMATS["hotpotqa"](path)
+
+
+def test_a_blank_question_is_refused_by_prepare_as_by_the_run(tmp_path: Path) -> None:
+    import json
+
+    from gear_repro.utils.errors import DataError
+
+    rec = {"_id": "q1", "question": "   ", "answer": "Amiens", "type": "bridge",
+           "context": [["Alu", ["Alu is near Amiens."]]], "supporting_facts": [["Alu", 0]]}
+    path = tmp_path / "hp.json"
+    path.write_text(json.dumps([rec]))
+    with pytest.raises(DataError, match=r"hp\.json.*field 'question' is blank"):
+        FORMATS["hotpotqa"](path)

@@ -185,6 +185,9 @@ def test_canonical_empty(tmp_path: Path) -> None:
 def test_dataset_missing_folder(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"dataset folder not found: .*nowhere.*gear-repro-prepare"):
         load_dataset(tmp_path / "nowhere")
+    # dataset=2wiki_sample before `make samples` (the README's route): says so
+    with pytest.raises(DataError, match=r"data/prepared/2wiki_sample \(`make samples` prepares"):
+        load_dataset(tmp_path / "data" / "prepared" / "2wiki_sample")
 
 
 def test_dataset_gold_not_in_corpus_counted(toy_dir: Path, caplog) -> None:

@@ -12,7 +12,7 @@ import pytest
 from gear_repro.cli.prepare import main as prepare_main
 from gear_repro.data.converters import FORMATS
 from gear_repro.pipeline.runner import Runner
-from gear_repro.utils.errors import DataError
+from gear_repro.utils.errors import ConfigError, DataError
 from tests.helpers.cli import run_cli, toy_args
 
 
@@ -134,6 +134,7 @@ def test_misspelt_preset_fails(toy_dir: Path, tmp_path: Path) -> None:
     (["report.paper=GEARR"], r"report\.paper='GEARR' is not a paper of paper_results\.csv \(papers: GEAR, GRIEVER"),
     (["report.qa_paper=T2-RAG"], r"report\.qa_paper='T2-RAG' is not a paper of paper_results\.csv"),
     (["qa=yes"], r"qa must be true or false, got 'yes'"),
+    (["dataset.name=../../tmp/escaped"], r"dataset\.name must be a name, not a path: '\.\./\.\./tmp/escaped'"),
     (["run.base_k=3"], r"run\.base_k \(3\) must be >= max\(run\.ks\) \(15\), or null: R@15 would be measured on 3"),
     (["run.base_k=20", "run.ks=[5,10]"], None),  # accepted: a deeper base list
     (["retriever=hybrid", "beam.neighbours=0", "llm=local", "report.paper=GRIEVER", "qa=false"], None),  # accepted
@@ -267,6 +268,10 @@ def test_missing_embedder_folder_is_refused_at_start_up(compose, toy_dir: Path, 
     with pytest.raises(ConfigError, match=r"embedder\.model='.*nowhere': no such folder"):
         Runner(cfg, tmp_path / "index").run()
     assert not (tmp_path / "index" / "metrics.json").exists()
+    # a folder that is not a model (a data folder given by mistake): one line, not every question failing
+    cfg = compose(toy_args(toy_dir, "retriever=sbert", "embedder=minilm", f"embedder.model={toy_dir}"))
+    with pytest.raises(ConfigError, match=r"embedder\.model='.*toy' is a folder without a model"):
+        Runner(cfg, tmp_path / "run2").run()
 
 
 def test_uncached_hub_model_is_refused_at_start_up_when_offline(compose, toy_dir: Path, tmp_path: Path,
@@ -311,8 +316,9 @@ def test_a_configs_embedder_that_is_not_installed_is_never_downloaded(compose, t
 
 
 def test_a_failed_embedder_load_is_not_retried_per_question(tmp_path: Path, monkeypatch) -> None:
-    """A folder without a model passes the start-up check; its load fails once, and every later question gets
-    that error at once instead of loading (and, for a hub id, retrying the network) again."""
+    """A folder whose model does not load (a config.json of another library) passes the start-up check; its load
+    fails once, and every later question gets that error at once instead of loading (and, for a hub id, retrying
+    the network) again. A folder with no model file at all is refused at start-up."""
     from gear_repro.embedding.embedder import SentenceEmbedder
 
     attempts = []
@@ -324,6 +330,9 @@ def test_a_failed_embedder_load_is_not_retried_per_question(tmp_path: Path, monk
     monkeypatch.setattr(SentenceEmbedder, "_load_model", broken)
     (tmp_path / "empty").mkdir()
     emb = SentenceEmbedder(model=str(tmp_path / "empty"), show_progress=False)
+    with pytest.raises(ConfigError, match=r"embedder\.model='.*empty' is a folder without a model"):
+        emb.check_ready()
+    (tmp_path / "empty" / "config.json").write_text("{}")
     emb.check_ready()
     for _ in range(3):
         with pytest.raises(RuntimeError, match=r"cannot load embedder '.*empty'.*Unrecognized model.*offline copies"):

@@ -97,6 +97,14 @@ def _get(rec: dict, ref: str, *keys: str, typ: type | tuple = str) -> Any:
     raise DataError(f"{ref}: record lacks field {' or '.join(repr(k) for k in keys)}")
 
 
+def _question_text(rec: dict, ref: str, key: str = "question") -> str:
+    """The question's text; a blank one is a DataError naming the record (the run refuses it: never written)."""
+    text = _get(rec, ref, key)
+    if not text.strip():
+        raise DataError(f"{ref}: field '{key}' is blank")
+    return text
+
+
 _TRUE, _FALSE = {"true", "yes", "1"}, {"false", "no", "0", ""}
 
 
@@ -332,7 +340,7 @@ def _parse_paragraph_record(ref: str, rec: dict, para_key: str = "paragraphs") -
         if _flag(p, f"{ref} {para_key}[{j}]", "is_supporting"):
             gold.append((title, text))
     answers = _answers(ref, rec.get("answer"), _string_list(rec.get("answer_aliases"), ref, "answer_aliases"))
-    return _Item(ref, qid, _get(rec, ref, "question"), answers, _qtype(rec, qid), ctx, gold)
+    return _Item(ref, qid, _question_text(rec, ref), answers, _qtype(rec, qid), ctx, gold)
 
 
 def _supporting_text(ref: str, sf: list, paragraphs: list[tuple[int, str]]) -> str | None:
@@ -366,7 +374,7 @@ def _parse_context_record(ref: str, rec: dict) -> _Item:
         if g not in gold:
             gold.append(g)
     answers = _answers(ref, rec.get("answer"), _string_list(rec.get("answer_aliases"), ref, "answer_aliases"))
-    return _Item(ref, qid, _get(rec, ref, "question"), answers, _qtype(rec, qid), ctx, gold)
+    return _Item(ref, qid, _question_text(rec, ref), answers, _qtype(rec, qid), ctx, gold)
 
 
 def _parse_evidence_record(ref: str, rec: dict) -> _Item:
@@ -379,7 +387,7 @@ def _parse_evidence_record(ref: str, rec: dict) -> _Item:
         if (ev[0], None) not in gold:
             gold.append((ev[0], None))
     answers = _answers(ref, rec.get("answer"), _string_list(rec.get("answer_aliases"), ref, "answer_aliases"))
-    return _Item(ref, qid, _get(rec, ref, "question"), answers, _qtype(rec, qid), [], gold)
+    return _Item(ref, qid, _question_text(rec, ref), answers, _qtype(rec, qid), [], gold)
 
 
 def _parse_ircot_record(ref: str, rec: dict) -> _Item:
@@ -390,7 +398,7 @@ def _parse_ircot_record(ref: str, rec: dict) -> _Item:
         if not isinstance(ao, dict):
             raise DataError(f"{ref}: answers_objects[{j}] should be an object")
         spans += _string_list(ao.get("spans"), f"{ref} answers_objects[{j}]", "spans")
-    item = _parse_paragraph_record(ref, {**rec, "id": qid, "question": _get(rec, ref, "question_text"),
+    item = _parse_paragraph_record(ref, {**rec, "id": qid, "question": _question_text(rec, ref, "question_text"),
                                          "answer": spans, "answer_aliases": []}, para_key="contexts")
     return item
 

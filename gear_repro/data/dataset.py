@@ -105,7 +105,9 @@ def load_dataset(
     """
     root = Path(path)
     if not root.is_dir():
-        raise DataError(f"dataset folder not found: {root} (prepare one with gear-repro-prepare)")
+        hint = ("`make samples` prepares the bundled 2Wiki and HotpotQA samples there" if root.parent.name == "prepared"
+                else "prepare one with gear-repro-prepare")
+        raise DataError(f"dataset folder not found: {root} ({hint})")
     corpus_path, q_path = root / "corpus.jsonl", root / "questions.jsonl"
     passages = load_corpus(corpus_path)
     questions = load_questions(q_path)

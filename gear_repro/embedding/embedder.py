@@ -192,7 +192,12 @@ class SentenceEmbedder:
         if self.backend != "torch" and (missing := missing_modules(Path(path), self.backend)):
             raise ConfigError(f"embedder.backend={self.backend} needs the Python module(s) {', '.join(missing)}, "
                               "not installed: `make install-encoders`")
-        if Path(path).is_dir() or hub_cached(path):
+        if Path(path).is_dir():
+            if not any((Path(path) / f).is_file() for f in ("modules.json", "config.json")):
+                raise ConfigError(f"embedder.model='{self.model_name}' is a folder without a model (neither a "
+                                  "sentence-transformers modules.json nor a transformers config.json in it)")
+            return
+        if hub_cached(path):
             return
         if looks_like_path(path):
             raise ConfigError(f"embedder.model='{self.model_name}': no such folder ({INSTALL_HINT})")
