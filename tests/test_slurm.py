@@ -218,3 +218,37 @@ def test_slurm_failed_jobs_show_their_error_in_the_report(cluster, tmp_path):
     failures = (tmp_path / "report" / "failures.md").read_text()
     assert failures.count("cannot load embedder") == 2 and str(raised) in failures and str(errored) in failures
     assert "2 of 2" in failures and "cannot load embedder" in rep.stdout
+
+
+def test_a_sweep_to_a_controller_that_is_down_is_one_line_and_listed_by_the_report(tmp_path, monkeypatch, capsys):
+    """sbatch failing on a dead controller was a 40-line submitit traceback, and the sweep folder it left (no job
+    dir) vanished from a combined report (session 19 probe 4.3)."""
+    import os
+
+    from gear_repro.cli.run import submits_to_slurm
+    from gear_repro.reporting.runs import find_unfinished
+    from gear_repro.utils.errors import ConfigError
+    from gear_repro.utils.slurm import check_controller
+
+    assert submits_to_slurm(["-m", "hydra/launcher=slurm", "retriever=bm25"])
+    assert not submits_to_slurm(["hydra/launcher=slurm"]) and not submits_to_slurm(["-m", "retriever=bm25"])
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in (("sbatch", "exit 1"),
+                       ("scontrol", "echo 'Slurmctld(primary) at vm is DOWN'; exit 1")):
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(ConfigError, match=r"the SLURM controller does not answer \(`scontrol ping`: Slurmctld"
+                                          r"\(primary\) at vm is DOWN\); is the cluster up\?"):
+        check_controller()
+    (bin_dir / "scontrol").write_text("#!/bin/sh\necho 'Slurmctld(primary) at vm is UP'\n")
+    check_controller()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(ConfigError, match="needs SLURM's sbatch on PATH"):
+        check_controller()
+    sweep = tmp_path / "sweep"
+    (sweep / ".submitit").mkdir(parents=True)
+    (sweep / "multirun.yaml").write_text("hydra: {}\n")
+    (unfinished,) = find_unfinished([sweep])
+    assert unfinished.path == sweep and "a sweep without a single job dir" in unfinished.error

@@ -34,6 +34,7 @@ from gear_repro.utils.secrets import (
     redact_text,
     register_override,
 )
+from gear_repro.utils.slurm import check_controller
 
 log = logging.getLogger("gear_repro")
 
@@ -258,10 +259,19 @@ def protect_argv(argv: list[str], environ: dict[str, str] | os._Environ = os.env
     return out
 
 
+def submits_to_slurm(argv: list[str]) -> bool:
+    """A sweep (``-m``) through a SLURM launcher (``hydra/launcher=slurm``, or submitit's own ``submitit_slurm``)."""
+    sweep = any(a in ("-m", "--multirun") for a in argv)
+    return sweep and any(a.split("=", 1)[0].lstrip("+~") == "hydra/launcher" and "slurm" in a.split("=", 1)[1]
+                         for a in argv if "=" in a)
+
+
 def main() -> None:
     try:
         sys.argv[1:] = protect_argv(sys.argv[1:])
         cache_dir()  # $GEAR_CACHE must be a folder: refused once here, not once per question
+        if submits_to_slurm(sys.argv[1:]):
+            check_controller()
     except GearError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None

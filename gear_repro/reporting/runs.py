@@ -284,6 +284,12 @@ def find_unfinished(paths: list[str | Path]) -> list[UnfinishedRun]:
         error = (failure.get("error") or _slurm_log_error(d)
                  or "no error recorded (still running, or killed before it could record one)")
         out.append(UnfinishedRun(d, method, finished, error))
+    for root in map(Path, paths):  # a sweep none of whose jobs started (a launcher that could not submit them)
+        for sweep in sorted(f.parent for f in root.rglob("multirun.yaml") if ".submitit" not in f.parts):
+            if not any(d == sweep or sweep in d.parents for d in dirs):
+                out.append(UnfinishedRun(sweep, "?", 0, "a sweep without a single job dir: its jobs are still queued "
+                                         "or never started (a launcher that could not submit them says why in the "
+                                         "sweep command's output)"))
     return out
 
 

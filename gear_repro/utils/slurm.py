@@ -7,6 +7,8 @@ import os
 import shutil
 import subprocess
 
+from gear_repro.utils.errors import ConfigError
+
 ACTIVE_STATES = {"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "REQUEUED", "RESIZING", "STOPPED",
                  "SIGNALING", "STAGE_OUT"}
 
@@ -34,3 +36,23 @@ def job_active(job_id: str) -> bool | None:
     if out.returncode != 0:
         return False if "invalid job id" in out.stderr.lower() else None
     return any(state.strip() in ACTIVE_STATES for state in out.stdout.splitlines())
+
+
+def check_controller() -> None:
+    """Before a ``hydra/launcher=slurm`` sweep submits anything: ``sbatch`` on PATH and the controller answering
+    ``scontrol ping``; a ConfigError saying which is missing (submitit's 40-line traceback otherwise, and a sweep
+    folder without a job)."""
+    if shutil.which("sbatch") is None:
+        raise ConfigError("hydra/launcher=slurm needs SLURM's sbatch on PATH (run the sweep on a login node of the "
+                          "cluster; `make slurm-local` installs a one-node cluster here)")
+    if shutil.which("scontrol") is None:
+        return  # nothing to ask: sbatch itself will say
+    try:
+        out = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise ConfigError(f"hydra/launcher=slurm: `scontrol ping` did not answer ({e}); is the cluster up?") from None
+    said = (out.stdout + out.stderr).strip()
+    if out.returncode != 0 or " is UP" not in said:  # a backup controller may be DOWN while the primary is UP
+        raise ConfigError(f"hydra/launcher=slurm: the SLURM controller does not answer (`scontrol ping`: "
+                          f"{said.splitlines()[-1] if said else f'exit {out.returncode}'}); is the cluster up? "
+                          "(`make slurm-local` starts the one-node cluster here)")
