@@ -360,6 +360,20 @@ def test_report_flags_stale_metrics(compose, toy_dir, tmp_path, capsys):
     assert "metrics.json scores 1 questions but predictions.jsonl has 3 finished" in capsys.readouterr().err
 
 
+def test_explorer_provenance_of_an_unfinished_extension_says_what_was_scored(compose, toy_dir, tmp_path):
+    """run.json is written at each (re)start: after a resume to a larger dataset.limit that did not finish, the
+    explorer's provenance said "limit 3, size 3" beside the 1 question the tables score (session 19 probe §5)."""
+    from gear_repro.reporting.html.data import run_provenance
+    from gear_repro.reporting.runs import find_runs
+
+    run = tmp_path / "a"
+    Runner(_cfg(compose, toy_dir, "dataset.limit=1"), run).run()
+    Runner(_cfg(compose, toy_dir, "dataset.limit=3"), run).run()
+    (run / "metrics.json").write_text(json.dumps({**read_json(run / "metrics.json"), "question_ids": ["q1"]}))
+    subset = run_provenance(find_runs([run])[0])["subset"]
+    assert subset["size"] == 3 and subset["scored"].startswith("1 (metrics.json: the last finished attempt")
+
+
 def test_report_names_damaged_run_files(compose, toy_dir, tmp_path, capsys):
     """predictions.jsonl missing questions that metrics.json scored is said; a metrics.json / run.json that is not
     a JSON object is one line naming the file, in the report and on resume (not an AttributeError)."""

@@ -436,6 +436,10 @@ def run_provenance(run: RunResult) -> dict[str, Any]:
     preds = predictions(run)
     errors = [[str(p.get("id")), str(p.get("error"))[:ERROR_CHARS]] for p in preds if p.get("error")]
     subset = {k: v for k, v in (info.get("subset") or {}).items() if k != "ids"}
+    scored = run.metrics.get("question_ids")
+    if scored is not None and subset.get("size") not in (None, len(scored)):  # run.json is of the last (re)start
+        subset["scored"] = (f"{len(scored)} (metrics.json: the last finished attempt; a resume to {subset['size']} "
+                            "did not finish)")
     config = (path / "config.yaml").read_text(encoding="utf-8") if (path / "config.yaml").is_file() else ""
     return clean({"label": run.label, "dataset": run.dataset, "run_dir": str(path), "commit": env.get("git_commit"),
                   "fingerprint": info.get("fingerprint"), "data_hashes": info.get("data_hashes") or {},
