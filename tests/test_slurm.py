@@ -190,13 +190,14 @@ def test_slurm_sweep_equals_local_and_resumes_a_cancelled_job(cluster, tmp_path)
 
 
 def test_slurm_failed_jobs_show_their_error_in_the_report(cluster, tmp_path):
-    """SBERT jobs whose model folder holds no model (it exists, so the start-up check passes and each question's
-    load fails) fail both ways a run fails: raising (``run.fail_fast=true``:
+    """SBERT jobs whose model folder holds no model (a config.json alone: the start-up check passes and each
+    question's load fails) fail both ways a run fails: raising (``run.fail_fast=true``:
     failure.json, no metrics.json) and finishing with errored questions (scored as misses). submitit catches a job's
     exception (sacct: COMPLETED) and the sweep command re-raises it (exit non-zero); the report has the BM25 rows
     and lists both failures with their error."""
     sweep = tmp_path / "sweep"
     (tmp_path / "no_model").mkdir()
+    (tmp_path / "no_model" / "config.json").write_text("{}")
     driver = _gear(["-m", *SLURM, "retriever=bm25,sbert", "run.fail_fast=true,false", "embedder=minilm",
                     f"embedder.model={tmp_path / 'no_model'}", "dataset.limit=2", "run.progress=false",
                     f"hydra.sweep.dir={sweep}"], tmp_path / "driver.log")
