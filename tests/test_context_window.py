@@ -90,3 +90,17 @@ def test_dropped_passages_summed_in_metrics() -> None:
                         "15": {"counters": {"context_dropped_passages": 1}}}}]
     assert aggregate(preds, [5])["agent_stats"] == {"context_dropped_passages": 4, "context_fitted_calls": 1,
                                                     "qa_context_dropped_passages": 2}
+
+
+def test_single_step_syncge_counts_its_unparsed_reads(toy_dir, tmp_path, compose) -> None:
+    """Single-step SyncGE kept its reader's counters one level below where agent_stats and the run's warning read
+    them: a run whose every K.2 read failed was plain hybrid, silently (session 19 probe 1.1)."""
+    from gear_repro.config import validate
+    from gear_repro.pipeline.resources import Resources
+    from gear_repro.pipeline.runner import Runner
+
+    cfg = validate(compose(["expansion=sync", "retriever=bm25", f"dataset.path={toy_dir}", "dataset.name=toy",
+                            "run.progress=false"]))
+    res = Resources(cfg, llm=ScriptedLLM({"read": ""}))
+    metrics = Runner(cfg, tmp_path / "run", resources=res).run()
+    assert metrics["agent_stats"]["parse_failed"] == metrics["n_questions"] > 0

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from gear_repro.llm.parsing import parse_extraction, parse_reason, parse_rewrite, parse_triples
+from gear_repro.llm.parsing import (
+    parse_extraction,
+    parse_named_entities,
+    parse_reason,
+    parse_rewrite,
+    parse_triples,
+)
 
 K1_DEMO_STYLE = '''{"named_entities": ["Magic Johnson", "Michigan State", "1979"]}
 {
@@ -73,6 +79,19 @@ def test_wrong_arity_and_bad_items_dropped_and_counted() -> None:
                       '["x", null, "y"], ["x", ["nested"], "y"], "just text", ["e", 1979, "f"]]}')
     assert p.triples == [("a", "b", "c"), ("e", "1979", "f")]
     assert p.dropped == 6 and not p.failed
+
+
+def test_a_reply_of_only_wrong_shape_items_is_a_failure() -> None:
+    """2-tuples throughout (a common small-model format) read nothing: counted as a failed reply, not "no facts"
+    (session 19 probe 1.6); a NER list of lists is repaired, one of non-names fails, a bool is never a name."""
+    p = parse_triples('Facts: ("Stanley Hall", "Boston"), ("Boston", "Massachusetts")')
+    assert p.failed and p.dropped == 2 and "none of the 2 items" in p.error
+    nested = parse_named_entities('{"named_entities": [["Stanley Hall"], ["Boston"]]}')
+    assert nested.entities == ["Stanley Hall", "Boston"] and nested.repaired and not nested.failed
+    bad = parse_named_entities('{"named_entities": [true, {"a": 1}]}')
+    assert bad.failed and bad.entities == [] and "none of the 2 named_entities items" in bad.error
+    assert parse_named_entities('{"named_entities": ["Boston", true]}').entities == ["Boston"]
+    assert not parse_named_entities('{"named_entities": []}').failed  # a question without names: no failure
 
 
 def test_duplicates_and_whitespace_squeezed() -> None:

@@ -178,6 +178,9 @@ def parse_triples(text: str | None) -> ParsedTriples:
                 dropped += 1
             elif t not in out:
                 out.append(t)
+        if not out and dropped:  # valid JSON of the wrong shape (2-tuples, ...): nothing read is a failure, counted
+            return ParsedTriples(failed=True, dropped=dropped, error=f"none of the {dropped} items is a "
+                                 "(subject, predicate, object) triple")
         return ParsedTriples(triples=out, repaired=repaired, dropped=dropped)
     except Exception as e:  # never crash a run on a reply
         return ParsedTriples(failed=True, error=f"{type(e).__name__}: {e}")
@@ -226,10 +229,15 @@ def parse_named_entities(text: str | None) -> ParsedEntities:
         if not isinstance(found, list):
             return ParsedEntities(failed=True, repaired=repaired, error="no named_entities list in the reply")
         out: list[str] = []
-        for e in found:
-            e = " ".join(str(e).split()) if isinstance(e, (str, int, float)) else ""
+        flat = [x for e in found for x in (e if isinstance(e, list) else [e])]  # [["a"], ["b"]]: repaired
+        repaired = repaired or any(isinstance(e, list) for e in found)
+        for e in flat:
+            e = " ".join(str(e).split()) if isinstance(e, str | int | float) and not isinstance(e, bool) else ""
             if e and e not in out:
                 out.append(e)
+        if found and not out:  # valid JSON of the wrong shape: a failure (counted), not "no entity"
+            return ParsedEntities(failed=True, repaired=repaired,
+                                  error=f"none of the {len(found)} named_entities items is a name")
         return ParsedEntities(entities=out, repaired=repaired)
     except Exception as e:  # never crash a run on a reply
         return ParsedEntities(failed=True, error=f"{type(e).__name__}: {e}")

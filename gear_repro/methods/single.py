@@ -64,6 +64,9 @@ class SingleStep:
         timings["expansion_s"] = time.perf_counter() - t1
         ranking = out.ranking
         trace["expansion"] = out.trace
+        # the expansion's counters (SyncGE's unparsed reads, ...) where metrics.json's agent_stats and the run's
+        # warning read them (they were one level down: a run whose every read failed said nothing)
+        trace["counters"] = dict((out.trace or {}).get("counters") or {})
         if self.output_depth:
             ranking = ranking.top(self.output_depth)
         trace["timings"] = timings
