@@ -42,7 +42,7 @@ def bm25_run(data: str | Path, run_dir: Path) -> Path:
 def explorer(runs: list[Path], out: Path) -> Path:
     from gear_repro.cli.report import main
 
-    assert main([*map(str, runs), "--out", str(out), "--html", "--resamples", "50"]) == 0
+    assert main([*map(str, runs), "--out", str(out), "--html", "--resamples", "100"]) == 0
     return out
 
 

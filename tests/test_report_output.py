@@ -25,7 +25,7 @@ def two_widths(compose, toy_dir: Path, tmp_path: Path) -> Path:
 
 def test_tables_keyed_by_label_tell_runs_apart(two_widths: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "report"
-    assert report_main([str(two_widths), "--out", str(out), "--resamples", "50"]) == 0
+    assert report_main([str(two_widths), "--out", str(out), "--resamples", "100"]) == 0
     for name in ("table.md", "table12_density_wide.md", "table.tex"):
         text = (out / name).read_text()
         assert "BM25 [beam.width=3]" in text and "BM25 [beam.width=10]" in text, name
@@ -35,11 +35,11 @@ def test_tables_keyed_by_label_tell_runs_apart(two_widths: Path, tmp_path: Path,
 
 def test_reused_out_keeps_nothing_stale_and_lists_what_it_wrote(two_widths: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "report"
-    assert report_main([str(two_widths), "--out", str(out), "--resamples", "50", "--claims"]) == 0
+    assert report_main([str(two_widths), "--out", str(out), "--resamples", "100", "--claims"]) == 0
     assert (out / "claims.md").exists()
     (out / "fig3_r15_by_type_toy.png").write_bytes(b"old figure")  # as a report from before the file list
     capsys.readouterr()
-    assert report_main([str(two_widths), "--out", str(out), "--resamples", "50"]) == 0
+    assert report_main([str(two_widths), "--out", str(out), "--resamples", "100"]) == 0
     listed = json.loads((out / MANIFEST).read_text())["files"]
     on_disk = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != MANIFEST)
     assert listed == on_disk and "table.md" in listed
@@ -98,14 +98,28 @@ def test_out_is_readable_by_others_and_a_symlinked_out_keeps_its_link(two_widths
     from gear_repro.utils.io import UMASK
 
     out = tmp_path / "report"
-    assert report_main([str(two_widths), "--out", str(out), "--resamples", "50"]) == 0
+    assert report_main([str(two_widths), "--out", str(out), "--resamples", "100"]) == 0
     assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~UMASK
     target = tmp_path / "shared" / "reports"
     target.mkdir(parents=True)
     link = tmp_path / "linkout"
     link.symlink_to(target, target_is_directory=True)
     for _ in range(2):  # the second replaces the first through the link
-        assert report_main([str(two_widths), "--out", str(link), "--resamples", "50"]) == 0
+        assert report_main([str(two_widths), "--out", str(link), "--resamples", "100"]) == 0
     assert link.is_symlink() and (target / "table.md").is_file()
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".")]  # no stale .linkout.old-* left
     assert os.listdir(tmp_path / "shared") == ["reports"]
+
+
+def test_too_few_resamples_are_refused(two_widths: Path, tmp_path: Path, capsys) -> None:
+    """--resamples 1 gave a "95 %" interval of one draw (session 19 probe 1.11)."""
+    assert report_main([str(two_widths), "--out", str(tmp_path / "r"), "--resamples", "5"]) == 2
+    assert "--resamples must be at least 100" in capsys.readouterr().err
+
+
+def test_latency_p50_is_the_median() -> None:
+    from gear_repro.evaluation.aggregate import aggregate
+
+    preds = [{"id": f"q{i}", "gold_ids": ["a"], "rankings": {"final": ["a"]}, "timings": {"total_s": t}}
+             for i, t in enumerate((1.0, 3.0))]
+    assert aggregate(preds, [5])["latency_ms"]["p50"] == 2000.0  # was the upper one (3000) for two questions

@@ -72,7 +72,9 @@ def test_questions_needed_formula():
     # ((z_.975 + z_.8) * sd / d)^2 = ((1.95996 + 0.84162) * 2 / 1)^2 = 31.4 -> 32
     assert questions_needed(1.0, 2.0) == 32
     assert questions_needed(-1.0, 2.0) == 32
-    assert questions_needed(3.0, 0.0) == 1
+    # never below the 6 questions the sign-flip test needs for p < 0.05 (its smallest p at n is 2 / 2^n)
+    assert questions_needed(3.0, 0.0) == 6 and questions_needed(10.0, 1.0) == 6
+    assert questions_needed(3.0, 0.0, alpha=0.01) == 8
     assert math.isinf(questions_needed(0.0, 5.0))
     cancelled = float(np.mean(np.array([100 / 3, -100 / 3, 50.0, -50.0, 0.1, -0.1]) * 1.0))  # ~1e-15, not 0
     assert math.isinf(questions_needed(cancelled + 1e-14, 22.4))

@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gear_repro.evaluation.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+from gear_repro.evaluation.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, MIN_RESAMPLES
 from gear_repro.reporting.evidence import EvidenceOptions
 from gear_repro.reporting.output import MANIFEST, ReportDir
 from gear_repro.reporting.runs import find_runs, find_unfinished, write_failures
@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--intersect", action="store_true",
                     help="pair runs on different question sets over their shared questions (default: refuse)")
     ap.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
-                    help=f"bootstrap/permutation resamples (default {DEFAULT_RESAMPLES})")
+                    help=f"bootstrap/permutation resamples (default {DEFAULT_RESAMPLES}, at least {MIN_RESAMPLES})")
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the resampling (default {DEFAULT_SEED})")
     ap.add_argument("--prices", default=None, help="price table YAML (default: gear_repro/resources/prices.yaml)")
     ap.add_argument("--price-model", default=None, help="model of the price table (default: the table's default)")
@@ -64,8 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.stem or Path(args.stem).name != args.stem or args.stem in (".", ".."):
             raise GearError(f"--stem must be a file name stem without a folder, got '{args.stem}' (use --out DIR)")
         args.figures = args.figures or args.html
-        if args.resamples < 1:
-            raise GearError(f"--resamples must be positive, got {args.resamples}")
+        if args.resamples < MIN_RESAMPLES:  # a "95 %" percentile interval from a handful of draws is not one
+            raise GearError(f"--resamples must be at least {MIN_RESAMPLES} (a 95% interval's 2.5% tails need draws "
+                            f"to sit in; default {DEFAULT_RESAMPLES}), got {args.resamples}")
         if not 0 <= args.seed < 2**32:  # numpy's seed range
             raise GearError(f"--seed must be in [0, 2^32), got {args.seed}")
         opts = EvidenceOptions(resamples=args.resamples, seed=args.seed, intersect=args.intersect)

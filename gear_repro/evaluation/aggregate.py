@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from statistics import mean
+from statistics import mean, median
 
 from gear_repro.evaluation.metrics import MetricError, answer_metric_of, exact_match, f1_score, recall_at_k
 from gear_repro.utils.errors import DataError
@@ -143,6 +143,6 @@ def aggregate(preds: list[dict], ks: Sequence[int], max_rounds: int | None = Non
     lat = [p["timings"]["total_s"] for p in preds if p.get("timings", {}).get("total_s") is not None]
     if lat:
         lat.sort()
-        out["latency_ms"] = {"mean": 1000 * mean(lat), "p50": 1000 * lat[len(lat) // 2],
+        out["latency_ms"] = {"mean": 1000 * mean(lat), "p50": 1000 * median(lat),
                              "p95": 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))]}
     return out
