@@ -430,3 +430,31 @@ def test_any_evaluated_rank_gets_its_column(tmp_path: Path):
     header = next(line for line in (out / "table.md").read_text().splitlines() if line.startswith("|"))
     assert [c.strip().split()[-1] for c in header.strip("|").split("|")[1:]] == \
         ["R@3", "R@5", "R@10", "R@15", "R@20", "errors"]
+
+
+def test_errored_questions_never_decide_a_claim(tmp_path: Path) -> None:
+    """A run whose questions failed (a dead endpoint) was "contradicted" on recall and "held" on tokens (its failed
+    calls cost 0); errored questions now leave the pair, a pair with nothing left is refused, and the cost table
+    counts them apart (session 19 probe 1.3)."""
+    from gear_repro.reporting.cost import cost_table
+
+    root = tmp_path / "runs"
+    base = make_run(root, "bm25", "bm25", "none", BASE)
+    naive = make_run(root, "bm25_naive", "bm25", "naive", BETTER)
+    preds = [json.loads(line) for line in (naive / "predictions.jsonl").read_text().splitlines()]
+    for p in preds[:30]:  # the 30 questions where it was better failed instead: no signal left in it
+        p.update(error="LLMCallError: Connection refused", rankings={"final": []})
+    (naive / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
+    r = rows_by(evaluate_claims(find_runs([root]), load_claims(), EvidenceOptions(resamples=200)),
+                "naivege_gt_base[BM25]")
+    assert r.n == 10 and r.diff == 0 and r.verdict != "contradicted"
+    assert "30 question(s) errored in a or b (scored as misses in the tables): left out" in r.note
+    for p in preds:
+        p["error"] = "LLMCallError: Connection refused"
+    (naive / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
+    r = rows_by(evaluate_claims(find_runs([root]), load_claims(), EvidenceOptions(resamples=200)),
+                "naivege_gt_base[BM25]")
+    assert r.verdict == "refused" and r.n is None
+    cost = cost_table(find_runs([base]), {"input": 1.0, "output": 1.0, "model": "m", "date": "d"})
+    assert list(cost["n_errored"]) == [0]
+    assert cost_table(find_runs([naive]), {"input": 1.0, "output": 1.0, "model": "m", "date": "d"}).empty

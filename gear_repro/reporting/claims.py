@@ -29,9 +29,11 @@ from gear_repro.evaluation.stats import paired_test, questions_needed
 from gear_repro.reporting.evidence import (
     DEFAULT_OPTIONS,
     EvidenceOptions,
+    Pairing,
     QuestionSetMismatch,
     align,
     paired_arrays,
+    predictions,
     values,
 )
 from gear_repro.reporting.paper import DEFAULT_PAPER, paper_value
@@ -198,6 +200,11 @@ def _keys(claim: dict, metric: str, run: RunResult) -> tuple[str, str]:
     return metric, metric
 
 
+def errored(run: RunResult) -> set[str]:
+    """Ids of the run's questions that failed (``error`` in predictions.jsonl: scored as misses, their tokens 0)."""
+    return {str(p.get("id")) for p in predictions(run) if p.get("error")}
+
+
 def _pairs(claim: dict, ras: list[RunResult], rbs: list[RunResult]) -> list[tuple[RunResult, RunResult]]:
     if claim.get("within_run"):
         return [(r, r) for r in ras if r in rbs and _max_rounds(r) > 1]
@@ -254,6 +261,16 @@ def evaluate_claim(claim: dict, runs: Sequence[RunResult], opts: EvidenceOptions
                 row.verdict, row.note = "refused", str(e).split(": ", 1)[-1]
                 rows.append(row)
                 continue
+            failed = errored(a) | errored(b)  # a question a run failed on (a dead endpoint) measures neither method
+            if failed & set(pairing.ids):
+                kept = [q for q in pairing.ids if q not in failed]
+                notes.append(f"{len(pairing.ids) - len(kept)} question(s) errored in a or b (scored as misses in the "
+                             "tables): left out of this comparison")
+                if not kept:
+                    row.verdict, row.note = "refused", "; ".join(notes)
+                    rows.append(row)
+                    continue
+                pairing = Pairing(kept, pairing.dropped_a, pairing.dropped_b)
             xa, xb = paired_arrays(va, vb, pairing)
             res = paired_test(xa, xb, opts.resamples, opts.seed, opts.alpha)
             row.verdict = decide(res.diff, res.low, res.high, res.p_value, claim["direction"], opts.alpha)

@@ -60,7 +60,8 @@ def _pct(xs: list[float], q: float) -> float | None:
 def cost_table(runs: Sequence[RunResult], prices: dict) -> pd.DataFrame:
     rows = []
     for run in runs:
-        preds = predictions(run)
+        every = predictions(run)
+        preds = [p for p in every if not p.get("error")]  # a failed question's calls cost nothing: not a saving
         if not preds:
             continue
         counts = [call_counts(p) for p in preds]
@@ -73,7 +74,7 @@ def cost_table(runs: Sequence[RunResult], prices: dict) -> pd.DataFrame:
         tout = sum(c["completion_tokens"] for c in counts) / n
         ks = passes(preds[0])
         rows.append({
-            "method": run.label, "dataset": run.dataset, "n_questions": n,
+            "method": run.label, "dataset": run.dataset, "n_questions": n, "n_errored": len(every) - n,
             "k": int(ks[-1]) if ks else None, "passes_in_run": len(ks) or 1,
             "retrieval_ms_p50": _pct(ret, 50), "retrieval_ms_p95": _pct(ret, 95),
             "e2e_s_mean": float(np.mean(e2e)) if e2e else None,
@@ -94,16 +95,17 @@ def cost_markdown(df: pd.DataFrame, prices: dict) -> str:
         "",
         f"Latency measured on this machine. $ per 1,000 questions at {prices['model']} list prices "
         f"({prices['currency']} {prices['input']}/1M input, {prices['output']}/1M output tokens; as of {prices['date']}; "
-        f"{prices['source']}), every call counted as billed. ≈: untagged matched-k ledger split evenly over passes.",
+        f"{prices['source']}), every call counted as billed. ≈: untagged matched-k ledger split evenly over passes. "
+        "N: questions that did not error (an errored question's calls are left out, not priced at 0).",
         "",
-        "| method | dataset | N | k | retrieval ms/q p50 | p95 | end-to-end s/q | LLM calls/q | input tok/q | "
+        "| method | dataset | N | errored | k | retrieval ms/q p50 | p95 | end-to-end s/q | LLM calls/q | input tok/q | "
         "output tok/q | $/1k q | run |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for _, r in df.iterrows():
         approx = "≈" if r["approx_split"] else ""
         lines.append(
-            f"| {r['method']} | {r['dataset']} | {r['n_questions']} | {f(r['k'], '{:.0f}')} | "
+            f"| {r['method']} | {r['dataset']} | {r['n_questions']} | {r['n_errored']} | {f(r['k'], '{:.0f}')} | "
             f"{f(r['retrieval_ms_p50'], '{:.1f}')} | {f(r['retrieval_ms_p95'], '{:.1f}')} | {f(r['e2e_s_mean'], '{:.3g}')} | "
             f"{approx}{r['llm_calls_per_q']:.2f} | {approx}{r['input_tokens_per_q']:.0f} | "
             f"{approx}{r['output_tokens_per_q']:.0f} | {approx}{r['usd_per_1000_q']:.3f} | {Path(r['run_dir']).name} |")
