@@ -18,6 +18,9 @@ from tests.helpers.gear_slice import GIST_2, READ, YES, build
     ('"Somme"\n', "Somme"),
     ("\n\nParis\nFrance", "Paris"),
     ("The answer is Paris. Answer:", "The answer is Paris."),
+    # a model that answers and goes on with the demonstrations' pattern: its answer, not the invented last pair
+    ("Stanley Hall\n\nQuestion: Who was the 44th US president?\nAnswer: Barack Obama", "Stanley Hall"),
+    ("question: Who?\nanswer: Amiens\nQuestion: Next?\nAnswer: Paris", "Amiens"),
     ("", ""),
     (None, ""),
 ])

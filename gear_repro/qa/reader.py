@@ -36,17 +36,23 @@ class QAMode(Choice):
 
 
 _ANSWER_LABEL = re.compile(r"\banswer\s*[:：]", re.IGNORECASE)
+_QUESTION_LABEL = re.compile(r"\W*question\s*[:：]", re.IGNORECASE)
 _STRIP = " \t\r\n\"'`*“”‘’"
 
 
 def extract_answer(text: str | None) -> str:
-    """The answer in a K.3 reply: after the last "Answer:" if echoed, first non-empty line, stripped."""
+    """The answer in a K.3 reply (the prompt ends with "Answer:"), first non-empty line, stripped: the reply's own
+    first line, unless that line echoes a label ("Answer: X", "Question: ...\nAnswer: X"), then what follows the
+    first "Answer:". A model that answers and goes on writing the demonstrations' Q/A pairs is scored on its answer,
+    not on its last invented pair."""
     if not text:
         return ""
-    labels = list(_ANSWER_LABEL.finditer(text))
-    body = text[labels[-1].end():] if labels else text
-    if labels and not body.strip():  # "Answer:" at the very end: take what came before it
-        body = text[: labels[-1].start()]
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    label = _ANSWER_LABEL.search(text)
+    echoed = label is not None and (_ANSWER_LABEL.search(first) is not None or _QUESTION_LABEL.match(first))
+    body = text[label.end():] if echoed else text
+    if echoed and not body.strip():  # "Answer:" at the very end: take what came before it
+        body = text[: label.start()]
     for line in body.splitlines():
         line = line.strip().strip(_STRIP).strip()
         if line:
