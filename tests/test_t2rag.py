@@ -566,3 +566,16 @@ def test_answer_prompt_ends_with_answer_and_code_parse_keeps_the_reply() -> None
     assert [ln for ln in ans.splitlines() if ln.strip()][-1] == "Answer:"  # App. E; TRAG.py:1109
     assert code_answer("Paris\nBecause it is the capital.") == "Paris\nBecause it is the capital."
     assert code_answer("X Answer: Paris") == "Paris" and code_answer("  Amiens ") == "Amiens"
+
+
+def test_a_qa_bound_with_a_self_answering_method_is_refused(toy_env, tmp_path: Path) -> None:
+    """agent=t2rag qa=true qa_reader.mode=gold ran T²RAG's own answers and stood as the paper's "Gold Passages"
+    bound (session 19 probe 1.9): refused before any question."""
+    from gear_repro.pipeline.runner import Runner
+    from gear_repro.utils.errors import ConfigError
+
+    cfg, res = toy_env[1](["qa=true", "qa_reader.mode=gold"], SCRIPT)
+    with pytest.raises(ConfigError, match=r"qa_reader\.mode=gold is a bound of the K\.3 reader, but this method "
+                                          r"answers with its own prompt"):
+        Runner(cfg, tmp_path / "run", resources=res).run()
+    assert res.llm.calls == []

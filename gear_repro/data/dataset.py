@@ -63,14 +63,14 @@ def prepared_as(root: str | Path) -> tuple[str, str] | None:
     return PREPARED.get(str(read_json_object(stats).get("dataset", "")).lower())
 
 
-def check_gold_answers(dataset: Dataset) -> None:
+def check_gold_answers(dataset: Dataset, switch: str = "qa=true") -> None:
     """DataError naming the first question without a gold answer: EM/F1 (qa=true, self-answering methods) would
-    fail only after every LLM call had run."""
+    fail only after every LLM call had run; ``switch`` is the setting that turns the answers off."""
     missing = [q.id for q in dataset.questions if not q.answers]
     if missing:
         raise DataError(f"{dataset.path / 'questions.jsonl'}: question '{missing[0]}' has no gold answer "
                         f"({len(missing)} of the run's {len(dataset.questions)} questions): EM/F1 cannot score it; "
-                        "drop these questions or run without qa=true")
+                        f"drop these questions or run without {switch}")
 
 
 def question_selection(questions: list[Question], kind: str, limit: int | None, seed: int, n_all: int) -> dict:

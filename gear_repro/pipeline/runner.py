@@ -191,8 +191,14 @@ class Runner:
             scorer_options(beam.scorer, beam.scorer_options)
         if int(self.cfg.run.workers) < 1:
             raise ConfigError(f"run.workers must be >= 1 (got {self.cfg.run.workers})")
+        if method.answers_questions and qa_reader is not None and \
+                str(OmegaConf.select(self.cfg, "qa_reader.mode", default="retrieved")) != "retrieved":
+            raise ConfigError(f"qa_reader.mode={self.cfg.qa_reader.mode} is a bound of the K.3 reader, but this method "
+                              "answers with its own prompt (the reader is not used; its row would stand as the paper's "
+                              "bound): run the bound with agent=single, or drop qa_reader.mode")
         if qa_reader is not None or method.answers_questions:
-            check_gold_answers(self.res.dataset)
+            check_gold_answers(self.res.dataset, "qa=true" if qa_reader is not None and not method.answers_questions
+                               else "agent.answer=false")
         if self.cfg.get("llm") is not None and (qa_reader is not None or method.needs_llm):
             self.res.llm.check_ready()
         # the prompts without passages must fit llm.context_window (llm/context.py)
