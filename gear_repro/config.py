@@ -470,11 +470,14 @@ def group_config(group: str, option: str, overrides: list[str] | tuple[str, ...]
 
 
 def register_resolvers() -> None:
-    """``${repo:}`` = repository root, ``${cache:}`` = $GEAR_CACHE."""
+    """``${repo:}`` = repository root, ``${cache:}`` = $GEAR_CACHE, ``${diversity_label:<bool>}`` = Table 4's row
+    label of a beam.diversity value."""
     if not OmegaConf.has_resolver("repo"):
         OmegaConf.register_new_resolver("repo", lambda: str(REPO_DIR))
     if not OmegaConf.has_resolver("cache"):
         OmegaConf.register_new_resolver("cache", lambda: str(cache_dir()))
+    if not OmegaConf.has_resolver("diversity_label"):  # Table 4's row label follows beam.diversity, however it is set
+        OmegaConf.register_new_resolver("diversity_label", lambda d: "w/ diversity" if d else "w/o diversity")
 
 
 register_resolvers()

@@ -147,3 +147,12 @@ def test_presets_run_on_two_questions(overrides, tmp_path: Path):
     assert metrics["n_questions"] == len(preds) == 2 and not any("error" in p for p in preds)
     assert all(len(p["rankings"]["final"]) >= 10 for p in preds)
     assert 0 <= metrics[cfg.optimized_metric] <= 100
+
+
+@pytest.mark.parametrize("overrides, label", [
+    (["beam=default"], "w/ diversity"), (["beam=no_diversity"], "w/o diversity"),
+    (["beam=default", "beam.diversity=false"], "w/o diversity"),  # was "w/ diversity" beside the paper's (probe 1.7)
+])
+def test_table4_label_follows_beam_diversity(overrides, label):
+    cfg = _compose(["experiment=table4_diversity", *overrides])
+    assert OmegaConf.to_container(cfg, resolve=True)["report"]["method"] == label

@@ -410,6 +410,19 @@ def test_ablations_and_variants_are_named_and_never_take_the_papers_row():
                     "gear_gt_hipporag_ircot", "b")
     assert not role({**hybrid, "agent": {"_target_": single}, "expansion": {"_target_": EXPANSIONS["sync"]},
                      "run": {"matched_k": False}}, "gear_gt_hybrid_syncge", "b")
+    # GEAR variants beyond base / expansion / beam length (session 19 probe 1.8): named, and never the paper's GEAR
+    paper_gear = {"retriever": {"_target_": CLASSES["hybrid"], "name": "hybrid"},
+                  "agent": {"_target_": gear, "max_rounds": 4, "passage_link": True},
+                  "expansion": {"_target_": EXPANSIONS["sync"]}, "beam": {"length": 2, "diversity": True},
+                  "dataset": {"name": "musique_sample", "paper_name": "MuSiQue", "max_rounds": 4}}
+    assert _labelled(paper_gear) == "GEAR" and role(paper_gear, "gear_gt_hybrid_syncge")
+    for change, label in ((("agent", "max_rounds", 1), "GEAR (1 round)"),
+                          (("agent", "passage_link", False), "GEAR (no passageLink)"),
+                          (("beam", "diversity", False), "GEAR (no diversity)"),
+                          (("beam", "length", 4), "GEAR (beam length 4)")):
+        node, key, value = change
+        variant = {**paper_gear, node: {**paper_gear[node], key: value}}
+        assert _labelled(variant) == label and not role(variant, "gear_gt_hybrid_syncge"), label
 
 
 def test_any_evaluated_rank_gets_its_column(tmp_path: Path):

@@ -398,12 +398,19 @@ def test_real_llm_path_with_the_tiny_model(toy_env, tmp_path: Path) -> None:
     ("full", 3, True, "T2RAG"), ("single_round", 1, True, "T2RAG - single round"),
     ("wo_chunk", 3, False, "T2RAG - w/o chunk")])
 def test_table2_ablation_preset(compose, ablation, n, passages, label) -> None:
+    """The row label follows the agent's settings (not the preset's `ablation` key): an override that changes them
+    is never labelled as another row of the paper (session 19 probe 1.7)."""
     from omegaconf import OmegaConf
+
+    from gear_repro.reporting.runs import RunResult
 
     cfg = compose(["experiment=t2rag_table2_ablation", f"ablation={ablation}"])
     c = OmegaConf.to_container(cfg, resolve=True)
     assert c["agent"]["_target_"].endswith("T2RAGAgent")
-    assert (c["agent"]["max_iterations"], c["agent"]["with_passages"], c["report"]["method"]) == (n, passages, label)
+    assert (c["agent"]["max_iterations"], c["agent"]["with_passages"], RunResult("x", c, {}).method) == (n, passages, label)
+    both = OmegaConf.to_container(compose(["experiment=t2rag_table2_ablation", f"ablation={ablation}",
+                                           "agent.max_iterations=1", "agent.with_passages=false"]), resolve=True)
+    assert RunResult("x", both, {}).method == "T2RAG - single round, w/o chunk"
     from gear_repro.reporting.paper import paper_value
 
     assert paper_value("Table 2", label, "MuSiQue", "EM", paper="T2RAG", setting="GPT-4o-mini") == \

@@ -104,7 +104,8 @@ def matches(run: RunResult, selector: dict) -> bool:
             have = _class_name(have)
         if key == "qa_reader.mode" and have is None:
             have = "retrieved"
-        options = want if isinstance(want, list) else [want]
+        options = [config_value(run.config, o[1:]) if isinstance(o, str) and o.startswith("=") else o
+                   for o in (want if isinstance(want, list) else [want])]  # "=dataset.max_rounds": that setting's value
         if have not in options:
             return False
     return True

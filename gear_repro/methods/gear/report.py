@@ -8,23 +8,45 @@ from collections.abc import Mapping
 from statistics import mean
 from typing import Any
 
-from gear_repro.methods.base import ReportHooks, RowParts, class_path, format_triple_list, result_lines
+from gear_repro.methods.base import (
+    ReportHooks,
+    RowParts,
+    class_path,
+    format_triple_list,
+    node_setting,
+    result_lines,
+)
 from gear_repro.methods.gear.agent import GearAgent
 from gear_repro.methods.gear.detail import agent_detail, expansion_detail
 from gear_repro.methods.gear.expansion import NaiveGE, NoExpansion, SyncGE
 
 PAPER_EXPANSION = "SyncGE"  # GEAR's graph expansion (§5: SyncGE inside the agent)
 PAPER_BASE = "hybrid"  # the base retriever of GEAR's own paper rows; any other base is named in the label
+PAPER_BEAM_LENGTH = 2  # GEAR's beam length in Tables 2-3 (App. B.1; Table 9 varies it under its own preset)
 STAGES = ("read", "gist", "reason", "rewrite")  # the K.2 reader, gist memory, reasoner, rewriter (§5)
 
 
 def agent_label(config: Mapping[str, Any], parts: RowParts) -> str:
     """"GEAR" on the paper's base retriever with SyncGE (§5), else "GEAR + <base>" ("GEAR + GRIEVER", GRIEVER Table 4);
-    another expansion is an ablation and says so ("GEAR (NaiveGE)", "GEAR (no expansion)")."""
+    an ablation or variant says what differs from the paper's GEAR, as the claims' GEAR role pins it (another
+    expansion, beam length != 2, plain beam search, no passageLink, other than the dataset's rounds): "GEAR (NaiveGE)",
+    "GEAR (no expansion)", "GEAR (beam length 4)", "GEAR (1 round)"."""
     label = f"GEAR + {parts.base}" if parts.paper_label or parts.retriever != PAPER_BASE else "GEAR"
+    differs = []
     if config.get("expansion") and parts.expansion != PAPER_EXPANSION:  # (a config naming no expansion: the default)
-        label += f" ({parts.expansion or 'no expansion'})"
-    return label
+        differs.append(parts.expansion or "no expansion")
+    beam, agent = config.get("beam") or {}, config.get("agent") or {}
+    length = node_setting(beam, "length", PAPER_BEAM_LENGTH)
+    if length != PAPER_BEAM_LENGTH:
+        differs.append(f"beam length {length}")
+    if node_setting(beam, "diversity", True) is False:
+        differs.append("no diversity")
+    if node_setting(agent, "passage_link", True) is False:
+        differs.append("no passageLink")
+    rounds, paper_rounds = node_setting(agent, "max_rounds"), (config.get("dataset") or {}).get("max_rounds")
+    if isinstance(rounds, int) and isinstance(paper_rounds, int) and rounds != paper_rounds:
+        differs.append(f"{rounds} round{'s' if rounds != 1 else ''}")
+    return label + (f" ({', '.join(differs)})" if differs else "")
 
 
 def summary_row(predictions: list[dict]) -> dict[str, Any] | None:
