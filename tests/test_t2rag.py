@@ -586,3 +586,20 @@ def test_a_qa_bound_with_a_self_answering_method_is_refused(toy_env, tmp_path: P
                                           r"answers with its own prompt"):
         Runner(cfg, tmp_path / "run", resources=res).run()
     assert res.llm.calls == []
+
+
+def test_unparsed_replies_reach_agent_stats_and_the_warning(toy_env, tmp_path: Path, capsys) -> None:
+    """Every reply empty: T²RAG's counters sat only in trace['t2rag'], so metrics.json had no agent_stats and the
+    run no warning (session 19 probe §5); GEAR's rewriter fallbacks are warned about too."""
+    from gear_repro.cli.run import _warn_reply_failures
+    from gear_repro.pipeline.runner import Runner
+
+    cfg, res = toy_env[1](["dataset.limit=1"], {"decompose": "", "decompose_retry": "", "answer": ""},
+                          reload=("dataset",))
+    metrics = Runner(cfg, tmp_path / "run", resources=res).run()
+    assert metrics["agent_stats"]["decompose_failed"] == 1 and metrics["agent_stats"]["decompose_retry_failed"] == 1
+    _warn_reply_failures(metrics["agent_stats"])
+    err = capsys.readouterr().err
+    assert "WARNING: LLM replies that did not parse" in err and "decompose_retry_failed=1" in err
+    _warn_reply_failures({"rewrite_fallback": 3})
+    assert "rewrite_fallback=3" in capsys.readouterr().err

@@ -113,7 +113,7 @@ HOOKS = (
                 label=agent_label, stages=STAGES, figure4_stages=STAGES, rounds_table=True,
                 summaries=(("agent_stats", "GEAR loop statistics", summary_row),), trace_lines=trace_lines,
                 question_detail=agent_detail,
-                reply_failures=("gist_parse_failed", "reason_unparsed", "expansion.parse_failed")),
+                reply_failures=("gist_parse_failed", "reason_unparsed", "rewrite_fallback", "expansion.parse_failed")),
     ReportHooks(targets=(class_path(NoExpansion), "gear_repro.methods.gear.expansion.NoExpansion"), names=("none",)),
     ReportHooks(targets=(class_path(NaiveGE), "gear_repro.methods.gear.expansion.NaiveGE"), names=("naive",),
                 expansion_label="NaiveGE", question_detail=expansion_detail),

@@ -53,7 +53,7 @@ ranking had T²RAG stopped there (Figure-2-style per-iteration recall).
 T²RAG answers by itself: :class:`~gear_repro.methods.base.MethodOutput` carries the answer and the runner
 scores it with the same EM/F1 as the QA reader (``answer: false`` leaves answering to ``qa_reader``).
 Malformed replies never raise: they are repaired where the intent is clear and counted in
-``trace['t2rag']['counters']``.
+``trace['t2rag']['counters']`` (and ``trace['counters']``: metrics.json ``agent_stats``, the run's warning).
 """
 
 from __future__ import annotations
@@ -772,7 +772,9 @@ class T2RAGAgent:
             answer = MethodAnswer(text=text, raw=reply)
             trace["answer_context"] = [list(c.parts) for c in context]
         trace["timings"] = {"total_s": round(time.perf_counter() - t0, 6)}
-        return MethodOutput(ranking=self._fuse(lists), rounds=rounds, trace={"t2rag": trace}, answer=answer)
+        # the counters also where metrics.json's agent_stats and the run's warning read them (report hooks)
+        return MethodOutput(ranking=self._fuse(lists), rounds=rounds, trace={"t2rag": trace, "counters": counters},
+                            answer=answer)
 
     def _fuse(self, lists: Sequence[Ranking]) -> Ranking:
         if self.ranking == "concat":

@@ -108,5 +108,6 @@ HOOKS = (
                 label=agent_label, stages=STAGES,
                 summaries=(("t2rag_stats", "T²RAG loop statistics (EM/F1 by final resolution status: T²RAG Figure 3)",
                             summary_row),),
-                trace_lines=trace_lines, question_detail=question_detail),
+                trace_lines=trace_lines, question_detail=question_detail,
+                reply_failures=("decompose_failed", "decompose_retry_failed", "resolve_failed")),
 )
