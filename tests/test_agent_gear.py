@@ -133,6 +133,15 @@ def test_malformed_reason_and_rewrite_are_counted(slice_env):
                                        "raw": "Hmm, hard to say."}
     assert out.rounds[0]["rewrite"]["raw"] == "   " and out.rounds[0]["rewrite"]["fallback"]
     assert out.rounds[0]["memory"] == [] and out.trace["passage_link"] == []
+
+
+def test_a_prose_rewrite_is_the_next_query_but_counted(slice_env):
+    script = {"read": "I cannot find any facts.", "gist": "nothing useful here", "reason": "Answerable: No",
+              "rewrite": "I cannot rewrite this question."}
+    _, res, agent = build(slice_env, script, ["agent.max_rounds=2"])
+    out = agent.run(res.dataset.questions[0], 15)
+    assert out.rounds[1]["query"] == "I cannot rewrite this question."  # the pseudocode's loop takes it
+    assert out.trace["counters"]["rewrite_not_question"] == 1 and "rewrite_fallback" not in out.trace["counters"]
     assert len(out.ranking) >= 10  # still the base lists, fused
 
 

@@ -3,6 +3,7 @@ repaired reply (never an empty success), the cache key includes the endpoint, an
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,54 @@ def test_run_reports_its_cache_hit_rate(toy_dir: Path, tmp_path: Path) -> None:
     assert second.returncode == 0 and "'llm_cache_hit_rate': 1.0" in second.stdout
     assert read_json(tmp_path / "r1" / "metrics.json")["llm_cache_hit_rate"] == 0.0
     assert read_json(tmp_path / "r2" / "llm_stats.json")["cache_hit_rate"] == 1.0
+
+
+_DEMO = ("Wikipedia Title: Lothair II\nLothair II was the son of Ermengarde of Tours.\n\nQuestion: Who was the "
+         "mother of Lothair II?\nThought: Lothair II's mother was Ermengarde of Tours. So the answer is: Ermengarde.")
+_ASK = "Wikipedia Title: Amiens\nAmiens lies on the Somme.\n\nQuestion: Where was Emmanuel Macron born?\nThought:"
+ECHO_MSGS = [{"role": "system", "content": _DEMO}, {"role": "user", "content": _ASK}]
+
+
+@pytest.mark.parametrize(("reply", "completion"), [
+    (f"{_DEMO}\n{_ASK}", ""),                                     # prompt, nothing else
+    (f"{_DEMO}\n{_ASK} Macron was born in Amiens.", "Macron was born in Amiens."),  # prompt + completion
+    (f"<|im_start|>system\n{_DEMO}<|im_end|>\n<|im_start|>user\n{_ASK}<|im_end|>\n<|im_start|>assistant\nAmiens.",
+     "Amiens."),                                                  # the chat template's rendering, then the reply
+    (_DEMO[:150], ""),                                            # a repeat cut off by max_tokens
+    (f"{_DEMO}\nWikipedia Title: Amiens\nAmiens is a city.", "Wikipedia Title: Amiens\nAmiens is a city."),
+])
+def test_an_echoed_prompt_leaves_only_the_completion(reply: str, completion: str) -> None:
+    from gear_repro.llm.parsing import strip_echo
+
+    assert strip_echo(reply, [m["content"] for m in ECHO_MSGS]) == (completion, True)
+
+
+@pytest.mark.parametrize("reply", [
+    "Lothair II was the son of Ermengarde of Tours. So the answer is: Ermengarde.",  # quotes the prompt's text
+    "Wikipedia Title: Lothair II",                                 # a short repeat is not an echo
+    "So the answer is: Amiens.",
+])
+def test_a_reply_quoting_its_prompt_is_not_an_echo(reply: str) -> None:
+    from gear_repro.llm.parsing import strip_echo
+
+    assert strip_echo(reply, [m["content"] for m in ECHO_MSGS]) == (reply, False)
+
+
+def test_an_echoing_server_is_counted_and_warned_not_read_as_the_demonstrations(toy_dir: Path,
+                                                                               tmp_path: Path) -> None:
+    """IRCoT's demonstrations end in "So the answer is:": an endpoint returning the prompt made IRCoT stop
+    "answerable" with demo text, rc 0 and no warning. Now the completion (nothing) is read, and the run says so."""
+    with StandInServer(latency_s=0, reply=lambda last: f"{last}") as server:
+        args = toy_args(toy_dir, "agent=ircot", "qa=true", "llm=openai_compatible", "llm.model=echo",
+                        f"llm.base_url={server.url}", f"llm.cache_dir={tmp_path / 'llm_cache'}",
+                        f"hydra.run.dir={tmp_path / 'r'}")
+        proc = run_cli(args, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    preds = [json.loads(x) for x in (tmp_path / "r" / "predictions.jsonl").read_text().splitlines()]
+    calls = [c for p in preds for c in p["llm_calls"]]
+    assert calls and all(c.get("echo") for c in calls)
+    assert not any(p["trace"]["stop"] == "answerable" for p in preds)
+    metrics = read_json(tmp_path / "r" / "metrics.json")
+    assert metrics["agent_stats"]["llm_echoed_replies"] == len(calls)
+    assert read_json(tmp_path / "r" / "llm_stats.json")["echoed"] == len(calls)
+    assert f"WARNING: {len(calls)} LLM replies repeated their prompt" in proc.stderr

@@ -94,6 +94,7 @@ def _main(cfg: DictConfig) -> float | None:
 def _warn_reply_failures(stats: object) -> None:
     """One warning naming the methods' counters of LLM replies that did not parse (``ReportHooks.reply_failures``),
     when any is non-zero: such questions are scored, each method handling the reply as its reading says."""
+    from gear_repro.llm.parsing import ECHO_COUNTER
     from gear_repro.methods import report_hooks
 
     if not isinstance(stats, dict):
@@ -104,6 +105,12 @@ def _warn_reply_failures(stats: object) -> None:
         print("WARNING: LLM replies that did not parse (scored, handled as each method's reading says; "
               f"metrics.json agent_stats, the report's method tables): "
               f"{', '.join(f'{k}={v}' for k, v in found.items())}", file=sys.stderr)
+    echoed = stats.get(ECHO_COUNTER)
+    if isinstance(echoed, int) and echoed > 0:
+        print(f"WARNING: {echoed} LLM replies repeated their prompt ({ECHO_COUNTER}); only what followed the "
+              "repeat was parsed, an empty rest counts as a reply that did not parse. A server that echoes the "
+              "prompt or a model without its chat template gives this (docs/llm.md, 'Replies that echo the "
+              "prompt')", file=sys.stderr)
 
 
 class QuestionsFailed(RuntimeError):

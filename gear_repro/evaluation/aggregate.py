@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from statistics import mean, median
 
 from gear_repro.evaluation.metrics import MetricError, answer_metric_of, exact_match, f1_score, recall_at_k
+from gear_repro.llm.parsing import ECHO_COUNTER
 from gear_repro.utils.errors import DataError
 
 
@@ -82,7 +83,7 @@ def _trace_counters(trace: object) -> dict:
 
 def agent_stats(preds: Sequence[dict]) -> dict:
     """Method counters summed over questions (GEAR reply failures, HippoRAG's no-entity fallbacks, passages
-    dropped to fit the context window, ...), with ``hipporag_no_entity_rate`` = fallbacks / HippoRAG searches and ``hipporag_ner_failed_rate`` = NER replies that
+    dropped to fit the context window, replies that repeated their prompt ``llm_echoed_replies``, ...), with ``hipporag_no_entity_rate`` = fallbacks / HippoRAG searches and ``hipporag_ner_failed_rate`` = NER replies that
     did not parse / HippoRAG searches."""
     out: dict[str, float] = defaultdict(int)
     for p in preds:
@@ -91,6 +92,9 @@ def agent_stats(preds: Sequence[dict]) -> dict:
                 out[key] += val
         if p.get("qa_dropped"):  # QA reader: passages left out to fit llm.context_window
             out["qa_context_dropped_passages"] += p["qa_dropped"]
+        echoed = sum(1 for c in p.get("llm_calls") or [] if c.get("echo"))
+        if echoed:  # replies that repeated their prompt (llm.parsing.strip_echo): any method, any stage
+            out[ECHO_COUNTER] += echoed
     if out.get("hipporag_searches"):
         out["hipporag_no_entity_rate"] = out["hipporag_no_entity"] / out["hipporag_searches"]
         out["hipporag_ner_failed_rate"] = out.get("hipporag_ner_failed", 0) / out["hipporag_searches"]

@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from gear_repro.llm.cache import LLMCache, endpoint_identity, request_key
 from gear_repro.llm.deadline import DeadlineTransport
 from gear_repro.llm.gguf_weights import local_weights_identity
 from gear_repro.llm.ledger import TokenLedger
+from gear_repro.llm.parsing import strip_echo
 from gear_repro.llm.tokens import count_messages, count_text
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError, GearError
@@ -373,10 +374,15 @@ class LLMClient:
                              latency_s=round_s(time.perf_counter() - t0), model=out["model"],
                              finish_reason=out["finish_reason"], tokens_source=out["tokens_source"])
         self._bump(prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
+        raw = reply.text
+        text, echoed = strip_echo(raw, [str(m.get("content") or "") for m in messages])
+        if echoed:  # the methods parse the completion; the raw reply stays in the cache and the ledger's record
+            self._bump(echoed=1)
+            reply = replace(reply, text=text)
         self.ledger.add(stage=stage, round=round_no, prompt_tokens=reply.prompt_tokens,
                         completion_tokens=reply.completion_tokens, cached=reply.cached, latency_s=reply.latency_s,
                         model=reply.model, tokens_source=reply.tokens_source, ok=True, error=None,
-                        **self._recorded(messages, reply.text))
+                        **({"echo": True} if echoed else {}), **self._recorded(messages, raw))
         return reply
 
     def _recorded(self, messages: list[dict], reply: str | None) -> dict[str, Any]:
@@ -434,11 +440,12 @@ class LLMClient:
             self._ensure_client()
 
     def stats(self) -> dict[str, Any]:
-        """Counters: calls, cache_hits, cache_misses, retries, failures, prompt/completion tokens; the cache hit rate
+        """Counters: calls, cache_hits, cache_misses, retries, failures, echoed (replies that repeated their prompt,
+        ``parsing.strip_echo``), prompt/completion tokens; the cache hit rate
         (hits / calls, None without calls) and the endpoint that identifies the model in the cache."""
         with self._lock:
-            base = {k: 0 for k in ("calls", "cache_hits", "cache_misses", "retries", "failures", "prompt_tokens",
-                                   "completion_tokens")}
+            base = {k: 0 for k in ("calls", "cache_hits", "cache_misses", "retries", "failures", "echoed",
+                                   "prompt_tokens", "completion_tokens")}
             out: dict[str, Any] = base | dict(self._stats)
         out["cache_hit_rate"] = round(out["cache_hits"] / out["calls"], 4) if out["calls"] else None
         out["endpoint"] = self.endpoint

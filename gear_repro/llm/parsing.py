@@ -41,6 +41,51 @@ def strip_fences(text: str) -> str:
     return "\n".join(blocks) if blocks else text
 
 
+ECHO_MIN_CHARS = 64  # a reply must repeat this much of its prompt verbatim to count as an echo
+ECHO_COUNTER = "llm_echoed_replies"  # metrics.json agent_stats: replies that repeated their prompt (warned about)
+_ROLE_MARKS = re.compile(r"^(?:\s*<\|[^|<>\n]{1,40}\|>|\s*(?:system|user|assistant)[ \t]*:?[ \t]*\n)*\s*",
+                         re.IGNORECASE)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def strip_echo(reply: str, prompts: list[str]) -> tuple[str, bool]:
+    """``(completion, echoed)``: the reply without the repeat of its prompt it carries (a server that returns
+    the prompt with the completion, a base model or a wrong chat template restating its input).
+
+    Every App. K template carries worked examples in the very format its parser reads, so an echoed prompt
+    would be parsed as its example (GEAR "Answerable: Yes", IRCoT's demo answer, HippoRAG's demo entities).
+    An echo is (a) the whole last prompt message inside the reply: the completion is what follows its last
+    occurrence; or (b) a reply that begins with the prompt's messages in order, at least ``ECHO_MIN_CHARS``
+    characters verbatim (chat-template role marks between them skipped): the completion is what follows the
+    repeated part, empty when the reply is nothing but (a cut-off) repeat. Parsers then count an empty
+    completion as the failure it is."""
+    parts = [p.strip() for p in prompts if p and p.strip()]
+    if not parts or not reply:
+        return reply, False
+    last = parts[-1]
+    if len(last) >= ECHO_MIN_CHARS and (at := reply.rfind(last)) >= 0:
+        return _ROLE_MARKS.sub("", reply[at + len(last):], count=1), True
+    rest, repeated = _ROLE_MARKS.sub("", reply, count=1), 0
+    for part in parts:
+        n = _common_prefix(rest, part)
+        if n < len(part) and n < ECHO_MIN_CHARS:
+            break
+        repeated += n
+        rest = _ROLE_MARKS.sub("", rest[n:], count=1) if n == len(part) else rest[n:]
+        if n < len(part):
+            break
+    if repeated < ECHO_MIN_CHARS:
+        return reply, False
+    return rest, True
+
+
 def _normalise(text: str) -> str:
     """Tuple parens -> brackets and drop trailing commas, outside of string literals."""
     out: list[str] = []
@@ -281,4 +326,5 @@ def parse_rewrite(text: str | None) -> tuple[str, bool]:
     return q, bool(q)
 
 
-__all__ = ["ParsedEntities", "ParsedTriples", "parse_extraction", "parse_named_entities", "parse_reason", "parse_rewrite", "parse_triples", "strip_fences"]
+__all__ = ["ECHO_COUNTER", "ParsedEntities", "ParsedTriples", "parse_extraction", "parse_named_entities", "parse_reason",
+           "parse_rewrite", "parse_triples", "strip_echo", "strip_fences"]

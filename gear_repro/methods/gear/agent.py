@@ -257,6 +257,8 @@ class GearAgent:
         if fallback:
             bump(counters, "rewrite_fallback")
             new_q = question
+        elif not new_q.rstrip().endswith(("?", "？")):  # prose ("I cannot ...") is still q(n+1), as the
+            bump(counters, "rewrite_not_question")  # paper's loop takes it; counted and warned about
         return {"query": new_q, "parsed": ok, "fallback": fallback, "raw": reply.text}
 
     # -- passageLink and fusion ---------------------------------------------------------------------------
