@@ -49,8 +49,8 @@ from gear_repro.methods.gear.beam_search import BeamConfig
 from gear_repro.methods.gear.expansion import FusionOrder, OnNoProximal
 from gear_repro.methods.griever.retriever import GrieverSettings
 from gear_repro.methods.hipporag.phrase_graph import HippoRAGVersion, PhraseNormalisation
-from gear_repro.methods.hipporag.retriever import NoEntityFallback
-from gear_repro.methods.ircot import IRCoTMerge, IRCoTRetrieverKind, IRCoTThought
+from gear_repro.methods.hipporag.retriever import NoEntityFallback, TieOrder
+from gear_repro.methods.ircot import IRCoTEmptyThought, IRCoTMerge, IRCoTRetrieverKind, IRCoTThought
 from gear_repro.methods.t2rag.method import (
     T2RAGAnswerParse,
     T2RAGDecomposeRetry,
@@ -269,6 +269,7 @@ class HippoRAGSchema:
     block_rows: int | None = num(None, ge=1)
     # synonym/linking encoder: null = the run's embedder | a model name | an embedder node (checked as one)
     encoder: Any = field(default=None, metadata={"group": "embedder"})
+    tie_order: TieOrder = TieOrder.reference
 
 
 @dataclass
@@ -326,6 +327,9 @@ class IRCoTAgentSchema:
     demo_budget: int | None = num(None, ge=1)  # tokens; null = no budget (ircot_hipporag.py), 15000 = baselines/ircot.py
     cot_params: dict[str, Any] = field(default_factory=dict)
     round_ranking_depth: int | None = num(None, ge=1)
+    empty_thought: IRCoTEmptyThought = IRCoTEmptyThought.retrieve
+    title_prefixes: dict[str, str] = field(default_factory=dict)  # dataset paper name -> prefix of passage titles
+    paper_name: str = "MuSiQue"
 
 
 # -- retriever group: h_base (configs/retriever/) --------------------------------------------------------------

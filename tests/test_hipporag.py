@@ -204,6 +204,16 @@ def test_v1_links_entities_and_ranks_by_ppr() -> None:
     assert h.specificity[h.graph.phrase_index["france"]] == pytest.approx(0.5)
 
 
+def test_v1_passages_out_of_reach_tie_in_descending_corpus_order() -> None:
+    # Berlin's component holds passage 1 alone: the other five score 0 and come as hipporag.py:264's
+    # argsort(kind='mergesort')[::-1] lists them (tie_order=reference, the default), or in corpus order
+    res = toy_resources('{"named_entities": ["Berlin"]}')
+    ref = hippo(res, cache=False, synonyms=False).search("What is the capital of Germany?", 6).ranking
+    assert ref.ids == ["1", "5", "4", "3", "2", "0"] and ref.scores[1:] == [0.0] * 5
+    corpus = hippo(res, cache=False, synonyms=False, tie_order="corpus").search("What is the capital of Germany?", 6)
+    assert corpus.ranking.ids == ["1", "0", "2", "3", "4", "5"]
+
+
 @pytest.mark.parametrize("reply", ["", "no entities here", '{"named_entities": ["!!"]}'])
 def test_v1_falls_back_when_no_entity(reply: str) -> None:
     # default = the v1 code: uniform 1/N scores (hipporag.py:232-233), ties in descending corpus order (:264)

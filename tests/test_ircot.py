@@ -16,6 +16,7 @@ from gear_repro.methods.ircot import (
     merged_ranking,
 )
 from gear_repro.types import Passage, Question, Ranking
+from gear_repro.utils.errors import ConfigError
 from tests.conftest import TOY_PASSAGES, TOY_QUESTIONS
 from tests.helpers.doubles import ScriptedLLM
 
@@ -120,6 +121,38 @@ def test_demonstrations_as_published_and_evaluated_questions_skipped() -> None:
     assert len(ircot(resources({}), num_demo=None).demos) == 20
 
 
+@pytest.mark.parametrize("setting", [{}, {"empty_thought": "stop"}])
+def test_an_empty_thought_retrieves_with_nothing_as_the_reference(setting: dict) -> None:
+    # ircot_hipporag.py:232-251 / baselines/ircot.py:263-279: only "So the answer is:" ends the loop early
+    table = {**TABLE, "": Ranking(["5", "1"], [0.5, 0.25])}
+    res = resources({("cot", 1): "", ("cot", 2): THOUGHTS[1]})
+    res.passage_retriever.table = table
+    out = ircot(res, max_rounds=3, top_k=3, **setting).run(Q, 15)
+    assert out.trace["counters"]["empty_thoughts"] == 1
+    if setting:
+        assert out.trace["stop"] == "empty_thought" and res.passage_retriever.queries == [Q.question]
+        return
+    assert out.trace["stop"] == "max_rounds" and res.passage_retriever.queries == [Q.question, "", THOUGHTS[1]]
+    assert out.trace["thoughts"] == ["", THOUGHTS[1]]
+    assert res.llm.calls[1]["prompt"].rstrip().endswith("Thought:")  # "Thought:" + " ".join(["", ...]) as the reference
+    assert out.ranking.ids == ["2", "0", "4", "3", "5", "1"]
+
+
+def test_hipporag_ircot_shows_passages_without_the_title_prefix_on_musique(compose) -> None:
+    cfg = compose(["agent=hipporag_ircot"])
+    assert cfg.agent.paper_name == "MuSiQue" and cfg.agent.title_prefixes.MuSiQue == ""
+    res = resources({("cot", 1): THOUGHTS[2]})
+    bare = IRCoTAgent(res.llm, res.dataset.passage_by_id, [Q.id], base_retriever=res.passage_retriever,
+                      title_prefixes=dict(cfg.agent.title_prefixes), paper_name="MuSiQue")
+    bare.run(Q, 15)
+    assert "\nFrance\nFrance is a country" in res.llm.calls[0]["prompt"]
+    assert "Wikipedia Title: France" not in res.llm.calls[0]["prompt"].split("Question: When was Neville")[1]
+    assert compose(["agent=ircot"]).agent.title_prefixes.MuSiQue == "Wikipedia Title: "
+    with pytest.raises(ConfigError, match="agent.title_prefixes has no entry for the dataset 'Other'"):
+        IRCoTAgent(res.llm, {}, [], base_retriever=res.passage_retriever, title_prefixes={"MuSiQue": ""},
+                   paper_name="Other")
+
+
 def test_first_sentence_option() -> None:
     assert first_sentence("Macron was born in 1977. He is French.") == "Macron was born in 1977."
     res = resources({("cot", 1): THOUGHTS[0] + " So the answer is: Paris.", ("cot", 2): THOUGHTS[2]})
@@ -187,8 +220,6 @@ def test_prompt_fits_the_context_window_by_dropping_the_lowest_ranked_passages()
 
 
 def test_start_up_refuses_a_window_smaller_than_the_prompt_without_passages() -> None:
-    from gear_repro.utils.errors import ConfigError
-
     res = resources({})
     res.llm.context_window = 200  # the instruction and one MuSiQue demonstration alone take ~800 tokens
     with pytest.raises(ConfigError, match=r"IRCoT thought prompt without passages .* llm\.context_window \(200\)"):

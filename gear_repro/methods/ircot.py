@@ -11,8 +11,8 @@ Per question q (rounds n = 1..max_rounds; MuSiQue 4, 2Wiki/HotpotQA 2, as ``--ma
 2. after round n < max_rounds, the LLM (stage ``cot``, round n) writes the next thought over the top ``top_k``
    passages of the merged list, the demonstrations and the thoughts so far (``prompts/templates/ircot.txt``);
 3. a thought containing "So the answer is:" stops the loop (trace ``stop: answerable``, the text after the mark
-   is ``trace['answer']``); an empty thought stops it too (``empty_thought``); otherwise round n+1 retrieves ``top_k`` with the
-   thought and merges: a passage keeps its best raw score over the rounds and the merged list is sorted by
+   is ``trace['answer']``); otherwise round n+1 retrieves ``top_k`` with the thought, an empty one included
+   (counted, ``empty_thoughts``; ``empty_thought: stop`` stops there instead), and merges: a passage keeps its best raw score over the rounds and the merged list is sorted by
    score, ties in first-seen order (``merge: raw``, the reference code); ``merge: normalised`` first divides
    every score by the best score of its retrieval (for HippoRAG's min-max scores both readings agree; for BM25
    a long thought's larger raw scores no longer outrank the question's passages).
@@ -84,6 +84,15 @@ class IRCoTMerge(Choice):
 
     raw = "raw"                # max raw score per passage (ircot_hipporag.py:242-251, baselines/ircot.py:270-279)
     normalised = "normalised"  # each step's scores / that step's best, then the max
+
+
+class IRCoTEmptyThought(Choice):
+    """What an empty thought does (agent.empty_thought)."""
+
+    # the reference retrieves with "" and thinks again, up to max_steps (ircot_hipporag.py:232-251,
+    # baselines/ircot.py:263-279: only "So the answer is:" breaks the loop)
+    retrieve = "retrieve"
+    stop = "stop"  # stop the loop (trace stop = empty_thought; our default until session 20)
 
 
 @dataclass(frozen=True)
@@ -160,6 +169,11 @@ class IRCoTAgent:
         demo_budget: pack those demonstrations, per call, while the whole prompt stays under this many tokens
             (None = no budget, as ``ircot_hipporag.py``; 15000 = ``baselines/ircot.py``).
         thought: ``full`` reply (the reference code) or ``first_sentence``.
+        empty_thought: ``retrieve`` (retrieve with the empty thought and think again, the reference code) or
+            ``stop``.
+        title_prefixes / paper_name: dataset paper name -> what precedes a passage's title in the thought prompt,
+            and the run's dataset (``Wikipedia Title: `` for IRCoT, ``baselines/ircot.py:224``; none for
+            HippoRAG w/ IRCoT on MuSiQue/2Wiki, ``ircot_hipporag.py:56``).
         merge: ``raw`` (max raw score across steps, the reference code) or ``normalised`` (per-step / best).
         cot_params: extra ``llm.chat`` parameters of the thought call.
         round_ranking_depth: ids kept in each round's ``ranking`` (None = all).
@@ -175,7 +189,8 @@ class IRCoTAgent:
                  retriever: str = "base", top_k: int = 10, max_rounds: int = 4, demos: str = "musique",
                  demo_files: Mapping[str, str] | None = None, num_demo: int | None = 1, thought: str = "full",
                  merge: str = "raw", demo_budget: int | None = None, cot_params: Mapping[str, Any] | None = None,
-                 round_ranking_depth: int | None = None):
+                 round_ranking_depth: int | None = None, empty_thought: str = "retrieve",
+                 title_prefixes: Mapping[str, str] | None = None, paper_name: str = "MuSiQue"):
         retriever = choice(IRCoTRetrieverKind, retriever, "agent.retriever").value
         thought = choice(IRCoTThought, thought, "agent.thought").value
         for dataset, file in as_dict(demo_files).items():
@@ -192,6 +207,12 @@ class IRCoTAgent:
         self.top_k, self.max_rounds = int(top_k), int(max_rounds)
         self.thought = thought
         self.merge = choice(IRCoTMerge, merge, "agent.merge").value
+        self.empty_thought = choice(IRCoTEmptyThought, empty_thought, "agent.empty_thought")
+        prefixes = as_dict(title_prefixes) or {paper_name: "Wikipedia Title: "}
+        if paper_name not in prefixes:
+            raise ConfigError(f"agent.title_prefixes has no entry for the dataset '{paper_name}' (has "
+                              f"{sorted(prefixes)}): add +agent.title_prefixes.{paper_name}='Wikipedia Title: '")
+        self.title_prefix = str(prefixes[paper_name])
         self.cot_params = as_dict(cot_params)
         llm.check_params(self.cot_params, "agent.cot_params")  # a param the API lacks: one error now, not one per call
         self.round_ranking_depth = round_ranking_depth
@@ -207,7 +228,8 @@ class IRCoTAgent:
         return {"name": self.name, "retriever": self.retriever_kind, "top_k": self.top_k,
                 "max_rounds": self.max_rounds, "demos": [d.qid for d in self.demos],
                 "demos_skipped_as_evaluated": self.demos_skipped, "thought": self.thought, "merge": self.merge,
-                "demo_budget": self.demo_budget}
+                "demo_budget": self.demo_budget, "empty_thought": self.empty_thought.value,
+                "title_prefix": self.title_prefix}
 
     # -- steps ------------------------------------------------------------------------------------------
     def search(self, query: str, round_no: int) -> SearchResult:
@@ -220,10 +242,10 @@ class IRCoTAgent:
     def messages(self, question: str, passages: Sequence[Passage], thoughts: Sequence[str],
                  demos: Sequence[Demo]) -> list[dict]:
         """The thought prompt (``prompts/templates/ircot.txt``): instruction and demonstrations, then the user turn."""
-        from gear_repro.prompts import render
+        from gear_repro.prompts import format_passages, render
 
-        return render("ircot", demos=format_demos(demos), passages=list(passages), question=question,
-                      thoughts=" ".join(thoughts))
+        return render("ircot", demos=format_demos(demos), question=question, thoughts=" ".join(thoughts),
+                      passages=format_passages(passages, title_prefix=self.title_prefix))
 
     def pack_demos(self, question: str, passages: Sequence[Passage], thoughts: Sequence[str]) -> list[Demo]:
         """The demonstrations of this call: all of ``demos`` without a budget; else, in file order, each one whose
@@ -293,9 +315,11 @@ class IRCoTAgent:
                 stop, answer = "answerable", thought.split(ANSWER_MARK, 1)[1].strip()
                 break
             if not thought:
-                stop = "empty_thought"
-                break
-            query = thought
+                bump(counters, "empty_thoughts")
+                if self.empty_thought is IRCoTEmptyThought.stop:
+                    stop = "empty_thought"
+                    break
+            query = thought  # an empty thought retrieves with "" as the reference does
         trace = {"agent": self.name, "stop": stop, "n_rounds": len(rounds), "max_rounds": self.max_rounds,
                  "thoughts": thoughts, "answer": answer, "demos": [d.qid for d in self.demos],
                  "counters": counters, "timings": {"total_s": round(time.perf_counter() - t_start, 6)}}
@@ -324,6 +348,7 @@ def summary_row(predictions: list[dict]) -> dict[str, Any] | None:
     return {"n_questions": len(preds), "rounds_mean": round(mean(len(p.get("rounds", [])) for p in preds), 3),
             "stop_answerable": stops.get("answerable", 0), "stop_empty_thought": stops.get("empty_thought", 0),
             "stop_max_rounds": stops.get("max_rounds", 0),
+            "empty_thoughts": counters.get("empty_thoughts", 0),
             "cot_calls": sum(r.get("thought") is not None for p in preds for r in p.get("rounds", [])),
             "context_fitted_calls": counters.get("context_fitted_calls", 0),
             "context_dropped_passages": counters.get("context_dropped_passages", 0)}
@@ -370,4 +395,4 @@ REPORT_HOOKS = (ReportHooks(targets=(class_path(IRCoTAgent), "gear_repro.methods
                             names=("ircot", "hipporag_ircot"), label=row_label, stages=("cot",), figure4_stages=("cot",),
                             summaries=(("ircot_stats", "IRCoT loop statistics", summary_row),),
                             trace_lines=trace_lines,
-                            question_detail=question_detail),)
+                            question_detail=question_detail, reply_failures=("empty_thoughts",)),)

@@ -91,8 +91,8 @@ def format_triples(triples: Iterable[Sequence[str] | Triple] | str) -> str:
     return ", ".join(out)
 
 
-def format_passages(passages: Iterable[Any] | str) -> str:
-    """Passages as K.3 shows them: ``Wikipedia Title: {title}\\n{text}``, blank line between.
+def format_passages(passages: Iterable[Any] | str, title_prefix: str = "Wikipedia Title: ") -> str:
+    """Passages as K.3 shows them: ``Wikipedia Title: {title}\\n{text}`` (``title_prefix``), blank line between.
 
     Items may be ``Passage`` objects, ``{"title", "text"}`` dicts or ``(title, text)`` pairs.
     """
@@ -106,7 +106,7 @@ def format_passages(passages: Iterable[Any] | str) -> str:
             title, text = p[0], p[1]
         else:
             title, text = p.title, p.text
-        blocks.append(f"Wikipedia Title: {title}\n{text}")
+        blocks.append(f"{title_prefix}{title}\n{text}")
     return "\n\n".join(blocks)
 
 

@@ -65,6 +65,13 @@ class NoEntityFallback(Choice):
     retriever = "retriever"  # the run's base retriever (as v2's dense fallback)
 
 
+class TieOrder(Choice):
+    """Order of passages with equal v1 PPR scores (hipporag.tie_order)."""
+
+    reference = "reference"  # v1 code: descending corpus order, hipporag.py:264 argsort(kind='mergesort')[::-1]
+    corpus = "corpus"  # ascending corpus order (stable sort)
+
+
 def min_max(x: np.ndarray) -> np.ndarray:
     """(x - min) / (max - min); all zeros when x is constant (the reference would divide by zero)."""
     lo, hi = float(np.min(x)), float(np.max(x))
@@ -108,8 +115,10 @@ class HippoRAG:
                  normalisation: str = "hipporag", synonyms: bool = True, synonym_threshold: float = 0.8,
                  synonym_top_k: int = 100, synonym_min_alnum: int = 3, no_entity_fallback: str = "uniform",
                  linking_top_k: int = 5, passage_node_weight: float = 0.05, ner_params: Any = None,
-                 cache: bool = True, block_rows: int | None = None, encoder: Embedder | None = None):
+                 cache: bool = True, block_rows: int | None = None, encoder: Embedder | None = None,
+                 tie_order: str = "reference"):
         version = choice(HippoRAGVersion, version, "hipporag.version").value
+        self.reverse_ties = choice(TieOrder, tie_order, "hipporag.tie_order") is TieOrder.reference
         normalisation = choice(PhraseNormalisation, normalisation, "hipporag.normalisation").value
         no_entity_fallback = choice(NoEntityFallback, no_entity_fallback, "hipporag.no_entity_fallback").value
         if not 0.0 < damping < 1.0:
@@ -232,7 +241,8 @@ class HippoRAG:
         trace["link_ms"] = round(1000 * (time.perf_counter() - t), 3)
         ppr = self._scores_from_ppr(reset, trace)
         scores = min_max(np.asarray(g.passage_phrase @ ppr[: g.n_phrases]).ravel())
-        return SearchResult(rank_scores(g.passage_ids, scores, k), trace)
+        # passages out of the seeds' reach tie at 0: hipporag.py:264 lists them in descending corpus order
+        return SearchResult(rank_scores(g.passage_ids, scores, k, reverse_ties=self.reverse_ties), trace)
 
     @cached_property
     def _facts(self) -> tuple[list[str], np.ndarray, np.ndarray]:
