@@ -106,6 +106,29 @@ def test_figures_skip_what_runs_cannot_support(tmp_path: Path):
     assert names == {"fig3_r15_by_type_musique.png", "fig3_r15_by_type_musique.pdf"}  # from metrics['by_type']
 
 
+def _with_ks(run: Path, ks: list[int]) -> None:
+    """The run as if run with ``run.ks=ks`` (its metrics aggregated at those ranks)."""
+    preds = [json.loads(x) for x in (run / "predictions.jsonl").read_text().splitlines()]
+    (run / "metrics.json").write_text(json.dumps(aggregate(preds, ks, max_rounds=4)))
+    cfg = json.loads((run / "config.yaml").read_text())
+    (run / "config.yaml").write_text(json.dumps(cfg | {"run": {"ks": ks}}))
+
+
+def test_figure_2_draws_a_run_whose_largest_k_is_not_15_and_names_one_without_it(tmp_path: Path):
+    """Runs with run.ks [5, 10, 15, 20] (metrics: recall@20_by_round) and [5, 10] were left out of Figure 2
+    silently; the first is drawn from its predictions, the second named in figures.md."""
+    data = make_dataset(tmp_path)
+    _with_ks(make_run(tmp_path / "runs", "gear_k20", data, gear=True), [5, 10, 15, 20])
+    _with_ks(make_run(tmp_path / "runs", "gear_k10", data, gear=True), [5, 10])
+    runs = find_runs([tmp_path / "runs"])
+    assert "recall@15_by_round" not in runs[0].metrics
+    names = {p.name for p in draw_all(runs, tmp_path / "fig")}
+    assert "fig2_r15_by_round_musique.png" in names and "figures.md" in names
+    note = (tmp_path / "fig" / "figures.md").read_text()
+    assert "Figure 2 (MuSiQue): GEAR [run.ks=[5, 10]] (gear_k10) is left out: R@15 is not among its run.ks [5, 10]" in note
+    assert "Figure 3 (MuSiQue): GEAR [run.ks=[5, 10]] (gear_k10) is left out" in note and "gear_k20" not in note
+
+
 def test_round_one_labels_are_spread_apart_in_order():
     """Fig. 2's round-1 value labels: 58.8 and 58.7 (two runs) no longer print on top of each other."""
     ys = spread([58.8, 80.0, 58.7, 55.4], gap=2.0)

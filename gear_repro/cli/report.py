@@ -130,7 +130,9 @@ def write_report(runs: list, out: Path, args: argparse.Namespace, opts: Evidence
     if args.figures:
         from gear_repro.reporting.figures import draw_all
 
-        draw_all(runs, out, opts)
+        for p in draw_all(runs, out, opts):
+            if p.suffix == ".md":  # the runs a figure had to leave out
+                print("\n" + p.read_text(encoding="utf-8").rstrip(), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -129,24 +129,44 @@ def _legend(ax, loc: str) -> None:
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1 if wide else 2, frameon=False)
 
 
-def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: EvidenceOptions = DEFAULT_OPTIONS
-                ) -> list[Path]:
+def _rounds(run: RunResult) -> int:
+    """Rounds of a multi-step run's per-round recall (``recall@<largest k>_by_round``; 0 for a single-step run)."""
+    return max((len(v) for key, v in run.metrics.items() if key.endswith("_by_round") and isinstance(v, list)),
+               default=0)
+
+
+def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: EvidenceOptions = DEFAULT_OPTIONS,
+                left_out: list[str] | None = None) -> list[Path]:
+    """Figure 2 / 5. A multi-step run whose ``run.ks`` lacks ``k`` is left out and named in ``left_out``; one
+    whose largest k is another (its metrics hold ``recall@20_by_round``) is drawn from its predictions."""
     paths: list[Path] = []
     key = f"recall@{k}_by_round"
     for dataset, group in _by_dataset(runs).items():
-        multi = [r for r in group if r.metrics.get(key)]
+        multi = []
+        for r in group:
+            if not _rounds(r):
+                continue
+            why = (f"R@{k} is not among its run.ks {sorted(r.ks)}" if not r.evaluates(k) else
+                   None if r.metrics.get(key) or load_predictions(r) else
+                   f"its largest k is not {k} and its predictions.jsonl is gone")
+            if why:
+                if left_out is not None:
+                    left_out.append(f"Figure 2 ({dataset}): {_label(r)} ({r.path.name}) is left out: {why}")
+                continue
+            multi.append(r)
         if not multi:
             continue
-        n_max = max(len(r.metrics[key]) for r in multi)
+        n_max = max(_rounds(r) for r in multi)
         fig, ax = plt.subplots(figsize=(6, 4))
         xs = list(range(1, n_max + 1))
         firsts: list[tuple[float, str]] = []  # each run's round-1 value and line colour
         for r in multi:
-            ys = list(r.metrics[key])
-            ys += [ys[-1]] * (n_max - len(ys))
             cis = [interval(r, f"recall@{k}@round{n}", opts) for n in xs]
             if all(c is not None for c in cis):
                 ys = [c.mean for c in cis]
+            else:  # predictions gone: the run's own per-round means (carried forward)
+                ys = list(r.metrics[key])
+                ys += [ys[-1]] * (n_max - len(ys))
             line = ax.errorbar(xs, ys, yerr=_yerr(cis, ys), marker="o", capsize=3, label=_label(r))
             firsts.append((ys[0], line.lines[0].get_color()))
         lo, hi = ax.get_ylim()
@@ -186,13 +206,17 @@ def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evidenc
 
 
 # -- Figure 3 -------------------------------------------------------------------------------------------------
-def draw_hop_types(runs: Sequence[RunResult], out: Path, k: int = 15, opts: EvidenceOptions = DEFAULT_OPTIONS
-                   ) -> list[Path]:
+def draw_hop_types(runs: Sequence[RunResult], out: Path, k: int = 15, opts: EvidenceOptions = DEFAULT_OPTIONS,
+                   left_out: list[str] | None = None) -> list[Path]:
+    """Figure 3; a run whose ``run.ks`` lacks ``k`` (its rankings hold fewer passages) is named in ``left_out``."""
     paths: list[Path] = []
     for dataset, group in _by_dataset(runs).items():
         data: dict[str, dict[str, list[float]]] = {}
         for r in group:
-            if not r.evaluates(k):  # its rankings hold fewer than k passages
+            if not r.evaluates(k):
+                if left_out is not None:
+                    left_out.append(f"Figure 3 ({dataset}): {_label(r)} ({r.path.name}) is left out: R@{k} is not "
+                                    f"among its run.ks {sorted(r.ks)}")
                 continue
             preds = scored(load_predictions(r))
             vals: dict[str, list[float]] = defaultdict(list)
@@ -300,9 +324,20 @@ def draw_tokens(runs: Sequence[RunResult], out: Path) -> list[Path]:
     return paths
 
 
+FIGURE_NOTES = "figures.md"
+
+
 def draw_all(runs: Sequence[RunResult], out_dir: str | Path, opts: EvidenceOptions = DEFAULT_OPTIONS) -> list[Path]:
-    """Every figure the runs support (Figures 2/5, 3, 4), as PNG and PDF under ``out_dir``."""
+    """Every figure the runs support (Figures 2/5, 3, 4), as PNG and PDF under ``out_dir``; the runs a figure had to
+    leave out (R@15 not evaluated) are named in ``figures.md``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     runs = [r for r in runs if not r.is_qa_bound]  # QA bounds have no retrieval of their own
-    return [*draw_rounds(runs, out, opts=opts), *draw_hop_types(runs, out, opts=opts), *draw_tokens(runs, out)]
+    left_out: list[str] = []
+    paths = [*draw_rounds(runs, out, opts=opts, left_out=left_out),
+             *draw_hop_types(runs, out, opts=opts, left_out=left_out), *draw_tokens(runs, out)]
+    if left_out:
+        note = out / FIGURE_NOTES
+        note.write_text("# Runs left out of the figures\n\n" + "".join(f"- {x}\n" for x in left_out), encoding="utf-8")
+        paths.append(note)
+    return paths
