@@ -156,3 +156,23 @@ def test_presets_run_on_two_questions(overrides, tmp_path: Path):
 def test_table4_label_follows_beam_diversity(overrides, label):
     cfg = _compose(["experiment=table4_diversity", *overrides])
     assert OmegaConf.to_container(cfg, resolve=True)["report"]["method"] == label
+
+
+@pytest.mark.parametrize("preset, overrides, label", [
+    ("table4_diversity", [], "w/ diversity"),
+    ("table4_diversity", ["retriever=bm25", "expansion=naive"], "w/ diversity on BM25 + NaiveGE"),
+    ("table9_beam_rounds", [], "GEAR"),
+    ("table9_beam_rounds", ["retriever=bm25", "expansion=none"], "GEAR on BM25 (no expansion)"),
+])
+def test_a_preset_row_on_another_base_is_not_the_papers_row(preset, overrides, label):
+    """Probe 1.7: BM25 + NaiveGE under table4_diversity was "w/ diversity" beside the paper's Hybrid + SyncGE cell,
+    GEAR on BM25 without SyncGE was "GEAR" in Table 9."""
+    from gear_repro.reporting.paper import paper_value
+    from gear_repro.reporting.runs import RunResult
+
+    cfg = OmegaConf.to_container(_compose([f"experiment={preset}", *overrides]), resolve=True)
+    run = RunResult(Path("run"), cfg, {})
+    assert run.method == label
+    table, setting = ("Table 4", "Hybrid + SyncGE, gpt-4o-mini") if preset == "table4_diversity" else (
+        "Table 9", "beam length 2, max iterations 4")
+    assert (paper_value(table, run.method, "MuSiQue", "R@5", setting=setting) is None) == bool(overrides)

@@ -37,7 +37,7 @@ from gear_repro.reporting.evidence import (
     values,
 )
 from gear_repro.reporting.paper import DEFAULT_PAPER, paper_value
-from gear_repro.reporting.runs import RunResult, different_data
+from gear_repro.reporting.runs import RunResult, config_value, different_data
 from gear_repro.utils.errors import GearError
 
 CLAIMS_YAML = Path(__file__).resolve().parent.parent / "resources" / "claims.yaml"
@@ -81,15 +81,6 @@ def load_claims(path: str | Path | None = None) -> list[dict]:
 
 
 # -- matching runs to roles ----------------------------------------------------------------------------------
-def config_value(cfg: dict, dotted: str) -> Any:
-    node: Any = cfg
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 def _class_name(target: Any) -> str | None:
     return str(target).rsplit(".", 1)[-1] if target else None
 

@@ -7,8 +7,10 @@ import logging
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from gear_repro.evaluation.aggregate import check_record
+from gear_repro.methods.base import RowParts
 from gear_repro.reporting.paper import DEFAULT_PAPER
 from gear_repro.utils.errors import GearError
 from gear_repro.utils.io import read_json_object
@@ -22,6 +24,16 @@ def read_config(path: Path) -> dict:
     return OmegaConf.to_container(OmegaConf.load(path), resolve=False)  # type: ignore[return-value]
 
 RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid", "composed": "Composed"}  # shared retrievers
+
+
+def config_value(cfg: dict, dotted: str) -> Any:
+    """The value at ``dotted`` (``"retriever.name"``) of a run's config, None where a part is missing."""
+    node: Any = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
 
 
 @dataclass
@@ -72,16 +84,33 @@ class RunResult:
 
     @property
     def method(self) -> str:
-        """Row label: report.method if set, else the method's own label (its report hooks' ``label``, found by the
-        class of ``agent._target_``) from the base retriever's label and the expansion's."""
+        """Row label: report.method if set (a preset's row name; "<it> on <base + expansion>" when the run's retriever
+        or expansion is not the one ``report.paper_config`` says the paper's row used), else the method's own label
+        (its report hooks' ``label``, found by the class of ``agent._target_``) from the base retriever's label and
+        the expansion's."""
+        parts = self._row_parts()
         if self.report.get("method"):
-            return self.report["method"]
+            off = {k: v for k, v in (self.report.get("paper_config") or {}).items()
+                   if str(config_value(self.config, k)) != str(v)}
+            if not off:
+                return self.report["method"]
+            return f"{self.report['method']} on {parts.base}" + (f" + {parts.expansion}" if parts.expansion
+                                                                  else " (no expansion)")
         if self.is_qa_bound:  # Table 3's bounds: the label names the bound, not the (unused) retriever
             return {"none": "No Passages", "gold": "Gold Passages"}.get(self.config["qa_reader"]["mode"], "QA bound")
-        from gear_repro.methods import agent_hooks, hooks_for
-        from gear_repro.methods.base import RowParts
+        from gear_repro.methods import agent_hooks
 
         agent = self.config.get("agent") or {}
+        hooks = agent_hooks(agent)
+        if hooks is not None and hooks.label is not None:
+            return hooks.label(self.config, parts)
+        label = parts.base + (f" + {parts.expansion}" if parts.expansion else "")
+        return f"{label} ({agent.get('name', '?')})"  # an agent class without report hooks
+
+    def _row_parts(self) -> RowParts:
+        """The base retriever's and the expansion's labels (``RowParts``) the row label is made of."""
+        from gear_repro.methods import hooks_for
+
         rcfg = self.config.get("retriever", {})
         ret = rcfg.get("name", "?")
         paper_label = (self.report.get("labels") or {}).get(ret)
@@ -90,13 +119,9 @@ class RunResult:
         exp_hooks = hooks_for(self.config.get("expansion"))
         run_cfg = self.config.get("run") or {}
         fixed = None if run_cfg.get("matched_k", True) else int(run_cfg.get("base_k") or max(self.ks))
-        parts = RowParts(base=paper_label or own, paper_label=bool(paper_label), retriever=ret,
-                         expansion=exp_hooks.expansion_label if exp_hooks is not None else None, fixed_base_k=fixed)
-        hooks = agent_hooks(agent)
-        if hooks is not None and hooks.label is not None:
-            return hooks.label(self.config, parts)
-        label = parts.base + (f" + {parts.expansion}" if parts.expansion else "")
-        return f"{label} ({agent.get('name', '?')})"  # an agent class without report hooks
+        return RowParts(base=paper_label or own, paper_label=bool(paper_label), retriever=ret,
+                        expansion=exp_hooks.expansion_label if exp_hooks is not None else None, fixed_base_k=fixed)
+
     @property
     def paper(self) -> str:
         """Paper whose published numbers this run is compared with (report.paper, else :data:`DEFAULT_PAPER`)."""
