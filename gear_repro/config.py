@@ -139,7 +139,7 @@ class ReportSchema:
     paper: str = "GEAR"  # paper whose numbers stand beside ours
     labels: dict[str, str] = field(default_factory=dict)  # retriever name -> that paper's row label
     # config key -> value the paper's row presumes (a preset's ``method``); a run that differs is "<method> on <its base>"
-    paper_config: dict[str, str] = field(default_factory=dict)
+    paper_config: dict[str, Any] = field(default_factory=dict)
     qa_paper: str | None = None  # paper of the EM/F1 numbers beside ours (null: paper)
     qa_paper_table: str | None = None
     qa_setting: str | None = None

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from gear_repro.config import to_container, validate
+from gear_repro.reporting.claims import load_claims, matches
 from gear_repro.reporting.figures import cumulative_tokens, draw_rounds, draw_tokens
 from gear_repro.reporting.runs import RunResult
 from gear_repro.reporting.tables import long_table
@@ -132,3 +134,36 @@ def test_griever_table4_ircot_rows_fill_their_own_claim(compose, tmp_path) -> No
     assert _same(griever, hybrid, claim["same"]) and not _same(griever, default_k, claim["same"])
     paper = long_table([griever]).set_index(["table", "metric"])
     assert paper.loc[("Table 4", "R@5"), "paper"] == 54.98
+
+
+def test_em_f1_of_another_qa_read_are_not_table_3s_row(compose, tmp_path) -> None:
+    """Session 20 probe 1.3: EM/F1 of a run whose K.3 reader read 1 passage, or the k = 10 pass (run.ks without 5),
+    stood beside Table 3's "QA top-5 passages" number."""
+    base = ["experiment=table3_qa", "agent=single"]
+    paper = run_of(compose, base, tmp_path / "p")
+    top1 = run_of(compose, [*base, "qa_reader.top_k=1"], tmp_path / "t1")
+    k10 = run_of(compose, [*base, "run.ks=[10,15]"], tmp_path / "k10")
+    k10.path.mkdir(parents=True)
+    (k10.path / "predictions.jsonl").write_text(json.dumps({  # a matched-k run: one ranking per pass
+        "id": "q", "gold_ids": ["a"], "rankings": {"10": ["a"], "15": ["a"], "final": ["a"]}, "answer": "x",
+        "answers": ["x"], "qa_mode": "retrieved"}) + "\n")
+    k10.metrics.update(n_scored=1, n_questions=1)
+    table = long_table([paper, top1, k10]).set_index(["run_dir", "metric"])
+    assert table.loc[(str(paper.path), "EM"), "paper"] == 14.0
+    assert table.loc[(str(top1.path), "EM"), "method"] == "Hybrid + SyncGE (QA top 1)"
+    assert table.loc[(str(k10.path), "EM"), "method"] == "Hybrid + SyncGE (QA from the k = 10 pass)"
+    for run in (top1, k10):
+        assert pd.isna(table.loc[(str(run.path), "EM"), "paper"]) and pd.isna(table.loc[(str(run.path), "F1"), "paper"])
+    assert table.loc[(str(top1.path), "R@5"), "method"] == "Hybrid + SyncGE"  # its recall is Table 2's row
+    claims = {c["id"]: c for c in load_claims()}
+    assert matches(paper, claims["gear_gt_hybrid_syncge_qa"]["b"]) and not matches(top1, claims["gear_gt_hybrid_syncge_qa"]["b"])
+
+
+def test_two_papers_tables_of_one_name_are_two_blocks(compose, tmp_path) -> None:
+    """Session 20 probe §5: GEAR's Table 2 recall and GRIEVER's Table 2 EM/F1 shared one "Table 2" block."""
+    gear_bm25 = run_of(compose, ["retriever=bm25"], tmp_path / "b")
+    griever_qa = run_of(compose, ["experiment=griever_table2_qa", "retriever=bm25", "qa=true"], tmp_path / "g")
+    long = long_table([gear_bm25, griever_qa])
+    blocks = long.groupby("block")["metric"].apply(set).to_dict()
+    assert blocks["Table 2"] == {"R@5", "R@10", "R@15"} and blocks["GRIEVER Table 2"] == {"EM", "F1"}
+    assert "R@5" in blocks["GRIEVER Table 1"]  # its recall (run.ks of the preset)

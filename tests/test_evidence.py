@@ -423,6 +423,31 @@ def test_ablations_and_variants_are_named_and_never_take_the_papers_row():
         node, key, value = change
         variant = {**paper_gear, node: {**paper_gear[node], key: value}}
         assert _labelled(variant) == label and not role(variant, "gear_gt_hybrid_syncge"), label
+    # the paper's rounds are the dataset's (MuSiQue 4), not the run's dataset.max_rounds (session 20 probe 1.1: the
+    # demo's dataset.max_rounds=2 made a 2-round GEAR "GEAR")
+    two = {**paper_gear, "agent": {**paper_gear["agent"], "max_rounds": 2},
+           "dataset": {**paper_gear["dataset"], "max_rounds": 2}}
+    assert _labelled(two) == "GEAR (2 rounds)" and not role(two, "gear_gt_hybrid_syncge")
+    # every method names its variants (probe 1.2), and the claims' roles take only the paper's row
+    sync = {"retriever": {"_target_": CLASSES["hybrid"], "name": "hybrid"}, "agent": {"_target_": single},
+            "expansion": {"_target_": EXPANSIONS["sync"]}}
+    assert role({**sync, "beam": {"length": 2, "diversity": True}}, "gear_gt_hybrid_syncge", "b")
+    for beam, label in (({"diversity": False}, "Hybrid + SyncGE (no diversity)"),
+                        ({"length": 4, "width": 1}, "Hybrid + SyncGE (beam length 4, beam width 1)"),
+                        ({"scorer": "fast"}, "Hybrid + SyncGE (fast scorer)")):
+        assert _labelled({**sync, "beam": beam}) == label
+        assert not role({**sync, "beam": beam}, "gear_gt_hybrid_syncge", "b"), label
+    ircot_bm25 = {"agent": {"_target_": ircot, "retriever": "base", "max_rounds": 1, "top_k": 2},
+                  "retriever": {"_target_": CLASSES["bm25"], "name": "bm25"}, "expansion": {"_target_": EXPANSIONS["none"]}}
+    assert _labelled(ircot_bm25) == "IRCoT (BM25; 1 round, top_k 2)"
+    h_ircot = {"agent": {"_target_": ircot, "retriever": "hipporag", "max_rounds": 4, "top_k": 10},
+               "hipporag": {"version": "v1", "synonyms": True}}
+    assert _labelled(h_ircot) == "HippoRAG w/ IRCoT" and role(h_ircot, "gear_gt_hipporag_ircot", "b")
+    h_ircot["hipporag"] = {"version": "v1", "synonyms": False, "damping": 0.85}
+    assert _labelled(h_ircot) == "HippoRAG w/ IRCoT (no synonym edges, damping 0.85)"
+    assert not role(h_ircot, "gear_gt_hipporag_ircot", "b")
+    assert _labelled({"agent": {"_target_": hippo}, "hipporag": {"node_specificity": False}}) == \
+        "HippoRAG (no node specificity)"
 
 
 def test_any_evaluated_rank_gets_its_column(tmp_path: Path):

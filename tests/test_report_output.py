@@ -89,6 +89,31 @@ def test_tags_name_what_was_run_before_the_reports_labels() -> None:
     assert runs[1].tag == "run.ks=[5, 10, 15], report.table=unset, report.labels.bm25=unset, ..."
 
 
+def test_a_configuration_keeps_one_row_across_datasets_and_tags_name_only_used_settings(tmp_path: Path) -> None:
+    """Session 20 probe §5: MuSiQue's default BM25 was "BM25 [run.ks=[5, 10, 15]]" (another MuSiQue BM25 had other
+    ks) while the same BM25 on HotpotQA was the row "BM25"; and a BM25 run without an LLM was tagged by llm.model."""
+    from gear_repro.reporting.runs import RunResult, tag_runs
+
+    def run(name: str, dataset: str, built_llm: bool = False, **config) -> RunResult:
+        d = tmp_path / name
+        d.mkdir()
+        (d / "run.json").write_text("{}", encoding="utf-8")
+        if built_llm:
+            (d / "llm_stats.json").write_text("{}", encoding="utf-8")
+        base = {"dataset": {"name": dataset, "paper_name": dataset}, "retriever": {"name": "bm25"},
+                "agent": {"name": "single"}}
+        return RunResult(d, {**base, **config}, {})
+
+    runs = [run("mq", "MuSiQue", run={"ks": [5, 10, 15]}, llm={"model": "a"}),
+            run("mq25", "MuSiQue", run={"ks": [5, 25]}, llm={"model": "b"}),
+            run("hp", "HotpotQA", run={"ks": [5, 10, 15]}, llm={"model": "c"})]
+    tag_runs(runs)
+    assert [r.label for r in runs] == ["BM25 [run.ks=[5, 10, 15]]", "BM25 [run.ks=[5, 25]]", "BM25 [run.ks=[5, 10, 15]]"]
+    used = [run("qa_a", "MuSiQue", True, llm={"model": "a"}, qa=True), run("qa_b", "MuSiQue", True, llm={"model": "b"}, qa=True)]
+    tag_runs(used)
+    assert [r.tag for r in used] == ["llm.model=a", "llm.model=b"]
+
+
 def test_out_is_readable_by_others_and_a_symlinked_out_keeps_its_link(two_widths: Path, tmp_path: Path) -> None:
     """The report folder had mkdtemp's mode 0700 (a shared drive's readers were kept out), and a symlinked --out
     was replaced by a folder, its target left empty and a stale .old link beside it (session 19 probe §5)."""

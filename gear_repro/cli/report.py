@@ -107,7 +107,7 @@ def write_report(runs: list, out: Path, args: argparse.Namespace, opts: Evidence
     """Tables, analyses, cost, claims (``--claims``) and figures (``--figures``) into ``out``; Markdown shown."""
     long = long_table(runs, opts=opts)
     write_tables(long, out, args.stem)
-    for table, sub in long.groupby("table", sort=False):
+    for table, sub in long.groupby("block", sort=False):
         print(f"\n{table}: ours [95% CI] n=questions (paper, delta)")
         wide = wide_table(sub)
         wide.columns = [f"{d} {m}" for d, m in wide.columns]

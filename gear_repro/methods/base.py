@@ -127,6 +127,62 @@ class RowParts:
     retriever: str
     expansion: str | None
     fixed_base_k: int | None = None
+    notes: tuple[str, ...] = ()  # settings that differ from the paper's row (the hooks' ``paper_settings``)
+
+
+PAPER_MAX_ROUNDS = {"MuSiQue": 4, "2Wiki": 2, "HotpotQA": 2}  # GEAR §6.3 / App. B.1; IRCoT's --max_steps (scripts)
+
+
+def rounds_note(n: Any) -> str:
+    """ "1 round", "2 rounds": a run with other than the paper's rounds."""
+    return f"{n} round{'' if n == 1 else 's'}"
+
+
+def config_value(cfg: Mapping[str, Any], dotted: str) -> Any:
+    """The value at ``dotted`` (``"retriever.name"``) of a run's config, None where a part is missing."""
+    node: Any = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return getattr(node, "value", node)
+
+
+@dataclass(frozen=True)
+class PaperSetting:
+    """One setting of a method's paper row (``ReportHooks.paper_settings``): the dotted config ``key``, the paper's
+    ``value`` (``per_dataset``: dataset paper name -> value), and the ``note`` naming a run's other value ("{value}"
+    is replaced by it, or a function of it). A run whose config does not record the key ran the default: no note."""
+
+    key: str
+    note: str | Callable[[Any], str]
+    value: Any = None
+    per_dataset: Mapping[str, Any] | None = None
+
+
+def variant_notes(config: Mapping[str, Any], settings: Sequence[PaperSetting],
+                  paper_config: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """The notes of the ``settings`` a run's config differs in from the paper's row; ``paper_config`` (a preset's
+    ``report.paper_config``) overrides the paper's value of a key (GRIEVER Table 4 runs IRCoT with top_k 5)."""
+    paper = (config.get("dataset") or {}).get("paper_name")
+    notes: list[str] = []
+    for s in settings:
+        have = config_value(config, s.key)
+        want = s.per_dataset.get(paper) if s.per_dataset is not None else s.value
+        if paper_config and s.key in paper_config:
+            want = paper_config[s.key]
+        if have is not None and want is not None and have != want:
+            notes.append(s.note(have) if callable(s.note) else s.note.format(value=have))
+    return tuple(dict.fromkeys(notes))
+
+
+def with_notes(label: str, notes: Sequence[str]) -> str:
+    """``label`` naming what differs from the paper's row: "IRCoT (BM25; 1 round, top_k 2)", "HippoRAG (no synonyms)"."""
+    if not notes:
+        return label
+    if label.endswith(")"):
+        return f"{label[:-1]}; {', '.join(notes)})"
+    return f"{label} ({', '.join(notes)})"
 
 
 @dataclass(frozen=True)
@@ -153,6 +209,8 @@ class ReportHooks:
         IRCoT's thoughts, ...): a list of :func:`detail_table` blocks, or None when the record holds nothing of it.
     reply_failures: its ``agent_stats`` counters of LLM replies that did not parse (handled as its reading says, and
         counted): the run command warns when one is non-zero.
+    paper_settings: the settings of its paper row (:class:`PaperSetting`): a run that differs in one is named by its
+        label (``RowParts.notes``) and never stands for the paper's row in a claim (``paper_row: true``).
     """
 
     targets: tuple[str, ...] = ()
@@ -167,6 +225,19 @@ class ReportHooks:
     trace_lines: Callable[[dict, Any, Any], list[str] | None] | None = None
     question_detail: Callable[[dict], list[dict] | None] | None = None
     reply_failures: tuple[str, ...] = ()
+    paper_settings: tuple[PaperSetting, ...] = ()
+
+
+# HippoRAG v1 as GEAR re-ran it (configs/hipporag/default.yaml: the scripts' values): agent=hipporag|hipporag_ircot
+HIPPORAG_SETTINGS = (
+    PaperSetting("hipporag.node_specificity", "no node specificity", True),
+    PaperSetting("hipporag.synonyms", "no synonym edges", True),
+    PaperSetting("hipporag.damping", "damping {value}", 0.5),
+    PaperSetting("hipporag.synonym_threshold", "synonym threshold {value}", 0.8),
+    PaperSetting("hipporag.normalisation", "{value} phrase keys", "hipporag"),
+    PaperSetting("hipporag.no_entity_fallback", "{value} fallback", "uniform"),
+    PaperSetting("hipporag.tie_order", "{value} tie order", "reference"),
+)
 
 
 def hipporag_label(config: Mapping[str, Any]) -> str:

@@ -39,7 +39,10 @@ from typing import Any
 from gear_repro.llm.base import LLM
 from gear_repro.llm.context import check_fits, fit_passages, prompt_tokens
 from gear_repro.methods.base import (
+    HIPPORAG_SETTINGS,
+    PAPER_MAX_ROUNDS,
     MethodOutput,
+    PaperSetting,
     ReportHooks,
     RowParts,
     Searcher,
@@ -52,7 +55,9 @@ from gear_repro.methods.base import (
     passages_cell,
     recall_text,
     result_lines,
+    rounds_note,
     text_cell,
+    with_notes,
 )
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking
@@ -331,8 +336,8 @@ def row_label(config: Mapping[str, Any], parts: RowParts) -> str:
     else "IRCoT (BM25)" (the paper's; SBERT/Hybrid runs stand in for ColBERTv2 and say so), or "IRCoT + <label>"
     when ``report.labels`` names the base."""
     if node_setting(config.get("agent") or {}, "retriever", "base") == "hipporag":
-        return f"{hipporag_label(config)} w/ IRCoT"
-    return f"IRCoT + {parts.base}" if parts.paper_label else f"IRCoT ({parts.base})"
+        return with_notes(f"{hipporag_label(config)} w/ IRCoT", parts.notes)
+    return with_notes(f"IRCoT + {parts.base}" if parts.paper_label else f"IRCoT ({parts.base})", parts.notes)
 
 
 def summary_row(predictions: list[dict]) -> dict[str, Any] | None:
@@ -391,8 +396,19 @@ def question_detail(record: Mapping[str, Any]) -> list[dict] | None:
                          note=f"stop: {trace.get('stop')}; answer in the thoughts: {trace.get('answer')!r}")]
 
 
+# IRCoT as HippoRAG's scripts run it (configs/agent/ircot.yaml cites each); HippoRAG's own for HippoRAG w/ IRCoT
+IRCOT_SETTINGS = (
+    PaperSetting("agent.max_rounds", rounds_note, per_dataset=PAPER_MAX_ROUNDS),
+    PaperSetting("agent.top_k", "top_k {value}", 10),
+    PaperSetting("agent.merge", "{value} merge", "raw"),
+    PaperSetting("agent.thought", "{value} thought", "full"),
+    PaperSetting("agent.empty_thought", "empty thought: {value}", "retrieve"),
+    *HIPPORAG_SETTINGS,
+)
+
 REPORT_HOOKS = (ReportHooks(targets=(class_path(IRCoTAgent), "gear_repro.methods.ircot.IRCoTAgent"),
                             names=("ircot", "hipporag_ircot"), label=row_label, stages=("cot",), figure4_stages=("cot",),
                             summaries=(("ircot_stats", "IRCoT loop statistics", summary_row),),
                             trace_lines=trace_lines,
-                            question_detail=question_detail, reply_failures=("empty_thoughts",)),)
+                            question_detail=question_detail, reply_failures=("empty_thoughts",),
+                            paper_settings=IRCOT_SETTINGS),)

@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gear_repro.methods.base import Expansion, MethodOutput, ReportHooks, RowParts, class_path
+from gear_repro.methods.base import Expansion, MethodOutput, ReportHooks, RowParts, class_path, with_notes
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Question
 
@@ -78,10 +78,9 @@ def row_label(config: Mapping[str, Any], parts: RowParts) -> str:
     run at one base k (``run.matched_k=false``) says so ("Hybrid + SyncGE (base k = 15)"), and a renamed
     single-step config adds its name: neither is the paper's row."""
     label = parts.base + (f" + {parts.expansion}" if parts.expansion else "")
-    if parts.expansion and parts.fixed_base_k is not None:
-        label += f" (base k = {parts.fixed_base_k})"
+    notes = [f"base k = {parts.fixed_base_k}"] if parts.expansion and parts.fixed_base_k is not None else []
     name = (config.get("agent") or {}).get("name", "single")
-    return label if name == "single" else f"{label} ({name})"
+    return with_notes(label, [*notes, *parts.notes, *([name] if name != "single" else [])])
 
 
 REPORT_HOOKS = (ReportHooks(targets=(class_path(SingleStep), "gear_repro.methods.single.SingleStep"), names=("single",),

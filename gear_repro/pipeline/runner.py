@@ -45,7 +45,7 @@ from gear_repro.methods.base import Method
 from gear_repro.pipeline.resources import Resources
 from gear_repro.pipeline.wiring import build_method, build_qa_reader
 from gear_repro.prompts import prompts_hash
-from gear_repro.qa.reader import AnswerReader, score_answer
+from gear_repro.qa.reader import AnswerReader, pass_for_qa, score_answer
 from gear_repro.types import Question
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError
@@ -157,12 +157,6 @@ def record_failure(run_dir: Path, exc: BaseException) -> None:
         "error": redact_text(f"{type(exc).__name__}: {exc}"), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "traceback": redact_text("".join(traceback.format_exception(exc, limit=-8))),
         "host": socket.gethostname(), "slurm": slurm_job()})
-
-
-def pass_for_qa(ks: list[int], top_k: int) -> int:
-    """The matched-k pass QA reads (Table 3): the smallest evaluated k holding the reader's top_k passages
-    (k=5 for the paper's 5 passages), else the largest."""
-    return next((k for k in sorted(ks) if k >= top_k), max(ks))
 
 
 class Runner:

@@ -26,6 +26,14 @@ from gear_repro.types import Passage, Question
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.settings import Choice, as_dict, choice
 
+PAPER_QA_TOP_K = 5  # GEAR Table 3: "QA top-5 passages" (App. K.3) of the k = 5 pass
+
+
+def pass_for_qa(ks: Sequence[int], top_k: int) -> int:
+    """The matched-k pass QA reads (Table 3): the smallest evaluated k holding the reader's top_k passages
+    (k=5 for the paper's 5 passages), else the largest."""
+    return next((k for k in sorted(ks) if k >= top_k), max(ks))
+
 
 class QAMode(Choice):
     """Which passages the K.3 reader sees (qa_reader.mode; Table 3)."""

@@ -26,6 +26,7 @@ import pandas as pd
 import yaml
 
 from gear_repro.evaluation.stats import paired_test, questions_needed
+from gear_repro.methods.base import config_value
 from gear_repro.reporting.evidence import (
     DEFAULT_OPTIONS,
     EvidenceOptions,
@@ -37,7 +38,7 @@ from gear_repro.reporting.evidence import (
     values,
 )
 from gear_repro.reporting.paper import DEFAULT_PAPER, paper_value
-from gear_repro.reporting.runs import RunResult, config_value, different_data
+from gear_repro.reporting.runs import RunResult, different_data
 from gear_repro.utils.errors import GearError
 
 CLAIMS_YAML = Path(__file__).resolve().parent.parent / "resources" / "claims.yaml"
@@ -89,7 +90,13 @@ def matches(run: RunResult, selector: dict) -> bool:
     """Does the run's config satisfy every key of the role selector (see claims.yaml)?"""
     if "qa_reader.mode" not in selector and run.is_qa_bound:
         return False
+    if selector.get("paper_row") and not run.is_paper_row:  # a variant of the method (its label names how)
+        return False
+    if selector.get("paper_qa") and run.qa_notes:  # K.3 read other passages than Table 3's top 5 of the k = 5 pass
+        return False
     for key, want in selector.items():
+        if key in ("paper_row", "paper_qa"):
+            continue
         have = config_value(run.config, key)
         if key.endswith("_target_"):
             have = _class_name(have)

@@ -7,10 +7,10 @@ import logging
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from gear_repro.evaluation.aggregate import check_record
-from gear_repro.methods.base import RowParts
+from gear_repro.methods.base import RowParts, config_value, variant_notes, with_notes
+from gear_repro.qa.reader import PAPER_QA_TOP_K, pass_for_qa
 from gear_repro.reporting.paper import DEFAULT_PAPER
 from gear_repro.utils.errors import GearError
 from gear_repro.utils.io import read_json_object
@@ -24,16 +24,6 @@ def read_config(path: Path) -> dict:
     return OmegaConf.to_container(OmegaConf.load(path), resolve=False)  # type: ignore[return-value]
 
 RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid", "composed": "Composed"}  # shared retrievers
-
-
-def config_value(cfg: dict, dotted: str) -> Any:
-    """The value at ``dotted`` (``"retriever.name"``) of a run's config, None where a part is missing."""
-    node: Any = cfg
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 @dataclass
@@ -62,6 +52,22 @@ class RunResult:
         path = Path(self.path) / "run.json"
         hashes = read_json_object(path).get("data_hashes") if path.is_file() else None
         return {k: str(v) for k, v in (hashes or {}).items() if k in ("corpus", "questions")}
+
+    @cached_property
+    def built(self) -> frozenset[str] | None:
+        """The components the run built, of those whose settings can be irrelevant to it (``llm``: llm_stats.json is
+        written; ``embedder``: run.json describes one); None when its run.json is gone (assume all)."""
+        path = Path(self.path)
+        if not (path / "run.json").is_file():
+            return None
+        return frozenset([*(["llm"] if (path / "llm_stats.json").is_file() else []),
+                          *(["embedder"] if "embedder" in read_json_object(path / "run.json") else [])])
+
+    def uses(self, key: str) -> bool:
+        """Whether the setting ``key`` could matter to the run (``llm.*`` only if it built an LLM, ``embedder.*`` only
+        if it built an embedder): a row tag never names a setting the run did not use."""
+        group = key.split(".", 1)[0]
+        return self.built is None or group not in ("llm", "embedder") or group in self.built
 
     @property
     def ks(self) -> tuple[int, ...]:
@@ -108,8 +114,9 @@ class RunResult:
         return f"{label} ({agent.get('name', '?')})"  # an agent class without report hooks
 
     def _row_parts(self) -> RowParts:
-        """The base retriever's and the expansion's labels (``RowParts``) the row label is made of."""
-        from gear_repro.methods import hooks_for
+        """The base retriever's and the expansion's labels and what differs from the paper's row (``RowParts``), the
+        row label is made of."""
+        from gear_repro.methods import agent_hooks, hooks_for
 
         rcfg = self.config.get("retriever", {})
         ret = rcfg.get("name", "?")
@@ -119,13 +126,47 @@ class RunResult:
         exp_hooks = hooks_for(self.config.get("expansion"))
         run_cfg = self.config.get("run") or {}
         fixed = None if run_cfg.get("matched_k", True) else int(run_cfg.get("base_k") or max(self.ks))
+        settings = [s for h in (exp_hooks, agent_hooks(self.config.get("agent") or {})) if h is not None
+                    for s in h.paper_settings]
+        notes = variant_notes(self.config, settings, self.report.get("paper_config"))
         return RowParts(base=paper_label or own, paper_label=bool(paper_label), retriever=ret,
-                        expansion=exp_hooks.expansion_label if exp_hooks is not None else None, fixed_base_k=fixed)
+                        expansion=exp_hooks.expansion_label if exp_hooks is not None else None, fixed_base_k=fixed,
+                        notes=notes)
+
+    @property
+    def is_paper_row(self) -> bool:
+        """Whether the run has every setting of its method's paper row (no ``RowParts.notes``): claims' ``paper_row``."""
+        return not self._row_parts().notes
 
     @property
     def paper(self) -> str:
         """Paper whose published numbers this run is compared with (report.paper, else :data:`DEFAULT_PAPER`)."""
         return self.report.get("paper") or DEFAULT_PAPER
+
+    @cached_property
+    def qa_notes(self) -> tuple[str, ...]:
+        """How the run's K.3 read differs from Table 3's (the top 5 passages of the k = 5 pass): "QA top 1", "QA from
+        the k = 10 pass" (a matched-k run without k = 5 reads the next pass holding top_k passages). None for QA
+        bounds and for methods that answer themselves (T²RAG)."""
+        if not self.config.get("qa") or self.is_qa_bound:
+            return ()
+        preds = load_predictions(self)  # (gone: the top_k note from the config alone)
+        if preds and all(p.get("qa_mode") == "method" for p in preds):
+            return ()
+        top_k = int(config_value(self.config, "qa_reader.top_k") or PAPER_QA_TOP_K)
+        notes = [f"QA top {top_k}"] if top_k != PAPER_QA_TOP_K else []
+        passes = [int(k) for k in ((preds or [{}])[0].get("rankings") or {}) if str(k).isdigit()]  # matched-k passes
+        if passes and (k := pass_for_qa(passes, top_k)) != PAPER_QA_TOP_K:
+            notes.append(f"QA from the k = {k} pass")
+        return tuple(notes)
+
+    def label_for(self, metric: str) -> tuple[str, str]:
+        """(method, label) of the row holding ``metric``: EM/F1 of a run whose K.3 read differs from Table 3's go to
+        a row naming how (``qa_notes``), never beside the paper's cell."""
+        if metric in ("EM", "F1") and self.qa_notes:
+            method = with_notes(self.method, self.qa_notes)
+            return method, f"{method} [{self.tag}]" if self.tag else method
+        return self.method, self.label
 
     @property
     def is_qa_bound(self) -> bool:
@@ -174,18 +215,29 @@ def _flat(node: object, prefix: str = "") -> dict[str, str]:
 def tag_runs(runs: list[RunResult]) -> None:
     """Give runs that share a label and a dataset (a ``-m beam.width=3,10`` sweep) a :attr:`RunResult.tag`: the
     settings whose values differ among them (``beam.width=3``; the run's own settings before the report's labels
-    and placement), or the run folder's name when none differ."""
-    groups: dict[tuple[str, str], list[RunResult]] = {}
+    and placement; only settings a run used, :meth:`RunResult.uses`), or the run folder's name when none differ.
+    The settings are chosen per method over all datasets, and every run of the method is tagged with its values,
+    so one configuration keeps one row across the dataset columns."""
+    by_method: dict[str, list[RunResult]] = {}
     for r in runs:
-        groups.setdefault((r.method, r.dataset), []).append(r)
-    for group in groups.values():
-        if len(group) < 2:
-            continue
-        flat = [_flat(r.config) for r in group]
-        keys = sorted({k for f in flat for k in f if len({g.get(k) for g in flat}) > 1}, key=_tag_order)
-        for r, f in zip(group, flat, strict=True):
-            shown = [f"{k}={json.loads(f[k]) if k in f else 'unset'}" for k in keys[:_TAG_KEYS]]
-            r.tag = ", ".join(shown) + (", ..." if len(keys) > _TAG_KEYS else "") if keys else Path(r.path).name
+        by_method.setdefault(r.method, []).append(r)
+    for group in by_method.values():
+        flat = {id(r): _flat(r.config) for r in group}
+        keys: set[str] = set()
+        for dataset in {r.dataset for r in group}:
+            same = [r for r in group if r.dataset == dataset]
+            if len(same) > 1:
+                keys |= {k for r in same for k in flat[id(r)]
+                         if len({flat[id(o)].get(k) for o in same if o.uses(k)}) > 1}
+        ordered = sorted(keys, key=_tag_order)
+        for r in group:
+            f = flat[id(r)]
+            mine = [k for k in ordered if r.uses(k)]
+            shown = [f"{k}={json.loads(f[k]) if k in f else 'unset'}" for k in mine[:_TAG_KEYS]]
+            if shown:
+                r.tag = ", ".join(shown) + (", ..." if len(mine) > _TAG_KEYS else "")
+            elif sum(o.dataset == r.dataset for o in group) > 1:
+                r.tag = Path(r.path).name
     labels = [(r.label, r.dataset) for r in runs]
     for r in runs:  # the same differing settings with the same values (the same config run twice): add the folder
         if labels.count((r.label, r.dataset)) > 1:

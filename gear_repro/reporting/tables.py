@@ -22,7 +22,7 @@ from gear_repro.reporting.evidence import (
     metric_order,
     run_metrics,
 )
-from gear_repro.reporting.paper import paper_value
+from gear_repro.reporting.paper import DEFAULT_PAPER, paper_value
 from gear_repro.reporting.runs import RunResult
 from gear_repro.utils.errors import GearError
 
@@ -44,12 +44,13 @@ def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None,
             ci = interval(r, m, opts)
             ours = ci.mean if ci is not None else float(r.metrics[key])
             table = r.table_for(m)
+            method, label = r.label_for(m)
             ref_paper, ref_table, setting = r.paper_ref(m)
-            paper = paper_value(ref_table, r.method, r.dataset, m, paper=ref_paper, setting=setting)
+            paper = paper_value(ref_table, method, r.dataset, m, paper=ref_paper, setting=setting)
             source = "" if paper is None or (ref_paper, ref_table) == (r.paper, table) else \
                 f"{ref_paper} {ref_table}" + (f" ({setting})" if setting else "")
             rows.append({
-                "table": table, "method": r.method, "label": r.label, "dataset": r.dataset, "metric": m,
+                "table": table, "block": block_name(ref_paper, table), "method": method, "label": label, "dataset": r.dataset, "metric": m,
                 "ours": round(ours, 2),
                 "ci_low": None if ci is None else round(ci.low, 2), "ci_high": None if ci is None else round(ci.high, 2),
                 "n": None if ci is None else ci.n, "paper": paper, "delta": None if paper is None else round(ours - paper, 2),
@@ -59,6 +60,12 @@ def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None,
                 "dataset_name": r.config.get("dataset", {}).get("name"), "run_dir": str(r.path),
             })
     return pd.DataFrame(rows)
+
+
+def block_name(paper: str, table: str) -> str:
+    """The report block of a paper's table: "Table 2" for the default paper (GEAR), else "GRIEVER Table 2", so two
+    papers' tables of one number never share a block."""
+    return table if paper == DEFAULT_PAPER or table.startswith(f"{paper} ") else f"{paper} {table}"
 
 
 def ci_text(ours: float, low: float | None, high: float | None, n: int | None) -> str:
@@ -119,11 +126,11 @@ def write_tables(long: pd.DataFrame, out_dir: str | Path, stem: str = "table") -
     md_parts, tex_parts = [], []
     if long.empty:  # no run with a metric (e.g. only failed runs): say so rather than fail
         md_parts.append("No run with a metric to tabulate.\n")
-    for table, sub in (long.groupby("table", sort=False) if not long.empty else ()):
+    for table, sub in (long.groupby("block", sort=False) if not long.empty else ()):
         wide = wide_table(sub)
         flat = wide.copy()
         flat.columns = [f"{d} {m}" for d, m in wide.columns]
-        n = sorted({int(x) for x in sub["n_questions"].dropna()})
+        n = sorted({int(x) for x in sub["n"].dropna()} or {int(x) for x in sub["n_questions"].dropna()})  # cells' N
         notes = sources_note(sub)
         md_parts.append(f"### {table}: ours [95% bootstrap CI] n=questions (paper, Δ) — questions per run: {n}\n\n"
                         + flat.to_markdown() + "\n" + (f"\n{notes}\n" if notes else ""))

@@ -9,12 +9,15 @@ from statistics import mean
 from typing import Any
 
 from gear_repro.methods.base import (
+    PAPER_MAX_ROUNDS,
+    PaperSetting,
     ReportHooks,
     RowParts,
     class_path,
     format_triple_list,
-    node_setting,
     result_lines,
+    rounds_note,
+    with_notes,
 )
 from gear_repro.methods.gear.agent import GearAgent
 from gear_repro.methods.gear.detail import agent_detail, expansion_detail
@@ -22,31 +25,32 @@ from gear_repro.methods.gear.expansion import NaiveGE, NoExpansion, SyncGE
 
 PAPER_EXPANSION = "SyncGE"  # GEAR's graph expansion (§5: SyncGE inside the agent)
 PAPER_BASE = "hybrid"  # the base retriever of GEAR's own paper rows; any other base is named in the label
-PAPER_BEAM_LENGTH = 2  # GEAR's beam length in Tables 2-3 (App. B.1; Table 9 varies it under its own preset)
+# Alg. 1's settings of the paper's rows (App. B.2, §6.2; Table 9 varies the length under its own preset)
+BEAM_SETTINGS = (
+    PaperSetting("beam.length", "beam length {value}", 2),
+    PaperSetting("beam.width", "beam width {value}", 10),
+    PaperSetting("beam.diversity", "no diversity", True),
+    PaperSetting("beam.gamma", "gamma {value}", 20),
+    PaperSetting("beam.neighbours", "{value} neighbours", 100),
+    PaperSetting("beam.scorer", "{value} scorer", "exact"),
+)
+GEAR_SETTINGS = (  # §5: passageLink (Eq. 8-10), the dataset's rounds (§6.3)
+    PaperSetting("agent.passage_link", "no passageLink", True),
+    PaperSetting("agent.max_rounds", rounds_note, per_dataset=PAPER_MAX_ROUNDS),
+)
 STAGES = ("read", "gist", "reason", "rewrite")  # the K.2 reader, gist memory, reasoner, rewriter (§5)
 
 
 def agent_label(config: Mapping[str, Any], parts: RowParts) -> str:
     """"GEAR" on the paper's base retriever with SyncGE (§5), else "GEAR + <base>" ("GEAR + GRIEVER", GRIEVER Table 4);
-    an ablation or variant says what differs from the paper's GEAR, as the claims' GEAR role pins it (another
-    expansion, beam length != 2, plain beam search, no passageLink, other than the dataset's rounds): "GEAR (NaiveGE)",
-    "GEAR (no expansion)", "GEAR (beam length 4)", "GEAR (1 round)"."""
+    an ablation or variant says what differs from the paper's GEAR (another expansion, then ``parts.notes`` of
+    BEAM_SETTINGS and GEAR_SETTINGS): "GEAR (NaiveGE)", "GEAR (no expansion)", "GEAR (beam length 4)",
+    "GEAR (2 rounds)"."""
     label = f"GEAR + {parts.base}" if parts.paper_label or parts.retriever != PAPER_BASE else "GEAR"
     differs = []
     if config.get("expansion") and parts.expansion != PAPER_EXPANSION:  # (a config naming no expansion: the default)
         differs.append(parts.expansion or "no expansion")
-    beam, agent = config.get("beam") or {}, config.get("agent") or {}
-    length = node_setting(beam, "length", PAPER_BEAM_LENGTH)
-    if length != PAPER_BEAM_LENGTH:
-        differs.append(f"beam length {length}")
-    if node_setting(beam, "diversity", True) is False:
-        differs.append("no diversity")
-    if node_setting(agent, "passage_link", True) is False:
-        differs.append("no passageLink")
-    rounds, paper_rounds = node_setting(agent, "max_rounds"), (config.get("dataset") or {}).get("max_rounds")
-    if isinstance(rounds, int) and isinstance(paper_rounds, int) and rounds != paper_rounds:
-        differs.append(f"{rounds} round{'s' if rounds != 1 else ''}")
-    return label + (f" ({', '.join(differs)})" if differs else "")
+    return with_notes(label, [*differs, *parts.notes])
 
 
 def summary_row(predictions: list[dict]) -> dict[str, Any] | None:
@@ -111,15 +115,15 @@ def trace_lines(pred: dict, plist: Any, recall_line: Any) -> list[str] | None:
 
 HOOKS = (
     ReportHooks(targets=(class_path(GearAgent), "gear_repro.methods.gear.agent.GearAgent"), names=("gear",),
-                label=agent_label, stages=STAGES, figure4_stages=STAGES, rounds_table=True,
+                label=agent_label, stages=STAGES, figure4_stages=STAGES, rounds_table=True, paper_settings=GEAR_SETTINGS,
                 summaries=(("agent_stats", "GEAR loop statistics", summary_row),), trace_lines=trace_lines,
                 question_detail=agent_detail,
                 reply_failures=("gist_parse_failed", "reason_unparsed", "rewrite_fallback", "rewrite_not_question",
                                 "expansion.parse_failed")),
     ReportHooks(targets=(class_path(NoExpansion), "gear_repro.methods.gear.expansion.NoExpansion"), names=("none",)),
     ReportHooks(targets=(class_path(NaiveGE), "gear_repro.methods.gear.expansion.NaiveGE"), names=("naive",),
-                expansion_label="NaiveGE", question_detail=expansion_detail),
+                expansion_label="NaiveGE", question_detail=expansion_detail, paper_settings=BEAM_SETTINGS),
     ReportHooks(targets=(class_path(SyncGE), "gear_repro.methods.gear.expansion.SyncGE"), names=("sync",),
-                expansion_label="SyncGE", figure2_reference=True,
+                expansion_label="SyncGE", figure2_reference=True, paper_settings=BEAM_SETTINGS,
                 question_detail=expansion_detail, reply_failures=("parse_failed",)),
 )

@@ -365,7 +365,7 @@ def paper_tables(table_csv: Path, runs: Sequence[RunResult]) -> list[dict[str, A
     long = pd.read_csv(table_csv, dtype={"paper_source": str})
     notes = {str(r.path): sample_note(r) for r in runs}
     out = []
-    for table, sub in long.groupby("table", sort=False):
+    for table, sub in long.groupby("block", sort=False):
         datasets = sorted(sub["dataset"].unique(), key=lambda d: (DATASET_ORDER.index(d) if d in DATASET_ORDER else 99, d))
         cols = [(d, m) for d in datasets for m in metric_order(sub["metric"])
                 if ((sub.dataset == d) & (sub.metric == m)).any()]
