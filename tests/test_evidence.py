@@ -223,6 +223,26 @@ def test_cost_table_dollars(tmp_path: Path):
     assert r.retrieval_ms_p95 == pytest.approx(np.percentile(ret, 95)) and r.e2e_s_mean == pytest.approx(0.01975)
 
 
+def test_tokens_by_stage_averages_over_the_questions_that_did_not_error(tmp_path: Path):
+    """tokens_by_stage divided the tokens of the finished questions by all of them, errored ones (no calls: 0)
+    included, so a run with failures looked cheaper; it now averages as the cost table does and says how many
+    questions it left out."""
+    from gear_repro.reporting.analyses import tokens_table
+
+    calls = [{"stage": "read", "prompt_tokens": 2000, "completion_tokens": 100},
+             {"stage": "qa", "prompt_tokens": 1000, "completion_tokens": 10}]
+    run = make_run(tmp_path / "r", "sync", "hybrid", "sync", BASE, llm_calls=calls)
+    preds = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines()]
+    for p in preds[:10]:
+        p.update(error="LLMCallError: Connection refused", llm_calls=[])
+    (run / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
+    tok = tokens_table(find_runs([run])).set_index("stage")
+    cost = cost_table(find_runs([run]), load_prices()).iloc[0]
+    assert list(tok["n_questions"]) == [N - 10] * 2 and list(tok["n_errored"]) == [10] * 2
+    assert tok.loc["read", "calls_per_q"] == 1 and tok.loc["read", "prompt_per_q"] == 2000
+    assert tok["prompt_per_q"].sum() == cost.input_tokens_per_q and cost.n_errored == 10
+
+
 def test_stratified_subset_on_the_sample_is_stable_nested_and_balanced(sample_dir: Path):
     import random
 

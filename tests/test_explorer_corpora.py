@@ -194,3 +194,32 @@ def test_mixed_corpora_in_chromium(mixed, chromium) -> None:  # noqa: F811  (the
         items = chromium.execute_script(f"return [...document.querySelectorAll('#panel-{side} ol.topk > li')].map(li => [li.dataset.pid, li.classList.contains('gold')])")
         assert items == [[pid, pid in rec["gold_ids"]] for pid in rec["rankings"]["final"][:5]]
     assert "2 different corpora" in chromium.find_element("css selector", "#q-data-notes").text
+
+
+@pytest.mark.parametrize("damage", ["not JSON", "not UTF-8", "no id", "unreadable"])
+def test_an_unreadable_corpus_is_a_note_and_a_bug_is_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         damage: str) -> None:
+    """A corpus the explorer cannot read (I/O, not UTF-8, not JSON Lines, a passage without an id) shows ids only
+    with a note naming the error, never a failed report; an error of the code itself is not hidden as one."""
+    import gear_repro.reporting.html.data as D
+    from gear_repro.reporting.runs import RunResult
+
+    corpus = tmp_path / "toy" / "corpus.jsonl"
+    corpus.parent.mkdir()
+    corpus.write_bytes({"not JSON": b'{"id": "0", "title": "A"\n', "not UTF-8": b'{"id": "0", "title": "\xff"}\n',
+                        "no id": b'{"title": "A", "text": "a"}\n'}.get(damage, b'{"id": "0", "title": "A"}\n'))
+    if damage == "unreadable":
+        def denied(path: Path) -> str:
+            raise PermissionError(13, "Permission denied", str(path))
+        monkeypatch.setattr(D, "hash_file", denied)
+    run = RunResult(tmp_path / "run", {"dataset": {"path": str(corpus.parent)}}, {})
+    shown = D.Corpora().of(run)
+    error = {"not JSON": "DataError", "not UTF-8": "DataError", "no id": "KeyError", "unreadable": "PermissionError"}
+    assert shown.texts == {} and shown.path == str(corpus)
+    assert shown.note.startswith(f"passage texts unavailable: {corpus} could not be read ({error[damage]}: ")
+
+    def bug(path: Path) -> str:
+        raise TypeError("a bug in the explorer")
+    monkeypatch.setattr(D, "hash_file", bug)
+    with pytest.raises(TypeError, match="a bug"):
+        D.Corpora().of(run)

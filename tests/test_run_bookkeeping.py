@@ -19,7 +19,7 @@ from gear_repro.retrieval.base import BM25Retriever
 from gear_repro.types import Ranking
 from gear_repro.utils.errors import ConfigError, DataError
 from gear_repro.utils.io import read_json
-from tests.helpers.doubles import ScriptedLLM
+from tests.helpers.doubles import CallCounter, ScriptedLLM
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -149,6 +149,44 @@ def test_models_given_by_path_are_identified_by_content(compose, toy_dir, tmp_pa
 
     run = lambda path: RunResult(tmp_path, {"llm": {"model": "qwen", "server": {"model_path": path}}}, {})  # noqa: E731
     assert _same(run("qwen"), run("qwen"), ["llm.model"]) and not _same(run("qwen"), run(str(g1)), ["llm.model"])
+
+
+def test_a_model_given_by_path_is_read_once_per_process_with_the_keys_as_before(compose, toy_dir, tmp_path,
+                                                                                 monkeypatch):
+    """A bf16 embedder and its fp32 query twin, the run fingerprint and the LLM client read a model given by path
+    once per process (multi-GB weights); the keys of vectors, replies and runs are those written before (their
+    caches and run dirs stay valid); a file changed in place is read again."""
+    import gear_repro.embedding.embedder as E
+    import gear_repro.pipeline.runner as R
+    from gear_repro.embedding.precision import Precision
+    from gear_repro.llm.client import LLMClient
+    from gear_repro.utils import hashing
+
+    monkeypatch.setattr(hashing, "_IDENTITIES", {})
+    spy = CallCounter(hashing.files_identity)
+    monkeypatch.setattr(hashing, "files_identity", spy)
+    monkeypatch.setattr(E, "resolve_precision", lambda precision, device, backend: Precision(precision))
+    fingerprinted: list[dict] = []
+    monkeypatch.setattr(R, "hash_obj", lambda c: fingerprinted.append(c) or hashing.hash_obj(c))
+    model, gguf = tmp_path / "fixed" / "model", tmp_path / "fixed" / "w.gguf"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"fixed weights" * 300_000)
+    gguf.write_bytes(b"GGUF" + b"7" * 3_000_000)
+
+    emb = E.SentenceEmbedder(str(model), cache=False, show_progress=False, precision="bf16")
+    assert emb.queries is not emb and emb.queries.model_id == "7dca6a8638c5"  # the fp32 key of session 19
+    for _ in range(2):
+        R.run_fingerprint(_cfg(compose, toy_dir, "llm=local", f"llm.server.model_path={gguf}",
+                               f"embedder.model={model}"))
+    assert fingerprinted[-1]["embedder"]["files"] == "144fc28b4af082f4"
+    assert fingerprinted[-1]["llm"]["weights"] == "gguf:da18abb6b23a9715"
+    assert LLMClient(model="x", server={"model_path": str(gguf)}, cache=False).endpoint == "gguf:da18abb6b23a9715"
+    assert spy.calls == {str(model): 1, str(gguf): 1}
+
+    (model / "config.json").write_text('{"retrained": 1}')
+    assert E.SentenceEmbedder(str(model), cache=False, show_progress=False).model_id != "7dca6a8638c5"
+    assert spy.calls[str(model)] == 2
 
 
 def test_data_prepared_from_another_dataset_is_refused(compose, toy_dir, tmp_path):

@@ -46,7 +46,7 @@ from gear_repro.embedding.sbert_weights import (
     resolve_model,
 )
 from gear_repro.utils.errors import ConfigError
-from gear_repro.utils.hashing import files_identity, hash_obj, hash_texts
+from gear_repro.utils.hashing import hash_obj, hash_texts, model_path_identity
 from gear_repro.utils.io import atomic_open, load_cached
 from gear_repro.utils.paths import cache_dir
 from gear_repro.utils.settings import choice
@@ -142,11 +142,11 @@ class SentenceEmbedder:
         self._load_error: RuntimeError | None = None  # a failed load, raised again instead of retried per question
         self._qcache: OrderedDict[str | tuple[int, str], np.ndarray] = OrderedDict()  # encode, encode_fixed
         self._qcache_size = query_cache_size
-        folder = Path(model).expanduser()
-        key = {"model": folder.name if folder.exists() else model, "normalize": normalize,
+        files = model_path_identity(model)
+        key = {"model": Path(model).expanduser().name if files else model, "normalize": normalize,
                "max_seq_length": max_seq_length}
-        if folder.exists():  # a local folder by its content: two ".../model" folders, or one retrained in place,
-            key["files"] = files_identity(folder)  # never share vectors (names and bundled copies: as before)
+        if files:  # a local folder by its content: two ".../model" folders, or one retrained in place, never
+            key["files"] = files  # share vectors (names and bundled copies: as before)
         if backend != "torch":  # torch keeps its historical key; other back-ends get their own vectors
             key["backend"] = backend
         # bf16 linear layers packed and mpnet's attention fused at load (embedding/bf16.py), decided once for key

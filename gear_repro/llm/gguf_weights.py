@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 from gear_repro.utils.errors import ConfigError
-from gear_repro.utils.hashing import files_identity
+from gear_repro.utils.hashing import model_path_identity
 from gear_repro.utils.paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -111,13 +111,12 @@ def check_model_path(name: str) -> None:
 
 def local_weights_identity(name: str | None) -> str | None:
     """What the harness-started server serves, for the reply cache and the run fingerprint: ``gguf:<content>`` for
-    a file given by path (:func:`~gear_repro.utils.hashing.files_identity`; another quantisation or model under the
+    a file given by path (:func:`~gear_repro.utils.hashing.model_path_identity`; another quantisation or model under the
     same served alias never gets the cached replies), None for the packaged models (fixed by their package: the
     keys as before) and for no server or a missing file (refused by :func:`check_model_path`)."""
     if not name or str(name).lower() in _ALIASES:
         return None
-    p = Path(str(name)).expanduser()
-    return f"gguf:{files_identity(p)}" if p.is_file() else None
+    return f"gguf:{model_path_identity(str(name))}" if Path(str(name)).expanduser().is_file() else None
 
 
 def resolve_model_path(name: str, assemble: bool = True) -> Path:

@@ -49,7 +49,7 @@ from gear_repro.qa.reader import AnswerReader, pass_for_qa, score_answer
 from gear_repro.types import Question
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError
-from gear_repro.utils.hashing import files_identity, hash_obj
+from gear_repro.utils.hashing import hash_obj, model_path_identity
 from gear_repro.utils.io import (
     JsonlAppender,
     atomic_open,
@@ -99,9 +99,8 @@ def run_fingerprint(cfg: DictConfig) -> str:
         c["llm"]["endpoint"] = redact_url(str(url))  # so a rotated key is the same endpoint); unset: as before
     elif (weights := local_weights_identity(OmegaConf.select(cfg, "llm.server.model_path", default=None))):
         c["llm"]["weights"] = weights  # a GGUF file given by path, by content (the packaged models: as before)
-    model = OmegaConf.select(cfg, "embedder.model", default=None)
-    if model and Path(str(model)).expanduser().exists():  # a local model folder by content, as its vectors' key
-        c["embedder"]["files"] = files_identity(str(model))
+    if (files := model_path_identity(OmegaConf.select(cfg, "embedder.model", default=None))):
+        c["embedder"]["files"] = files  # a local model folder by content, as its vectors' key
     return hash_obj(c)
 
 

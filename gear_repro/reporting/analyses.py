@@ -5,7 +5,7 @@
 - :func:`rounds_table` — Table 9: R@5/10/15 after n = 1..N rounds, read off the per-round rankings
   (stopping at n is the same as running with max_rounds = n: the round-n list does not depend on the
   rewrite), per beam length; explicit max_rounds runs are used as they are.
-- :func:`tokens_table` — LLM calls and tokens per question per stage (Figure 4's quantities).
+- :func:`tokens_table` — LLM calls and tokens per question that did not error, per stage (Figure 4's quantities).
 - :func:`method_tables` — each method's own statistics tables (its report hooks' ``summaries``: a method's loop
   statistics, stops, unparsed replies; e.g. EM/F1 by final resolution status, the T²RAG paper's Figure 3).
 - :func:`format_trace` — the Table 6 walk-through of one question (``gear-repro-report RUN --trace QID``): the
@@ -167,11 +167,12 @@ def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15),
 
 # -- tokens and each method's own statistics ---------------------------------------------------------------
 def tokens_table(runs: Sequence[RunResult]) -> pd.DataFrame:
-    """Per run and stage: calls, prompt/completion tokens per question, cached share; for a matched-k run, what
-    one run at its largest k costs (column ``k``), not the sum of its k passes (Fig. 4)."""
+    """Per run and stage: calls, prompt/completion tokens per question that did not error (``n_errored`` left out,
+    as in the cost table: an errored question's missing calls are no saving), cached share; for a matched-k run,
+    what one run at its largest k costs (column ``k``), not the sum of its k passes (Fig. 4)."""
     rows = []
     for run in runs:
-        preds = load_predictions(run)
+        preds, failed = RunResult.split_errored(load_predictions(run))
         if not preds:
             continue
         k = run_k(preds)
@@ -190,7 +191,7 @@ def tokens_table(runs: Sequence[RunResult]) -> pd.DataFrame:
             rows.append({"method": run.label, "dataset": run.dataset, "stage": stage, "k": k,
                          "calls_per_q": round(a["calls"] / n, 3), "prompt_per_q": round(a["prompt"] / n, 1),
                          "completion_per_q": round(a["completion"] / n, 1), "cached_calls": a["cached"],
-                         "n_questions": n, "run_dir": str(run.path)})
+                         "n_questions": n, "n_errored": len(failed), "run_dir": str(run.path)})
     return pd.DataFrame(rows)
 
 
@@ -316,7 +317,9 @@ def write_analyses(runs: Sequence[RunResult], out_dir: str | Path, opts: Evidenc
         paths.append(p)
     paths += _write(rounds_table(runs, opts=opts), out, "table9_rounds",
                     "Table 9: R@k by beam length and maximum rounds")
-    paths += _write(tokens_table(runs), out, "tokens_by_stage", "LLM calls and tokens per question, by stage")
+    paths += _write(tokens_table(runs), out, "tokens_by_stage",
+                    "LLM calls and tokens per question, by stage (n_questions: questions that did not error; "
+                    "n_errored: left out, as in the cost table)")
     for stem, title, table in method_tables(runs):
         paths += _write(table, out, stem, title)
     return paths

@@ -201,7 +201,7 @@ def _keys(claim: dict, metric: str, run: RunResult) -> tuple[str, str]:
 
 def errored(run: RunResult) -> set[str]:
     """Ids of the run's questions that failed (``error`` in predictions.jsonl: scored as misses, their tokens 0)."""
-    return {str(p.get("id")) for p in predictions(run) if p.get("error")}
+    return {str(p.get("id")) for p in RunResult.split_errored(predictions(run))[1]}
 
 
 def _pairs(claim: dict, ras: list[RunResult], rbs: list[RunResult]) -> list[tuple[RunResult, RunResult]]:

@@ -60,8 +60,8 @@ def _pct(xs: list[float], q: float) -> float | None:
 def cost_table(runs: Sequence[RunResult], prices: dict) -> pd.DataFrame:
     rows = []
     for run in runs:
-        every = predictions(run)
-        preds = [p for p in every if not p.get("error")]  # a failed question's calls cost nothing: not a saving
+        # a failed question's calls cost nothing: not a saving
+        preds, failed = RunResult.split_errored(predictions(run))
         if not preds:
             continue
         counts = [call_counts(p) for p in preds]
@@ -74,7 +74,7 @@ def cost_table(runs: Sequence[RunResult], prices: dict) -> pd.DataFrame:
         tout = sum(c["completion_tokens"] for c in counts) / n
         ks = passes(preds[0])
         rows.append({
-            "method": run.label, "dataset": run.dataset, "n_questions": n, "n_errored": len(every) - n,
+            "method": run.label, "dataset": run.dataset, "n_questions": n, "n_errored": len(failed),
             "k": int(ks[-1]) if ks else None, "passes_in_run": len(ks) or 1,
             "retrieval_ms_p50": _pct(ret, 50), "retrieval_ms_p95": _pct(ret, 95),
             "e2e_s_mean": float(np.mean(e2e)) if e2e else None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -33,6 +34,17 @@ class RunResult:
     metrics: dict
     notes: list[str] = field(default_factory=list)  # problems found while loading (partial line, stale metrics)
     tag: str = ""  # what tells this run from others with its label and dataset (set by tag_runs)
+
+    @staticmethod
+    def split_errored(preds: Iterable[dict]) -> tuple[list[dict], list[dict]]:
+        """``preds`` as (the questions that did not error, those that did): a record with ``error`` (a dead
+        endpoint, a crash) is scored as a miss with no calls or tokens, so it is neither finished nor in a
+        per-question mean of calls, tokens or cost."""
+        done: list[dict] = []
+        failed: list[dict] = []
+        for p in preds:
+            (failed if p.get("error") else done).append(p)
+        return done, failed
 
     @property
     def label(self) -> str:
@@ -301,7 +313,7 @@ def check_stale(run: RunResult, preds: list[dict]) -> None:
     larger dataset.limit and not finished): the report keeps the recorded set and says so."""
     ids = run.metrics.get("question_ids")
     n_metrics = len(ids) if ids is not None else run.metrics.get("n_questions")
-    finished = sum(1 for p in preds if not p.get("error"))
+    finished = len(RunResult.split_errored(preds)[0])
     if n_metrics is not None and finished > n_metrics:
         run.notes.append(f"{run.path}: metrics.json scores {n_metrics} questions but predictions.jsonl has "
                          f"{finished} finished ones (an extended run that did not finish): the report uses the "
@@ -357,7 +369,7 @@ def find_unfinished(paths: list[str | Path]) -> list[UnfinishedRun]:
         if config.get("stage", "retrieve") != "retrieve" and not failure:
             continue  # stage=extract / stage=index runs write no metrics.json by design
         method = RunResult(d, config, {}).method if cfile else "?"
-        finished = sum(1 for p in read_predictions(d / "predictions.jsonl") if not p.get("error"))
+        finished = len(RunResult.split_errored(read_predictions(d / "predictions.jsonl"))[0])
         error = (failure.get("error") or _slurm_log_error(d)
                  or "no error recorded (still running, or killed before it could record one)")
         out.append(UnfinishedRun(d, method, finished, error))
@@ -387,7 +399,7 @@ def write_failures(runs: list[RunResult], unfinished: list[UnfinishedRun], out: 
     if errored:
         rows = []
         for r in errored:
-            first = next((p for p in load_predictions(r) if p.get("error")), {})
+            first = next(iter(RunResult.split_errored(load_predictions(r))[1]), {})
             rows.append(f"| {r.label} | {r.path} | {r.metrics['n_errors']} of {r.metrics.get('n_questions')} | "
                         f"{first.get('id', '')}: {_cell(first.get('error', ''))} |")
         parts.append("## Runs with failed questions (scored as misses)\n\n| method | run dir | failed | first error |"

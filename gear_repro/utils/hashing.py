@@ -60,6 +60,27 @@ def files_identity(path: str | Path, n: int = 16) -> str:
     return h.hexdigest()[:n]
 
 
+_IDENTITIES: dict[tuple[str, tuple[tuple[str, int, int], ...]], str] = {}  # model_path_identity's, per process
+
+
+def model_path_identity(model: str | Path | None) -> str | None:
+    """:func:`files_identity` of a model given by path (an existing file or folder), None for a hub name, a bundled
+    model's alias or no model. The keys of vectors, replies and runs take it; computed once per process for a
+    path whose files keep their sizes and modification times (a bf16 embedder and its fp32 query twin, the run
+    fingerprint and the LLM client read a multi-GB model once)."""
+    if not model:
+        return None
+    root = Path(str(model)).expanduser()
+    if not root.exists():
+        return None
+    files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
+    stats = tuple((f.relative_to(root).as_posix(), (st := f.stat()).st_size, st.st_mtime_ns) for f in files)
+    key = (str(root.resolve()), stats)
+    if key not in _IDENTITIES:
+        _IDENTITIES[key] = files_identity(root)
+    return _IDENTITIES[key]
+
+
 def hash_array(a: np.ndarray, n: int = 16, block_rows: int = 65_536) -> str:
     """sha256 of an array's dtype, shape and values (row blocks: a memory-mapped matrix is read once, never
     copied whole)."""

@@ -18,6 +18,7 @@ import random
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -174,6 +175,18 @@ class ExtractionLLM(ScriptedLLM):
         time.sleep(delay)
         return LLMReply(text=extraction_reply(title, self.index[title]), prompt_tokens=100 + self.index[title],
                         completion_tokens=10, cached=False, latency_s=0.5, model="scripted")
+
+
+class CallCounter:
+    """A spy: calls the function it wraps and counts the calls by their first argument (as a string)."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.fn = fn
+        self.calls: Counter[str] = Counter()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls[str(args[0])] += 1
+        return self.fn(*args, **kwargs)
 
 
 class HashEmbedder(SentenceEmbedder):

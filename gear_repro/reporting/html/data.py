@@ -21,6 +21,7 @@ import pandas as pd
 from gear_repro.reporting.evidence import predictions
 from gear_repro.reporting.runs import RunResult, UnfinishedRun, different_data
 from gear_repro.reporting.tables import ci_text
+from gear_repro.utils.errors import DataError
 from gear_repro.utils.hashing import hash_file
 from gear_repro.utils.io import iter_jsonl, read_json_object
 
@@ -211,10 +212,16 @@ def dataset_dirs(run: RunResult) -> list[Path]:
     return list(dict.fromkeys(Path(os.path.normpath(b / raw)) for b in bases))
 
 
+# what reading a corpus file can meet: a file that cannot be opened or read (OSError), a line that is not UTF-8 or
+# not a JSON object (iter_jsonl's DataError), a record without an id (KeyError)
+CORPUS_READ_ERRORS = (OSError, DataError, KeyError)
+
+
 class Corpora:
     """Each run's corpus (:class:`CorpusText`), found where the run read it and shown only when its file still has the
     hash the run recorded (run.json ``data_hashes.corpus``, ``utils.hashing.hash_file`` as the dataset loader does);
-    each file hashed and read once, only when asked. Never raises: a corpus it cannot show gets a note."""
+    each file hashed and read once, only when asked. A corpus it cannot read (:data:`CORPUS_READ_ERRORS`) gets a
+    note instead of failing the report."""
 
     def __init__(self) -> None:
         self._texts: dict[Path, dict[str, tuple[str, str]]] = {}
@@ -243,7 +250,7 @@ class Corpora:
                 if expected is None or got == expected:
                     return CorpusText(expected or got, str(path), self._read(path))
                 changed.append((path, got))
-            except Exception as e:  # unreadable or not JSON Lines: ids only, never a failed report
+            except CORPUS_READ_ERRORS as e:  # unreadable or not JSON Lines: ids only, never a failed report
                 return CorpusText(expected or f"path:{path}", str(path), {},
                                   f"passage texts unavailable: {path} could not be read ({type(e).__name__}: {e})")
         if changed:
