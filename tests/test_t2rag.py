@@ -391,7 +391,7 @@ def test_real_llm_path_with_the_tiny_model(toy_env, tmp_path: Path) -> None:
     stages = [c["stage"] for c in pred["llm_calls"]]
     assert stages[0] == "decompose" and stages[-1] == "answer" and all(c["ok"] for c in pred["llm_calls"])
     counters = pred["trace"]["t2rag"]["counters"]
-    assert sum(v for k, v in counters.items() if k.startswith("decompose_")) == 1
+    assert sum(counters.get(f"decompose_{s}", 0) for s in ("ok", "repaired", "failed")) == 1  # (+ a retry's counter)
 
 
 @pytest.mark.parametrize("ablation, n, passages, label", [
@@ -443,12 +443,12 @@ def test_readings_expand_to_the_five_keys_and_each_key_still_overrides(toy_env) 
     from gear_repro.methods.t2rag.method import READINGS
 
     keys = ("question_query", "question_query_mode", "carry_fuzzy", "resolve_without_context",
-            "example_propositions_chars", "decompose_retry", "on_no_triplets")
+            "example_propositions_chars", "decompose_retry", "on_no_triplets", "prompt_text")
     _, code = build(toy_env, {})
     assert {k: code.describe()[k] for k in keys} == READINGS["code"] == {
         "question_query": True, "question_query_mode": "substring", "carry_fuzzy": False,
         "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple",
-        "on_no_triplets": "fail"}
+        "on_no_triplets": "fail", "prompt_text": "code"}
     _, paper = build(toy_env, {}, ["agent=t2rag_paper"])
     assert paper.describe()["reading"] == "paper" and {k: paper.describe()[k] for k in keys} == READINGS["paper"]
     _, mixed = build(toy_env, {}, ["agent.reading=paper", "agent.carry_fuzzy=false"])
@@ -564,6 +564,57 @@ def test_paper_reading_stops_when_stalled_instead_of_empty_iterations(toy_env) -
                        ["agent.reading=paper", "agent.stall_stop=false"])
     out = agent.run(res.dataset.questions[0], 15)
     assert out.trace["t2rag"]["stop"] == "max_iterations" and out.trace["t2rag"]["iterations"] == 3
+
+
+# the code's resolve reply format: "Newly Traceable", indented as the code's prompt is (a model may copy the margin)
+RESOLVE_TOY_1_CODE = """        Fully Resolved Clue 1:
+        Subject: France
+        Predicate: president
+        Object: Emmanuel Macron
+
+        Newly Traceable Clue 1:
+        Subject: Emmanuel Macron
+        Predicate: born in
+        Object: ?"""
+DECOMPOSE_TOY_CODE = ("Reasoning: I need the president of France and his birthplace.\n\nTriples:\nFrance | president | ?p\n"
+                      "?p | born in | ?\n\nPropositions: France president ?p, ?p born in ?\n"
+                      'To answer the question, I need to know "France president ?", "? born in ?"')
+
+
+@pytest.mark.slow
+def test_code_prompt_texts_and_their_reply_format(toy_env) -> None:
+    """F1 (session 20 audit): under reading=code the decomposition and resolve prompts are TRAG.py's texts: the
+    example's "Newly Traceable" clue has its object filled in (TRAG.py:675-678), the question heads the decomposition
+    prompt (266), Triples: stands alone (301) and Propositions: is asked for (304), the resolved clues' section has its
+    own header and is left out while nothing is resolved (649-654); the replies in the code's format are read in both
+    readings."""
+    script = {"decompose": DECOMPOSE_TOY_CODE, ("resolve", 1): RESOLVE_TOY_1_CODE, ("resolve", 2): RESOLVE_TOY_2,
+              "answer": "Amiens"}
+    res, agent = build(toy_env, script)  # the default: reading=code
+    q = res.dataset.questions[0]
+    out = agent.run(q, 15)
+    dec, res1, res2 = (res.llm.calls[i]["prompt"] for i in range(3))
+    assert dec.splitlines()[2] == f"Question: {q.question}" and dec.count(f"Question: {q.question}") == 2
+    assert "\nTriples:\n[List each triple on a new line in format: subject | predicate | object]\n" in dec
+    assert "\nPropositions: [Convert triples to natural language sentences, keeping ? placeholders]" in dec
+    assert ("        Newly Traceable Clue 1:\n        Subject: Ermengarde of Tours\n        Predicate: died on\n"
+            "        Object: 20 March 851\n") in res1
+    assert "Searchable" not in res1 and "\nTraceable Clue 1:\nSubject: France\nPredicate: president\nObject: ?p\n" in res1
+    assert "Resolved Clues" not in res1.split("Context Propositions:")[-1]  # nothing resolved: no section, no "None"
+    assert ("\n\nPreviously Resolved Clues (use these to replace ? placeholders):\n- France | president | Emmanuel Macron"
+            in res2)
+    r1 = out.rounds[0]
+    assert r1["new_searchable"] == [["Emmanuel Macron", "born in", "?"]] and r1["status"] == "ok"
+    assert out.trace["t2rag"]["stop"] == "all_resolved" and out.answer.text == "Amiens"
+    # the paper's texts under reading=paper (or prompt_text=paper); the code's reply format still parses
+    res, agent = build(toy_env, script, ["agent.prompt_text=paper"])
+    out = agent.run(q, 15)
+    dec, res1 = res.llm.calls[0]["prompt"], res.llm.calls[1]["prompt"]
+    assert dec.count("Question: ") == 4 and "Propositions:" not in dec  # three examples + "Now analyze"
+    assert "Newly Searchable Clue 1:\nSubject: Ermengarde of Tours\nPredicate: died on\nObject: ?" in res1
+    assert "Previous Resolved Clues:\nNone" in res1 and "Traceable" not in res1
+    assert out.rounds[0]["new_searchable"] == [["Emmanuel Macron", "born in", "?"]]
+    assert build(toy_env, {}, ["agent=t2rag_paper"])[1].prompt_text == "paper"
 
 
 def test_answer_prompt_ends_with_answer_and_code_parse_keeps_the_reply() -> None:
