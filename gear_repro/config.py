@@ -53,6 +53,7 @@ from gear_repro.methods.hipporag.retriever import NoEntityFallback
 from gear_repro.methods.ircot import IRCoTMerge, IRCoTRetrieverKind, IRCoTThought
 from gear_repro.methods.t2rag.method import (
     T2RAGAnswerParse,
+    T2RAGDecomposeParse,
     T2RAGDecomposeRetry,
     T2RAGFuzzyMatch,
     T2RAGOnNoTriplets,
@@ -293,6 +294,7 @@ class T2RAGAgentSchema:
     decompose_retry: T2RAGDecomposeRetry | None = None  # code simple | paper none
     on_no_triplets: T2RAGOnNoTriplets | None = None  # code fail | paper answer
     prompt_text: T2RAGPromptText | None = None  # code (TRAG.py's decomposition/resolve texts) | paper (App. E)
+    decompose_parse: T2RAGDecomposeParse | None = None  # code (TRAG.py:319-373) | paper lenient (our repairs)
     fuzzy_match: T2RAGFuzzyMatch = T2RAGFuzzyMatch.placeholder
     stall_stop: bool = True  # stop when nothing is searchable, retrieved or new (stop = "stalled")
     answer: bool = True  # T²RAG's own answer (Step 3); false = qa_reader answers

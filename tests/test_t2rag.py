@@ -443,12 +443,12 @@ def test_readings_expand_to_the_five_keys_and_each_key_still_overrides(toy_env) 
     from gear_repro.methods.t2rag.method import READINGS
 
     keys = ("question_query", "question_query_mode", "carry_fuzzy", "resolve_without_context",
-            "example_propositions_chars", "decompose_retry", "on_no_triplets", "prompt_text")
+            "example_propositions_chars", "decompose_retry", "on_no_triplets", "prompt_text", "decompose_parse")
     _, code = build(toy_env, {})
     assert {k: code.describe()[k] for k in keys} == READINGS["code"] == {
         "question_query": True, "question_query_mode": "substring", "carry_fuzzy": False,
         "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple",
-        "on_no_triplets": "fail", "prompt_text": "code"}
+        "on_no_triplets": "fail", "prompt_text": "code", "decompose_parse": "code"}
     _, paper = build(toy_env, {}, ["agent=t2rag_paper"])
     assert paper.describe()["reading"] == "paper" and {k: paper.describe()[k] for k in keys} == READINGS["paper"]
     _, mixed = build(toy_env, {}, ["agent.reading=paper", "agent.carry_fuzzy=false"])
@@ -615,6 +615,44 @@ def test_code_prompt_texts_and_their_reply_format(toy_env) -> None:
     assert "Previous Resolved Clues:\nNone" in res1 and "Traceable" not in res1
     assert out.rounds[0]["new_searchable"] == [["Emmanuel Macron", "born in", "?"]]
     assert build(toy_env, {}, ["agent=t2rag_paper"])[1].prompt_text == "paper"
+
+
+@pytest.mark.parametrize("reply, status, code, lenient", [
+    # the Triples: line itself is never parsed (TRAG.py:327-328)
+    ("Triples: Showboat | directed by | ?d\n?d | born in | ?", "ok", [("?d", "born in", "?")],
+     [("Showboat", "directed by", "?d"), ("?d", "born in", "?")]),
+    # four cells: parts[0..2] (335-341); ours joined the middle cells and took the last as the object
+    ("Triples:\nA | b | c | ?", "ok", [("A", "b", "c")], [("A", "b c", "?")]),
+    # the primary pass strips no numbering or bullets
+    ("Triples:\n1. A | b | ?\n- C | d | ?", "ok", [("1. A", "b", "?"), ("- C", "d", "?")],
+     [("A", "b", "?"), ("C", "d", "?")]),
+    # no Triples: section: the secondary pass (346-373) strips them, and quotes
+    ("Reasoning: x\n- A | b | ?\n2. \"C\" | d | ?", "repaired", [("A", "b", "?"), ("C", "d", "?")],
+     [("A", "b", "?"), ("C", "d", "?")]),
+    ("**Triples:**\n**A** | b | ?", "repaired", [("**A**", "b", "?")], [("A", "b", "?")]),
+    ("Triples:\nA | b | ?\nPropositions: A b ?\nC | d | ?", "ok", [("A", "b", "?")], [("A", "b", "?")]),
+    ("Propositions: A | b | c", "failed", [], [("Propositions: A", "b", "c")]),
+    ("", "failed", [], []),
+])
+def test_code_decomposition_parse_follows_trag(reply, status, code, lenient) -> None:
+    """F2 (session 20 audit): decompose_parse=code reads the reply as TRAG.py:319-373; lenient is our parser."""
+    from gear_repro.methods.t2rag.method import parse_decomposition_code
+
+    got = parse_decomposition_code(reply)
+    assert got.status == status and [c.parts for c in got.clues] == code
+    assert [c.parts for c in parse_decomposition(reply).clues] == lenient
+
+
+@pytest.mark.slow
+def test_code_reading_parses_the_decomposition_as_the_code(toy_env) -> None:
+    script = {"decompose": "Triples: France | president | ?p\n?p | born in | ?", "answer": "x"}
+    res, agent = build(toy_env, script)  # reading=code: the header line's triplet is not read; one fuzzy clue
+    state = agent.run(res.dataset.questions[0], 15).trace["t2rag"]["decomposition"]["state"]
+    assert state == {"resolved": [], "searchable": [], "fuzzy": [["?p", "born in", "?"]]}
+    res, agent = build(toy_env, script, ["agent.decompose_parse=lenient"])
+    state = agent.run(res.dataset.questions[0], 15).trace["t2rag"]["decomposition"]["state"]
+    assert state["searchable"] == [["France", "president", "?p"]] and state["fuzzy"] == [["?p", "born in", "?"]]
+    assert build(toy_env, {}, ["agent=t2rag_paper"])[1].decompose_parse == "lenient"
 
 
 def test_answer_prompt_ends_with_answer_and_code_parse_keeps_the_reply() -> None:

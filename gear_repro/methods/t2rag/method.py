@@ -32,7 +32,9 @@ paper App. E: whole) and ``decompose_retry`` (code 375-383, 980-1032: a failed d
 with a simpler prompt, at most 3 triplets kept; paper: no retry) and ``on_no_triplets`` (code 385-396,
 1429-1437: with no triplet after that the query fails, no documents and the answer "Error processing query";
 paper: answered from no clues) and ``prompt_text`` (code 264-306, 632-725: the code's decomposition and resolve
-texts, whose example fills the new clue's object in; paper App. E: "Searchable", the example's object "?").
+texts, whose example fills the new clue's object in; paper App. E: "Searchable", the example's object "?") and
+``decompose_parse`` (code 319-373: ``s | p | o`` lines after the ``Triples:`` line, three cells, bullets stripped
+only when that finds nothing; paper: our lenient repairs).
 Ablations of Table 2: ``max_iterations=1``
 ("single round") and ``with_passages=false`` ("w/o chunk").
 
@@ -140,6 +142,13 @@ class T2RAGPromptText(Choice):
     paper = "paper"  # App. E: "Searchable", the example's object "?"; t2rag_decompose, t2rag_resolve
 
 
+class T2RAGDecomposeParse(Choice):
+    """How the decomposition reply is read (agent.decompose_parse)."""
+
+    code = "code"        # TRAG.py:319-373 (parse_decomposition_code)
+    lenient = "lenient"  # our repairs (parse_decomposition)
+
+
 class T2RAGFuzzyMatch(Choice):
     """How a new clue fills a fuzzy triplet in Step 2.3 (agent.fuzzy_match)."""
 
@@ -158,10 +167,10 @@ class T2RAGAnswerParse(Choice):
 READINGS: dict[str, dict[str, Any]] = {
     "code": {"question_query": True, "question_query_mode": "substring", "carry_fuzzy": False,
              "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple",
-             "on_no_triplets": "fail", "prompt_text": "code"},
+             "on_no_triplets": "fail", "prompt_text": "code", "decompose_parse": "code"},
     "paper": {"question_query": False, "question_query_mode": "word", "carry_fuzzy": True,
               "resolve_without_context": True, "example_propositions_chars": 0, "decompose_retry": "none",
-              "on_no_triplets": "answer", "prompt_text": "paper"},
+              "on_no_triplets": "answer", "prompt_text": "paper", "decompose_parse": "lenient"},
 }
 _MD = re.compile(r"[*_`#]+")
 # prompt_text -> (decomposition, resolve) templates
@@ -345,6 +354,47 @@ def parse_decomposition(text: str | None) -> Parsed:
     if not clues:
         return Parsed(status="failed")
     return Parsed(clues=clues, status="repaired" if repaired else "ok")
+
+
+_CODE_SECTIONS = ("Reasoning:", "Triples:", "Propositions:")  # TRAG.py:324-331, case-sensitive line starts
+
+
+def _code_clue(line: str, strip_quotes: bool = False) -> Clue | None:
+    """The first three ``|`` cells of ``line`` (more are ignored, fewer give nothing), stripped (and of quotes)."""
+    cells = [c.strip() for c in line.split("|")]
+    if strip_quotes:
+        cells = [c.strip('"').strip("'") for c in cells]
+    return Clue(*cells[:3]) if len(cells) >= 3 else None
+
+
+def parse_decomposition_code(text: str | None) -> Parsed:
+    """Triplets of a decomposition reply as TRAG.py:319-373 reads them (``decompose_parse: code``).
+
+    Primary pass: each stripped line; one starting with ``Reasoning:``, ``Triples:`` or ``Propositions:`` opens
+    that section and is not parsed itself; in the Triples section a line with ``|`` and at least three cells gives
+    (cells 0, 1, 2), nothing stripped but spaces. Only when that finds nothing, the secondary pass (status
+    ``repaired``): every ``|`` line outside the three headers (case-insensitive), cut after its first ``". "``,
+    every ``"- "`` removed, cells stripped of quotes. De-duplicated as every decomposition (398-417)."""
+    lines = [ln.strip() for ln in (text or "").strip().split("\n")]
+    section = None
+    clues: list[Clue] = []
+    for line in lines:
+        head = next((h for h in _CODE_SECTIONS if line.startswith(h)), None)
+        if head is not None:
+            section = head
+        elif section == "Triples:" and "|" in line and (c := _code_clue(line)) is not None:
+            clues.append(c)
+    if clues:
+        return Parsed(clues=dedupe(clues), status="ok")
+    for line in lines:
+        if not line or "|" not in line or line.lower().startswith(tuple(h.lower() for h in _CODE_SECTIONS)):
+            continue
+        if ". " in line:
+            line = line.split(". ", 1)[1]
+        c = _code_clue(line.replace("- ", ""), strip_quotes=True)
+        if c is not None:
+            clues.append(c)
+    return Parsed(clues=dedupe(clues), status="repaired" if clues else "failed")
 
 
 _HEADER = re.compile(r"(fully\s+resolved|newly\s+(?:searchable|traceable))\s+clues?\s*(?:\d+)?\s*[:.-]?",
@@ -599,6 +649,8 @@ class T2RAGAgent:
         prompt_text: ``code`` (the decomposition and resolve prompts are the code's texts, TRAG.py:264-306,
             632-725: ``t2rag_decompose_code``, ``t2rag_resolve_code``) or ``paper`` (App. E: ``t2rag_decompose``,
             ``t2rag_resolve``). The answer prompt is the same in both (TRAG.py:1091-1109).
+        decompose_parse: ``code`` (:func:`parse_decomposition_code`, TRAG.py:319-373) or ``lenient``
+            (:func:`parse_decomposition`, our repairs).
         fuzzy_match: ``placeholder`` or ``words`` (:meth:`TripletState.update`).
         stall_stop: stop when nothing is searchable, nothing was retrieved and the last step added no clue.
         answer: produce T²RAG's own answer (Step 3); False leaves answering to ``qa_reader`` (qa=true).
@@ -622,6 +674,7 @@ class T2RAGAgent:
                  question_query_mode: str | None = None, resolve_without_context: bool | None = None,
                  example_propositions_chars: int | None = None, decompose_retry: str | None = None,
                  on_no_triplets: str | None = None, prompt_text: str | None = None,
+                 decompose_parse: str | None = None,
                  fuzzy_match: str = "placeholder", stall_stop: bool = True, answer: bool = True,
                  answer_parse: str = "code", ranking: str = "rrf", k_rrf: int = RRF_K, llm_params: Any = None):
         if k < 1 or max_iterations < 1 or candidate_depth < 1:
@@ -638,7 +691,7 @@ class T2RAGAgent:
         given = {"question_query": question_query, "question_query_mode": question_query_mode,
                  "carry_fuzzy": carry_fuzzy, "resolve_without_context": resolve_without_context,
                  "example_propositions_chars": example_propositions_chars, "decompose_retry": decompose_retry,
-                 "on_no_triplets": on_no_triplets, "prompt_text": prompt_text}
+                 "on_no_triplets": on_no_triplets, "prompt_text": prompt_text, "decompose_parse": decompose_parse}
         s = {key: READINGS[self.reading][key] if v is None else v for key, v in given.items()}
         if int(s["example_propositions_chars"]) < 0:
             raise ConfigError(f"agent.example_propositions_chars must be >= 0 (0 = whole), got "
@@ -652,6 +705,7 @@ class T2RAGAgent:
         self.decompose_retry = choice(T2RAGDecomposeRetry, s["decompose_retry"], "agent.decompose_retry").value
         self.on_no_triplets = choice(T2RAGOnNoTriplets, s["on_no_triplets"], "agent.on_no_triplets").value
         self.prompt_text = choice(T2RAGPromptText, s["prompt_text"], "agent.prompt_text").value
+        self.decompose_parse = choice(T2RAGDecomposeParse, s["decompose_parse"], "agent.decompose_parse").value
         self.fuzzy_match = choice(T2RAGFuzzyMatch, fuzzy_match, "agent.fuzzy_match").value
         self.stall_stop = bool(stall_stop)
         self.answers_questions = answer  # the runner scores EM/F1 of this method's own answers
@@ -677,7 +731,7 @@ class T2RAGAgent:
                 "resolve_without_context": self.resolve_without_context,
                 "example_propositions_chars": self.example_propositions_chars,
                 "decompose_retry": self.decompose_retry, "on_no_triplets": self.on_no_triplets,
-                "prompt_text": self.prompt_text,
+                "prompt_text": self.prompt_text, "decompose_parse": self.decompose_parse,
                 "fuzzy_match": self.fuzzy_match,
                 "stall_stop": self.stall_stop, "answer": self.answers_questions, "answer_parse": self.answer_parse,
                 "ranking": self.ranking, "k_rrf": self.k_rrf,
@@ -755,7 +809,7 @@ class T2RAGAgent:
                 counters[key] = counters.get(key, 0) + n
 
         raw = self._chat(self.decompose_messages(q), "decompose", 0)
-        dec = parse_decomposition(raw)
+        dec = parse_decomposition_code(raw) if self.decompose_parse == "code" else parse_decomposition(raw)
         bump(f"decompose_{dec.status}")
         retry_raw = None
         if dec.status == "failed" and self.decompose_retry == "simple":  # TRAG.py:375-383
@@ -826,4 +880,4 @@ class T2RAGAgent:
 
 
 __all__ = ["FAILED_ANSWER", "READINGS", "Clue", "Parsed", "Retrieved", "T2RAGAgent", "TripletState", "adaptive_retrieve", "code_answer",
-           "parse_decomposition", "parse_resolution", "parse_simple_decomposition", "question_query"]
+           "parse_decomposition", "parse_decomposition_code", "parse_resolution", "parse_simple_decomposition", "question_query"]
