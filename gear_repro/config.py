@@ -58,6 +58,7 @@ from gear_repro.methods.t2rag.method import (
     T2RAGFuzzyMatch,
     T2RAGOnNoTriplets,
     T2RAGPromptText,
+    T2RAGQueryPlaceholders,
     T2RAGQuestionQuery,
     T2RAGRanking,
     T2RAGReading,
@@ -295,6 +296,7 @@ class T2RAGAgentSchema:
     on_no_triplets: T2RAGOnNoTriplets | None = None  # code fail | paper answer
     prompt_text: T2RAGPromptText | None = None  # code (TRAG.py's decomposition/resolve texts) | paper (App. E)
     decompose_parse: T2RAGDecomposeParse | None = None  # code (TRAG.py:319-373) | paper lenient (our repairs)
+    query_placeholders: T2RAGQueryPlaceholders | None = None  # code (TRAG.py:466-471, 532) | paper strip
     fuzzy_match: T2RAGFuzzyMatch = T2RAGFuzzyMatch.placeholder
     stall_stop: bool = True  # stop when nothing is searchable, retrieved or new (stop = "stalled")
     answer: bool = True  # T²RAG's own answer (Step 3); false = qa_reader answers

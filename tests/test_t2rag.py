@@ -443,12 +443,13 @@ def test_readings_expand_to_the_five_keys_and_each_key_still_overrides(toy_env) 
     from gear_repro.methods.t2rag.method import READINGS
 
     keys = ("question_query", "question_query_mode", "carry_fuzzy", "resolve_without_context",
-            "example_propositions_chars", "decompose_retry", "on_no_triplets", "prompt_text", "decompose_parse")
+            "example_propositions_chars", "decompose_retry", "on_no_triplets", "prompt_text", "decompose_parse",
+            "query_placeholders")
     _, code = build(toy_env, {})
     assert {k: code.describe()[k] for k in keys} == READINGS["code"] == {
         "question_query": True, "question_query_mode": "substring", "carry_fuzzy": False,
         "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple",
-        "on_no_triplets": "fail", "prompt_text": "code", "decompose_parse": "code"}
+        "on_no_triplets": "fail", "prompt_text": "code", "decompose_parse": "code", "query_placeholders": "code"}
     _, paper = build(toy_env, {}, ["agent=t2rag_paper"])
     assert paper.describe()["reading"] == "paper" and {k: paper.describe()[k] for k in keys} == READINGS["paper"]
     _, mixed = build(toy_env, {}, ["agent.reading=paper", "agent.carry_fuzzy=false"])
@@ -653,6 +654,35 @@ def test_code_reading_parses_the_decomposition_as_the_code(toy_env) -> None:
     state = agent.run(res.dataset.questions[0], 15).trace["t2rag"]["decomposition"]["state"]
     assert state["searchable"] == [["France", "president", "?p"]] and state["fuzzy"] == [["?p", "born in", "?"]]
     assert build(toy_env, {}, ["agent=t2rag_paper"])[1].decompose_parse == "lenient"
+
+
+def test_code_query_propositions_keep_inner_placeholders_and_skip_non_positive_candidates() -> None:
+    """F3 (session 20 audit): query_placeholders=code leaves a part out only when it starts with '?' and keeps the
+    others verbatim (TRAG.py:466-471), and skips candidates whose best similarity is <= 0 (532)."""
+    from gear_repro.types import Ranking
+
+    inner, lead = Clue("film directed by ?x", "released in", "?"), Clue("? (a person)", "born in", "Paris")
+    assert inner.query_for("code") == "film directed by ?x released in"
+    assert inner.query_for("strip") == inner.query == "film directed by released in"
+    assert lead.query_for("code") == "born in Paris" and lead.query_for("strip") == "(a person) born in Paris"
+
+    class Fixed:  # a retriever whose similarities are given
+        def retrieve_many(self, queries, k):
+            return [Ranking(["t1", "t2", "t3"], [0.4, 0.0, -0.3]) for _ in queries]
+
+    maps = ({"t1": "p1", "t2": "p2", "t3": "p3"}, {"t1": "a", "t2": "b", "t3": "c"})
+    assert adaptive_retrieve(Fixed(), *maps, ["q"], 5, 10, positive_only=True).passages.ids == ["p1"]
+    assert adaptive_retrieve(Fixed(), *maps, ["q"], 5, 10).passages.ids == ["p1", "p2", "p3"]
+
+
+@pytest.mark.slow
+def test_code_reading_queries_keep_inner_placeholders(toy_env) -> None:
+    script = {"decompose": "Triples:\nFrance ?c | president | Emmanuel Macron", "answer": "x"}
+    res, agent = build(toy_env, script, ["agent.question_query=false"])  # reading=code
+    assert agent.run(res.dataset.questions[0], 15).rounds[0]["queries"] == ["France ?c president Emmanuel Macron"]
+    res, agent = build(toy_env, script, ["agent.question_query=false", "agent.query_placeholders=strip"])
+    assert agent.run(res.dataset.questions[0], 15).rounds[0]["queries"] == ["France president Emmanuel Macron"]
+    assert build(toy_env, {}, ["agent=t2rag_paper"])[1].query_placeholders == "strip"
 
 
 def test_answer_prompt_ends_with_answer_and_code_parse_keeps_the_reply() -> None:

@@ -34,7 +34,9 @@ with a simpler prompt, at most 3 triplets kept; paper: no retry) and ``on_no_tri
 paper: answered from no clues) and ``prompt_text`` (code 264-306, 632-725: the code's decomposition and resolve
 texts, whose example fills the new clue's object in; paper App. E: "Searchable", the example's object "?") and
 ``decompose_parse`` (code 319-373: ``s | p | o`` lines after the ``Triples:`` line, three cells, bullets stripped
-only when that finds nothing; paper: our lenient repairs).
+only when that finds nothing; paper: our lenient repairs) and ``query_placeholders`` (code 466-471, 532: a part
+starting with '?' is left out of the query, the others kept verbatim, and candidates with a best similarity <= 0
+are skipped; paper: every '?token' removed).
 Ablations of Table 2: ``max_iterations=1``
 ("single round") and ``with_passages=false`` ("w/o chunk").
 
@@ -149,6 +151,14 @@ class T2RAGDecomposeParse(Choice):
     lenient = "lenient"  # our repairs (parse_decomposition)
 
 
+class T2RAGQueryPlaceholders(Choice):
+    """How a searchable triplet becomes a query proposition (agent.query_placeholders)."""
+
+    code = "code"    # TRAG.py:466-471: a part is left out when it starts with '?', else kept verbatim; and
+                     # candidates with a best similarity <= 0 are skipped (532)
+    strip = "strip"  # every '?token' removed from every part
+
+
 class T2RAGFuzzyMatch(Choice):
     """How a new clue fills a fuzzy triplet in Step 2.3 (agent.fuzzy_match)."""
 
@@ -167,10 +177,11 @@ class T2RAGAnswerParse(Choice):
 READINGS: dict[str, dict[str, Any]] = {
     "code": {"question_query": True, "question_query_mode": "substring", "carry_fuzzy": False,
              "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple",
-             "on_no_triplets": "fail", "prompt_text": "code", "decompose_parse": "code"},
+             "on_no_triplets": "fail", "prompt_text": "code", "decompose_parse": "code", "query_placeholders": "code"},
     "paper": {"question_query": False, "question_query_mode": "word", "carry_fuzzy": True,
               "resolve_without_context": True, "example_propositions_chars": 0, "decompose_retry": "none",
-              "on_no_triplets": "answer", "prompt_text": "paper", "decompose_parse": "lenient"},
+              "on_no_triplets": "answer", "prompt_text": "paper", "decompose_parse": "lenient",
+              "query_placeholders": "strip"},
 }
 _MD = re.compile(r"[*_`#]+")
 # prompt_text -> (decomposition, resolve) templates
@@ -213,6 +224,13 @@ class Clue:
         """Query proposition (§4.3 Step 2.1): the elements concatenated without their placeholders."""
         kept = (" ".join(_PLACEHOLDER.sub(" ", p).split()) for p in self.parts)
         return " ".join(k for k in kept if k)
+
+    def query_for(self, placeholders: str) -> str:
+        """The query proposition under ``agent.query_placeholders``: ``strip`` = :attr:`query`; ``code`` =
+        TRAG.py:466-474, the non-empty parts that do not start with '?' joined by a space, verbatim ("film by ?x")."""
+        if placeholders == "code":
+            return " ".join(p for p in self.parts if p and not p.startswith("?"))
+        return self.query
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -548,9 +566,10 @@ class Retrieved:
 
 
 def adaptive_retrieve(retriever: Any, triple_passage: dict[str, str], triple_text: dict[str, str],
-                      queries: Sequence[str], k: int, depth: int) -> Retrieved:
+                      queries: Sequence[str], k: int, depth: int, positive_only: bool = False) -> Retrieved:
     """Alg. 2: pool the top-``depth`` propositions of every query, rank them by their best similarity, take
-    them in that order until ``k`` unique passages are reached (checked before each proposition, line 11).
+    them in that order until ``k`` unique passages are reached (checked before each proposition, line 11);
+    ``positive_only`` skips a proposition whose best similarity is <= 0 (TRAG.py:532).
 
     Propositions are triple ids of the triple collection, so a text extracted from several passages brings
     each of its passages; the returned list names a text once (its best score, all its passages taken).
@@ -570,7 +589,7 @@ def adaptive_retrieve(retriever: Any, triple_passage: dict[str, str], triple_tex
         if len(passages) >= k:
             break
         pid = triple_passage.get(tid)
-        if pid is None:
+        if pid is None or (positive_only and best[tid] <= 0):
             continue
         passages.setdefault(pid, best[tid])
         rec = props.setdefault(triple_text[tid], {"text": triple_text[tid], "score": round(best[tid], 6),
@@ -651,6 +670,8 @@ class T2RAGAgent:
             ``t2rag_resolve``). The answer prompt is the same in both (TRAG.py:1091-1109).
         decompose_parse: ``code`` (:func:`parse_decomposition_code`, TRAG.py:319-373) or ``lenient``
             (:func:`parse_decomposition`, our repairs).
+        query_placeholders: ``code`` (a part starting with '?' left out of the query, the others verbatim,
+            TRAG.py:466-471; candidates with a best similarity <= 0 skipped, 532) or ``strip`` (every '?token' removed).
         fuzzy_match: ``placeholder`` or ``words`` (:meth:`TripletState.update`).
         stall_stop: stop when nothing is searchable, nothing was retrieved and the last step added no clue.
         answer: produce T²RAG's own answer (Step 3); False leaves answering to ``qa_reader`` (qa=true).
@@ -674,7 +695,7 @@ class T2RAGAgent:
                  question_query_mode: str | None = None, resolve_without_context: bool | None = None,
                  example_propositions_chars: int | None = None, decompose_retry: str | None = None,
                  on_no_triplets: str | None = None, prompt_text: str | None = None,
-                 decompose_parse: str | None = None,
+                 decompose_parse: str | None = None, query_placeholders: str | None = None,
                  fuzzy_match: str = "placeholder", stall_stop: bool = True, answer: bool = True,
                  answer_parse: str = "code", ranking: str = "rrf", k_rrf: int = RRF_K, llm_params: Any = None):
         if k < 1 or max_iterations < 1 or candidate_depth < 1:
@@ -691,7 +712,8 @@ class T2RAGAgent:
         given = {"question_query": question_query, "question_query_mode": question_query_mode,
                  "carry_fuzzy": carry_fuzzy, "resolve_without_context": resolve_without_context,
                  "example_propositions_chars": example_propositions_chars, "decompose_retry": decompose_retry,
-                 "on_no_triplets": on_no_triplets, "prompt_text": prompt_text, "decompose_parse": decompose_parse}
+                 "on_no_triplets": on_no_triplets, "prompt_text": prompt_text, "decompose_parse": decompose_parse,
+                 "query_placeholders": query_placeholders}
         s = {key: READINGS[self.reading][key] if v is None else v for key, v in given.items()}
         if int(s["example_propositions_chars"]) < 0:
             raise ConfigError(f"agent.example_propositions_chars must be >= 0 (0 = whole), got "
@@ -706,6 +728,8 @@ class T2RAGAgent:
         self.on_no_triplets = choice(T2RAGOnNoTriplets, s["on_no_triplets"], "agent.on_no_triplets").value
         self.prompt_text = choice(T2RAGPromptText, s["prompt_text"], "agent.prompt_text").value
         self.decompose_parse = choice(T2RAGDecomposeParse, s["decompose_parse"], "agent.decompose_parse").value
+        self.query_placeholders = choice(T2RAGQueryPlaceholders, s["query_placeholders"],
+                                         "agent.query_placeholders").value
         self.fuzzy_match = choice(T2RAGFuzzyMatch, fuzzy_match, "agent.fuzzy_match").value
         self.stall_stop = bool(stall_stop)
         self.answers_questions = answer  # the runner scores EM/F1 of this method's own answers
@@ -732,6 +756,7 @@ class T2RAGAgent:
                 "example_propositions_chars": self.example_propositions_chars,
                 "decompose_retry": self.decompose_retry, "on_no_triplets": self.on_no_triplets,
                 "prompt_text": self.prompt_text, "decompose_parse": self.decompose_parse,
+                "query_placeholders": self.query_placeholders,
                 "fuzzy_match": self.fuzzy_match,
                 "stall_stop": self.stall_stop, "answer": self.answers_questions, "answer_parse": self.answer_parse,
                 "ranking": self.ranking, "k_rrf": self.k_rrf,
@@ -825,10 +850,11 @@ class T2RAGAgent:
         iteration = 0
         progress, stalled = bool(dec.clues), False
         while state.open and iteration < self.max_iterations:
-            queries = [c.query for c in state.searchable]
+            queries = [c.query_for(self.query_placeholders) for c in state.searchable]
             if self.question_query:  # TRAG.py:478-487
                 queries.append(question_query(q, self.question_query_mode))
-            got = adaptive_retrieve(retriever, passage_of, text_of, queries, self.k, self.candidate_depth)
+            got = adaptive_retrieve(retriever, passage_of, text_of, queries, self.k, self.candidate_depth,
+                                    positive_only=self.query_placeholders == "code")
             if self.stall_stop and not state.searchable and not got.passages.ids and not progress:
                 stalled = True  # nothing to search, nothing retrieved, nothing new since the last resolve
                 break
