@@ -560,7 +560,7 @@ def test_paper_reading_stops_when_stalled_instead_of_empty_iterations(toy_env) -
     out = agent.run(res.dataset.questions[0], 15)
     assert out.trace["t2rag"]["stop"] == "stalled" and out.trace["t2rag"]["iterations"] == 1
     assert [s for s, _ in res.llm.stages()] == ["decompose", "resolve", "answer"]
-    assert agent.describe()["iterations_hist"] == {"1": 1} and agent.describe()["stops"] == {"stalled": 1}
+    assert agent.summarize([{"trace": out.trace}]) == {"iterations_hist": {"1": 1}, "stops": {"stalled": 1}}
     res, agent = build(toy_env, {"decompose": "Triples:\n?a | president | ?b", "resolve": "None", "answer": "x"},
                        ["agent.reading=paper", "agent.stall_stop=false"])
     out = agent.run(res.dataset.questions[0], 15)
@@ -683,6 +683,22 @@ def test_code_reading_queries_keep_inner_placeholders(toy_env) -> None:
     res, agent = build(toy_env, script, ["agent.question_query=false", "agent.query_placeholders=strip"])
     assert agent.run(res.dataset.questions[0], 15).rounds[0]["queries"] == ["France president Emmanuel Macron"]
     assert build(toy_env, {}, ["agent=t2rag_paper"])[1].query_placeholders == "strip"
+
+
+@pytest.mark.slow
+def test_run_json_iteration_statistics_cover_a_resumed_run(toy_env, tmp_path: Path) -> None:
+    """run.json's method block counted only the questions of the last process (the agent's own counters): after a
+    resume (1 question, then 3) its histogram summed to 2. Now it is taken from every finished record."""
+    from gear_repro.pipeline.runner import Runner
+    from gear_repro.utils.io import read_json_object
+
+    for limit in (1, 3):
+        cfg, res = toy_env[1]([f"dataset.limit={limit}"], SCRIPT, reload=("dataset",))
+        Runner(cfg, tmp_path / "run", resources=res).run()
+    method = read_json_object(tmp_path / "run" / "run.json")["method"]
+    assert sum(method["iterations_hist"].values()) == 3 and sum(method["stops"].values()) == 3
+    assert [s for s, _ in res.llm.stages()].count("decompose") == 2  # the resume ran only the two new questions
+    assert method["prompt_text"] == "code" and method["reading"] == "code"  # the settings stay beside them
 
 
 def test_answer_prompt_ends_with_answer_and_code_parse_keeps_the_reply() -> None:

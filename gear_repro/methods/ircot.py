@@ -209,6 +209,10 @@ class IRCoTAgent:
                 "demos_skipped_as_evaluated": self.demos_skipped, "thought": self.thought, "merge": self.merge,
                 "demo_budget": self.demo_budget}
 
+    def summarize(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """No run statistics beyond metrics.json's."""
+        return {}
+
     # -- steps ------------------------------------------------------------------------------------------
     def search(self, query: str, round_no: int) -> SearchResult:
         if self.retriever_kind == "hipporag":

@@ -69,7 +69,7 @@ import re
 import textwrap
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -626,6 +626,22 @@ def parse_simple_decomposition(text: str | None) -> Parsed:
     return Parsed(clues=clues, status="retried" if clues else "failed")
 
 
+def t2rag_trace(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """T²RAG's trace of a prediction record (``trace['t2rag']``); None for another method's record or an error's."""
+    trace = record.get("trace")
+    return trace.get("t2rag") if isinstance(trace, dict) else None
+
+
+def loop_counts(traces: Iterable[Mapping[str, Any]]) -> tuple[Counter[int], Counter[str]]:
+    """Questions per number of resolve iterations and per stop reason, over T²RAG traces."""
+    iterations: Counter[int] = Counter()
+    stops: Counter[str] = Counter()
+    for t in traces:
+        iterations[t.get("iterations", 0)] += 1
+        stops[t.get("stop", "?")] += 1
+    return iterations, stops
+
+
 def _code_blocks(clues: Sequence[Clue], label: str, margin: str) -> str:
     """Clue blocks as the code's resolve prompt concatenates them (TRAG.py:641-664): each block on new lines after a
     line break, its lines and the line after it indented by ``margin``."""
@@ -734,7 +750,6 @@ class T2RAGAgent:
         self.stall_stop = bool(stall_stop)
         self.answers_questions = answer  # the runner scores EM/F1 of this method's own answers
         self.answer_parse = choice(T2RAGAnswerParse, answer_parse, "agent.answer_parse").value
-        self.run_stats: dict[str, Counter[str]] = {"iterations": Counter(), "stop": Counter()}
         self.ranking, self.k_rrf = choice(T2RAGRanking, ranking, "agent.ranking").value, k_rrf
         self.llm_params = as_dict(llm_params)
         llm.check_params(self.llm_params, "agent.llm_params")  # a param the API lacks: one error now, not one per call
@@ -747,7 +762,7 @@ class T2RAGAgent:
 
     def describe(self) -> dict[str, Any]:
         """Settings for run.json (§5.2 / B.1 defaults and the paper-vs-code switches as resolved from
-        ``reading``) and, after questions ran, their iteration histogram and stop reasons."""
+        ``reading``)."""
         return {"name": self.name, "k": self.k, "max_iterations": self.max_iterations,
                 "candidate_depth": self.candidate_depth, "with_passages": self.with_passages,
                 "reading": self.reading, "carry_fuzzy": self.carry_fuzzy, "question_query": self.question_query,
@@ -759,9 +774,13 @@ class T2RAGAgent:
                 "query_placeholders": self.query_placeholders,
                 "fuzzy_match": self.fuzzy_match,
                 "stall_stop": self.stall_stop, "answer": self.answers_questions, "answer_parse": self.answer_parse,
-                "ranking": self.ranking, "k_rrf": self.k_rrf,
-                "iterations_hist": {str(n): c for n, c in sorted(self.run_stats["iterations"].items())},
-                "stops": dict(sorted(self.run_stats["stop"].items()))}
+                "ranking": self.ranking, "k_rrf": self.k_rrf}
+
+    def summarize(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """For run.json after the questions: the iteration histogram ({iterations: questions}) and stop reasons of
+        the run's finished records (all of a resumed run's, as the report's ``t2rag_stats``)."""
+        iterations, stops = loop_counts(t for r in records if (t := t2rag_trace(r)) is not None)
+        return {"iterations_hist": {str(n): c for n, c in sorted(iterations.items())}, "stops": dict(sorted(stops.items()))}
 
     @property
     def max_rounds(self) -> int:
@@ -880,8 +899,6 @@ class T2RAGAgent:
             rounds.append(rec)
         stop = ("no_triplets" if not dec.clues else "stalled" if stalled else
                 "all_resolved" if not state.open else "max_iterations")
-        self.run_stats["iterations"][iteration] += 1
-        self.run_stats["stop"][stop] += 1
         trace.update(stop=stop, iterations=iteration, counters=counters, final_state=state.to_dict())
         answer = None
         if self.answers_questions and not dec.clues and self.on_no_triplets == "fail":
@@ -906,4 +923,5 @@ class T2RAGAgent:
 
 
 __all__ = ["FAILED_ANSWER", "READINGS", "Clue", "Parsed", "Retrieved", "T2RAGAgent", "TripletState", "adaptive_retrieve", "code_answer",
+           "loop_counts", "t2rag_trace",
            "parse_decomposition", "parse_decomposition_code", "parse_resolution", "parse_simple_decomposition", "question_query"]
