@@ -439,7 +439,7 @@ def test_question_query_substring_mode_follows_the_code() -> None:
     assert question_query("Who directed Showboat?", "word") == "directed Showboat"
 
 
-def test_readings_expand_to_the_five_keys_and_each_key_still_overrides(toy_env) -> None:
+def test_readings_expand_to_their_keys_and_each_key_still_overrides(toy_env) -> None:
     from gear_repro.methods.t2rag.method import READINGS
 
     keys = ("question_query", "question_query_mode", "carry_fuzzy", "resolve_without_context",
