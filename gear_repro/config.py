@@ -53,9 +53,12 @@ from gear_repro.methods.hipporag.retriever import NoEntityFallback, TieOrder
 from gear_repro.methods.ircot import IRCoTEmptyThought, IRCoTMerge, IRCoTRetrieverKind, IRCoTThought
 from gear_repro.methods.t2rag.method import (
     T2RAGAnswerParse,
+    T2RAGDecomposeParse,
     T2RAGDecomposeRetry,
     T2RAGFuzzyMatch,
     T2RAGOnNoTriplets,
+    T2RAGPromptText,
+    T2RAGQueryPlaceholders,
     T2RAGQuestionQuery,
     T2RAGRanking,
     T2RAGReading,
@@ -286,7 +289,7 @@ class T2RAGAgentSchema:
     max_iterations: int = num(3, ge=1)  # N (§5.2); 1 = "single round" ablation (Table 2)
     candidate_depth: int = num(200, ge=1)  # propositions per query before the global ranking (Alg. 2)
     with_passages: bool = True  # false = "w/o chunk" ablation (Table 2)
-    reading: T2RAGReading = T2RAGReading.code  # the default of the five keys below (null = the reading's value)
+    reading: T2RAGReading = T2RAGReading.code  # the default of the keys below (null = the reading's value)
     question_query: bool | None = None  # code true (question as an extra query) | paper false
     question_query_mode: T2RAGQuestionQuery | None = None  # code substring | paper word
     carry_fuzzy: bool | None = None  # code false (emptied) | paper true (Step 2.3)
@@ -294,6 +297,9 @@ class T2RAGAgentSchema:
     example_propositions_chars: int | None = num(None, ge=0)  # code 1000 | paper 0 (= whole, App. E)
     decompose_retry: T2RAGDecomposeRetry | None = None  # code simple | paper none
     on_no_triplets: T2RAGOnNoTriplets | None = None  # code fail | paper answer
+    prompt_text: T2RAGPromptText | None = None  # code (TRAG.py's decomposition/resolve texts) | paper (App. E)
+    decompose_parse: T2RAGDecomposeParse | None = None  # code (TRAG.py:319-373) | paper lenient (our repairs)
+    query_placeholders: T2RAGQueryPlaceholders | None = None  # code (TRAG.py:466-471, 532) | paper strip
     fuzzy_match: T2RAGFuzzyMatch = T2RAGFuzzyMatch.placeholder
     stall_stop: bool = True  # stop when nothing is searchable, retrieved or new (stop = "stalled")
     answer: bool = True  # T²RAG's own answer (Step 3); false = qa_reader answers

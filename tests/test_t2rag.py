@@ -391,7 +391,7 @@ def test_real_llm_path_with_the_tiny_model(toy_env, tmp_path: Path) -> None:
     stages = [c["stage"] for c in pred["llm_calls"]]
     assert stages[0] == "decompose" and stages[-1] == "answer" and all(c["ok"] for c in pred["llm_calls"])
     counters = pred["trace"]["t2rag"]["counters"]
-    assert sum(v for k, v in counters.items() if k.startswith("decompose_")) == 1
+    assert sum(counters.get(f"decompose_{s}", 0) for s in ("ok", "repaired", "failed")) == 1  # (+ a retry's counter)
 
 
 @pytest.mark.parametrize("ablation, n, passages, label", [
@@ -439,16 +439,17 @@ def test_question_query_substring_mode_follows_the_code() -> None:
     assert question_query("Who directed Showboat?", "word") == "directed Showboat"
 
 
-def test_readings_expand_to_the_five_keys_and_each_key_still_overrides(toy_env) -> None:
+def test_readings_expand_to_their_keys_and_each_key_still_overrides(toy_env) -> None:
     from gear_repro.methods.t2rag.method import READINGS
 
     keys = ("question_query", "question_query_mode", "carry_fuzzy", "resolve_without_context",
-            "example_propositions_chars", "decompose_retry", "on_no_triplets")
+            "example_propositions_chars", "decompose_retry", "on_no_triplets", "prompt_text", "decompose_parse",
+            "query_placeholders")
     _, code = build(toy_env, {})
     assert {k: code.describe()[k] for k in keys} == READINGS["code"] == {
         "question_query": True, "question_query_mode": "substring", "carry_fuzzy": False,
         "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple",
-        "on_no_triplets": "fail"}
+        "on_no_triplets": "fail", "prompt_text": "code", "decompose_parse": "code", "query_placeholders": "code"}
     _, paper = build(toy_env, {}, ["agent=t2rag_paper"])
     assert paper.describe()["reading"] == "paper" and {k: paper.describe()[k] for k in keys} == READINGS["paper"]
     _, mixed = build(toy_env, {}, ["agent.reading=paper", "agent.carry_fuzzy=false"])
@@ -559,11 +560,145 @@ def test_paper_reading_stops_when_stalled_instead_of_empty_iterations(toy_env) -
     out = agent.run(res.dataset.questions[0], 15)
     assert out.trace["t2rag"]["stop"] == "stalled" and out.trace["t2rag"]["iterations"] == 1
     assert [s for s, _ in res.llm.stages()] == ["decompose", "resolve", "answer"]
-    assert agent.describe()["iterations_hist"] == {"1": 1} and agent.describe()["stops"] == {"stalled": 1}
+    assert agent.summarize([{"trace": out.trace}]) == {"iterations_hist": {"1": 1}, "stops": {"stalled": 1}}
     res, agent = build(toy_env, {"decompose": "Triples:\n?a | president | ?b", "resolve": "None", "answer": "x"},
                        ["agent.reading=paper", "agent.stall_stop=false"])
     out = agent.run(res.dataset.questions[0], 15)
     assert out.trace["t2rag"]["stop"] == "max_iterations" and out.trace["t2rag"]["iterations"] == 3
+
+
+# the code's resolve reply format: "Newly Traceable", indented as the code's prompt is (a model may copy the margin)
+RESOLVE_TOY_1_CODE = """        Fully Resolved Clue 1:
+        Subject: France
+        Predicate: president
+        Object: Emmanuel Macron
+
+        Newly Traceable Clue 1:
+        Subject: Emmanuel Macron
+        Predicate: born in
+        Object: ?"""
+DECOMPOSE_TOY_CODE = ("Reasoning: I need the president of France and his birthplace.\n\nTriples:\nFrance | president | ?p\n"
+                      "?p | born in | ?\n\nPropositions: France president ?p, ?p born in ?\n"
+                      'To answer the question, I need to know "France president ?", "? born in ?"')
+
+
+@pytest.mark.slow
+def test_code_prompt_texts_and_their_reply_format(toy_env) -> None:
+    """F1 (session 20 audit): under reading=code the decomposition and resolve prompts are TRAG.py's texts: the
+    example's "Newly Traceable" clue has its object filled in (TRAG.py:675-678), the question heads the decomposition
+    prompt (266), Triples: stands alone (301) and Propositions: is asked for (304), the resolved clues' section has its
+    own header and is left out while nothing is resolved (649-654); the replies in the code's format are read in both
+    readings."""
+    script = {"decompose": DECOMPOSE_TOY_CODE, ("resolve", 1): RESOLVE_TOY_1_CODE, ("resolve", 2): RESOLVE_TOY_2,
+              "answer": "Amiens"}
+    res, agent = build(toy_env, script)  # the default: reading=code
+    q = res.dataset.questions[0]
+    out = agent.run(q, 15)
+    dec, res1, res2 = (res.llm.calls[i]["prompt"] for i in range(3))
+    assert dec.splitlines()[2] == f"Question: {q.question}" and dec.count(f"Question: {q.question}") == 2
+    assert "\nTriples:\n[List each triple on a new line in format: subject | predicate | object]\n" in dec
+    assert "\nPropositions: [Convert triples to natural language sentences, keeping ? placeholders]" in dec
+    assert ("        Newly Traceable Clue 1:\n        Subject: Ermengarde of Tours\n        Predicate: died on\n"
+            "        Object: 20 March 851\n") in res1
+    assert "Searchable" not in res1 and "\nTraceable Clue 1:\nSubject: France\nPredicate: president\nObject: ?p\n" in res1
+    assert "Resolved Clues" not in res1.split("Context Propositions:")[-1]  # nothing resolved: no section, no "None"
+    assert ("\n\nPreviously Resolved Clues (use these to replace ? placeholders):\n- France | president | Emmanuel Macron"
+            in res2)
+    r1 = out.rounds[0]
+    assert r1["new_searchable"] == [["Emmanuel Macron", "born in", "?"]] and r1["status"] == "ok"
+    assert out.trace["t2rag"]["stop"] == "all_resolved" and out.answer.text == "Amiens"
+    # the paper's texts under reading=paper (or prompt_text=paper); the code's reply format still parses
+    res, agent = build(toy_env, script, ["agent.prompt_text=paper"])
+    out = agent.run(q, 15)
+    dec, res1 = res.llm.calls[0]["prompt"], res.llm.calls[1]["prompt"]
+    assert dec.count("Question: ") == 4 and "Propositions:" not in dec  # three examples + "Now analyze"
+    assert "Newly Searchable Clue 1:\nSubject: Ermengarde of Tours\nPredicate: died on\nObject: ?" in res1
+    assert "Previous Resolved Clues:\nNone" in res1 and "Traceable" not in res1
+    assert out.rounds[0]["new_searchable"] == [["Emmanuel Macron", "born in", "?"]]
+    assert build(toy_env, {}, ["agent=t2rag_paper"])[1].prompt_text == "paper"
+
+
+@pytest.mark.parametrize("reply, status, code, lenient", [
+    # the Triples: line itself is never parsed (TRAG.py:327-328)
+    ("Triples: Showboat | directed by | ?d\n?d | born in | ?", "ok", [("?d", "born in", "?")],
+     [("Showboat", "directed by", "?d"), ("?d", "born in", "?")]),
+    # four cells: parts[0..2] (335-341); ours joined the middle cells and took the last as the object
+    ("Triples:\nA | b | c | ?", "ok", [("A", "b", "c")], [("A", "b c", "?")]),
+    # the primary pass strips no numbering or bullets
+    ("Triples:\n1. A | b | ?\n- C | d | ?", "ok", [("1. A", "b", "?"), ("- C", "d", "?")],
+     [("A", "b", "?"), ("C", "d", "?")]),
+    # no Triples: section: the secondary pass (346-373) strips them, and quotes
+    ("Reasoning: x\n- A | b | ?\n2. \"C\" | d | ?", "repaired", [("A", "b", "?"), ("C", "d", "?")],
+     [("A", "b", "?"), ("C", "d", "?")]),
+    ("**Triples:**\n**A** | b | ?", "repaired", [("**A**", "b", "?")], [("A", "b", "?")]),
+    ("Triples:\nA | b | ?\nPropositions: A b ?\nC | d | ?", "ok", [("A", "b", "?")], [("A", "b", "?")]),
+    ("Propositions: A | b | c", "failed", [], [("Propositions: A", "b", "c")]),
+    ("", "failed", [], []),
+])
+def test_code_decomposition_parse_follows_trag(reply, status, code, lenient) -> None:
+    """F2 (session 20 audit): decompose_parse=code reads the reply as TRAG.py:319-373; lenient is our parser."""
+    from gear_repro.methods.t2rag.method import parse_decomposition_code
+
+    got = parse_decomposition_code(reply)
+    assert got.status == status and [c.parts for c in got.clues] == code
+    assert [c.parts for c in parse_decomposition(reply).clues] == lenient
+
+
+@pytest.mark.slow
+def test_code_reading_parses_the_decomposition_as_the_code(toy_env) -> None:
+    script = {"decompose": "Triples: France | president | ?p\n?p | born in | ?", "answer": "x"}
+    res, agent = build(toy_env, script)  # reading=code: the header line's triplet is not read; one fuzzy clue
+    state = agent.run(res.dataset.questions[0], 15).trace["t2rag"]["decomposition"]["state"]
+    assert state == {"resolved": [], "searchable": [], "fuzzy": [["?p", "born in", "?"]]}
+    res, agent = build(toy_env, script, ["agent.decompose_parse=lenient"])
+    state = agent.run(res.dataset.questions[0], 15).trace["t2rag"]["decomposition"]["state"]
+    assert state["searchable"] == [["France", "president", "?p"]] and state["fuzzy"] == [["?p", "born in", "?"]]
+    assert build(toy_env, {}, ["agent=t2rag_paper"])[1].decompose_parse == "lenient"
+
+
+def test_code_query_propositions_keep_inner_placeholders_and_skip_non_positive_candidates() -> None:
+    """F3 (session 20 audit): query_placeholders=code leaves a part out only when it starts with '?' and keeps the
+    others verbatim (TRAG.py:466-471), and skips candidates whose best similarity is <= 0 (532)."""
+    from gear_repro.types import Ranking
+
+    inner, lead = Clue("film directed by ?x", "released in", "?"), Clue("? (a person)", "born in", "Paris")
+    assert inner.query_for("code") == "film directed by ?x released in"
+    assert inner.query_for("strip") == inner.query == "film directed by released in"
+    assert lead.query_for("code") == "born in Paris" and lead.query_for("strip") == "(a person) born in Paris"
+
+    class Fixed:  # a retriever whose similarities are given
+        def retrieve_many(self, queries, k):
+            return [Ranking(["t1", "t2", "t3"], [0.4, 0.0, -0.3]) for _ in queries]
+
+    maps = ({"t1": "p1", "t2": "p2", "t3": "p3"}, {"t1": "a", "t2": "b", "t3": "c"})
+    assert adaptive_retrieve(Fixed(), *maps, ["q"], 5, 10, positive_only=True).passages.ids == ["p1"]
+    assert adaptive_retrieve(Fixed(), *maps, ["q"], 5, 10).passages.ids == ["p1", "p2", "p3"]
+
+
+@pytest.mark.slow
+def test_code_reading_queries_keep_inner_placeholders(toy_env) -> None:
+    script = {"decompose": "Triples:\nFrance ?c | president | Emmanuel Macron", "answer": "x"}
+    res, agent = build(toy_env, script, ["agent.question_query=false"])  # reading=code
+    assert agent.run(res.dataset.questions[0], 15).rounds[0]["queries"] == ["France ?c president Emmanuel Macron"]
+    res, agent = build(toy_env, script, ["agent.question_query=false", "agent.query_placeholders=strip"])
+    assert agent.run(res.dataset.questions[0], 15).rounds[0]["queries"] == ["France president Emmanuel Macron"]
+    assert build(toy_env, {}, ["agent=t2rag_paper"])[1].query_placeholders == "strip"
+
+
+@pytest.mark.slow
+def test_run_json_iteration_statistics_cover_a_resumed_run(toy_env, tmp_path: Path) -> None:
+    """run.json's method block counted only the questions of the last process (the agent's own counters): after a
+    resume (1 question, then 3) its histogram summed to 2. Now it is taken from every finished record."""
+    from gear_repro.pipeline.runner import Runner
+    from gear_repro.utils.io import read_json_object
+
+    for limit in (1, 3):
+        cfg, res = toy_env[1]([f"dataset.limit={limit}"], SCRIPT, reload=("dataset",))
+        Runner(cfg, tmp_path / "run", resources=res).run()
+    method = read_json_object(tmp_path / "run" / "run.json")["method"]
+    assert sum(method["iterations_hist"].values()) == 3 and sum(method["stops"].values()) == 3
+    assert [s for s, _ in res.llm.stages()].count("decompose") == 2  # the resume ran only the two new questions
+    assert method["prompt_text"] == "code" and method["reading"] == "code"  # the settings stay beside them
 
 
 def test_answer_prompt_ends_with_answer_and_code_parse_keeps_the_reply() -> None:

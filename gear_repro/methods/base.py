@@ -81,6 +81,12 @@ class Method(Protocol):
         """JSON-ready settings written to run.json (``method``)."""
         ...
 
+    def summarize(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """JSON-ready statistics of the run from its finished records (predictions.jsonl: every question, also
+        those an earlier process of a resumed run finished), added to run.json ``method`` after the questions;
+        {} for a method without any."""
+        ...
+
 
 class Expansion(Protocol):
     """Graph expansion of a base list (GEAR's NoExpansion / NaiveGE / SyncGE, ``methods/gear/expansion.py``).

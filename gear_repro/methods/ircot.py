@@ -236,6 +236,10 @@ class IRCoTAgent:
                 "demo_budget": self.demo_budget, "empty_thought": self.empty_thought.value,
                 "title_prefix": self.title_prefix}
 
+    def summarize(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """No run statistics beyond metrics.json's."""
+        return {}
+
     # -- steps ------------------------------------------------------------------------------------------
     def search(self, query: str, round_no: int) -> SearchResult:
         if self.retriever_kind == "hipporag":

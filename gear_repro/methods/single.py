@@ -54,6 +54,10 @@ class SingleStep:
         return {"name": self.name, "k_dependent": self.k_dependent, "output_depth": self.output_depth,
                 "expansion": self.expansion.describe()}
 
+    def summarize(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """No run statistics beyond metrics.json's."""
+        return {}
+
     def run(self, question: Question, k: int) -> MethodOutput:
         t0 = time.perf_counter()
         base = self.retriever.retrieve(question.question, k)

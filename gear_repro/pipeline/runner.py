@@ -361,7 +361,9 @@ class Runner:
                         "question_ids": ids, "question_ids_hash": question_ids_hash(ids),
                         "method_class": f"{type(method).__module__}.{type(method).__qualname__}"})
         write_json(self.run_dir / "metrics.json", metrics)
-        provenance["method"] = method.describe()  # again after the questions: run statistics (T²RAG iterations)
+        # again after the questions, with the run's statistics over every finished record (a resume's earlier ones
+        # too; T²RAG's iterations and stops)
+        provenance["method"] = {**method.describe(), **method.summarize(preds)}
         self._write_provenance(fp, provenance)
         log.info("metrics: %s", {k: round(v, 2) for k, v in metrics.items() if isinstance(v, float)})
         return metrics

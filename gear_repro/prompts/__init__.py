@@ -15,7 +15,16 @@ One file per prompt in ``templates/`` (Python ``str.format`` syntax, so the pape
 - ``t2rag_resolve``   T²RAG App. E "Triplets Resolving" (§4.3 Step 2.2): ``example_propositions``, ``query``,
                       ``searchable``, ``fuzzy``, ``passages_section`` (the "Context Passages:" block, empty for
                       the w/o-chunk ablation of Table 2), ``propositions``, ``resolved``
-- ``t2rag_answer``    T²RAG App. E "Final Answering" (§4.3 Step 3): ``query``, ``clues``
+- ``t2rag_answer``    T²RAG App. E "Final Answering" (§4.3 Step 3): ``query``, ``clues`` (the code's text is the
+                      same, rockcor/T2RAG ``src/TRAG.py``:1091-1109)
+- ``t2rag_decompose_code`` the code's decomposition prompt (``agent.prompt_text: code``; TRAG.py:264-306, transcribed:
+                      the question also at the top, ``Triples:`` alone on its line, a ``Propositions:`` request): ``query``
+- ``t2rag_resolve_code`` the code's resolve prompt (TRAG.py:666-725, transcribed with its f-string's indentation:
+                      "Traceable", the example's new clue filled in, "20 March 851"): ``example_propositions``,
+                      ``query``, ``traceable`` and ``fuzzy`` (clue blocks in the code's layout, empty when none),
+                      ``passages_section``, ``propositions``, ``resolved_section`` (empty when nothing is resolved,
+                      else ``t2rag_resolve_code_resolved``)
+- ``t2rag_resolve_code_resolved`` its resolved clues' section (TRAG.py:649-654): ``resolved``
 - ``t2rag_decompose_simple`` the authors' code's retry of a failed decomposition (rockcor/T2RAG
                       ``src/TRAG.py``:980-995; not in the paper), in our own words: ``query``
 - ``hipporag_ner``    HippoRAG's one-shot query NER prompt (baselines, docs/baselines.md): ``question``
@@ -24,7 +33,9 @@ One file per prompt in ``templates/`` (Python ``str.format`` syntax, so the pape
 
 T²RAG layout notes: the paper's appendix is a PDF rendering with flattened lines; the line breaks of the
 examples and of the "Subject:/Predicate:/Object:" blocks follow the authors' code (rockcor/T2RAG
-``src/TRAG.py``), the wording follows the paper (e.g. "Searchable", where the code says "Traceable").
+``src/TRAG.py``), the wording follows the paper (e.g. "Searchable", where the code says "Traceable"); the
+``*_code`` templates are the code's texts (``agent.prompt_text: code``, the default under ``agent.reading: code``).
+Their one loss: the loader drops a template's final newline, which ends the code's decomposition prompt.
 
 A template may hold several chat turns: a line ``<|system|>``, ``<|user|>`` or ``<|assistant|>`` starts a turn
 (the baselines' prompts have a system turn and a one-shot exchange); without such lines the whole text is one

@@ -40,8 +40,9 @@ def template_reply(prompt: str, h: int, entities: Sequence[str]) -> str | None:
     """The reply to a harness prompt recognised by its template (GEAR reader/reason/rewrite, T²RAG
     decompose/resolve/answer), entities and verdicts picked from ``entities`` by the hash ``h``; None otherwise."""
     a, b, c = (entities[(h >> (8 * i)) % len(entities)] for i in range(3))
-    if "Fully Resolved Clue" in prompt:  # T²RAG resolve
-        more = f"\n\nNewly Searchable Clue 1:\nSubject: {b}\nPredicate: located in\nObject: ?" if h % 2 else ""
+    if "Fully Resolved Clue" in prompt:  # T²RAG resolve, in the prompt's wording (the paper's or the code's)
+        new = "Newly Traceable Clue" if "Newly Traceable Clue" in prompt else "Newly Searchable Clue"
+        more = f"\n\n{new} 1:\nSubject: {b}\nPredicate: located in\nObject: ?" if h % 2 else ""
         return f"Fully Resolved Clue 1:\nSubject: {a}\nPredicate: related to\nObject: {b}{more}"
     if "Key Reasoning Clues" in prompt:  # T²RAG answer
         return a

@@ -209,6 +209,10 @@ class GearAgent:
                 "passage_link": self.passage_link, "passage_link_k": self.passage_link_k,
                 "expansion": self.expansion.describe()}
 
+    def summarize(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """No run statistics beyond metrics.json's."""
+        return {}
+
     # -- LLM steps ----------------------------------------------------------------------------------------
     def _chat(self, messages: list[dict], stage: str, round_no: int):
         return self.llm.chat(messages, stage=stage, round_no=round_no, **self.llm_params)

@@ -8,7 +8,7 @@ returns the top ``depth`` passages; R@5/10/15 read prefixes of that list. Its NE
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gear_repro.methods.base import MethodOutput, Searcher
@@ -41,6 +41,10 @@ class HippoRAGMethod:
     def describe(self) -> dict[str, Any]:
         """Settings for run.json (the graph's own figures are recorded by the runner from ``hipporag``)."""
         return {"name": self.name, "depth": self.depth}
+
+    def summarize(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """No run statistics beyond metrics.json's."""
+        return {}
 
     def run(self, question: Question, k: int) -> MethodOutput:
         res = self.hipporag.search(question.question, max(k, self.depth), round_no=1)

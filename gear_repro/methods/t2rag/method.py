@@ -22,7 +22,7 @@ Online (§4.3, Alg. 1):
 
 Where the paper and its public code (rockcor/T2RAG @ 72c43bd ``src/TRAG.py``, which produced the published
 numbers) differ, ``reading: code`` (default, DESIGN.md) follows the code and ``reading: paper`` the prose; each
-of the six behaviours is its own key (null = the reading's value; ``READINGS``):
+behaviour is its own key (null = the reading's value; ``READINGS``):
 ``question_query`` (+ ``question_query_mode``; code 478-487: the lower-cased question without question words,
 removed as substrings, is an extra query; paper Alg. 2: searchable triplets only), ``carry_fuzzy`` (code
 738-740: the fuzzy set is emptied after every resolve call; paper Step 2.3: carried over),
@@ -31,7 +31,13 @@ iteration), ``example_propositions_chars`` (code 666-668: the example's proposit
 paper App. E: whole) and ``decompose_retry`` (code 375-383, 980-1032: a failed decomposition is retried once
 with a simpler prompt, at most 3 triplets kept; paper: no retry) and ``on_no_triplets`` (code 385-396,
 1429-1437: with no triplet after that the query fails, no documents and the answer "Error processing query";
-paper: answered from no clues). Ablations of Table 2: ``max_iterations=1``
+paper: answered from no clues) and ``prompt_text`` (code 264-306, 632-725: the code's decomposition and resolve
+texts, whose example fills the new clue's object in; paper App. E: "Searchable", the example's object "?") and
+``decompose_parse`` (code 319-373: ``s | p | o`` lines after the ``Triples:`` line, three cells, bullets stripped
+only when that finds nothing; paper: our lenient repairs) and ``query_placeholders`` (code 466-471, 532: a part
+starting with '?' is left out of the query, the others kept verbatim, and candidates with a best similarity <= 0
+are skipped; paper: every '?token' removed).
+Ablations of Table 2: ``max_iterations=1``
 ("single round") and ``with_passages=false`` ("w/o chunk").
 
 Our reading of Step 2.3's set difference (fuzzy \\ (new resolved ∪ new searchable)), ``fuzzy_match``:
@@ -60,9 +66,10 @@ from __future__ import annotations
 
 import logging
 import re
+import textwrap
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,7 +105,7 @@ class T2RAGRanking(Choice):
 
 
 class T2RAGReading(Choice):
-    """Which reading sets T²RAG's five paper-vs-code behaviours (agent.reading; docs/readings.md)."""
+    """Which reading sets T²RAG's paper-vs-code behaviours (agent.reading; docs/readings.md)."""
 
     code = "code"    # rockcor/T2RAG src/TRAG.py, behind the published numbers (default, DESIGN.md)
     paper = "paper"  # the paper's prose (Alg. 1-2, §4.3, App. E)
@@ -129,6 +136,29 @@ class T2RAGOnNoTriplets(Choice):
 FAILED_ANSWER = "Error processing query"  # TRAG.py:1436, the answer recorded for a query that failed
 
 
+class T2RAGPromptText(Choice):
+    """Which texts the decomposition and resolve prompts have (agent.prompt_text)."""
+
+    code = "code"    # TRAG.py:264-306, 641-725: "Traceable", the example's object filled in ("20 March 851"), the
+                     # question at the top, a Propositions: request; t2rag_decompose_code, t2rag_resolve_code
+    paper = "paper"  # App. E: "Searchable", the example's object "?"; t2rag_decompose, t2rag_resolve
+
+
+class T2RAGDecomposeParse(Choice):
+    """How the decomposition reply is read (agent.decompose_parse)."""
+
+    code = "code"        # TRAG.py:319-373 (parse_decomposition_code)
+    lenient = "lenient"  # our repairs (parse_decomposition)
+
+
+class T2RAGQueryPlaceholders(Choice):
+    """How a searchable triplet becomes a query proposition (agent.query_placeholders)."""
+
+    code = "code"    # TRAG.py:466-471: a part is left out when it starts with '?', else kept verbatim; and
+                     # candidates with a best similarity <= 0 are skipped (532)
+    strip = "strip"  # every '?token' removed from every part
+
+
 class T2RAGFuzzyMatch(Choice):
     """How a new clue fills a fuzzy triplet in Step 2.3 (agent.fuzzy_match)."""
 
@@ -143,16 +173,21 @@ class T2RAGAnswerParse(Choice):
     reader = "reader"  # the K.3 reader's first non-empty line (qa.reader.extract_answer)
 
 
-# reading -> the five paper-vs-code behaviours (agent.reading; a key set explicitly overrides its reading)
+# reading -> the paper-vs-code behaviours (agent.reading; a key set explicitly overrides its reading)
 READINGS: dict[str, dict[str, Any]] = {
     "code": {"question_query": True, "question_query_mode": "substring", "carry_fuzzy": False,
              "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple",
-             "on_no_triplets": "fail"},
+             "on_no_triplets": "fail", "prompt_text": "code", "decompose_parse": "code", "query_placeholders": "code"},
     "paper": {"question_query": False, "question_query_mode": "word", "carry_fuzzy": True,
               "resolve_without_context": True, "example_propositions_chars": 0, "decompose_retry": "none",
-              "on_no_triplets": "answer"},
+              "on_no_triplets": "answer", "prompt_text": "paper", "decompose_parse": "lenient",
+              "query_placeholders": "strip"},
 }
 _MD = re.compile(r"[*_`#]+")
+# prompt_text -> (decomposition, resolve) templates
+PROMPTS = {"code": ("t2rag_decompose_code", "t2rag_resolve_code"), "paper": ("t2rag_decompose", "t2rag_resolve")}
+CODE_MARGIN = " " * 8  # the code's resolve prompt is an indented f-string (TRAG.py:666-725): its lines' margin
+CODE_FUZZY_MARGIN = " " * 12  # and its fuzzy clue blocks' (643-648)
 
 
 # -- triplets -------------------------------------------------------------------------------------------------
@@ -189,6 +224,13 @@ class Clue:
         """Query proposition (§4.3 Step 2.1): the elements concatenated without their placeholders."""
         kept = (" ".join(_PLACEHOLDER.sub(" ", p).split()) for p in self.parts)
         return " ".join(k for k in kept if k)
+
+    def query_for(self, placeholders: str) -> str:
+        """The query proposition under ``agent.query_placeholders``: ``strip`` = :attr:`query`; ``code`` =
+        TRAG.py:466-474, the non-empty parts that do not start with '?' joined by a space, verbatim ("film by ?x")."""
+        if placeholders == "code":
+            return " ".join(p for p in self.parts if p and not p.startswith("?"))
+        return self.query
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -330,6 +372,47 @@ def parse_decomposition(text: str | None) -> Parsed:
     if not clues:
         return Parsed(status="failed")
     return Parsed(clues=clues, status="repaired" if repaired else "ok")
+
+
+_CODE_SECTIONS = ("Reasoning:", "Triples:", "Propositions:")  # TRAG.py:324-331, case-sensitive line starts
+
+
+def _code_clue(line: str, strip_quotes: bool = False) -> Clue | None:
+    """The first three ``|`` cells of ``line`` (more are ignored, fewer give nothing), stripped (and of quotes)."""
+    cells = [c.strip() for c in line.split("|")]
+    if strip_quotes:
+        cells = [c.strip('"').strip("'") for c in cells]
+    return Clue(*cells[:3]) if len(cells) >= 3 else None
+
+
+def parse_decomposition_code(text: str | None) -> Parsed:
+    """Triplets of a decomposition reply as TRAG.py:319-373 reads them (``decompose_parse: code``).
+
+    Primary pass: each stripped line; one starting with ``Reasoning:``, ``Triples:`` or ``Propositions:`` opens
+    that section and is not parsed itself; in the Triples section a line with ``|`` and at least three cells gives
+    (cells 0, 1, 2), nothing stripped but spaces. Only when that finds nothing, the secondary pass (status
+    ``repaired``): every ``|`` line outside the three headers (case-insensitive), cut after its first ``". "``,
+    every ``"- "`` removed, cells stripped of quotes. De-duplicated as every decomposition (398-417)."""
+    lines = [ln.strip() for ln in (text or "").strip().split("\n")]
+    section = None
+    clues: list[Clue] = []
+    for line in lines:
+        head = next((h for h in _CODE_SECTIONS if line.startswith(h)), None)
+        if head is not None:
+            section = head
+        elif section == "Triples:" and "|" in line and (c := _code_clue(line)) is not None:
+            clues.append(c)
+    if clues:
+        return Parsed(clues=dedupe(clues), status="ok")
+    for line in lines:
+        if not line or "|" not in line or line.lower().startswith(tuple(h.lower() for h in _CODE_SECTIONS)):
+            continue
+        if ". " in line:
+            line = line.split(". ", 1)[1]
+        c = _code_clue(line.replace("- ", ""), strip_quotes=True)
+        if c is not None:
+            clues.append(c)
+    return Parsed(clues=dedupe(clues), status="repaired" if clues else "failed")
 
 
 _HEADER = re.compile(r"(fully\s+resolved|newly\s+(?:searchable|traceable))\s+clues?\s*(?:\d+)?\s*[:.-]?",
@@ -483,9 +566,10 @@ class Retrieved:
 
 
 def adaptive_retrieve(retriever: Any, triple_passage: dict[str, str], triple_text: dict[str, str],
-                      queries: Sequence[str], k: int, depth: int) -> Retrieved:
+                      queries: Sequence[str], k: int, depth: int, positive_only: bool = False) -> Retrieved:
     """Alg. 2: pool the top-``depth`` propositions of every query, rank them by their best similarity, take
-    them in that order until ``k`` unique passages are reached (checked before each proposition, line 11).
+    them in that order until ``k`` unique passages are reached (checked before each proposition, line 11);
+    ``positive_only`` skips a proposition whose best similarity is <= 0 (TRAG.py:532).
 
     Propositions are triple ids of the triple collection, so a text extracted from several passages brings
     each of its passages; the returned list names a text once (its best score, all its passages taken).
@@ -505,7 +589,7 @@ def adaptive_retrieve(retriever: Any, triple_passage: dict[str, str], triple_tex
         if len(passages) >= k:
             break
         pid = triple_passage.get(tid)
-        if pid is None:
+        if pid is None or (positive_only and best[tid] <= 0):
             continue
         passages.setdefault(pid, best[tid])
         rec = props.setdefault(triple_text[tid], {"text": triple_text[tid], "score": round(best[tid], 6),
@@ -542,6 +626,28 @@ def parse_simple_decomposition(text: str | None) -> Parsed:
     return Parsed(clues=clues, status="retried" if clues else "failed")
 
 
+def t2rag_trace(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """T²RAG's trace of a prediction record (``trace['t2rag']``); None for another method's record or an error's."""
+    trace = record.get("trace")
+    return trace.get("t2rag") if isinstance(trace, dict) else None
+
+
+def loop_counts(traces: Iterable[Mapping[str, Any]]) -> tuple[Counter[int], Counter[str]]:
+    """Questions per number of resolve iterations and per stop reason, over T²RAG traces."""
+    iterations: Counter[int] = Counter()
+    stops: Counter[str] = Counter()
+    for t in traces:
+        iterations[t.get("iterations", 0)] += 1
+        stops[t.get("stop", "?")] += 1
+    return iterations, stops
+
+
+def _code_blocks(clues: Sequence[Clue], label: str, margin: str) -> str:
+    """Clue blocks as the code's resolve prompt concatenates them (TRAG.py:641-664): each block on new lines after a
+    line break, its lines and the line after it indented by ``margin``."""
+    return "".join(f"\n{textwrap.indent(c.block(f'{label} {i + 1}'), margin)}\n{margin}" for i, c in enumerate(clues))
+
+
 def code_answer(text: str | None) -> str:
     """The answer as TRAG.py:1117-1119 takes it: the text after the last "Answer:", else the whole reply."""
     text = text or ""
@@ -563,7 +669,7 @@ class T2RAGAgent:
         candidate_depth: propositions retrieved per query before the global ranking (Alg. 2 ``Search(I, q, N)``).
         with_passages: give the retrieved passages to the resolve prompt (False = "w/o chunk", Table 2).
         reading: ``code`` (rockcor/T2RAG, behind the published numbers) or ``paper`` (the prose): the default of
-            the six keys below (``READINGS``); each set explicitly (not None) overrides it.
+            the keys below (``READINGS``); each set explicitly (not None) overrides it.
         carry_fuzzy: carry unresolved fuzzy triplets over (paper §4.3 Step 2.3) or drop them (TRAG.py:738-740).
         question_query: also retrieve with the question (TRAG.py:478-487) or not (paper, Alg. 2).
         question_query_mode: ``substring`` (the code) or ``word`` (question words removed on word boundaries).
@@ -575,6 +681,13 @@ class T2RAGAgent:
             or ``none`` (the paper).
         on_no_triplets: no triplet after the decomposition (and its retry): ``fail`` (the code: no retrieval, no
             answer call, the answer :data:`FAILED_ANSWER`, TRAG.py:385-396, 1429-1437) or ``answer`` (from no clues).
+        prompt_text: ``code`` (the decomposition and resolve prompts are the code's texts, TRAG.py:264-306,
+            632-725: ``t2rag_decompose_code``, ``t2rag_resolve_code``) or ``paper`` (App. E: ``t2rag_decompose``,
+            ``t2rag_resolve``). The answer prompt is the same in both (TRAG.py:1091-1109).
+        decompose_parse: ``code`` (:func:`parse_decomposition_code`, TRAG.py:319-373) or ``lenient``
+            (:func:`parse_decomposition`, our repairs).
+        query_placeholders: ``code`` (a part starting with '?' left out of the query, the others verbatim,
+            TRAG.py:466-471; candidates with a best similarity <= 0 skipped, 532) or ``strip`` (every '?token' removed).
         fuzzy_match: ``placeholder`` or ``words`` (:meth:`TripletState.update`).
         stall_stop: stop when nothing is searchable, nothing was retrieved and the last step added no clue.
         answer: produce T²RAG's own answer (Step 3); False leaves answering to ``qa_reader`` (qa=true).
@@ -597,7 +710,8 @@ class T2RAGAgent:
                  carry_fuzzy: bool | None = None, question_query: bool | None = None,
                  question_query_mode: str | None = None, resolve_without_context: bool | None = None,
                  example_propositions_chars: int | None = None, decompose_retry: str | None = None,
-                 on_no_triplets: str | None = None,
+                 on_no_triplets: str | None = None, prompt_text: str | None = None,
+                 decompose_parse: str | None = None, query_placeholders: str | None = None,
                  fuzzy_match: str = "placeholder", stall_stop: bool = True, answer: bool = True,
                  answer_parse: str = "code", ranking: str = "rrf", k_rrf: int = RRF_K, llm_params: Any = None):
         if k < 1 or max_iterations < 1 or candidate_depth < 1:
@@ -614,7 +728,8 @@ class T2RAGAgent:
         given = {"question_query": question_query, "question_query_mode": question_query_mode,
                  "carry_fuzzy": carry_fuzzy, "resolve_without_context": resolve_without_context,
                  "example_propositions_chars": example_propositions_chars, "decompose_retry": decompose_retry,
-                 "on_no_triplets": on_no_triplets}
+                 "on_no_triplets": on_no_triplets, "prompt_text": prompt_text, "decompose_parse": decompose_parse,
+                 "query_placeholders": query_placeholders}
         s = {key: READINGS[self.reading][key] if v is None else v for key, v in given.items()}
         if int(s["example_propositions_chars"]) < 0:
             raise ConfigError(f"agent.example_propositions_chars must be >= 0 (0 = whole), got "
@@ -627,11 +742,14 @@ class T2RAGAgent:
         self.example_propositions_chars = int(s["example_propositions_chars"])
         self.decompose_retry = choice(T2RAGDecomposeRetry, s["decompose_retry"], "agent.decompose_retry").value
         self.on_no_triplets = choice(T2RAGOnNoTriplets, s["on_no_triplets"], "agent.on_no_triplets").value
+        self.prompt_text = choice(T2RAGPromptText, s["prompt_text"], "agent.prompt_text").value
+        self.decompose_parse = choice(T2RAGDecomposeParse, s["decompose_parse"], "agent.decompose_parse").value
+        self.query_placeholders = choice(T2RAGQueryPlaceholders, s["query_placeholders"],
+                                         "agent.query_placeholders").value
         self.fuzzy_match = choice(T2RAGFuzzyMatch, fuzzy_match, "agent.fuzzy_match").value
         self.stall_stop = bool(stall_stop)
         self.answers_questions = answer  # the runner scores EM/F1 of this method's own answers
         self.answer_parse = choice(T2RAGAnswerParse, answer_parse, "agent.answer_parse").value
-        self.run_stats: dict[str, Counter[str]] = {"iterations": Counter(), "stop": Counter()}
         self.ranking, self.k_rrf = choice(T2RAGRanking, ranking, "agent.ranking").value, k_rrf
         self.llm_params = as_dict(llm_params)
         llm.check_params(self.llm_params, "agent.llm_params")  # a param the API lacks: one error now, not one per call
@@ -644,7 +762,7 @@ class T2RAGAgent:
 
     def describe(self) -> dict[str, Any]:
         """Settings for run.json (§5.2 / B.1 defaults and the paper-vs-code switches as resolved from
-        ``reading``) and, after questions ran, their iteration histogram and stop reasons."""
+        ``reading``)."""
         return {"name": self.name, "k": self.k, "max_iterations": self.max_iterations,
                 "candidate_depth": self.candidate_depth, "with_passages": self.with_passages,
                 "reading": self.reading, "carry_fuzzy": self.carry_fuzzy, "question_query": self.question_query,
@@ -652,11 +770,17 @@ class T2RAGAgent:
                 "resolve_without_context": self.resolve_without_context,
                 "example_propositions_chars": self.example_propositions_chars,
                 "decompose_retry": self.decompose_retry, "on_no_triplets": self.on_no_triplets,
+                "prompt_text": self.prompt_text, "decompose_parse": self.decompose_parse,
+                "query_placeholders": self.query_placeholders,
                 "fuzzy_match": self.fuzzy_match,
                 "stall_stop": self.stall_stop, "answer": self.answers_questions, "answer_parse": self.answer_parse,
-                "ranking": self.ranking, "k_rrf": self.k_rrf,
-                "iterations_hist": {str(n): c for n, c in sorted(self.run_stats["iterations"].items())},
-                "stops": dict(sorted(self.run_stats["stop"].items()))}
+                "ranking": self.ranking, "k_rrf": self.k_rrf}
+
+    def summarize(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """For run.json after the questions: the iteration histogram ({iterations: questions}) and stop reasons of
+        the run's finished records (all of a resumed run's, as the report's ``t2rag_stats``)."""
+        iterations, stops = loop_counts(t for r in records if (t := t2rag_trace(r)) is not None)
+        return {"iterations_hist": {str(n): c for n, c in sorted(iterations.items())}, "stops": dict(sorted(stops.items()))}
 
     @property
     def max_rounds(self) -> int:
@@ -677,28 +801,44 @@ class T2RAGAgent:
         return self.llm.chat(messages, stage=stage, round_no=iteration, **self.llm_params).text
 
     # -- prompts ----------------------------------------------------------------------------------------------
+    def decompose_messages(self, question: str) -> list[dict]:
+        """App. E "Structured Query Decomposition" (Step 1), or the code's text (TRAG.py:264-306)."""
+        return render(PROMPTS[self.prompt_text][0], query=question)
+
     def resolve_messages(self, question: str, state: TripletState, retrieved: Retrieved) -> list[dict]:
-        """App. E "Triplets Resolving" with the current sets and the retrieved context (Step 2.2)."""
+        """App. E "Triplets Resolving" with the current sets and the retrieved context (Step 2.2); with
+        ``prompt_text: code`` the code's text and layout (TRAG.py:632-725): "Traceable" clue blocks, the fuzzy ones
+        indented as its f-string has them, empty lists left empty and the resolved clues' section (with its own
+        header) only when some are resolved."""
+        code = self.prompt_text == "code"
+        none = "" if code else "None"
         by_id = self.passage_by_id
-        props = "\n".join(f"- {p['text']}" for p in retrieved.propositions) or "None"
+        props = "\n".join(f"- {p['text']}" for p in retrieved.propositions) or none
         cut = self.example_propositions_chars  # TRAG.py:668 `context_propositions[:1000]`; 0 = whole (App. E)
         example = props[:cut] if cut else props
+        margin = CODE_MARGIN if code else ""
         section = ""
         if self.with_passages:
-            texts = "\n".join(f"- {by_id[p].content}" for p in retrieved.passages.ids if p in by_id) or "None"
-            section = f"Context Passages:\n{texts}\n\n"
-        return render(
-            "t2rag_resolve", example_propositions=example, query=question,
-            searchable="\n".join(c.block(f"Searchable Clue {i + 1}") for i, c in enumerate(state.searchable)) or "None",
-            fuzzy="\n".join(c.block(f"Fuzzy Clue {i + 1}") for i, c in enumerate(state.fuzzy)) or "None",
-            passages_section=section, propositions=props,
-            resolved="\n".join(f"- {c.pipe()}" for c in state.resolved) or "None")
+            texts = "\n".join(f"- {by_id[p].content}" for p in retrieved.passages.ids if p in by_id) or none
+            section = f"Context Passages:\n{margin}{texts}\n\n{margin}"
+        resolved = "\n".join(f"- {c.pipe()}" for c in state.resolved)
+        if code:
+            clues = {"traceable": _code_blocks(state.searchable, "Traceable Clue", ""),
+                     "fuzzy": _code_blocks(state.fuzzy, "Fuzzy Clue", CODE_FUZZY_MARGIN),
+                     "resolved_section": render("t2rag_resolve_code_resolved", resolved=resolved)[0]["content"]
+                     if resolved else ""}
+        else:
+            clues = {"searchable": "\n".join(c.block(f"Searchable Clue {i + 1}") for i, c in enumerate(state.searchable))
+                     or none, "fuzzy": "\n".join(c.block(f"Fuzzy Clue {i + 1}") for i, c in enumerate(state.fuzzy))
+                     or none, "resolved": resolved or none}
+        return render(PROMPTS[self.prompt_text][1], example_propositions=example, query=question,
+                      passages_section=section, propositions=props, **clues)
 
-    @staticmethod
-    def answer_messages(question: str, clues: Sequence[Clue]) -> list[dict]:
-        """App. E "Final Answering" (Step 3); clues as "Clue n: s | p | o" lines (the code's layout)."""
-        lines = "\n".join(f"Clue {i + 1}: {c.pipe()}" for i, c in enumerate(clues)) or "None"
-        return render("t2rag_answer", query=question, clues=lines)
+    def answer_messages(self, question: str, clues: Sequence[Clue]) -> list[dict]:
+        """App. E "Final Answering" (Step 3; the code's text is the same, TRAG.py:1091-1109); clues as
+        "Clue n: s | p | o" lines (the code's layout), "None" for no clue (``prompt_text: code``: empty, 1085-1088)."""
+        lines = "\n".join(f"Clue {i + 1}: {c.pipe()}" for i, c in enumerate(clues))
+        return render("t2rag_answer", query=question, clues=lines or ("" if self.prompt_text == "code" else "None"))
 
     # -- Alg. 1 -----------------------------------------------------------------------------------------------
     def run(self, question: Question, k: int | None = None) -> MethodOutput:
@@ -712,8 +852,8 @@ class T2RAGAgent:
             if n:
                 counters[key] = counters.get(key, 0) + n
 
-        raw = self._chat(render("t2rag_decompose", query=q), "decompose", 0)
-        dec = parse_decomposition(raw)
+        raw = self._chat(self.decompose_messages(q), "decompose", 0)
+        dec = parse_decomposition_code(raw) if self.decompose_parse == "code" else parse_decomposition(raw)
         bump(f"decompose_{dec.status}")
         retry_raw = None
         if dec.status == "failed" and self.decompose_retry == "simple":  # TRAG.py:375-383
@@ -729,10 +869,11 @@ class T2RAGAgent:
         iteration = 0
         progress, stalled = bool(dec.clues), False
         while state.open and iteration < self.max_iterations:
-            queries = [c.query for c in state.searchable]
+            queries = [c.query_for(self.query_placeholders) for c in state.searchable]
             if self.question_query:  # TRAG.py:478-487
                 queries.append(question_query(q, self.question_query_mode))
-            got = adaptive_retrieve(retriever, passage_of, text_of, queries, self.k, self.candidate_depth)
+            got = adaptive_retrieve(retriever, passage_of, text_of, queries, self.k, self.candidate_depth,
+                                    positive_only=self.query_placeholders == "code")
             if self.stall_stop and not state.searchable and not got.passages.ids and not progress:
                 stalled = True  # nothing to search, nothing retrieved, nothing new since the last resolve
                 break
@@ -758,8 +899,6 @@ class T2RAGAgent:
             rounds.append(rec)
         stop = ("no_triplets" if not dec.clues else "stalled" if stalled else
                 "all_resolved" if not state.open else "max_iterations")
-        self.run_stats["iterations"][iteration] += 1
-        self.run_stats["stop"][stop] += 1
         trace.update(stop=stop, iterations=iteration, counters=counters, final_state=state.to_dict())
         answer = None
         if self.answers_questions and not dec.clues and self.on_no_triplets == "fail":
@@ -784,4 +923,5 @@ class T2RAGAgent:
 
 
 __all__ = ["FAILED_ANSWER", "READINGS", "Clue", "Parsed", "Retrieved", "T2RAGAgent", "TripletState", "adaptive_retrieve", "code_answer",
-           "parse_decomposition", "parse_resolution", "parse_simple_decomposition", "question_query"]
+           "loop_counts", "t2rag_trace",
+           "parse_decomposition", "parse_decomposition_code", "parse_resolution", "parse_simple_decomposition", "question_query"]

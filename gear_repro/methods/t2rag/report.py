@@ -10,7 +10,7 @@ from typing import Any
 
 from gear_repro.methods.base import ReportHooks, RowParts, class_path, format_triple_list, node_setting
 from gear_repro.methods.t2rag.detail import question_detail
-from gear_repro.methods.t2rag.method import T2RAGAgent
+from gear_repro.methods.t2rag.method import T2RAGAgent, loop_counts, t2rag_trace
 
 
 def agent_label(config: Mapping[str, Any], parts: RowParts) -> str:
@@ -40,19 +40,19 @@ T2RAG_COUNTERS = ("decompose_ok", "decompose_repaired", "decompose_failed", "dec
 def summary_row(predictions: list[dict]) -> dict[str, Any] | None:
     """One T²RAG run: iterations, stops, LLM calls/tokens per question, reply-format counters and EM/F1 of
     the questions whose triplets were all resolved vs not (T²RAG paper, Figure 3). None without T²RAG records."""
-    preds = [p for p in predictions if isinstance(p.get("trace"), dict) and "t2rag" in p["trace"]]
+    preds = [p for p in predictions if t2rag_trace(p) is not None]
     if not preds:
         return None
     traces = [p["trace"]["t2rag"] for p in preds]
     counters: Counter[str] = Counter()
     for t in traces:
         counters.update(t.get("counters", {}))
-    stops = Counter(t.get("stop", "?") for t in traces)
+    iterations, stops = loop_counts(traces)
     calls = [c for p in preds for c in p.get("llm_calls", []) or []]
     row: dict[str, Any] = {
         "n_questions": len(preds),
         "iterations_mean": round(mean(t.get("iterations", 0) for t in traces), 3),
-        "iterations_hist": dict(sorted(Counter(t.get("iterations", 0) for t in traces).items())),
+        "iterations_hist": dict(sorted(iterations.items())),
         "stop_all_resolved": stops.get("all_resolved", 0), "stop_max_iterations": stops.get("max_iterations", 0),
         "stop_no_triplets": stops.get("no_triplets", 0), "stop_stalled": stops.get("stalled", 0),
         "llm_calls_per_q": round(len(calls) / len(preds), 3),
