@@ -14,6 +14,7 @@ from gear_repro.methods.base import RowParts
 from gear_repro.reporting.paper import DEFAULT_PAPER
 from gear_repro.utils.errors import GearError
 from gear_repro.utils.io import read_json_object
+from gear_repro.utils.settings import flat_settings
 
 log = logging.getLogger(__name__)
 
@@ -160,17 +161,6 @@ def _tag_order(key: str) -> tuple[int, str]:
     return (0, key)
 
 
-def _flat(node: object, prefix: str = "") -> dict[str, str]:
-    if isinstance(node, dict):
-        out: dict[str, str] = {}
-        for k, v in node.items():
-            if not prefix and k in _TAG_IGNORED:
-                continue
-            out.update(_flat(v, f"{prefix}{k}."))
-        return out
-    return {prefix[:-1]: json.dumps(node, sort_keys=True)}
-
-
 def tag_runs(runs: list[RunResult]) -> None:
     """Give runs that share a label and a dataset (a ``-m beam.width=3,10`` sweep) a :attr:`RunResult.tag`: the
     settings whose values differ among them (``beam.width=3``; the run's own settings before the report's labels
@@ -181,7 +171,7 @@ def tag_runs(runs: list[RunResult]) -> None:
     for group in groups.values():
         if len(group) < 2:
             continue
-        flat = [_flat(r.config) for r in group]
+        flat = [flat_settings(r.config, _TAG_IGNORED) for r in group]
         keys = sorted({k for f in flat for k in f if len({g.get(k) for g in flat}) > 1}, key=_tag_order)
         for r, f in zip(group, flat, strict=True):
             shown = [f"{k}={json.loads(f[k]) if k in f else 'unset'}" for k in keys[:_TAG_KEYS]]
