@@ -401,6 +401,26 @@ def test_report_flags_stale_metrics(compose, toy_dir, tmp_path, capsys):
     assert "metrics.json scores 1 questions but predictions.jsonl has 3 finished" in capsys.readouterr().err
 
 
+def test_report_does_not_call_a_shrunk_run_unfinished(compose, toy_dir, tmp_path, capsys):
+    """dataset.limit 1, then 3, then 2: the run scored the 2 it asked for on purpose (predictions.jsonl keeps the
+    third): no "extended run that did not finish" note (session 20 probe §5); an extension that did not finish
+    still gets it, naming what its last start asked for."""
+    from gear_repro.cli.report import main as report_main
+    from gear_repro.reporting.runs import find_runs
+
+    run = tmp_path / "a"
+    for limit in (1, 3, 2):
+        Runner(_cfg(compose, toy_dir, f"dataset.limit={limit}"), run).run()
+    assert len(_preds(run)) == 3 and find_runs([run])[0].notes == []
+    assert report_main([str(run), "--out", str(tmp_path / "rep")]) == 0
+    assert "did not finish" not in capsys.readouterr().err
+    run_json = read_json(run / "run.json")  # a resume to 3 that stopped after its start was recorded
+    (run / "run.json").write_text(json.dumps({**run_json, "subset": {**run_json["subset"], "size": 3,
+                                                                     "ids": ["q1", "q2", "q3"]}}))
+    assert "predictions.jsonl has 3 finished ones (its last start asked for 3) (an extended run that did not " \
+           "finish)" in find_runs([run])[0].notes[0]
+
+
 def test_explorer_provenance_of_an_unfinished_extension_says_what_was_scored(compose, toy_dir, tmp_path):
     """run.json is written at each (re)start: after a resume to a larger dataset.limit that did not finish, the
     explorer's provenance said "limit 3, size 3" beside the 1 question the tables score (session 19 probe §5)."""

@@ -51,18 +51,30 @@ class RunResult:
         return f"{self.method} [{self.tag}]" if self.tag else self.method
 
     @cached_property
-    def data_warnings(self) -> dict[str, int]:
-        """run.json ``data_warnings`` (gold ids missing from the corpus, a partial triples file, ...; {} if none)."""
+    def run_info(self) -> dict:
+        """The run's run.json ({} without one)."""
         path = Path(self.path) / "run.json"
-        found = read_json_object(path).get("data_warnings") if path.is_file() else None
+        return read_json_object(path) if path.is_file() else {}
+
+    def _info(self, key: str) -> dict:
+        found = self.run_info.get(key)
         return dict(found) if isinstance(found, dict) else {}
 
-    @cached_property
+    @property
+    def data_warnings(self) -> dict[str, int]:
+        """run.json ``data_warnings`` (gold ids missing from the corpus, a partial triples file, ...; {} if none)."""
+        return self._info("data_warnings")
+
+    @property
+    def subset(self) -> dict:
+        """run.json ``subset``: the questions the run's last (re)start asked for (kind, limit, size, ids; {} if
+        unrecorded)."""
+        return self._info("subset")
+
+    @property
     def data(self) -> dict[str, str]:
         """The hashes of the corpus and question files the run read (run.json ``data_hashes``; {} if unrecorded)."""
-        path = Path(self.path) / "run.json"
-        hashes = read_json_object(path).get("data_hashes") if path.is_file() else None
-        return {k: str(v) for k, v in (hashes or {}).items() if k in ("corpus", "questions")}
+        return {k: str(v) for k, v in self._info("data_hashes").items() if k in ("corpus", "questions")}
 
     @property
     def ks(self) -> tuple[int, ...]:
@@ -235,15 +247,28 @@ def question_set(run: RunResult, preds: list[dict]) -> list[dict]:
 
 
 def check_stale(run: RunResult, preds: list[dict]) -> None:
-    """Flag a metrics.json that scores fewer questions than predictions.jsonl finished (a run extended with a
-    larger dataset.limit and not finished): the report keeps the recorded set and says so."""
+    """Flag a metrics.json that scores fewer questions than the run's last (re)start asked for (run.json's
+    ``subset``, written at each start: a run extended with a larger dataset.limit that did not finish): the report
+    keeps the recorded set and says so. A run whose dataset.limit was lowered scores the questions it asked for,
+    though predictions.jsonl keeps the others: not flagged. Without a recorded subset, finished predictions
+    beyond metrics.json's count are the sign."""
     ids = run.metrics.get("question_ids")
     n_metrics = len(ids) if ids is not None else run.metrics.get("n_questions")
+    if n_metrics is None:
+        return
     finished = sum(1 for p in preds if not p.get("error"))
-    if n_metrics is not None and finished > n_metrics:
+    asked = run.subset
+    if isinstance(asked.get("ids"), list) and ids is not None:
+        stale = bool(set(map(str, asked["ids"])) - set(map(str, ids)))
+    elif isinstance(asked.get("size"), int):
+        stale = asked["size"] > n_metrics
+    else:
+        stale = finished > n_metrics
+    if stale:
+        wanted = f" (its last start asked for {asked['size']})" if isinstance(asked.get("size"), int) else ""
         run.notes.append(f"{run.path}: metrics.json scores {n_metrics} questions but predictions.jsonl has "
-                         f"{finished} finished ones (an extended run that did not finish): the report uses the "
-                         f"{n_metrics}; re-run it to update metrics.json")
+                         f"{finished} finished ones{wanted} (an extended run that did not finish): the report uses "
+                         f"the {n_metrics}; re-run it to update metrics.json")
 
 
 FAILURE_FILE = "failure.json"  # written by the runner when a run raises (pipeline/runner.py record_failure)
