@@ -137,6 +137,12 @@ def test_misspelt_preset_fails(toy_dir: Path, tmp_path: Path) -> None:
     (["dataset.name=../../tmp/escaped"], r"dataset\.name must be a name, not a path: '\.\./\.\./tmp/escaped'"),
     (["run.base_k=3"], r"run\.base_k \(3\) must be >= max\(run\.ks\) \(15\), or null: R@15 would be measured on 3"),
     (["run.base_k=20", "run.ks=[5,10]"], None),  # accepted: a deeper base list
+    # a base retriever's lists shorter than k were raised to k without a word (session 20 probe §5)
+    (["retriever=hybrid", "retriever.fusion_depth=10"], r"retriever\.fusion_depth \(10\) must be >= max\(run\.ks\) "
+                                                        r"\(15\): R@15 would fuse BM25 and SBERT lists of 10 passages"),
+    (["retriever=composed", "retriever.candidates=3"], r"retriever\.candidates \(3\) must be >= max\(run\.ks\) "
+                                                       r"\(15\): R@15 would re-rank 3 BM25 candidates"),
+    (["retriever=composed", "retriever.candidates=10", "run.ks=[5,10]"], None),
     (["retriever=hybrid", "beam.neighbours=0", "llm=local", "report.paper=GRIEVER", "qa=false"], None),  # accepted
 ])
 def test_unknown_keys_and_out_of_range_numbers_refused_at_start_up(compose, toy_dir: Path, tmp_path: Path,
