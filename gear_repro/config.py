@@ -43,6 +43,7 @@ from gear_repro.embedding.precision import Precision, QueryPrecision
 from gear_repro.embedding.runtimes import EncoderBackend
 from gear_repro.evaluation.metrics import AnswerMetric
 from gear_repro.llm.cache import LLMCacheMode
+from gear_repro.llm.client import PARAM_RANGES
 from gear_repro.llm.server import PROMPT_CACHE_BYTES, PROMPT_CACHE_BYTES_RANGE, PromptCache
 from gear_repro.methods.gear.agent import GistDocs, GistEmpty, GistFirstRound, QueryChoice
 from gear_repro.methods.gear.beam_search import BeamConfig
@@ -223,8 +224,8 @@ class LLMSchema:
     model: str = MISSING
     base_url: str | None = None
     api_key_env: str | None = "OPENAI_API_KEY"
-    temperature: float | None = num(0.0, ge=0, le=2)
-    max_tokens: int | None = num(None, ge=1)
+    temperature: float | None = num(0.0, **PARAM_RANGES["temperature"])  # also the range of a *params temperature
+    max_tokens: int | None = num(None, **PARAM_RANGES["max_tokens"])
     params: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = num(120.0, gt=0)
     max_retries: int = num(4, ge=0)

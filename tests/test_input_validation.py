@@ -158,6 +158,34 @@ def test_unknown_keys_and_out_of_range_numbers_refused_at_start_up(compose, toy_
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("overrides, msg", [
+    (["+llm.params.temperature=5"], r"llm\.params\.temperature must be >= 0 and <= 2 \(got 5\)"),
+    (["+llm.params.max_tokens=-5"], r"llm\.params\.max_tokens must be >= 1 \(got -5\)"),
+    (["qa=true", "+qa_reader.llm_params.max_tokens=0"], r"qa_reader\.llm_params\.max_tokens must be >= 1 \(got 0\)"),
+    (["agent=ircot", "+agent.cot_params.top_p=1.5"], r"agent\.cot_params\.top_p must be >= 0 and <= 1 \(got 1\.5\)"),
+    (["agent=hipporag", "hipporag.ner_params.max_tokens=many"],
+     r"hipporag\.ner_params\.max_tokens must be a number >= 1 \(got 'many'\)"),
+    (["+llm.params.temperature=1.5", "+llm.params.max_tokens=8"], None),  # in range
+])
+def test_request_params_are_held_to_the_settings_ranges(compose, toy_dir: Path, tmp_path: Path,
+                                                         overrides: list[str], msg: str | None) -> None:
+    """A request param dict (llm.params, a component's *_params) gets the ranges of the llm schema's settings, at
+    start-up and naming the key: ``+llm.params.temperature=5`` was sent with every call while ``llm.temperature=3``
+    was refused (session 20 probe §5)."""
+    from gear_repro.cli.run import _user_error
+    from gear_repro.llm.client import LLMClient
+
+    cfg = compose(toy_args(toy_dir, "agent=ircot", "llm=openai_compatible", "llm.base_url=http://127.0.0.1:9/v1",
+                           "llm.max_retries=0", *overrides))
+    if msg is None:
+        assert LLMClient(**{k: v for k, v in cfg.llm.items() if k != "_target_"}).default_params["max_tokens"] == 8
+        return
+    with pytest.raises(Exception) as e:  # through Hydra's instantiate: the CLI prints the ConfigError behind it
+        Runner(cfg, tmp_path / "run").run()
+    assert isinstance(_user_error(e.value), ConfigError) and re.search(msg, str(_user_error(e.value)))
+    assert not (tmp_path / "run" / "predictions.jsonl").exists()
+
+
 @pytest.mark.parametrize("override, key, bad", [
     ("retriever=griever", "retriever.paths", "loops"),
     ("retriever=griever_no_shortlist", "retriever.final", "best"),
