@@ -43,6 +43,7 @@ from gear_repro.embedding.precision import Precision, QueryPrecision
 from gear_repro.embedding.runtimes import EncoderBackend
 from gear_repro.evaluation.metrics import AnswerMetric
 from gear_repro.llm.cache import LLMCacheMode
+from gear_repro.llm.client import PARAM_RANGES
 from gear_repro.llm.server import PROMPT_CACHE_BYTES, PROMPT_CACHE_BYTES_RANGE, PromptCache
 from gear_repro.methods.gear.agent import GistDocs, GistEmpty, GistFirstRound, QueryChoice
 from gear_repro.methods.gear.beam_search import BeamConfig
@@ -226,8 +227,8 @@ class LLMSchema:
     model: str = MISSING
     base_url: str | None = None
     api_key_env: str | None = "OPENAI_API_KEY"
-    temperature: float | None = num(0.0, ge=0, le=2)
-    max_tokens: int | None = num(None, ge=1)
+    temperature: float | None = num(0.0, **PARAM_RANGES["temperature"])  # also the range of a *params temperature
+    max_tokens: int | None = num(None, **PARAM_RANGES["max_tokens"])
     params: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = num(120.0, gt=0)
     max_retries: int = num(4, ge=0)
@@ -357,7 +358,7 @@ class DenseRetrieverSchema:
 class HybridRetrieverSchema:
     _target_: str = "gear_repro.retrieval.HybridRetriever"
     name: str = "hybrid"
-    fusion_depth: int = num(100, ge=1)  # depth of each list before fusion (DESIGN.md)
+    fusion_depth: int = num(100, ge=1)  # depth of each list before fusion; >= max(run.ks) (validate)
     k_rrf: int = num(60, ge=0)
 
 
@@ -365,7 +366,7 @@ class HybridRetrieverSchema:
 class ComposedRetrieverSchema:
     _target_: str = "gear_repro.retrieval.ComposedRetriever"
     name: str = "composed"
-    candidates: int = num(100, ge=1)  # BM25 candidates re-scored densely (GRIEVER §4.2.2)
+    candidates: int = num(100, ge=1)  # BM25 candidates re-scored densely (GRIEVER §4.2.2); >= max(run.ks) (validate)
 
 
 @dataclass
@@ -495,6 +496,17 @@ def register_resolvers() -> None:
 register_resolvers()
 register_configs()
 
+# depths that must reach max(run.ks), and what a smaller one would do: a method's list cut below k (null: no cut),
+# a base retriever's lists (hybrid's before fusion, composed's BM25 candidates) shorter than k
+_MEASURED_ON = "R@{k} would be measured on {d} passages"
+_DEPTHS_BELOW_K = {
+    "agent.output_depth": (", or null", _MEASURED_ON), "agent.round_ranking_depth": (", or null", _MEASURED_ON),
+    "expansion.output_depth": (", or null", _MEASURED_ON), "expansion.round_ranking_depth": (", or null", _MEASURED_ON),
+    "retriever.fusion_depth": ("", "R@{k} would fuse BM25 and SBERT lists of {d} passages each"),
+    "retriever.candidates": ("", "R@{k} would re-rank {d} BM25 candidates"),
+}
+
+
 def validate(cfg: DictConfig) -> DictConfig:
     """The start-up check of a composed config (before anything runs): every node's settings through its schema
     (:func:`check_settings`), then the run-level rules no schema can express."""
@@ -517,12 +529,11 @@ def validate(cfg: DictConfig) -> DictConfig:
     if base_k is not None and base_k < max(cfg.run.ks):  # R@k of a list shorter than k, under R@k's name
         raise ConfigError(f"run.base_k ({base_k}) must be >= max(run.ks) ({max(cfg.run.ks)}), or null: R@"
                           f"{max(cfg.run.ks)} would be measured on {base_k} passages")
-    for group in ("agent", "expansion"):  # a method's list cut below k: R@k measured on fewer passages
-        for key in ("output_depth", "round_ranking_depth"):
-            depth = OmegaConf.select(cfg, f"{group}.{key}", default=None)
-            if isinstance(depth, int) and depth < max(cfg.run.ks):
-                raise ConfigError(f"{group}.{key} ({depth}) must be >= max(run.ks) ({max(cfg.run.ks)}), or null: "
-                                  f"R@{max(cfg.run.ks)} would be measured on {depth} passages")
+    k = max(cfg.run.ks)
+    for key, (or_null, why) in _DEPTHS_BELOW_K.items():
+        depth = OmegaConf.select(cfg, key, default=None)
+        if isinstance(depth, int) and depth < k:
+            raise ConfigError(f"{key} ({depth}) must be >= max(run.ks) ({k}){or_null}: {why.format(k=k, d=depth)}")
     llm = cfg.get("llm")
     if isinstance(llm, DictConfig) and "api_key_env" in llm:
         from gear_repro.llm.client import check_env_name

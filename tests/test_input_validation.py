@@ -137,6 +137,12 @@ def test_misspelt_preset_fails(toy_dir: Path, tmp_path: Path) -> None:
     (["dataset.name=../../tmp/escaped"], r"dataset\.name must be a name, not a path: '\.\./\.\./tmp/escaped'"),
     (["run.base_k=3"], r"run\.base_k \(3\) must be >= max\(run\.ks\) \(15\), or null: R@15 would be measured on 3"),
     (["run.base_k=20", "run.ks=[5,10]"], None),  # accepted: a deeper base list
+    # a base retriever's lists shorter than k were raised to k without a word (session 20 probe §5)
+    (["retriever=hybrid", "retriever.fusion_depth=10"], r"retriever\.fusion_depth \(10\) must be >= max\(run\.ks\) "
+                                                        r"\(15\): R@15 would fuse BM25 and SBERT lists of 10 passages"),
+    (["retriever=composed", "retriever.candidates=3"], r"retriever\.candidates \(3\) must be >= max\(run\.ks\) "
+                                                       r"\(15\): R@15 would re-rank 3 BM25 candidates"),
+    (["retriever=composed", "retriever.candidates=10", "run.ks=[5,10]"], None),
     (["retriever=hybrid", "beam.neighbours=0", "llm=local", "report.paper=GRIEVER", "qa=false"], None),  # accepted
 ])
 def test_unknown_keys_and_out_of_range_numbers_refused_at_start_up(compose, toy_dir: Path, tmp_path: Path,
@@ -150,6 +156,34 @@ def test_unknown_keys_and_out_of_range_numbers_refused_at_start_up(compose, toy_
     with pytest.raises(ConfigError, match=msg):
         Runner(cfg, tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("overrides, msg", [
+    (["+llm.params.temperature=5"], r"llm\.params\.temperature must be >= 0 and <= 2 \(got 5\)"),
+    (["+llm.params.max_tokens=-5"], r"llm\.params\.max_tokens must be >= 1 \(got -5\)"),
+    (["qa=true", "+qa_reader.llm_params.max_tokens=0"], r"qa_reader\.llm_params\.max_tokens must be >= 1 \(got 0\)"),
+    (["agent=ircot", "+agent.cot_params.top_p=1.5"], r"agent\.cot_params\.top_p must be >= 0 and <= 1 \(got 1\.5\)"),
+    (["agent=hipporag", "hipporag.ner_params.max_tokens=many"],
+     r"hipporag\.ner_params\.max_tokens must be a number >= 1 \(got 'many'\)"),
+    (["+llm.params.temperature=1.5", "+llm.params.max_tokens=8"], None),  # in range
+])
+def test_request_params_are_held_to_the_settings_ranges(compose, toy_dir: Path, tmp_path: Path,
+                                                         overrides: list[str], msg: str | None) -> None:
+    """A request param dict (llm.params, a component's *_params) gets the ranges of the llm schema's settings, at
+    start-up and naming the key: ``+llm.params.temperature=5`` was sent with every call while ``llm.temperature=3``
+    was refused (session 20 probe §5)."""
+    from gear_repro.cli.run import _user_error
+    from gear_repro.llm.client import LLMClient
+
+    cfg = compose(toy_args(toy_dir, "agent=ircot", "llm=openai_compatible", "llm.base_url=http://127.0.0.1:9/v1",
+                           "llm.max_retries=0", *overrides))
+    if msg is None:
+        assert LLMClient(**{k: v for k, v in cfg.llm.items() if k != "_target_"}).default_params["max_tokens"] == 8
+        return
+    with pytest.raises(Exception) as e:  # through Hydra's instantiate: the CLI prints the ConfigError behind it
+        Runner(cfg, tmp_path / "run").run()
+    assert isinstance(_user_error(e.value), ConfigError) and re.search(msg, str(_user_error(e.value)))
+    assert not (tmp_path / "run" / "predictions.jsonl").exists()
 
 
 @pytest.mark.parametrize("override, key, bad", [

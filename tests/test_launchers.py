@@ -60,3 +60,34 @@ def test_lock_of_another_node_is_taken_over_once_its_slurm_job_is_gone(tmp_path,
     with lock.RunDirLock(tmp_path):
         assert json.loads((tmp_path / lock.LOCK_FILE).read_text())["host"] != "node-7"
     assert lock._owner_alive({"host": "node-7", "pid": 1, "slurm_job": None})
+
+
+def test_sweep_over_presets_that_sweep_themselves_is_refused(toy_dir, tmp_path):
+    """``-m experiment=a,b`` ran one job per preset without the sweep each declares (Hydra reads
+    hydra.sweeper.params from the primary config, before a swept choice applies): refused before any job, naming
+    the dropped axes (session 20 probe §5). One such preset per command keeps its sweep; presets without a sweep
+    of their own are swept as asked (Hydra's basic launcher, toy data, BM25)."""
+    from tests.helpers.cli import run_cli, toy_args
+
+    conf = tmp_path / "conf" / "experiment"
+    conf.mkdir(parents=True)
+    for name, own in (("deep", "run.save_depth: 20,30"), ("long", "dataset.limit: 1,2"), ("plain_a", None),
+                      ("plain_b", None)):
+        sweep = f"hydra:\n  sweeper:\n    params:\n      {own}\n" if own else ""
+        (conf / f"{name}.yaml").write_text(f"# @package _global_\nrun:\n  save_depth: 25\n{sweep}", encoding="utf-8")
+
+    def sweep(choices: str, out: str):
+        return run_cli(["-m", "--config-dir", str(conf.parent), f"experiment={choices}", *toy_args(toy_dir),
+                        f"hydra.sweep.dir={tmp_path / out}"], tmp_path)
+
+    r = sweep("deep,long", "both")
+    assert r.returncode == 2 and not (tmp_path / "both").exists(), r.stderr
+    assert ("drops their own sweeps (Hydra reads hydra.sweeper.params before a swept choice is applied): "
+            "experiment=deep sweeps run.save_depth=20,30; experiment=long sweeps dataset.limit=1,2. Run one preset "
+            "per command (gear-repro -m experiment=deep ...)") in r.stderr
+    r = sweep("deep", "one")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.parent.name[0] for p in (tmp_path / "one").glob("*/metrics.json")) == ["0", "1"]
+    r = sweep("plain_a,plain_b", "plain")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.parent.name[0] for p in (tmp_path / "plain").glob("*/metrics.json")) == ["0", "1"]

@@ -97,6 +97,47 @@ def test_resume_fingerprint_covers_the_data(compose, toy_dir, tmp_path):
         Runner(_cfg(compose, toy_dir), run).run()
 
 
+def test_refused_resume_names_what_differs_and_moved_data_resumes(compose, toy_dir, tmp_path, caplog):
+    """A refused resume names the differing settings (old → new, secrets as ***) and data files; a byte-identical
+    copy of the data (another clone or mount of the repo) resumes: the data are identified by content, not by
+    dataset.path (session 20 probe §5). A run dir fingerprinted with dataset.path (before) resumes from its path."""
+    import shutil
+
+    from gear_repro.pipeline.runner import data_fingerprint
+
+    run = tmp_path / "run"
+    Runner(_cfg(compose, toy_dir, "dataset.limit=2"), run).run()
+    for extra, said in ((["run.ks=[5,10]"], "run.ks: [5, 10, 15] → [5, 10]"),
+                        (["dataset.subset=stratified"], 'dataset.subset: "first" → "stratified"'),
+                        (["+llm.params.extra_headers={X-Key: SeCrEt-99}"], "(unset) → \"***\"")):
+        with pytest.raises(ConfigError, match="different config or different data") as e:
+            Runner(_cfg(compose, toy_dir, "dataset.limit=2", *extra), run).run()
+        assert said in str(e.value) and "SeCrEt-99" not in str(e.value), str(e.value)
+    copy = shutil.copytree(toy_dir, tmp_path / "copy")
+    assert Runner(_cfg(compose, copy, "dataset.limit=3"), run).run()["n_questions"] == 3
+    q = copy / "questions.jsonl"
+    q.write_text(q.read_text().replace("capital of Germany", "capital of Spain"), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"the questions file's content \(sha256 \w+ → \w+\)"):
+        Runner(_cfg(compose, copy), run).run()
+    # a run dir of the format before: its fingerprint held dataset.path, accepted from that path only
+    cfg, run = _cfg(compose, toy_dir), tmp_path / "old"
+    Runner(cfg, run).run()
+    hashes = read_json(run / "run.json")["data_hashes"]
+    for name in ("run.json", "metrics.json"):
+        (run / name).write_text(json.dumps({**read_json(run / name),
+                                            "fingerprint": data_fingerprint(cfg, hashes, with_path=True)}))
+    with caplog.at_level("INFO", logger="gear_repro"):
+        Runner(cfg, run).run()  # re-scored once (no question runs again), under the new fingerprint
+    assert "format that held dataset.path" in caplog.text
+    assert read_json(run / "run.json")["fingerprint"] == read_json(run / "metrics.json")["fingerprint"] == \
+        data_fingerprint(cfg, hashes)
+    (run / "run.json").write_text(json.dumps({**read_json(run / "run.json"),
+                                              "fingerprint": data_fingerprint(_cfg(compose, tmp_path / "elsewhere"),
+                                                                              hashes, with_path=True)}))
+    with pytest.raises(ConfigError, match="no setting of its config.yaml and no data file differs"):
+        Runner(cfg, run).run()
+
+
 def test_resume_fingerprint_covers_the_llm_endpoint(compose, toy_dir):
     """Another server may serve another model: its replies never join a run of the first (issue 25 review);
     credentials in the URL are not part of it (a rotated key is the same endpoint); no base_url: as before."""
@@ -396,6 +437,26 @@ def test_report_flags_stale_metrics(compose, toy_dir, tmp_path, capsys):
     (run / "metrics.json").write_text(json.dumps({**read_json(run / "metrics.json"), "question_ids": ["q1"]}))
     assert report_main([str(run), "--out", str(tmp_path / "rep")]) == 0
     assert "metrics.json scores 1 questions but predictions.jsonl has 3 finished" in capsys.readouterr().err
+
+
+def test_report_does_not_call_a_shrunk_run_unfinished(compose, toy_dir, tmp_path, capsys):
+    """dataset.limit 1, then 3, then 2: the run scored the 2 it asked for on purpose (predictions.jsonl keeps the
+    third): no "extended run that did not finish" note (session 20 probe §5); an extension that did not finish
+    still gets it, naming what its last start asked for."""
+    from gear_repro.cli.report import main as report_main
+    from gear_repro.reporting.runs import find_runs
+
+    run = tmp_path / "a"
+    for limit in (1, 3, 2):
+        Runner(_cfg(compose, toy_dir, f"dataset.limit={limit}"), run).run()
+    assert len(_preds(run)) == 3 and find_runs([run])[0].notes == []
+    assert report_main([str(run), "--out", str(tmp_path / "rep")]) == 0
+    assert "did not finish" not in capsys.readouterr().err
+    run_json = read_json(run / "run.json")  # a resume to 3 that stopped after its start was recorded
+    (run / "run.json").write_text(json.dumps({**run_json, "subset": {**run_json["subset"], "size": 3,
+                                                                     "ids": ["q1", "q2", "q3"]}}))
+    assert "predictions.jsonl has 3 finished ones (its last start asked for 3) (an extended run that did not " \
+           "finish)" in find_runs([run])[0].notes[0]
 
 
 def test_explorer_provenance_of_an_unfinished_extension_says_what_was_scored(compose, toy_dir, tmp_path):

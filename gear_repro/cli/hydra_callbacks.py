@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from hydra.experimental.callback import Callback
@@ -39,3 +40,54 @@ class RedactMultirunConfig(Callback):
             after = redact(before)
             if after != before:
                 _mask_changed(node, before, after)
+
+
+def _sweep_params(config: DictConfig) -> dict[str, str]:
+    """``hydra.sweeper.params`` of a composed config ({} when it sets none)."""
+    params = OmegaConf.select(config, "hydra.sweeper.params", default=None)
+    return {str(k): str(v) for k, v in params.items()} if isinstance(params, DictConfig) else {}
+
+
+def dropped_sweeps(config: DictConfig) -> dict[str, dict[str, str]]:
+    """Per swept config-group choice (``-m experiment=a,b``: ``experiment=a``), the sweep its own config sets in
+    ``hydra.sweeper.params`` that this multirun drops: Hydra takes the sweep from the primary config, composed
+    before a swept choice is applied, so a preset's own axes never run. Each choice is composed as its job will
+    be (the command's other overrides, Hydra's ``load_sweep_config``); {} when none sets a sweep of its own."""
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    loader = GlobalHydra.instance().config_loader()
+    overrides = OverridesParser.create(config_loader=loader).parse_overrides(list(config.hydra.overrides.task))
+    fixed = [o.input_line for o in overrides if not o.is_sweep_override()]
+    primary = _sweep_params(config)
+    out: dict[str, dict[str, str]] = {}
+    for o in overrides:
+        key = o.get_key_element()
+        if not o.is_sweep_override() or "." in key.lstrip("+~"):  # a value, not a config group
+            continue
+        for value in o.sweep_string_iterator():
+            try:
+                job = loader.load_sweep_config(config, [*fixed, f"{key}={value}"])
+            except Exception:  # a choice that does not compose: its job fails on its own, naming it
+                continue
+            axes = {k: v for k, v in _sweep_params(job).items() if primary.get(k) != v}
+            if axes:
+                out[f"{key.lstrip('+~')}={value}"] = axes
+    return out
+
+
+class RefuseDroppedPresetSweeps(Callback):
+    """``-m experiment=table4_diversity,table12_density`` would launch one job per preset, each without the sweep
+    the preset declares (``beam: default,no_diversity``): refused before any job, exit 2, naming the dropped axes."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        dropped = dropped_sweeps(config)
+        if not dropped:
+            return
+        listed = "; ".join(f"{choice} sweeps {', '.join(f'{k}={v}' for k, v in axes.items())}"
+                           for choice, axes in dropped.items())
+        first = next(iter(dropped))
+        print(f"error: a multirun over presets that sweep themselves drops their own sweeps (Hydra reads "
+              f"hydra.sweeper.params before a swept choice is applied): {listed}. Run one preset per command "
+              f"(gear-repro -m {first} ...)", file=sys.stderr)
+        raise SystemExit(2)

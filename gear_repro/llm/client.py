@@ -41,6 +41,7 @@ from gear_repro.llm.tokens import count_messages, count_text
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError, GearError
 from gear_repro.utils.secrets import redact_text
+from gear_repro.utils.settings import Range, check_number, range_text
 
 if TYPE_CHECKING:
     from gear_repro.llm.server import LlamaServer
@@ -109,6 +110,27 @@ def chat_param_names() -> frozenset[str]:
     from openai.resources.chat.completions import Completions
 
     return frozenset(inspect.signature(Completions.create).parameters) - {"self", "model", "messages"}
+
+
+# Allowed ranges of request params: temperature and max_tokens are also settings (llm.temperature, llm.max_tokens:
+# the llm schema in gear_repro/config.py declares them with these), the others as the chat API documents them
+# (OpenAI API reference, chat.completions.create)
+PARAM_RANGES: dict[str, Range] = {
+    "temperature": {"ge": 0, "gt": None, "le": 2, "lt": None}, "max_tokens": {"ge": 1, "gt": None, "le": None, "lt": None},
+    "max_completion_tokens": {"ge": 1}, "top_p": {"ge": 0, "le": 1},
+    "frequency_penalty": {"ge": -2, "le": 2}, "presence_penalty": {"ge": -2, "le": 2}}
+
+
+def check_param_values(params: Mapping[str, Any], key: str) -> None:
+    """ConfigError naming ``<key>.<name>`` for a request param outside its range (:data:`PARAM_RANGES`) or not a
+    number: ``+llm.params.temperature=5`` is refused as ``llm.temperature=5`` is, not sent with every call."""
+    for name, rng in PARAM_RANGES.items():
+        value = params.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{key}.{name} must be a number {range_text(rng)} (got {value!r})")
+        check_number(f"{key}.{name}", value, rng)
 
 
 def _openai_version() -> str:
@@ -193,7 +215,8 @@ class LLMClient:
     def check_params(self, params: Mapping[str, Any], key: str) -> None:
         """Start-up check of request params (``llm.params``, a component's ``llm_params``): each must be a keyword of
         the OpenAI SDK's ``chat.completions.create`` (:func:`chat_param_names`), ``stream`` off (a reply is read
-        whole); a ConfigError naming ``<key>.<name>`` otherwise, instead of every call failing."""
+        whole), a number in its range (:func:`check_param_values`); a ConfigError naming ``<key>.<name>`` otherwise,
+        instead of every call failing."""
         known = chat_param_names()
         for name, value in params.items():
             if name not in known:
@@ -201,6 +224,7 @@ class LLMClient:
                                   f"{_openai_version()}: {', '.join(sorted(known))})")
             if name == "stream" and value:
                 raise ConfigError(f"{key}.stream must be false: the harness reads each reply whole")
+        check_param_values(params, key)
 
     def check_ready(self) -> None:
         """Start-up check (no network): a hosted endpoint (no base_url, no local server) needs its key set; a server

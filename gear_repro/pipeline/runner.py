@@ -15,8 +15,8 @@ wiring (pipeline/wiring.py) builds them. It owns the run directory:
     .lock              held while the run writes (utils/lock.py); a second run into the dir is refused
 
 Bookkeeping rules (issue 9 §2): a question that errored is recorded (scored as a miss) but not finished, so a
-resume retries it; the resume fingerprint covers the config and the data files' hashes (and, for LLM runs, the
-prompt files); configuration errors
+resume retries it; the resume fingerprint covers the config (not ``dataset.path``) and the data files' hashes (and, for
+LLM runs, the prompt files), and a refused resume names the settings and data files that differ; configuration errors
 are found by :meth:`Runner.preflight` before any question runs.
 """
 
@@ -62,6 +62,7 @@ from gear_repro.utils.io import (
 from gear_repro.utils.lock import RunDirLock
 from gear_repro.utils.provenance import environment
 from gear_repro.utils.secrets import redact_text, redact_url
+from gear_repro.utils.settings import flat_settings
 
 log = logging.getLogger("gear_repro")
 
@@ -75,7 +76,12 @@ _NON_RESULT_KEYS = {
 }
 
 
-def run_fingerprint(cfg: DictConfig) -> str:
+def fingerprint_settings(cfg: DictConfig, with_path: bool = False) -> dict:
+    """What :func:`run_fingerprint` hashes: the resolved config less the keys that do not change results, plus the
+    identities of what serves the LLM and of a local model folder. ``dataset.path`` is left out: the data are
+    identified by their content (:func:`data_fingerprint`), so a byte-identical copy of them, or another clone or
+    mount of the repo (``${repo:}/data/...``), resumes. ``with_path`` keeps it: the fingerprint run dirs were given
+    before (accepted by :meth:`Runner._check_resume` when the run dir's own path gives it)."""
     c = resolved(cfg, enum_to_str=False)
     emb = c.get("embedder")
     if isinstance(emb, dict):  # the precisions that run (`auto` differs between machines); fp32 (queries too)
@@ -94,6 +100,8 @@ def run_fingerprint(cfg: DictConfig) -> str:
         elif key in c:
             c[key] = {k: v for k, v in c[key].items() if k not in sub}
     c.get("dataset", {}).pop("limit", None)  # a larger limit extends a run; finished questions stay valid
+    if not with_path:
+        c.get("dataset", {}).pop("path", None)  # the files' content is in data_fingerprint
     url = OmegaConf.select(cfg, "llm.base_url", default=None)
     if url:  # another server may serve another model: a resume never mixes two servers' replies (secrets masked,
         c["llm"]["endpoint"] = redact_url(str(url))  # so a rotated key is the same endpoint); unset: as before
@@ -101,14 +109,42 @@ def run_fingerprint(cfg: DictConfig) -> str:
         c["llm"]["weights"] = weights  # a GGUF file given by path, by content (the packaged models: as before)
     if (files := model_path_identity(OmegaConf.select(cfg, "embedder.model", default=None))):
         c["embedder"]["files"] = files  # a local model folder by content, as its vectors' key
-    return hash_obj(c)
+    return c
 
 
-def data_fingerprint(cfg: DictConfig, data_hashes: dict) -> str:
+def run_fingerprint(cfg: DictConfig, with_path: bool = False) -> str:
+    """Hash of the settings that change results (:func:`fingerprint_settings`)."""
+    return hash_obj(fingerprint_settings(cfg, with_path))
+
+
+def data_fingerprint(cfg: DictConfig, data_hashes: dict, with_path: bool = False) -> str:
     """Resume fingerprint: the result-relevant config plus the hashes of the data files (corpus, questions,
     triples), so editing the data and re-running into the same dir never reuses old predictions. Indexes are
-    built from these files with settings that are part of the config, so they are covered too."""
-    return hash_obj({"config": run_fingerprint(cfg), "data": dict(sorted(data_hashes.items()))})
+    built from these files with settings that are part of the config, so they are covered too. ``with_path``:
+    the fingerprint of run dirs written before ``dataset.path`` was left out."""
+    return hash_obj({"config": run_fingerprint(cfg, with_path), "data": dict(sorted(data_hashes.items()))})
+
+
+_DIFFS_SHOWN = 8  # differing settings a refused resume names at most
+
+
+def what_differs(old_cfg: DictConfig | None, new_cfg: DictConfig, old_data: dict, new_data: dict) -> list[str]:
+    """What tells a run dir's run from this one, for a refused resume: each fingerprinted setting that differs
+    (``run.ks: [5, 10, 15] → [5, 10]``; secrets shown as ``***``, as in config.yaml) and each data file whose
+    content hash differs. ``old_cfg``: the dir's config.yaml (None when it has none)."""
+    from gear_repro.config import redact
+
+    out = []
+    if old_cfg is not None:
+        old, new = (flat_settings(redact(fingerprint_settings(c))) for c in (old_cfg, new_cfg))
+        for key in sorted(old.keys() | new.keys()):
+            if old.get(key) != new.get(key):
+                out.append(f"{key}: {old.get(key, '(unset)')} → {new.get(key, '(unset)')}")
+    for name in sorted(old_data.keys() | new_data.keys()):
+        if old_data.get(name) != new_data.get(name):
+            out.append(f"the {name} file's content (sha256 {old_data.get(name) or '(none)'} → "
+                       f"{new_data.get(name) or '(none)'})")
+    return out[:_DIFFS_SHOWN] + ([f"{len(out) - _DIFFS_SHOWN} more"] if len(out) > _DIFFS_SHOWN else [])
 
 
 _WHAT = {"predictions.jsonl": "predictions", EXTRACTION_LOG: "extracted triples"}  # a run dir's results, in messages
@@ -207,16 +243,48 @@ class Runner:
         return read_json_object(run_json) if run_json.exists() and (self.run_dir / results).exists() else {}
 
     def _check_resume(self, previous: dict, results: str = "predictions.jsonl", key: str = "fingerprint",
-                      fp: str | None = None) -> str:
-        """The resume fingerprint ``fp`` (default: the config's and data's); a ConfigError when the dir holds
-        ``results`` whose run.json (``previous``) ``key`` differs (another config or data)."""
-        fp = fp or data_fingerprint(self.cfg, self.res.dataset.hashes)
+                      cfg: DictConfig | None = None) -> str:
+        """The resume fingerprint of ``cfg`` (default: the run's config) and the data; a ConfigError naming what
+        differs when the dir holds ``results`` whose run.json (``previous``) ``key`` differs (another config or
+        data). A fingerprint of the format before ``dataset.path`` was left out is accepted when the dir's own
+        config.yaml path gives it (same settings, same data content); the run then records the new one."""
+        cfg = cfg if cfg is not None else self.cfg
+        hashes = self.res.dataset.hashes
+        fp = data_fingerprint(cfg, hashes)
         old = previous.get(key)
-        if old and old != fp:
-            raise ConfigError(
-                f"{self.run_dir} holds {_WHAT[results]} of a different config or different data (fingerprint {old} "
-                f"!= {fp}); use a new run dir (hydra.run.dir=...) instead of mixing results")
-        return fp
+        if not old or old == fp:
+            return fp
+        old_cfg = self._old_config(cfg)
+        if old_cfg is not None:
+            as_before = copy.deepcopy(cfg)
+            with open_dict(as_before):
+                as_before.dataset.path = OmegaConf.select(old_cfg, "dataset.path", default=None)
+            if old == data_fingerprint(as_before, hashes, with_path=True):
+                log.info("%s: run.json's fingerprint is of the format that held dataset.path (%s); same settings "
+                         "and data content: resuming, recorded under the new fingerprint", self.run_dir,
+                         as_before.dataset.path)
+                return fp
+        try:
+            diffs = what_differs(old_cfg, cfg, previous.get("data_hashes") or {}, hashes)
+        except Exception:  # a config.yaml of an older layout: the refusal without its details
+            diffs = what_differs(None, cfg, previous.get("data_hashes") or {}, hashes)
+        why = ("; ".join(diffs) if diffs else "no setting of its config.yaml and no data file differs: what does "
+               "is not recorded there (the files of a model given by path, a secret shown as ***)")
+        raise ConfigError(
+            f"{self.run_dir} holds {_WHAT[results]} of a different config or different data ({why}; fingerprint "
+            f"{old} != {fp}); use a new run dir (hydra.run.dir=...) instead of mixing results")
+
+    def _old_config(self, like: DictConfig) -> DictConfig | None:
+        """The run dir's config.yaml (the run whose results it holds), None when absent or unreadable; without
+        ``dataset.limit_passages`` when ``like`` is without it (an extraction's fingerprint)."""
+        path = self.run_dir / "config.yaml"
+        try:
+            old = OmegaConf.load(path) if path.is_file() else None
+        except Exception:  # a damaged copy only costs the message its details
+            return None
+        if not isinstance(old, DictConfig) or not isinstance(old.get("dataset"), DictConfig):
+            return None
+        return old if "limit_passages" in like.dataset else _without_limit_passages(old)
 
     def _check_prompts(self, previous: dict, results: str) -> dict[str, str]:
         """For a run that calls an LLM: its prompt files' hash (run.json ``prompts``), refused when the dir holds
@@ -286,8 +354,8 @@ class Runner:
             fp = data_fingerprint(self.cfg, self.res.dataset.hashes)
             # a resume never mixes two models' or settings' triples; more passages (limit_passages) extend it
             previous = self._previous(EXTRACTION_LOG)
-            extraction_fp = self._check_resume(previous, EXTRACTION_LOG, "extraction_fingerprint", data_fingerprint(
-                _without_limit_passages(self.cfg), self.res.dataset.hashes))
+            extraction_fp = self._check_resume(previous, EXTRACTION_LOG, "extraction_fingerprint",
+                                               _without_limit_passages(self.cfg))
             prompts = self._check_prompts(previous, EXTRACTION_LOG)
             self.res.llm.check_ready()
             self._start()

@@ -15,6 +15,7 @@ from gear_repro.qa.reader import PAPER_QA_TOP_K, pass_for_qa
 from gear_repro.reporting.paper import DEFAULT_PAPER
 from gear_repro.utils.errors import GearError
 from gear_repro.utils.io import read_json_object
+from gear_repro.utils.settings import flat_settings
 
 log = logging.getLogger(__name__)
 
@@ -52,18 +53,30 @@ class RunResult:
         return f"{self.method} [{self.tag}]" if self.tag else self.method
 
     @cached_property
-    def data_warnings(self) -> dict[str, int]:
-        """run.json ``data_warnings`` (gold ids missing from the corpus, a partial triples file, ...; {} if none)."""
+    def run_info(self) -> dict:
+        """The run's run.json ({} without one)."""
         path = Path(self.path) / "run.json"
-        found = read_json_object(path).get("data_warnings") if path.is_file() else None
+        return read_json_object(path) if path.is_file() else {}
+
+    def _info(self, key: str) -> dict:
+        found = self.run_info.get(key)
         return dict(found) if isinstance(found, dict) else {}
 
-    @cached_property
+    @property
+    def data_warnings(self) -> dict[str, int]:
+        """run.json ``data_warnings`` (gold ids missing from the corpus, a partial triples file, ...; {} if none)."""
+        return self._info("data_warnings")
+
+    @property
+    def subset(self) -> dict:
+        """run.json ``subset``: the questions the run's last (re)start asked for (kind, limit, size, ids; {} if
+        unrecorded)."""
+        return self._info("subset")
+
+    @property
     def data(self) -> dict[str, str]:
         """The hashes of the corpus and question files the run read (run.json ``data_hashes``; {} if unrecorded)."""
-        path = Path(self.path) / "run.json"
-        hashes = read_json_object(path).get("data_hashes") if path.is_file() else None
-        return {k: str(v) for k, v in (hashes or {}).items() if k in ("corpus", "questions")}
+        return {k: str(v) for k, v in self._info("data_hashes").items() if k in ("corpus", "questions")}
 
     @cached_property
     def built(self) -> frozenset[str] | None:
@@ -73,7 +86,7 @@ class RunResult:
         if not (path / "run.json").is_file():
             return None
         return frozenset([*(["llm"] if (path / "llm_stats.json").is_file() else []),
-                          *(["embedder"] if "embedder" in read_json_object(path / "run.json") else [])])
+                          *(["embedder"] if "embedder" in self.run_info else [])])
 
     def uses(self, key: str) -> bool:
         """Whether the setting ``key`` could matter to the run (``llm.*`` only if it built an LLM, ``embedder.*`` only
@@ -213,17 +226,6 @@ def _tag_order(key: str) -> tuple[int, str]:
     return (0, key)
 
 
-def _flat(node: object, prefix: str = "") -> dict[str, str]:
-    if isinstance(node, dict):
-        out: dict[str, str] = {}
-        for k, v in node.items():
-            if not prefix and k in _TAG_IGNORED:
-                continue
-            out.update(_flat(v, f"{prefix}{k}."))
-        return out
-    return {prefix[:-1]: json.dumps(node, sort_keys=True)}
-
-
 def tag_runs(runs: list[RunResult]) -> None:
     """Give runs that share a label and a dataset (a ``-m beam.width=3,10`` sweep) a :attr:`RunResult.tag`: the
     settings whose values differ among them (``beam.width=3``; the run's own settings before the report's labels
@@ -234,7 +236,7 @@ def tag_runs(runs: list[RunResult]) -> None:
     for r in runs:
         by_method.setdefault(r.method, []).append(r)
     for group in by_method.values():
-        flat = {id(r): _flat(r.config) for r in group}
+        flat = {id(r): flat_settings(r.config, _TAG_IGNORED) for r in group}
         keys: set[str] = set()
         for dataset in {r.dataset for r in group}:
             same = [r for r in group if r.dataset == dataset]
@@ -309,15 +311,28 @@ def question_set(run: RunResult, preds: list[dict]) -> list[dict]:
 
 
 def check_stale(run: RunResult, preds: list[dict]) -> None:
-    """Flag a metrics.json that scores fewer questions than predictions.jsonl finished (a run extended with a
-    larger dataset.limit and not finished): the report keeps the recorded set and says so."""
+    """Flag a metrics.json that scores fewer questions than the run's last (re)start asked for (run.json's
+    ``subset``, written at each start: a run extended with a larger dataset.limit that did not finish): the report
+    keeps the recorded set and says so. A run whose dataset.limit was lowered scores the questions it asked for,
+    though predictions.jsonl keeps the others: not flagged. Without a recorded subset, finished predictions
+    beyond metrics.json's count are the sign."""
     ids = run.metrics.get("question_ids")
     n_metrics = len(ids) if ids is not None else run.metrics.get("n_questions")
+    if n_metrics is None:
+        return
     finished = len(RunResult.split_errored(preds)[0])
-    if n_metrics is not None and finished > n_metrics:
+    asked = run.subset
+    if isinstance(asked.get("ids"), list) and ids is not None:
+        stale = bool(set(map(str, asked["ids"])) - set(map(str, ids)))
+    elif isinstance(asked.get("size"), int):
+        stale = asked["size"] > n_metrics
+    else:
+        stale = finished > n_metrics
+    if stale:
+        wanted = f" (its last start asked for {asked['size']})" if isinstance(asked.get("size"), int) else ""
         run.notes.append(f"{run.path}: metrics.json scores {n_metrics} questions but predictions.jsonl has "
-                         f"{finished} finished ones (an extended run that did not finish): the report uses the "
-                         f"{n_metrics}; re-run it to update metrics.json")
+                         f"{finished} finished ones{wanted} (an extended run that did not finish): the report uses "
+                         f"the {n_metrics}; re-run it to update metrics.json")
 
 
 FAILURE_FILE = "failure.json"  # written by the runner when a run raises (pipeline/runner.py record_failure)

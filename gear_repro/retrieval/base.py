@@ -75,7 +75,9 @@ class DenseRetriever(_Base):
 
 
 class HybridRetriever(_Base):
-    """RRF of BM25 and SBERT lists, each retrieved to ``fusion_depth`` before truncation to k (DESIGN.md)."""
+    """RRF of BM25 and SBERT lists, each retrieved to ``fusion_depth`` before truncation to k. A run refuses a
+    ``fusion_depth`` below max(run.ks) (config.validate); a call for more passages than it (a method's deeper
+    internal list) retrieves each list to k, so the fused list is never shorter than asked."""
 
     name = "hybrid"
 
@@ -96,7 +98,8 @@ class HybridRetriever(_Base):
 
 class ComposedRetriever(_Base):
     """Composed retrieval (GRIEVER §4.2.2): the top ``candidates`` BM25 passages re-scored by SBERT cosine,
-    best k by cosine (ties: BM25 order). Dense scoring touches only the candidates, hence its low latency
+    best k by cosine (ties: BM25 order); ``candidates`` below max(run.ks) is refused (config.validate), a call for
+    more passages re-scores k candidates. Dense scoring touches only the candidates, hence its low latency
     (GRIEVER Table 1). The cosine uses the collection's embedding matrix (``vectors()``, the cached corpus
     embeddings) on every backend."""
 

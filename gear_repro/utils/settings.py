@@ -6,6 +6,7 @@ config schemas (``gear_repro/config.py``) import them, so a value is declared an
 
 from __future__ import annotations
 
+import json
 import math
 import types
 import typing
@@ -38,6 +39,19 @@ def choice(enum: type[E], value: Any, key: str) -> E:
         if isinstance(value, str) and value in enum.__members__:
             return enum[value]
         raise ConfigError(f"{key} must be one of {[m.value for m in enum]}, got '{value}'") from None
+
+
+def flat_settings(node: object, skip: frozenset[str] | set[str] = frozenset(), prefix: str = "") -> dict[str, str]:
+    """A plain config container as ``{dotted key: its value as canonical JSON}`` (lists are values), without the
+    top-level keys in ``skip``: what two runs' configs are compared by (report tags, a refused resume)."""
+    if isinstance(node, dict):
+        out: dict[str, str] = {}
+        for k, v in node.items():
+            if not prefix and k in skip:
+                continue
+            out.update(flat_settings(v, skip, f"{prefix}{k}."))
+        return out
+    return {prefix[:-1]: json.dumps(node, sort_keys=True, ensure_ascii=False)}
 
 
 # -- numeric ranges -----------------------------------------------------------------------------------------

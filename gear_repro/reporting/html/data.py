@@ -438,7 +438,7 @@ def run_provenance(run: RunResult) -> dict[str, Any]:
     """What the overview says of one run: where it is, what produced it (commit, data/index hashes, subset,
     packages, config) and what went wrong (errored questions, notes)."""
     path = Path(run.path)
-    info = read_json_object(path / "run.json") if (path / "run.json").is_file() else {}
+    info = run.run_info
     env = info.get("environment") or {}
     preds = predictions(run)
     errors = [[str(p.get("id")), str(p.get("error"))[:ERROR_CHARS]] for p in preds if p.get("error")]
