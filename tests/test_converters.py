@@ -237,7 +237,8 @@ def test_openie_fixture_counts_every_drop(tmp_path: Path) -> None:
 def test_prepare_cli_end_to_end(tmp_path: Path, capsys) -> None:
     qfile = _write(tmp_path / "q.jsonl", IRCOT, jsonl=True)
     out = tmp_path / "out"
-    assert prepare_main(["--format", "ircot", "--questions", str(qfile), "--out", str(out), "--limit", "1"]) == 0
+    assert prepare_main(["--format", "ircot", "--questions", str(qfile), "--out", str(out), "--limit", "1",
+                         "--dataset", "musique"]) == 0
     printed = capsys.readouterr().out
     assert "questions: 1 (of 2 in file)" in printed and "0 not found" in printed
     ds = load_dataset(out)
@@ -323,3 +324,61 @@ def test_a_blank_question_is_refused_by_prepare_as_by_the_run(tmp_path: Path) ->
     path.write_text(json.dumps([rec]))
     with pytest.raises(DataError, match=r"hp\.json.*field 'question' is blank"):
         FORMATS["hotpotqa"](path)
+
+
+# --------------------------------------------------------------------------- the source dataset (s20 probe 1.4)
+
+HP_REC = {"_id": "h1", "question": "Where?", "answer": "Amiens", "type": "bridge", "level": "easy",
+          "context": [["Alu", ["Alu is near Amiens."]], ["Other", ["Unrelated."]]], "supporting_facts": [["Alu", 0]]}
+W2_REC = {"_id": "w1", "question": "Who?", "answer": "Z", "type": "compositional",
+          "context": [["P", ["P was born."]]], "supporting_facts": [["P", 0]], "evidences": [["P", "born in", "Q"]]}
+
+
+def test_hipporag_file_not_named_after_its_dataset_needs_dataset(tmp_path: Path, capsys) -> None:
+    """A renamed HippoRAG file said "hipporag" as its dataset, which every dataset group accepted; now prepare
+    asks for --dataset, and records it."""
+    qfile = _write(tmp_path / "sample.json", [HP_REC])
+    corpus = _write(tmp_path / "sample_corpus.json", [{"title": "Alu", "text": "Alu is near Amiens."}])
+    args = ["--format", "hipporag", "--questions", str(qfile), "--corpus", str(corpus), "--out", str(tmp_path / "o")]
+    assert prepare_main(args) == 2
+    err = capsys.readouterr().err
+    assert "sample.json: --format hipporag cannot tell which dataset" in err and "--dataset" in err
+    assert not (tmp_path / "o").exists()
+    assert prepare_main([*args, "--dataset", "hotpotqa"]) == 0
+    assert "dataset: hotpotqa (from the --dataset)" in capsys.readouterr().out
+    stats = json.loads((tmp_path / "o" / "prepare_stats.json").read_text())
+    assert (stats["dataset"], stats["dataset_from"]) == ("hotpotqa", "--dataset")
+    assert load_dataset(tmp_path / "o").questions[0].dataset == "hotpotqa"
+    # --dataset never contradicts a format that names its dataset
+    assert prepare_main(["--format", "musique", "--dataset", "hotpotqa", "--questions", str(qfile),
+                         "--out", str(tmp_path / "m")]) == 2
+    assert "--format musique reads musique data, not hotpotqa" in capsys.readouterr().err
+
+
+MQ_REC = {"id": "2hop__1_2", "question": "Where?", "answer": "Amiens",
+          "paragraphs": [{"title": "Alu", "paragraph_text": "Alu is near Amiens.", "is_supporting": True}]}
+
+
+@pytest.mark.parametrize(("fmt", "ok", "rec", "says"), [
+    ("hotpotqa", HP_REC, W2_REC,
+     r"a 2WikiMultihopQA record \(field 'evidences'\) under --format hotpotqa, which is HotpotQA's: "
+     r"use --format 2wiki"),
+    ("hotpotqa", HP_REC, {k: v for k, v in W2_REC.items() if k != "evidences"},
+     r"a 2WikiMultihopQA record \(type 'compositional'\) under --format hotpotqa, which is HotpotQA's: "
+     r"use --format 2wiki"),
+    ("2wiki", W2_REC, HP_REC, r"a HotpotQA record \(field 'level'\) under --format 2wiki, which is "
+                              r"2WikiMultihopQA's: use --format hotpotqa"),
+    ("hipporag", MQ_REC, HP_REC, r"a HotpotQA record \(field 'level'\) but the folder would be recorded as musique "
+                                 r"\(from the --dataset\): use --dataset hotpotqa"),
+])
+def test_a_record_of_the_other_dataset_is_refused(tmp_path: Path, fmt: str, ok: dict, rec: dict, says: str) -> None:
+    """HotpotQA and 2Wiki share a layout (and a parser): 2Wiki data under --format hotpotqa was written as HotpotQA
+    and scored with its answer script; the record's own fields say which it is."""
+    from gear_repro.utils.errors import DataError
+
+    qfile = _write(tmp_path / "dev.json", [ok, rec | {"_id": "x2"}])
+    corpus = _write(tmp_path / "c.json", [{"title": "Alu", "text": "Alu is near Amiens."}])
+    dataset = "musique" if fmt == "hipporag" else None
+    assert FORMATS[fmt](_write(tmp_path / "ok.json", [ok]), corpus=corpus, dataset=dataset).questions
+    with pytest.raises(DataError, match=rf"dev\.json\[1\]: {says}"):
+        FORMATS[fmt](qfile, corpus=corpus, dataset=dataset)

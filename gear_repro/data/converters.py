@@ -1,7 +1,8 @@
 """Converters from native multi-hop QA formats to the canonical records (DESIGN.md "Datasets").
 
-Every converter has the signature ``convert_x(questions, corpus=None, limit=None) -> Converted``
-and is registered in ``FORMATS``. ``docs/data.md`` documents formats, id schemes and gold matching.
+Every converter has the signature ``convert_x(questions, corpus=None, limit=None, alias_file=None,
+dataset=None) -> Converted`` and is registered in ``FORMATS``. ``docs/data.md`` documents formats, id schemes and
+gold matching.
 
 Passage ids: with a corpus file, ``str(id)`` if every record has ``id``, else ``str(idx)`` if every
 record has ``idx``, else the 0-based position in the file. Without one, the corpus is the union of
@@ -414,17 +415,70 @@ def _parse_hipporag_record(ref: str, rec: dict) -> _Item:
     raise DataError(f"{ref}: HippoRAG question has none of 'paragraphs', 'supporting_facts'+'context', 'evidence'")
 
 
-_KNOWN_DATASETS = ("musique", "hotpotqa", "2wikimultihopqa")
+DATASETS = ("musique", "hotpotqa", "2wikimultihopqa")  # what --dataset names; prepare_stats.json's "dataset"
+_FORMAT_OF = {"musique": "musique", "hotpotqa": "hotpotqa", "2wikimultihopqa": "2wiki"}  # each one's native --format
+_TWOWIKI_TYPES = {"compositional", "bridge_comparison", "inference"}  # 2Wiki's types that HotpotQA lacks
+_NAMES = {"musique": "MuSiQue", "hotpotqa": "HotpotQA", "2wikimultihopqa": "2WikiMultihopQA"}
 
 
-def dataset_from_path(path: str | Path, default: str) -> str:
-    """Dataset name from a file path (HippoRAG "<name>.json", IRCoT "processed_data/<name>/..."), else default."""
+def dataset_from_path(path: str | Path) -> str | None:
+    """Dataset name from a file path (HippoRAG "<name>.json", IRCoT "processed_data/<name>/..."), else None."""
     p = Path(path)
     for part in (p.stem.lower(), p.parent.name.lower()):
-        for name in _KNOWN_DATASETS:
+        for name in DATASETS:
             if part.startswith(name):
                 return name
-    return default
+    return None
+
+
+def _source_dataset(fmt: str, fixed: str | None, given: str | None, questions: str | Path) -> tuple[str, str]:
+    """(dataset, what named it) for a conversion: the format's own dataset, else ``--dataset``, else the file name;
+    a DataError when ``--dataset`` contradicts the format or nothing names one (never the format's name)."""
+    if given is not None and given not in DATASETS:
+        raise DataError(f"--dataset must be one of {', '.join(DATASETS)}, got '{given}'")
+    if fixed is not None:
+        if given is not None and given != fixed:
+            raise DataError(f"--format {fmt} reads {fixed} data, not {given}: for {given} data use --format "
+                            f"{_FORMAT_OF[given]} (or --format hipporag/ircot with --dataset {given})")
+        return fixed, "format"
+    from_name = dataset_from_path(questions)
+    if given is not None:
+        if from_name is not None and from_name != given:
+            log.warning("%s: the file name says %s but --dataset is %s; the folder is recorded as %s", questions,
+                        from_name, given, given)
+        return given, "--dataset"
+    if from_name is None:
+        raise DataError(f"{questions}: --format {fmt} cannot tell which dataset this file holds (its name is not "
+                        f"HippoRAG's <dataset>.json nor under IRCoT's processed_data/<dataset>/): give --dataset "
+                        f"{{{','.join(DATASETS)}}}")
+    return from_name, "file name"
+
+
+def _foreign_source(rec: dict) -> tuple[str, str] | None:
+    """(dataset, the field that says so) when a record carries a field only HotpotQA or only 2Wiki has: ``level``
+    (HotpotQA), ``evidences`` or a 2Wiki-only type (compositional, bridge_comparison, inference)."""
+    if "level" in rec:
+        return "hotpotqa", "field 'level'"
+    if "evidences" in rec:
+        return "2wikimultihopqa", "field 'evidences'"
+    kind = rec.get("type") or rec.get("question_type")
+    if isinstance(kind, str) and kind in _TWOWIKI_TYPES:
+        return "2wikimultihopqa", f"type '{kind}'"
+    return None
+
+
+def _check_source(ref: str, rec: dict, dataset: str, fmt: str, named_by: str) -> None:
+    """DataError naming the record and the option to change when its fields belong to another dataset than the one
+    the folder will be recorded as (2Wiki data under --format hotpotqa would be tabled and scored as HotpotQA)."""
+    found = _foreign_source(rec)
+    if found is None or found[0] == dataset:
+        return
+    other, why = found
+    if named_by == "format":
+        raise DataError(f"{ref}: a {_NAMES[other]} record ({why}) under --format {fmt}, which is "
+                        f"{_NAMES[dataset]}'s: use --format {_FORMAT_OF[other]}")
+    raise DataError(f"{ref}: a {_NAMES[other]} record ({why}) but the folder would be recorded as {dataset} (from "
+                    f"the {named_by}): use --dataset {other}")
 
 
 ALIAS_FILE = "id_aliases.json"  # 2WikiMultihopQA's alias file (README, data_ids release)
@@ -447,15 +501,20 @@ def _with_id_aliases(rec: dict, aliases: dict[str, list[str]]) -> dict:
     return {**rec, "answer_aliases": [*(rec.get("answer_aliases") or []), *extra]} if extra else rec
 
 
-def _convert(parse: Callable[[str, dict], _Item], fmt: str, dataset: str | None, needs_corpus: bool = False):
+def _convert(parse: Callable[[str, dict], _Item], fmt: str, fixed: str | None, needs_corpus: bool = False):
     def convert(questions: str | Path, corpus: str | Path | None = None, limit: int | None = None,
-                alias_file: str | Path | None = None) -> Converted:
-        """``alias_file``: 2Wiki's id_aliases.json (default: that file beside ``questions``, if present)."""
+                alias_file: str | Path | None = None, dataset: str | None = None) -> Converted:
+        """``alias_file``: 2Wiki's id_aliases.json (default: that file beside ``questions``, if present);
+        ``dataset``: the source dataset (``--dataset``; needed when neither the format nor the file name says)."""
+        name, named_by = _source_dataset(fmt, fixed, dataset, questions)
         found = Path(alias_file) if alias_file is not None else Path(questions).parent / ALIAS_FILE
         aliases = load_id_aliases(found) if alias_file is not None or found.is_file() else {}
-        items = [parse(ref, _with_id_aliases(rec, aliases)) for ref, rec in read_records(questions)]
-        name = dataset or dataset_from_path(questions, fmt)
+        items = []
+        for ref, rec in read_records(questions):
+            _check_source(ref, rec, name, fmt, named_by)
+            items.append(parse(ref, _with_id_aliases(rec, aliases)))
         conv = _finish(items, corpus, name, fmt, limit, needs_corpus=needs_corpus)
+        conv.stats["dataset_from"] = named_by
         conv.stats["questions_file"] = str(questions)
         conv.stats["corpus_file"] = str(corpus) if corpus is not None else None
         conv.stats["alias_file"] = str(found) if aliases else None
