@@ -382,3 +382,40 @@ def test_a_record_of_the_other_dataset_is_refused(tmp_path: Path, fmt: str, ok: 
     assert FORMATS[fmt](_write(tmp_path / "ok.json", [ok]), corpus=corpus, dataset=dataset).questions
     with pytest.raises(DataError, match=rf"dev\.json\[1\]: {says}"):
         FORMATS[fmt](qfile, corpus=corpus, dataset=dataset)
+
+
+# --------------------------------------------------------------------------- MuSiQue-Full (s20 probe 1.5)
+
+def test_unanswerable_musique_records_are_dropped_or_kept_unscored(tmp_path: Path, capsys) -> None:
+    """MuSiQue-Full's `answerable: false` twin was converted as answerable: scored EM 1 against the original answer,
+    its leftover supporting paragraphs gold. evaluate_v1.0.py:58-60 scores answers and support only when
+    answerable: dropped by default (counted, printed), or kept with neither answers nor gold."""
+    from gear_repro.data.dataset import check_gold_answers
+    from gear_repro.utils.errors import DataError
+
+    twin = MQ_REC | {"answerable": False, "paragraphs": [
+        {"title": "Alu", "paragraph_text": "Alu is near Amiens.", "is_supporting": True},
+        {"title": "Decoy", "paragraph_text": "A decoy.", "is_supporting": False}]}
+    recs = [MQ_REC | {"answerable": True}, twin | {"id": "2hop__1_2_u"}]
+    qfile = _write(tmp_path / "full.jsonl", recs, jsonl=True)
+    args = ["--format", "musique", "--questions", str(qfile)]
+    assert prepare_main([*args, "--out", str(tmp_path / "d")]) == 0
+    assert "unanswerable (answerable: false): 1 dropped" in capsys.readouterr().out
+    stats = json.loads((tmp_path / "d" / "prepare_stats.json").read_text())
+    assert (stats["questions"], stats["questions_in_file"], stats["unanswerable_dropped"], stats["passages"]) == (
+        1, 2, 1, 1)
+    assert prepare_main([*args, "--keep-unanswerable", "--out", str(tmp_path / "k")]) == 0
+    assert "1 kept without answers or gold" in capsys.readouterr().out
+    ds = load_dataset(tmp_path / "k")
+    assert [(q.id, q.answers, q.gold_ids, q.type) for q in ds.questions][1] == ("2hop__1_2_u", [], [], "2hop")
+    assert len(ds.passages) == 2 and ds.warnings == {"questions_without_gold": 1}  # recall skips it
+    with pytest.raises(DataError, match="'2hop__1_2_u' has no gold answer"):
+        check_gold_answers(ds)  # qa=true refuses it at start-up
+    # MuSiQue-Full gives the pair one id: dropping the twin leaves one; keeping both names `answerable`
+    same = _write(tmp_path / "same.jsonl", [recs[0], twin], jsonl=True)
+    assert FORMATS["musique"](same).stats["unanswerable_dropped"] == 1
+    with pytest.raises(DataError, match=r"same\.jsonl:2: duplicate question id '2hop__1_2' \(first at .*same\.jsonl:1\)"
+                                        r"; one is answerable: false"):
+        FORMATS["musique"](same, keep_unanswerable=True)
+    with pytest.raises(DataError, match=r"all 1 records are answerable: false.*--keep-unanswerable"):
+        FORMATS["musique"](_write(tmp_path / "u.jsonl", [twin], jsonl=True))

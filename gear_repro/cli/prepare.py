@@ -39,10 +39,11 @@ def _check_unique(passages: list[Passage], questions: list[Question]) -> None:
 
 def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path | None = None,
             triples_hipporag: str | Path | None = None, limit: int | None = None, chunk_size: int = 0,
-            chunk_overlap: int = 0, dataset: str | None = None) -> dict[str, Any]:
+            chunk_overlap: int = 0, dataset: str | None = None, keep_unanswerable: bool = False) -> dict[str, Any]:
     """Convert, validate and write one dataset folder; returns the stats written to prepare_stats.json.
     ``chunk_size`` > 0 splits documents into overlapping word windows (gear_repro.data.chunking); ``dataset`` is
-    the source dataset recorded for the folder (required for hipporag/ircot files not named after theirs)."""
+    the source dataset recorded for the folder (required for hipporag/ircot files not named after theirs);
+    ``keep_unanswerable`` keeps MuSiQue-Full's ``answerable: false`` records, without answers and gold."""
     if limit is not None and limit <= 0:
         raise DataError(f"--limit must be a positive number of questions, got {limit}")
     for what, path in (("questions file", questions), ("corpus file", corpus),
@@ -50,7 +51,8 @@ def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path
         if path is not None:
             require_file(path, what)
     require_dir_target(out, "--out")
-    conv = get_converter(fmt)(questions, corpus=corpus, limit=limit, dataset=dataset)
+    conv = get_converter(fmt)(questions, corpus=corpus, limit=limit, dataset=dataset,
+                              keep_unanswerable=keep_unanswerable)
     _check_unique(conv.passages, conv.questions)
     out = Path(out)
     stats: dict[str, Any] = dict(conv.stats)
@@ -95,6 +97,12 @@ def _summary(stats: dict[str, Any], out: Path) -> str:
         f"no gold: {stats['questions_without_gold']}",
         f"types: {stats['types']}",
     ]
+    if stats.get("unanswerable_dropped"):
+        lines.append(f"unanswerable (answerable: false): {stats['unanswerable_dropped']} dropped "
+                     "(--keep-unanswerable keeps them)")
+    if stats.get("unanswerable_kept"):
+        lines.append(f"unanswerable (answerable: false): {stats['unanswerable_kept']} kept without answers or gold "
+                     "(EM/F1 and recall skip them, as MuSiQue's evaluation does; qa=true refuses this folder)")
     if stats.get("questions_without_answers"):
         lines.append(f"WARNING: {stats['questions_without_answers']} questions have no gold answer (EM/F1 cannot score "
                      f"them; qa=true refuses them), e.g. {stats['questions_without_answers_ids'][0]}")
@@ -131,13 +139,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunk-size", type=int, default=0,
                     help="split documents into windows of this many words (default 0 = no chunking)")
     ap.add_argument("--chunk-overlap", type=int, default=0, help="words shared by neighbouring chunks (default 0)")
+    ap.add_argument("--keep-unanswerable", action="store_true",
+                    help="keep MuSiQue-Full's answerable: false questions, without answers and gold passages "
+                         "(default: drop and count them)")
     ap.add_argument("--out", required=True, help="output dataset folder")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         stats = prepare(args.format, args.questions, args.out, corpus=args.corpus,
                         triples_hipporag=args.triples_hipporag, limit=args.limit,
-                        chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, dataset=args.dataset)
+                        chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, dataset=args.dataset,
+                        keep_unanswerable=args.keep_unanswerable)
     except GearError as e:
         print(f"gear-repro-prepare: error: {e}", file=sys.stderr)
         return 2

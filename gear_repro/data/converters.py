@@ -109,12 +109,14 @@ def _question_text(rec: dict, ref: str, key: str = "question") -> str:
 _TRUE, _FALSE = {"true", "yes", "1"}, {"false", "no", "0", ""}
 
 
-def _flag(rec: dict, ref: str, key: str) -> bool:
-    """A boolean field: JSON true/false (null or absent = false), 0/1, or the strings true/false/yes/no/1/0 (any
+def _flag(rec: dict, ref: str, key: str, default: bool = False) -> bool:
+    """A boolean field: JSON true/false (null or absent = ``default``), 0/1, or the strings true/false/yes/no/1/0 (any
     case); anything else raises DataError naming the record (a string "false" is never true)."""
     value = rec.get(key)
-    if value is None or isinstance(value, bool):
-        return bool(value)
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
@@ -202,6 +204,7 @@ class _Item:
     type: str
     paragraphs: list[tuple[str, str]]
     gold: list[tuple[str, str | None]]
+    answerable: bool = True  # MuSiQue-Full's ``answerable``
 
 
 @dataclass
@@ -240,20 +243,44 @@ def _union_corpus(items: list[_Item]) -> tuple[list[Passage], int]:
     return out, dup
 
 
+def _unanswerable(items: list[_Item], keep: bool) -> tuple[list[_Item], dict[str, int]]:
+    """MuSiQue-Full's ``answerable: false`` records: dropped, or (``keep``) kept without answers and gold, so that
+    EM/F1 and recall skip them as the official evaluate_v1.0.py:58-60 does (qa=true refuses such a folder)."""
+    n = sum(1 for it in items if not it.answerable)
+    if n == len(items) and not keep:
+        raise DataError(f"{items[0].ref}: all {n} records are answerable: false (MuSiQue-Full's unanswerable "
+                        "questions); --keep-unanswerable keeps them")
+    if not keep:
+        return [it for it in items if it.answerable], {"unanswerable_in_file": n, "unanswerable_dropped": n}
+    for it in items:
+        if not it.answerable:
+            it.answers, it.gold = [], []
+    return items, {"unanswerable_in_file": n, "unanswerable_dropped": 0}
+
+
+def _check_ids(items: list[_Item]) -> None:
+    seen: dict[str, _Item] = {}
+    for it in items:
+        first = seen.setdefault(it.id, it)
+        if first is not it:
+            pair = ("; one is answerable: false (MuSiQue-Full gives a question and its unanswerable twin one id; "
+                    "without --keep-unanswerable the unanswerable one is dropped)"
+                    if first.answerable != it.answerable else "")
+            raise DataError(f"{it.ref}: duplicate question id '{it.id}' (first at {first.ref}){pair}")
+
+
 def _finish(items: list[_Item], corpus_path: str | Path | None, dataset: str, fmt: str,
-            limit: int | None, needs_corpus: bool = False) -> Converted:
+            limit: int | None, needs_corpus: bool = False, keep_unanswerable: bool = False) -> Converted:
     """Build the corpus (file or union), resolve gold references, check ids, count everything."""
     if not items:
         raise DataError(f"{fmt}: no questions in the input")
-    seen: dict[str, str] = {}
-    for it in items:
-        if it.id in seen:
-            raise DataError(f"{it.ref}: duplicate question id '{it.id}' (first at {seen[it.id]})")
-        seen[it.id] = it.ref
     n_in = len(items)
+    items, unanswerable = _unanswerable(items, keep_unanswerable)
+    _check_ids(items)
     if limit is not None and limit > 0:
         items = items[:limit]
-    stats: dict[str, Any] = {"format": fmt, "dataset": dataset, "questions_in_file": n_in}
+    stats: dict[str, Any] = {"format": fmt, "dataset": dataset, "questions_in_file": n_in, **unanswerable,
+                             "unanswerable_kept": sum(1 for it in items if not it.answerable)}
     if corpus_path is not None:
         passages = load_hipporag_corpus(corpus_path)
         stats["corpus_source"] = "file"
@@ -314,6 +341,9 @@ def _finish(items: list[_Item], corpus_path: str | Path | None, dataset: str, fm
         log.warning("%s: %d gold titles match several corpus passages; all are gold", fmt, how["title_ambiguous"])
     if q_nogold:
         log.warning("%s: %d questions have no gold passages", fmt, q_nogold)
+    if stats["unanswerable_dropped"]:
+        log.warning("%s: dropped %d unanswerable questions (answerable: false); --keep-unanswerable keeps them", fmt,
+                    stats["unanswerable_dropped"])
     return Converted(passages, questions, stats)
 
 
@@ -503,9 +533,11 @@ def _with_id_aliases(rec: dict, aliases: dict[str, list[str]]) -> dict:
 
 def _convert(parse: Callable[[str, dict], _Item], fmt: str, fixed: str | None, needs_corpus: bool = False):
     def convert(questions: str | Path, corpus: str | Path | None = None, limit: int | None = None,
-                alias_file: str | Path | None = None, dataset: str | None = None) -> Converted:
+                alias_file: str | Path | None = None, dataset: str | None = None,
+                keep_unanswerable: bool = False) -> Converted:
         """``alias_file``: 2Wiki's id_aliases.json (default: that file beside ``questions``, if present);
-        ``dataset``: the source dataset (``--dataset``; needed when neither the format nor the file name says)."""
+        ``dataset``: the source dataset (``--dataset``; needed when neither the format nor the file name says);
+        ``keep_unanswerable``: keep ``answerable: false`` records (without answers and gold) instead of dropping them."""
         name, named_by = _source_dataset(fmt, fixed, dataset, questions)
         found = Path(alias_file) if alias_file is not None else Path(questions).parent / ALIAS_FILE
         aliases = load_id_aliases(found) if alias_file is not None or found.is_file() else {}
@@ -513,7 +545,9 @@ def _convert(parse: Callable[[str, dict], _Item], fmt: str, fixed: str | None, n
         for ref, rec in read_records(questions):
             _check_source(ref, rec, name, fmt, named_by)
             items.append(parse(ref, _with_id_aliases(rec, aliases)))
-        conv = _finish(items, corpus, name, fmt, limit, needs_corpus=needs_corpus)
+            items[-1].answerable = _flag(rec, ref, "answerable", default=True)
+        conv = _finish(items, corpus, name, fmt, limit, needs_corpus=needs_corpus,
+                       keep_unanswerable=keep_unanswerable)
         conv.stats["dataset_from"] = named_by
         conv.stats["questions_file"] = str(questions)
         conv.stats["corpus_file"] = str(corpus) if corpus is not None else None
