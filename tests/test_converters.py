@@ -419,3 +419,37 @@ def test_unanswerable_musique_records_are_dropped_or_kept_unscored(tmp_path: Pat
         FORMATS["musique"](same, keep_unanswerable=True)
     with pytest.raises(DataError, match=r"all 1 records are answerable: false.*--keep-unanswerable"):
         FORMATS["musique"](_write(tmp_path / "u.jsonl", [twin], jsonl=True))
+
+
+# --------------------------------------------------------------------------- Unicode forms (s20 probe 1.6)
+
+def test_text_in_another_unicode_form_is_written_in_nfc_and_counted(tmp_path: Path, capsys) -> None:
+    """A corpus in NFD (macOS files, some extractions) beside NFC questions lost BM25 recall: its tokenizer splits
+    "Jime\u0301nez" around the combining mark. Prepare writes NFC and says how many strings it changed."""
+    import unicodedata
+
+    from gear_repro.backends.tokenize import tokenize
+
+    nfd = lambda s: unicodedata.normalize("NFD", s)  # noqa: E731
+    rec = {"id": "2hop__7_8", "question": "Where was Jiménez born?", "answer": "Málaga", "answer_aliases": ["Malaga"],
+           "paragraphs": [{"title": "Jiménez", "paragraph_text": "Jiménez was born in Málaga.", "is_supporting": True},
+                          {"title": "Other", "paragraph_text": "Unrelated.", "is_supporting": False}]}
+    both = {"nfc": rec, "nfd": rec | {"question": nfd(rec["question"]), "answer": nfd(rec["answer"]), "paragraphs": [
+        {**p, "title": nfd(p["title"]), "paragraph_text": nfd(p["paragraph_text"])} for p in rec["paragraphs"]]}}
+    assert tokenize([both["nfd"]["paragraphs"][0]["title"]]) != tokenize(["Jiménez"])  # what BM25 would index
+    for form, r in both.items():
+        qfile = _write(tmp_path / f"{form}.jsonl", [r], jsonl=True)
+        assert prepare_main(["--format", "musique", "--questions", str(qfile), "--out", str(tmp_path / form)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("NFC-normalised") == 1
+    assert "NFC-normalised (Unicode form; BM25 splits words in another form): 1 passage titles, 1 passage texts, " \
+           "1 questions, 1 answers" in printed
+    for name in ("corpus.jsonl", "questions.jsonl"):
+        assert (tmp_path / "nfd" / name).read_bytes() == (tmp_path / "nfc" / name).read_bytes()
+    stats = json.loads((tmp_path / "nfd" / "prepare_stats.json").read_text())
+    assert stats["nfc_normalised"] == {"passage_titles": 1, "passage_texts": 1, "questions": 1, "answers": 1}
+    # a corpus file in NFD: its passages too
+    corpus = _write(tmp_path / "c.json", [{"title": nfd("Jiménez"), "text": nfd("Jiménez was born in Málaga.")}])
+    conv = FORMATS["musique"](tmp_path / "nfc.jsonl", corpus=corpus)
+    assert conv.passages[0].title == "Jiménez" and conv.questions[0].gold_ids == ["0"]
+    assert conv.stats["nfc_normalised"] == {"passage_titles": 1, "passage_texts": 1, "questions": 0, "answers": 0}

@@ -97,6 +97,9 @@ def _summary(stats: dict[str, Any], out: Path) -> str:
         f"no gold: {stats['questions_without_gold']}",
         f"types: {stats['types']}",
     ]
+    if any((stats.get("nfc_normalised") or {}).values()):
+        lines.append("NFC-normalised (Unicode form; BM25 splits words in another form): " + ", ".join(
+            f"{n} {kind.replace('_', ' ')}" for kind, n in stats["nfc_normalised"].items()))
     if stats.get("unanswerable_dropped"):
         lines.append(f"unanswerable (answerable: false): {stats['unanswerable_dropped']} dropped "
                      "(--keep-unanswerable keeps them)")

@@ -228,18 +228,49 @@ def _answers(ref: str, *parts: Any) -> list[str]:
     return out
 
 
-def _union_corpus(items: list[_Item]) -> tuple[list[Passage], int]:
+class _NFC:
+    """NFC (the form of published datasets) of the texts prepare writes, counting by kind the strings it changed:
+    BM25 splits a word in another form around its combining marks ("Jime\u0301nez" -> "jime", "nez")."""
+
+    KINDS = ("passage_titles", "passage_texts", "questions", "answers")
+
+    def __init__(self) -> None:
+        self.changed: Counter[str] = Counter({k: 0 for k in self.KINDS})
+
+    def __call__(self, s: str, kind: str | None = None) -> str:
+        """``s`` in NFC; counted under ``kind`` when it changes (None: not counted)."""
+        if unicodedata.is_normalized("NFC", s):
+            return s
+        if kind is not None:
+            self.changed[kind] += 1
+        return unicodedata.normalize("NFC", s)
+
+    def item(self, it: _Item) -> None:
+        """``it``'s question, answers (counted) and gold references (not counted) in NFC, in place; its paragraphs
+        are normalised (and counted) as passages of the union corpus."""
+        it.question = self(it.question, "questions")
+        it.answers = list(dict.fromkeys(self(a, "answers") for a in it.answers))
+        it.gold = [(self(t), None if x is None else self(x)) for t, x in it.gold]
+
+    def passage(self, p: Passage) -> Passage:
+        return Passage(id=p.id, title=self(p.title, "passage_titles"), text=self(p.text, "passage_texts"))
+
+
+def _union_corpus(items: list[_Item], nfc: _NFC) -> tuple[list[Passage], int]:
+    """The questions' paragraphs de-duplicated by (title, text) in NFC; a passage is counted by ``nfc`` as first
+    seen."""
     seen: dict[tuple[str, str], str] = {}
     out: list[Passage] = []
     dup = 0
     for it in items:
         for title, text in it.paragraphs:
-            k = (title.strip(), text.strip())
+            raw = (title.strip(), text.strip())
+            k = (nfc(raw[0]), nfc(raw[1]))
             if k in seen:
                 dup += 1
                 continue
             seen[k] = str(len(out))
-            out.append(Passage(id=seen[k], title=k[0], text=k[1]))
+            out.append(nfc.passage(Passage(id=seen[k], title=raw[0], text=raw[1])))
     return out, dup
 
 
@@ -281,17 +312,21 @@ def _finish(items: list[_Item], corpus_path: str | Path | None, dataset: str, fm
         items = items[:limit]
     stats: dict[str, Any] = {"format": fmt, "dataset": dataset, "questions_in_file": n_in, **unanswerable,
                              "unanswerable_kept": sum(1 for it in items if not it.answerable)}
+    nfc = _NFC()
+    for it in items:
+        nfc.item(it)
     if corpus_path is not None:
-        passages = load_hipporag_corpus(corpus_path)
+        passages = [nfc.passage(p) for p in load_hipporag_corpus(corpus_path)]
         stats["corpus_source"] = "file"
     elif needs_corpus:
         raise DataError(f"format '{fmt}' needs --corpus (its questions carry no passage texts)")
     else:
-        passages, dup = _union_corpus(items)
+        passages, dup = _union_corpus(items, nfc)
         stats["corpus_source"] = "union of question paragraphs"
         stats["paragraphs_deduplicated"] = dup
     if not passages:
         raise DataError(f"{fmt}: empty corpus (no passages)")
+    stats["nfc_normalised"] = dict(nfc.changed)
     index = CorpusIndex(passages)
     stats["corpus_duplicate_title_text"] = index.n_duplicate_keys
     how: Counter[str] = Counter()
