@@ -275,6 +275,12 @@ def test_2wiki_answer_aliases_from_id_aliases_file(tmp_path: Path) -> None:
     from gear_repro.evaluation.metrics import f1_score
 
     assert f1_score("American", conv.questions[0].answers, "2wiki") == 1.0
+    # a string answer_aliases is one alias with the alias file too, never its letters (s20 probe 1.7: the alias "i"
+    # gave "World War I" F1 0.5)
+    _write(qfile, [recs[0] | {"answer_aliases": "Single Alias"}])
+    answers = FORMATS["2wiki"](qfile).questions[0].answers
+    assert answers == ["United States", "Single Alias", "USA", "America", "American"]
+    assert f1_score("World War I", answers, "2wiki") == 0.0
 
 
 def test_a_title_twice_in_one_context_takes_the_paragraph_with_the_supporting_sentence(tmp_path, caplog):

@@ -559,11 +559,14 @@ def load_id_aliases(path: str | Path) -> dict[str, list[str]]:
     return out
 
 
-def _with_id_aliases(rec: dict, aliases: dict[str, list[str]]) -> dict:
-    """A record whose ``answer_id`` has aliases gets them as ``answer_aliases`` (the gold answers of
-    2wikimultihop_evaluate_v1.1.py:197-200: the answer plus aliases and demonyms of its Wikidata id)."""
+def _with_id_aliases(ref: str, rec: dict, aliases: dict[str, list[str]]) -> dict:
+    """A record whose ``answer_id`` has aliases gets them after its ``answer_aliases`` (the gold answers of
+    2wikimultihop_evaluate_v1.1.py:197-200: the answer plus aliases and demonyms of its Wikidata id); a string
+    ``answer_aliases`` is one alias, as without the alias file (never its characters)."""
     extra = aliases.get(str(rec.get("answer_id"))) if rec.get("answer_id") is not None else None
-    return {**rec, "answer_aliases": [*(rec.get("answer_aliases") or []), *extra]} if extra else rec
+    if not extra:
+        return rec
+    return {**rec, "answer_aliases": [*_string_list(rec.get("answer_aliases"), ref, "answer_aliases"), *extra]}
 
 
 def _convert(parse: Callable[[str, dict], _Item], fmt: str, fixed: str | None, needs_corpus: bool = False):
@@ -579,7 +582,7 @@ def _convert(parse: Callable[[str, dict], _Item], fmt: str, fixed: str | None, n
         items = []
         for ref, rec in read_records(questions):
             _check_source(ref, rec, name, fmt, named_by)
-            items.append(parse(ref, _with_id_aliases(rec, aliases)))
+            items.append(parse(ref, _with_id_aliases(ref, rec, aliases)))
             items[-1].answerable = _flag(rec, ref, "answerable", default=True)
         conv = _finish(items, corpus, name, fmt, limit, needs_corpus=needs_corpus,
                        keep_unanswerable=keep_unanswerable)
