@@ -1,7 +1,7 @@
 """gear-repro-prepare: convert a native dataset into the canonical folder (docs/data.md).
 
     gear-repro-prepare --format FMT --questions FILE [--dataset NAME] [--corpus FILE] [--triples-hipporag FILE]
-                       [--limit N] --out DIR
+                       [--limit N] [--chunk-size N [--chunk-overlap M]] [--keep-unanswerable] --out DIR
 
 writes DIR/corpus.jsonl, DIR/questions.jsonl, DIR/triples.jsonl (with --triples-hipporag) and
 DIR/prepare_stats.json, and prints the counts.
