@@ -93,6 +93,8 @@ class DatasetSchema:
     limit_passages: int | None = num(None, ge=1)  # first N passages (extraction stage only)
     triples_file: str | None = "triples.jsonl"
     missing_gold: MissingGold = MissingGold.warn
+    # a folder whose prepare_stats.json names no known source dataset runs (under this group) only when true
+    allow_unknown_source: bool = False
     max_rounds: int = num(4, ge=1)  # GEAR agent rounds (MuSiQue 4, 2Wiki/HotpotQA 2; §6.3)
     # EM/F1 script: musique | hotpotqa | twowiki (2Wiki's); null = from paper_name (others: hotpotqa). docs/readings.md
     answer_metric: AnswerMetric | None = None

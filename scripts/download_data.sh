@@ -105,7 +105,8 @@ musique_ircot() {
   build_corpus musique "$m/ircot_corpus.json" \
     "$m/musique_ans_v1.0_dev.jsonl" "$m/musique_ans_v1.0_test.jsonl" "$m/musique_ans_v1.0_train.jsonl" \
     "$m/musique_full_v1.0_dev.jsonl" "$m/musique_full_v1.0_test.jsonl" "$m/musique_full_v1.0_train.jsonl"
-  "${PREPARE[@]}" --format ircot --questions "$RAW/ircot/processed_data/musique/test_subsampled.jsonl" \
+  "${PREPARE[@]}" --format ircot --dataset musique \
+    --questions "$RAW/ircot/processed_data/musique/test_subsampled.jsonl" \
     --corpus "$m/ircot_corpus.json" --out "$OUT/musique_ircot"
   check_count "$OUT/musique_ircot" 139416 500
 }
@@ -116,7 +117,8 @@ twowiki_ircot() {
   local w="$RAW/2wikimultihopqa"
   [[ -s "$w/train.json" ]] || unzip -q -jo "$w/data_ids.zip" -d "$w" -x "*.DS_Store"
   build_corpus 2wiki "$w/ircot_corpus.json" "$w/train.json" "$w/dev.json" "$w/test.json"
-  "${PREPARE[@]}" --format ircot --questions "$RAW/ircot/processed_data/2wikimultihopqa/test_subsampled.jsonl" \
+  "${PREPARE[@]}" --format ircot --dataset 2wikimultihopqa \
+    --questions "$RAW/ircot/processed_data/2wikimultihopqa/test_subsampled.jsonl" \
     --corpus "$w/ircot_corpus.json" --out "$OUT/2wiki_ircot"
   check_count "$OUT/2wiki_ircot" 430225 500
 }
@@ -125,7 +127,8 @@ hotpotqa_hipporag() {
   local h="$RAW/hipporag"
   fetch "$HIPPORAG_DATA_URL/hotpotqa.json" "$h/hotpotqa.json"
   fetch "$HIPPORAG_DATA_URL/hotpotqa_corpus.json" "$h/hotpotqa_corpus.json"
-  "${PREPARE[@]}" --format hipporag --questions "$h/hotpotqa.json" --corpus "$h/hotpotqa_corpus.json" \
+  "${PREPARE[@]}" --format hipporag --dataset hotpotqa --questions "$h/hotpotqa.json" \
+    --corpus "$h/hotpotqa_corpus.json" \
     --out "$OUT/hotpotqa_hipporag"
   check_count "$OUT/hotpotqa_hipporag" 9221 1000
 }

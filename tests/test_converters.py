@@ -237,7 +237,8 @@ def test_openie_fixture_counts_every_drop(tmp_path: Path) -> None:
 def test_prepare_cli_end_to_end(tmp_path: Path, capsys) -> None:
     qfile = _write(tmp_path / "q.jsonl", IRCOT, jsonl=True)
     out = tmp_path / "out"
-    assert prepare_main(["--format", "ircot", "--questions", str(qfile), "--out", str(out), "--limit", "1"]) == 0
+    assert prepare_main(["--format", "ircot", "--questions", str(qfile), "--out", str(out), "--limit", "1",
+                         "--dataset", "musique"]) == 0
     printed = capsys.readouterr().out
     assert "questions: 1 (of 2 in file)" in printed and "0 not found" in printed
     ds = load_dataset(out)
@@ -274,6 +275,12 @@ def test_2wiki_answer_aliases_from_id_aliases_file(tmp_path: Path) -> None:
     from gear_repro.evaluation.metrics import f1_score
 
     assert f1_score("American", conv.questions[0].answers, "2wiki") == 1.0
+    # a string answer_aliases is one alias with the alias file too, never its letters (s20 probe 1.7: the alias "i"
+    # gave "World War I" F1 0.5)
+    _write(qfile, [recs[0] | {"answer_aliases": "Single Alias"}])
+    answers = FORMATS["2wiki"](qfile).questions[0].answers
+    assert answers == ["United States", "Single Alias", "USA", "America", "American"]
+    assert f1_score("World War I", answers, "2wiki") == 0.0
 
 
 def test_a_title_twice_in_one_context_takes_the_paragraph_with_the_supporting_sentence(tmp_path, caplog):
@@ -323,3 +330,132 @@ def test_a_blank_question_is_refused_by_prepare_as_by_the_run(tmp_path: Path) ->
     path.write_text(json.dumps([rec]))
     with pytest.raises(DataError, match=r"hp\.json.*field 'question' is blank"):
         FORMATS["hotpotqa"](path)
+
+
+# --------------------------------------------------------------------------- the source dataset (s20 probe 1.4)
+
+HP_REC = {"_id": "h1", "question": "Where?", "answer": "Amiens", "type": "bridge", "level": "easy",
+          "context": [["Alu", ["Alu is near Amiens."]], ["Other", ["Unrelated."]]], "supporting_facts": [["Alu", 0]]}
+W2_REC = {"_id": "w1", "question": "Who?", "answer": "Z", "type": "compositional",
+          "context": [["P", ["P was born."]]], "supporting_facts": [["P", 0]], "evidences": [["P", "born in", "Q"]]}
+
+
+def test_hipporag_file_not_named_after_its_dataset_needs_dataset(tmp_path: Path, capsys) -> None:
+    """A renamed HippoRAG file said "hipporag" as its dataset, which every dataset group accepted; now prepare
+    asks for --dataset, and records it."""
+    qfile = _write(tmp_path / "sample.json", [HP_REC])
+    corpus = _write(tmp_path / "sample_corpus.json", [{"title": "Alu", "text": "Alu is near Amiens."}])
+    args = ["--format", "hipporag", "--questions", str(qfile), "--corpus", str(corpus), "--out", str(tmp_path / "o")]
+    assert prepare_main(args) == 2
+    err = capsys.readouterr().err
+    assert "sample.json: --format hipporag cannot tell which dataset" in err and "--dataset" in err
+    assert not (tmp_path / "o").exists()
+    assert prepare_main([*args, "--dataset", "hotpotqa"]) == 0
+    assert "dataset: hotpotqa (from the --dataset)" in capsys.readouterr().out
+    stats = json.loads((tmp_path / "o" / "prepare_stats.json").read_text())
+    assert (stats["dataset"], stats["dataset_from"]) == ("hotpotqa", "--dataset")
+    assert load_dataset(tmp_path / "o").questions[0].dataset == "hotpotqa"
+    # --dataset never contradicts a format that names its dataset
+    assert prepare_main(["--format", "musique", "--dataset", "hotpotqa", "--questions", str(qfile),
+                         "--out", str(tmp_path / "m")]) == 2
+    assert "--format musique reads musique data, not hotpotqa" in capsys.readouterr().err
+
+
+MQ_REC = {"id": "2hop__1_2", "question": "Where?", "answer": "Amiens",
+          "paragraphs": [{"title": "Alu", "paragraph_text": "Alu is near Amiens.", "is_supporting": True}]}
+
+
+@pytest.mark.parametrize(("fmt", "ok", "rec", "says"), [
+    ("hotpotqa", HP_REC, W2_REC,
+     r"a 2WikiMultihopQA record \(field 'evidences'\) under --format hotpotqa, which is HotpotQA's: "
+     r"use --format 2wiki"),
+    ("hotpotqa", HP_REC, {k: v for k, v in W2_REC.items() if k != "evidences"},
+     r"a 2WikiMultihopQA record \(type 'compositional'\) under --format hotpotqa, which is HotpotQA's: "
+     r"use --format 2wiki"),
+    ("2wiki", W2_REC, HP_REC, r"a HotpotQA record \(field 'level'\) under --format 2wiki, which is "
+                              r"2WikiMultihopQA's: use --format hotpotqa"),
+    ("hipporag", MQ_REC, HP_REC, r"a HotpotQA record \(field 'level'\) but the folder would be recorded as musique "
+                                 r"\(from the --dataset\): use --dataset hotpotqa"),
+])
+def test_a_record_of_the_other_dataset_is_refused(tmp_path: Path, fmt: str, ok: dict, rec: dict, says: str) -> None:
+    """HotpotQA and 2Wiki share a layout (and a parser): 2Wiki data under --format hotpotqa was written as HotpotQA
+    and scored with its answer script; the record's own fields say which it is."""
+    from gear_repro.utils.errors import DataError
+
+    qfile = _write(tmp_path / "dev.json", [ok, rec | {"_id": "x2"}])
+    corpus = _write(tmp_path / "c.json", [{"title": "Alu", "text": "Alu is near Amiens."}])
+    dataset = "musique" if fmt == "hipporag" else None
+    assert FORMATS[fmt](_write(tmp_path / "ok.json", [ok]), corpus=corpus, dataset=dataset).questions
+    with pytest.raises(DataError, match=rf"dev\.json\[1\]: {says}"):
+        FORMATS[fmt](qfile, corpus=corpus, dataset=dataset)
+
+
+# --------------------------------------------------------------------------- MuSiQue-Full (s20 probe 1.5)
+
+def test_unanswerable_musique_records_are_dropped_or_kept_unscored(tmp_path: Path, capsys) -> None:
+    """MuSiQue-Full's `answerable: false` twin was converted as answerable: scored EM 1 against the original answer,
+    its leftover supporting paragraphs gold. evaluate_v1.0.py:58-60 scores answers and support only when
+    answerable: dropped by default (counted, printed), or kept with neither answers nor gold."""
+    from gear_repro.data.dataset import check_gold_answers
+    from gear_repro.utils.errors import DataError
+
+    twin = MQ_REC | {"answerable": False, "paragraphs": [
+        {"title": "Alu", "paragraph_text": "Alu is near Amiens.", "is_supporting": True},
+        {"title": "Decoy", "paragraph_text": "A decoy.", "is_supporting": False}]}
+    recs = [MQ_REC | {"answerable": True}, twin | {"id": "2hop__1_2_u"}]
+    qfile = _write(tmp_path / "full.jsonl", recs, jsonl=True)
+    args = ["--format", "musique", "--questions", str(qfile)]
+    assert prepare_main([*args, "--out", str(tmp_path / "d")]) == 0
+    assert "unanswerable (answerable: false): 1 dropped" in capsys.readouterr().out
+    stats = json.loads((tmp_path / "d" / "prepare_stats.json").read_text())
+    assert (stats["questions"], stats["questions_in_file"], stats["unanswerable_dropped"], stats["passages"]) == (
+        1, 2, 1, 1)
+    assert prepare_main([*args, "--keep-unanswerable", "--out", str(tmp_path / "k")]) == 0
+    assert "1 kept without answers or gold" in capsys.readouterr().out
+    ds = load_dataset(tmp_path / "k")
+    assert [(q.id, q.answers, q.gold_ids, q.type) for q in ds.questions][1] == ("2hop__1_2_u", [], [], "2hop")
+    assert len(ds.passages) == 2 and ds.warnings == {"questions_without_gold": 1}  # recall skips it
+    with pytest.raises(DataError, match="'2hop__1_2_u' has no gold answer"):
+        check_gold_answers(ds)  # qa=true refuses it at start-up
+    # MuSiQue-Full gives the pair one id: dropping the twin leaves one; keeping both names `answerable`
+    same = _write(tmp_path / "same.jsonl", [recs[0], twin], jsonl=True)
+    assert FORMATS["musique"](same).stats["unanswerable_dropped"] == 1
+    with pytest.raises(DataError, match=r"same\.jsonl:2: duplicate question id '2hop__1_2' \(first at .*same\.jsonl:1\)"
+                                        r"; one is answerable: false"):
+        FORMATS["musique"](same, keep_unanswerable=True)
+    with pytest.raises(DataError, match=r"all 1 records are answerable: false.*--keep-unanswerable"):
+        FORMATS["musique"](_write(tmp_path / "u.jsonl", [twin], jsonl=True))
+
+
+# --------------------------------------------------------------------------- Unicode forms (s20 probe 1.6)
+
+def test_text_in_another_unicode_form_is_written_in_nfc_and_counted(tmp_path: Path, capsys) -> None:
+    """A corpus in NFD (macOS files, some extractions) beside NFC questions lost BM25 recall: its tokenizer splits
+    "Jime\u0301nez" around the combining mark. Prepare writes NFC and says how many strings it changed."""
+    import unicodedata
+
+    from gear_repro.backends.tokenize import tokenize
+
+    nfd = lambda s: unicodedata.normalize("NFD", s)  # noqa: E731
+    rec = {"id": "2hop__7_8", "question": "Where was Jiménez born?", "answer": "Málaga", "answer_aliases": ["Malaga"],
+           "paragraphs": [{"title": "Jiménez", "paragraph_text": "Jiménez was born in Málaga.", "is_supporting": True},
+                          {"title": "Other", "paragraph_text": "Unrelated.", "is_supporting": False}]}
+    both = {"nfc": rec, "nfd": rec | {"question": nfd(rec["question"]), "answer": nfd(rec["answer"]), "paragraphs": [
+        {**p, "title": nfd(p["title"]), "paragraph_text": nfd(p["paragraph_text"])} for p in rec["paragraphs"]]}}
+    assert tokenize([both["nfd"]["paragraphs"][0]["title"]]) != tokenize(["Jiménez"])  # what BM25 would index
+    for form, r in both.items():
+        qfile = _write(tmp_path / f"{form}.jsonl", [r], jsonl=True)
+        assert prepare_main(["--format", "musique", "--questions", str(qfile), "--out", str(tmp_path / form)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("NFC-normalised") == 1
+    assert "NFC-normalised (Unicode form; BM25 splits words in another form): 1 passage titles, 1 passage texts, " \
+           "1 questions, 1 answers" in printed
+    for name in ("corpus.jsonl", "questions.jsonl"):
+        assert (tmp_path / "nfd" / name).read_bytes() == (tmp_path / "nfc" / name).read_bytes()
+    stats = json.loads((tmp_path / "nfd" / "prepare_stats.json").read_text())
+    assert stats["nfc_normalised"] == {"passage_titles": 1, "passage_texts": 1, "questions": 1, "answers": 1}
+    # a corpus file in NFD: its passages too
+    corpus = _write(tmp_path / "c.json", [{"title": nfd("Jiménez"), "text": nfd("Jiménez was born in Málaga.")}])
+    conv = FORMATS["musique"](tmp_path / "nfc.jsonl", corpus=corpus)
+    assert conv.passages[0].title == "Jiménez" and conv.questions[0].gold_ids == ["0"]
+    assert conv.stats["nfc_normalised"] == {"passage_titles": 1, "passage_texts": 1, "questions": 0, "answers": 0}

@@ -120,14 +120,14 @@ def test_formats_without_passage_texts_need_a_corpus(tmp_path: Path) -> None:
     q = _json(tmp_path / "q.json", [{"id": "w", "question": "?", "answer": "a", "evidence": [["S", "r", "O"]]}])
     for fmt in ("2wiki_hipporag", "hipporag"):
         with pytest.raises(DataError, match=f"format '{fmt}' needs --corpus"):
-            FORMATS[fmt](q)
+            FORMATS[fmt](q, dataset="2wikimultihopqa")
 
 
 def test_hipporag_record_of_unknown_shape(tmp_path: Path) -> None:
     q = _json(tmp_path / "q.json", [{"id": "z", "question": "?"}])
     c = _json(tmp_path / "c.json", [{"title": "T", "text": "t"}])
     with pytest.raises(DataError, match=r"q\.json\[0\]: HippoRAG question has none of"):
-        FORMATS["hipporag"](q, corpus=c)
+        FORMATS["hipporag"](q, corpus=c, dataset="musique")
 
 
 def test_openie_file_errors(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ def test_string_booleans_are_parsed(tmp_path: Path, fmt: str) -> None:
     if fmt == "ircot":
         rec = {"question_id": rec["id"], "question_text": rec["question"],
                "answers_objects": [{"spans": ["Amiens"]}], "contexts": rec["paragraphs"]}
-    conv = FORMATS[fmt](_jsonl(tmp_path / "q.jsonl", [rec]))
+    conv = FORMATS[fmt](_jsonl(tmp_path / "q.jsonl", [rec]), dataset="musique")
     assert conv.questions[0].gold_ids == ["0", "3", "5"]
 
 
@@ -49,10 +49,10 @@ def test_unreadable_boolean_names_file_and_line(tmp_path: Path) -> None:
 def test_spans_string_is_one_answer(tmp_path: Path) -> None:
     rec = {"question_id": "q", "question_text": "Capital?", "answers_objects": [{"spans": "Paris"}],
            "contexts": [{"title": "P", "paragraph_text": "Paris.", "is_supporting": True}]}
-    assert FORMATS["ircot"](_jsonl(tmp_path / "q.jsonl", [rec])).questions[0].answers == ["Paris"]
+    assert FORMATS["ircot"](_jsonl(tmp_path / "q.jsonl", [rec]), dataset="musique").questions[0].answers == ["Paris"]
     rec["answers_objects"] = [{"spans": {"text": "Paris"}}]
     with pytest.raises(DataError, match=r"q\.jsonl:1 answers_objects\[0\]: field 'spans' should be a list"):
-        FORMATS["ircot"](_jsonl(tmp_path / "q.jsonl", [rec]))
+        FORMATS["ircot"](_jsonl(tmp_path / "q.jsonl", [rec]), dataset="musique")
 
 
 def test_prepare_removes_stale_triples_and_warns_on_questions_without_answers(tmp_path: Path, capsys) -> None:

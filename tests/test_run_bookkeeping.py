@@ -242,6 +242,24 @@ def test_data_prepared_from_another_dataset_is_refused(compose, toy_dir, tmp_pat
     assert Resources(_cfg(compose, toy_dir, "dataset.paper_name=HotpotQA")).dataset.questions
 
 
+def test_data_prepared_from_an_unknown_source_is_refused_unless_allowed(compose, toy_dir, tmp_path):
+    """A folder whose prepare_stats.json names no known dataset (an older `--format hipporag` prepare of a renamed
+    file says "hipporag") was accepted under any group: HotpotQA numbers in the MuSiQue column (s20 probe 1.4)."""
+    from gear_repro.pipeline.resources import Resources
+    from gear_repro.pipeline.runner import run_fingerprint
+
+    (toy_dir / "prepare_stats.json").write_text(json.dumps({"format": "hipporag", "dataset": "hipporag"}))
+    with pytest.raises(ConfigError, match=rf"dataset\.path={toy_dir}: its prepare_stats\.json records the source "
+                                          r"dataset as 'hipporag'.*gear-repro-prepare --dataset .*"
+                                          r"dataset\.allow_unknown_source=true"):
+        assert Resources(_cfg(compose, toy_dir)).dataset
+    allowed = _cfg(compose, toy_dir, "dataset.allow_unknown_source=true")
+    assert Resources(allowed).dataset.questions
+    assert run_fingerprint(allowed) == run_fingerprint(_cfg(compose, toy_dir))  # a start-up check, not a result
+    (toy_dir / "prepare_stats.json").unlink()  # a hand-made folder records nothing: as before
+    assert Resources(_cfg(compose, toy_dir)).dataset.questions
+
+
 @pytest.mark.parametrize("line", ['{"question": "no id"}', '{"id": "q1", "rankings": "oops"}', '{"id": "q2"}'])
 def test_a_foreign_prediction_line_is_named_on_resume_and_in_the_report(compose, toy_dir, tmp_path, line, capsys):
     from gear_repro.cli.report import main as report_main

@@ -1,6 +1,7 @@
 """gear-repro-prepare: convert a native dataset into the canonical folder (docs/data.md).
 
-    gear-repro-prepare --format FMT --questions FILE [--corpus FILE] [--triples-hipporag FILE] [--limit N] --out DIR
+    gear-repro-prepare --format FMT --questions FILE [--dataset NAME] [--corpus FILE] [--triples-hipporag FILE]
+                       [--limit N] [--chunk-size N [--chunk-overlap M]] [--keep-unanswerable] --out DIR
 
 writes DIR/corpus.jsonl, DIR/questions.jsonl, DIR/triples.jsonl (with --triples-hipporag) and
 DIR/prepare_stats.json, and prints the counts.
@@ -16,7 +17,7 @@ from typing import Any
 
 from gear_repro.data.canonical import save_corpus, save_questions, save_triples
 from gear_repro.data.chunking import chunk_corpus
-from gear_repro.data.converters import FORMATS, get_converter
+from gear_repro.data.converters import DATASETS, FORMATS, get_converter
 from gear_repro.data.openie import import_hipporag_openie
 from gear_repro.types import Passage, Question
 from gear_repro.utils.errors import DataError, GearError
@@ -38,9 +39,11 @@ def _check_unique(passages: list[Passage], questions: list[Question]) -> None:
 
 def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path | None = None,
             triples_hipporag: str | Path | None = None, limit: int | None = None, chunk_size: int = 0,
-            chunk_overlap: int = 0) -> dict[str, Any]:
+            chunk_overlap: int = 0, dataset: str | None = None, keep_unanswerable: bool = False) -> dict[str, Any]:
     """Convert, validate and write one dataset folder; returns the stats written to prepare_stats.json.
-    ``chunk_size`` > 0 splits documents into overlapping word windows (gear_repro.data.chunking)."""
+    ``chunk_size`` > 0 splits documents into overlapping word windows (gear_repro.data.chunking); ``dataset`` is
+    the source dataset recorded for the folder (required for hipporag/ircot files not named after theirs);
+    ``keep_unanswerable`` keeps MuSiQue-Full's ``answerable: false`` records, without answers and gold."""
     if limit is not None and limit <= 0:
         raise DataError(f"--limit must be a positive number of questions, got {limit}")
     for what, path in (("questions file", questions), ("corpus file", corpus),
@@ -48,7 +51,8 @@ def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path
         if path is not None:
             require_file(path, what)
     require_dir_target(out, "--out")
-    conv = get_converter(fmt)(questions, corpus=corpus, limit=limit)
+    conv = get_converter(fmt)(questions, corpus=corpus, limit=limit, dataset=dataset,
+                              keep_unanswerable=keep_unanswerable)
     _check_unique(conv.passages, conv.questions)
     out = Path(out)
     stats: dict[str, Any] = dict(conv.stats)
@@ -83,6 +87,7 @@ def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path
 
 def _summary(stats: dict[str, Any], out: Path) -> str:
     lines = [
+        f"dataset: {stats['dataset']} (from the {stats['dataset_from']})",
         f"questions: {stats['questions']} (of {stats['questions_in_file']} in file)",
         f"passages: {stats['passages']} ({stats['corpus_source']})",
         f"gold passages: {stats['gold_refs']} referenced, {stats['gold_found']} found, "
@@ -92,6 +97,15 @@ def _summary(stats: dict[str, Any], out: Path) -> str:
         f"no gold: {stats['questions_without_gold']}",
         f"types: {stats['types']}",
     ]
+    if any((stats.get("nfc_normalised") or {}).values()):
+        lines.append("NFC-normalised (Unicode form; BM25 splits words in another form): " + ", ".join(
+            f"{n} {kind.replace('_', ' ')}" for kind, n in stats["nfc_normalised"].items()))
+    if stats.get("unanswerable_dropped"):
+        lines.append(f"unanswerable (answerable: false): {stats['unanswerable_dropped']} dropped "
+                     "(--keep-unanswerable keeps them)")
+    if stats.get("unanswerable_kept"):
+        lines.append(f"unanswerable (answerable: false): {stats['unanswerable_kept']} kept without answers or gold "
+                     "(EM/F1 and recall skip them, as MuSiQue's evaluation does; qa=true refuses this folder)")
     if stats.get("questions_without_answers"):
         lines.append(f"WARNING: {stats['questions_without_answers']} questions have no gold answer (EM/F1 cannot score "
                      f"them; qa=true refuses them), e.g. {stats['questions_without_answers_ids'][0]}")
@@ -117,19 +131,28 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="gear-repro-prepare", description=__doc__.split("\n\n")[0])
     ap.add_argument("--format", required=True, choices=list(FORMATS), help="native format of --questions")
     ap.add_argument("--questions", required=True, help="questions file (JSON list or JSONL)")
+    ap.add_argument("--dataset", choices=DATASETS,
+                    help="source dataset, recorded for the folder (runs check it against their dataset group); "
+                         "fixed by --format musique/hotpotqa/2wiki/2wiki_hipporag, else taken from the file name "
+                         "(HippoRAG's <dataset>.json, IRCoT's processed_data/<dataset>/); required when it names "
+                         "none")
     ap.add_argument("--corpus", help="corpus file, list of {title, text[, idx]}; default: union of paragraphs")
     ap.add_argument("--triples-hipporag", help="HippoRAG OpenIE results file to import as triples.jsonl")
     ap.add_argument("--limit", type=int, help="keep the first N questions")
     ap.add_argument("--chunk-size", type=int, default=0,
                     help="split documents into windows of this many words (default 0 = no chunking)")
     ap.add_argument("--chunk-overlap", type=int, default=0, help="words shared by neighbouring chunks (default 0)")
+    ap.add_argument("--keep-unanswerable", action="store_true",
+                    help="keep MuSiQue-Full's answerable: false questions, without answers and gold passages "
+                         "(default: drop and count them)")
     ap.add_argument("--out", required=True, help="output dataset folder")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         stats = prepare(args.format, args.questions, args.out, corpus=args.corpus,
                         triples_hipporag=args.triples_hipporag, limit=args.limit,
-                        chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap)
+                        chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, dataset=args.dataset,
+                        keep_unanswerable=args.keep_unanswerable)
     except GearError as e:
         print(f"gear-repro-prepare: error: {e}", file=sys.stderr)
         return 2

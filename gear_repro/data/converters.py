@@ -1,7 +1,8 @@
 """Converters from native multi-hop QA formats to the canonical records (DESIGN.md "Datasets").
 
-Every converter has the signature ``convert_x(questions, corpus=None, limit=None) -> Converted``
-and is registered in ``FORMATS``. ``docs/data.md`` documents formats, id schemes and gold matching.
+Every converter has the signature ``convert_x(questions, corpus=None, limit=None, alias_file=None,
+dataset=None) -> Converted`` and is registered in ``FORMATS``. ``docs/data.md`` documents formats, id schemes and
+gold matching.
 
 Passage ids: with a corpus file, ``str(id)`` if every record has ``id``, else ``str(idx)`` if every
 record has ``idx``, else the 0-based position in the file. Without one, the corpus is the union of
@@ -108,12 +109,14 @@ def _question_text(rec: dict, ref: str, key: str = "question") -> str:
 _TRUE, _FALSE = {"true", "yes", "1"}, {"false", "no", "0", ""}
 
 
-def _flag(rec: dict, ref: str, key: str) -> bool:
-    """A boolean field: JSON true/false (null or absent = false), 0/1, or the strings true/false/yes/no/1/0 (any
+def _flag(rec: dict, ref: str, key: str, default: bool = False) -> bool:
+    """A boolean field: JSON true/false (null or absent = ``default``), 0/1, or the strings true/false/yes/no/1/0 (any
     case); anything else raises DataError naming the record (a string "false" is never true)."""
     value = rec.get(key)
-    if value is None or isinstance(value, bool):
-        return bool(value)
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
@@ -201,6 +204,7 @@ class _Item:
     type: str
     paragraphs: list[tuple[str, str]]
     gold: list[tuple[str, str | None]]
+    answerable: bool = True  # MuSiQue-Full's ``answerable``
 
 
 @dataclass
@@ -224,46 +228,105 @@ def _answers(ref: str, *parts: Any) -> list[str]:
     return out
 
 
-def _union_corpus(items: list[_Item]) -> tuple[list[Passage], int]:
+class _NFC:
+    """NFC (the form of published datasets) of the texts prepare writes, counting by kind the strings it changed:
+    BM25 splits a word in another form around its combining marks ("Jime\u0301nez" -> "jime", "nez")."""
+
+    KINDS = ("passage_titles", "passage_texts", "questions", "answers")
+
+    def __init__(self) -> None:
+        self.changed: Counter[str] = Counter({k: 0 for k in self.KINDS})
+
+    def __call__(self, s: str, kind: str | None = None) -> str:
+        """``s`` in NFC; counted under ``kind`` when it changes (None: not counted)."""
+        if unicodedata.is_normalized("NFC", s):
+            return s
+        if kind is not None:
+            self.changed[kind] += 1
+        return unicodedata.normalize("NFC", s)
+
+    def item(self, it: _Item) -> None:
+        """``it``'s question, answers (counted) and gold references (not counted) in NFC, in place; its paragraphs
+        are normalised (and counted) as passages of the union corpus."""
+        it.question = self(it.question, "questions")
+        it.answers = list(dict.fromkeys(self(a, "answers") for a in it.answers))
+        it.gold = [(self(t), None if x is None else self(x)) for t, x in it.gold]
+
+    def passage(self, p: Passage) -> Passage:
+        return Passage(id=p.id, title=self(p.title, "passage_titles"), text=self(p.text, "passage_texts"))
+
+
+def _union_corpus(items: list[_Item], nfc: _NFC) -> tuple[list[Passage], int]:
+    """The questions' paragraphs de-duplicated by (title, text) in NFC; a passage is counted by ``nfc`` as first
+    seen."""
     seen: dict[tuple[str, str], str] = {}
     out: list[Passage] = []
     dup = 0
     for it in items:
         for title, text in it.paragraphs:
-            k = (title.strip(), text.strip())
+            raw = (title.strip(), text.strip())
+            k = (nfc(raw[0]), nfc(raw[1]))
             if k in seen:
                 dup += 1
                 continue
             seen[k] = str(len(out))
-            out.append(Passage(id=seen[k], title=k[0], text=k[1]))
+            out.append(nfc.passage(Passage(id=seen[k], title=raw[0], text=raw[1])))
     return out, dup
 
 
+def _unanswerable(items: list[_Item], keep: bool) -> tuple[list[_Item], dict[str, int]]:
+    """MuSiQue-Full's ``answerable: false`` records: dropped, or (``keep``) kept without answers and gold, so that
+    EM/F1 and recall skip them as the official evaluate_v1.0.py:58-60 does (qa=true refuses such a folder)."""
+    n = sum(1 for it in items if not it.answerable)
+    if n == len(items) and not keep:
+        raise DataError(f"{items[0].ref}: all {n} records are answerable: false (MuSiQue-Full's unanswerable "
+                        "questions); --keep-unanswerable keeps them")
+    if not keep:
+        return [it for it in items if it.answerable], {"unanswerable_in_file": n, "unanswerable_dropped": n}
+    for it in items:
+        if not it.answerable:
+            it.answers, it.gold = [], []
+    return items, {"unanswerable_in_file": n, "unanswerable_dropped": 0}
+
+
+def _check_ids(items: list[_Item]) -> None:
+    seen: dict[str, _Item] = {}
+    for it in items:
+        first = seen.setdefault(it.id, it)
+        if first is not it:
+            pair = ("; one is answerable: false (MuSiQue-Full gives a question and its unanswerable twin one id; "
+                    "without --keep-unanswerable the unanswerable one is dropped)"
+                    if first.answerable != it.answerable else "")
+            raise DataError(f"{it.ref}: duplicate question id '{it.id}' (first at {first.ref}){pair}")
+
+
 def _finish(items: list[_Item], corpus_path: str | Path | None, dataset: str, fmt: str,
-            limit: int | None, needs_corpus: bool = False) -> Converted:
+            limit: int | None, needs_corpus: bool = False, keep_unanswerable: bool = False) -> Converted:
     """Build the corpus (file or union), resolve gold references, check ids, count everything."""
     if not items:
         raise DataError(f"{fmt}: no questions in the input")
-    seen: dict[str, str] = {}
-    for it in items:
-        if it.id in seen:
-            raise DataError(f"{it.ref}: duplicate question id '{it.id}' (first at {seen[it.id]})")
-        seen[it.id] = it.ref
     n_in = len(items)
+    items, unanswerable = _unanswerable(items, keep_unanswerable)
+    _check_ids(items)
     if limit is not None and limit > 0:
         items = items[:limit]
-    stats: dict[str, Any] = {"format": fmt, "dataset": dataset, "questions_in_file": n_in}
+    stats: dict[str, Any] = {"format": fmt, "dataset": dataset, "questions_in_file": n_in, **unanswerable,
+                             "unanswerable_kept": sum(1 for it in items if not it.answerable)}
+    nfc = _NFC()
+    for it in items:
+        nfc.item(it)
     if corpus_path is not None:
-        passages = load_hipporag_corpus(corpus_path)
+        passages = [nfc.passage(p) for p in load_hipporag_corpus(corpus_path)]
         stats["corpus_source"] = "file"
     elif needs_corpus:
         raise DataError(f"format '{fmt}' needs --corpus (its questions carry no passage texts)")
     else:
-        passages, dup = _union_corpus(items)
+        passages, dup = _union_corpus(items, nfc)
         stats["corpus_source"] = "union of question paragraphs"
         stats["paragraphs_deduplicated"] = dup
     if not passages:
         raise DataError(f"{fmt}: empty corpus (no passages)")
+    stats["nfc_normalised"] = dict(nfc.changed)
     index = CorpusIndex(passages)
     stats["corpus_duplicate_title_text"] = index.n_duplicate_keys
     how: Counter[str] = Counter()
@@ -313,6 +376,9 @@ def _finish(items: list[_Item], corpus_path: str | Path | None, dataset: str, fm
         log.warning("%s: %d gold titles match several corpus passages; all are gold", fmt, how["title_ambiguous"])
     if q_nogold:
         log.warning("%s: %d questions have no gold passages", fmt, q_nogold)
+    if stats["unanswerable_dropped"]:
+        log.warning("%s: dropped %d unanswerable questions (answerable: false); --keep-unanswerable keeps them", fmt,
+                    stats["unanswerable_dropped"])
     return Converted(passages, questions, stats)
 
 
@@ -414,17 +480,70 @@ def _parse_hipporag_record(ref: str, rec: dict) -> _Item:
     raise DataError(f"{ref}: HippoRAG question has none of 'paragraphs', 'supporting_facts'+'context', 'evidence'")
 
 
-_KNOWN_DATASETS = ("musique", "hotpotqa", "2wikimultihopqa")
+DATASETS = ("musique", "hotpotqa", "2wikimultihopqa")  # what --dataset names; prepare_stats.json's "dataset"
+_FORMAT_OF = {"musique": "musique", "hotpotqa": "hotpotqa", "2wikimultihopqa": "2wiki"}  # each one's native --format
+_TWOWIKI_TYPES = {"compositional", "bridge_comparison", "inference"}  # 2Wiki's types that HotpotQA lacks
+_NAMES = {"musique": "MuSiQue", "hotpotqa": "HotpotQA", "2wikimultihopqa": "2WikiMultihopQA"}
 
 
-def dataset_from_path(path: str | Path, default: str) -> str:
-    """Dataset name from a file path (HippoRAG "<name>.json", IRCoT "processed_data/<name>/..."), else default."""
+def dataset_from_path(path: str | Path) -> str | None:
+    """Dataset name from a file path (HippoRAG "<name>.json", IRCoT "processed_data/<name>/..."), else None."""
     p = Path(path)
     for part in (p.stem.lower(), p.parent.name.lower()):
-        for name in _KNOWN_DATASETS:
+        for name in DATASETS:
             if part.startswith(name):
                 return name
-    return default
+    return None
+
+
+def _source_dataset(fmt: str, fixed: str | None, given: str | None, questions: str | Path) -> tuple[str, str]:
+    """(dataset, what named it) for a conversion: the format's own dataset, else ``--dataset``, else the file name;
+    a DataError when ``--dataset`` contradicts the format or nothing names one (never the format's name)."""
+    if given is not None and given not in DATASETS:
+        raise DataError(f"--dataset must be one of {', '.join(DATASETS)}, got '{given}'")
+    if fixed is not None:
+        if given is not None and given != fixed:
+            raise DataError(f"--format {fmt} reads {fixed} data, not {given}: for {given} data use --format "
+                            f"{_FORMAT_OF[given]} (or --format hipporag/ircot with --dataset {given})")
+        return fixed, "format"
+    from_name = dataset_from_path(questions)
+    if given is not None:
+        if from_name is not None and from_name != given:
+            log.warning("%s: the file name says %s but --dataset is %s; the folder is recorded as %s", questions,
+                        from_name, given, given)
+        return given, "--dataset"
+    if from_name is None:
+        raise DataError(f"{questions}: --format {fmt} cannot tell which dataset this file holds (its name is not "
+                        f"HippoRAG's <dataset>.json nor under IRCoT's processed_data/<dataset>/): give --dataset "
+                        f"{{{','.join(DATASETS)}}}")
+    return from_name, "file name"
+
+
+def _foreign_source(rec: dict) -> tuple[str, str] | None:
+    """(dataset, the field that says so) when a record carries a field only HotpotQA or only 2Wiki has: ``level``
+    (HotpotQA), ``evidences`` or a 2Wiki-only type (compositional, bridge_comparison, inference)."""
+    if "level" in rec:
+        return "hotpotqa", "field 'level'"
+    if "evidences" in rec:
+        return "2wikimultihopqa", "field 'evidences'"
+    kind = rec.get("type") or rec.get("question_type")
+    if isinstance(kind, str) and kind in _TWOWIKI_TYPES:
+        return "2wikimultihopqa", f"type '{kind}'"
+    return None
+
+
+def _check_source(ref: str, rec: dict, dataset: str, fmt: str, named_by: str) -> None:
+    """DataError naming the record and the option to change when its fields belong to another dataset than the one
+    the folder will be recorded as (2Wiki data under --format hotpotqa would be tabled and scored as HotpotQA)."""
+    found = _foreign_source(rec)
+    if found is None or found[0] == dataset:
+        return
+    other, why = found
+    if named_by == "format":
+        raise DataError(f"{ref}: a {_NAMES[other]} record ({why}) under --format {fmt}, which is "
+                        f"{_NAMES[dataset]}'s: use --format {_FORMAT_OF[other]}")
+    raise DataError(f"{ref}: a {_NAMES[other]} record ({why}) but the folder would be recorded as {dataset} (from "
+                    f"the {named_by}): use --dataset {other}")
 
 
 ALIAS_FILE = "id_aliases.json"  # 2WikiMultihopQA's alias file (README, data_ids release)
@@ -440,22 +559,34 @@ def load_id_aliases(path: str | Path) -> dict[str, list[str]]:
     return out
 
 
-def _with_id_aliases(rec: dict, aliases: dict[str, list[str]]) -> dict:
-    """A record whose ``answer_id`` has aliases gets them as ``answer_aliases`` (the gold answers of
-    2wikimultihop_evaluate_v1.1.py:197-200: the answer plus aliases and demonyms of its Wikidata id)."""
+def _with_id_aliases(ref: str, rec: dict, aliases: dict[str, list[str]]) -> dict:
+    """A record whose ``answer_id`` has aliases gets them after its ``answer_aliases`` (the gold answers of
+    2wikimultihop_evaluate_v1.1.py:197-200: the answer plus aliases and demonyms of its Wikidata id); a string
+    ``answer_aliases`` is one alias, as without the alias file (never its characters)."""
     extra = aliases.get(str(rec.get("answer_id"))) if rec.get("answer_id") is not None else None
-    return {**rec, "answer_aliases": [*(rec.get("answer_aliases") or []), *extra]} if extra else rec
+    if not extra:
+        return rec
+    return {**rec, "answer_aliases": [*_string_list(rec.get("answer_aliases"), ref, "answer_aliases"), *extra]}
 
 
-def _convert(parse: Callable[[str, dict], _Item], fmt: str, dataset: str | None, needs_corpus: bool = False):
+def _convert(parse: Callable[[str, dict], _Item], fmt: str, fixed: str | None, needs_corpus: bool = False):
     def convert(questions: str | Path, corpus: str | Path | None = None, limit: int | None = None,
-                alias_file: str | Path | None = None) -> Converted:
-        """``alias_file``: 2Wiki's id_aliases.json (default: that file beside ``questions``, if present)."""
+                alias_file: str | Path | None = None, dataset: str | None = None,
+                keep_unanswerable: bool = False) -> Converted:
+        """``alias_file``: 2Wiki's id_aliases.json (default: that file beside ``questions``, if present);
+        ``dataset``: the source dataset (``--dataset``; needed when neither the format nor the file name says);
+        ``keep_unanswerable``: keep ``answerable: false`` records (without answers and gold) instead of dropping them."""
+        name, named_by = _source_dataset(fmt, fixed, dataset, questions)
         found = Path(alias_file) if alias_file is not None else Path(questions).parent / ALIAS_FILE
         aliases = load_id_aliases(found) if alias_file is not None or found.is_file() else {}
-        items = [parse(ref, _with_id_aliases(rec, aliases)) for ref, rec in read_records(questions)]
-        name = dataset or dataset_from_path(questions, fmt)
-        conv = _finish(items, corpus, name, fmt, limit, needs_corpus=needs_corpus)
+        items = []
+        for ref, rec in read_records(questions):
+            _check_source(ref, rec, name, fmt, named_by)
+            items.append(parse(ref, _with_id_aliases(ref, rec, aliases)))
+            items[-1].answerable = _flag(rec, ref, "answerable", default=True)
+        conv = _finish(items, corpus, name, fmt, limit, needs_corpus=needs_corpus,
+                       keep_unanswerable=keep_unanswerable)
+        conv.stats["dataset_from"] = named_by
         conv.stats["questions_file"] = str(questions)
         conv.stats["corpus_file"] = str(corpus) if corpus is not None else None
         conv.stats["alias_file"] = str(found) if aliases else None

@@ -52,15 +52,21 @@ PREPARED = {"musique": ("MuSiQue", "musique"), "hotpotqa": ("HotpotQA", "hotpotq
             "2wikimultihopqa": ("2Wiki", "2wiki"), "2wiki": ("2Wiki", "2wiki")}
 
 
-def prepared_as(root: str | Path) -> tuple[str, str] | None:
-    """(paper column, dataset group) of the dataset a folder was prepared from (``prepare_stats.json``), None when
-    unknown (no such file, or a format that does not say, e.g. ``hipporag``)."""
+def prepared_from(root: str | Path) -> str | None:
+    """The source dataset a folder's ``prepare_stats.json`` records (gear-repro-prepare; "" when it records none),
+    None when the folder has no such file (a hand-made folder)."""
     stats = Path(root) / "prepare_stats.json"
     if not stats.is_file():
         return None
     from gear_repro.utils.io import read_json_object
 
-    return PREPARED.get(str(read_json_object(stats).get("dataset", "")).lower())
+    return str(read_json_object(stats).get("dataset") or "")
+
+
+def prepared_as(root: str | Path) -> tuple[str, str] | None:
+    """(paper column, dataset group) of the dataset a folder was prepared from (``prepare_stats.json``), None when
+    unknown (no such file, or a name none of ``PREPARED``, e.g. ``hipporag`` from an older gear-repro-prepare)."""
+    return PREPARED.get((prepared_from(root) or "").lower())
 
 
 def check_gold_answers(dataset: Dataset, switch: str = "qa=true") -> None:

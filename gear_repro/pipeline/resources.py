@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 from gear_repro.backends.base import Backend, Collection, IndexDoc
 from gear_repro.core.triple_graph import TripleIndex
 from gear_repro.data import Dataset, load_dataset
-from gear_repro.data.dataset import prepared_as
+from gear_repro.data.dataset import prepared_as, prepared_from
 from gear_repro.embedding.embedder import Embedder
 from gear_repro.llm.base import LLM
 from gear_repro.utils.errors import ConfigError, DataError
@@ -82,6 +82,14 @@ class Resources:
     @cached_property
     def dataset(self) -> Dataset:
         d = self.cfg.dataset
+        recorded = prepared_from(d.path)
+        if recorded is not None and prepared_as(d.path) is None and not d.get("allow_unknown_source", False):
+            raise ConfigError(  # an unknown source would be accepted under any group: its numbers in any column
+                f"dataset.path={d.path}: its prepare_stats.json records the source dataset as '{recorded}', none of "
+                f"musique, hotpotqa, 2wikimultihopqa, so the run cannot tell whether it belongs under "
+                f"dataset.paper_name={d.get('paper_name')} (that column, answer script and rounds). Re-prepare it with "
+                f"gear-repro-prepare --dataset {{musique,hotpotqa,2wikimultihopqa}}, or, for a dataset that is none "
+                f"of these, set dataset.allow_unknown_source=true")
         prepared, group = prepared_as(d.path) or (None, None)
         if prepared is not None and prepared != d.get("paper_name"):  # its numbers beside another paper column
             raise ConfigError(

@@ -69,6 +69,7 @@ log = logging.getLogger("gear_repro")
 # config keys that do not change results (excluded from the run fingerprint used for resuming)
 _NON_RESULT_KEYS = {
     "run": {"progress", "resume", "fail_fast", "allow_errors", "workers"}, "hydra": None, "report": None, "name": None,
+    "dataset": {"allow_unknown_source"},  # a start-up check: the data and the results are the same either way
     "embedder": {"num_threads", "show_progress", "batch_size", "cache"},
     "llm": {"timeout_s", "max_retries", "backoff_base_s", "backoff_max_s", "concurrency", "cache", "cache_dir", "cache_mode", "server",
             "record_prompts",
