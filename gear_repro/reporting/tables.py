@@ -63,7 +63,7 @@ def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None,
 
 
 def block_name(paper: str, table: str) -> str:
-    """The report block of a paper's table: "Table 2" for the default paper (GEAR), else "GRIEVER Table 2", so two
+    """The report block of a paper's table: "Table 2" for the default paper (GEAR), else "<paper> Table 2", so two
     papers' tables of one number never share a block."""
     return table if paper == DEFAULT_PAPER or table.startswith(f"{paper} ") else f"{paper} {table}"
 
