@@ -382,6 +382,10 @@ def test_matched_k_calls_tagged_and_qa_reads_the_k5_pass(compose, toy_dir, tmp_p
     m = aggregate([rec], [5, 10, 15], qa=True)
     assert m["tokens_per_question"]["prompt"] == 1500 + 7  # one run at k=15 (+QA), not 500+1000+1500+7
     assert m["tokens_per_question_by_k"]["5"]["prompt"] == 507 and m["tokens_k"] == 15
+    errored = {"id": "q9", "gold_ids": ["0"], "rankings": {"final": []}, "error": "LLMCallError: down",
+               "llm_calls": [{"stage": "read", "k": 5, "prompt_tokens": 0, "completion_tokens": 0}]}
+    m2 = aggregate([rec, errored], [5, 10, 15], qa=True)  # an errored question costs nothing: not in the mean
+    assert m2["tokens_per_question"] == m["tokens_per_question"] and m2["n_errors"] == 1
 
 
 # -- report: question set by id, partial lines, unfinished and stale runs, n_errors ----------------------------

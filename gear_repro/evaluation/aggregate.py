@@ -135,15 +135,16 @@ def aggregate(preds: list[dict], ks: Sequence[int], max_rounds: int | None = Non
     if stats:
         out["agent_stats"] = stats
     calls = [c for p in preds for c in p.get("llm_calls", [])]
-    if calls:
+    done = [p for p in preds if not p.get("error")]  # tokens per question over the questions that did not error
+    if calls and done:
         tagged = sorted({c["k"] for c in calls if c.get("k") is not None})
         k_run = run_k(preds)  # one run at the largest k, not the sum of the k passes
-        out["tokens_by_stage"], out["tokens_per_question"] = _tokens(preds, k_run)
+        out["tokens_by_stage"], out["tokens_per_question"] = _tokens(done, k_run)
         # share of the recorded LLM calls served from the reply cache (a replay from another endpoint shows here)
         out["llm_cache_hit_rate"] = round(sum(bool(c.get("cached")) for c in calls) / len(calls), 4)
         if tagged:
             out["tokens_k"] = k_run
-            out["tokens_per_question_by_k"] = {str(k): _tokens(preds, k)[1] for k in tagged}
+            out["tokens_per_question_by_k"] = {str(k): _tokens(done, k)[1] for k in tagged}
     lat = [p["timings"]["total_s"] for p in preds if p.get("timings", {}).get("total_s") is not None]
     if lat:
         lat.sort()

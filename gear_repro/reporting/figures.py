@@ -291,7 +291,7 @@ def draw_tokens(runs: Sequence[RunResult], out: Path) -> list[Path]:
     for dataset, group in _by_dataset(runs).items():
         series = []
         for r in group:
-            preds = load_predictions(r)
+            preds = RunResult.split_errored(load_predictions(r))[0]  # an errored question's calls are no cost
             if not any(c.get("stage") in retrieval_stages() for p in preds for c in p.get("llm_calls", []) or []):
                 continue
             multi = any(p.get("rounds") for p in preds)
