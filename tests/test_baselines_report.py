@@ -167,3 +167,17 @@ def test_two_papers_tables_of_one_name_are_two_blocks(compose, tmp_path) -> None
     blocks = long.groupby("block")["metric"].apply(set).to_dict()
     assert blocks["Table 2"] == {"R@5", "R@10", "R@15"} and blocks["GRIEVER Table 2"] == {"EM", "F1"}
     assert "R@5" in blocks["GRIEVER Table 1"]  # its recall (run.ks of the preset)
+
+
+def test_qa_pass_note_is_read_from_a_question_that_did_not_error(compose, tmp_path) -> None:
+    """An errored first question (its method failed before any k pass: rankings {"final": []}) hid "QA from the k = 10
+    pass": the run's EM/F1 stood beside Table 3's top-5-of-k=5 number."""
+    k10 = run_of(compose, ["experiment=table3_qa", "agent=single", "run.ks=[10,15]"], tmp_path / "k10")
+    k10.path.mkdir(parents=True)
+    errored = {"id": "q0", "gold_ids": ["a"], "rankings": {"final": []}, "answers": ["x"], "error": "LLMCallError: x"}
+    done = {"id": "q1", "gold_ids": ["a"], "rankings": {"10": ["a"], "15": ["a"], "final": ["a"]}, "answer": "x",
+            "answers": ["x"], "qa_mode": "retrieved"}
+    (k10.path / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in (errored, done)))
+    k10.metrics.update(n_scored=2, n_questions=2, n_errors=1)
+    assert k10.qa_notes == ("QA from the k = 10 pass",)
+    assert pd.isna(long_table([k10]).set_index("metric").loc["EM", "paper"])

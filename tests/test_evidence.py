@@ -470,6 +470,23 @@ def test_ablations_and_variants_are_named_and_never_take_the_papers_row():
         "HippoRAG (no node specificity)"
 
 
+def test_every_neighbour_is_a_variant_however_it_is_spelt():
+    """beam.neighbours null and 0 both mean every neighbour (beam_search.py): 0 was named "0 neighbours" but null,
+    read as "not recorded", left the row the paper's (100 neighbours) and let it stand for it in a claim."""
+    from gear_repro.reporting.runs import RunResult
+
+    sync = {"agent": {"_target_": "gear_repro.methods.single.SingleStep"}}
+    for neighbours in (None, 0):
+        cfg = {**sync, "beam": {"length": 2, "neighbours": neighbours}}
+        assert _labelled(cfg) == "Hybrid + SyncGE (all neighbours)", neighbours
+        assert not RunResult(Path("x"), {"dataset": {"paper_name": "MuSiQue"}, **cfg,
+                                         "retriever": {"_target_": CLASSES["hybrid"], "name": "hybrid"},
+                                         "expansion": {"_target_": EXPANSIONS["sync"]}}, {}).is_paper_row
+    assert _labelled({**sync, "beam": {"neighbours": 100}}) == "Hybrid + SyncGE"
+    assert _labelled({**sync, "beam": {"length": 2}}) == "Hybrid + SyncGE"  # not recorded: the default
+    assert _labelled({**sync, "beam": {"gamma": None, "width": 10}}) == "Hybrid + SyncGE"  # null gamma = 2b = 20
+
+
 def test_any_evaluated_rank_gets_its_column(tmp_path: Path):
     """run.ks=[3, 20]: R@3 and R@20 are tabulated (no paper number), not dropped, and the report does not fail
     (session 18 hostile probe 4.1: KeyError 'table', and R@20 dropped beside other runs)."""

@@ -524,3 +524,13 @@ def test_table4_ircot_preset_takes_5_passages_per_step_and_r15_only_on_musique(c
     for dataset in ("2wiki_sample", "hotpotqa_sample"):
         cfg = compose(["experiment=griever_table4_ircot", f"dataset={dataset}"])
         assert cfg.agent.top_k == 5 and list(cfg.run.ks) == [5, 10]  # footnote 1: no R@15 with 2 steps
+
+
+def test_a_blank_query_retrieves_without_error(cache):
+    """IRCoT retrieves with an empty thought since session 20 (agent.empty_thought: retrieve, as the reference): with
+    GRIEVER as its base (experiment=griever_table4_ircot) the blank query had no clause (split_clauses gives []) and
+    iteration 1 raised "zip() argument 2 is shorter", failing the question. It is its own sub-query now: the
+    composed retrieval's BM25 finds no candidate (nothing), the RRF hybrid's dense list still ranks."""
+    assert make_griever(cache).retrieve("", 5).ids == []
+    assert make_griever(cache, split_clauses=False).retrieve(" ", 5).ids == []
+    assert len(make_griever(cache, composed=False).retrieve("", 5).ids) == 5

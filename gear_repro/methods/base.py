@@ -144,12 +144,12 @@ def rounds_note(n: Any) -> str:
     return f"{n} round{'' if n == 1 else 's'}"
 
 
-def config_value(cfg: Mapping[str, Any], dotted: str) -> Any:
-    """The value at ``dotted`` (``"retriever.name"``) of a run's config, None where a part is missing."""
+def config_value(cfg: Mapping[str, Any], dotted: str, missing: Any = None) -> Any:
+    """The value at ``dotted`` (``"retriever.name"``) of a run's config, ``missing`` where a part is missing."""
     node: Any = cfg
     for part in dotted.split("."):
         if not isinstance(node, Mapping) or part not in node:
-            return None
+            return missing
         node = node[part]
     return getattr(node, "value", node)
 
@@ -158,12 +158,17 @@ def config_value(cfg: Mapping[str, Any], dotted: str) -> Any:
 class PaperSetting:
     """One setting of a method's paper row (``ReportHooks.paper_settings``): the dotted config ``key``, the paper's
     ``value`` (``per_dataset``: dataset paper name -> value), and the ``note`` naming a run's other value ("{value}"
-    is replaced by it, or a function of it). A run whose config does not record the key ran the default: no note."""
+    is replaced by it, or a function of it). A run whose config does not record the key ran the default: no note;
+    one that records null ran ``null`` (None: a null that is the paper's value, e.g. γ = 2b)."""
 
     key: str
     note: str | Callable[[Any], str]
     value: Any = None
     per_dataset: Mapping[str, Any] | None = None
+    null: Any = None
+
+
+_UNRECORDED = object()  # a key the run's config does not hold
 
 
 def variant_notes(config: Mapping[str, Any], settings: Sequence[PaperSetting],
@@ -173,7 +178,8 @@ def variant_notes(config: Mapping[str, Any], settings: Sequence[PaperSetting],
     paper = (config.get("dataset") or {}).get("paper_name")
     notes: list[str] = []
     for s in settings:
-        have = config_value(config, s.key)
+        have = config_value(config, s.key, missing=_UNRECORDED)
+        have = None if have is _UNRECORDED else s.null if have is None else have
         want = s.per_dataset.get(paper) if s.per_dataset is not None else s.value
         if paper_config and s.key in paper_config:
             want = paper_config[s.key]

@@ -175,7 +175,8 @@ class RunResult:
         bounds and for methods that answer themselves (T²RAG)."""
         if not self.config.get("qa") or self.is_qa_bound:
             return ()
-        preds = load_predictions(self)  # (gone: the top_k note from the config alone)
+        # (gone: the top_k note from the config alone); an errored record may hold no pass nor qa_mode
+        preds = RunResult.split_errored(load_predictions(self))[0]
         if preds and all(p.get("qa_mode") == "method" for p in preds):
             return ()
         top_k = int(config_value(self.config, "qa_reader.top_k") or PAPER_QA_TOP_K)

@@ -31,7 +31,7 @@ BEAM_SETTINGS = (
     PaperSetting("beam.width", "beam width {value}", 10),
     PaperSetting("beam.diversity", "no diversity", True),
     PaperSetting("beam.gamma", "gamma {value}", 20),
-    PaperSetting("beam.neighbours", "{value} neighbours", 100),
+    PaperSetting("beam.neighbours", lambda n: f"{n or 'all'} neighbours", 100, null=0),  # null/0 = every neighbour
     PaperSetting("beam.scorer", "{value} scorer", "exact"),
 )
 GEAR_SETTINGS = (  # §5: passageLink (Eq. 8-10), the dataset's rounds (§6.3)

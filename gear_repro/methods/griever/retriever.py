@@ -272,7 +272,8 @@ class GrieverRetriever:
         """Iteration 1 (§4.2.1-4.2.2): composed (or RRF hybrid) retrieval of q and its sub-queries, best score
         per passage across them (first-seen order on ties)."""
         s = self.settings
-        subs = split_clauses(q, s.connectors) if s.split_clauses else [q]
+        # a blank query has no clause (split_clauses gives []): it is its own sub-query, as without splitting
+        subs = (split_clauses(q, s.connectors) if s.split_clauses else []) or [q]
         encs = [enc] + [self.matcher.encode(x) for x in subs[1:]]
         best: dict[str, float] = {}
         if s.composed:
