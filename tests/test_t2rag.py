@@ -84,6 +84,9 @@ def test_parse_decomposition_well_formed() -> None:
     ("Triples:\nA | directed | by | ?", "ok", [("A", "directed by", "?")]),
     ("Triples:\nA | p | ?\nPropositions: A p ?\nB | q | ?", "ok", [("A", "p", "?")]),
     ("Triples:\nA | p | ?\na |  P | ?", "ok", [("A", "p", "?")]),  # normalised duplicate dropped
+    # TRAG.py:402-408 compares parts stripped and lower-cased only: punctuation keeps two clues apart
+    ("Triples:\nParis, France | p | ?\nparis france | p | ?", "ok",
+     [("Paris, France", "p", "?"), ("paris france", "p", "?")]),
     ("I don't know.", "failed", []),
     ("", "failed", []),
     (None, "failed", []),

@@ -234,7 +234,10 @@ class Clue:
 
     @property
     def key(self) -> tuple[str, str, str]:
-        return (_norm(self.subject), _norm(self.predicate), _norm(self.object))
+        """Identity of a triplet when de-duplicating: each part stripped and lower-cased, as TRAG.py:402-408
+        (decomposition) and 1043-1056 (``_deduplicate_clues``) compare them ("Paris, France" and "paris france"
+        stay two clues)."""
+        return (self.subject.strip().lower(), self.predicate.strip().lower(), self.object.strip().lower())
 
     def pipe(self) -> str:
         """``s | p | o`` (the decomposition format)."""
@@ -300,7 +303,7 @@ def _content_words(text: str) -> set[str]:
 
 
 def dedupe(clues: Sequence[Clue]) -> list[Clue]:
-    """Clues in order, without normalised duplicates (the code's ``_deduplicate_clues``)."""
+    """Clues in order, without duplicates by :attr:`Clue.key` (the code's ``_deduplicate_clues``)."""
     seen: set[tuple[str, str, str]] = set()
     out = []
     for c in clues:
