@@ -381,6 +381,13 @@ def _labelled(config: dict) -> str:
     return RunResult(Path("x"), {**base, **config}, {}).method
 
 
+def role(cfg: dict, claim: str, side: str = "a") -> bool:
+    """Whether a run of config ``cfg`` takes side ``side`` of claim ``claim`` (claims.yaml)."""
+    from gear_repro.reporting.runs import RunResult
+
+    return matches(RunResult(Path("x"), cfg, {}), {c["id"]: c for c in load_claims()}[claim][side])
+
+
 def test_ablations_and_variants_are_named_and_never_take_the_papers_row():
     """A row sits beside a paper's number only when its label is the paper's method; a variant names what differs
     (session 18 hostile probe 1.4, 1.6, 1.7), and the claims' roles pin the same settings."""
@@ -409,12 +416,6 @@ def test_ablations_and_variants_are_named_and_never_take_the_papers_row():
     assert paper_value("Table 2", "T2RAG - w/o chunk", "MuSiQue", "EM", paper="T2RAG", setting="GPT-4o-mini") \
         is not None
     # the roles: the paper's GEAR / T²RAG / HippoRAG w/ IRCoT only
-    claims = {c["id"]: c for c in load_claims()}
-    from gear_repro.reporting.runs import RunResult
-
-    def role(cfg: dict, claim: str, side: str = "a") -> bool:
-        return matches(RunResult(Path("x"), cfg, {}), claims[claim][side])
-
     hybrid = {"retriever": {"_target_": CLASSES["hybrid"]}}
     assert role({**hybrid, "agent": {"_target_": gear}, "expansion": {"_target_": EXPANSIONS["sync"]},
                  "beam": {"length": 2}}, "gear_gt_hybrid_syncge")
@@ -533,3 +534,35 @@ def test_errored_questions_never_decide_a_claim(tmp_path: Path) -> None:
     cost = cost_table(find_runs([base]), {"input": 1.0, "output": 1.0, "model": "m", "date": "d"})
     assert list(cost["n_errored"]) == [0]
     assert cost_table(find_runs([naive]), {"input": 1.0, "output": 1.0, "model": "m", "date": "d"}).empty
+
+
+def test_baseline_and_gear_settings_beyond_the_loop_are_named():
+    """IRCoT's passage layout and demonstrations and GEAR's gist/query settings are part of the paper's row (review of
+    session 20): a HippoRAG w/ IRCoT run with IRCoT's "Wikipedia Title: " layout on MuSiQue, or GEAR with the
+    earlier gist cap of 10, kept the paper's label and stood for it in claims."""
+    ircot = "gear_repro.methods.ircot.IRCoTAgent"
+    musique = {"paper_name": "MuSiQue", "name": "musique_sample", "max_rounds": 4}
+    h_ircot = {"agent": {"_target_": ircot, "retriever": "hipporag", "max_rounds": 4, "top_k": 10,
+                         "title_prefixes": {"MuSiQue": "", "HotpotQA": "Wikipedia Title: "}},
+               "hipporag": {"version": "v1"}, "dataset": musique}
+    assert _labelled(h_ircot) == "HippoRAG w/ IRCoT"
+    old_layout = {**h_ircot, "agent": {**h_ircot["agent"], "title_prefixes": {"MuSiQue": "Wikipedia Title: "}}}
+    assert _labelled(old_layout) == "HippoRAG w/ IRCoT (title prefix 'Wikipedia Title:')"
+    assert not role(old_layout, "gear_gt_hipporag_ircot", "b")
+    # only the run's dataset entry counts; IRCoT (BM25)'s reference layout is the prefix on every dataset
+    hotpot = {**h_ircot, "dataset": {**musique, "paper_name": "HotpotQA", "max_rounds": 2},
+              "agent": {**h_ircot["agent"], "max_rounds": 2}}
+    assert _labelled(hotpot) == "HippoRAG w/ IRCoT"
+    bm25 = {"agent": {"_target_": ircot, "retriever": "base", "title_prefixes": {"MuSiQue": ""}, "num_demo": None,
+                      "demo_budget": 15000},
+            "retriever": {"_target_": CLASSES["bm25"], "name": "bm25"}, "dataset": musique}
+    assert _labelled(bm25) == ("IRCoT (BM25; title prefix 'none', all demonstrations, demonstrations within 15000 "
+                               "tokens)")
+    gear = {"retriever": {"_target_": CLASSES["hybrid"], "name": "hybrid"},
+            "agent": {"_target_": "gear_repro.methods.gear.agent.GearAgent", "max_rounds": 4, "gist_k": None},
+            "expansion": {"_target_": EXPANSIONS["sync"]}, "dataset": musique}
+    assert _labelled(gear) == "GEAR" and role(gear, "gear_gt_hybrid_syncge")
+    for key, value, note in (("gist_k", 10, "gist of the top 10"), ("gist_docs", "fused", "gist of the fused list"),
+                             ("query_for_beam", "rewritten", "beam query: rewritten"), ("base_k", 5, "base k 5")):
+        variant = {**gear, "agent": {**gear["agent"], key: value}}
+        assert _labelled(variant) == f"GEAR ({note})" and not role(variant, "gear_gt_hybrid_syncge"), key

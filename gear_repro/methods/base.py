@@ -157,15 +157,18 @@ def config_value(cfg: Mapping[str, Any], dotted: str, missing: Any = None) -> An
 @dataclass(frozen=True)
 class PaperSetting:
     """One setting of a method's paper row (``ReportHooks.paper_settings``): the dotted config ``key``, the paper's
-    ``value`` (``per_dataset``: dataset paper name -> value), and the ``note`` naming a run's other value ("{value}"
-    is replaced by it, or a function of it). A run whose config does not record the key ran the default: no note;
-    one that records null ran ``null`` (None: a null that is the paper's value, e.g. γ = 2b)."""
+    ``value`` (``per_dataset``: dataset paper name -> value; ``of_config``: a function of the run's config), and the
+    ``note`` naming a run's other value ("{value}" is replaced by it, or a function of it). ``{paper}`` in ``key``
+    stands for the run's dataset (a per-dataset entry: ``agent.title_prefixes.{paper}``). A run whose config does
+    not record the key ran the default: no note; one that records null ran ``null`` (None: a null that is the
+    paper's value, e.g. γ = 2b)."""
 
     key: str
     note: str | Callable[[Any], str]
     value: Any = None
     per_dataset: Mapping[str, Any] | None = None
     null: Any = None
+    of_config: Callable[[Mapping[str, Any]], Any] | None = None  # the paper's value where more than the dataset decides it
 
 
 _UNRECORDED = object()  # a key the run's config does not hold
@@ -178,9 +181,10 @@ def variant_notes(config: Mapping[str, Any], settings: Sequence[PaperSetting],
     paper = (config.get("dataset") or {}).get("paper_name")
     notes: list[str] = []
     for s in settings:
-        have = config_value(config, s.key, missing=_UNRECORDED)
+        have = config_value(config, s.key.format(paper=paper), missing=_UNRECORDED)
         have = None if have is _UNRECORDED else s.null if have is None else have
-        want = s.per_dataset.get(paper) if s.per_dataset is not None else s.value
+        want = (s.of_config(config) if s.of_config is not None
+                else s.per_dataset.get(paper) if s.per_dataset is not None else s.value)
         if paper_config and s.key in paper_config:
             want = paper_config[s.key]
         if have is not None and want is not None and have != want:

@@ -65,6 +65,8 @@ from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.settings import Choice, as_dict, choice
 from gear_repro.utils.trace import bump
 
+TITLE_PREFIX = "Wikipedia Title: "  # before each passage title in the thought prompt (baselines/ircot.py:224)
+
 DEMO_DIR = Path(__file__).resolve().parent.parent / "prompts" / "ircot_demos"
 ANSWER_MARK = "So the answer is:"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
@@ -213,7 +215,7 @@ class IRCoTAgent:
         self.thought = thought
         self.merge = choice(IRCoTMerge, merge, "agent.merge").value
         self.empty_thought = choice(IRCoTEmptyThought, empty_thought, "agent.empty_thought")
-        prefixes = as_dict(title_prefixes) or {paper_name: "Wikipedia Title: "}
+        prefixes = as_dict(title_prefixes) or {paper_name: TITLE_PREFIX}
         if paper_name not in prefixes:
             raise ConfigError(f"agent.title_prefixes has no entry for the dataset '{paper_name}' (has "
                               f"{sorted(prefixes)}): add +agent.title_prefixes.{paper_name}='Wikipedia Title: '")
@@ -400,6 +402,15 @@ def question_detail(record: Mapping[str, Any]) -> list[dict] | None:
                          note=f"stop: {trace.get('stop')}; answer in the thoughts: {trace.get('answer')!r}")]
 
 
+def reference_title_prefix(config: Mapping[str, Any]) -> str:
+    """What precedes a passage's title in the reference code's thought prompt on the run's dataset: baselines/ircot.py:224
+    "Wikipedia Title: " for IRCoT; ircot_hipporag.py:56 none for HippoRAG w/ IRCoT on MuSiQue/2Wiki, the prefix on
+    HotpotQA (:60-75, 93)."""
+    hipporag = node_setting(config.get("agent") or {}, "retriever", "base") == "hipporag"
+    paper = (config.get("dataset") or {}).get("paper_name")
+    return "" if hipporag and paper in ("MuSiQue", "2Wiki") else TITLE_PREFIX
+
+
 # IRCoT as HippoRAG's scripts run it (configs/agent/ircot.yaml cites each); HippoRAG's own for HippoRAG w/ IRCoT
 IRCOT_SETTINGS = (
     PaperSetting("agent.max_rounds", rounds_note, per_dataset=PAPER_MAX_ROUNDS),
@@ -407,6 +418,10 @@ IRCOT_SETTINGS = (
     PaperSetting("agent.merge", "{value} merge", "raw"),
     PaperSetting("agent.thought", "{value} thought", "full"),
     PaperSetting("agent.empty_thought", "empty thought: {value}", "retrieve"),
+    PaperSetting("agent.title_prefixes.{paper}", lambda p: f"title prefix {p.strip() or 'none'!r}",
+                 of_config=reference_title_prefix),
+    PaperSetting("agent.num_demo", lambda n: f"{n} demonstration{'' if n == 1 else 's'}", 1, null="all"),
+    PaperSetting("agent.demo_budget", "demonstrations within {value} tokens", 0, null=0),  # null = no budget
     *HIPPORAG_SETTINGS,
 )
 

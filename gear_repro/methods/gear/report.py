@@ -34,9 +34,19 @@ BEAM_SETTINGS = (
     PaperSetting("beam.neighbours", lambda n: f"{n or 'all'} neighbours", 100, null=0),  # null/0 = every neighbour
     PaperSetting("beam.scorer", "{value} scorer", "exact"),
 )
-GEAR_SETTINGS = (  # §5: passageLink (Eq. 8-10), the dataset's rounds (§6.3)
+GEAR_SETTINGS = (  # §5: passageLink (Eq. 8-10), the dataset's rounds (§6.3), App. B.2, the pseudocode (gear.py)
     PaperSetting("agent.passage_link", "no passageLink", True),
     PaperSetting("agent.max_rounds", rounds_note, per_dataset=PAPER_MAX_ROUNDS),
+    PaperSetting("agent.base_k", "base k {value}", 10),
+    PaperSetting("agent.query_for_base", "base query: {value}", "rewritten"),
+    PaperSetting("agent.query_for_beam", "beam query: {value}", "original"),
+    PaperSetting("agent.reader_memory", "reader without memory", True),
+    PaperSetting("agent.read_with", "reads the {value} question", "original"),
+    PaperSetting("agent.gist_docs", "gist of the {value} list", "expanded"),
+    PaperSetting("agent.gist_first_round", "round-1 gist: {value}", "read"),
+    PaperSetting("agent.gist_k", "gist of the top {value}", "all", null="all"),  # null = the whole list (gear.py:52)
+    PaperSetting("agent.gist_empty", "empty gist list: {value}", "skip"),
+    PaperSetting("agent.k_rrf", "k_rrf {value}", 60),
 )
 STAGES = ("read", "gist", "reason", "rewrite")  # the K.2 reader, gist memory, reasoner, rewriter (§5)
 
