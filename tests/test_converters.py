@@ -459,3 +459,16 @@ def test_text_in_another_unicode_form_is_written_in_nfc_and_counted(tmp_path: Pa
     conv = FORMATS["musique"](tmp_path / "nfc.jsonl", corpus=corpus)
     assert conv.passages[0].title == "Jiménez" and conv.questions[0].gold_ids == ["0"]
     assert conv.stats["nfc_normalised"] == {"passage_titles": 1, "passage_texts": 1, "questions": 0, "answers": 0}
+
+
+def test_openie_triples_are_written_in_nfc(tmp_path: Path) -> None:
+    """An NFD triple part ("Jime\u0301nez") is another entity of the triple graph and another BM25 word than the NFC
+    passages prepare writes: imported triples are NFC too, and counted (review of session 20)."""
+    passages = [Passage("p0", "Jiménez", "Jiménez was born in Spain.")]
+    nfd = "Jime\u0301nez"
+    data = {"docs": [{"passage": f"{nfd}\n{nfd} was born in Spain.",
+                      "extracted_triples": [[nfd, "born in", "Spain"], ["Jiménez", "born in", "Spain"]]}]}
+    triples, st = import_hipporag_openie(_write(tmp_path / "openie.json", data), passages)
+    assert [t.as_tuple() for t in triples] == [("Jiménez", "born in", "Spain")]  # the NFD twin is a repeat
+    assert triples[0].subject == "Jim\u00e9nez" and st["nfc_normalised"] == 1
+    assert st["dropped_by_reason"] == {"duplicate_in_passage": 1}

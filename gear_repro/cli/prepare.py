@@ -119,6 +119,8 @@ def _summary(stats: dict[str, Any], out: Path) -> str:
             f"openie docs: {t['docs_matched']}/{t['docs']} matched; passages without triples: "
             f"{t['passages_without_triples']}",
         ]
+        if t.get("nfc_normalised"):
+            lines.append(f"NFC-normalised: {t['nfc_normalised']} triple parts")
     c = stats.get("chunking")
     if c:
         lines.append(f"chunks: {c['chunks']} from {c['documents']} documents ({c['documents_split']} split; "

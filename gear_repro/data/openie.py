@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from gear_repro.data.converters import _N_EXAMPLES, CorpusIndex, norm_text, norm_title
+from gear_repro.data.converters import _N_EXAMPLES, _NFC, CorpusIndex, norm_text, norm_title
 from gear_repro.types import Passage, Triple
 from gear_repro.utils.errors import DataError
 from gear_repro.utils.io import read_json, require_file
@@ -22,15 +22,17 @@ def import_hipporag_openie(path: str | Path, passages: list[Passage]) -> tuple[l
 
     A doc maps to its passage by normalised (title, text) when it has both, else by its ``passage``
     ("title\\ntext" in HippoRAG) against the passage content, else by text alone. Triples must be
-    three non-empty strings (trimmed); others, exact repeats within a passage, and triples of
-    unmatched docs are dropped and counted by reason. Ids are "<passage_id>-<n>", n counting kept
-    triples of that passage in file order.
+    three non-empty strings (trimmed, in NFC as prepare writes passages: an NFD "Jime\u0301nez" would be
+    another entity of the graph and another BM25 word; counted in ``nfc_normalised``); others, exact repeats
+    within a passage, and triples of unmatched docs are dropped and counted by reason. Ids are
+    "<passage_id>-<n>", n counting kept triples of that passage in file order.
     """
     p = require_file(path, "OpenIE file")
     data = read_json(p)
     if not isinstance(data, dict) or not isinstance(data.get("docs"), list):
         raise DataError(f"{p}: expected a JSON object with a 'docs' list (HippoRAG OpenIE output)")
     index = CorpusIndex(passages)
+    nfc = _NFC()
     dropped: Counter[str] = Counter()
     matched_by: Counter[str] = Counter()
     triples: list[Triple] = []
@@ -62,7 +64,7 @@ def import_hipporag_openie(path: str | Path, passages: list[Passage]) -> tuple[l
             elif not all(x.strip() for x in t):
                 dropped["empty_part"] += 1
             else:
-                s, r, o = (" ".join(x.split()) for x in t)
+                s, r, o = (nfc(" ".join(x.split()), "triple_parts") for x in t)
                 if (s, r, o) in seen:
                     dropped["duplicate_in_passage"] += 1
                     continue
@@ -76,7 +78,7 @@ def import_hipporag_openie(path: str | Path, passages: list[Passage]) -> tuple[l
         "triples_in_file": n_in, "triples_kept": len(triples), "triples_dropped": sum(dropped.values()),
         "dropped_by_reason": dict(sorted(dropped.items())),
         "passages_with_triples": with_triples, "passages_without_triples": len(passages) - with_triples,
-        "unmatched_doc_examples": unmatched_examples,
+        "unmatched_doc_examples": unmatched_examples, "nfc_normalised": nfc.changed["triple_parts"],
     }
     if matched_by["none"]:
         log.warning("%s: %d OpenIE docs match no corpus passage; their %d triples are dropped", p,
