@@ -18,6 +18,14 @@ in the JSON.
     python -m benchmarks.bench_expansion --scorers exact fast fast:rescore=20,margin=0.05   # scorer options
     python -m benchmarks.bench_expansion --exact-cold --scorers exact exact:batch_size=null   # batched vs one at a time
     python -m benchmarks.bench_expansion --embedder minilm --precision bf16                  # embedder.precision
+    python -m benchmarks.bench_expansion --exact-cold --scorers exact --floor   # + the pass's matrix-product floor
+
+``--floor`` (issue 25 §2): the least time any exact encoding of a pass's paths can take on this machine, measured in
+the same process: the word pieces the pass encoded (the embedder's ``fixed_tokens``, no padding) × the
+multiply-adds of the encoder's linear layers per token (2 × in × out summed over them), at the rate those same
+linear layers reach in the embedder's precision on a 192-token input (8 rows × 24, the exact scorer's usual pass;
+best of 5, the run's clock). Attention, layer norms, padding and framework overhead come on top, so "floor ×
+hybrid" (the base retrieval + that floor, against the hybrid p50) bounds what a faster implementation could reach.
 
 Uses all-mpnet-base-v2 (the paper's) when $GEAR_CACHE/models/all-mpnet-base-v2 exists, else
 all-MiniLM-L6-v2, and says which.
@@ -64,11 +72,27 @@ def pick_embedder(choice: str) -> str:
     return MPNET if resolve_model(MPNET) != MPNET else MINILM
 
 
-def clear_caches(emb) -> None:
-    """Forget memoised query/path vectors, so each question is measured cold."""
-    cache = getattr(emb, "_qcache", None)
-    if cache is not None:
-        cache.clear()
+def linear_floor(emb, clock, tokens: int = 192, repeats: int = 5) -> tuple[float, float]:
+    """(FLOPs per token of the encoder's linear layers, their FLOP/s on a ``tokens``-row input in the embedder's
+    precision, best of ``repeats`` on ``clock``): the matrix products a token costs and how fast this core runs
+    them (PackedLinear under bf16 has the same in/out features)."""
+    import torch
+
+    layers = [m for m in emb.model[0].auto_model.encoder.modules() if hasattr(m, "in_features")
+              and hasattr(m, "out_features") and not list(m.children())]
+    per_token = 2.0 * sum(m.in_features * m.out_features for m in layers)
+    gen = torch.Generator().manual_seed(0)
+    inputs = {m.in_features: torch.randn(tokens, m.in_features, generator=gen) for m in layers}
+    best = float("inf")
+    with torch.inference_mode(), emb.autocast():
+        for m in layers:  # warm-up: oneDNN primitives are created on first use
+            m(inputs[m.in_features])
+        for _ in range(repeats):
+            t = clock()
+            for m in layers:
+                m(inputs[m.in_features])
+            best = min(best, clock() - t)
+    return per_token, per_token * tokens / best
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -102,6 +126,8 @@ def main() -> None:
     ap.add_argument("--exact-cold", action="store_true", help="exact scorer without the disk path store")
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                     help="cpu: the process's CPU time (with --threads 1, what an idle core takes on a shared machine)")
+    ap.add_argument("--floor", action="store_true",
+                    help="also the exact passes' matrix-product floor (linear layers at this core's measured rate)")
     ap.add_argument("--out", default=None, help="write the figures as JSON here")
     a = ap.parse_args()
     clock = time.process_time if a.clock == "cpu" else time.perf_counter
@@ -127,11 +153,17 @@ def main() -> None:
     questions = [q for q in ds.questions if q.gold_ids]
     retrievers["hybrid"].retrieve("warm up the model", 5)
     expansions = {sc: NaiveGE(index, emb, beam=scorer_beam(sc, a)) for sc in a.scorers}
+    floor = linear_floor(emb, clock) if a.floor else None
+    if floor:
+        print(f"linear layers: {floor[0] / 1e6:.1f} MFLOP per token, {floor[1] / 1e9:.1f} GFLOP/s on this core "
+              f"({emb.precision_used.value}, {a.clock} clock)", flush=True)
 
     report: dict = {"embedder": model, "precision": emb.precision_used.value,
                     "query_precision": emb.queries.precision_used.value, "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                     "load_avg_start": os.getloadavg(), "questions": len(questions), "ks": a.ks,
                     "index_build_s": round(build_s, 2), "exact_cold": a.exact_cold, "clock": a.clock, "base": {}, "naive": {}}
+    if floor:
+        report["linear_flops_per_token"], report["linear_flops_per_s"] = floor
     times: dict[tuple, list[float]] = defaultdict(list)
     parts: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     recall: dict[tuple, list[float]] = defaultdict(list)
@@ -139,7 +171,7 @@ def main() -> None:
     for i, q in enumerate(questions):
         for b in sorted(retrievers):  # the base retrievers alone
             for k in a.ks:
-                clear_caches(emb)
+                emb.forget()
                 t = clock()
                 r = retrievers[b].retrieve(q.question, k)
                 times[(b, k)].append(clock() - t)
@@ -149,8 +181,9 @@ def main() -> None:
                 if hasattr(ge.scorer, "clear"):
                     ge.scorer.clear()  # a cold question; its k-passes share the path memo
                 for k in a.ks:
-                    clear_caches(emb)
+                    emb.forget()
                     stats = dict(getattr(ge.scorer, "stats", {}))
+                    tokens = emb.stats["fixed_tokens"], emb.stats["fixed_slots"]
                     t = clock()
                     base = retrievers[b].retrieve(q.question, k)
                     tb = clock() - t
@@ -165,6 +198,11 @@ def main() -> None:
                     counts[key].append(out.trace["counters"].get("candidates", 0))
                     now = getattr(ge.scorer, "stats", {})
                     counts[key + ("encoded",)].append(now.get("paths_encoded", 0) - stats.get("paths_encoded", 0))
+                    real = emb.stats["fixed_tokens"] - tokens[0]
+                    counts[key + ("tokens",)].append(real)
+                    counts[key + ("slots",)].append(emb.stats["fixed_slots"] - tokens[1])
+                    if floor:  # the base retrieval as measured + the least time the pass's encoding can take
+                        times[key + ("floor",)].append(tb + real * floor[0] / floor[1])
         if (i + 1) % 10 == 0:
             print(f"  {i + 1}/{len(questions)} questions", flush=True)
             if i + 1 < len(questions):  # a partial table, so a slow run still reports
@@ -186,6 +224,9 @@ def summarise(report: dict, a: argparse.Namespace, retrievers: dict, times: dict
             "recall": 100 * float(np.mean(recall[(sc, b, k)])), "p50_ms": pct(times[(sc, b, k)], 50),
             "p95_ms": pct(times[(sc, b, k)], 95), "candidates_mean": float(np.mean(counts[(sc, b, k)])),
             "paths_encoded_mean": float(np.mean(counts[(sc, b, k, "encoded")])),
+            "tokens_encoded_mean": float(np.mean(counts[(sc, b, k, "tokens")])),
+            "slots_computed_mean": float(np.mean(counts[(sc, b, k, "slots")])),
+            **({"floor_p50_ms": pct(times[(sc, b, k, "floor")], 50)} if (sc, b, k, "floor") in times else {}),
             "parts": {p: {"p50_ms": pct(v, 50), "p95_ms": pct(v, 95)} for p, v in parts[(sc, b, k)].items()},
         } for k in a.ks} for b in a.bases}
 
@@ -194,8 +235,11 @@ def summarise(report: dict, a: argparse.Namespace, retrievers: dict, times: dict
     ref = "exact" if "exact" in a.scorers else None
     print("\n| base | k | base R@k | " + " | ".join(f"NaiveGE {sc} R@k" for sc in a.scorers)
           + "".join(f" | {sc} − exact" for sc in a.scorers if ref and sc != ref)
-          + " | " + " | ".join(f"{sc} p50 / p95 ms (× hybrid p50)" for sc in a.scorers) + " | paths encoded/pass |")
-    n_cols = 3 + len(a.scorers) * 2 + (len(a.scorers) - 1 if ref else 0) + 1
+          + " | " + " | ".join(f"{sc} p50 / p95 ms (× hybrid p50)" for sc in a.scorers) + " | paths encoded/pass |"
+          + (" exact: tokens / slots per pass | exact floor p50 ms (× hybrid p50) |" if "linear_flops_per_s" in report
+             and ref else ""))
+    n_cols = 3 + len(a.scorers) * 2 + (len(a.scorers) - 1 if ref else 0) + 1 + (2 if "linear_flops_per_s" in report
+                                                                                  and ref else 0)
     print("|" + "---|" * n_cols)
     for b in a.bases:
         for k in a.ks:
@@ -207,6 +251,10 @@ def summarise(report: dict, a: argparse.Namespace, retrievers: dict, times: dict
             cells += [f"{rows[sc]['p50_ms']:.0f} / {rows[sc]['p95_ms']:.0f} ({rows[sc]['p50_ms'] / hyb[k]:.2f}×)"
                       for sc in a.scorers]
             cells.append(" / ".join(f"{sc} {rows[sc]['paths_encoded_mean']:.1f}" for sc in a.scorers))
+            if "floor_p50_ms" in rows.get("exact", {}):
+                e = rows["exact"]
+                cells.append(f"{e['tokens_encoded_mean']:.0f} / {e['slots_computed_mean']:.0f}")
+                cells.append(f"{e['floor_p50_ms']:.0f} ({e['floor_p50_ms'] / hyb[k]:.2f}×)")
             print("| " + " | ".join(cells) + " |")
     print(f"\nembedder {model} ({report['precision']}); {a.clock} clock; {done} questions; load average {report['load_avg_start']} -> "
           f"{report['load_avg_end']} on {os.cpu_count()} cores")

@@ -93,7 +93,7 @@ def main() -> None:
         r.retrieve("warm up query", a.ks[0])
         row: dict = {}
         for k in a.ks:
-            emb._qcache.clear()
+            emb.forget()
             if isinstance(r, GrieverRetriever):
                 r.matcher._cache.clear()
             ms, rec = [], []

@@ -218,11 +218,11 @@ def main() -> None:
         row["passages_per_s"], pv = timed(lambda ts, e=emb: e.encode_corpus(ts, "passages"), ptexts)
         row["triples_per_s"], tv = timed(lambda ts, e=emb: e.encode_corpus(ts, "triples"), ttexts)
         row["paths_per_s"], xv = timed(lambda ts, e=emb: e.encode_fixed(ts, DEFAULT_PATH_ROWS), paths)
-        emb._qcache.clear()
+        emb.forget()
         row["paths_alone_per_s"], _ = timed(emb.encode_alone, paths)
         vecs[prec] = {"passages": pv, "triples": tv, "paths": xv}
         if a.recall and prec in PRECISIONS:
-            emb._qcache.clear()
+            emb.forget()
             t = time.perf_counter()
             row["recall"] = recall(ds, emb, [5, 10, 15], expansion=not a.no_expansion)
             row["recall_wall_s"] = round(time.perf_counter() - t, 1)

@@ -108,7 +108,7 @@ def test_short_text_vectors_do_not_depend_on_the_batch(minilm):
     path = "Barack Obama born in Honolulu Honolulu capital of Hawaii"
     others = ["x", "a much longer text with many more tokens than the path text has, for padding", "Hawaii state"]
     alone = minilm.encode([path])[0].copy()
-    minilm._qcache.clear()
+    minilm.forget()
     mixed = minilm.encode(others + [path])[-1]
     assert np.array_equal(alone, mixed)
     assert not np.array_equal(alone, minilm.encode(others)[1])

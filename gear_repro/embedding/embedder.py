@@ -164,7 +164,9 @@ class SentenceEmbedder:
                 if self._pack_bf16:  # packed bf16 linears give other last bits than autocast alone
                     key["bf16_linears"] = "packed"
         self.model_id = hash_obj(key, 12)
-        self.stats = {"encoded": 0, "query_cache_hits": 0, "corpus_cache_hits": 0}
+        # fixed_tokens / fixed_slots: word pieces of the texts encode_fixed encoded, and the rows x length its
+        # passes computed (padding and empty rows included): the exact scorer's work (docs/graph_expansion.md)
+        self.stats = {"encoded": 0, "query_cache_hits": 0, "corpus_cache_hits": 0, "fixed_tokens": 0, "fixed_slots": 0}
         self.query_precision = choice(QueryPrecision, query_precision, "embedder.query_precision")
         # the query side: this embedder, or (bf16 with query_precision fp32) an fp32 twin loaded on its first query
         self.queries: SentenceEmbedder = self
@@ -319,6 +321,7 @@ class SentenceEmbedder:
         groups: dict[int, list[int]] = {}
         for i, ids in enumerate(tok(texts, truncation=True, max_length=max_len)["input_ids"]):
             groups.setdefault(min(max_len, -(-len(ids) // LENGTH_STEP) * LENGTH_STEP), []).append(i)
+            self.stats["fixed_tokens"] += len(ids)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for length, idx in sorted(groups.items()):
             for a in range(0, len(idx), rows):
@@ -328,6 +331,7 @@ class SentenceEmbedder:
                 with torch.inference_mode(), self.autocast():
                     emb = model(batch_to_device(dict(feats), model.device))["sentence_embedding"]
                 out[part] = self._unit(emb[:len(part)])
+                self.stats["fixed_slots"] += rows * length
         self.stats["encoded"] += len(texts)
         return out
 
@@ -345,6 +349,12 @@ class SentenceEmbedder:
         while len(self._qcache) > self._qcache_size:
             self._qcache.popitem(last=False)
         return out
+
+    def forget(self) -> None:
+        """Empty the memo of query and path vectors, the fp32 query twin's too (benchmarks time cold passes)."""
+        self._qcache.clear()
+        if self.queries is not self:
+            self.queries.forget()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Encode queries (questions, sub-queries, query entities) in ``query_precision``: each text alone,
