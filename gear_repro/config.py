@@ -146,6 +146,9 @@ class ReportSchema:
     labels: dict[str, str] = field(default_factory=dict)  # retriever name -> that paper's row label
     # config key -> value the paper's row presumes (a preset's ``method``); a run that differs is "<method> on <its base>"
     paper_config: dict[str, Any] = field(default_factory=dict)
+    # config keys the preset's rows vary and ``method`` names (Table 4: beam.diversity); any other paper setting a
+    # run differs in is added to ``method`` ("w/ diversity (fast scorer)")
+    axes: list[str] = field(default_factory=list)
     qa_paper: str | None = None  # paper of the EM/F1 numbers beside ours (null: paper)
     qa_paper_table: str | None = None
     qa_setting: str | None = None

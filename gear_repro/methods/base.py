@@ -3,7 +3,7 @@ the protocols the pipeline wires against (:class:`Method`, :class:`Expansion`, :
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -175,12 +175,15 @@ _UNRECORDED = object()  # a key the run's config does not hold
 
 
 def variant_notes(config: Mapping[str, Any], settings: Sequence[PaperSetting],
-                  paper_config: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+                  paper_config: Mapping[str, Any] | None = None, skip: Collection[str] = ()) -> tuple[str, ...]:
     """The notes of the ``settings`` a run's config differs in from the paper's row; ``paper_config`` (a preset's
-    ``report.paper_config``) overrides the paper's value of a key (GRIEVER Table 4 runs IRCoT with top_k 5)."""
+    ``report.paper_config``) overrides the paper's value of a key (GRIEVER Table 4 runs IRCoT with top_k 5); the
+    keys in ``skip`` are not noted (a preset's ``report.axes``, named by its row label)."""
     paper = (config.get("dataset") or {}).get("paper_name")
     notes: list[str] = []
     for s in settings:
+        if s.key in skip:
+            continue
         have = config_value(config, s.key.format(paper=paper), missing=_UNRECORDED)
         have = None if have is _UNRECORDED else s.null if have is None else have
         want = (s.of_config(config) if s.of_config is not None

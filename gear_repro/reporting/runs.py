@@ -116,17 +116,18 @@ class RunResult:
     @property
     def method(self) -> str:
         """Row label: report.method if set (a preset's row name; "<it> on <base + expansion>" when the run's retriever
-        or expansion is not the one ``report.paper_config`` says the paper's row used), else the method's own label
-        (its report hooks' ``label``, found by the class of ``agent._target_``) from the base retriever's label and
-        the expansion's."""
-        parts = self._row_parts()
+        or expansion is not the one ``report.paper_config`` says the paper's row used; the paper settings it differs
+        in beyond the preset's ``report.axes`` in brackets, "w/ diversity (fast scorer)"), else the method's own
+        label (its report hooks' ``label``, found by the class of ``agent._target_``) from the base retriever's label
+        and the expansion's."""
         if self.report.get("method"):
+            parts = self._row_parts(skip=tuple(self.report.get("axes") or ()))
             off = {k: v for k, v in (self.report.get("paper_config") or {}).items()
                    if str(config_value(self.config, k)) != str(v)}
-            if not off:
-                return self.report["method"]
-            return f"{self.report['method']} on {parts.base}" + (f" + {parts.expansion}" if parts.expansion
-                                                                  else " (no expansion)")
+            label = self.report["method"] if not off else f"{self.report['method']} on {parts.base}" + (
+                f" + {parts.expansion}" if parts.expansion else " (no expansion)")
+            return with_notes(label, parts.notes)
+        parts = self._row_parts()
         if self.is_qa_bound:  # Table 3's bounds: the label names the bound, not the (unused) retriever
             return {"none": "No Passages", "gold": "Gold Passages"}.get(self.config["qa_reader"]["mode"], "QA bound")
         from gear_repro.methods import agent_hooks
@@ -138,9 +139,9 @@ class RunResult:
         label = parts.base + (f" + {parts.expansion}" if parts.expansion else "")
         return f"{label} ({agent.get('name', '?')})"  # an agent class without report hooks
 
-    def _row_parts(self) -> RowParts:
-        """The base retriever's and the expansion's labels and what differs from the paper's row (``RowParts``), the
-        row label is made of."""
+    def _row_parts(self, skip: tuple[str, ...] = ()) -> RowParts:
+        """The base retriever's and the expansion's labels and what differs from the paper's row (``RowParts``; not
+        the settings keyed in ``skip``), the row label is made of."""
         from gear_repro.methods import agent_hooks, hooks_for
 
         rcfg = self.config.get("retriever", {})
@@ -153,7 +154,7 @@ class RunResult:
         fixed = None if run_cfg.get("matched_k", True) else int(run_cfg.get("base_k") or max(self.ks))
         settings = [s for h in (exp_hooks, agent_hooks(self.config.get("agent") or {})) if h is not None
                     for s in h.paper_settings]
-        notes = variant_notes(self.config, settings, self.report.get("paper_config"))
+        notes = variant_notes(self.config, settings, self.report.get("paper_config"), skip)
         return RowParts(base=paper_label or own, paper_label=bool(paper_label), retriever=ret,
                         expansion=exp_hooks.expansion_label if exp_hooks is not None else None, fixed_base_k=fixed,
                         notes=notes)
