@@ -136,6 +136,12 @@ def test_refused_resume_names_what_differs_and_moved_data_resumes(compose, toy_d
                                                                               hashes, with_path=True)}))
     with pytest.raises(ConfigError, match="no setting of its config.yaml and no data file differs"):
         Runner(cfg, run).run()
+    # a refused resume into a dir whose config.yaml is gone does not write its own there (review of session 20: the
+    # next refusal compared the new config with itself and named nothing)
+    (run / "config.yaml").unlink()
+    with pytest.raises(ConfigError, match="different config or different data"):
+        Runner(_cfg(compose, toy_dir, "run.ks=[5,10]"), run).run()
+    assert not (run / "config.yaml").exists()
 
 
 def test_resume_fingerprint_covers_the_llm_endpoint(compose, toy_dir):

@@ -337,8 +337,8 @@ class Runner:
                 try:
                     result = self._run_stage()
                 except (Exception, KeyboardInterrupt) as e:
-                    if not (self.run_dir / "config.yaml").exists():
-                        self._write_config()  # the report labels the failed run by it
+                    if not (self.run_dir / "config.yaml").exists() and not (self.run_dir / "run.json").exists():
+                        self._write_config()  # the report labels the failed run by it (a dir of another run: not)
                     record_failure(self.run_dir, e)
                     raise
                 (self.run_dir / FAILURE_FILE).unlink(missing_ok=True)
