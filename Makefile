@@ -140,7 +140,7 @@ slurm-local-for-tests:
 
 # the install steps run in parallel (-j3): downloads, pip installs and the cluster's apt-get (~1 min on a fresh
 # machine) overlap the llama.cpp build
-test-deps: install-test-models install-llama-cpp install-launchers install-browser slurm-local-for-tests
+test-deps: install-test-models install-llama-cpp install-launchers install-browser install-encoders slurm-local-for-tests
 
 test:
 	$(MAKE) -j3 --no-print-directory test-deps

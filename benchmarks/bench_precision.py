@@ -18,14 +18,18 @@ Per precision, one thread, after a warm-up, per CPU second of the process (``tim
     twice: questions by the fp32 twin (``embedder.query_precision=fp32``, the default) and in bf16 (``same``),
     over the same bf16 corpus, triple and path vectors (the path store is on, so the second pass encodes only its
     questions). Vectors go to a fresh $GEAR_CACHE under --work, so nothing is read from earlier caches;
-  * with --rounds N: N more passes over the passages per precision, alternated (fp32 first in even rounds, bf16 in
-    odd ones), without caches: the median passages/s of each and the ratio of the medians.
+  * with --rounds N: N more passes over the passages per row, alternated (the rows in order in even rounds, in
+    reverse in odd ones), without caches: the median passages/s of each and its ratio to fp32's median;
+  * with --openvino: rows ``openvino-fp32`` and ``openvino-bf16`` (``embedder.backend=openvino``, its CPU plugin's
+    inference precision f32 / bf16; needs `make install-encoders`), compared with torch fp32 like the others
+    (recall for ``openvino-bf16`` too).
 
     python -m benchmarks.bench_precision --embedder minilm --recall --out precision_minilm.json
     python -m benchmarks.bench_precision --embedder /path/to/all-mpnet-base-v2 --passages 200 --triples 1000
     python -m benchmarks.bench_precision --embedder minilm --variants --passages 300 --triples 1000
     python -m benchmarks.bench_precision --embedder mpnet --spread --passages 96 --triples 1000 --paths 300
     python -m benchmarks.bench_precision --embedder mpnet --recall --no-expansion --triples 1000 --paths 300
+    python -m benchmarks.bench_precision --embedder minilm --openvino --recall --rounds 5
 
 A CPU without native bf16 cannot run this comparison (embedder.precision=bf16 is refused there).
 """
@@ -63,6 +67,7 @@ from gear_repro.retrieval.base import DenseRetriever, HybridRetriever  # noqa: E
 
 PRECISIONS = ("fp32", "bf16")
 AUTOCAST, EAGER, ALL_BF16 = "bf16-autocast", "bf16-eager", "bf16-all"
+OPENVINO = {"openvino-fp32": "fp32", "openvino-bf16": "bf16"}  # row -> embedder.precision with backend=openvino
 
 
 class AutocastEmbedder(SentenceEmbedder):
@@ -187,6 +192,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=0,
                     help="then N alternated rounds of fp32 and bf16 passage encoding (order flipped every round, no "
                          "caches): passages/s medians and their ratio, less sensitive to the machine's drift")
+    ap.add_argument("--openvino", action="store_true", help="rows openvino-fp32 and openvino-bf16 (recall for the latter)")
     ap.add_argument("--work", default=None, help="directory of the fresh $GEAR_CACHE (default a temporary one)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
@@ -208,10 +214,13 @@ def main() -> None:
                     "path_rows": DEFAULT_PATH_ROWS, "rows": {}}
     vecs: dict[str, dict[str, np.ndarray]] = {}
     embs: dict[str, SentenceEmbedder] = {}
-    for prec in PRECISIONS + ((AUTOCAST, EAGER, ALL_BF16) if a.variants else ()):
+    with_recall = (*PRECISIONS, "openvino-bf16")
+    for prec in PRECISIONS + ((AUTOCAST, EAGER, ALL_BF16) if a.variants else ()) + (tuple(OPENVINO) if a.openvino else ()):
         kw = {"num_threads": a.threads, "show_progress": False}
         cls = {AUTOCAST: AutocastEmbedder, EAGER: EagerBf16Embedder, ALL_BF16: AllBf16Embedder}.get(prec)
-        emb = embs[prec] = cls(model, **kw) if cls else SentenceEmbedder(model, precision=prec, **kw)
+        emb = embs[prec] = (cls(model, **kw) if cls else
+                            SentenceEmbedder(model, precision=OPENVINO[prec], backend="openvino", **kw) if prec in OPENVINO
+                            else SentenceEmbedder(model, precision=prec, **kw))
         emb.encode_fixed(paths[:DEFAULT_PATH_ROWS], DEFAULT_PATH_ROWS)  # warm-up: weights, allocator, kernels
         emb._encode(ptexts[:8])
         row: dict = {}
@@ -221,13 +230,14 @@ def main() -> None:
         emb.forget()
         row["paths_alone_per_s"], _ = timed(emb.encode_alone, paths)
         vecs[prec] = {"passages": pv, "triples": tv, "paths": xv}
-        if a.recall and prec in PRECISIONS:
+        if a.recall and prec in with_recall:
             emb.forget()
             t = time.perf_counter()
             row["recall"] = recall(ds, emb, [5, 10, 15], expansion=not a.no_expansion)
             row["recall_wall_s"] = round(time.perf_counter() - t, 1)
             if emb.queries is not emb:  # the same bf16 vectors (disk caches), questions in bf16 too
-                same = SentenceEmbedder(model, precision=prec, query_precision="same", **kw)
+                same = SentenceEmbedder(model, precision=OPENVINO.get(prec, prec), query_precision="same",
+                                        backend=emb.backend, **kw)
                 row["recall_bf16_queries"] = recall(ds, same, [5, 10, 15], expansion=not a.no_expansion)
         report["rows"][prec] = row
         print(prec, json.dumps(row), flush=True)
@@ -245,18 +255,20 @@ def main() -> None:
 
 
 def alternated_rates(embs: dict[str, SentenceEmbedder], texts: list[str], rounds: int) -> dict:
-    """Passages/s of fp32 and bf16 over ``rounds`` rounds, alternating which runs first (``_encode``: batch 32 as
-    the corpus encoder, no cache); per precision the rates and their median, and the ratio of the medians."""
-    rates: dict[str, list[float]] = {p: [] for p in PRECISIONS}
+    """Passages/s of every row over ``rounds`` rounds, alternating the order (``_encode``: batch 32 as the corpus
+    encoder, no cache); per row the rates and their median, and each median's ratio to fp32's."""
+    names = list(embs)
+    rates: dict[str, list[float]] = {p: [] for p in names}
     for r in range(rounds):
-        for prec in (PRECISIONS if r % 2 == 0 else PRECISIONS[::-1]):
+        for prec in (names if r % 2 == 0 else names[::-1]):
             rates[prec].append(round(timed(embs[prec]._encode, texts)[0], 2))
     med = {p: float(np.median(v)) for p, v in rates.items()}
-    return {"passages_per_s": rates, "median": med, "ratio": round(med["bf16"] / med["fp32"], 3)}
+    return {"passages_per_s": rates, "median": med,
+            "ratio": {p: round(m / med["fp32"], 3) for p, m in med.items() if p != "fp32"}}
 
 
 def print_table(report: dict) -> None:
-    f32, b16 = report["rows"]["fp32"], report["rows"]["bf16"]
+    f32 = report["rows"]["fp32"]
     print(f"\n{report['embedder']}; {report['counts']}; {report['threads']} thread(s), per CPU second; "
           f"bf16: {report['bf16']}; load {report['load_avg_start']} -> {report['load_avg_end']}\n")
     print("| precision | passages/s | triples/s | paths/s (batches of "
@@ -271,16 +283,19 @@ def print_table(report: dict) -> None:
     if "rounds" in report:
         r = report["rounds"]
         print(f"\npassages/s over {len(r['passages_per_s']['fp32'])} alternated rounds, medians: fp32 "
-              f"{r['median']['fp32']:.1f}, bf16 {r['median']['bf16']:.1f} ({r['ratio']:.2f}×); rounds {r['passages_per_s']}")
+              f"{r['median']['fp32']:.1f}, " + ", ".join(f"{p} {r['median'][p]:.1f} ({x:.2f}×)" for p, x in r["ratio"].items())
+              + f"; rounds {r['passages_per_s']}")
     if "recall" in f32:
-        sides = [("recall", "fp32 queries"), ("recall_bf16_queries", "bf16 queries")]
-        sides = [(key, label) for key, label in sides if key in b16]
+        sides = [(name, key, label) for name, row in report["rows"].items() if name != "fp32"
+                 for key, label in (("recall", "fp32 queries"), ("recall_bf16_queries", "bf16 queries")) if key in row]
         print("\n| method | fp32 R@5 / R@10 / R@15 | " + " | ".join(
-            f"bf16, {label}: R@5 / R@10 / R@15 (− fp32)" for _, label in sides) + " |")
+            f"{name}, {label}: R@5 / R@10 / R@15 (− fp32)" for name, _, label in sides) + " |")
         print("|---|---|" + "---|" * len(sides))
         for m in f32["recall"]:
             a = f32["recall"][m]
-            cells = [" / ".join(f"{b16[key][m][k]:.1f} ({b16[key][m][k] - a[k]:+.2f})" for k in a) for key, _ in sides]
+            rows = report["rows"]
+            cells = [" / ".join(f"{rows[n][key][m][k]:.1f} ({rows[n][key][m][k] - a[k]:+.2f})" for k in a)
+                     for n, key, _ in sides]
             print(f"| {m} | " + " / ".join(f"{a[k]:.1f}" for k in a) + " | " + " | ".join(cells) + " |")
 
 

@@ -24,3 +24,35 @@ def test_lossy_int8_backend_warns(caplog):
         assert not caplog.records
         SentenceEmbedder("all-MiniLM-L6-v2", backend="onnx-int8")
     assert len(caplog.records) == 1 and "lossy" in caplog.records[0].getMessage()
+
+
+def test_openvino_backend_keys_its_precision():
+    """OpenVINO's own default precision is bf16 on a CPU with native bf16: its key names the precision that runs,
+    so vectors of an explicit f32 and of bf16 never share a cache entry (nor those of runs before session 21)."""
+    ids = {p: SentenceEmbedder("all-MiniLM-L6-v2", backend="openvino", precision=p).model_id for p in ("fp32", "bf16")}
+    assert ids["fp32"] != ids["bf16"]
+    assert ids["fp32"] != hash_obj({"model": "all-MiniLM-L6-v2", "normalize": True, "max_seq_length": None,
+                                    "backend": "openvino"}, 12)
+
+
+@pytest.mark.slow
+def test_openvino_runs_the_precision_asked_for():
+    """The real OpenVINO path on MiniLM (skipped without `make install-encoders`): fp32 is f32 on every CPU (it was
+    bf16 on this project's avx512_bf16 CPU, OpenVINO's default there, under the fp32 name), bf16 is bf16."""
+    pytest.importorskip("openvino")
+    pytest.importorskip("onnx")
+    from gear_repro.embedding.precision import native_bf16
+
+    texts = ["Barack Obama was born in Honolulu, the capital of Hawaii.", "The Eiffel Tower is in Paris.",
+             "Lothair II was the son of Emperor Lothair I and Ermengarde of Tours."]
+    ref = SentenceEmbedder("all-MiniLM-L6-v2", cache=False, show_progress=False)._encode(texts)
+    f32 = SentenceEmbedder("all-MiniLM-L6-v2", backend="openvino", cache=False, show_progress=False)
+    assert f32.model.inference_precision == "f32"
+    assert float((f32._encode(texts) * ref).sum(1).min()) > 0.9999995
+    if not native_bf16("cpu")[0]:
+        pytest.skip("no native bf16 on this CPU: embedder.precision=bf16 is refused (test_precision.py)")
+    bf16 = SentenceEmbedder("all-MiniLM-L6-v2", backend="openvino", precision="bf16", query_precision="same",
+                            cache=False, show_progress=False)
+    assert bf16.model.inference_precision == "bf16"
+    cos = (bf16._encode(texts) * ref).sum(1)
+    assert float(cos.min()) > 0.9999 and float(cos.max()) < 0.9999995  # bf16 indeed: close, never identical

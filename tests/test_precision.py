@@ -39,6 +39,7 @@ def test_cpu_flags_and_native_bf16() -> None:
     ("fp32", EPYC, "torch", "fp32"), ("auto", EPYC, "torch", "bf16"), ("bf16", EPYC, "torch", "bf16"),
     ("auto", SKYLAKE, "torch", "fp32"), ("fp32", SKYLAKE, "torch", "fp32"), ("auto", GRAVITON, "torch", "bf16"),
     ("auto", EPYC, "onnx", "fp32"), (Precision.auto, EPYC, "torch", "bf16"),
+    ("auto", EPYC, "openvino", "bf16"), ("auto", SKYLAKE, "openvino", "fp32"), ("bf16", EPYC, "openvino", "bf16"),
 ])
 def test_resolve_precision(value, cpu, backend, used) -> None:
     assert resolve_precision(value, "cpu", backend, cpuinfo=cpu) is Precision(used)
@@ -46,7 +47,8 @@ def test_resolve_precision(value, cpu, backend, used) -> None:
 
 @pytest.mark.parametrize("value, cpu, backend, msg", [
     ("bf16", SKYLAKE, "torch", "no native bf16 .* emulation, slower than fp32"),  # never a silent slow-down
-    ("bf16", EPYC, "openvino", "needs embedder.backend=torch"),
+    ("bf16", EPYC, "onnx", "needs embedder.backend=torch or openvino"),
+    ("bf16", SKYLAKE, "openvino", "no native bf16"),
     ("half", EPYC, "torch", r"embedder.precision must be one of \['fp32', 'bf16', 'auto'\]"),
 ])
 def test_bf16_refused_where_it_would_not_run_natively(value, cpu, backend, msg) -> None:

@@ -31,6 +31,7 @@ from typing import Protocol
 import numpy as np
 
 from gear_repro.embedding.precision import (
+    BF16_BACKENDS,
     Precision,
     QueryPrecision,
     check_device,
@@ -137,7 +138,8 @@ class SentenceEmbedder:
         self.precision = Precision(precision)
         if self.precision is Precision.auto:
             log.info("embedder.precision=auto: running %s on %s (%s)", self.precision_used, device,
-                     native_bf16(device)[1] if backend == "torch" else f"backend {backend}")
+                     native_bf16("cpu" if backend == "openvino" else device)[1] if backend in BF16_BACKENDS
+                     else f"backend {backend}")
         self._model = None
         self._load_error: RuntimeError | None = None  # a failed load, raised again instead of retried per question
         self._qcache: OrderedDict[str | tuple[int, str], np.ndarray] = OrderedDict()  # encode, encode_fixed
@@ -149,6 +151,8 @@ class SentenceEmbedder:
             key["files"] = files  # share vectors (names and bundled copies: as before)
         if backend != "torch":  # torch keeps its historical key; other back-ends get their own vectors
             key["backend"] = backend
+        if backend == "openvino":  # f32 and bf16 alike: OpenVINO's old implicit default was bf16 on bf16 CPUs
+            key["inference_precision"] = self.precision_used.value
         # bf16 linear layers packed and mpnet's attention fused at load (embedding/bf16.py), decided once for key
         # and load
         self._pack_bf16 = self._fuse_mpnet = False
@@ -214,7 +218,7 @@ class SentenceEmbedder:
         """The encoder read from ``path`` (a folder or hub id), with ``max_seq_length`` and the bf16 packing."""
         with transformers_bars(self.show_progress):  # transformers' "Loading weights" bar
             if self.backend != "torch":
-                model = RuntimeSentenceModel(path, self.backend, self.num_threads)
+                model = RuntimeSentenceModel(path, self.backend, self.num_threads, self.precision_used)
             else:
                 from sentence_transformers import SentenceTransformer
 
@@ -291,7 +295,7 @@ class SentenceEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         bars = progress and self.show_progress
-        if self.precision_used is Precision.fp32:
+        if self.precision_used is Precision.fp32 or self.backend != "torch":  # runtimes pool and normalise in f32
             vecs = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=self.normalize,
                                      convert_to_numpy=True, show_progress_bar=bars)
         else:  # matrix products in bf16; the pooled vector normalised in float32

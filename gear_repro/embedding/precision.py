@@ -17,6 +17,8 @@ from gear_repro.utils.errors import ConfigError
 
 # /proc/cpuinfo flags of native bf16 arithmetic: x86 AVX512-BF16 and AMX-BF16, Arm's BF16 extension
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
+# back-ends that run bf16: torch (autocast, packed linears) and OpenVINO (its CPU plugin's bf16 inference precision)
+BF16_BACKENDS = ("torch", "openvino")
 
 
 class Precision(str, Enum):
@@ -94,17 +96,20 @@ def native_bf16(device: str, cpuinfo: str | None = None) -> tuple[bool, str]:
 def resolve_precision(value: str | Precision, device: str = "cpu", backend: str = "torch",
                       cpuinfo: str | None = None) -> Precision:
     """The precision that runs (fp32 or bf16) for the setting ``value``: ``auto`` -> bf16 where native, else fp32;
-    ``bf16`` where it is not native, or with a back-end other than torch -> ConfigError."""
+    ``bf16`` where it is not native, or with a back-end that has no bf16 (onnx, onnx-int8) -> ConfigError. OpenVINO
+    always runs on the CPU, so its native bf16 is the CPU's."""
     try:
         want = Precision(value)
     except ValueError:
         raise ConfigError(f"embedder.precision must be one of {[p.value for p in Precision]}, got '{value}'") from None
     if want is Precision.fp32:
         return want
-    if backend != "torch":
+    if backend not in BF16_BACKENDS:
         if want is Precision.bf16:
-            raise ConfigError(f"embedder.precision=bf16 needs embedder.backend=torch (got '{backend}')")
+            raise ConfigError(f"embedder.precision=bf16 needs embedder.backend=torch or openvino (got '{backend}')")
         return Precision.fp32
+    if backend == "openvino":
+        device = "cpu"
     ok, why = native_bf16(device, cpuinfo)
     if want is Precision.bf16 and not ok:
         raise ConfigError(f"embedder.precision=bf16: {device} has no native bf16 ({why}), so bf16 would run by "

@@ -4,7 +4,8 @@ dynamic int8) and OpenVINO, exported offline from the local sentence-transformer
 ``embedder.backend``: ``torch`` (default, sentence-transformers itself; reproduces the recorded numbers),
 ``onnx`` (the transformer exported to ONNX, run by onnxruntime), ``onnx-int8`` (the same graph with dynamic int8
 weight quantisation, ``onnxruntime.quantization.quantize_dynamic``) or ``openvino`` (the fp32 ONNX graph compiled
-by OpenVINO). Pooling and normalisation follow the folder's sentence-transformers modules (mean pooling over
+by OpenVINO, in ``embedder.precision``: its CPU plugin's ``INFERENCE_PRECISION_HINT`` is always set, f32 or bf16,
+because its own default is bf16 on a CPU with native bf16 and f32 elsewhere). Pooling and normalisation follow the folder's sentence-transformers modules (mean pooling over
 the attention mask, L2 normalisation), done in numpy. Exports live in $GEAR_CACHE/onnx/<model folder>/ and are
 written atomically, so concurrent runs may export at the same time. sentence-transformers' own ONNX path needs
 ``optimum``, whose releases require transformers < 4.58; this module needs only onnxruntime/onnx/openvino.
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gear_repro.embedding.precision import Precision
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import cache_dir
 from gear_repro.utils.settings import Choice
@@ -33,10 +35,11 @@ class EncoderBackend(Choice):
     torch = "torch"  # sentence-transformers itself (the recorded numbers)
     onnx = "onnx"  # the transformer exported to ONNX, run by onnxruntime
     onnx_int8 = "onnx-int8"  # the same graph with dynamic int8 weights (lossy)
-    openvino = "openvino"  # the fp32 ONNX graph compiled by OpenVINO
+    openvino = "openvino"  # the fp32 ONNX graph compiled by OpenVINO, in embedder.precision (f32 or bf16)
 
 
 BACKENDS = tuple(m.value for m in EncoderBackend)
+OV_PRECISION = {Precision.fp32: "f32", Precision.bf16: "bf16"}  # OpenVINO's INFERENCE_PRECISION_HINT values
 
 
 def _export_fp32(folder: Path, out: Path) -> None:
@@ -110,7 +113,8 @@ class RuntimeSentenceModel:
     """The subset of ``SentenceTransformer`` the embedder uses (``encode``, ``tokenizer``, ``max_seq_length``,
     ``get_embedding_dimension``), run by onnxruntime or OpenVINO."""
 
-    def __init__(self, folder: str | os.PathLike, backend: str, num_threads: int | None = None):
+    def __init__(self, folder: str | os.PathLike, backend: str, num_threads: int | None = None,
+                 precision: Precision = Precision.fp32):
         if backend not in BACKENDS[1:]:
             raise ConfigError(f"embedder.backend must be one of {BACKENDS}, got '{backend}'")
         from transformers import AutoTokenizer
@@ -132,9 +136,14 @@ class RuntimeSentenceModel:
             core = ov.Core()
             if threads:
                 core.set_property("CPU", {"INFERENCE_NUM_THREADS": threads})
-            self._ov = core.compile_model(str(path), "CPU")
+            # explicit: OpenVINO's default is bf16 wherever the CPU has it (avx512_bf16 / AMX), which made
+            # "fp32" runs bf16 on such machines and f32 on others under one cache key (before session 21)
+            self._ov = core.compile_model(str(path), "CPU", {"INFERENCE_PRECISION_HINT": OV_PRECISION[precision]})
+            self.inference_precision = self._ov.get_property("INFERENCE_PRECISION_HINT").get_type_name()  # f32, bf16
             self._run = lambda feed: self._ov(feed)[0]
         else:
+            if precision is not Precision.fp32:
+                raise ConfigError(f"embedder.backend={backend} runs fp32 only (embedder.precision={precision})")
             import onnxruntime as ort
 
             opts = ort.SessionOptions()
