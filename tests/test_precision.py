@@ -116,6 +116,12 @@ def test_fingerprint_uses_the_precision_that_runs(compose, cpu) -> None:
     old_bf16 = OmegaConf.create(OmegaConf.to_container(compose(["embedder=minilm", "embedder.precision=bf16"])))
     del old_bf16.embedder["query_precision"]
     assert fp32_same == fp32 and bf16_same == run_fingerprint(old_bf16) != bf16
+    # OpenVINO: the precision it runs is in the fingerprint at fp32 too (its "fp32" ran bf16 here before session 21)
+    ov = [run_fingerprint(compose(["embedder=minilm", "embedder.backend=openvino", f"embedder.precision={p}"]))
+          for p in ("fp32", "bf16")]
+    old_ov = OmegaConf.create(OmegaConf.to_container(compose(["embedder=minilm", "embedder.backend=openvino"])))
+    del old_ov.embedder["precision"]
+    assert len({*ov, fp32}) == 3 and ov[0] == run_fingerprint(old_ov)
     cpu(SKYLAKE)  # the same `auto` config on a CPU without bf16 runs fp32: another fingerprint
     assert run_fingerprint(compose(["embedder=minilm", "embedder.precision=auto"])) == fp32
 

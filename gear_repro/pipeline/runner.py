@@ -95,6 +95,8 @@ def fingerprint_settings(cfg: DictConfig, with_path: bool = False) -> dict:
             emb["precision"] = used.value
             if queries is QueryPrecision.fp32:
                 emb["query_precision"] = queries.value
+        if emb.get("backend") == "openvino":  # before session 21 its "fp32" ran OpenVINO's own default (bf16 here)
+            emb["inference_precision"] = used.value
     for key, sub in _NON_RESULT_KEYS.items():
         if sub is None:
             c.pop(key, None)
