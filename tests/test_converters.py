@@ -417,12 +417,16 @@ def test_unanswerable_musique_records_are_dropped_or_kept_unscored(tmp_path: Pat
     assert len(ds.passages) == 2 and ds.warnings == {"questions_without_gold": 1}  # recall skips it
     with pytest.raises(DataError, match="'2hop__1_2_u' has no gold answer"):
         check_gold_answers(ds)  # qa=true refuses it at start-up
-    # MuSiQue-Full gives the pair one id: dropping the twin leaves one; keeping both names `answerable`
-    same = _write(tmp_path / "same.jsonl", [recs[0], twin], jsonl=True)
+    # MuSiQue-Full gives the pair one id: dropping the twin leaves one; keeping both keeps the twin under
+    # <id>__unanswerable, whichever comes first (it was a duplicate-id error: the option could not be used on the file)
+    same = _write(tmp_path / "same.jsonl", [twin, recs[0]], jsonl=True)
     assert FORMATS["musique"](same).stats["unanswerable_dropped"] == 1
-    with pytest.raises(DataError, match=r"same\.jsonl:2: duplicate question id '2hop__1_2' \(first at .*same\.jsonl:1\)"
-                                        r"; one is answerable: false"):
-        FORMATS["musique"](same, keep_unanswerable=True)
+    kept = FORMATS["musique"](same, keep_unanswerable=True)
+    assert [(q.id, q.answers, q.type) for q in kept.questions] == [("2hop__1_2__unanswerable", [], "2hop"),
+                                                                   ("2hop__1_2", ["Amiens"], "2hop")]
+    assert kept.stats["unanswerable_renamed"] == 1
+    with pytest.raises(DataError, match=r"same\.jsonl:2: duplicate question id '2hop__1_2' \(first at .*same\.jsonl:1\)"):
+        FORMATS["musique"](_write(tmp_path / "same.jsonl", [recs[0], recs[0]], jsonl=True))
     with pytest.raises(DataError, match=r"all 1 records are answerable: false.*--keep-unanswerable"):
         FORMATS["musique"](_write(tmp_path / "u.jsonl", [twin], jsonl=True))
 

@@ -105,7 +105,9 @@ def _summary(stats: dict[str, Any], out: Path) -> str:
                      "(--keep-unanswerable keeps them)")
     if stats.get("unanswerable_kept"):
         lines.append(f"unanswerable (answerable: false): {stats['unanswerable_kept']} kept without answers or gold "
-                     "(EM/F1 and recall skip them, as MuSiQue's evaluation does; qa=true refuses this folder)")
+                     "(EM/F1 and recall skip them, as MuSiQue's evaluation does; qa=true refuses this folder)"
+                     + (f"; {stats['unanswerable_renamed']} sharing their question's id kept as <id>__unanswerable"
+                        if stats.get("unanswerable_renamed") else ""))
     if stats.get("questions_without_answers"):
         lines.append(f"WARNING: {stats['questions_without_answers']} questions have no gold answer (EM/F1 cannot score "
                      f"them; qa=true refuses them), e.g. {stats['questions_without_answers_ids'][0]}")

@@ -274,19 +274,28 @@ def _union_corpus(items: list[_Item], nfc: _NFC) -> tuple[list[Passage], int]:
     return out, dup
 
 
+UNANSWERABLE_SUFFIX = "__unanswerable"  # a kept unanswerable twin's id: its question's id + this
+
+
 def _unanswerable(items: list[_Item], keep: bool) -> tuple[list[_Item], dict[str, int]]:
     """MuSiQue-Full's ``answerable: false`` records: dropped, or (``keep``) kept without answers and gold, so that
-    EM/F1 and recall skip them as the official evaluate_v1.0.py:58-60 does (qa=true refuses such a folder)."""
+    EM/F1 and recall skip them as the official evaluate_v1.0.py:58-60 does (qa=true refuses such a folder); a
+    kept twin with the id of an answerable record gets ``<id>__unanswerable`` (counted)."""
     n = sum(1 for it in items if not it.answerable)
     if n == len(items) and not keep:
         raise DataError(f"{items[0].ref}: all {n} records are answerable: false (MuSiQue-Full's unanswerable "
                         "questions); --keep-unanswerable keeps them")
     if not keep:
         return [it for it in items if it.answerable], {"unanswerable_in_file": n, "unanswerable_dropped": n}
+    answerable_ids = {it.id for it in items if it.answerable}
+    renamed = 0
     for it in items:
         if not it.answerable:
             it.answers, it.gold = [], []
-    return items, {"unanswerable_in_file": n, "unanswerable_dropped": 0}
+            if it.id in answerable_ids:  # MuSiQue-Full's twin shares its question's id: kept under its own
+                it.id += UNANSWERABLE_SUFFIX
+                renamed += 1
+    return items, {"unanswerable_in_file": n, "unanswerable_dropped": 0, "unanswerable_renamed": renamed}
 
 
 def _check_ids(items: list[_Item]) -> None:
@@ -294,10 +303,7 @@ def _check_ids(items: list[_Item]) -> None:
     for it in items:
         first = seen.setdefault(it.id, it)
         if first is not it:
-            pair = ("; one is answerable: false (MuSiQue-Full gives a question and its unanswerable twin one id; "
-                    "without --keep-unanswerable the unanswerable one is dropped)"
-                    if first.answerable != it.answerable else "")
-            raise DataError(f"{it.ref}: duplicate question id '{it.id}' (first at {first.ref}){pair}")
+            raise DataError(f"{it.ref}: duplicate question id '{it.id}' (first at {first.ref})")
 
 
 def _finish(items: list[_Item], corpus_path: str | Path | None, dataset: str, fmt: str,
