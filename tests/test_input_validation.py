@@ -282,8 +282,8 @@ def test_missing_runtime_module_is_named(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(runtimes, "find_spec", lambda name: None)
     assert runtimes.missing_modules(tmp_path / "m", "onnx") == ["onnxruntime", "onnx"]
     assert runtimes.missing_modules(tmp_path / "m", "openvino") == ["openvino", "onnx"]
-    (tmp_path / "onnx" / "m").mkdir(parents=True)
-    (tmp_path / "onnx" / "m" / "model.onnx").write_bytes(b"")
+    runtimes.export_dir(tmp_path / "m").mkdir(parents=True)
+    (runtimes.export_dir(tmp_path / "m") / "model.onnx").write_bytes(b"")
     assert runtimes.missing_modules(tmp_path / "m", "onnx-int8") == ["onnxruntime"]  # exported: onnx not needed
 
 
