@@ -121,6 +121,26 @@ def test_t2rag_read_by_the_k3_reader_is_its_own_row_outside_t2rag_claims(compose
     assert k3_em["paper"].isna().all() and (k3_em["paper_source"] == "").all()  # no footnote for absent numbers
 
 
+@pytest.mark.parametrize(("override", "label"), [
+    ("agent.k=10", "T2RAG (k = 10)"), ("agent.reading=paper", "T2RAG (reading: paper)"),
+    ("agent.answer_parse=reader", "T2RAG (reader answer parse)"), ("agent.carry_fuzzy=true", "T2RAG (carry_fuzzy True)"),
+    ("agent.stall_stop=false", "T2RAG (no stall stop)")])
+def test_a_t2rag_variant_is_never_beside_the_papers_cell_nor_in_its_claims(compose, tmp_path, override, label) -> None:
+    """s21 probe: T²RAG's hooks declared no paper settings, so `experiment=t2rag_table1 agent.k=10` (§5.2: k = 5) sat
+    as "T2RAG" beside T²RAG Table 1's GPT-4o-mini EM/F1 and stood for T²RAG in its claims; the paper's reading keeps
+    its row (a key set to its reading's own value is no variant)."""
+    claim = next(c for c in load_claims() if c["id"] == "t2rag_gt_standard_rag")
+    run = run_of(compose, ["experiment=t2rag_table1", override], tmp_path / "v")
+    assert run.method == label and not matches(run, claim["a"])
+    assert long_table([run]).query("metric == 'EM'")["paper"].isna().all()
+    paper = run_of(compose, ["experiment=t2rag_table1", "agent.question_query=true", "agent.k=5"], tmp_path / "p")
+    assert paper.method == "T2RAG" and matches(paper, claim["a"])
+    assert long_table([paper]).query("metric == 'EM'")["paper"].notna().all()
+    prose = run_of(compose, ["experiment=t2rag_table1", "agent=t2rag_paper", "agent.question_query=false"],
+                   tmp_path / "r")
+    assert prose.method == "T2RAG (reading: paper)"  # question_query false is the paper reading's own value
+
+
 def test_griever_table4_ircot_rows_fill_their_own_claim(compose, tmp_path) -> None:
     """GRIEVER Table 4's IRCoT arms pair with each other (k=5 per step), never with IRCoT at its default k."""
     from gear_repro.reporting.claims import _same, load_claims, matches
