@@ -566,3 +566,27 @@ def test_baseline_and_gear_settings_beyond_the_loop_are_named():
                              ("query_for_beam", "rewritten", "beam query: rewritten"), ("base_k", 5, "base k 5")):
         variant = {**gear, "agent": {**gear["agent"], key: value}}
         assert _labelled(variant) == f"GEAR ({note})" and not role(variant, "gear_gt_hybrid_syncge"), key
+
+
+def test_an_embedder_a_bm25_run_never_used_does_not_keep_it_from_pairing(tmp_path: Path) -> None:
+    """s21 probe: a BM25 run builds an embedder object that encodes nothing (run.json describes it), so "NaiveGE >
+    BM25" found no pair when the BM25 run kept the default embedder (mpnet) and NaiveGE ran MiniLM; two runs that both
+    embed still pair only on one embedder, and a BM25 run's tag names no embedder setting."""
+    root = tmp_path / "runs"
+    for name, ret, exp, hits, emb in (("bm25", "bm25", "none", BASE, "all-mpnet-base-v2"),
+                                      ("bm25_naive", "bm25", "naive", BETTER, "all-MiniLM-L6-v2"),
+                                      ("sbert", "sbert", "none", BASE, "all-mpnet-base-v2"),
+                                      ("sbert_naive", "sbert", "naive", BETTER, "all-MiniLM-L6-v2")):
+        run = make_run(root, name, ret, exp, hits, embedder=emb)
+        cfg = json.loads((run / "config.yaml").read_text())
+        cfg["agent"]["_target_"] = "gear_repro.methods.single.SingleStep"  # an importable class: its needs_vectors
+        (run / "config.yaml").write_text(json.dumps(cfg))
+        (run / "run.json").write_text(json.dumps({"embedder": {"model": emb}}))
+    runs = find_runs([root])
+    assert {Path(r.path).name: r.needs_vectors for r in runs} == {"bm25": False, "bm25_naive": True, "sbert": True,
+                                                                 "sbert_naive": True}
+    rows = evaluate_claims(runs, load_claims(), EvidenceOptions(resamples=200))
+    assert rows_by(rows, "naivege_gt_base[BM25]").verdict == "holds"
+    assert rows_by(rows, "naivege_gt_base[SBERT]").verdict == "no runs"  # both embed, with other models
+    bm25 = next(r for r in runs if Path(r.path).name == "bm25")
+    assert not bm25.uses("embedder.model") and bm25.uses("retriever.name")

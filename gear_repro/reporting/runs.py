@@ -81,12 +81,33 @@ class RunResult:
     @cached_property
     def built(self) -> frozenset[str] | None:
         """The components the run built, of those whose settings can be irrelevant to it (``llm``: llm_stats.json is
-        written; ``embedder``: run.json describes one); None when its run.json is gone (assume all)."""
+        written; ``embedder``: run.json describes one and a class of the run embeds, :attr:`needs_vectors`); None when
+        its run.json is gone (assume all)."""
         path = Path(self.path)
         if not (path / "run.json").is_file():
             return None
         return frozenset([*(["llm"] if (path / "llm_stats.json").is_file() else []),
-                          *(["embedder"] if "embedder" in self.run_info else [])])
+                          *(["embedder"] if "embedder" in self.run_info and self.needs_vectors else [])])
+
+    @cached_property
+    def needs_vectors(self) -> bool:
+        """Whether a class of the run embeds (``needs_vectors`` of its retriever, expansion, agent and hipporag, as
+        the runner asks): a BM25 run builds an embedder object that encodes nothing (run.json still describes it), so
+        its ``embedder.*`` are no setting of it. A class that cannot be imported counts as embedding."""
+        from hydra.utils import get_class
+
+        for group in ("retriever", "expansion", "agent", "hipporag"):
+            node = self.config.get(group)
+            target = node.get("_target_") if isinstance(node, dict) else None
+            if not target:
+                continue
+            try:
+                cls = get_class(str(target))
+            except Exception:  # a class moved or removed since the run: assume it embeds
+                return True
+            if getattr(cls, "needs_vectors", True):
+                return True
+        return False
 
     def uses(self, key: str) -> bool:
         """Whether the setting ``key`` could matter to the run (``llm.*`` only if it built an LLM, ``embedder.*`` only
