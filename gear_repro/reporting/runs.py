@@ -90,6 +90,22 @@ class RunResult:
                           *(["embedder"] if "embedder" in self.run_info and self.needs_vectors else [])])
 
     @cached_property
+    def k_dependent(self) -> bool:
+        """Whether the run's method ran once per evaluated k (run.json ``method.k_dependent``, which single-step runs
+        record; else the agent class's ``k_dependent``, False for GEAR and the multi-step baselines, whose rounds take
+        their own base k): only then does ``run.matched_k=false`` change a number. Unknown counts as True."""
+        recorded = self._info("method").get("k_dependent")
+        if isinstance(recorded, bool):
+            return recorded
+        from hydra.utils import get_class
+
+        target = (self.config.get("agent") or {}).get("_target_")
+        try:
+            return bool(getattr(get_class(str(target)), "k_dependent", True)) if target else True
+        except Exception:  # a class moved or removed since the run
+            return True
+
+    @cached_property
     def needs_vectors(self) -> bool:
         """Whether a class of the run embeds (``needs_vectors`` of its retriever, expansion, agent and hipporag, as
         the runner asks): a BM25 run builds an embedder object that encodes nothing (run.json still describes it), so
@@ -142,12 +158,18 @@ class RunResult:
         label (its report hooks' ``label``, found by the class of ``agent._target_``) from the base retriever's label
         and the expansion's."""
         if self.report.get("method"):
-            parts = self._row_parts(skip=tuple(self.report.get("axes") or ()))
+            axes = tuple(self.report.get("axes") or ())
+            parts = self._row_parts(skip=axes)
             off = {k: v for k, v in (self.report.get("paper_config") or {}).items()
                    if str(config_value(self.config, k)) != str(v)}
             label = self.report["method"] if not off else f"{self.report['method']} on {parts.base}" + (
                 f" + {parts.expansion}" if parts.expansion else " (no expansion)")
-            return with_notes(label, parts.notes)
+            # one base k for every evaluated rank is not the paper's protocol (Table 4's cells are matched-k, as
+            # Table 2's): named as the single-step label names it ("w/ diversity (base k = 15)"; before session 21
+            # `experiment=table4_diversity run.matched_k=false` sat as "w/ diversity" beside Table 4)
+            fixed = ([f"base k = {parts.fixed_base_k}"] if parts.expansion and parts.fixed_base_k is not None
+                     and "run.matched_k" not in axes else [])
+            return with_notes(label, [*fixed, *parts.notes])
         parts = self._row_parts()
         if self.is_qa_bound:  # Table 3's bounds: the label names the bound, not the (unused) retriever
             return {"none": "No Passages", "gold": "Gold Passages"}.get(self.config["qa_reader"]["mode"], "QA bound")
@@ -172,7 +194,10 @@ class RunResult:
         own = ret_hooks.label(ret) if ret_hooks is not None and ret_hooks.label else RETRIEVER_LABELS.get(ret, ret)
         exp_hooks = hooks_for(self.config.get("expansion"))
         run_cfg = self.config.get("run") or {}
-        fixed = None if run_cfg.get("matched_k", True) else int(run_cfg.get("base_k") or max(self.ks))
+        # matched_k only matters to a method that ran once per evaluated k (run.json method.k_dependent: single-step
+        # with an expansion); GEAR's rounds take agent.base_k whatever it says
+        fixed = None if run_cfg.get("matched_k", True) or not self.k_dependent else int(run_cfg.get("base_k")
+                                                                                        or max(self.ks))
         settings = [s for h in (exp_hooks, agent_hooks(self.config.get("agent") or {})) if h is not None
                     for s in h.paper_settings]
         notes = variant_notes(self.config, settings, self.report.get("paper_config"), skip)
