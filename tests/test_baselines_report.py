@@ -201,3 +201,26 @@ def test_qa_pass_note_is_read_from_a_question_that_did_not_error(compose, tmp_pa
     k10.metrics.update(n_scored=2, n_questions=2, n_errors=1)
     assert k10.qa_notes == ("QA from the k = 10 pass",)
     assert pd.isna(long_table([k10]).set_index("metric").loc["EM", "paper"])
+
+
+def test_a_claims_own_axis_is_the_only_setting_its_runs_may_differ_in(compose, tmp_path) -> None:
+    """s21 probe: diversity_helps named no paper_row, so "w/ diversity" (exact scorer) paired with "w/o diversity (fast
+    scorer)" (or γ 5, 3 neighbours) and the scorer's effect was scored as diversity's beside Table 4's Δ; recall grows
+    with rounds and GEAR + GRIEVER took any GEAR variant. `paper_row: [keys]` admits only the claim's own axis."""
+    claims = {c["id"]: c for c in load_claims()}
+    div = claims["diversity_helps"]
+    with_div = run_of(compose, ["experiment=table4_diversity"], tmp_path / "a")
+    assert matches(with_div, div["a"]) and matches(run_of(compose, ["experiment=table4_diversity", "beam=no_diversity"],
+                                                           tmp_path / "b"), div["b"])
+    for variant in (["beam.scorer=fast"], ["beam.gamma=5", "beam.neighbours=3"]):
+        assert not matches(run_of(compose, ["experiment=table4_diversity", "beam=no_diversity", *variant],
+                                  tmp_path / "v"), div["b"])
+    rounds = claims["recall_grows_with_rounds"]
+    assert matches(run_of(compose, ["experiment=table9_beam_rounds", "beam.length=4"], tmp_path / "r"), rounds["a"])
+    assert not matches(run_of(compose, ["experiment=table9_beam_rounds", "agent.passage_link=false"], tmp_path / "r"),
+                       rounds["a"])
+    griever = claims["gear_griever_gt_gear_hybrid"]
+    assert matches(run_of(compose, ["experiment=griever_table4_gear", "retriever=griever_k5"], tmp_path / "g"),
+                   griever["a"])
+    assert not matches(run_of(compose, ["experiment=griever_table4_gear", "retriever=griever_k5", "agent.base_k=5"],
+                              tmp_path / "g"), griever["a"])

@@ -90,8 +90,9 @@ def matches(run: RunResult, selector: dict) -> bool:
     """Does the run's config satisfy every key of the role selector (see claims.yaml)?"""
     if "qa_reader.mode" not in selector and run.is_qa_bound:
         return False
-    if selector.get("paper_row") and not run.is_paper_row:  # a variant of the method (its label names how)
-        return False
+    paper_row = selector.get("paper_row")  # true, or the settings the claim itself varies (the rest: the paper's)
+    if paper_row and not (run.is_paper_row_but(paper_row) if isinstance(paper_row, list) else run.is_paper_row):
+        return False  # a variant of the method (its label names how)
     if selector.get("paper_qa") and run.qa_notes:  # K.3 read other passages than Table 3's top 5 of the k = 5 pass
         return False
     for key, want in selector.items():

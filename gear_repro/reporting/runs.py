@@ -210,6 +210,11 @@ class RunResult:
         """Whether the run has every setting of its method's paper row (no ``RowParts.notes``): claims' ``paper_row``."""
         return not self._row_parts().notes
 
+    def is_paper_row_but(self, axes: Iterable[str]) -> bool:
+        """Whether the run has every setting of its method's paper row except the settings ``axes`` (a claim's own
+        axis: Table 4's ``beam.diversity``, Table 9's beam length and rounds): claims' ``paper_row: [keys]``."""
+        return not self._row_parts(skip=tuple(axes)).notes
+
     @property
     def paper(self) -> str:
         """Paper whose published numbers this run is compared with (report.paper, else :data:`DEFAULT_PAPER`)."""
