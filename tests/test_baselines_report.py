@@ -224,3 +224,14 @@ def test_a_claims_own_axis_is_the_only_setting_its_runs_may_differ_in(compose, t
                    griever["a"])
     assert not matches(run_of(compose, ["experiment=griever_table4_gear", "retriever=griever_k5", "agent.base_k=5"],
                               tmp_path / "g"), griever["a"])
+
+
+@pytest.mark.parametrize(("overrides", "label"), [
+    (["agent.demos=hotpotqa"], "IRCoT (BM25; hotpotqa demonstrations)"),
+    (["agent.demo_files.MuSiQue=2wikimultihopqa"], "IRCoT (BM25; 2wikimultihopqa demonstrations)"),
+    (["dataset=2wiki_sample"], "IRCoT (BM25)")])
+def test_ircot_with_another_datasets_demonstrations_is_not_the_papers_row(compose, tmp_path, overrides, label) -> None:
+    """s21 probe: `agent.demos=hotpotqa` on MuSiQue (HotpotQA's demonstrations) sat as "IRCoT (BM25)" beside Table 2's
+    IRCoT cell; the dataset's own demonstrations are a paper setting."""
+    run = run_of(compose, ["experiment=table2_baselines", "agent=ircot", *overrides], tmp_path)
+    assert run.method == label and run.is_paper_row == (label == "IRCoT (BM25)")
