@@ -471,6 +471,42 @@ def test_ablations_and_variants_are_named_and_never_take_the_papers_row():
         "HippoRAG (no node specificity)"
 
 
+@pytest.mark.parametrize(("node", "settings", "label"), [
+    ("beam", {"dead_ends": "drop"}, "Hybrid + SyncGE (dead ends: drop)"),
+    ("beam", {"exists": "none", "neighbour_selection": "order"}, "Hybrid + SyncGE (exists rule: none, neighbours by order)"),
+    ("expansion", {"fusion_order": "expanded_first"}, "Hybrid + SyncGE (expanded_first fusion)"),
+    ("expansion", {"k_rrf": 1}, "Hybrid + SyncGE (Eq. 3 k_rrf 1)"),
+    ("expansion", {"max_proximal": 2, "on_no_proximal": "naive"},
+     "Hybrid + SyncGE (at most 2 proximal triples, no proximal triples: naive)"),
+    ("expansion", {"prompt": "my_reader"}, "Hybrid + SyncGE (my_reader reader prompt)"),
+    ("expansion", {"k_rrf": 60, "fusion_order": "base_first", "max_proximal": None}, "Hybrid + SyncGE"),
+])
+def test_a_reading_of_alg1_or_eq3_names_its_row(node, settings, label):
+    """s21 probe: Alg. 1's dead-end / exists / neighbour-selection readings, Eq. 3's RRF constant and list order and
+    SyncGE's reader switches (docs/readings.md) kept "Hybrid + SyncGE" beside Table 2's cell and its claims."""
+    from gear_repro.reporting.runs import RunResult
+
+    cfg = {"agent": {"_target_": "gear_repro.methods.single.SingleStep"}, "dataset": {"paper_name": "MuSiQue"},
+           "retriever": {"_target_": CLASSES["hybrid"], "name": "hybrid"},
+           "expansion": {"_target_": EXPANSIONS["sync"], **(settings if node == "expansion" else {})},
+           "beam": settings if node == "beam" else {}}
+    run = RunResult(Path("x"), cfg, {})
+    assert run.method == label and run.is_paper_row == (label == "Hybrid + SyncGE")
+
+
+def test_gear_memory_repeats_and_another_passage_link_k_name_the_row():
+    from gear_repro.reporting.runs import RunResult
+
+    gear = {"agent": {"_target_": "gear_repro.methods.gear.agent.GearAgent", "base_k": 10},
+            "dataset": {"paper_name": "MuSiQue"}, "retriever": {"_target_": CLASSES["hybrid"], "name": "hybrid"},
+            "expansion": {"_target_": EXPANSIONS["sync"]}}
+    for agent, label in (({"dedupe_memory": False}, "GEAR (memory with repeats)"),
+                         ({"passage_link_k": 3}, "GEAR (passageLink k 3)"),
+                         ({"passage_link_k": 10}, "GEAR"), ({"passage_link_k": None}, "GEAR")):
+        run = RunResult(Path("x"), {**gear, "agent": {**gear["agent"], **agent}}, {})
+        assert run.method == label and run.is_paper_row == (label == "GEAR"), agent
+
+
 def test_every_neighbour_is_a_variant_however_it_is_spelt():
     """beam.neighbours null and 0 both mean every neighbour (beam_search.py): 0 was named "0 neighbours" but null,
     read as "not recorded", left the row the paper's (100 neighbours) and let it stand for it in a claim."""
