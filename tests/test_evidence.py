@@ -626,3 +626,22 @@ def test_an_embedder_a_bm25_run_never_used_does_not_keep_it_from_pairing(tmp_pat
     assert rows_by(rows, "naivege_gt_base[SBERT]").verdict == "no runs"  # both embed, with other models
     bm25 = next(r for r in runs if Path(r.path).name == "bm25")
     assert not bm25.uses("embedder.model") and bm25.uses("retriever.name")
+
+
+def test_a_row_tag_names_settings_that_change_numbers_not_timeouts(tmp_path: Path) -> None:
+    """s21 probe: two IRCoT runs on two LLMs that also differed in llm.timeout_s/backoff were tagged
+    "[dataset.limit=2, llm.backoff_base_s=0.01, llm.backoff_max_s=0.02, ...]": the model hid behind "..."; settings the
+    resume fingerprint leaves out (they change no number) are never a tag."""
+    from gear_repro.reporting.runs import tag_runs
+
+    root = tmp_path / "runs"
+    for name, extra in (("a", {"llm": {"model": "m1", "timeout_s": 5, "backoff_base_s": 0.01, "concurrency": 2},
+                               "run": {"workers": 1}}),
+                        ("b", {"llm": {"model": "m2", "timeout_s": 300, "backoff_base_s": 1.0, "concurrency": 8},
+                               "run": {"workers": 4}})):
+        run = make_run(root, name, "bm25", "none", BASE)
+        cfg = json.loads((run / "config.yaml").read_text())
+        (run / "config.yaml").write_text(json.dumps({**cfg, **extra}))
+    runs = find_runs([root])
+    tag_runs(runs)
+    assert sorted(r.tag for r in runs) == ["llm.model=m1", "llm.model=m2"]

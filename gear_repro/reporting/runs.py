@@ -268,6 +268,13 @@ class RunResult:
 
 
 _TAG_IGNORED = {"hydra", "name"}  # never what tells two runs apart
+# settings that change no number (the runner leaves them out of the resume fingerprint): a tag naming them first hid
+# what does ("IRCoT (BM25) [dataset.limit=2, llm.backoff_base_s=0.01, llm.backoff_max_s=0.02, ...]" for two LLMs)
+_TAG_NO_RESULT = frozenset({
+    "run.progress", "run.resume", "run.fail_fast", "run.allow_errors", "run.workers", "dataset.allow_unknown_source",
+    "embedder.num_threads", "embedder.show_progress", "embedder.batch_size", "embedder.cache",
+    "llm.timeout_s", "llm.max_retries", "llm.backoff_base_s", "llm.backoff_max_s", "llm.concurrency", "llm.cache",
+    "llm.cache_dir", "llm.cache_mode", "llm.record_prompts"})
 _TAG_KEYS = 3  # differing settings shown in a tag at most
 _TAG_LATE = ("report.", "qa_labels.")  # where the rows go and what they are called: shown after what was run
 
@@ -289,7 +296,8 @@ def tag_runs(runs: list[RunResult]) -> None:
     for r in runs:
         by_method.setdefault(r.method, []).append(r)
     for group in by_method.values():
-        flat = {id(r): flat_settings(r.config, _TAG_IGNORED) for r in group}
+        flat = {id(r): {k: v for k, v in flat_settings(r.config, _TAG_IGNORED).items() if k not in _TAG_NO_RESULT}
+                for r in group}
         keys: set[str] = set()
         for dataset in {r.dataset for r in group}:
             same = [r for r in group if r.dataset == dataset]
