@@ -92,7 +92,7 @@ class RunResult:
     @cached_property
     def k_dependent(self) -> bool:
         """Whether the run's method ran once per evaluated k (run.json ``method.k_dependent``, which single-step runs
-        record; else the agent class's ``k_dependent``, False for GEAR and the multi-step baselines, whose rounds take
+        record; else the agent class's ``k_dependent``, False for the multi-step methods, whose rounds take
         their own base k): only then does ``run.matched_k=false`` change a number. Unknown counts as True."""
         recorded = self._info("method").get("k_dependent")
         if isinstance(recorded, bool):
@@ -107,13 +107,12 @@ class RunResult:
 
     @cached_property
     def needs_vectors(self) -> bool:
-        """Whether a class of the run embeds (``needs_vectors`` of its retriever, expansion, agent and hipporag, as
-        the runner asks): a BM25 run builds an embedder object that encodes nothing (run.json still describes it), so
+        """Whether a class of the run embeds (``needs_vectors`` of its configured components, as the runner asks of
+        them): a BM25 run builds an embedder object that encodes nothing (run.json still describes it), so
         its ``embedder.*`` are no setting of it. A class that cannot be imported counts as embedding."""
         from hydra.utils import get_class
 
-        for group in ("retriever", "expansion", "agent", "hipporag"):
-            node = self.config.get(group)
+        for node in self.config.values():  # every component the run configures (retriever, expansion, agent, ...)
             target = node.get("_target_") if isinstance(node, dict) else None
             if not target:
                 continue
@@ -121,7 +120,7 @@ class RunResult:
                 cls = get_class(str(target))
             except Exception:  # a class moved or removed since the run: assume it embeds
                 return True
-            if getattr(cls, "needs_vectors", True):
+            if getattr(cls, "needs_vectors", False):  # the embedder, backend, LLM: no such attribute
                 return True
         return False
 
@@ -195,7 +194,7 @@ class RunResult:
         exp_hooks = hooks_for(self.config.get("expansion"))
         run_cfg = self.config.get("run") or {}
         # matched_k only matters to a method that ran once per evaluated k (run.json method.k_dependent: single-step
-        # with an expansion); GEAR's rounds take agent.base_k whatever it says
+        # with an expansion); a multi-step method's rounds take its own base k whatever it says
         fixed = None if run_cfg.get("matched_k", True) or not self.k_dependent else int(run_cfg.get("base_k")
                                                                                         or max(self.ks))
         settings = [s for h in (exp_hooks, agent_hooks(self.config.get("agent") or {})) if h is not None
@@ -269,7 +268,7 @@ class RunResult:
 
 _TAG_IGNORED = {"hydra", "name"}  # never what tells two runs apart
 # settings that change no number (the runner leaves them out of the resume fingerprint): a tag naming them first hid
-# what does ("IRCoT (BM25) [dataset.limit=2, llm.backoff_base_s=0.01, llm.backoff_max_s=0.02, ...]" for two LLMs)
+# what does ("[dataset.limit=2, llm.backoff_base_s=0.01, llm.backoff_max_s=0.02, ...]" for runs on two LLMs)
 _TAG_NO_RESULT = frozenset({
     "run.progress", "run.resume", "run.fail_fast", "run.allow_errors", "run.workers", "dataset.allow_unknown_source",
     "embedder.num_threads", "embedder.show_progress", "embedder.batch_size", "embedder.cache",
