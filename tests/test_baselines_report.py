@@ -121,6 +121,26 @@ def test_t2rag_read_by_the_k3_reader_is_its_own_row_outside_t2rag_claims(compose
     assert k3_em["paper"].isna().all() and (k3_em["paper_source"] == "").all()  # no footnote for absent numbers
 
 
+@pytest.mark.parametrize(("override", "label"), [
+    ("agent.k=10", "T2RAG (k = 10)"), ("agent.reading=paper", "T2RAG (reading: paper)"),
+    ("agent.answer_parse=reader", "T2RAG (reader answer parse)"), ("agent.carry_fuzzy=true", "T2RAG (carry_fuzzy True)"),
+    ("agent.stall_stop=false", "T2RAG (no stall stop)")])
+def test_a_t2rag_variant_is_never_beside_the_papers_cell_nor_in_its_claims(compose, tmp_path, override, label) -> None:
+    """s21 probe: T²RAG's hooks declared no paper settings, so `experiment=t2rag_table1 agent.k=10` (§5.2: k = 5) sat
+    as "T2RAG" beside T²RAG Table 1's GPT-4o-mini EM/F1 and stood for T²RAG in its claims; the paper's reading keeps
+    its row (a key set to its reading's own value is no variant)."""
+    claim = next(c for c in load_claims() if c["id"] == "t2rag_gt_standard_rag")
+    run = run_of(compose, ["experiment=t2rag_table1", override], tmp_path / "v")
+    assert run.method == label and not matches(run, claim["a"])
+    assert long_table([run]).query("metric == 'EM'")["paper"].isna().all()
+    paper = run_of(compose, ["experiment=t2rag_table1", "agent.question_query=true", "agent.k=5"], tmp_path / "p")
+    assert paper.method == "T2RAG" and matches(paper, claim["a"])
+    assert long_table([paper]).query("metric == 'EM'")["paper"].notna().all()
+    prose = run_of(compose, ["experiment=t2rag_table1", "agent=t2rag_paper", "agent.question_query=false"],
+                   tmp_path / "r")
+    assert prose.method == "T2RAG (reading: paper)"  # question_query false is the paper reading's own value
+
+
 def test_griever_table4_ircot_rows_fill_their_own_claim(compose, tmp_path) -> None:
     """GRIEVER Table 4's IRCoT arms pair with each other (k=5 per step), never with IRCoT at its default k."""
     from gear_repro.reporting.claims import _same, load_claims, matches
@@ -181,3 +201,37 @@ def test_qa_pass_note_is_read_from_a_question_that_did_not_error(compose, tmp_pa
     k10.metrics.update(n_scored=2, n_questions=2, n_errors=1)
     assert k10.qa_notes == ("QA from the k = 10 pass",)
     assert pd.isna(long_table([k10]).set_index("metric").loc["EM", "paper"])
+
+
+def test_a_claims_own_axis_is_the_only_setting_its_runs_may_differ_in(compose, tmp_path) -> None:
+    """s21 probe: diversity_helps named no paper_row, so "w/ diversity" (exact scorer) paired with "w/o diversity (fast
+    scorer)" (or γ 5, 3 neighbours) and the scorer's effect was scored as diversity's beside Table 4's Δ; recall grows
+    with rounds and GEAR + GRIEVER took any GEAR variant. `paper_row: [keys]` admits only the claim's own axis."""
+    claims = {c["id"]: c for c in load_claims()}
+    div = claims["diversity_helps"]
+    with_div = run_of(compose, ["experiment=table4_diversity"], tmp_path / "a")
+    assert matches(with_div, div["a"]) and matches(run_of(compose, ["experiment=table4_diversity", "beam=no_diversity"],
+                                                           tmp_path / "b"), div["b"])
+    for variant in (["beam.scorer=fast"], ["beam.gamma=5", "beam.neighbours=3"]):
+        assert not matches(run_of(compose, ["experiment=table4_diversity", "beam=no_diversity", *variant],
+                                  tmp_path / "v"), div["b"])
+    rounds = claims["recall_grows_with_rounds"]
+    assert matches(run_of(compose, ["experiment=table9_beam_rounds", "beam.length=4"], tmp_path / "r"), rounds["a"])
+    assert not matches(run_of(compose, ["experiment=table9_beam_rounds", "agent.passage_link=false"], tmp_path / "r"),
+                       rounds["a"])
+    griever = claims["gear_griever_gt_gear_hybrid"]
+    assert matches(run_of(compose, ["experiment=griever_table4_gear", "retriever=griever_k5"], tmp_path / "g"),
+                   griever["a"])
+    assert not matches(run_of(compose, ["experiment=griever_table4_gear", "retriever=griever_k5", "agent.base_k=5"],
+                              tmp_path / "g"), griever["a"])
+
+
+@pytest.mark.parametrize(("overrides", "label"), [
+    (["agent.demos=hotpotqa"], "IRCoT (BM25; hotpotqa demonstrations)"),
+    (["agent.demo_files.MuSiQue=2wikimultihopqa"], "IRCoT (BM25; 2wikimultihopqa demonstrations)"),
+    (["dataset=2wiki_sample"], "IRCoT (BM25)")])
+def test_ircot_with_another_datasets_demonstrations_is_not_the_papers_row(compose, tmp_path, overrides, label) -> None:
+    """s21 probe: `agent.demos=hotpotqa` on MuSiQue (HotpotQA's demonstrations) sat as "IRCoT (BM25)" beside Table 2's
+    IRCoT cell; the dataset's own demonstrations are a paper setting."""
+    run = run_of(compose, ["experiment=table2_baselines", "agent=ircot", *overrides], tmp_path)
+    assert run.method == label and run.is_paper_row == (label == "IRCoT (BM25)")

@@ -168,6 +168,10 @@ def test_table4_label_follows_beam_diversity(overrides, label):
     ("table4_diversity", ["beam.scorer=fast"], "w/ diversity (fast scorer)"),
     ("table9_beam_rounds", ["beam.length=4"], "GEAR"),
     ("table9_beam_rounds", ["agent.passage_link=false"], "GEAR (no passageLink)"),
+    # s21 probe: one base k for every rank is not Table 4's matched-k protocol; GEAR's rounds take agent.base_k anyway
+    ("table4_diversity", ["run.matched_k=false"], "w/ diversity (base k = 15)"),
+    ("table4_diversity", ["beam=no_diversity", "run.matched_k=false", "run.base_k=20"], "w/o diversity (base k = 20)"),
+    ("table9_beam_rounds", ["run.matched_k=false"], "GEAR"),
 ])
 def test_a_preset_row_on_another_base_is_not_the_papers_row(preset, overrides, label):
     """Probe 1.7: BM25 + NaiveGE under table4_diversity was "w/ diversity" beside the paper's Hybrid + SyncGE cell,
@@ -181,5 +185,5 @@ def test_a_preset_row_on_another_base_is_not_the_papers_row(preset, overrides, l
     assert run.method == label
     table, setting = ("Table 4", "Hybrid + SyncGE, gpt-4o-mini") if preset == "table4_diversity" else (
         "Table 9", "beam length 2, max iterations 4")
-    off_paper = any(not o.startswith(("beam=", "beam.length=")) for o in overrides)
+    off_paper = any(not o.startswith(("beam=", "beam.length=")) for o in overrides) and label != "GEAR"
     assert (paper_value(table, run.method, "MuSiQue", "R@5", setting=setting) is None) == off_paper

@@ -19,6 +19,7 @@ from gear_repro.data.converters import (
 )
 from gear_repro.data.openie import import_hipporag_openie
 from gear_repro.types import Passage
+from gear_repro.utils.errors import DataError
 from tests.helpers.requirements import missing
 
 REPO = Path(__file__).resolve().parent.parent
@@ -281,6 +282,20 @@ def test_2wiki_answer_aliases_from_id_aliases_file(tmp_path: Path) -> None:
     answers = FORMATS["2wiki"](qfile).questions[0].answers
     assert answers == ["United States", "Single Alias", "USA", "America", "American"]
     assert f1_score("World War I", answers, "2wiki") == 0.0
+
+
+def test_a_string_in_the_alias_file_is_one_alias_not_its_letters(tmp_path: Path) -> None:
+    """s21 probe: id_aliases.json with ``"aliases": "NYC"`` gave the answers "N", "Y", "C" (list() of a string), so
+    a one-letter reply scored EM 1; an object there is an error naming the record."""
+    recs = [{"_id": "w1", "type": "compositional", "question": "Where?", "answer": "New York", "answer_id": "Q60",
+             "context": [["P", ["P is in New York."]]], "supporting_facts": [["P", 0]]}]
+    qfile = _write(tmp_path / "dev.json", recs)
+    (tmp_path / "id_aliases.json").write_text(json.dumps({"Q_id": "Q60", "aliases": "NYC", "demonyms": "New Yorker"})
+                                              + "\n")
+    assert FORMATS["2wiki"](qfile).questions[0].answers == ["New York", "NYC", "New Yorker"]
+    (tmp_path / "id_aliases.json").write_text(json.dumps({"Q_id": "Q60", "aliases": {"x": 1}}) + "\n")
+    with pytest.raises(DataError, match=r"id_aliases.json:1: field 'aliases'"):
+        FORMATS["2wiki"](qfile)
 
 
 def test_a_title_twice_in_one_context_takes_the_paragraph_with_the_supporting_sentence(tmp_path, caplog):

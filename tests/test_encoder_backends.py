@@ -56,3 +56,31 @@ def test_openvino_runs_the_precision_asked_for():
     assert bf16.model.inference_precision == "bf16"
     cos = (bf16._encode(texts) * ref).sum(1)
     assert float(cos.min()) > 0.9999 and float(cos.max()) < 0.9999995  # bf16 indeed: close, never identical
+
+
+def test_two_model_folders_of_one_name_never_share_an_export(monkeypatch, tmp_path):
+    """s21 probe: the ONNX export was keyed by the folder's name, and the bundled MiniLM's folder is named ``model``:
+    ``embedder.model=.../finetuned/model embedder.backend=onnx`` ran MiniLM's graph (cosine 1.0 to it, 0.05 to its
+    own torch vectors) under the fine-tuned model's cache key; a model retrained in place kept its old graph."""
+    from pathlib import Path
+
+    from gear_repro.embedding import runtimes
+
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path / "cache"))
+    made: list[Path] = []
+
+    def fake_export(folder: Path, out: Path) -> None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes((folder / "model.safetensors").read_bytes())
+        made.append(folder)
+
+    monkeypatch.setattr(runtimes, "_export_fp32", fake_export)
+    a, b = tmp_path / "a" / "model", tmp_path / "b" / "model"
+    for folder, weights in ((a, b"weights A"), (b, b"weights B")):
+        folder.mkdir(parents=True)
+        (folder / "model.safetensors").write_bytes(weights)
+    assert runtimes.exported(a, "onnx").read_bytes() == b"weights A"
+    assert runtimes.exported(b, "onnx").read_bytes() == b"weights B"
+    assert runtimes.exported(a, "openvino").read_bytes() == b"weights A" and made == [a, b]  # exported once each
+    (a / "model.safetensors").write_bytes(b"weights A, retrained")  # in place: a new export
+    assert runtimes.exported(a, "onnx").read_bytes() == b"weights A, retrained"

@@ -471,6 +471,42 @@ def test_ablations_and_variants_are_named_and_never_take_the_papers_row():
         "HippoRAG (no node specificity)"
 
 
+@pytest.mark.parametrize(("node", "settings", "label"), [
+    ("beam", {"dead_ends": "drop"}, "Hybrid + SyncGE (dead ends: drop)"),
+    ("beam", {"exists": "none", "neighbour_selection": "order"}, "Hybrid + SyncGE (exists rule: none, neighbours by order)"),
+    ("expansion", {"fusion_order": "expanded_first"}, "Hybrid + SyncGE (expanded_first fusion)"),
+    ("expansion", {"k_rrf": 1}, "Hybrid + SyncGE (Eq. 3 k_rrf 1)"),
+    ("expansion", {"max_proximal": 2, "on_no_proximal": "naive"},
+     "Hybrid + SyncGE (at most 2 proximal triples, no proximal triples: naive)"),
+    ("expansion", {"prompt": "my_reader"}, "Hybrid + SyncGE (my_reader reader prompt)"),
+    ("expansion", {"k_rrf": 60, "fusion_order": "base_first", "max_proximal": None}, "Hybrid + SyncGE"),
+])
+def test_a_reading_of_alg1_or_eq3_names_its_row(node, settings, label):
+    """s21 probe: Alg. 1's dead-end / exists / neighbour-selection readings, Eq. 3's RRF constant and list order and
+    SyncGE's reader switches (docs/readings.md) kept "Hybrid + SyncGE" beside Table 2's cell and its claims."""
+    from gear_repro.reporting.runs import RunResult
+
+    cfg = {"agent": {"_target_": "gear_repro.methods.single.SingleStep"}, "dataset": {"paper_name": "MuSiQue"},
+           "retriever": {"_target_": CLASSES["hybrid"], "name": "hybrid"},
+           "expansion": {"_target_": EXPANSIONS["sync"], **(settings if node == "expansion" else {})},
+           "beam": settings if node == "beam" else {}}
+    run = RunResult(Path("x"), cfg, {})
+    assert run.method == label and run.is_paper_row == (label == "Hybrid + SyncGE")
+
+
+def test_gear_memory_repeats_and_another_passage_link_k_name_the_row():
+    from gear_repro.reporting.runs import RunResult
+
+    gear = {"agent": {"_target_": "gear_repro.methods.gear.agent.GearAgent", "base_k": 10},
+            "dataset": {"paper_name": "MuSiQue"}, "retriever": {"_target_": CLASSES["hybrid"], "name": "hybrid"},
+            "expansion": {"_target_": EXPANSIONS["sync"]}}
+    for agent, label in (({"dedupe_memory": False}, "GEAR (memory with repeats)"),
+                         ({"passage_link_k": 3}, "GEAR (passageLink k 3)"),
+                         ({"passage_link_k": 10}, "GEAR"), ({"passage_link_k": None}, "GEAR")):
+        run = RunResult(Path("x"), {**gear, "agent": {**gear["agent"], **agent}}, {})
+        assert run.method == label and run.is_paper_row == (label == "GEAR"), agent
+
+
 def test_every_neighbour_is_a_variant_however_it_is_spelt():
     """beam.neighbours null and 0 both mean every neighbour (beam_search.py): 0 was named "0 neighbours" but null,
     read as "not recorded", left the row the paper's (100 neighbours) and let it stand for it in a claim."""
@@ -566,3 +602,46 @@ def test_baseline_and_gear_settings_beyond_the_loop_are_named():
                              ("query_for_beam", "rewritten", "beam query: rewritten"), ("base_k", 5, "base k 5")):
         variant = {**gear, "agent": {**gear["agent"], key: value}}
         assert _labelled(variant) == f"GEAR ({note})" and not role(variant, "gear_gt_hybrid_syncge"), key
+
+
+def test_an_embedder_a_bm25_run_never_used_does_not_keep_it_from_pairing(tmp_path: Path) -> None:
+    """s21 probe: a BM25 run builds an embedder object that encodes nothing (run.json describes it), so "NaiveGE >
+    BM25" found no pair when the BM25 run kept the default embedder (mpnet) and NaiveGE ran MiniLM; two runs that both
+    embed still pair only on one embedder, and a BM25 run's tag names no embedder setting."""
+    root = tmp_path / "runs"
+    for name, ret, exp, hits, emb in (("bm25", "bm25", "none", BASE, "all-mpnet-base-v2"),
+                                      ("bm25_naive", "bm25", "naive", BETTER, "all-MiniLM-L6-v2"),
+                                      ("sbert", "sbert", "none", BASE, "all-mpnet-base-v2"),
+                                      ("sbert_naive", "sbert", "naive", BETTER, "all-MiniLM-L6-v2")):
+        run = make_run(root, name, ret, exp, hits, embedder=emb)
+        cfg = json.loads((run / "config.yaml").read_text())
+        cfg["agent"]["_target_"] = "gear_repro.methods.single.SingleStep"  # an importable class: its needs_vectors
+        (run / "config.yaml").write_text(json.dumps(cfg))
+        (run / "run.json").write_text(json.dumps({"embedder": {"model": emb}}))
+    runs = find_runs([root])
+    assert {Path(r.path).name: r.needs_vectors for r in runs} == {"bm25": False, "bm25_naive": True, "sbert": True,
+                                                                 "sbert_naive": True}
+    rows = evaluate_claims(runs, load_claims(), EvidenceOptions(resamples=200))
+    assert rows_by(rows, "naivege_gt_base[BM25]").verdict == "holds"
+    assert rows_by(rows, "naivege_gt_base[SBERT]").verdict == "no runs"  # both embed, with other models
+    bm25 = next(r for r in runs if Path(r.path).name == "bm25")
+    assert not bm25.uses("embedder.model") and bm25.uses("retriever.name")
+
+
+def test_a_row_tag_names_settings_that_change_numbers_not_timeouts(tmp_path: Path) -> None:
+    """s21 probe: two IRCoT runs on two LLMs that also differed in llm.timeout_s/backoff were tagged
+    "[dataset.limit=2, llm.backoff_base_s=0.01, llm.backoff_max_s=0.02, ...]": the model hid behind "..."; settings the
+    resume fingerprint leaves out (they change no number) are never a tag."""
+    from gear_repro.reporting.runs import tag_runs
+
+    root = tmp_path / "runs"
+    for name, extra in (("a", {"llm": {"model": "m1", "timeout_s": 5, "backoff_base_s": 0.01, "concurrency": 2},
+                               "run": {"workers": 1}}),
+                        ("b", {"llm": {"model": "m2", "timeout_s": 300, "backoff_base_s": 1.0, "concurrency": 8},
+                               "run": {"workers": 4}})):
+        run = make_run(root, name, "bm25", "none", BASE)
+        cfg = json.loads((run / "config.yaml").read_text())
+        (run / "config.yaml").write_text(json.dumps({**cfg, **extra}))
+    runs = find_runs([root])
+    tag_runs(runs)
+    assert sorted(r.tag for r in runs) == ["llm.model=m1", "llm.model=m2"]

@@ -205,3 +205,12 @@ def test_trace_walkthrough_and_cli(runs_dir: Path, tmp_path: Path, capsys):
               "tokens_by_stage.md", "agent_stats.md", "fig4_tokens_by_round_musique.pdf"):
         assert (tmp_path / "rep" / f).exists(), f
     assert "Table 12" in out and "figure:" in out
+
+
+def test_the_walkthrough_of_a_failed_question_says_it_failed() -> None:
+    """s21 probe: `--trace` of an errored question printed an empty ranking and "R@5 0" with no word of its error."""
+    pred = {"id": "q1", "question": "Who?", "answers": ["x"], "type": "2hop", "gold_ids": ["1"],
+            "rankings": {"final": []}, "error": "LLMCallError: LLM call to m failed (non-retryable): UnicodeDecodeError"}
+    text = format_trace(pred)
+    assert "FAILED (scored as a miss" in text and "UnicodeDecodeError" in text and "R@5 0" in text
+    assert "FAILED" not in format_trace({**pred, "error": None})

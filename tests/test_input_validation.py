@@ -130,7 +130,7 @@ def test_misspelt_preset_fails(toy_dir: Path, tmp_path: Path) -> None:
     (["agent=hipporag", "hipporag.encoder={_target_: gear_repro.embedding.SentenceEmbedder, batch_size: 0}"],
      r"hipporag\.encoder\.batch_size must be >= 1 \(got 0\)"),
     # the report node and the top-level switches
-    (["+report.tabel=Table 4"], r"report\.tabel is not a setting of report \(its settings: labels, method, paper"),
+    (["+report.tabel=Table 4"], r"report\.tabel is not a setting of report \(its settings: axes, labels, method, paper"),
     (["report.paper=GEARR"], r"report\.paper='GEARR' is not a paper of paper_results\.csv \(papers: GEAR, GRIEVER"),
     (["report.qa_paper=T2-RAG"], r"report\.qa_paper='T2-RAG' is not a paper of paper_results\.csv"),
     (["qa=yes"], r"qa must be true or false, got 'yes'"),
@@ -282,8 +282,8 @@ def test_missing_runtime_module_is_named(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(runtimes, "find_spec", lambda name: None)
     assert runtimes.missing_modules(tmp_path / "m", "onnx") == ["onnxruntime", "onnx"]
     assert runtimes.missing_modules(tmp_path / "m", "openvino") == ["openvino", "onnx"]
-    (tmp_path / "onnx" / "m").mkdir(parents=True)
-    (tmp_path / "onnx" / "m" / "model.onnx").write_bytes(b"")
+    runtimes.export_dir(tmp_path / "m").mkdir(parents=True)
+    (runtimes.export_dir(tmp_path / "m") / "model.onnx").write_bytes(b"")
     assert runtimes.missing_modules(tmp_path / "m", "onnx-int8") == ["onnxruntime"]  # exported: onnx not needed
 
 

@@ -11,7 +11,7 @@ import pytest
 from gear_repro.llm import LLMCallError, LLMClient
 from gear_repro.utils.io import read_json
 from tests.helpers.cli import run_cli, toy_args
-from tests.helpers.llm_servers import NullContentServer, TrickleServer, elapsed
+from tests.helpers.llm_servers import NullContentServer, TrickleServer, _Server, elapsed
 from tests.helpers.standin_server import StandInServer
 
 MSGS = [{"role": "user", "content": "Capital of France?"}]
@@ -127,3 +127,38 @@ def test_an_echoing_server_is_counted_and_warned_not_read_as_the_demonstrations(
     assert metrics["agent_stats"]["llm_echoed_replies"] == len(calls)
     assert read_json(tmp_path / "r" / "llm_stats.json")["echoed"] == len(calls)
     assert f"WARNING: {len(calls)} LLM replies repeated their prompt" in proc.stderr
+
+
+class _UsageServer(_Server):
+    """200 "Paris" with the ``usage`` record it is given."""
+
+    def __init__(self, usage: dict):
+        self.usage = usage
+        super().__init__()
+
+    def respond(self, h) -> None:
+        body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": "Paris"}}],
+                           "usage": self.usage}).encode()
+        self.headers(h, len(body))
+        h.wfile.write(body)
+
+
+@pytest.mark.parametrize("usage", [{"prompt_tokens": "lots", "completion_tokens": "x"},
+                                   {"prompt_tokens": -50, "completion_tokens": -3},
+                                   {"prompt_tokens": 12, "completion_tokens": 2.5},
+                                   {"prompt_tokens": True, "completion_tokens": 1}])
+def test_a_usage_record_that_is_not_token_counts_is_replaced_by_counting(tmp_path: Path, usage: dict) -> None:
+    """s21 probe: ``prompt_tokens: "lots"`` failed a good reply for good (int() raised: every question errored),
+    ``-50`` went into the ledger (tokens per question -200, negative cost); both are now counted from the texts."""
+    with _UsageServer(usage) as server, _client(server.url, tmp_path) as c:
+        reply = c.chat(MSGS, stage="qa")
+        assert reply.text == "Paris" and reply.prompt_tokens > 0 and reply.completion_tokens > 0
+        assert reply.tokens_source in ("tiktoken", "estimate") and c.stats()["failures"] == 0
+
+
+def test_whole_number_usage_is_read_as_given(tmp_path: Path) -> None:
+    with _UsageServer({"prompt_tokens": 12.0, "completion_tokens": 0}) as server, _client(server.url, tmp_path) as c:
+        reply = c.chat(MSGS, stage="qa")
+        assert (reply.prompt_tokens, reply.completion_tokens, reply.tokens_source) == (12, 0, "usage")

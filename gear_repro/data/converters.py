@@ -557,11 +557,13 @@ ALIAS_FILE = "id_aliases.json"  # 2WikiMultihopQA's alias file (README, data_ids
 
 def load_id_aliases(path: str | Path) -> dict[str, list[str]]:
     """2Wiki's ``id_aliases.json`` (one JSON object a line: ``Q_id``, ``aliases``, ``demonyms``) as
-    {Q_id: aliases + demonyms}, as 2wikimultihop_evaluate_v1.1.py:171-182 reads it."""
+    {Q_id: aliases + demonyms}, as 2wikimultihop_evaluate_v1.1.py:171-182 reads it. A string ``aliases`` or
+    ``demonyms`` is one alias (never its letters: "NYC" is not the answers "N", "Y", "C")."""
     out: dict[str, list[str]] = {}
     for ref, rec in read_records(path, "alias"):
         qid = _get(rec, ref, "Q_id")
-        out[qid] = _answers(ref, list(rec.get("aliases") or []), list(rec.get("demonyms") or []))
+        out[qid] = _answers(ref, _string_list(rec.get("aliases"), ref, "aliases"),
+                            _string_list(rec.get("demonyms"), ref, "demonyms"))
     return out
 
 

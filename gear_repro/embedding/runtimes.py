@@ -6,7 +6,7 @@ dynamic int8) and OpenVINO, exported offline from the local sentence-transformer
 weight quantisation, ``onnxruntime.quantization.quantize_dynamic``) or ``openvino`` (the fp32 ONNX graph compiled
 by OpenVINO, in ``embedder.precision``: its CPU plugin's ``INFERENCE_PRECISION_HINT`` is always set, f32 or bf16,
 because its own default is bf16 on a CPU with native bf16 and f32 elsewhere). Pooling and normalisation follow the folder's sentence-transformers modules (mean pooling over
-the attention mask, L2 normalisation), done in numpy. Exports live in $GEAR_CACHE/onnx/<model folder>/ and are
+the attention mask, L2 normalisation), done in numpy. Exports live in $GEAR_CACHE/onnx/<model folder>-<its content identity>/ and are
 written atomically, so concurrent runs may export at the same time. sentence-transformers' own ONNX path needs
 ``optimum``, whose releases require transformers < 4.58; this module needs only onnxruntime/onnx/openvino.
 Agreement with torch fp32 and speed: docs/encoders.md (``benchmarks/bench_encoders.py``).
@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Sequence
 from importlib.util import find_spec
 from pathlib import Path
@@ -25,6 +26,7 @@ import numpy as np
 
 from gear_repro.embedding.precision import Precision
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.hashing import model_path_identity
 from gear_repro.utils.paths import cache_dir
 from gear_repro.utils.settings import Choice
 
@@ -61,7 +63,10 @@ def _export_fp32(folder: Path, out: Path) -> None:
     fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".onnx.tmp")
     os.close(fd)
     try:
-        with torch.no_grad():
+        # dynamo=False on purpose (the TorchScript exporter): its DeprecationWarning says so and is not shown (under
+        # pytest's -W error for gear_repro it failed every first export, i.e. every test on a fresh $GEAR_CACHE)
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
             torch.onnx.export(model, (dummy["input_ids"], dummy["attention_mask"]), tmp,
                               input_names=["input_ids", "attention_mask"], output_names=["last_hidden_state"],
                               dynamic_axes={"input_ids": {0: "b", 1: "n"}, "attention_mask": {0: "b", 1: "n"},
@@ -86,18 +91,27 @@ def _quantize(src: Path, out: Path) -> None:
             os.unlink(tmp)
 
 
+def export_dir(folder: Path) -> Path:
+    """Where the model in ``folder`` is exported: ``$GEAR_CACHE/onnx/<folder name>-<its files' identity>``. By its
+    content, as the embedding keys are (``utils.hashing.model_path_identity``): keyed by the folder's name alone, a
+    fine-tuned ``.../model`` ran the bundled MiniLM's graph (its folder is named ``model`` too) and a model retrained
+    in place its old graph, under the new model's cache key (before session 21)."""
+    identity = model_path_identity(folder)
+    return cache_dir() / "onnx" / (f"{folder.name}-{identity[:12]}" if identity else folder.name)
+
+
 def missing_modules(folder: Path, backend: str) -> list[str]:
     """The Python modules ``backend`` needs for the model in ``folder`` that are not installed: its runtime
     (onnxruntime | openvino), and ``onnx`` while the model is not exported yet (start-up check)."""
     need = ["openvino" if backend == EncoderBackend.openvino else "onnxruntime"]
-    if not (cache_dir() / "onnx" / folder.name / "model.onnx").exists():
+    if not (export_dir(folder) / "model.onnx").exists():
         need.append("onnx")
     return [m for m in need if find_spec(m) is None]
 
 
 def exported(folder: Path, backend: str) -> Path:
     """The ONNX file ``backend`` runs for the model in ``folder`` (exported on first use)."""
-    d = cache_dir() / "onnx" / folder.name
+    d = export_dir(folder)
     fp32 = d / "model.onnx"  # (missing_modules knows this path)
     if not fp32.exists():
         _export_fp32(folder, fp32)

@@ -19,6 +19,7 @@ import contextvars
 import inspect
 import json
 import logging
+import math
 import os
 import re
 import threading
@@ -137,6 +138,26 @@ def _openai_version() -> str:
     import openai
 
     return openai.__version__
+
+
+def _token_count(value: Any) -> int | None:
+    """A usage field as a count of tokens: a whole number >= 0 (12 or 12.0), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    return int(value) if value >= 0 else None
+
+
+def _usage_counts(usage: Any) -> tuple[int, int] | None:
+    """(prompt, completion) tokens of a reply's ``usage``, None when it gives none the ledger can use (absent, no
+    prompt tokens, or a field that is not a whole number >= 0: ``"lots"`` failed the call for good, ``-50`` gave
+    negative tokens per question and cost): the tokens are then counted from the texts."""
+    if usage is None:
+        return None
+    pt, ct = _token_count(getattr(usage, "prompt_tokens", None)), getattr(usage, "completion_tokens", None)
+    ct = 0 if ct is None else _token_count(ct)
+    return None if not pt or ct is None else (pt, ct)
 
 
 def _well_formed(text: str) -> str:
@@ -320,9 +341,9 @@ class LLMClient:
             raise MalformedReply(f"message content is {'null' if text is None else type(text).__name__} "
                                  f"(finish_reason {getattr(choices[0], 'finish_reason', None)!r})")
         text = _well_formed(text)
-        usage = getattr(resp, "usage", None)
-        if usage is not None and getattr(usage, "prompt_tokens", None):
-            pt, ct, source = int(usage.prompt_tokens), int(usage.completion_tokens or 0), "usage"
+        usage = _usage_counts(getattr(resp, "usage", None))
+        if usage is not None:
+            (pt, ct), source = usage, "usage"
         else:
             pt, source = count_messages(messages, self.model)
             ct, _ = count_text(text, self.model)

@@ -411,8 +411,14 @@ def reference_title_prefix(config: Mapping[str, Any]) -> str:
     return "" if hipporag and paper in ("MuSiQue", "2Wiki") else TITLE_PREFIX
 
 
+REFERENCE_DEMOS = {"MuSiQue": "musique", "2Wiki": "2wikimultihopqa", "HotpotQA": "hotpotqa"}  # the dataset's own
+
+
 # IRCoT as HippoRAG's scripts run it (configs/agent/ircot.yaml cites each); HippoRAG's own for HippoRAG w/ IRCoT
 IRCOT_SETTINGS = (
+    # the run's dataset's own demonstrations (data/ircot_prompts/<dataset>/...): agent.demos=hotpotqa on MuSiQue sat as
+    # "IRCoT (BM25)" beside the paper's cell before session 21
+    PaperSetting("agent.demos", "{value} demonstrations", per_dataset=REFERENCE_DEMOS),
     PaperSetting("agent.max_rounds", rounds_note, per_dataset=PAPER_MAX_ROUNDS),
     PaperSetting("agent.top_k", "top_k {value}", 10),
     PaperSetting("agent.merge", "{value} merge", "raw"),

@@ -234,6 +234,8 @@ def format_trace(pred: dict, titles: dict[str, str] | None = None, ks: Sequence[
     lines = [f"Question {pred.get('id')}: {pred.get('question')}",
              f"  answers: {pred.get('answers')}   type: {pred.get('type')}",
              f"  gold: {', '.join(titles.get(g, g) for g in gold)}   (* = gold passage)"]
+    if pred.get("error"):  # a failed question: its walk-through is empty and its recall 0 (scored as a miss), say why
+        lines.append(f"  FAILED (scored as a miss; re-running the same command retries it): {pred['error']}")
     for hooks in report_hooks():
         own = hooks.trace_lines(pred, plist, recall_line) if hooks.trace_lines else None
         if own is not None:

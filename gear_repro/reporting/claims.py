@@ -90,8 +90,9 @@ def matches(run: RunResult, selector: dict) -> bool:
     """Does the run's config satisfy every key of the role selector (see claims.yaml)?"""
     if "qa_reader.mode" not in selector and run.is_qa_bound:
         return False
-    if selector.get("paper_row") and not run.is_paper_row:  # a variant of the method (its label names how)
-        return False
+    paper_row = selector.get("paper_row")  # true, or the settings the claim itself varies (the rest: the paper's)
+    if paper_row and not (run.is_paper_row_but(paper_row) if isinstance(paper_row, list) else run.is_paper_row):
+        return False  # a variant of the method (its label names how)
     if selector.get("paper_qa") and run.qa_notes:  # K.3 read other passages than Table 3's top 5 of the k = 5 pass
         return False
     for key, want in selector.items():
@@ -179,8 +180,12 @@ _SAME_ALSO = {"llm.model": ("llm.server.model_path",)}
 
 
 def _same(ra: RunResult, rb: RunResult, keys: Sequence[str]) -> bool:
+    """Whether two runs agree on the claim's ``same`` keys that both used (``RunResult.uses``: a BM25 run's
+    ``embedder.model`` and an LLM-free run's ``llm.model`` say nothing of its numbers, so they never keep it from
+    pairing with a run of another embedder or LLM; before session 21 "expansion > its BM25 base" found no pair when the BM25 run
+    kept the default embedder)."""
     keys = [k for key in keys for k in (key, *_SAME_ALSO.get(key, ()))]
-    return all(config_value(ra.config, k) == config_value(rb.config, k) for k in keys)
+    return all(config_value(ra.config, k) == config_value(rb.config, k) for k in keys if ra.uses(k) and rb.uses(k))
 
 
 def _label(run: RunResult) -> str:

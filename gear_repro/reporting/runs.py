@@ -81,12 +81,48 @@ class RunResult:
     @cached_property
     def built(self) -> frozenset[str] | None:
         """The components the run built, of those whose settings can be irrelevant to it (``llm``: llm_stats.json is
-        written; ``embedder``: run.json describes one); None when its run.json is gone (assume all)."""
+        written; ``embedder``: run.json describes one and a class of the run embeds, :attr:`needs_vectors`); None when
+        its run.json is gone (assume all)."""
         path = Path(self.path)
         if not (path / "run.json").is_file():
             return None
         return frozenset([*(["llm"] if (path / "llm_stats.json").is_file() else []),
-                          *(["embedder"] if "embedder" in self.run_info else [])])
+                          *(["embedder"] if "embedder" in self.run_info and self.needs_vectors else [])])
+
+    @cached_property
+    def k_dependent(self) -> bool:
+        """Whether the run's method ran once per evaluated k (run.json ``method.k_dependent``, which single-step runs
+        record; else the agent class's ``k_dependent``, False for the multi-step methods, whose rounds take
+        their own base k): only then does ``run.matched_k=false`` change a number. Unknown counts as True."""
+        recorded = self._info("method").get("k_dependent")
+        if isinstance(recorded, bool):
+            return recorded
+        from hydra.utils import get_class
+
+        target = (self.config.get("agent") or {}).get("_target_")
+        try:
+            return bool(getattr(get_class(str(target)), "k_dependent", True)) if target else True
+        except Exception:  # a class moved or removed since the run
+            return True
+
+    @cached_property
+    def needs_vectors(self) -> bool:
+        """Whether a class of the run embeds (``needs_vectors`` of its configured components, as the runner asks of
+        them): a BM25 run builds an embedder object that encodes nothing (run.json still describes it), so
+        its ``embedder.*`` are no setting of it. A class that cannot be imported counts as embedding."""
+        from hydra.utils import get_class
+
+        for node in self.config.values():  # every component the run configures (retriever, expansion, agent, ...)
+            target = node.get("_target_") if isinstance(node, dict) else None
+            if not target:
+                continue
+            try:
+                cls = get_class(str(target))
+            except Exception:  # a class moved or removed since the run: assume it embeds
+                return True
+            if getattr(cls, "needs_vectors", False):  # the embedder, backend, LLM: no such attribute
+                return True
+        return False
 
     def uses(self, key: str) -> bool:
         """Whether the setting ``key`` could matter to the run (``llm.*`` only if it built an LLM, ``embedder.*`` only
@@ -121,12 +157,18 @@ class RunResult:
         label (its report hooks' ``label``, found by the class of ``agent._target_``) from the base retriever's label
         and the expansion's."""
         if self.report.get("method"):
-            parts = self._row_parts(skip=tuple(self.report.get("axes") or ()))
+            axes = tuple(self.report.get("axes") or ())
+            parts = self._row_parts(skip=axes)
             off = {k: v for k, v in (self.report.get("paper_config") or {}).items()
                    if str(config_value(self.config, k)) != str(v)}
             label = self.report["method"] if not off else f"{self.report['method']} on {parts.base}" + (
                 f" + {parts.expansion}" if parts.expansion else " (no expansion)")
-            return with_notes(label, parts.notes)
+            # one base k for every evaluated rank is not the paper's protocol (Table 4's cells are matched-k, as
+            # Table 2's): named as the single-step label names it ("w/ diversity (base k = 15)"; before session 21
+            # `experiment=table4_diversity run.matched_k=false` sat as "w/ diversity" beside Table 4)
+            fixed = ([f"base k = {parts.fixed_base_k}"] if parts.expansion and parts.fixed_base_k is not None
+                     and "run.matched_k" not in axes else [])
+            return with_notes(label, [*fixed, *parts.notes])
         parts = self._row_parts()
         if self.is_qa_bound:  # Table 3's bounds: the label names the bound, not the (unused) retriever
             return {"none": "No Passages", "gold": "Gold Passages"}.get(self.config["qa_reader"]["mode"], "QA bound")
@@ -151,7 +193,10 @@ class RunResult:
         own = ret_hooks.label(ret) if ret_hooks is not None and ret_hooks.label else RETRIEVER_LABELS.get(ret, ret)
         exp_hooks = hooks_for(self.config.get("expansion"))
         run_cfg = self.config.get("run") or {}
-        fixed = None if run_cfg.get("matched_k", True) else int(run_cfg.get("base_k") or max(self.ks))
+        # matched_k only matters to a method that ran once per evaluated k (run.json method.k_dependent: single-step
+        # with an expansion); a multi-step method's rounds take its own base k whatever it says
+        fixed = None if run_cfg.get("matched_k", True) or not self.k_dependent else int(run_cfg.get("base_k")
+                                                                                        or max(self.ks))
         settings = [s for h in (exp_hooks, agent_hooks(self.config.get("agent") or {})) if h is not None
                     for s in h.paper_settings]
         notes = variant_notes(self.config, settings, self.report.get("paper_config"), skip)
@@ -163,6 +208,11 @@ class RunResult:
     def is_paper_row(self) -> bool:
         """Whether the run has every setting of its method's paper row (no ``RowParts.notes``): claims' ``paper_row``."""
         return not self._row_parts().notes
+
+    def is_paper_row_but(self, axes: Iterable[str]) -> bool:
+        """Whether the run has every setting of its method's paper row except the settings ``axes`` (a claim's own
+        axis: Table 4's ``beam.diversity``, Table 9's beam length and rounds): claims' ``paper_row: [keys]``."""
+        return not self._row_parts(skip=tuple(axes)).notes
 
     @property
     def paper(self) -> str:
@@ -217,6 +267,13 @@ class RunResult:
 
 
 _TAG_IGNORED = {"hydra", "name"}  # never what tells two runs apart
+# settings that change no number (the runner leaves them out of the resume fingerprint): a tag naming them first hid
+# what does ("[dataset.limit=2, llm.backoff_base_s=0.01, llm.backoff_max_s=0.02, ...]" for runs on two LLMs)
+_TAG_NO_RESULT = frozenset({
+    "run.progress", "run.resume", "run.fail_fast", "run.allow_errors", "run.workers", "dataset.allow_unknown_source",
+    "embedder.num_threads", "embedder.show_progress", "embedder.batch_size", "embedder.cache",
+    "llm.timeout_s", "llm.max_retries", "llm.backoff_base_s", "llm.backoff_max_s", "llm.concurrency", "llm.cache",
+    "llm.cache_dir", "llm.cache_mode", "llm.record_prompts"})
 _TAG_KEYS = 3  # differing settings shown in a tag at most
 _TAG_LATE = ("report.", "qa_labels.")  # where the rows go and what they are called: shown after what was run
 
@@ -238,7 +295,8 @@ def tag_runs(runs: list[RunResult]) -> None:
     for r in runs:
         by_method.setdefault(r.method, []).append(r)
     for group in by_method.values():
-        flat = {id(r): flat_settings(r.config, _TAG_IGNORED) for r in group}
+        flat = {id(r): {k: v for k, v in flat_settings(r.config, _TAG_IGNORED).items() if k not in _TAG_NO_RESULT}
+                for r in group}
         keys: set[str] = set()
         for dataset in {r.dataset for r in group}:
             same = [r for r in group if r.dataset == dataset]

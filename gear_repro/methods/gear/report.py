@@ -33,6 +33,20 @@ BEAM_SETTINGS = (
     PaperSetting("beam.gamma", "gamma {value}", 20),
     PaperSetting("beam.neighbours", lambda n: f"{n or 'all'} neighbours", 100, null=0),  # null/0 = every neighbour
     PaperSetting("beam.scorer", "{value} scorer", "exact"),
+    # the readings of Alg. 1 (docs/readings.md, docs/graph_expansion.md): a switch names its row (session 21)
+    PaperSetting("beam.exists", "exists rule: {value}", "previous_step"),  # Alg. 1 line 11
+    PaperSetting("beam.dead_ends", "dead ends: {value}", "fallback"),
+    PaperSetting("beam.neighbour_selection", "neighbours by {value}", "relevance"),
+)
+EXPANSION_SETTINGS = (  # Eq. 3 (NaiveGE and SyncGE): RRF constant (DESIGN.md) and list order (the pseudocode's)
+    PaperSetting("expansion.k_rrf", "Eq. 3 k_rrf {value}", 60),
+    PaperSetting("expansion.fusion_order", "{value} fusion", "base_first"),
+)
+SYNC_SETTINGS = (  # SyncGE's reader (K.2 prompts, every proximal triple linked, the base list when none parse)
+    PaperSetting("expansion.prompt", "{value} reader prompt", "reader"),
+    PaperSetting("expansion.memory_prompt", "{value} memory prompt", "reader_gist"),
+    PaperSetting("expansion.max_proximal", "at most {value} proximal triples", "all", null="all"),
+    PaperSetting("expansion.on_no_proximal", "no proximal triples: {value}", "base"),
 )
 GEAR_SETTINGS = (  # §5: passageLink (Eq. 8-10), the dataset's rounds (§6.3), App. B.2, the pseudocode (gear.py)
     PaperSetting("agent.passage_link", "no passageLink", True),
@@ -47,6 +61,9 @@ GEAR_SETTINGS = (  # §5: passageLink (Eq. 8-10), the dataset's rounds (§6.3), 
     PaperSetting("agent.gist_k", "gist of the top {value}", "all", null="all"),  # null = the whole list (gear.py:52)
     PaperSetting("agent.gist_empty", "empty gist list: {value}", "skip"),
     PaperSetting("agent.k_rrf", "k_rrf {value}", 60),
+    PaperSetting("agent.dedupe_memory", "memory with repeats", True),  # docs/readings.md "memory de-duplication"
+    # Eq. 10's h_base^k: the run's base k (null = base_k)
+    PaperSetting("agent.passage_link_k", "passageLink k {value}", of_config=lambda c: (c.get("agent") or {}).get("base_k")),
 )
 STAGES = ("read", "gist", "reason", "rewrite")  # the K.2 reader, gist memory, reasoner, rewriter (§5)
 
@@ -132,8 +149,10 @@ HOOKS = (
                                 "expansion.parse_failed")),
     ReportHooks(targets=(class_path(NoExpansion), "gear_repro.methods.gear.expansion.NoExpansion"), names=("none",)),
     ReportHooks(targets=(class_path(NaiveGE), "gear_repro.methods.gear.expansion.NaiveGE"), names=("naive",),
-                expansion_label="NaiveGE", question_detail=expansion_detail, paper_settings=BEAM_SETTINGS),
+                expansion_label="NaiveGE", question_detail=expansion_detail,
+                paper_settings=(*BEAM_SETTINGS, *EXPANSION_SETTINGS)),
     ReportHooks(targets=(class_path(SyncGE), "gear_repro.methods.gear.expansion.SyncGE"), names=("sync",),
-                expansion_label="SyncGE", figure2_reference=True, paper_settings=BEAM_SETTINGS,
+                expansion_label="SyncGE", figure2_reference=True,
+                paper_settings=(*BEAM_SETTINGS, *EXPANSION_SETTINGS, *SYNC_SETTINGS),
                 question_detail=expansion_detail, reply_failures=("parse_failed",)),
 )

@@ -8,15 +8,44 @@ from collections.abc import Mapping
 from statistics import mean
 from typing import Any
 
-from gear_repro.methods.base import ReportHooks, RowParts, class_path, format_triple_list, node_setting
+from gear_repro.methods.base import (
+    PaperSetting,
+    ReportHooks,
+    RowParts,
+    class_path,
+    format_triple_list,
+    node_setting,
+    with_notes,
+)
 from gear_repro.methods.t2rag.detail import question_detail
-from gear_repro.methods.t2rag.method import T2RAGAgent, loop_counts, t2rag_trace
+from gear_repro.methods.t2rag.method import READINGS, T2RAGAgent, loop_counts, t2rag_trace
+
+
+def _reading_value(key: str) -> Any:
+    """The paper row's value of a reading key: the value of the run's ``agent.reading`` (null = the reading's)."""
+    return lambda config: READINGS.get(str(node_setting(config.get("agent") or {}, "reading", "code")),
+                                       READINGS["code"])[key]
+
+
+# the settings of T²RAG's paper row beyond N and the passages (its Table 2 ablations, named by the label): k = 5 per
+# iteration (§5.2, main.py:99-100), the reference code's reading (the default, DESIGN.md; docs/readings.md) and each
+# of its behaviours, its answer parse, the default fuzzy match and stall stop, and the proposition pool per query
+T2RAG_SETTINGS = (
+    PaperSetting("agent.k", "k = {value}", 5),
+    PaperSetting("agent.candidate_depth", "{value} candidates per query", 200),
+    PaperSetting("agent.reading", "reading: {value}", "code"),
+    *(PaperSetting(f"agent.{key}", f"{key} {{value}}", of_config=_reading_value(key)) for key in READINGS["code"]),
+    PaperSetting("agent.answer_parse", "{value} answer parse", "code"),
+    PaperSetting("agent.fuzzy_match", "fuzzy match: {value}", "placeholder"),
+    PaperSetting("agent.stall_stop", "no stall stop", True),
+)
 
 
 def agent_label(config: Mapping[str, Any], parts: RowParts) -> str:
     """"T2RAG" (paper_results.csv: N = 3 iterations with passages in the resolve prompt, §5.2), its Table 2 ablations
-    by what they set ("T2RAG - single round": N = 1; "T2RAG - w/o chunk": no passages), another N named, and
-    "(K.3 reader)" when its passages go to the K.3 reader instead of its own answer."""
+    by what they set ("T2RAG - single round": N = 1; "T2RAG - w/o chunk": no passages), another N named,
+    "(K.3 reader)" when its passages go to the K.3 reader instead of its own answer, and the paper settings the run
+    differs in (``T2RAG_SETTINGS``: "T2RAG (k = 10)"; before session 21 such a run sat beside the paper's cell)."""
     node = config.get("agent") or {}
     parts_ = []
     n = int(node_setting(node, "max_iterations", PAPER_ITERATIONS))
@@ -27,7 +56,8 @@ def agent_label(config: Mapping[str, Any], parts: RowParts) -> str:
     if node_setting(node, "with_passages", True) is False:
         parts_.append("w/o chunk")
     label = "T2RAG" + (f" - {', '.join(parts_)}" if parts_ else "")
-    return f"{label} (K.3 reader)" if node_setting(node, "answer", True) is False else label
+    label = f"{label} (K.3 reader)" if node_setting(node, "answer", True) is False else label
+    return with_notes(label, parts.notes)
 
 
 PAPER_ITERATIONS = 3  # T²RAG §5.2: at most N = 3 iterations
@@ -105,7 +135,7 @@ def trace_lines(pred: dict, plist: Any, recall_line: Any) -> list[str] | None:
 STAGES = ("decompose", "decompose_retry", "resolve", "answer")
 HOOKS = (
     ReportHooks(targets=(class_path(T2RAGAgent), "gear_repro.methods.t2rag.method.T2RAGAgent"), names=("t2rag",),
-                label=agent_label, stages=STAGES,
+                label=agent_label, stages=STAGES, paper_settings=T2RAG_SETTINGS,
                 summaries=(("t2rag_stats", "T²RAG loop statistics (EM/F1 by final resolution status: T²RAG Figure 3)",
                             summary_row),),
                 trace_lines=trace_lines, question_detail=question_detail,
