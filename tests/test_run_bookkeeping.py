@@ -606,7 +606,8 @@ def test_ctrl_c_with_question_workers_waiting_on_the_llm_exits_at_once(toy_dir, 
 
     run = tmp_path / "run"
     with StandInServer(latency_s=300) as s:
-        env = {**os.environ, "PYTHONPATH": str(REPO), "GEAR_CACHE": str(tmp_path / "cache")}
+        # PYTHONFAULTHANDLER: a run that does not exit is aborted below and prints every thread's stack
+        env = {**os.environ, "PYTHONPATH": str(REPO), "GEAR_CACHE": str(tmp_path / "cache"), "PYTHONFAULTHANDLER": "1"}
         p = subprocess.Popen([sys.executable, "-c", "import sys; sys.argv[0] = 'gear-repro'; "
                               "from gear_repro.cli.run import main; main()", f"dataset.path={toy_dir}",
                               "dataset.name=toy", "retriever=bm25", "agent=ircot", "llm=openai_compatible",
@@ -619,7 +620,12 @@ def test_ctrl_c_with_question_workers_waiting_on_the_llm_exits_at_once(toy_dir, 
         assert s.n_requests >= 2, p.communicate(timeout=5)
         t = time.time()
         p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=30)
+        try:
+            _, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGABRT)
+            out, err = p.communicate(timeout=30)
+            pytest.fail(f"no exit 30 s after SIGINT; the threads when aborted:\n{err[-6000:]}\nstdout: {out[-2000:]}")
     assert p.returncode == 130 and time.time() - t < 15
     assert err.strip().splitlines()[-1].startswith("interrupted: finished questions are saved in")
     assert not (run / ".lock").exists()
