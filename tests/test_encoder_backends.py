@@ -51,6 +51,8 @@ def test_openvino_runs_the_precision_asked_for():
     assert float((f32._encode(texts) * ref).sum(1).min()) > 0.9999995
     if not native_bf16("cpu")[0]:
         pytest.skip("no native bf16 on this CPU: embedder.precision=bf16 is refused (test_precision.py)")
+    # questions by the reference encoder (torch fp32): the vectors of an fp32 run
+    assert SentenceEmbedder("all-MiniLM-L6-v2", backend="openvino", precision="bf16").queries.backend == "torch"
     bf16 = SentenceEmbedder("all-MiniLM-L6-v2", backend="openvino", precision="bf16", query_precision="same",
                             cache=False, show_progress=False)
     assert bf16.model.inference_precision == "bf16"

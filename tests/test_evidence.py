@@ -645,3 +645,17 @@ def test_a_row_tag_names_settings_that_change_numbers_not_timeouts(tmp_path: Pat
     runs = find_runs([root])
     tag_runs(runs)
     assert sorted(r.tag for r in runs) == ["llm.model=m1", "llm.model=m2"]
+
+
+def test_a_lossy_encoder_is_never_the_papers_row():
+    """embedder.backend=onnx-int8 (cosine 0.96 / 0.77 to the model's vectors, docs/encoders.md) sat as "SBERT" or
+    "Hybrid + SyncGE" beside the paper's cells (probe 21); the fp32 back-ends, equal to torch's vectors, do not, nor
+    does int8 on a run that encodes nothing (BM25)."""
+    single = {"agent": {"_target_": "gear_repro.methods.single.SingleStep"}}
+    assert _labelled({**single, "embedder": {"backend": "onnx-int8"}}) == "Hybrid + SyncGE (onnx-int8 encoder)"
+    assert not role({**single, "embedder": {"backend": "onnx-int8"}, "retriever": {"_target_": CLASSES["hybrid"]},
+                     "expansion": {"_target_": EXPANSIONS["sync"]}}, "gear_gt_hybrid_syncge", "b")
+    assert _labelled({**single, "embedder": {"backend": "openvino"}}) == "Hybrid + SyncGE"
+    bm25 = {**single, "embedder": {"backend": "onnx-int8"}, "retriever": {"_target_": CLASSES["bm25"], "name": "bm25"},
+            "expansion": {"_target_": EXPANSIONS["none"]}}
+    assert _labelled(bm25) == "BM25"

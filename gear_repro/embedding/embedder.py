@@ -15,7 +15,7 @@ the same whether a question runs alone, in a sweep or after a resume.
 (:func:`gear_repro.embedding.bf16.fuse_mpnet_attention`); the precision that runs is part of
 :attr:`SentenceEmbedder.model_id`, the key of every embedding cache (corpus vectors, path vectors, index names).
 It covers the bulk encodes (corpus, triples, paths); the query side (:meth:`SentenceEmbedder.encode`) runs in
-``query_precision`` (default fp32: an fp32 twin of the model, :attr:`SentenceEmbedder.queries`).
+``query_precision`` (default fp32: a torch fp32 twin of the model, :attr:`SentenceEmbedder.queries`).
 """
 
 from __future__ import annotations
@@ -172,13 +172,15 @@ class SentenceEmbedder:
         # passes computed (padding and empty rows included): the exact scorer's work (docs/graph_expansion.md)
         self.stats = {"encoded": 0, "query_cache_hits": 0, "corpus_cache_hits": 0, "fixed_tokens": 0, "fixed_slots": 0}
         self.query_precision = choice(QueryPrecision, query_precision, "embedder.query_precision")
-        # the query side: this embedder, or (bf16 with query_precision fp32) an fp32 twin loaded on its first query
+        # the query side: this embedder, or (bf16 with query_precision fp32) an fp32 twin loaded on its first query:
+        # the reference encoder (torch fp32), so the question vectors are those of an fp32 run whatever back-end
+        # encodes the corpus in bf16 (OpenVINO's own f32 differs from torch's in the last bits)
         self.queries: SentenceEmbedder = self
         if self.precision_used is not Precision.fp32 and self.query_precision is QueryPrecision.fp32:
             self.queries = SentenceEmbedder(model, batch_size=batch_size, device=device, normalize=normalize,
                                             max_seq_length=max_seq_length, cache=cache,
                                             query_cache_size=query_cache_size, num_threads=num_threads,
-                                            show_progress=show_progress, backend=backend, precision="fp32")
+                                            show_progress=show_progress, backend="torch", precision="fp32")
 
     def _weights(self) -> str:
         """The weights' location: an offline copy or local folder, else the hub id; ConfigError when the back-end

@@ -37,7 +37,7 @@ class QueryPrecision(str, Enum):
     entities, GRIEVER's query tokens) are encoded in when ``embedder.precision`` runs bf16. On the MuSiQue sample
     every R@k that moved under bf16 moved through the question vector, not the corpus (docs/encoders.md)."""
 
-    fp32 = "fp32"  # queries by an fp32 twin of the model (default): one encode per retrieval, bulk work stays bf16
+    fp32 = "fp32"  # queries by a torch fp32 twin of the model (default): one encode per retrieval, bulk work stays bf16
     same = "same"  # queries in embedder.precision as well (bf16 runs before session 15)
 
     def __str__(self) -> str:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from gear_repro.embedding.runtimes import LOSSY_BACKENDS
 from gear_repro.evaluation.aggregate import check_record
 from gear_repro.methods.base import RowParts, config_value, variant_notes, with_notes
 from gear_repro.qa.reader import PAPER_QA_TOP_K, pass_for_qa
@@ -200,6 +201,9 @@ class RunResult:
         settings = [s for h in (exp_hooks, agent_hooks(self.config.get("agent") or {})) if h is not None
                     for s in h.paper_settings]
         notes = variant_notes(self.config, settings, self.report.get("paper_config"), skip)
+        encoder = config_value(self.config, "embedder.backend")
+        if encoder in LOSSY_BACKENDS and self.needs_vectors:  # not the model's vectors: never the paper's row
+            notes = (*notes, f"{encoder} encoder")
         return RowParts(base=paper_label or own, paper_label=bool(paper_label), retriever=ret,
                         expansion=exp_hooks.expansion_label if exp_hooks is not None else None, fixed_base_k=fixed,
                         notes=notes)
