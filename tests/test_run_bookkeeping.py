@@ -608,12 +608,15 @@ def test_ctrl_c_with_question_workers_waiting_on_the_llm_exits_at_once(toy_dir, 
     with StandInServer(latency_s=300) as s:
         # PYTHONFAULTHANDLER: a run that does not exit is aborted below and prints every thread's stack
         env = {**os.environ, "PYTHONPATH": str(REPO), "GEAR_CACHE": str(tmp_path / "cache"), "PYTHONFAULTHANDLER": "1"}
+        # a suite started in the background (`make test &`) ignores SIGINT, and a child inherits that: the run is
+        # given the disposition of a terminal's foreground job, where Ctrl-C is delivered
         p = subprocess.Popen([sys.executable, "-c", "import sys; sys.argv[0] = 'gear-repro'; "
                               "from gear_repro.cli.run import main; main()", f"dataset.path={toy_dir}",
                               "dataset.name=toy", "retriever=bm25", "agent=ircot", "llm=openai_compatible",
                               f"llm.base_url={s.url}", "llm.max_retries=0", "run.workers=2", "run.progress=false",
                               f"hydra.run.dir={run}"], env=env, cwd=REPO, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.time() + 120
         while s.n_requests < 2 and time.time() < deadline and p.poll() is None:
             time.sleep(0.2)
