@@ -4,10 +4,11 @@ dynamic int8) and OpenVINO, exported offline from the local sentence-transformer
 ``embedder.backend``: ``torch`` (default, sentence-transformers itself; reproduces the recorded numbers),
 ``onnx`` (the transformer exported to ONNX, run by onnxruntime), ``onnx-int8`` (the same graph with dynamic int8
 weight quantisation, ``onnxruntime.quantization.quantize_dynamic``) or ``openvino`` (the fp32 ONNX graph compiled
-by OpenVINO, in ``embedder.precision``: its CPU plugin's ``INFERENCE_PRECISION_HINT`` is always set, f32 or bf16,
-because its own default is bf16 on a CPU with native bf16 and f32 elsewhere). Pooling and normalisation follow the folder's sentence-transformers modules (mean pooling over
-the attention mask, L2 normalisation), done in numpy. Exports live in $GEAR_CACHE/onnx/<model folder>-<its content identity>/ and are
-written atomically, so concurrent runs may export at the same time. sentence-transformers' own ONNX path needs
+by OpenVINO in ``embedder.precision``: its CPU plugin's ``INFERENCE_PRECISION_HINT`` is always set, f32 or bf16,
+because its own default is bf16 on a CPU with native bf16 and f32 elsewhere). Pooling and normalisation follow
+the folder's sentence-transformers modules (mean pooling over the attention mask, L2 normalisation), done in
+numpy. Exports live in $GEAR_CACHE/onnx/<model folder>-<its content identity>/ and are written atomically, so
+concurrent runs may export at the same time. sentence-transformers' own ONNX path needs
 ``optimum``, whose releases require transformers < 4.58; this module needs only onnxruntime/onnx/openvino.
 Agreement with torch fp32 and speed: docs/encoders.md (``benchmarks/bench_encoders.py``).
 """
