@@ -236,6 +236,7 @@ class LLMSchema:
     max_tokens: int | None = num(None, **PARAM_RANGES["max_tokens"])
     params: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = num(120.0, gt=0)
+    max_reply_bytes: int | None = num(16 * 2**20, ge=1024)  # a longer response body fails the call (llm/deadline.py)
     max_retries: int = num(4, ge=0)
     backoff_base_s: float = num(1.0, ge=0)
     backoff_max_s: float = num(30.0, ge=0)

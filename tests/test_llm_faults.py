@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from gear_repro.llm import LLMCallError, LLMClient
+from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.io import read_json
 from tests.helpers.cli import run_cli, toy_args
-from tests.helpers.llm_servers import NullContentServer, TrickleServer, _Server, elapsed
+from tests.helpers.llm_servers import FloodServer, NullContentServer, TrickleServer, _Server, elapsed
 from tests.helpers.standin_server import StandInServer
 
 MSGS = [{"role": "user", "content": "Capital of France?"}]
@@ -30,6 +31,23 @@ def test_trickling_server_fails_at_the_overall_deadline(tmp_path: Path) -> None:
         assert isinstance(err, LLMCallError) and "llm.timeout_s=2 s" in str(err), err
         assert 1.9 <= seconds < 4.0, seconds
         assert c.stats()["failures"] == 1 and server.n_requests == 1
+
+
+@pytest.mark.parametrize("length_header", [True, False])
+def test_a_reply_longer_than_max_reply_bytes_fails_the_call(tmp_path: Path, length_header: bool) -> None:
+    """A server ignoring max_tokens (here 4 MB of "a") fails the call at llm.max_reply_bytes, counted in failures
+    and the ledger, whether it announces its length or not; nothing is cached."""
+    with FloodServer(4_000_000, length_header) as server, _client(server.url, tmp_path, max_reply_bytes=65536) as c:
+        with pytest.raises(LLMCallError, match=r"longer than llm\.max_reply_bytes=65536 bytes"):
+            c.chat(MSGS, stage="qa")
+        assert c.stats()["failures"] == 1 and c.ledger.since(0)[-1]["ok"] is False and server.n_requests == 1
+    with FloodServer(1000, length_header) as server, _client(server.url, tmp_path, max_reply_bytes=65536) as c:
+        assert c.chat(MSGS, stage="qa").text == "a" * 1000  # under the cap: read whole
+
+
+def test_max_reply_bytes_is_range_checked(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="llm.max_reply_bytes must be >= 1024"):
+        _client("http://127.0.0.1:9/v1", tmp_path, max_reply_bytes=10)
 
 
 def test_null_content_is_a_failure_not_an_empty_reply(tmp_path: Path) -> None:

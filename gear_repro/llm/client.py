@@ -185,6 +185,7 @@ class LLMClient:
         max_tokens: int | None = None,
         params: Mapping[str, Any] | None = None,
         timeout_s: float = 120.0,
+        max_reply_bytes: int | None = 16 * 2**20,
         max_retries: int = 4,
         backoff_base_s: float = 1.0,
         backoff_max_s: float = 30.0,
@@ -210,6 +211,9 @@ class LLMClient:
                                                **dict(params or {})}
         self.check_params(dict(params or {}), "llm.params")
         self.timeout_s = float(timeout_s)
+        if max_reply_bytes is not None and int(max_reply_bytes) < 1024:
+            raise ConfigError(f"llm.max_reply_bytes must be >= 1024 bytes or null, got {max_reply_bytes}")
+        self.max_reply_bytes = None if max_reply_bytes is None else int(max_reply_bytes)
         self.max_retries = int(max_retries)
         self.backoff_base_s, self.backoff_max_s = float(backoff_base_s), float(backoff_max_s)
         self.concurrency = max(1, int(concurrency))
@@ -282,7 +286,8 @@ class LLMClient:
             # hook counts every HTTP attempt so that stats()["retries"] includes them
             # timeout_s is also each request's overall deadline (DeadlineTransport), not only a per-read limit
             http = openai.DefaultHttpxClient(timeout=self.timeout_s, event_hooks={"request": [self._count_attempt]},
-                                             transport=DeadlineTransport(self.timeout_s))
+                                             transport=DeadlineTransport(self.timeout_s,
+                                                                         max_bytes=self.max_reply_bytes))
             base_url, query = split_query(base_url)
             self._client = openai.OpenAI(api_key=key, base_url=base_url, default_query=query or None,
                                          max_retries=self.max_retries, timeout=self.timeout_s, http_client=http)

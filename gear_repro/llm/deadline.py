@@ -5,6 +5,10 @@ httpx's timeouts bound each socket read, so a server that sends one byte every 0
 after ``deadline_s`` with httpx's ``ReadTimeout``, which the ``openai`` SDK treats like any timeout (retried up to
 ``llm.max_retries`` times, then the call fails). An abandoned request stops reading at its next chunk; one whose
 server trickles the response headers holds its helper thread until the server stops.
+
+The same transport caps a reply's body at ``max_bytes`` (``llm.max_reply_bytes``): a server that ignores
+``max_tokens`` and streams megabytes fails the request (:class:`ReplyTooLarge`, a transport error the SDK retries
+like any other) instead of filling memory, the reply cache and the ledger.
 """
 
 from __future__ import annotations
@@ -23,12 +27,18 @@ def httpx_module() -> ModuleType:
     return importlib.import_module(client.__module__.split(".")[0])
 
 
+class ReplyTooLarge(Exception):
+    """A response body longer than ``llm.max_reply_bytes``."""
+
+
 class DeadlineTransport:
     """An httpx transport (duck-typed) that answers each request in full within ``deadline_s`` or raises
-    ``ReadTimeout``; ``inner`` (default: httpx's ``HTTPTransport``) does the I/O."""
+    ``ReadTimeout``, and whose bodies are at most ``max_bytes`` long (None = no cap) or it raises
+    :class:`ReplyTooLarge`; ``inner`` (default: httpx's ``HTTPTransport``) does the I/O."""
 
-    def __init__(self, deadline_s: float, inner: Any | None = None):
+    def __init__(self, deadline_s: float, inner: Any | None = None, max_bytes: int | None = None):
         self.deadline_s = float(deadline_s)
+        self.max_bytes = max_bytes
         self.httpx = httpx_module()
         self.inner = inner if inner is not None else self.httpx.HTTPTransport()
 
@@ -40,10 +50,13 @@ class DeadlineTransport:
             try:
                 response = self.inner.handle_request(request)
                 try:
-                    chunks = []
+                    self._check_size(int(response.headers.get("content-length") or 0))
+                    chunks, size = [], 0
                     for chunk in response.stream:
                         if cancelled.is_set():
                             return
+                        size += len(chunk)
+                        self._check_size(size)
                         chunks.append(chunk)
                 finally:
                     response.close()
@@ -63,6 +76,11 @@ class DeadlineTransport:
         if "error" in result:
             raise result["error"]
         return result["response"]
+
+    def _check_size(self, size: int) -> None:
+        if self.max_bytes is not None and size > self.max_bytes:
+            raise ReplyTooLarge(f"the reply is longer than llm.max_reply_bytes={self.max_bytes} bytes (a server "
+                                "ignoring max_tokens?); the call fails instead of reading it whole")
 
     def close(self) -> None:
         self.inner.close()

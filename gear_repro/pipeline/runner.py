@@ -71,7 +71,7 @@ _NON_RESULT_KEYS = {
     "run": {"progress", "resume", "fail_fast", "allow_errors", "workers"}, "hydra": None, "report": None, "name": None,
     "dataset": {"allow_unknown_source"},  # a start-up check: the data and the results are the same either way
     "embedder": {"num_threads", "show_progress", "batch_size", "cache"},
-    "llm": {"timeout_s", "max_retries", "backoff_base_s", "backoff_max_s", "concurrency", "cache", "cache_dir", "cache_mode", "server",
+    "llm": {"timeout_s", "max_reply_bytes", "max_retries", "backoff_base_s", "backoff_max_s", "concurrency", "cache", "cache_dir", "cache_mode", "server",
             "record_prompts",
             "base_url"},
 }

@@ -276,7 +276,7 @@ _TAG_IGNORED = {"hydra", "name"}  # never what tells two runs apart
 _TAG_NO_RESULT = frozenset({
     "run.progress", "run.resume", "run.fail_fast", "run.allow_errors", "run.workers", "dataset.allow_unknown_source",
     "embedder.num_threads", "embedder.show_progress", "embedder.batch_size", "embedder.cache",
-    "llm.timeout_s", "llm.max_retries", "llm.backoff_base_s", "llm.backoff_max_s", "llm.concurrency", "llm.cache",
+    "llm.timeout_s", "llm.max_reply_bytes", "llm.max_retries", "llm.backoff_base_s", "llm.backoff_max_s", "llm.concurrency", "llm.cache",
     "llm.cache_dir", "llm.cache_mode", "llm.record_prompts"})
 _TAG_KEYS = 3  # differing settings shown in a tag at most
 _TAG_LATE = ("report.", "qa_labels.")  # where the rows go and what they are called: shown after what was run

@@ -1,7 +1,8 @@
 """Faulty OpenAI-compatible endpoints on 127.0.0.1 (stdlib http.server in a thread), each bounded in time.
 
 ``TrickleServer`` sends the headers at once and then a valid completion one byte every ``interval_s``;
-``NullContentServer`` answers 200 with ``message.content: null``. Both count the requests they served.
+``NullContentServer`` answers 200 with ``message.content: null``; ``FloodServer`` a valid completion of ``n_chars``
+characters (a server ignoring max_tokens), with or without a Content-Length. All count the requests they served.
 """
 
 from __future__ import annotations
@@ -97,6 +98,28 @@ class NullContentServer(_Server):
         body = completion(None if null else "Paris")
         self.headers(h, len(body))
         h.wfile.write(body)
+
+
+class FloodServer(_Server):
+    """A valid completion whose content is ``n_chars`` x "a"; ``length_header=False`` sends no Content-Length (the
+    body ends when the connection closes), so only counting the bytes read can stop it."""
+
+    def __init__(self, n_chars: int, length_header: bool = True):
+        self.n_chars, self.length_header = n_chars, length_header
+        super().__init__()
+
+    def respond(self, h: BaseHTTPRequestHandler) -> None:
+        body = completion("a" * self.n_chars)
+        if self.length_header:
+            self.headers(h, len(body))
+        else:
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Connection", "close")
+            h.end_headers()
+            h.close_connection = True
+        for i in range(0, len(body), 65536):
+            h.wfile.write(body[i:i + 65536])
 
 
 def elapsed(fn: Any) -> tuple[float, BaseException | None]:
