@@ -507,6 +507,36 @@ def test_gear_memory_repeats_and_another_passage_link_k_name_the_row():
         assert run.method == label and run.is_paper_row == (label == "GEAR"), agent
 
 
+@pytest.mark.parametrize(("agent", "retriever", "backend", "label"), [
+    ({"_target_": "gear_repro.methods.single.SingleStep"}, "bm25", {"bm25": {"k1": 2.0}}, "BM25 (BM25 k1 2.0)"),
+    ({"_target_": "gear_repro.methods.single.SingleStep"}, "bm25", {"bm25": {"k1": 1.2, "b": 0.75}}, "BM25"),
+    ({"_target_": "gear_repro.methods.single.SingleStep"}, "sbert", {"bm25": {"k1": 2.0}}, "SBERT"),
+    ({"_target_": "gear_repro.methods.single.SingleStep"}, "hybrid", {"bm25": {"b": 0.3}}, "Hybrid (BM25 b 0.3)"),
+    ({"_target_": "gear_repro.methods.gear.agent.GearAgent"}, "hybrid", {"bm25": {"k1": 0.9}}, "GEAR (BM25 k1 0.9)"),
+    ({"_target_": "gear_repro.methods.ircot.IRCoTAgent", "retriever": "base"}, "bm25", {"bm25": {"k1": 0.9}},
+     "IRCoT (BM25; BM25 k1 0.9)"),
+    ({"_target_": "gear_repro.methods.ircot.IRCoTAgent", "retriever": "hipporag"}, "bm25", {"bm25": {"k1": 0.9}},
+     "HippoRAG w/ IRCoT"),  # its searches never reach BM25
+    ({"_target_": "gear_repro.methods.hipporag.method.HippoRAGMethod"}, "hybrid", {"bm25": {"k1": 0.9}}, "HippoRAG"),
+])
+def test_the_base_retrievers_settings_name_the_row_of_a_method_that_uses_them(agent, retriever, backend, label):
+    """BM25's k1/b (Elasticsearch's defaults, GEAR App. B.1) and the hybrid's RRF k are settings of the paper's rows:
+    a run with BM25 k1 = 2 sat beside Table 2's BM25 cell as "BM25" and stood for it in claims; a method that never
+    ranks with the base retriever (HippoRAG, HippoRAG w/ IRCoT, T²RAG) is not named by them."""
+    from gear_repro.reporting.runs import RunResult
+
+    cfg = {"agent": agent, "dataset": {"paper_name": "MuSiQue"}, "backend": backend,
+           "retriever": {"_target_": CLASSES[retriever], "name": retriever},
+           "expansion": {"_target_": EXPANSIONS["none" if agent["_target_"].endswith("SingleStep") else "sync"]}}
+    if "hipporag" in agent["_target_"].lower() or agent.get("retriever") == "hipporag":
+        cfg["hipporag"] = {"version": "v1"}
+    run = RunResult(Path("x"), cfg, {})
+    assert run.method == label and run.is_paper_row == ("(" not in label)
+    hybrid = {**cfg, "retriever": {"_target_": CLASSES["hybrid"], "name": "hybrid", "k_rrf": 30}, "backend": {},
+              "agent": {"_target_": "gear_repro.methods.single.SingleStep"}, "expansion": {"_target_": EXPANSIONS["none"]}}
+    assert RunResult(Path("x"), hybrid, {}).method == "Hybrid (RRF k 30)"
+
+
 def test_every_neighbour_is_a_variant_however_it_is_spelt():
     """beam.neighbours null and 0 both mean every neighbour (beam_search.py): 0 was named "0 neighbours" but null,
     read as "not recorded", left the row the paper's (100 neighbours) and let it stand for it in a claim."""

@@ -171,6 +171,16 @@ class PaperSetting:
     of_config: Callable[[Mapping[str, Any]], Any] | None = None  # the paper's value where more than the dataset decides it
 
 
+# BM25 as the papers ran it: Elasticsearch's BM25 similarity at its defaults (GEAR App. B.1; the backends' defaults,
+# configs/backend/*.yaml); a base retriever that ranks with BM25 declares these as its paper settings
+BM25_SETTINGS = (PaperSetting("backend.bm25.k1", "BM25 k1 {value}", 1.2),
+                 PaperSetting("backend.bm25.b", "BM25 b {value}", 0.75))
+
+def hipporag_uses_retriever(config: Mapping[str, Any]) -> bool:
+    """HippoRAG ranks with the run's ``retriever`` only through its no-entity fallback (``uses_retriever``)."""
+    return config_value(config, "hipporag.no_entity_fallback") == "retriever"
+
+
 _UNRECORDED = object()  # a key the run's config does not hold
 
 
@@ -229,7 +239,10 @@ class ReportHooks:
     reply_failures: its ``agent_stats`` counters of LLM replies that did not parse (handled as its reading says, and
         counted): the run command warns when one is non-zero.
     paper_settings: the settings of its paper row (:class:`PaperSetting`): a run that differs in one is named by its
-        label (``RowParts.notes``) and never stands for the paper's row in a claim (``paper_row: true``).
+        label (``RowParts.notes``) and never stands for the paper's row in a claim (``paper_row: true``); a
+        retriever's count for the runs of a method that retrieves with it (``uses_retriever``).
+    uses_retriever: methods: whether a run's ``retriever`` feeds its rankings, given its config (None: always;
+        HippoRAG only through its no-entity fallback, T²RAG never).
     """
 
     targets: tuple[str, ...] = ()
@@ -245,6 +258,7 @@ class ReportHooks:
     question_detail: Callable[[dict], list[dict] | None] | None = None
     reply_failures: tuple[str, ...] = ()
     paper_settings: tuple[PaperSetting, ...] = ()
+    uses_retriever: Callable[[Mapping[str, Any]], bool] | None = None
 
 
 # HippoRAG v1 as GEAR re-ran it (configs/hipporag/default.yaml: the scripts' values): agent=hipporag|hipporag_ircot

@@ -50,6 +50,7 @@ from gear_repro.methods.base import (
     class_path,
     detail_table,
     hipporag_label,
+    hipporag_uses_retriever,
     json_cell,
     node_setting,
     passages_cell,
@@ -436,4 +437,6 @@ REPORT_HOOKS = (ReportHooks(targets=(class_path(IRCoTAgent), "gear_repro.methods
                             summaries=(("ircot_stats", "IRCoT loop statistics", summary_row),),
                             trace_lines=trace_lines,
                             question_detail=question_detail, reply_failures=("empty_thoughts",),
-                            paper_settings=IRCOT_SETTINGS),)
+                            paper_settings=IRCOT_SETTINGS,
+                            uses_retriever=lambda c: c.get("agent", {}).get("retriever") != "hipporag"
+                            or hipporag_uses_retriever(c)),)

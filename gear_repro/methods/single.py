@@ -11,8 +11,17 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gear_repro.methods.base import Expansion, MethodOutput, ReportHooks, RowParts, class_path, with_notes
-from gear_repro.retrieval.base import Retriever
+from gear_repro.methods.base import (
+    BM25_SETTINGS,
+    Expansion,
+    MethodOutput,
+    PaperSetting,
+    ReportHooks,
+    RowParts,
+    class_path,
+    with_notes,
+)
+from gear_repro.retrieval.base import BM25Retriever, HybridRetriever, Retriever
 from gear_repro.types import Question
 
 
@@ -87,5 +96,14 @@ def row_label(config: Mapping[str, Any], parts: RowParts) -> str:
     return with_notes(label, [*notes, *parts.notes, *([name] if name != "single" else [])])
 
 
+# The base retrievers of Table 2's rows, as GEAR App. B.1 ran them on Elasticsearch: BM25 at ES's k1/b, the hybrid's
+# RRF with k = 60 (Cormack et al., as Eq. 3); their settings count for every method that retrieves with them
+# (targets: the class and the package path the retriever configs name)
+BASE_RETRIEVER_HOOKS = (
+    ReportHooks(targets=(class_path(BM25Retriever), "gear_repro.retrieval.BM25Retriever"), paper_settings=BM25_SETTINGS),
+    ReportHooks(targets=(class_path(HybridRetriever), "gear_repro.retrieval.HybridRetriever"),
+                paper_settings=(*BM25_SETTINGS, PaperSetting("retriever.k_rrf", "RRF k {value}", 60))),
+)
+
 REPORT_HOOKS = (ReportHooks(targets=(class_path(SingleStep), "gear_repro.methods.single.SingleStep"), names=("single",),
-                            label=row_label),)
+                            label=row_label), *BASE_RETRIEVER_HOOKS)

@@ -198,7 +198,9 @@ class RunResult:
         # with an expansion); a multi-step method's rounds take its own base k whatever it says
         fixed = None if run_cfg.get("matched_k", True) or not self.k_dependent else int(run_cfg.get("base_k")
                                                                                         or max(self.ks))
-        settings = [s for h in (exp_hooks, agent_hooks(self.config.get("agent") or {})) if h is not None
+        method_hooks = agent_hooks(self.config.get("agent") or {})
+        retrieves = method_hooks is None or method_hooks.uses_retriever is None or method_hooks.uses_retriever(self.config)
+        settings = [s for h in (ret_hooks if retrieves else None, exp_hooks, method_hooks) if h is not None
                     for s in h.paper_settings]
         notes = variant_notes(self.config, settings, self.report.get("paper_config"), skip)
         encoder = config_value(self.config, "embedder.backend")

@@ -135,7 +135,7 @@ def trace_lines(pred: dict, plist: Any, recall_line: Any) -> list[str] | None:
 STAGES = ("decompose", "decompose_retry", "resolve", "answer")
 HOOKS = (
     ReportHooks(targets=(class_path(T2RAGAgent), "gear_repro.methods.t2rag.method.T2RAGAgent"), names=("t2rag",),
-                label=agent_label, stages=STAGES, paper_settings=T2RAG_SETTINGS,
+                label=agent_label, stages=STAGES, paper_settings=T2RAG_SETTINGS, uses_retriever=lambda config: False,
                 summaries=(("t2rag_stats", "T²RAG loop statistics (EM/F1 by final resolution status: T²RAG Figure 3)",
                             summary_row),),
                 trace_lines=trace_lines, question_detail=question_detail,
