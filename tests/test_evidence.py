@@ -510,6 +510,11 @@ def test_gear_memory_repeats_and_another_passage_link_k_name_the_row():
 @pytest.mark.parametrize(("agent", "retriever", "backend", "label"), [
     ({"_target_": "gear_repro.methods.single.SingleStep"}, "bm25", {"bm25": {"k1": 2.0}}, "BM25 (BM25 k1 2.0)"),
     ({"_target_": "gear_repro.methods.single.SingleStep"}, "bm25", {"bm25": {"k1": 1.2, "b": 0.75}}, "BM25"),
+    ({"_target_": "gear_repro.methods.single.SingleStep"}, "bm25", {"bm25": {"method": "lucene"}}, "BM25"),
+    ({"_target_": "gear_repro.methods.single.SingleStep"}, "bm25", {"bm25": {"method": "bm25l"}},
+     "BM25 (BM25 variant bm25l)"),  # another formula than Elasticsearch's (Lucene's) sat beside the paper's cell
+    ({"_target_": "gear_repro.methods.single.SingleStep"}, "hybrid", {"bm25": {"method": "robertson"}},
+     "Hybrid (BM25 variant robertson)"),
     ({"_target_": "gear_repro.methods.single.SingleStep"}, "sbert", {"bm25": {"k1": 2.0}}, "SBERT"),
     ({"_target_": "gear_repro.methods.single.SingleStep"}, "hybrid", {"bm25": {"b": 0.3}}, "Hybrid (BM25 b 0.3)"),
     ({"_target_": "gear_repro.methods.gear.agent.GearAgent"}, "hybrid", {"bm25": {"k1": 0.9}}, "GEAR (BM25 k1 0.9)"),
@@ -520,8 +525,8 @@ def test_gear_memory_repeats_and_another_passage_link_k_name_the_row():
     ({"_target_": "gear_repro.methods.hipporag.method.HippoRAGMethod"}, "hybrid", {"bm25": {"k1": 0.9}}, "HippoRAG"),
 ])
 def test_the_base_retrievers_settings_name_the_row_of_a_method_that_uses_them(agent, retriever, backend, label):
-    """BM25's k1/b (Elasticsearch's defaults, GEAR App. B.1) and the hybrid's RRF k are settings of the paper's rows:
-    a run with BM25 k1 = 2 sat beside Table 2's BM25 cell as "BM25" and stood for it in claims; a method that never
+    """BM25's k1/b (Elasticsearch's defaults, GEAR App. B.1), its formula (Lucene's, bm25s ``lucene``) and the hybrid's
+    RRF k are settings of the paper's rows: a run with BM25 k1 = 2 sat beside Table 2's BM25 cell as "BM25" and stood for it in claims; a method that never
     ranks with the base retriever (HippoRAG, HippoRAG w/ IRCoT, T²RAG) is not named by them."""
     from gear_repro.reporting.runs import RunResult
 
