@@ -148,3 +148,21 @@ def test_latency_p50_is_the_median() -> None:
     preds = [{"id": f"q{i}", "gold_ids": ["a"], "rankings": {"final": ["a"]}, "timings": {"total_s": t}}
              for i, t in enumerate((1.0, 3.0))]
     assert aggregate(preds, [5])["latency_ms"]["p50"] == 2000.0  # was the upper one (3000) for two questions
+
+
+def test_a_sweep_stopped_by_a_job_refused_at_start_up_is_listed_by_the_report(toy_dir: Path, tmp_path: Path) -> None:
+    """`-m dataset.limit=2,-1,3`: job 1 is refused at start-up (its dir held only run.log) and Hydra's basic launcher
+    never starts job 2; the report listed neither, so the sweep read as one finished run. Now job 1 has its
+    failure.json and the sweep says how many of its jobs have no dir."""
+    from gear_repro.reporting.runs import find_unfinished, sweep_size
+    from tests.helpers.cli import run_cli
+
+    sweep = tmp_path / "sweep"
+    proc = run_cli(["-m", *toy_args(toy_dir, "dataset.limit=2,-1,3"), f"hydra.sweep.dir={sweep}"], tmp_path)
+    assert proc.returncode == 2 and "dataset.limit must be >= 1 (got -1)" in proc.stderr, proc.stderr
+    assert sweep_size(sweep / "multirun.yaml") == 3
+    unfinished = {u.path.relative_to(sweep).as_posix(): u.error for u in find_unfinished([sweep])}
+    failed = next(e for p, e in unfinished.items() if p.startswith("1_"))
+    assert failed == "ConfigError: dataset.limit must be >= 1 (got -1)"
+    assert unfinished["."].startswith("1 of the sweep's 3 jobs has no job dir")
+    assert len(unfinished) == 2  # job 0 finished

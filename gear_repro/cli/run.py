@@ -12,10 +12,12 @@ that runs jobs in other processes (hydra/launcher=slurm|joblib) a job with error
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import hydra
@@ -50,6 +52,7 @@ def _main(cfg: DictConfig) -> float | None:
 
     install_log_redaction()  # Hydra has set up the console and run.log handlers by now
     run_dir = HydraConfig.get().runtime.output_dir
+    started = time.time()
     try:
         metrics = Runner(cfg, run_dir, on_start=lambda: save_hydra_copies(cfg, run_dir)).run()
     except KeyboardInterrupt:
@@ -63,6 +66,7 @@ def _main(cfg: DictConfig) -> float | None:
             raise
         if not isinstance(cause, RunDirInUse):  # else run.log is the live run's own log: the console only
             log.error("%s", cause)
+            _record_startup_failure(Path(run_dir), cause, started)
         print(f"error: {redact_text(str(cause))}", file=sys.stderr)
         raise SystemExit(2) from e
     print(f"run dir: {run_dir}")
@@ -89,6 +93,19 @@ def _main(cfg: DictConfig) -> float | None:
         print(f"WARNING: optimized_metric={objective} is not a number of this run's metrics.json (has: "
               f"{', '.join(sorted(shown))}); the sweeper gets None", file=sys.stderr)
     return shown.get(objective)
+
+
+def _record_startup_failure(run_dir: Path, error: GearError, started: float) -> None:
+    """failure.json for a run refused before its runner started (a setting checked at start-up): without it the
+    job dir of a sweep held only run.log and the report listed neither it nor its error. Not in a dir holding a
+    finished run (its results stand) or one a runner already recorded in this attempt."""
+    from gear_repro.pipeline.runner import FAILURE_FILE, record_failure
+
+    failure = run_dir / FAILURE_FILE
+    if (run_dir / "metrics.json").exists() or (failure.exists() and failure.stat().st_mtime >= started):
+        return
+    with contextlib.suppress(OSError, GearError):  # a read-only or full disk: the console has the error
+        record_failure(run_dir, error)
 
 
 def _warn_reply_failures(stats: object) -> None:

@@ -454,13 +454,44 @@ def find_unfinished(paths: list[str | Path]) -> list[UnfinishedRun]:
         error = (failure.get("error") or _slurm_log_error(d)
                  or "no error recorded (still running, or killed before it could record one)")
         out.append(UnfinishedRun(d, method, finished, error))
-    for root in map(Path, paths):  # a sweep none of whose jobs started (a launcher that could not submit them)
+    for root in map(Path, paths):  # sweeps some or none of whose jobs started
         for sweep in sorted(f.parent for f in root.rglob("multirun.yaml") if ".submitit" not in f.parts):
-            if not any(d == sweep or sweep in d.parents for d in dirs):
+            jobs = {d for d in dirs if d == sweep or sweep in d.parents}
+            jobs.update(f.parent for f in sweep.rglob("run.log") if ".submitit" not in f.parts)
+            if not jobs:
                 out.append(UnfinishedRun(sweep, "?", 0, "a sweep without a single job dir: its jobs are still queued "
                                          "or never started (a launcher that could not submit them says why in the "
                                          "sweep command's output)"))
+                continue
+            expected = sweep_size(sweep / "multirun.yaml")
+            if expected is not None and len(jobs) < expected:
+                n = expected - len(jobs)
+                out.append(UnfinishedRun(sweep, "?", 0, f"{n} of the sweep's {expected} jobs {'has' if n == 1 else 'have'} "
+                                         "no job dir: still queued, or never started (Hydra's basic launcher stops "
+                                         "a sweep at its first failed job; re-run the sweep command to run them)"))
     return out
+
+
+def sweep_size(multirun_yaml: Path) -> int | None:
+    """How many jobs a sweep with Hydra's basic sweeper has (its multirun.yaml's ``hydra.sweeper.params`` and
+    command-line overrides, expanded as ``BasicSweeper`` does); None for another sweeper or an unreadable file."""
+    import yaml
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        hydra = read_config(multirun_yaml).get("hydra") or {}
+        sweeper = hydra.get("sweeper") or {}
+        if not str(sweeper.get("_target_", "")).endswith("BasicSweeper"):
+            return None
+        args = [f"{k}={v}" for k, v in (sweeper.get("params") or {}).items()]
+        args += list((hydra.get("overrides") or {}).get("task") or [])
+        batches = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(args), None)
+    except (OSError, yaml.YAMLError, OmegaConfBaseException, HydraException, AttributeError, TypeError, ValueError):
+        return None  # a file this cannot expand gets no note, never a failed report
+    return sum(len(b) for b in batches)
 
 
 def _cell(text: object) -> str:
