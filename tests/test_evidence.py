@@ -20,7 +20,7 @@ from gear_repro.reporting.runs import find_runs
 from gear_repro.reporting.tables import long_table
 
 CLASSES = {"bm25": "gear_repro.retrieval.BM25Retriever", "sbert": "gear_repro.retrieval.DenseRetriever",
-           "hybrid": "gear_repro.retrieval.HybridRetriever"}
+           "hybrid": "gear_repro.retrieval.HybridRetriever", "griever": "gear_repro.methods.griever.GrieverRetriever"}
 EXPANSIONS = {"none": "gear_repro.methods.gear.expansion.NoExpansion", "naive": "gear_repro.methods.gear.expansion.NaiveGE",
               "sync": "gear_repro.methods.gear.expansion.SyncGE"}
 
@@ -523,10 +523,15 @@ def test_gear_memory_repeats_and_another_passage_link_k_name_the_row():
     ({"_target_": "gear_repro.methods.ircot.IRCoTAgent", "retriever": "hipporag"}, "bm25", {"bm25": {"k1": 0.9}},
      "HippoRAG w/ IRCoT"),  # its searches never reach BM25
     ({"_target_": "gear_repro.methods.hipporag.method.HippoRAGMethod"}, "hybrid", {"bm25": {"k1": 0.9}}, "HippoRAG"),
+    # GRIEVER ranks with the backend's BM25 too: alone and as GEAR's base
+    ({"_target_": "gear_repro.methods.single.SingleStep"}, "griever", {"bm25": {"k1": 1.2}}, "GRIEVER"),
+    ({"_target_": "gear_repro.methods.single.SingleStep"}, "griever", {"bm25": {"k1": 2.0}}, "GRIEVER (BM25 k1 2.0)"),
+    ({"_target_": "gear_repro.methods.gear.agent.GearAgent"}, "griever", {"bm25": {"method": "bm25l"}},
+     "GEAR + GRIEVER (BM25 variant bm25l)"),
 ])
 def test_the_base_retrievers_settings_name_the_row_of_a_method_that_uses_them(agent, retriever, backend, label):
     """BM25's k1/b (Elasticsearch's defaults, GEAR App. B.1), its formula (Lucene's, bm25s ``lucene``) and the hybrid's
-    RRF k are settings of the paper's rows: a run with BM25 k1 = 2 sat beside Table 2's BM25 cell as "BM25" and stood for it in claims; a method that never
+    RRF k are settings of the paper's rows (also of GRIEVER, which ranks with the backend's BM25): a run with BM25 k1 = 2 sat beside Table 2's BM25 cell as "BM25" and stood for it in claims; a method that never
     ranks with the base retriever (HippoRAG, HippoRAG w/ IRCoT, T²RAG) is not named by them."""
     from gear_repro.reporting.runs import RunResult
 
