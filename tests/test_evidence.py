@@ -20,7 +20,8 @@ from gear_repro.reporting.runs import find_runs
 from gear_repro.reporting.tables import long_table
 
 CLASSES = {"bm25": "gear_repro.retrieval.BM25Retriever", "sbert": "gear_repro.retrieval.DenseRetriever",
-           "hybrid": "gear_repro.retrieval.HybridRetriever", "griever": "gear_repro.methods.griever.GrieverRetriever"}
+           "hybrid": "gear_repro.retrieval.HybridRetriever", "griever": "gear_repro.methods.griever.GrieverRetriever",
+           "composed": "gear_repro.retrieval.ComposedRetriever"}
 EXPANSIONS = {"none": "gear_repro.methods.gear.expansion.NoExpansion", "naive": "gear_repro.methods.gear.expansion.NaiveGE",
               "sync": "gear_repro.methods.gear.expansion.SyncGE"}
 
@@ -528,6 +529,7 @@ def test_gear_memory_repeats_and_another_passage_link_k_name_the_row():
     ({"_target_": "gear_repro.methods.single.SingleStep"}, "griever", {"bm25": {"k1": 2.0}}, "GRIEVER (BM25 k1 2.0)"),
     ({"_target_": "gear_repro.methods.gear.agent.GearAgent"}, "griever", {"bm25": {"method": "bm25l"}},
      "GEAR + GRIEVER (BM25 variant bm25l)"),
+    ({"_target_": "gear_repro.methods.single.SingleStep"}, "composed", {"bm25": {"b": 0.3}}, "Composed (BM25 b 0.3)"),
 ])
 def test_the_base_retrievers_settings_name_the_row_of_a_method_that_uses_them(agent, retriever, backend, label):
     """BM25's k1/b (Elasticsearch's defaults, GEAR App. B.1), its formula (Lucene's, bm25s ``lucene``) and the hybrid's
