@@ -166,3 +166,15 @@ def test_a_sweep_stopped_by_a_job_refused_at_start_up_is_listed_by_the_report(to
     assert failed == "ConfigError: dataset.limit must be >= 1 (got -1)"
     assert unfinished["."].startswith("1 of the sweep's 3 jobs has no job dir")
     assert len(unfinished) == 2  # job 0 finished
+
+
+@pytest.mark.parametrize("text", ["retriever: [\n", "", "- a list\n"])
+def test_a_run_dir_whose_config_is_not_yaml_is_one_line_naming_it(two_widths: Path, tmp_path: Path, capsys,
+                                                                   text: str) -> None:
+    """A config.yaml cut short or edited by hand: the report died in an 18-frame YAML traceback; an empty one made a
+    row "?" under a dataset "?". Now one line naming the file."""
+    bad = two_widths / "1_toy" / "config.yaml"
+    bad.write_text(text, encoding="utf-8")
+    assert report_main([str(two_widths), "--out", str(tmp_path / "report"), "--resamples", "100"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {bad}: ") and "\n" not in err and "Traceback" not in err, err

@@ -14,17 +14,29 @@ from gear_repro.evaluation.aggregate import check_record
 from gear_repro.methods.base import RowParts, config_value, variant_notes, with_notes
 from gear_repro.qa.reader import PAPER_QA_TOP_K, pass_for_qa
 from gear_repro.reporting.paper import DEFAULT_PAPER
-from gear_repro.utils.errors import GearError
+from gear_repro.utils.errors import DataError, GearError
 from gear_repro.utils.io import read_json_object
 from gear_repro.utils.settings import flat_settings
 
 log = logging.getLogger(__name__)
 
 def read_config(path: Path) -> dict:
-    """A run's resolved config (the runner's config.yaml) as a plain dict."""
+    """A run's resolved config (the runner's config.yaml) as a plain dict; a file that is not a YAML mapping (cut
+    short, edited by hand, empty) is a DataError naming it (was a YAML traceback, or an empty one a row "?")."""
+    import yaml
     from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
 
-    return OmegaConf.to_container(OmegaConf.load(path), resolve=False)  # type: ignore[return-value]
+    try:
+        config = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    except (yaml.YAMLError, OmegaConfBaseException, UnicodeDecodeError) as e:
+        why = " ".join(str(e).split())
+        raise DataError(f"{path}: not a readable config ({type(e).__name__}: {why[:200]}); re-run the run or move "
+                        "the folder out of the report's run dirs") from None
+    if not isinstance(config, dict) or not config:
+        raise DataError(f"{path}: holds no config (an empty or cut-short file); re-run the run or move the folder out "
+                        "of the report's run dirs")
+    return config
 
 RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid", "composed": "Composed"}  # shared retrievers
 
@@ -475,11 +487,9 @@ def find_unfinished(paths: list[str | Path]) -> list[UnfinishedRun]:
 def sweep_size(multirun_yaml: Path) -> int | None:
     """How many jobs a sweep with Hydra's basic sweeper has (its multirun.yaml's ``hydra.sweeper.params`` and
     command-line overrides, expanded as ``BasicSweeper`` does); None for another sweeper or an unreadable file."""
-    import yaml
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
 
     try:
         hydra = read_config(multirun_yaml).get("hydra") or {}
@@ -489,7 +499,7 @@ def sweep_size(multirun_yaml: Path) -> int | None:
         args = [f"{k}={v}" for k, v in (sweeper.get("params") or {}).items()]
         args += list((hydra.get("overrides") or {}).get("task") or [])
         batches = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(args), None)
-    except (OSError, yaml.YAMLError, OmegaConfBaseException, HydraException, AttributeError, TypeError, ValueError):
+    except (OSError, GearError, HydraException, AttributeError, TypeError, ValueError):
         return None  # a file this cannot expand gets no note, never a failed report
     return sum(len(b) for b in batches)
 
