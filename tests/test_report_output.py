@@ -178,3 +178,25 @@ def test_a_run_dir_whose_config_is_not_yaml_is_one_line_naming_it(two_widths: Pa
     assert report_main([str(two_widths), "--out", str(tmp_path / "report"), "--resamples", "100"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {bad}: ") and "\n" not in err and "Traceback" not in err, err
+
+
+def test_passages_dropped_to_fit_the_context_window_are_warned_and_noted(toy_dir: Path, tmp_path: Path,
+                                                                          capsys) -> None:
+    """With llm.context_window just above the QA prompt's demonstrations, the K.3 reader saw 0-1 of its top-5
+    passages: counted in metrics.json only, while the run printed no warning and the report tabled its EM/F1 as the
+    paper's row without a word. Now both say so."""
+    from tests.helpers.cli import run_cli
+    from tests.helpers.standin_server import StandInServer
+
+    run = tmp_path / "run"
+    with StandInServer(latency_s=0.0) as server:
+        r = run_cli(toy_args(toy_dir, "qa=true", "llm=openai_compatible", "llm.model=standin", f"llm.base_url={server.url}",
+                             "llm.cache=false", "llm.context_window=1960", f"hydra.run.dir={run}"), tmp_path)
+    assert r.returncode == 0, r.stderr
+    dropped = json.loads((run / "metrics.json").read_text())["agent_stats"]["qa_context_dropped_passages"]
+    assert dropped > 0
+    assert (f"WARNING: passages dropped to fit llm.context_window=1960 (qa_context_dropped_passages={dropped})"
+            in r.stderr)
+    assert report_main([str(run), "--out", str(tmp_path / "report"), "--resamples", "100"]) == 0
+    assert (f"warning: {run}: passages dropped to fit llm.context_window=1960 (qa_context_dropped_passages="
+            f"{dropped}): its prompts read fewer passages" in capsys.readouterr().err)

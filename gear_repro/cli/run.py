@@ -77,6 +77,7 @@ def _main(cfg: DictConfig) -> float | None:
         print("vs the dataset's triples on the same passages:",
               {k: round(v, 3) for k, v in ref.items() if isinstance(v, int | float)})
     _warn_reply_failures((metrics or {}).get("agent_stats"))
+    _warn_context_dropped((metrics or {}).get("agent_stats"), cfg)
     n_err = int((metrics or {}).get("n_errors") or 0)
     if n_err:
         print(f"WARNING: {n_err} of {metrics.get('n_questions')} questions failed and are scored as misses "
@@ -106,6 +107,20 @@ def _record_startup_failure(run_dir: Path, error: GearError, started: float) -> 
         return
     with contextlib.suppress(OSError, GearError):  # a read-only or full disk: the console has the error
         record_failure(run_dir, error)
+
+
+def _warn_context_dropped(stats: object, cfg: DictConfig) -> None:
+    """One warning when prompts dropped passages to fit ``llm.context_window``: the run's numbers are of prompts
+    with fewer passages than its settings say (counted in agent_stats; the report notes it too)."""
+    from gear_repro.evaluation.aggregate import context_dropped
+
+    found = context_dropped(stats)
+    if found:
+        window = (cfg.get("llm") or {}).get("context_window")
+        print(f"WARNING: passages dropped to fit llm.context_window={window} "
+              f"({', '.join(f'{k}={v}' for k, v in found.items())}): these prompts read fewer passages than the "
+              "run's settings say. A smaller llm.max_tokens, fewer demonstrations or a model with a larger window "
+              "keeps them (docs/llm.md)", file=sys.stderr)
 
 
 def _warn_reply_failures(stats: object) -> None:

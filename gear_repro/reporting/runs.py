@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 
 from gear_repro.embedding.runtimes import LOSSY_BACKENDS
-from gear_repro.evaluation.aggregate import check_record
+from gear_repro.evaluation.aggregate import check_record, context_dropped
 from gear_repro.methods.base import RowParts, config_value, variant_notes, with_notes
 from gear_repro.qa.reader import PAPER_QA_TOP_K, pass_for_qa
 from gear_repro.reporting.paper import DEFAULT_PAPER
@@ -557,6 +557,12 @@ def find_runs(paths: list[str | Path]) -> list[RunResult]:
                 run.notes.append(f"{mfile.parent}: {bare} passages of its corpus have no triple (a partial triples "
                                  "file, e.g. a stage=extract run over dataset.limit_passages): methods over triples "
                                  "saw only the others")
+            dropped = context_dropped(metrics.get("agent_stats"))
+            if dropped:
+                window = config_value(run.config, "llm.context_window")
+                run.notes.append(f"{mfile.parent}: passages dropped to fit llm.context_window={window} "
+                                 f"({', '.join(f'{k}={v}' for k, v in dropped.items())}): its prompts read fewer "
+                                 "passages than its settings say, so its LLM-read numbers are not those of its label")
             if (mfile.parent / FAILURE_FILE).exists():
                 run.notes.append(f"{mfile.parent}: its last attempt failed ({read_json_object(mfile.parent / FAILURE_FILE).get('error')}); "
                                  "the tables show the metrics.json of the attempt before")
