@@ -200,3 +200,17 @@ def test_passages_dropped_to_fit_the_context_window_are_warned_and_noted(toy_dir
     assert report_main([str(run), "--out", str(tmp_path / "report"), "--resamples", "100"]) == 0
     assert (f"warning: {run}: passages dropped to fit llm.context_window=1960 (qa_context_dropped_passages="
             f"{dropped}): its prompts read fewer passages" in capsys.readouterr().err)
+
+
+def test_a_refusal_at_start_up_leaves_a_live_runs_dir_alone(toy_dir: Path, tmp_path: Path) -> None:
+    """The start-up failure.json is never written into a dir another live process holds (its report would show
+    the refused command's error as that run's)."""
+    from gear_repro.utils.lock import RunDirLock
+    from tests.helpers.cli import run_cli
+
+    run = tmp_path / "live"
+    run.mkdir()
+    with RunDirLock(run):  # held by this (live) process
+        proc = run_cli([*toy_args(toy_dir, "dataset.limit=-1"), f"hydra.run.dir={run}"], tmp_path)
+    assert proc.returncode == 2 and "dataset.limit must be >= 1" in proc.stderr, proc.stderr
+    assert not (run / "failure.json").exists()

@@ -28,7 +28,7 @@ from omegaconf.errors import InterpolationToMissingValueError, MissingMandatoryV
 import gear_repro.config  # noqa: F401  (registers ${repo:} and ${cache:})
 from gear_repro.llm.client import looks_like_env_name
 from gear_repro.utils.errors import ConfigError, GearError
-from gear_repro.utils.lock import RunDirInUse
+from gear_repro.utils.lock import RunDirInUse, RunDirLock
 from gear_repro.utils.paths import cache_dir, config_dir
 from gear_repro.utils.secrets import (
     install_log_redaction,
@@ -99,13 +99,14 @@ def _main(cfg: DictConfig) -> float | None:
 def _record_startup_failure(run_dir: Path, error: GearError, started: float) -> None:
     """failure.json for a run refused before its runner started (a setting checked at start-up): without it the
     job dir of a sweep held only run.log and the report listed neither it nor its error. Not in a dir holding a
-    finished run (its results stand) or one a runner already recorded in this attempt."""
+    finished run (its results stand), one a live run holds, or one a runner already recorded in this attempt."""
     from gear_repro.pipeline.runner import FAILURE_FILE, record_failure
 
     failure = run_dir / FAILURE_FILE
     if (run_dir / "metrics.json").exists() or (failure.exists() and failure.stat().st_mtime >= started):
         return
-    with contextlib.suppress(OSError, GearError):  # a read-only or full disk: the console has the error
+    # a live run's dir (its lock held): left alone; a read-only or full disk: the console has the error
+    with contextlib.suppress(OSError, GearError), RunDirLock(run_dir):
         record_failure(run_dir, error)
 
 
