@@ -214,3 +214,16 @@ def test_a_refusal_at_start_up_leaves_a_live_runs_dir_alone(toy_dir: Path, tmp_p
         proc = run_cli([*toy_args(toy_dir, "dataset.limit=-1"), f"hydra.run.dir={run}"], tmp_path)
     assert proc.returncode == 2 and "dataset.limit must be >= 1" in proc.stderr, proc.stderr
     assert not (run / "failure.json").exists()
+
+
+@pytest.mark.parametrize("stem", ["failures", "cost", "claims", "table12_density", "tokens_by_stage", "ircot_stats"])
+def test_a_stem_taken_by_another_file_of_the_report_is_refused(two_widths: Path, tmp_path: Path, capsys,
+                                                                stem: str) -> None:
+    """--stem failures wrote Table 2 into failures.md (the failures gone), --stem table12_density lost Table 2 under
+    Table 12, --stem claims lost it under the scoreboard, --stem cost died in a pandas KeyError."""
+    out = tmp_path / "report"
+    assert report_main([str(two_widths), "--out", str(out), "--stem", stem, "--claims"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: --stem {stem} is the name of another file of the report")
+    assert not out.exists()
+    assert report_main([str(two_widths), "--out", str(out), "--stem", "my_table", "--resamples", "100"]) == 0
+    assert "BM25" in (out / "my_table.md").read_text()
