@@ -333,15 +333,19 @@ def test_cells_without_predictions_say_so(runs: Path):
 
 
 def test_report_options_that_do_not_parse_are_one_error(runs: Path, tmp_path: Path, capsys):
-    """A price table or claims file of the wrong shape, a YAML error, a seed numpy refuses: exit 2 and one line
-    naming the file or option (no KeyError / AttributeError / ValueError traceback)."""
+    """A price table or claims file of the wrong shape, a YAML error, a seed numpy refuses, a negative or NaN price:
+    exit 2 and one line naming the file or option (no KeyError / AttributeError / ValueError traceback)."""
     (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
     (tmp_path / "bad.yaml").write_text("a: [\n")
+    (tmp_path / "neg.yaml").write_text('date: "2024"\ndefault: m\nmodels: {m: {input: -1, output: .nan}}\n')
     out = str(tmp_path / "rep")
     cases = [(["--prices", str(tmp_path / "list.yaml")], "price table .*list.yaml: expected a mapping with 'models'"),
              (["--prices", str(tmp_path / "bad.yaml")], "price table .*bad.yaml: while parsing"),
              (["--claims", "--claims-file", str(tmp_path / "list.yaml")], "claims file .*list.yaml: expected a mapping"),
-             (["--seed", "-5"], r"--seed must be in \[0, 2\^32\), got -5")]
+             (["--seed", "-5"], r"--seed must be in \[0, 2\^32\), got -5"),
+             # a negative or NaN price gave a negative / nan $ per 1k questions in the cost table
+             (["--prices", str(tmp_path / "neg.yaml")], r"price table .*neg.yaml: model 'm' has input: -1 and "
+                                                        r"output: nan; prices are \$ per 1M tokens, finite and >= 0")]
     for extra, msg in cases:
         assert report_main([str(runs), "--out", out, *extra]) == 2, extra
         err = capsys.readouterr().err
