@@ -208,12 +208,13 @@ def test_a_refusal_at_start_up_leaves_a_live_runs_dir_alone(toy_dir: Path, tmp_p
     from gear_repro.utils.lock import RunDirLock
     from tests.helpers.cli import run_cli
 
-    run = tmp_path / "live"
-    run.mkdir()
+    sweep = tmp_path / "sweep"
+    run = sweep / "0_toy_bm25+none+single"  # the job's dir (configs/config.yaml hydra.sweep.subdir)
+    run.mkdir(parents=True)
     with RunDirLock(run):  # held by this (live) process
-        proc = run_cli([*toy_args(toy_dir, "dataset.limit=-1"), f"hydra.run.dir={run}"], tmp_path)
+        proc = run_cli(["-m", *toy_args(toy_dir, "dataset.limit=-1"), f"hydra.sweep.dir={sweep}"], tmp_path)
     assert proc.returncode == 2 and "dataset.limit must be >= 1" in proc.stderr, proc.stderr
-    assert not (run / "failure.json").exists()
+    assert (run / "run.log").exists() and not (run / "failure.json").exists()
 
 
 @pytest.mark.parametrize("stem", ["failures", "cost", "claims", "table12_density", "tokens_by_stage", "ircot_stats"])

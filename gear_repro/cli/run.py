@@ -22,6 +22,7 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import InterpolationToMissingValueError, MissingMandatoryValue
 
@@ -66,7 +67,8 @@ def _main(cfg: DictConfig) -> float | None:
             raise
         if not isinstance(cause, RunDirInUse):  # else run.log is the live run's own log: the console only
             log.error("%s", cause)
-            _record_startup_failure(Path(run_dir), cause, started)
+            if HydraConfig.get().mode == RunMode.MULTIRUN:  # a sweep's job: the report lists it (a single run's
+                _record_startup_failure(Path(run_dir), cause, started)  # refusal is on the console only)
         print(f"error: {redact_text(str(cause))}", file=sys.stderr)
         raise SystemExit(2) from e
     print(f"run dir: {run_dir}")
@@ -97,8 +99,8 @@ def _main(cfg: DictConfig) -> float | None:
 
 
 def _record_startup_failure(run_dir: Path, error: GearError, started: float) -> None:
-    """failure.json for a run refused before its runner started (a setting checked at start-up): without it the
-    job dir of a sweep held only run.log and the report listed neither it nor its error. Not in a dir holding a
+    """failure.json for a sweep's job refused before its runner started (a setting checked at start-up): without it
+    the job dir held only run.log and the report listed neither it nor its error. Not in a dir holding a
     finished run (its results stand), one a live run holds, or one a runner already recorded in this attempt."""
     from gear_repro.pipeline.runner import FAILURE_FILE, record_failure
 
