@@ -491,3 +491,22 @@ def test_openie_triples_are_written_in_nfc(tmp_path: Path) -> None:
     assert [t.as_tuple() for t in triples] == [("Jiménez", "born in", "Spain")]  # the NFD twin is a repeat
     assert triples[0].subject == "Jim\u00e9nez" and st["nfc_normalised"] == 1
     assert st["dropped_by_reason"] == {"duplicate_in_passage": 1}
+
+
+def test_a_null_sentence_or_a_list_title_is_an_error_not_python_text(tmp_path: Path) -> None:
+    """A null HotpotQA/2Wiki sentence was joined into the passage as the word "None" (indexed by BM25, shown to the
+    LLM) and a list title became "['P']" (matched and shown as such): an error naming the record and field. A
+    number as title stays its text."""
+    para = {"title": "P", "paragraph_text": "P is in New York.", "is_supporting": True}
+    hotpot = {"_id": "h1", "type": "bridge", "question": "Where?", "answer": "New York",
+              "context": [["P", ["P is", None]]], "supporting_facts": [["P", 0]]}
+    musique = {"id": "2hop__1_2", "question": "Where?", "answer": "New York", "paragraphs": [para]}
+    cases = [("hotpotqa", hotpot, r"hp.json\[0\]: context\[0\] sentence 1 should be a string, got NoneType"),
+             ("hotpotqa", {**hotpot, "context": [[["P"], ["P is."]]]}, r"context\[0\]: title should be a string, "
+                                                                       r"got list \(\[\"P\"\]\)"),
+             ("musique", {**musique, "paragraphs": [{**para, "title": ["P"]}]}, r"paragraphs\[0\]: title should be")]
+    for fmt, rec, error in cases:
+        with pytest.raises(DataError, match=error):
+            FORMATS[fmt](_write(tmp_path / "hp.json", [rec]))
+    converted = FORMATS["musique"](_write(tmp_path / "hp.json", [{**musique, "paragraphs": [{**para, "title": 1984}]}]))
+    assert converted.passages[0].title == "1984" and converted.questions[0].gold_ids == [converted.passages[0].id]

@@ -298,6 +298,22 @@ def test_credentials_from_env_never_leak(monkeypatch, caplog):
     assert kw_client._headers["authorization"] == "ApiKey sekrit-key-123"
 
 
+def test_an_api_key_with_a_carriage_return_is_stripped_and_never_quoted(monkeypatch):
+    """ES_API_KEY from a CRLF .env file ends in a CR: urllib3 refused the header with "Invalid header value b'ApiKey
+    <key>\\r'", a raw ValueError quoting the key into the console and failure.json (the key was not a registered
+    secret). Now stripped; a control character inside is a ConfigError that names the variable, not the value."""
+    from gear_repro.utils.secrets import redact_text
+
+    monkeypatch.setenv("ES_API_KEY", "crlf-es-key-77\r")
+    be = ElasticsearchBackend(url="http://h:9200")
+    assert be._make_client()._headers["authorization"] == "ApiKey crlf-es-key-77"
+    assert redact_text("b'ApiKey crlf-es-key-77\\r'") == "b'ApiKey ***\\r'"
+    monkeypatch.setenv("ES_API_KEY", "inner\nes-key-78")
+    with pytest.raises(ConfigError, match=r"\$ES_API_KEY\) holds a character an HTTP header cannot carry") as err:
+        ElasticsearchBackend(url="http://h:9200")
+    assert "es-key-78" not in str(err.value)
+
+
 def test_basic_auth_and_config_wins_over_env(monkeypatch):
     monkeypatch.setenv("ES_PASSWORD", "from-env")
     monkeypatch.delenv("ES_API_KEY", raising=False)

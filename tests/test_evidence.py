@@ -20,7 +20,8 @@ from gear_repro.reporting.runs import find_runs
 from gear_repro.reporting.tables import long_table
 
 CLASSES = {"bm25": "gear_repro.retrieval.BM25Retriever", "sbert": "gear_repro.retrieval.DenseRetriever",
-           "hybrid": "gear_repro.retrieval.HybridRetriever"}
+           "hybrid": "gear_repro.retrieval.HybridRetriever", "griever": "gear_repro.methods.griever.GrieverRetriever",
+           "composed": "gear_repro.retrieval.ComposedRetriever"}
 EXPANSIONS = {"none": "gear_repro.methods.gear.expansion.NoExpansion", "naive": "gear_repro.methods.gear.expansion.NaiveGE",
               "sync": "gear_repro.methods.gear.expansion.SyncGE"}
 
@@ -332,15 +333,19 @@ def test_cells_without_predictions_say_so(runs: Path):
 
 
 def test_report_options_that_do_not_parse_are_one_error(runs: Path, tmp_path: Path, capsys):
-    """A price table or claims file of the wrong shape, a YAML error, a seed numpy refuses: exit 2 and one line
-    naming the file or option (no KeyError / AttributeError / ValueError traceback)."""
+    """A price table or claims file of the wrong shape, a YAML error, a seed numpy refuses, a negative or NaN price:
+    exit 2 and one line naming the file or option (no KeyError / AttributeError / ValueError traceback)."""
     (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
     (tmp_path / "bad.yaml").write_text("a: [\n")
+    (tmp_path / "neg.yaml").write_text('date: "2024"\ndefault: m\nmodels: {m: {input: -1, output: .nan}}\n')
     out = str(tmp_path / "rep")
     cases = [(["--prices", str(tmp_path / "list.yaml")], "price table .*list.yaml: expected a mapping with 'models'"),
              (["--prices", str(tmp_path / "bad.yaml")], "price table .*bad.yaml: while parsing"),
              (["--claims", "--claims-file", str(tmp_path / "list.yaml")], "claims file .*list.yaml: expected a mapping"),
-             (["--seed", "-5"], r"--seed must be in \[0, 2\^32\), got -5")]
+             (["--seed", "-5"], r"--seed must be in \[0, 2\^32\), got -5"),
+             # a negative or NaN price gave a negative / nan $ per 1k questions in the cost table
+             (["--prices", str(tmp_path / "neg.yaml")], r"price table .*neg.yaml: model 'm' has input: -1 and "
+                                                        r"output: nan; prices are \$ per 1M tokens, finite and >= 0")]
     for extra, msg in cases:
         assert report_main([str(runs), "--out", out, *extra]) == 2, extra
         err = capsys.readouterr().err
@@ -510,6 +515,11 @@ def test_gear_memory_repeats_and_another_passage_link_k_name_the_row():
 @pytest.mark.parametrize(("agent", "retriever", "backend", "label"), [
     ({"_target_": "gear_repro.methods.single.SingleStep"}, "bm25", {"bm25": {"k1": 2.0}}, "BM25 (BM25 k1 2.0)"),
     ({"_target_": "gear_repro.methods.single.SingleStep"}, "bm25", {"bm25": {"k1": 1.2, "b": 0.75}}, "BM25"),
+    ({"_target_": "gear_repro.methods.single.SingleStep"}, "bm25", {"bm25": {"method": "lucene"}}, "BM25"),
+    ({"_target_": "gear_repro.methods.single.SingleStep"}, "bm25", {"bm25": {"method": "bm25l"}},
+     "BM25 (BM25 variant bm25l)"),  # another formula than Elasticsearch's (Lucene's) sat beside the paper's cell
+    ({"_target_": "gear_repro.methods.single.SingleStep"}, "hybrid", {"bm25": {"method": "robertson"}},
+     "Hybrid (BM25 variant robertson)"),
     ({"_target_": "gear_repro.methods.single.SingleStep"}, "sbert", {"bm25": {"k1": 2.0}}, "SBERT"),
     ({"_target_": "gear_repro.methods.single.SingleStep"}, "hybrid", {"bm25": {"b": 0.3}}, "Hybrid (BM25 b 0.3)"),
     ({"_target_": "gear_repro.methods.gear.agent.GearAgent"}, "hybrid", {"bm25": {"k1": 0.9}}, "GEAR (BM25 k1 0.9)"),
@@ -518,10 +528,16 @@ def test_gear_memory_repeats_and_another_passage_link_k_name_the_row():
     ({"_target_": "gear_repro.methods.ircot.IRCoTAgent", "retriever": "hipporag"}, "bm25", {"bm25": {"k1": 0.9}},
      "HippoRAG w/ IRCoT"),  # its searches never reach BM25
     ({"_target_": "gear_repro.methods.hipporag.method.HippoRAGMethod"}, "hybrid", {"bm25": {"k1": 0.9}}, "HippoRAG"),
+    # GRIEVER ranks with the backend's BM25 too: alone and as GEAR's base
+    ({"_target_": "gear_repro.methods.single.SingleStep"}, "griever", {"bm25": {"k1": 1.2}}, "GRIEVER"),
+    ({"_target_": "gear_repro.methods.single.SingleStep"}, "griever", {"bm25": {"k1": 2.0}}, "GRIEVER (BM25 k1 2.0)"),
+    ({"_target_": "gear_repro.methods.gear.agent.GearAgent"}, "griever", {"bm25": {"method": "bm25l"}},
+     "GEAR + GRIEVER (BM25 variant bm25l)"),
+    ({"_target_": "gear_repro.methods.single.SingleStep"}, "composed", {"bm25": {"b": 0.3}}, "Composed (BM25 b 0.3)"),
 ])
 def test_the_base_retrievers_settings_name_the_row_of_a_method_that_uses_them(agent, retriever, backend, label):
-    """BM25's k1/b (Elasticsearch's defaults, GEAR App. B.1) and the hybrid's RRF k are settings of the paper's rows:
-    a run with BM25 k1 = 2 sat beside Table 2's BM25 cell as "BM25" and stood for it in claims; a method that never
+    """BM25's k1/b (Elasticsearch's defaults, GEAR App. B.1), its formula (Lucene's, bm25s ``lucene``) and the hybrid's
+    RRF k are settings of the paper's rows (also of GRIEVER, which ranks with the backend's BM25): a run with BM25 k1 = 2 sat beside Table 2's BM25 cell as "BM25" and stood for it in claims; a method that never
     ranks with the base retriever (HippoRAG, HippoRAG w/ IRCoT, T²RAG) is not named by them."""
     from gear_repro.reporting.runs import RunResult
 

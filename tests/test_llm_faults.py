@@ -33,15 +33,17 @@ def test_trickling_server_fails_at_the_overall_deadline(tmp_path: Path) -> None:
         assert c.stats()["failures"] == 1 and server.n_requests == 1
 
 
-@pytest.mark.parametrize("length_header", [True, False])
-def test_a_reply_longer_than_max_reply_bytes_fails_the_call(tmp_path: Path, length_header: bool) -> None:
+@pytest.mark.parametrize(("length_header", "gzip"), [(True, False), (False, False), (True, True)])
+def test_a_reply_longer_than_max_reply_bytes_fails_the_call(tmp_path: Path, length_header: bool, gzip: bool) -> None:
     """A server ignoring max_tokens (here 4 MB of "a") fails the call at llm.max_reply_bytes, counted in failures
-    and the ledger, whether it announces its length or not; nothing is cached."""
-    with FloodServer(4_000_000, length_header) as server, _client(server.url, tmp_path, max_reply_bytes=65536) as c:
+    and the ledger, whether it announces its length or not, and however it is compressed (gzip: 4 KB on the wire
+    were read whole, the cap counted the wire's bytes); nothing is cached."""
+    with FloodServer(4_000_000, length_header, gzip) as server, \
+            _client(server.url, tmp_path, max_reply_bytes=65536) as c:
         with pytest.raises(LLMCallError, match=r"longer than llm\.max_reply_bytes=65536 bytes"):
             c.chat(MSGS, stage="qa")
         assert c.stats()["failures"] == 1 and c.ledger.since(0)[-1]["ok"] is False and server.n_requests == 1
-    with FloodServer(1000, length_header) as server, _client(server.url, tmp_path, max_reply_bytes=65536) as c:
+    with FloodServer(1000, length_header, gzip) as server, _client(server.url, tmp_path, max_reply_bytes=65536) as c:
         assert c.chat(MSGS, stage="qa").text == "a" * 1000  # under the cap: read whole
 
 

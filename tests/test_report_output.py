@@ -148,3 +148,83 @@ def test_latency_p50_is_the_median() -> None:
     preds = [{"id": f"q{i}", "gold_ids": ["a"], "rankings": {"final": ["a"]}, "timings": {"total_s": t}}
              for i, t in enumerate((1.0, 3.0))]
     assert aggregate(preds, [5])["latency_ms"]["p50"] == 2000.0  # was the upper one (3000) for two questions
+
+
+def test_a_sweep_stopped_by_a_job_refused_at_start_up_is_listed_by_the_report(toy_dir: Path, tmp_path: Path) -> None:
+    """`-m dataset.limit=2,-1,3`: job 1 is refused at start-up (its dir held only run.log) and Hydra's basic launcher
+    never starts job 2; the report listed neither, so the sweep read as one finished run. Now job 1 has its
+    failure.json and the sweep says how many of its jobs have no dir."""
+    from gear_repro.reporting.runs import find_unfinished, sweep_size
+    from tests.helpers.cli import run_cli
+
+    sweep = tmp_path / "sweep"
+    proc = run_cli(["-m", *toy_args(toy_dir, "dataset.limit=2,-1,3"), f"hydra.sweep.dir={sweep}"], tmp_path)
+    assert proc.returncode == 2 and "dataset.limit must be >= 1 (got -1)" in proc.stderr, proc.stderr
+    assert sweep_size(sweep / "multirun.yaml") == 3
+    unfinished = {u.path.relative_to(sweep).as_posix(): u.error for u in find_unfinished([sweep])}
+    failed = next(e for p, e in unfinished.items() if p.startswith("1_"))
+    assert failed == "ConfigError: dataset.limit must be >= 1 (got -1)"
+    assert unfinished["."].startswith("1 of the sweep's 3 jobs has no job dir")
+    assert len(unfinished) == 2  # job 0 finished
+
+
+@pytest.mark.parametrize("text", ["retriever: [\n", "", "- a list\n"])
+def test_a_run_dir_whose_config_is_not_yaml_is_one_line_naming_it(two_widths: Path, tmp_path: Path, capsys,
+                                                                   text: str) -> None:
+    """A config.yaml cut short or edited by hand: the report died in an 18-frame YAML traceback; an empty one made a
+    row "?" under a dataset "?". Now one line naming the file."""
+    bad = two_widths / "1_toy" / "config.yaml"
+    bad.write_text(text, encoding="utf-8")
+    assert report_main([str(two_widths), "--out", str(tmp_path / "report"), "--resamples", "100"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {bad}: ") and "\n" not in err and "Traceback" not in err, err
+
+
+def test_passages_dropped_to_fit_the_context_window_are_warned_and_noted(toy_dir: Path, tmp_path: Path,
+                                                                          capsys) -> None:
+    """With llm.context_window just above the QA prompt's demonstrations, the K.3 reader saw 0-1 of its top-5
+    passages: counted in metrics.json only, while the run printed no warning and the report tabled its EM/F1 as the
+    paper's row without a word. Now both say so."""
+    from tests.helpers.cli import run_cli
+    from tests.helpers.standin_server import StandInServer
+
+    run = tmp_path / "run"
+    with StandInServer(latency_s=0.0) as server:
+        r = run_cli(toy_args(toy_dir, "qa=true", "llm=openai_compatible", "llm.model=standin", f"llm.base_url={server.url}",
+                             "llm.cache=false", "llm.context_window=1960", f"hydra.run.dir={run}"), tmp_path)
+    assert r.returncode == 0, r.stderr
+    dropped = json.loads((run / "metrics.json").read_text())["agent_stats"]["qa_context_dropped_passages"]
+    assert dropped > 0
+    assert (f"WARNING: passages dropped to fit llm.context_window=1960 (qa_context_dropped_passages={dropped})"
+            in r.stderr)
+    assert report_main([str(run), "--out", str(tmp_path / "report"), "--resamples", "100"]) == 0
+    assert (f"warning: {run}: passages dropped to fit llm.context_window=1960 (qa_context_dropped_passages="
+            f"{dropped}): its prompts read fewer passages" in capsys.readouterr().err)
+
+
+def test_a_refusal_at_start_up_leaves_a_live_runs_dir_alone(toy_dir: Path, tmp_path: Path) -> None:
+    """The start-up failure.json is never written into a dir another live process holds (its report would show
+    the refused command's error as that run's)."""
+    from gear_repro.utils.lock import RunDirLock
+    from tests.helpers.cli import run_cli
+
+    sweep = tmp_path / "sweep"
+    run = sweep / "0_toy_bm25+none+single"  # the job's dir (configs/config.yaml hydra.sweep.subdir)
+    run.mkdir(parents=True)
+    with RunDirLock(run):  # held by this (live) process
+        proc = run_cli(["-m", *toy_args(toy_dir, "dataset.limit=-1"), f"hydra.sweep.dir={sweep}"], tmp_path)
+    assert proc.returncode == 2 and "dataset.limit must be >= 1" in proc.stderr, proc.stderr
+    assert (run / "run.log").exists() and not (run / "failure.json").exists()
+
+
+@pytest.mark.parametrize("stem", ["failures", "cost", "claims", "table12_density", "tokens_by_stage", "ircot_stats"])
+def test_a_stem_taken_by_another_file_of_the_report_is_refused(two_widths: Path, tmp_path: Path, capsys,
+                                                                stem: str) -> None:
+    """--stem failures wrote Table 2 into failures.md (the failures gone), --stem table12_density lost Table 2 under
+    Table 12, --stem claims lost it under the scoreboard, --stem cost died in a pandas KeyError."""
+    out = tmp_path / "report"
+    assert report_main([str(two_widths), "--out", str(out), "--stem", stem, "--claims"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: --stem {stem} is the name of another file of the report")
+    assert not out.exists()
+    assert report_main([str(two_widths), "--out", str(out), "--stem", "my_table", "--resamples", "100"]) == 0
+    assert "BM25" in (out / "my_table.md").read_text()

@@ -81,3 +81,18 @@ def test_gear_cache_that_is_a_file(toy_dir: Path, tmp_path: Path) -> None:
     r = run_cli(toy_args(toy_dir, f"hydra.run.dir={run}"), tmp_path, env={"GEAR_CACHE": str(cache)})
     _one_line_error(r, f"error: GEAR_CACHE={cache} is a file, not a folder")
     assert not (run / "predictions.jsonl").exists()
+
+
+@pytest.mark.parametrize("value", ["~/gear cache", ""])
+def test_gear_cache_with_a_tilde_or_empty_is_not_a_folder_in_the_working_dir(value: str, tmp_path: Path,
+                                                                               monkeypatch) -> None:
+    """GEAR_CACHE="~/x" (quoted, or from a .env file: no shell expansion) made a folder named "~" in the working dir
+    and an empty GEAR_CACHE cached into the working dir itself: a cache that moves with the directory a command is
+    started from. Now ~ is the home folder and empty the default."""
+    from gear_repro.utils.paths import cache_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GEAR_CACHE", value)
+    monkeypatch.chdir(tmp_path)
+    want = tmp_path / "home" / ("gear cache" if value else ".cache/gear_repro")
+    assert cache_dir() == want and want.is_dir() and not (tmp_path / "~").exists()

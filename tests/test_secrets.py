@@ -108,3 +108,22 @@ def test_secrets_of_a_users_config_file_stay_out_of_multirun_yaml(toy_dir, tmp_p
     assert r.returncode == 0, r.stderr
     assert (sweep / "multirun.yaml").exists() and "***" in (sweep / "multirun.yaml").read_text()
     assert files_with(tmp_path / "sweep", SENTINEL) == [] and SENTINEL not in r.stdout + r.stderr
+
+
+def test_an_api_key_with_a_carriage_return_is_used_and_never_quoted(toy_dir: Path, tmp_path: Path) -> None:
+    """A key read from a CRLF .env file ends in \\r: httpx refused the header and its error ("Illegal header value
+    b'Bearer <key>\\r'") put the whole key into predictions.jsonl and run.log, every question failing. The key is
+    stripped (the run works) and registered as a secret; a control character inside it is a one-line error naming
+    the variable, never the value."""
+    key = "sk-CRLF-sentinel-4b1e"
+    with StandInServer(latency_s=0.0) as server:
+        args = toy_args(toy_dir, "agent=ircot", "llm=openai_compatible", "llm.model=standin", f"llm.base_url={server.url}",
+                        "llm.cache=false", "llm.max_retries=0", "llm.api_key_env=GEAR_TEST_CRLF_KEY")
+        ok = run_cli([*args, f"hydra.run.dir={tmp_path / 'ok'}"], tmp_path, env={"GEAR_TEST_CRLF_KEY": key + "\r"})
+        assert ok.returncode == 0 and server.n_requests > 0, ok.stderr
+        bad = run_cli([*args, f"hydra.run.dir={tmp_path / 'bad'}"], tmp_path,
+                      env={"GEAR_TEST_CRLF_KEY": key[:8] + "\n" + key[8:]})
+    assert bad.returncode == 2 and "GEAR_TEST_CRLF_KEY holds a character an HTTP header cannot carry" in bad.stderr
+    for part in (key, key[8:]):
+        assert files_with(tmp_path, part) == [], part
+        assert part not in ok.stdout + ok.stderr + bad.stdout + bad.stderr, part

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gear_repro.evaluation.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, MIN_RESAMPLES
 from gear_repro.reporting.evidence import EvidenceOptions
-from gear_repro.reporting.output import MANIFEST, ReportDir
+from gear_repro.reporting.output import MANIFEST, ReportDir, check_stem
 from gear_repro.reporting.runs import find_runs, find_unfinished, write_failures
 from gear_repro.reporting.tables import long_table, sources_note, wide_table, write_tables
 from gear_repro.utils.errors import GearError
@@ -60,9 +60,10 @@ def main(argv: list[str] | None = None) -> int:
                 raise GearError(f"question {args.trace} is in none of the runs' predictions.jsonl")
             print(text)
             return 0
-        require_writable_dir(args.out, "--out")
         if not args.stem or Path(args.stem).name != args.stem or args.stem in (".", ".."):
             raise GearError(f"--stem must be a file name stem without a folder, got '{args.stem}' (use --out DIR)")
+        check_stem(args.stem)
+        require_writable_dir(args.out, "--out")
         args.figures = args.figures or args.html
         if args.resamples < MIN_RESAMPLES:  # a "95 %" percentile interval from a handful of draws is not one
             raise GearError(f"--resamples must be at least {MIN_RESAMPLES} (a 95% interval's 2.5% tails need draws "

@@ -12,21 +12,24 @@ that runs jobs in other processes (hydra/launcher=slurm|joblib) a job with error
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import InterpolationToMissingValueError, MissingMandatoryValue
 
 import gear_repro.config  # noqa: F401  (registers ${repo:} and ${cache:})
 from gear_repro.llm.client import looks_like_env_name
 from gear_repro.utils.errors import ConfigError, GearError
-from gear_repro.utils.lock import RunDirInUse
+from gear_repro.utils.lock import RunDirInUse, RunDirLock
 from gear_repro.utils.paths import cache_dir, config_dir
 from gear_repro.utils.secrets import (
     install_log_redaction,
@@ -50,6 +53,7 @@ def _main(cfg: DictConfig) -> float | None:
 
     install_log_redaction()  # Hydra has set up the console and run.log handlers by now
     run_dir = HydraConfig.get().runtime.output_dir
+    started = time.time()
     try:
         metrics = Runner(cfg, run_dir, on_start=lambda: save_hydra_copies(cfg, run_dir)).run()
     except KeyboardInterrupt:
@@ -63,6 +67,8 @@ def _main(cfg: DictConfig) -> float | None:
             raise
         if not isinstance(cause, RunDirInUse):  # else run.log is the live run's own log: the console only
             log.error("%s", cause)
+            if HydraConfig.get().mode == RunMode.MULTIRUN:  # a sweep's job: the report lists it (a single run's
+                _record_startup_failure(Path(run_dir), cause, started)  # refusal is on the console only)
         print(f"error: {redact_text(str(cause))}", file=sys.stderr)
         raise SystemExit(2) from e
     print(f"run dir: {run_dir}")
@@ -73,6 +79,7 @@ def _main(cfg: DictConfig) -> float | None:
         print("vs the dataset's triples on the same passages:",
               {k: round(v, 3) for k, v in ref.items() if isinstance(v, int | float)})
     _warn_reply_failures((metrics or {}).get("agent_stats"))
+    _warn_context_dropped((metrics or {}).get("agent_stats"), cfg)
     n_err = int((metrics or {}).get("n_errors") or 0)
     if n_err:
         print(f"WARNING: {n_err} of {metrics.get('n_questions')} questions failed and are scored as misses "
@@ -89,6 +96,34 @@ def _main(cfg: DictConfig) -> float | None:
         print(f"WARNING: optimized_metric={objective} is not a number of this run's metrics.json (has: "
               f"{', '.join(sorted(shown))}); the sweeper gets None", file=sys.stderr)
     return shown.get(objective)
+
+
+def _record_startup_failure(run_dir: Path, error: GearError, started: float) -> None:
+    """failure.json for a sweep's job refused before its runner started (a setting checked at start-up): without it
+    the job dir held only run.log and the report listed neither it nor its error. Not in a dir holding a
+    finished run (its results stand), one a live run holds, or one a runner already recorded in this attempt."""
+    from gear_repro.pipeline.runner import FAILURE_FILE, record_failure
+
+    failure = run_dir / FAILURE_FILE
+    if (run_dir / "metrics.json").exists() or (failure.exists() and failure.stat().st_mtime >= started):
+        return
+    # a live run's dir (its lock held): left alone; a read-only or full disk: the console has the error
+    with contextlib.suppress(OSError, GearError), RunDirLock(run_dir):
+        record_failure(run_dir, error)
+
+
+def _warn_context_dropped(stats: object, cfg: DictConfig) -> None:
+    """One warning when prompts dropped passages to fit ``llm.context_window``: the run's numbers are of prompts
+    with fewer passages than its settings say (counted in agent_stats; the report notes it too)."""
+    from gear_repro.evaluation.aggregate import context_dropped
+
+    found = context_dropped(stats)
+    if found:
+        window = (cfg.get("llm") or {}).get("context_window")
+        print(f"WARNING: passages dropped to fit llm.context_window={window} "
+              f"({', '.join(f'{k}={v}' for k, v in found.items())}): these prompts read fewer passages than the "
+              "run's settings say. A smaller llm.max_tokens, fewer demonstrations or a model with a larger window "
+              "keeps them (docs/llm.md)", file=sys.stderr)
 
 
 def _warn_reply_failures(stats: object) -> None:

@@ -14,6 +14,7 @@ matches nothing is kept as ``missing:<title>`` so recall counts it as a miss and
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import unicodedata
@@ -98,6 +99,16 @@ def _get(rec: dict, ref: str, *keys: str, typ: type | tuple = str) -> Any:
     raise DataError(f"{ref}: record lacks field {' or '.join(repr(k) for k in keys)}")
 
 
+def _title(value: Any, ref: str) -> str:
+    """A paragraph's title: a string (a number as written; null = ""); a list, object or boolean is a DataError
+    naming ``ref`` (it was indexed and matched as its Python text, e.g. "['Paris']")."""
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise DataError(f"{ref}: title should be a string, got {type(value).__name__} ({json.dumps(value)[:60]})")
+    return str(value)
+
+
 def _question_text(rec: dict, ref: str, key: str = "question") -> str:
     """The question's text; a blank one is a DataError naming the record (the run refuses it: never written)."""
     text = _get(rec, ref, key)
@@ -149,7 +160,7 @@ def load_hipporag_corpus(path: str | Path) -> list[Passage]:
             raise DataError(f"{ref}: duplicate passage id '{pid}' (first at {seen[pid]})")
         seen[pid] = ref
         text = _get(rec, ref, "text", "paragraph_text")
-        out.append(Passage(id=pid, title=str(rec.get("title") or ""), text=text))
+        out.append(Passage(id=pid, title=_title(rec.get("title"), ref), text=text))
     return out
 
 
@@ -406,7 +417,7 @@ def _parse_paragraph_record(ref: str, rec: dict, para_key: str = "paragraphs") -
     for j, p in enumerate(paras):
         if not isinstance(p, dict):
             raise DataError(f"{ref}: {para_key}[{j}] should be an object")
-        title = str(p.get("title") or "")
+        title = _title(p.get("title"), f"{ref} {para_key}[{j}]")
         text = _get(p, f"{ref} {para_key}[{j}]", "paragraph_text", "text")
         ctx.append((title, text))
         if _flag(p, f"{ref} {para_key}[{j}]", "is_supporting"):
@@ -436,8 +447,13 @@ def _parse_context_record(ref: str, rec: dict) -> _Item:
     for j, c in enumerate(context):
         if not (isinstance(c, list) and len(c) == 2 and isinstance(c[1], list)):
             raise DataError(f"{ref}: context[{j}] should be [title, [sentences]]")
-        ctx.append((str(c[0]), join_sentences([str(s) for s in c[1]])))
-        sentences.setdefault(str(c[0]), []).append((len(c[1]), ctx[-1][1]))
+        bad = next((i for i, x in enumerate(c[1]) if not isinstance(x, str)), None)
+        if bad is not None:  # a null sentence was joined into the passage as the word "None"
+            raise DataError(f"{ref}: context[{j}] sentence {bad} should be a string, got {type(c[1][bad]).__name__} "
+                            f"({json.dumps(c[1][bad])[:60]})")
+        title = _title(c[0], f"{ref} context[{j}]")
+        ctx.append((title, join_sentences(c[1])))
+        sentences.setdefault(title, []).append((len(c[1]), ctx[-1][1]))
     gold: list[tuple[str, str | None]] = []
     for j, sf in enumerate(_get(rec, ref, "supporting_facts", typ=list)):
         if not (isinstance(sf, list) and sf and isinstance(sf[0], str)):

@@ -81,6 +81,17 @@ def _trace_counters(trace: object) -> dict:
     return trace.get("counters") or {}
 
 
+CONTEXT_DROPPED = "context_dropped_passages"  # the suffix of every agent_stats counter of passages left out of a prompt
+
+
+def context_dropped(stats: object) -> dict[str, int]:
+    """The non-zero counters of ``agent_stats`` that count passages dropped to fit ``llm.context_window`` (IRCoT's
+    thoughts, the K.2 reader of SyncGE and GEAR's gist read, the K.3 QA reader's ``qa_``)."""
+    if not isinstance(stats, dict):
+        return {}
+    return {k: v for k, v in stats.items() if k.endswith(CONTEXT_DROPPED) and isinstance(v, int) and v > 0}
+
+
 def agent_stats(preds: Sequence[dict]) -> dict:
     """Method counters summed over questions (GEAR reply failures, HippoRAG's no-entity fallbacks, passages
     dropped to fit the context window, replies that repeated their prompt ``llm_echoed_replies``, ...), with ``hipporag_no_entity_rate`` = fallbacks / HippoRAG searches and ``hipporag_ner_failed_rate`` = NER replies that

@@ -41,7 +41,7 @@ from gear_repro.llm.parsing import strip_echo
 from gear_repro.llm.tokens import count_messages, count_text
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError, GearError
-from gear_repro.utils.secrets import redact_text
+from gear_repro.utils.secrets import redact_text, register_secret
 from gear_repro.utils.settings import Range, check_number, range_text
 
 if TYPE_CHECKING:
@@ -251,10 +251,26 @@ class LLMClient:
                 raise ConfigError(f"{key}.stream must be false: the harness reads each reply whole")
         check_param_values(params, key)
 
+    def _api_key(self) -> str | None:
+        """The key in ``api_key_env`` as a header value, registered as a secret: surrounding whitespace (a CRLF .env
+        file's CR) is never part of it (httpx's "Illegal header value b'Bearer <key>\\r'" quoted it into errors,
+        predictions.jsonl and run.log); a control or non-ASCII character inside it is a ConfigError that never
+        repeats the value."""
+        key = (os.environ.get(self.api_key_env) or "").strip() if self.api_key_env else None
+        if key:
+            register_secret(key)
+            if not (key.isascii() and key.isprintable()):
+                raise ConfigError(f"the environment variable {self.api_key_env} holds a character an HTTP header "
+                                  "cannot carry (a control character inside the key, or a non-ASCII one): check how "
+                                  "it was set")
+        return key
+
     def check_ready(self) -> None:
         """Start-up check (no network): a hosted endpoint (no base_url, no local server) needs its key set; a server
-        the harness starts needs its model file (``llm.server.model_path``), found without assembling it."""
-        if self.base_url is None and self.server_cfg is None and not os.environ.get(self.api_key_env or ""):
+        the harness starts needs its model file (``llm.server.model_path``), found without assembling it; a key
+        set must fit in an HTTP header."""
+        key = self._api_key()
+        if self.base_url is None and self.server_cfg is None and not key:
             raise ConfigError(f"no API key: set the environment variable {self.api_key_env} "
                               "(or give llm.base_url for a local/self-hosted endpoint)")
         if self.base_url is None and self.server_cfg is not None:
@@ -276,7 +292,7 @@ class LLMClient:
                 if self.server is None:
                     self.server = self.new_server()
                 base_url = self.server.start()
-            key = os.environ.get(self.api_key_env) if self.api_key_env else None
+            key = self._api_key()
             if not key:
                 if base_url is None:
                     raise ConfigError(f"no API key: set the environment variable {self.api_key_env} "

@@ -6,9 +6,10 @@ after ``deadline_s`` with httpx's ``ReadTimeout``, which the ``openai`` SDK trea
 ``llm.max_retries`` times, then the call fails). An abandoned request stops reading at its next chunk; one whose
 server trickles the response headers holds its helper thread until the server stops.
 
-The same transport caps a reply's body at ``max_bytes`` (``llm.max_reply_bytes``): a server that ignores
-``max_tokens`` and streams megabytes fails the request (:class:`ReplyTooLarge`, a transport error the SDK retries
-like any other) instead of filling memory, the reply cache and the ledger.
+The same transport caps a reply's body at ``max_bytes`` (``llm.max_reply_bytes``), counted after decoding a
+compressed one (``Content-Encoding: gzip``): a server that ignores ``max_tokens`` and streams megabytes fails the
+request (:class:`ReplyTooLarge`, a transport error the SDK retries like any other) instead of filling memory, the
+reply cache and the ledger.
 """
 
 from __future__ import annotations
@@ -51,8 +52,12 @@ class DeadlineTransport:
                 response = self.inner.handle_request(request)
                 try:
                     self._check_size(int(response.headers.get("content-length") or 0))
+                    # decoded as read (gzip, deflate, ...: httpx's decoders): the cap counts the reply's bytes,
+                    # not the wire's (64 KiB of gzip can be 50 MB of reply)
+                    decoding = self.httpx.Response(response.status_code, headers=response.headers,
+                                                   stream=response.stream, request=request)
                     chunks, size = [], 0
-                    for chunk in response.stream:
+                    for chunk in decoding.iter_bytes():
                         if cancelled.is_set():
                             return
                         size += len(chunk)
@@ -60,9 +65,12 @@ class DeadlineTransport:
                         chunks.append(chunk)
                 finally:
                     response.close()
+                body = b"".join(chunks)
+                headers = [(k, v) for k, v in response.headers.multi_items()
+                           if k.lower() not in ("content-encoding", "content-length")]
                 result["response"] = self.httpx.Response(
-                    response.status_code, headers=response.headers, stream=self.httpx.ByteStream(b"".join(chunks)),
-                    extensions=response.extensions)
+                    response.status_code, headers=[*headers, ("content-length", str(len(body)))],
+                    stream=self.httpx.ByteStream(body), extensions=response.extensions)
             except BaseException as e:  # handed to the caller's thread
                 result["error"] = e
 

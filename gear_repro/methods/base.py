@@ -172,9 +172,10 @@ class PaperSetting:
 
 
 # BM25 as the papers ran it: Elasticsearch's BM25 similarity at its defaults (GEAR App. B.1; the backends' defaults,
-# configs/backend/*.yaml); a base retriever that ranks with BM25 declares these as its paper settings
+# configs/backend/*.yaml), Lucene's formula (bm25s's ``lucene``; the ES backend has no other); a base retriever that ranks with BM25 declares these as its paper settings
 BM25_SETTINGS = (PaperSetting("backend.bm25.k1", "BM25 k1 {value}", 1.2),
-                 PaperSetting("backend.bm25.b", "BM25 b {value}", 0.75))
+                 PaperSetting("backend.bm25.b", "BM25 b {value}", 0.75),
+                 PaperSetting("backend.bm25.method", "BM25 variant {value}", "lucene"))  # ES's BM25 is Lucene's
 
 def hipporag_uses_retriever(config: Mapping[str, Any]) -> bool:
     """HippoRAG ranks with the run's ``retriever`` only through its no-entity fallback (``uses_retriever``)."""

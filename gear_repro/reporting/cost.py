@@ -16,6 +16,7 @@ evenly over the passes and the row is marked "≈" (gear_repro/evaluation/per_qu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,11 +47,16 @@ def load_prices(path: str | Path | None = None, model: str | None = None) -> dic
         raise GearError(f"price table {p} has no model '{name}' (has: {', '.join(doc['models'])})")
     m = doc["models"][name]
     try:
-        return {"model": name, "input": float(m["input"]), "output": float(m["output"]), "date": str(doc["date"]),
-                "source": doc.get("source", ""), "currency": doc.get("currency", "USD")}
+        out = {"model": name, "input": float(m["input"]), "output": float(m["output"]), "date": str(doc["date"]),
+               "source": doc.get("source", ""), "currency": doc.get("currency", "USD")}
     except (KeyError, TypeError, ValueError) as e:
         raise GearError(f"price table {p}: model '{name}' needs numeric 'input' and 'output' and the table a "
                         f"'date' ({type(e).__name__}: {e})") from None
+    bad = [k for k in ("input", "output") if not (math.isfinite(out[k]) and out[k] >= 0)]
+    if bad:  # a negative or NaN price made the cost table's $ per 1k questions negative or nan
+        raise GearError(f"price table {p}: model '{name}' has {' and '.join(f'{k}: {m[k]}' for k in bad)}; prices "
+                        "are $ per 1M tokens, finite and >= 0")
+    return out
 
 
 def _pct(xs: list[float], q: float) -> float | None:

@@ -29,6 +29,23 @@ def _method_table(name: str) -> bool:
     return Path(name).stem in {stem for h in report_hooks() for stem, _, _ in h.summaries}
 
 
+# the stems of the report's other .md/.csv/.tex files (evidence, analyses, claims, figures, failures): a --stem of
+# one of them overwrote that file or was overwritten by it (``--stem failures``: Table 2 in failures.md, the failures
+# gone; ``--stem cost``: a pandas KeyError)
+RESERVED_STEMS = ("cost", "claims", "failures", "figures", "tokens_by_stage", "table12_density",
+                  "table12_density_wide", "table9_rounds")
+
+
+def check_stem(stem: str) -> None:
+    """GearError unless ``stem`` names a file no other output of the report has (``--stem``)."""
+    from gear_repro.methods import report_hooks
+
+    taken = {*RESERVED_STEMS, *(s for h in report_hooks() for s, _, _ in h.summaries)}
+    if stem in taken:
+        raise GearError(f"--stem {stem} is the name of another file of the report ({stem}.md/.csv); the tables would "
+                        f"overwrite it or be overwritten: choose another stem (taken: {', '.join(sorted(taken))})")
+
+
 def _files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 

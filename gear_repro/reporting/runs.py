@@ -10,21 +10,33 @@ from functools import cached_property
 from pathlib import Path
 
 from gear_repro.embedding.runtimes import LOSSY_BACKENDS
-from gear_repro.evaluation.aggregate import check_record
+from gear_repro.evaluation.aggregate import check_record, context_dropped
 from gear_repro.methods.base import RowParts, config_value, variant_notes, with_notes
 from gear_repro.qa.reader import PAPER_QA_TOP_K, pass_for_qa
 from gear_repro.reporting.paper import DEFAULT_PAPER
-from gear_repro.utils.errors import GearError
+from gear_repro.utils.errors import DataError, GearError
 from gear_repro.utils.io import read_json_object
 from gear_repro.utils.settings import flat_settings
 
 log = logging.getLogger(__name__)
 
 def read_config(path: Path) -> dict:
-    """A run's resolved config (the runner's config.yaml) as a plain dict."""
+    """A run's resolved config (the runner's config.yaml) as a plain dict; a file that is not a YAML mapping (cut
+    short, edited by hand, empty) is a DataError naming it (was a YAML traceback, or an empty one a row "?")."""
+    import yaml
     from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
 
-    return OmegaConf.to_container(OmegaConf.load(path), resolve=False)  # type: ignore[return-value]
+    try:
+        config = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    except (yaml.YAMLError, OmegaConfBaseException, UnicodeDecodeError) as e:
+        why = " ".join(str(e).split())
+        raise DataError(f"{path}: not a readable config ({type(e).__name__}: {why[:200]}); re-run the run or move "
+                        "the folder out of the report's run dirs") from None
+    if not isinstance(config, dict) or not config:
+        raise DataError(f"{path}: holds no config (an empty or cut-short file); re-run the run or move the folder out "
+                        "of the report's run dirs")
+    return config
 
 RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid", "composed": "Composed"}  # shared retrievers
 
@@ -454,13 +466,42 @@ def find_unfinished(paths: list[str | Path]) -> list[UnfinishedRun]:
         error = (failure.get("error") or _slurm_log_error(d)
                  or "no error recorded (still running, or killed before it could record one)")
         out.append(UnfinishedRun(d, method, finished, error))
-    for root in map(Path, paths):  # a sweep none of whose jobs started (a launcher that could not submit them)
+    for root in map(Path, paths):  # sweeps some or none of whose jobs started
         for sweep in sorted(f.parent for f in root.rglob("multirun.yaml") if ".submitit" not in f.parts):
-            if not any(d == sweep or sweep in d.parents for d in dirs):
+            jobs = {d for d in dirs if d == sweep or sweep in d.parents}
+            jobs.update(f.parent for f in sweep.rglob("run.log") if ".submitit" not in f.parts)
+            if not jobs:
                 out.append(UnfinishedRun(sweep, "?", 0, "a sweep without a single job dir: its jobs are still queued "
                                          "or never started (a launcher that could not submit them says why in the "
                                          "sweep command's output)"))
+                continue
+            expected = sweep_size(sweep / "multirun.yaml")
+            if expected is not None and len(jobs) < expected:
+                n = expected - len(jobs)
+                out.append(UnfinishedRun(sweep, "?", 0, f"{n} of the sweep's {expected} jobs {'has' if n == 1 else 'have'} "
+                                         "no job dir: still queued, or never started (Hydra's basic launcher stops "
+                                         "a sweep at its first failed job; re-run the sweep command to run them)"))
     return out
+
+
+def sweep_size(multirun_yaml: Path) -> int | None:
+    """How many jobs a sweep with Hydra's basic sweeper has (its multirun.yaml's ``hydra.sweeper.params`` and
+    command-line overrides, expanded as ``BasicSweeper`` does); None for another sweeper or an unreadable file."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        hydra = read_config(multirun_yaml).get("hydra") or {}
+        sweeper = hydra.get("sweeper") or {}
+        if not str(sweeper.get("_target_", "")).endswith("BasicSweeper"):
+            return None
+        args = [f"{k}={v}" for k, v in (sweeper.get("params") or {}).items()]
+        args += list((hydra.get("overrides") or {}).get("task") or [])
+        batches = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(args), None)
+    except (OSError, GearError, HydraException, AttributeError, TypeError, ValueError):
+        return None  # a file this cannot expand gets no note, never a failed report
+    return sum(len(b) for b in batches)
 
 
 def _cell(text: object) -> str:
@@ -516,6 +557,12 @@ def find_runs(paths: list[str | Path]) -> list[RunResult]:
                 run.notes.append(f"{mfile.parent}: {bare} passages of its corpus have no triple (a partial triples "
                                  "file, e.g. a stage=extract run over dataset.limit_passages): methods over triples "
                                  "saw only the others")
+            dropped = context_dropped(metrics.get("agent_stats"))
+            if dropped:
+                window = config_value(run.config, "llm.context_window")
+                run.notes.append(f"{mfile.parent}: passages dropped to fit llm.context_window={window} "
+                                 f"({', '.join(f'{k}={v}' for k, v in dropped.items())}): its prompts read fewer "
+                                 "passages than its settings say, so its LLM-read numbers are not those of its label")
             if (mfile.parent / FAILURE_FILE).exists():
                 run.notes.append(f"{mfile.parent}: its last attempt failed ({read_json_object(mfile.parent / FAILURE_FILE).get('error')}); "
                                  "the tables show the metrics.json of the attempt before")

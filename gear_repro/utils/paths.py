@@ -10,12 +10,14 @@ REPO_DIR = PACKAGE_DIR.parent
 
 
 def cache_dir() -> Path:
-    """Root of content-hashed caches (embeddings, indexes, LLM replies, models): $GEAR_CACHE, created if missing.
+    """Root of content-hashed caches (embeddings, indexes, LLM replies, models): $GEAR_CACHE, created if missing; a
+    leading ``~`` is the home folder (as a shell would expand it; a quoted or .env value is not) and an empty
+    $GEAR_CACHE the default ``~/.cache/gear_repro`` (it was the working folder).
 
     Raises OutputError naming $GEAR_CACHE when it (or a parent) is a file or cannot be created."""
     from gear_repro.utils.errors import OutputError
 
-    root = Path(os.environ.get("GEAR_CACHE", Path.home() / ".cache" / "gear_repro"))
+    root = Path(os.environ.get("GEAR_CACHE") or Path.home() / ".cache" / "gear_repro").expanduser()
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:

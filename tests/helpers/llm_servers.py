@@ -8,6 +8,7 @@ characters (a server ignoring max_tokens), with or without a Content-Length. All
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import threading
 import time
@@ -102,15 +103,23 @@ class NullContentServer(_Server):
 
 class FloodServer(_Server):
     """A valid completion whose content is ``n_chars`` x "a"; ``length_header=False`` sends no Content-Length (the
-    body ends when the connection closes), so only counting the bytes read can stop it."""
+    body ends when the connection closes), so only counting the bytes read can stop it; ``gzip=True`` sends it
+    gzip-compressed (``Content-Encoding: gzip``; 4 MB of "a" is 4 KB on the wire)."""
 
-    def __init__(self, n_chars: int, length_header: bool = True):
-        self.n_chars, self.length_header = n_chars, length_header
+    def __init__(self, n_chars: int, length_header: bool = True, gzip: bool = False):
+        self.n_chars, self.length_header, self.gzip = n_chars, length_header, gzip
         super().__init__()
 
     def respond(self, h: BaseHTTPRequestHandler) -> None:
         body = completion("a" * self.n_chars)
-        if self.length_header:
+        if self.gzip:
+            body = gzip.compress(body)
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Encoding", "gzip")
+            h.send_header("Content-Length", str(len(body)))
+            h.end_headers()
+        elif self.length_header:
             self.headers(h, len(body))
         else:
             h.send_response(200)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gear_repro.methods.base import ReportHooks, class_path
+from gear_repro.methods.base import BM25_SETTINGS, ReportHooks, class_path
 from gear_repro.methods.griever.retriever import GrieverRetriever
 
 PAPER_NAMES = {"griever": "GRIEVER", "griever_k5": "GRIEVER"}  # config names whose runs are the paper's GRIEVER rows
@@ -13,7 +13,9 @@ def retriever_label(name: str) -> str:
     return PAPER_NAMES.get(name, name)
 
 
+# GRIEVER ranks passages and units with the backend's BM25 (store.py, elasticsearch.py): its settings are those of
+# the BM25 of the paper's rows, as for the base retrievers (methods/single.py BASE_RETRIEVER_HOOKS)
 HOOKS = (
     ReportHooks(targets=(class_path(GrieverRetriever), "gear_repro.methods.griever.GrieverRetriever"),
-                names=tuple(PAPER_NAMES), label=retriever_label),
+                names=tuple(PAPER_NAMES), label=retriever_label, paper_settings=BM25_SETTINGS),
 )
