@@ -553,6 +553,26 @@ def test_the_base_retrievers_settings_name_the_row_of_a_method_that_uses_them(ag
     assert RunResult(Path("x"), hybrid, {}).method == "Hybrid (RRF k 30)"
 
 
+@pytest.mark.parametrize(("retriever", "via", "analyzer", "label"), [
+    ("bm25", "base", "standard", "IRCoT (BM25)"),
+    ("bm25", "base", None, "IRCoT (BM25; stop words + stemmer analyzer)"),
+    ("bm25", "base", "english", "IRCoT (BM25; english analyzer)"),
+    ("hybrid", "base", None, "IRCoT (Hybrid)"),  # a stand-in base: its analyzer is not compared
+    ("bm25", "hipporag", None, "HippoRAG w/ IRCoT"),
+])
+def test_ircot_bm25_names_an_analyzer_other_than_its_reference_index(retriever, via, analyzer, label):
+    """IRCoT (BM25)'s index is Elasticsearch's standard analyzer (HippoRAG legacy src/elastic_search_tool.py:6-28;
+    the Table 2/3 baseline presets): `agent=ircot retriever=bm25` on the memory backend's stop words + stemmer sat
+    as "IRCoT (BM25)" beside the paper's cell and stood for it in claims (s22 probe 9)."""
+    from gear_repro.reporting.runs import RunResult
+
+    cfg = {"agent": {"_target_": "gear_repro.methods.ircot.IRCoTAgent", "retriever": via},
+           "dataset": {"paper_name": "MuSiQue"}, "backend": {"bm25": {"analyzer": analyzer}},
+           "retriever": {"_target_": CLASSES[retriever], "name": retriever}, "hipporag": {"version": "v1"}}
+    run = RunResult(Path("x"), cfg, {})
+    assert run.method == label and run.is_paper_row == ("(" not in label.replace("(BM25)", "").replace("(Hybrid)", ""))
+
+
 def test_every_neighbour_is_a_variant_however_it_is_spelt():
     """beam.neighbours null and 0 both mean every neighbour (beam_search.py): 0 was named "0 neighbours" but null,
     read as "not recorded", left the row the paper's (100 neighbours) and let it stand for it in a claim."""
