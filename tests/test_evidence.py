@@ -573,6 +573,25 @@ def test_ircot_bm25_names_an_analyzer_other_than_its_reference_index(retriever, 
     assert run.method == label and run.is_paper_row == ("(" not in label.replace("(BM25)", "").replace("(Hybrid)", ""))
 
 
+@pytest.mark.parametrize(("agent", "qa", "metric", "note"), [
+    ("gear_repro.methods.gear.agent.GearAgent", True, "hotpotqa", "hotpotqa answer script"),
+    ("gear_repro.methods.gear.agent.GearAgent", True, "musique", None),  # MuSiQue's own, as the default
+    ("gear_repro.methods.gear.agent.GearAgent", True, None, None),
+    ("gear_repro.methods.t2rag.method.T2RAGAgent", False, "twowiki", "2wiki answer script"),  # its own answers
+])
+def test_em_f1_by_another_datasets_answer_script_leave_the_papers_cell(agent, qa, metric, note):
+    """dataset.answer_metric=hotpotqa on MuSiQue scored EM/F1 with HotpotQA's script (its F1 differs on empty and
+    yes/no answers) and the run's EM/F1 sat beside Table 3's MuSiQue cell as the paper's row (s22 probe, low)."""
+    from gear_repro.reporting.runs import RunResult
+
+    cfg = {"agent": {"_target_": agent}, "qa": qa, "dataset": {"paper_name": "MuSiQue", "answer_metric": metric},
+           "retriever": {"_target_": CLASSES["hybrid"], "name": "hybrid"}, "expansion": {"_target_": EXPANSIONS["sync"]}}
+    run = RunResult(Path("x"), cfg, {})
+    method, _ = run.label_for("EM")
+    assert run.qa_notes == ((note,) if note else ()) and (note is None or note in method), method
+    assert run.label_for("R@5")[0] == run.method  # recall is not scored by the answer script
+
+
 def test_every_neighbour_is_a_variant_however_it_is_spelt():
     """beam.neighbours null and 0 both mean every neighbour (beam_search.py): 0 was named "0 neighbours" but null,
     read as "not recorded", left the row the paper's (100 neighbours) and let it stand for it in a claim."""

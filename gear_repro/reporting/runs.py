@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gear_repro.embedding.runtimes import LOSSY_BACKENDS
 from gear_repro.evaluation.aggregate import check_record, context_dropped
+from gear_repro.evaluation.metrics import answer_metric_for
 from gear_repro.methods.base import RowParts, config_value, variant_notes, with_notes
 from gear_repro.qa.reader import PAPER_QA_TOP_K, pass_for_qa
 from gear_repro.reporting.paper import DEFAULT_PAPER
@@ -240,20 +241,37 @@ class RunResult:
     @cached_property
     def qa_notes(self) -> tuple[str, ...]:
         """How the run's K.3 read differs from Table 3's (the top 5 passages of the k = 5 pass): "QA top 1", "QA from
-        the k = 10 pass" (a matched-k run without k = 5 reads the next pass holding top_k passages). None for QA
-        bounds and for methods that answer themselves (T²RAG)."""
-        if not self.config.get("qa") or self.is_qa_bound:
+        the k = 10 pass" (a matched-k run without k = 5 reads the next pass holding top_k passages), and another
+        dataset's answer script (:attr:`answer_script_note`, also for methods that answer themselves, T²RAG). None
+        for QA bounds."""
+        if self.is_qa_bound:
             return ()
+        script = self.answer_script_note
+        if not self.config.get("qa"):
+            return script
         # (gone: the top_k note from the config alone); an errored record may hold no pass nor qa_mode
         preds = RunResult.split_errored(load_predictions(self))[0]
         if preds and all(p.get("qa_mode") == "method" for p in preds):
-            return ()
+            return script
         top_k = int(config_value(self.config, "qa_reader.top_k") or PAPER_QA_TOP_K)
-        notes = [f"QA top {top_k}"] if top_k != PAPER_QA_TOP_K else []
+        notes = [*script, *([f"QA top {top_k}"] if top_k != PAPER_QA_TOP_K else [])]
         passes = [int(k) for k in ((preds or [{}])[0].get("rankings") or {}) if str(k).isdigit()]  # matched-k passes
         if passes and (k := pass_for_qa(passes, top_k)) != PAPER_QA_TOP_K:
             notes.append(f"QA from the k = {k} pass")
         return tuple(notes)
+
+    @property
+    def answer_script_note(self) -> tuple[str, ...]:
+        """("hotpotqa answer script",) when ``dataset.answer_metric`` scored EM/F1 with another official script than
+        the dataset's own (the paper's cells use each dataset's; docs/readings.md), else ()."""
+        paper, chosen = config_value(self.config, "dataset.paper_name"), config_value(self.config, "dataset.answer_metric")
+        if chosen is None:
+            return ()
+        try:
+            used = answer_metric_for(paper, chosen)
+        except GearError:
+            return (f"{chosen} answer script",)
+        return (f"{used} answer script",) if used != answer_metric_for(paper) else ()
 
     def label_for(self, metric: str) -> tuple[str, str]:
         """(method, label) of the row holding ``metric``: EM/F1 of a run whose K.3 read differs from Table 3's go to
