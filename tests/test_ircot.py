@@ -187,7 +187,7 @@ def test_ircot_bm25_end_to_end_through_runner_and_report(toy_dir, tmp_path, comp
     assert metrics["n_errors"] == 0 and len(metrics["recall@15_by_round"]) == 4
     assert metrics["em"] == pytest.approx(100 / 3)  # q1's answer is Amiens
     run = find_runs([tmp_path / "run"])[0]
-    assert run.method == "IRCoT (BM25; top_k 2)"  # the toy run shows 2 passages per step, not the paper's 10
+    assert run.method == "IRCoT (BM25; top_k 2, stop words + stemmer analyzer)"  # 2 passages a step (paper: 10), the memory default analyzer (reference: ES standard)
     stages = {(c["stage"], c["round"]) for c in res.llm.ledger.records}
     assert ("cot", 1) in stages and ("cot", 2) in stages and ("qa", 0) in stages
     # IRCoT's own report hooks: its statistics table and its walk-through (reporting/ holds neither)
@@ -195,7 +195,7 @@ def test_ircot_bm25_end_to_end_through_runner_and_report(toy_dir, tmp_path, comp
 
     stats = next(t for stem, _, t in method_tables([run]) if stem == "ircot_stats").iloc[0]
     assert stats["n_questions"] == 3 and stats["stop_answerable"] == 3 and stats["cot_calls"] == 6
-    assert stats["rounds_mean"] == 2 and stats["method"] == "IRCoT (BM25; top_k 2)"
+    assert stats["rounds_mean"] == 2 and stats["method"] == run.method
     text = trace_report([run], "q1")
     assert "== Round 1 ==" in text and "3. Thought: Paris is the capital of France." in text
     assert "ranking had IRCoT stopped here: R@5" in text and "stop: answerable   rounds: 2" in text
