@@ -744,3 +744,24 @@ def test_a_lossy_encoder_is_never_the_papers_row():
     bm25 = {**single, "embedder": {"backend": "onnx-int8"}, "retriever": {"_target_": CLASSES["bm25"], "name": "bm25"},
             "expansion": {"_target_": EXPANSIONS["none"]}}
     assert _labelled(bm25) == "BM25"
+
+
+@pytest.mark.parametrize("setting, paper", [(None, None), ("GPT-4o-mini", (15.3, 21.1)),
+                                            ("Gemini-2.5-flash", (7.9, 10.7))])
+def test_a_cell_the_paper_gives_under_several_settings_needs_one_named(tmp_path: Path, setting, paper):
+    """``report.qa_paper=T2RAG report.qa_paper_table='Table 1'`` without ``report.qa_setting`` put T²RAG Table 1's first
+    row, Gemini-2.5-flash's BM25 7.9 / 10.7, beside the run as "the paper" (s22 probe b §1); GPT-4o-mini's is 15.3 / 21.1.
+    Any of several settings is none of them: no number, and a note naming them."""
+    run = make_run(tmp_path / "runs", "bm25_qa", "bm25", "none", [1, 2], answers_right=[True, False])
+    cfg = json.loads((run / "config.yaml").read_text())
+    cfg["report"] = {"method": "BM25", "qa_paper": "T2RAG", "qa_paper_table": "Table 1", "qa_setting": setting}
+    (run / "config.yaml").write_text(json.dumps(cfg))
+    (run / "metrics.json").write_text(json.dumps({"recall@5": 75.0, "em": 50.0, "f1": 50.0, "n_questions": 2}))
+    runs = find_runs([run])
+    df = long_table(runs, opts=EvidenceOptions(resamples=200))
+    got = tuple(df[df.metric == m].paper.iloc[0] for m in ("EM", "F1"))
+    assert all(pd.isna(g) for g in got) if paper is None else got == paper
+    assert any("Gemini-2.5-flash; GPT-4o-mini" in n and "report.qa_setting" in n for n in runs[0].notes) \
+        == (setting is None)
+    assert paper_value("Table 9", "GEAR", "MuSiQue", "R@15") is None  # twelve settings (beam length × rounds)
+    assert paper_value("Table 9", "GEAR", "MuSiQue", "R@15", setting="beam length 2, max iterations 4") == 71.5
