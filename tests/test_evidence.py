@@ -765,3 +765,15 @@ def test_a_cell_the_paper_gives_under_several_settings_needs_one_named(tmp_path:
         == (setting is None)
     assert paper_value("Table 9", "GEAR", "MuSiQue", "R@15") is None  # twelve settings (beam length × rounds)
     assert paper_value("Table 9", "GEAR", "MuSiQue", "R@15", setting="beam length 2, max iterations 4") == 71.5
+
+
+def test_gold_passages_missing_from_the_corpus_are_noted_by_the_report(tmp_path: Path) -> None:
+    """The bundled 2Wiki sample (2wiki_hipporag) has 75 of 737 gold references outside its corpus: recall counts them as
+    misses (HippoRAG's rule), so its rows sit below the paper's with a ceiling under 100; only run.log said so at load
+    time, the report did not (s22 probe b §4)."""
+    run = make_run(tmp_path / "runs", "bm25", "bm25", "none", [1, 2])
+    (run / "run.json").write_text(json.dumps({"data_warnings": {"gold_not_in_corpus": 75}}))
+    clean = make_run(tmp_path / "runs", "bm25_all", "bm25", "none", [1, 2])
+    runs = {r.path.name: r for r in find_runs([tmp_path / "runs"])}
+    assert any("75 gold passage ids" in n and "cannot reach 100" in n for n in runs["bm25"].notes)
+    assert not any("gold passage ids" in n for n in runs[clean.name].notes)

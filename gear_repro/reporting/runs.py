@@ -575,6 +575,11 @@ def find_runs(paths: list[str | Path]) -> list[RunResult]:
                 run.notes.append(f"{mfile.parent}: {bare} passages of its corpus have no triple (a partial triples "
                                  "file, e.g. a stage=extract run over dataset.limit_passages): methods over triples "
                                  "saw only the others")
+            unreachable = run.data_warnings.get("gold_not_in_corpus")
+            if unreachable:  # logged at load time only: the report put a capped recall beside the paper's silently
+                run.notes.append(f"{mfile.parent}: {unreachable} gold passage ids of its questions are not in its corpus "
+                                 "(run.json data_warnings; counted as misses, as the reference evaluations do): its "
+                                 "recall cannot reach 100 and reads lower than on a corpus holding every gold passage")
             dropped = context_dropped(metrics.get("agent_stats"))
             if dropped:
                 window = config_value(run.config, "llm.context_window")
