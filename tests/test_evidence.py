@@ -777,3 +777,26 @@ def test_gold_passages_missing_from_the_corpus_are_noted_by_the_report(tmp_path:
     runs = {r.path.name: r for r in find_runs([tmp_path / "runs"])}
     assert any("75 gold passage ids" in n and "cannot reach 100" in n for n in runs["bm25"].notes)
     assert not any("gold passage ids" in n for n in runs[clean.name].notes)
+
+
+def test_a_run_resumed_after_a_code_change_is_named_by_the_report(compose, toy_dir: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resume fingerprint leaves code out, and run.json kept only the last start's commit: a run resumed after a
+    method change (a `git pull` between two halves) mixed two methods' records in one row, silently (s22 probe b §5)."""
+    from gear_repro.pipeline import runner
+    from gear_repro.pipeline.runner import Runner
+
+    run = tmp_path / "run"
+    for commit, limit in (("a" * 40, 2), ("a" * 40, 2), ("b" * 40 + "-dirty", 3)):  # the 2nd start runs nothing
+        monkeypatch.setattr(runner, "environment", lambda c=commit: {"git_commit": c})
+        Runner(compose([f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "retriever=bm25",
+                        f"dataset.limit={limit}"]), run).run()
+    history = json.loads((run / "run.json").read_text())["code_history"]
+    assert history == [{"git_commit": "a" * 40, "finished_before": 0},
+                       {"git_commit": "b" * 40 + "-dirty", "finished_before": 2}]
+    notes = find_runs([run])[0].notes
+    assert any("2 code versions (aaaaaaaaaaaa, bbbbbbbbbbbb;" in n for n in notes), notes
+    Runner(compose([f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "retriever=bm25",
+                    "dataset.limit=3", "run.resume=false"]), run).run()  # a fresh start forgets the old ones
+    assert [h["finished_before"] for h in json.loads((run / "run.json").read_text())["code_history"]] == [0]
+    assert not any("code versions" in n for n in find_runs([run])[0].notes)
