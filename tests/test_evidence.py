@@ -744,3 +744,59 @@ def test_a_lossy_encoder_is_never_the_papers_row():
     bm25 = {**single, "embedder": {"backend": "onnx-int8"}, "retriever": {"_target_": CLASSES["bm25"], "name": "bm25"},
             "expansion": {"_target_": EXPANSIONS["none"]}}
     assert _labelled(bm25) == "BM25"
+
+
+@pytest.mark.parametrize("setting, paper", [(None, None), ("GPT-4o-mini", (15.3, 21.1)),
+                                            ("Gemini-2.5-flash", (7.9, 10.7))])
+def test_a_cell_the_paper_gives_under_several_settings_needs_one_named(tmp_path: Path, setting, paper):
+    """``report.qa_paper=T2RAG report.qa_paper_table='Table 1'`` without ``report.qa_setting`` put T²RAG Table 1's first
+    row, Gemini-2.5-flash's BM25 7.9 / 10.7, beside the run as "the paper" (s22 probe b §1); GPT-4o-mini's is 15.3 / 21.1.
+    Any of several settings is none of them: no number, and a note naming them."""
+    run = make_run(tmp_path / "runs", "bm25_qa", "bm25", "none", [1, 2], answers_right=[True, False])
+    cfg = json.loads((run / "config.yaml").read_text())
+    cfg["report"] = {"method": "BM25", "qa_paper": "T2RAG", "qa_paper_table": "Table 1", "qa_setting": setting}
+    (run / "config.yaml").write_text(json.dumps(cfg))
+    (run / "metrics.json").write_text(json.dumps({"recall@5": 75.0, "em": 50.0, "f1": 50.0, "n_questions": 2}))
+    runs = find_runs([run])
+    df = long_table(runs, opts=EvidenceOptions(resamples=200))
+    got = tuple(df[df.metric == m].paper.iloc[0] for m in ("EM", "F1"))
+    assert all(pd.isna(g) for g in got) if paper is None else got == paper
+    assert any("Gemini-2.5-flash; GPT-4o-mini" in n and "report.qa_setting" in n for n in runs[0].notes) \
+        == (setting is None)
+    assert paper_value("Table 9", "GEAR", "MuSiQue", "R@15") is None  # twelve settings (beam length × rounds)
+    assert paper_value("Table 9", "GEAR", "MuSiQue", "R@15", setting="beam length 2, max iterations 4") == 71.5
+
+
+def test_gold_passages_missing_from_the_corpus_are_noted_by_the_report(tmp_path: Path) -> None:
+    """The bundled 2Wiki sample (2wiki_hipporag) has 75 of 737 gold references outside its corpus: recall counts them as
+    misses (HippoRAG's rule), so its rows sit below the paper's with a ceiling under 100; only run.log said so at load
+    time, the report did not (s22 probe b §4)."""
+    run = make_run(tmp_path / "runs", "bm25", "bm25", "none", [1, 2])
+    (run / "run.json").write_text(json.dumps({"data_warnings": {"gold_not_in_corpus": 75}}))
+    clean = make_run(tmp_path / "runs", "bm25_all", "bm25", "none", [1, 2])
+    runs = {r.path.name: r for r in find_runs([tmp_path / "runs"])}
+    assert any("75 gold passage ids" in n and "cannot reach 100" in n for n in runs["bm25"].notes)
+    assert not any("gold passage ids" in n for n in runs[clean.name].notes)
+
+
+def test_a_run_resumed_after_a_code_change_is_named_by_the_report(compose, toy_dir: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resume fingerprint leaves code out, and run.json kept only the last start's commit: a run resumed after a
+    method change (a `git pull` between two halves) mixed two methods' records in one row, silently (s22 probe b §5)."""
+    from gear_repro.pipeline import runner
+    from gear_repro.pipeline.runner import Runner
+
+    run = tmp_path / "run"
+    for commit, limit in (("a" * 40, 2), ("a" * 40, 2), ("b" * 40 + "-dirty", 3)):  # the 2nd start runs nothing
+        monkeypatch.setattr(runner, "environment", lambda c=commit: {"git_commit": c})
+        Runner(compose([f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "retriever=bm25",
+                        f"dataset.limit={limit}"]), run).run()
+    history = json.loads((run / "run.json").read_text())["code_history"]
+    assert history == [{"git_commit": "a" * 40, "finished_before": 0},
+                       {"git_commit": "b" * 40 + "-dirty", "finished_before": 2}]
+    notes = find_runs([run])[0].notes
+    assert any("2 code versions (aaaaaaaaaaaa, bbbbbbbbbbbb;" in n for n in notes), notes
+    Runner(compose([f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "retriever=bm25",
+                    "dataset.limit=3", "run.resume=false"]), run).run()  # a fresh start forgets the old ones
+    assert [h["finished_before"] for h in json.loads((run / "run.json").read_text())["code_history"]] == [0]
+    assert not any("code versions" in n for n in find_runs([run])[0].notes)

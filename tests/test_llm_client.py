@@ -379,3 +379,19 @@ def test_request_params_are_checked_against_the_chat_api_at_start_up(make_client
         c.check_params({"bogus_param": 1}, "qa_reader.llm_params")
     with pytest.raises(ConfigError, match=r"llm\.params\.stream must be false"):
         c.check_params({"stream": True}, "llm.params")
+
+
+@pytest.mark.parametrize("params, warned", [({"temperature": 0.7}, True), ({}, False),
+                                            ({"temperature": 0.7, "seed": 3}, False)])
+def test_a_sampled_request_answered_from_the_cache_is_warned_about(fake: FakeOpenAI, make_client, caplog,
+                                                                    params: dict, warned: bool) -> None:
+    """``llm.temperature=0.7``: a re-run (or a repeated call) got the first sample back from the reply cache without a
+    word, so runs meant to measure sampling spread gave one number (s22 probe b §2); temperature 0 or a seed: none."""
+    c = make_client()
+    with caplog.at_level(logging.WARNING, logger="gear_repro.llm.client"):
+        first = c.chat(msgs(), stage="qa", **params)
+        again = c.chat(msgs(), stage="qa", **params)
+        c.chat(msgs(), stage="qa", **params)
+    assert again.cached and again.text == first.text and len(fake.requests) == 1
+    hits = [r for r in caplog.records if "no new draws" in r.getMessage()]
+    assert len(hits) == (1 if warned else 0)  # once per client

@@ -150,6 +150,20 @@ def test_latency_p50_is_the_median() -> None:
     assert aggregate(preds, [5])["latency_ms"]["p50"] == 2000.0  # was the upper one (3000) for two questions
 
 
+def test_latency_p95_is_the_cost_tables_p95() -> None:
+    """metrics.json's p95 took index int(0.95 n): the slowest question for n <= 20 (the LLM subsets), where the cost
+    table's np.percentile gives another number for the same run (s22 probe b §3)."""
+    import numpy as np
+
+    from gear_repro.evaluation.aggregate import aggregate
+
+    secs = [float(i) for i in range(1, 21)]
+    preds = [{"id": f"q{i}", "gold_ids": ["a"], "rankings": {"final": ["a"]}, "timings": {"total_s": t}}
+             for i, t in enumerate(secs)]
+    p95 = aggregate(preds, [5])["latency_ms"]["p95"]
+    assert p95 == pytest.approx(1000 * np.percentile(secs, 95)) and p95 < 20000.0  # was 20000 (the maximum)
+
+
 def test_a_sweep_stopped_by_a_job_refused_at_start_up_is_listed_by_the_report(toy_dir: Path, tmp_path: Path) -> None:
     """`-m dataset.limit=2,-1,3`: job 1 is refused at start-up (its dir held only run.log) and Hydra's basic launcher
     never starts job 2; the report listed neither, so the sweep read as one finished run. Now job 1 has its

@@ -231,6 +231,7 @@ class LLMClient:
         self._lock = threading.Lock()
         self._stats: Counter[str] = Counter()
         self._attempts = threading.local()  # HTTP requests sent by this thread's current call
+        self._warned_replay = False  # a sampled request (temperature > 0, no seed) was answered from the cache
 
     def __repr__(self) -> str:
         url = None if self.base_url is None else redact_text(self.base_url)
@@ -415,6 +416,7 @@ class LLMClient:
             owner, hit = self._join_in_flight(key)
         if hit is not None:
             self._bump(cache_hits=1)
+            self._warn_replay(req)
             reply = LLMReply(text=hit["text"], prompt_tokens=hit["prompt_tokens"],
                              completion_tokens=hit["completion_tokens"], cached=True,
                              latency_s=round_s(time.perf_counter() - t0), model=hit.get("model") or self.model,
@@ -450,6 +452,18 @@ class LLMClient:
                         model=reply.model, tokens_source=reply.tokens_source, ok=True, error=None,
                         **({"echo": True} if echoed else {}), **self._recorded(messages, raw))
         return reply
+
+    def _warn_replay(self, req: Mapping[str, Any]) -> None:
+        """Warn once when a sampled request (temperature > 0, no ``seed``) is answered from the reply cache: the
+        same request gets the first sample back, so a re-run (or a repeated call in one run) is no new draw and
+        runs meant to measure sampling spread give one number; before, nothing said so."""
+        temperature = req.get("temperature")
+        if self._warned_replay or not isinstance(temperature, (int, float)) or temperature <= 0 or "seed" in req:
+            return
+        self._warned_replay = True
+        log.warning("%s: a request at temperature %s (no seed) was answered from the reply cache: the same request "
+                    "gets its first sample back, so re-runs (and repeated calls in one run) are no new draws; "
+                    "llm.cache=false draws anew, +llm.params.seed=N names the sample", self.model, temperature)
 
     def _recorded(self, messages: list[dict], reply: str | None) -> dict[str, Any]:
         """The call's prompt and reply for its ledger record when ``record_prompts`` (else nothing)."""

@@ -169,6 +169,19 @@ def question_ids_hash(ids: list[str]) -> str:
 QUESTION_THREADS = "question"  # name prefix of the run.workers threads (the CLI's Ctrl-C exit looks for them)
 
 
+def code_history(previous: dict, done: int, todo: int) -> list[dict]:
+    """run.json ``code_history``: the commit (``git_commit``, ``-dirty`` for uncommitted edits) of every start that ran
+    questions, with how many were finished before it; a resume after a code change appends a second commit, which the
+    report names (the fingerprint leaves code out, so a changed method would otherwise mix two methods' records).
+    A run.json from before the history counts as one start of its own commit."""
+    history = [dict(h) for h in previous.get("code_history") or [] if isinstance(h, dict)] if done else []
+    if not history and done:
+        history = [{"git_commit": (previous.get("environment") or {}).get("git_commit"), "finished_before": 0}]
+    if todo:
+        history.append({"git_commit": environment().get("git_commit"), "finished_before": done})
+    return history
+
+
 def load_finished(path: Path) -> dict[str, dict]:
     """Finished questions of a run dir: the last record per id, without errored ones (they are retried)."""
     if not path.exists():
@@ -413,7 +426,8 @@ class Runner:
         if finished:
             log.info("resuming %s: %d of %d questions already done", self.run_dir, len(questions) - len(todo),
                      len(questions))
-        provenance = {"method": method.describe(), **prompts}  # hub statistics, γ, switches (issue 13)
+        provenance = {"method": method.describe(), **prompts,  # hub statistics, γ, switches (issue 13)
+                      "code_history": code_history(previous, len(questions) - len(todo), len(todo))}
         self._start()
         self._write_provenance(fp, provenance)
         t_loop = time.perf_counter()

@@ -34,13 +34,23 @@ def check_papers(report: Mapping[str, Any]) -> None:
             raise ConfigError(f"report.{key}={value!r} is not a paper of {PAPER_CSV.name} (papers: {', '.join(known)})")
 
 
+def paper_settings(table: str, method: str, dataset: str, metric: str, paper: str = DEFAULT_PAPER) -> list[str]:
+    """The settings under which the paper gives this cell a number (one per LLM, per beam length and round count, ...)."""
+    df = paper_results()
+    m = (df.paper == paper) & (df.table == table) & (df.method == method) & (df.dataset == dataset) & (df.metric == metric)
+    return list(dict.fromkeys(str(s) for s in df[m & df.value.notna()].setting))
+
+
 def paper_value(table: str, method: str, dataset: str, metric: str, paper: str = DEFAULT_PAPER,
                 setting: str | None = None) -> float | None:
+    """The paper's number of one cell; None when it has none, or when ``setting`` is None and the cell has numbers
+    under several settings (:func:`paper_settings`): the first row's was another setting's number (a run naming
+    no ``report.qa_setting`` got the first LLM's cell of a table with two LLMs)."""
     df = paper_results()
     m = (df.paper == paper) & (df.table == table) & (df.method == method) & (df.dataset == dataset) & (df.metric == metric)
     if setting:
         m &= df.setting == setting
-    hit = df[m]
-    if hit.empty or pd.isna(hit.iloc[0]["value"]):
+    hit = df[m & df.value.notna()]
+    if hit.empty or (not setting and hit.setting.nunique(dropna=False) > 1):
         return None
     return float(hit.iloc[0]["value"])

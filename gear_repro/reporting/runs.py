@@ -575,6 +575,17 @@ def find_runs(paths: list[str | Path]) -> list[RunResult]:
                 run.notes.append(f"{mfile.parent}: {bare} passages of its corpus have no triple (a partial triples "
                                  "file, e.g. a stage=extract run over dataset.limit_passages): methods over triples "
                                  "saw only the others")
+            unreachable = run.data_warnings.get("gold_not_in_corpus")
+            if unreachable:  # logged at load time only: the report put a capped recall beside the paper's silently
+                run.notes.append(f"{mfile.parent}: {unreachable} gold passage ids of its questions are not in its corpus "
+                                 "(run.json data_warnings; counted as misses, as the reference evaluations do): its "
+                                 "recall cannot reach 100 and reads lower than on a corpus holding every gold passage")
+            commits = list(dict.fromkeys(str(h.get("git_commit")) for h in run.run_info.get("code_history") or []
+                                         if isinstance(h, dict)))
+            if len(commits) > 1:  # resumed after a code change: the fingerprint leaves code out
+                run.notes.append(f"{mfile.parent}: its questions were run by {len(commits)} code versions "
+                                 f"({', '.join(c[:12] for c in commits)}; run.json code_history): a change to its method "
+                                 "between them mixes two methods' records in one row")
             dropped = context_dropped(metrics.get("agent_stats"))
             if dropped:
                 window = config_value(run.config, "llm.context_window")

@@ -22,7 +22,7 @@ from gear_repro.reporting.evidence import (
     metric_order,
     run_metrics,
 )
-from gear_repro.reporting.paper import DEFAULT_PAPER, paper_value
+from gear_repro.reporting.paper import DEFAULT_PAPER, paper_settings, paper_value
 from gear_repro.reporting.runs import RunResult
 from gear_repro.utils.errors import GearError
 
@@ -47,6 +47,8 @@ def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None,
             method, label = r.label_for(m)
             ref_paper, ref_table, setting = r.paper_ref(m)
             paper = paper_value(ref_table, method, r.dataset, m, paper=ref_paper, setting=setting)
+            if paper is None and not setting:
+                _note_ambiguous(r, ref_paper, ref_table, method, m)
             source = "" if paper is None or (ref_paper, ref_table) == (r.paper, table) else \
                 f"{ref_paper} {ref_table}" + (f" ({setting})" if setting else "")
             rows.append({
@@ -60,6 +62,18 @@ def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None,
                 "dataset_name": r.config.get("dataset", {}).get("name"), "run_dir": str(r.path),
             })
     return pd.DataFrame(rows)
+
+
+def _note_ambiguous(run: RunResult, paper: str, table: str, method: str, metric: str) -> None:
+    """Say why a cell the paper gives under several settings has no paper number beside it (:func:`paper_value`)."""
+    settings = paper_settings(table, method, run.dataset, metric, paper)
+    if len(settings) < 2:
+        return
+    key = "report.qa_setting" if metric in ("EM", "F1") and run.report.get("qa_paper") else "report.setting"
+    note = (f"{run.path}: {paper} {table} gives {method} on {run.dataset} under several settings "
+            f"({'; '.join(settings)}) and the run names none ({key}): no paper number beside it")
+    if note not in run.notes:
+        run.notes.append(note)
 
 
 def block_name(paper: str, table: str) -> str:
