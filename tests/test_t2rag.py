@@ -370,6 +370,8 @@ def test_runner_scores_the_method_answer_and_reports(toy_env, tmp_path: Path) ->
     assert em["paper_source"] == "T2RAG Table 1 (GPT-4o-mini)"
     md = write_tables(long, tmp_path / "report")["md"].read_text()
     assert "Paper numbers of T2RAG: T2RAG Table 1 (GPT-4o-mini)." in md
+    # the block is the table its paper numbers come from: "T2RAG Table 3" named a table T²RAG does not have
+    assert em["block"] == "T2RAG Table 1" and "### T2RAG Table 1:" in md and "T2RAG Table 3" not in md
 
 
 @pytest.mark.slow

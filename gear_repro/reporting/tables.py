@@ -52,7 +52,7 @@ def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None,
             source = "" if paper is None or (ref_paper, ref_table) == (r.paper, table) else \
                 f"{ref_paper} {ref_table}" + (f" ({setting})" if setting else "")
             rows.append({
-                "table": table, "block": block_name(ref_paper, table), "method": method, "label": label, "dataset": r.dataset, "metric": m,
+                "table": table, "block": block_name(ref_paper, ref_table), "method": method, "label": label, "dataset": r.dataset, "metric": m,
                 "ours": round(ours, 2),
                 "ci_low": None if ci is None else round(ci.low, 2), "ci_high": None if ci is None else round(ci.high, 2),
                 "n": None if ci is None else ci.n, "paper": paper, "delta": None if paper is None else round(ours - paper, 2),
