@@ -162,6 +162,8 @@ def test_round_rankings_and_carry_forward(slice_env):
     assert len(vals) == 4 and vals[2] == vals[3] == vals[1]  # stopped after round 2: carried forward
     m = aggregate([pred], [5, 10, 15], max_rounds=4)
     assert m["recall@15_by_round"] == vals and m["rounds_mean"] == 2
+    errored = {"id": "x", "gold_ids": q.gold_ids, "rankings": {"final": []}, "error": "LLMCallError: down"}
+    assert aggregate([pred, errored], [5, 10, 15], max_rounds=4)["rounds_mean"] == 2  # not (2 + 1) / 2, s22 probe 9
 
 
 @pytest.mark.slow

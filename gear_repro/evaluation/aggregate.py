@@ -135,7 +135,9 @@ def aggregate(preds: list[dict], ks: Sequence[int], max_rounds: int | None = Non
         k = max(ks)
         per_round = [round_recalls(p, k, n) for p in scored]
         out[f"recall@{k}_by_round"] = [mean(v[i] for v in per_round) for i in range(n)]
-        out["rounds_mean"] = mean(len(p.get("rounds", [])) or 1 for p in scored)
+        done = [p for p in scored if not p.get("error")]  # an errored question ran no whole round (method tables too)
+        if done:
+            out["rounds_mean"] = mean(len(p.get("rounds", [])) or 1 for p in done)
     if qa is None:
         qa = any("answer" in p for p in preds)
     if qa:  # an errored question has no answer: EM = F1 = 0
