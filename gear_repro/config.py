@@ -43,7 +43,7 @@ from gear_repro.embedding.precision import Precision, QueryPrecision
 from gear_repro.embedding.runtimes import EncoderBackend
 from gear_repro.evaluation.metrics import AnswerMetric
 from gear_repro.llm.cache import LLMCacheMode
-from gear_repro.llm.client import PARAM_RANGES
+from gear_repro.llm.client import PARAM_RANGES, REPLY_BYTES_RANGE
 from gear_repro.llm.server import PROMPT_CACHE_BYTES, PROMPT_CACHE_BYTES_RANGE, PromptCache
 from gear_repro.methods.gear.agent import GistDocs, GistEmpty, GistFirstRound, QueryChoice
 from gear_repro.methods.gear.beam_search import BeamConfig
@@ -236,7 +236,7 @@ class LLMSchema:
     max_tokens: int | None = num(None, **PARAM_RANGES["max_tokens"])
     params: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = num(120.0, gt=0)
-    max_reply_bytes: int | None = num(16 * 2**20, ge=1024)  # a longer response body fails the call (llm/deadline.py)
+    max_reply_bytes: int | None = num(16 * 2**20, **REPLY_BYTES_RANGE)  # a longer response body fails the call (llm/deadline.py)
     max_retries: int = num(4, ge=0)
     backoff_base_s: float = num(1.0, ge=0)
     backoff_max_s: float = num(30.0, ge=0)

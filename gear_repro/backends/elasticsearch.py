@@ -49,7 +49,7 @@ from gear_repro.backends.es_requests import (
 from gear_repro.types import Ranking
 from gear_repro.utils.errors import ConfigError, DataError, GearError
 from gear_repro.utils.hashing import hash_obj
-from gear_repro.utils.secrets import redact_url, register_secret
+from gear_repro.utils.secrets import header_secret, redact_url, register_secret
 
 log = logging.getLogger(__name__)
 
@@ -90,15 +90,11 @@ class ElasticsearchBackend:
                  bulk: dict | None = None, search_batch: int = 64, lookup_batch: int = 1000,
                  lookup_page: int = MAX_WINDOW, check_version: bool = True, client: Elasticsearch | None = None):
         self.url = url or os.environ.get(ENV["url"]) or DEFAULT_URL
-        self._api_key = (api_key or os.environ.get(ENV["api_key"]) or "").strip() or None  # a header value
+        # a header value (urllib3's "Invalid header value b'ApiKey <key>\r'" quoted it): stripped, registered, checked
+        self._api_key = header_secret(api_key or os.environ.get(ENV["api_key"]), f"backend.api_key (or ${ENV['api_key']})")
         self._username = username or os.environ.get(ENV["username"]) or None
         self._password = password or os.environ.get(ENV["password"]) or None
-        for secret in (self._api_key, self._password):  # never in an error, log line or failure.json
-            register_secret(secret or "")
-        if self._api_key and not (self._api_key.isascii() and self._api_key.isprintable()):
-            # urllib3's "Invalid header value b'ApiKey <key>\r'" quoted it; surrounding whitespace is stripped
-            raise ConfigError(f"backend.api_key (or ${ENV['api_key']}) holds a character an HTTP header cannot carry "
-                              "(a control character inside the key, or a non-ASCII one): check how it was set")
+        register_secret(self._password or "")  # never in an error, log line or failure.json
         if self._password and not self._username:
             self._username = "elastic"
         self.ca_certs = ca_certs or os.environ.get(ENV["ca_certs"]) or None

@@ -41,7 +41,7 @@ from gear_repro.llm.parsing import strip_echo
 from gear_repro.llm.tokens import count_messages, count_text
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError, GearError
-from gear_repro.utils.secrets import redact_text, register_secret
+from gear_repro.utils.secrets import header_secret, redact_text
 from gear_repro.utils.settings import Range, check_number, range_text
 
 if TYPE_CHECKING:
@@ -113,6 +113,8 @@ def chat_param_names() -> frozenset[str]:
     return frozenset(inspect.signature(Completions.create).parameters) - {"self", "model", "messages"}
 
 
+# llm.max_reply_bytes (llm/deadline.py): the llm schema in gear_repro/config.py declares it with this range
+REPLY_BYTES_RANGE: Range = {"ge": 1024, "gt": None, "le": None, "lt": None}
 # Allowed ranges of request params: temperature and max_tokens are also settings (llm.temperature, llm.max_tokens:
 # the llm schema in gear_repro/config.py declares them with these), the others as the chat API documents them
 # (OpenAI API reference, chat.completions.create)
@@ -211,8 +213,7 @@ class LLMClient:
                                                **dict(params or {})}
         self.check_params(dict(params or {}), "llm.params")
         self.timeout_s = float(timeout_s)
-        if max_reply_bytes is not None and int(max_reply_bytes) < 1024:
-            raise ConfigError(f"llm.max_reply_bytes must be >= 1024 bytes or null, got {max_reply_bytes}")
+        check_number("llm.max_reply_bytes", max_reply_bytes, REPLY_BYTES_RANGE)
         self.max_reply_bytes = None if max_reply_bytes is None else int(max_reply_bytes)
         self.max_retries = int(max_retries)
         self.backoff_base_s, self.backoff_max_s = float(backoff_base_s), float(backoff_max_s)
@@ -253,18 +254,11 @@ class LLMClient:
         check_param_values(params, key)
 
     def _api_key(self) -> str | None:
-        """The key in ``api_key_env`` as a header value, registered as a secret: surrounding whitespace (a CRLF .env
-        file's CR) is never part of it (httpx's "Illegal header value b'Bearer <key>\\r'" quoted it into errors,
-        predictions.jsonl and run.log); a control or non-ASCII character inside it is a ConfigError that never
-        repeats the value."""
-        key = (os.environ.get(self.api_key_env) or "").strip() if self.api_key_env else None
-        if key:
-            register_secret(key)
-            if not (key.isascii() and key.isprintable()):
-                raise ConfigError(f"the environment variable {self.api_key_env} holds a character an HTTP header "
-                                  "cannot carry (a control character inside the key, or a non-ASCII one): check how "
-                                  "it was set")
-        return key
+        """The key in ``api_key_env`` as a header value (:func:`header_secret`: stripped, registered, checked; httpx's
+        "Illegal header value b'Bearer <key>\\r'" quoted it into errors, predictions.jsonl and run.log)."""
+        if not self.api_key_env:
+            return None
+        return header_secret(os.environ.get(self.api_key_env), f"the environment variable {self.api_key_env}")
 
     def check_ready(self) -> None:
         """Start-up check (no network): a hosted endpoint (no base_url, no local server) needs its key set; a server

@@ -69,6 +69,22 @@ def register_secret(value: object) -> None:
             _known.add(text)
 
 
+def header_secret(value: str | None, name: str) -> str | None:
+    """A key as an HTTP header carries it: surrounding whitespace stripped (a CRLF .env file's CR, which httpx and
+    urllib3 quoted with the key into their errors), registered as a secret; a control or non-ASCII character inside
+    it is a ConfigError naming ``name``, never the value. None for an unset or blank key."""
+    from gear_repro.utils.errors import ConfigError
+
+    key = (value or "").strip()
+    if not key:
+        return None
+    register_secret(key)
+    if not (key.isascii() and key.isprintable()):
+        raise ConfigError(f"{name} holds a character an HTTP header cannot carry (a control character inside the key, "
+                          "or a non-ASCII one): check how it was set")
+    return key
+
+
 def redact_text(text: str) -> str:
     """``text`` with URL userinfo, secret URL parameters and every registered secret replaced by ``***``."""
     text = redact_url(text)
