@@ -11,7 +11,7 @@ from gear_repro.prompts import render
 from gear_repro.qa import QAReader
 from gear_repro.types import Passage, Question
 from gear_repro.utils.errors import ConfigError
-from tests.helpers.doubles import ScriptedLLM
+from tests.helpers.doubles import HashEmbedder, ScriptedLLM
 
 PASSAGES = [Passage(str(i), f"Title {i}", " ".join(["word"] * 40)) for i in range(6)]
 Q = Question(id="q", question="Where was the president of France born?", answers=["Amiens"], gold_ids=["0"])
@@ -101,6 +101,7 @@ def test_single_step_syncge_counts_its_unparsed_reads(toy_dir, tmp_path, compose
 
     cfg = validate(compose(["expansion=sync", "retriever=bm25", f"dataset.path={toy_dir}", "dataset.name=toy",
                             "run.progress=false"]))
-    res = Resources(cfg, llm=ScriptedLLM({"read": ""}))
+    # the embedder is a double: the default (the paper's mpnet) is not what `make test` installs
+    res = Resources(cfg, llm=ScriptedLLM({"read": ""}), embedder=HashEmbedder())
     metrics = Runner(cfg, tmp_path / "run", resources=res).run()
     assert metrics["agent_stats"]["parse_failed"] == metrics["n_questions"] > 0
