@@ -1,9 +1,13 @@
 """The papers' published numbers (gear_repro/resources/paper_results.csv: shared/paper/paper_results.csv, plus the 18
-cells of T²RAG's Table 2, its ablations, transcribed from seed 002 §5.3 and checked against it)."""
+cells of T²RAG's Table 2, its ablations, transcribed from seed 002 §5.3 and checked against it, and HippoRAG's Table 2,
+single-step R@2/R@5, transcribed from arXiv 2405.14831 and checked against a second copy, see each row's note), and
+the settings each table was measured on (gear_repro/resources/paper_settings.csv, one row per paper × table ×
+dataset, every value cited; ``unstated`` where the paper does not say): :func:`paper_setting`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -13,6 +17,8 @@ import pandas as pd
 from gear_repro.utils.errors import ConfigError
 
 PAPER_CSV = Path(__file__).resolve().parent.parent / "resources" / "paper_results.csv"
+SETTINGS_CSV = PAPER_CSV.with_name("paper_settings.csv")
+UNSTATED = "unstated"  # paper_settings.csv's word for a value the paper does not give (never a guess)
 DEFAULT_PAPER = "GEAR"  # report.paper's default (configs/config.yaml): the paper whose tables and figures the report lays out
 
 
@@ -54,3 +60,94 @@ def paper_value(table: str, method: str, dataset: str, metric: str, paper: str =
     if hit.empty or (not setting and hit.setting.nunique(dropna=False) > 1):
         return None
     return float(hit.iloc[0]["value"])
+
+
+@dataclass(frozen=True)
+class PaperSetting:
+    """What one paper table measured one dataset on (a row of paper_settings.csv).
+
+    Counts are None where the paper does not state them (``unstated`` in the file). ``known_datasets`` names the
+    entries of gear_repro/resources/known_datasets.yaml (gear_repro.data.identity.recognise) the table's data is,
+    best first (GEAR: its chunks of IRCoT's corpus, then the documents they were cut from). ``llm`` and
+    ``embedder`` list ``|``-separated alternatives where the table has one setting (or row) per model:
+    :attr:`llm_options`, :attr:`embedder_options`. ``corpus_passages`` counts the retrieval units
+    (``corpus_unit``: GEAR retrieves over chunks, App. A Table 5), ``corpus_documents`` what they were cut from."""
+
+    paper: str
+    table: str
+    dataset: str
+    questions_source: str
+    questions_split: str
+    questions_count: int | None
+    corpus_source: str
+    corpus_unit: str
+    corpus_documents: int | None
+    corpus_passages: int | None
+    known_datasets: tuple[str, ...]
+    llm: str
+    embedder: str
+    triples_source: str
+    triples_llm: str
+    engine: str
+    analyzer: str
+    answer_script: str
+    citation: str
+    note: str = ""
+
+    @property
+    def llm_options(self) -> tuple[str, ...]:
+        return tuple(x.strip() for x in self.llm.split("|"))
+
+    @property
+    def embedder_options(self) -> tuple[str, ...]:
+        return tuple(x.strip() for x in self.embedder.split("|"))
+
+
+_COUNTS = ("questions_count", "corpus_documents", "corpus_passages")
+
+
+def _count(value: str, ref: str, column: str) -> int | None:
+    if value == UNSTATED:
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        raise ConfigError(f"{ref}: {column} should be a whole number or '{UNSTATED}', got {value!r}") from None
+    if n <= 0:
+        raise ConfigError(f"{ref}: {column} should be positive, got {n}")
+    return n
+
+
+@lru_cache(maxsize=1)
+def paper_setting_rows() -> dict[tuple[str, str, str], PaperSetting]:
+    """paper_settings.csv by (paper, table, dataset), checked: every column filled (``unstated`` where the paper
+    says nothing), counts whole numbers, no key twice, the paper one of paper_results.csv's."""
+    df = pd.read_csv(SETTINGS_CSV, dtype=str, keep_default_na=False)
+    names = [f.name for f in fields(PaperSetting)]
+    missing = [c for c in names if c not in df.columns]
+    if missing:
+        raise ConfigError(f"{SETTINGS_CSV.name}: lacks the columns {', '.join(missing)}")
+    papers = set(paper_results().paper.unique())
+    out: dict[tuple[str, str, str], PaperSetting] = {}
+    for i, rec in enumerate(df.to_dict("records")):
+        ref = f"{SETTINGS_CSV.name}:{i + 2} ({rec['paper']} {rec['table']} {rec['dataset']})"
+        blank = [c for c in names if c != "note" and not str(rec[c]).strip()]
+        if blank:
+            raise ConfigError(f"{ref}: empty {', '.join(blank)} (write '{UNSTATED}' for what the paper does not say)")
+        if rec["paper"] not in papers:
+            raise ConfigError(f"{ref}: paper '{rec['paper']}' has no numbers in {PAPER_CSV.name}")
+        values: dict[str, Any] = {c: str(rec[c]).strip() for c in names}
+        for c in _COUNTS:
+            values[c] = _count(values[c], ref, c)
+        values["known_datasets"] = tuple(x.strip() for x in values["known_datasets"].split("|") if x.strip())
+        key = (values["paper"], values["table"], values["dataset"])
+        if key in out:
+            raise ConfigError(f"{ref}: a second row for {key}")
+        out[key] = PaperSetting(**values)
+    return out
+
+
+def paper_setting(paper: str, table: str, dataset: str) -> PaperSetting | None:
+    """The data, models and engine ``paper``'s ``table`` measured ``dataset`` on (paper_settings.csv; names as in
+    paper_results.csv, e.g. ("GEAR", "Table 2", "MuSiQue")), None when the file has no such row."""
+    return paper_setting_rows().get((paper, table, dataset))
