@@ -1,7 +1,8 @@
 """gear-repro-prepare: convert a native dataset into the canonical folder (docs/data.md).
 
     gear-repro-prepare --format FMT --questions FILE [--dataset NAME] [--corpus FILE] [--triples-hipporag FILE]
-                       [--limit N] [--chunk-size N [--chunk-overlap M]] [--keep-unanswerable] --out DIR
+                       [--limit N] [--chunk-size N [--chunk-overlap M]] [--keep-unanswerable]
+                       [--match-titles [--title-similarity R]] --out DIR
 
 writes DIR/corpus.jsonl, DIR/questions.jsonl, DIR/triples.jsonl (with --triples-hipporag) and
 DIR/prepare_stats.json, and prints the counts.
@@ -17,7 +18,7 @@ from typing import Any
 
 from gear_repro.data.canonical import save_corpus, save_questions, save_triples
 from gear_repro.data.chunking import chunk_corpus
-from gear_repro.data.converters import DATASETS, FORMATS, get_converter
+from gear_repro.data.converters import DATASETS, FORMATS, TITLE_SIMILARITY, get_converter
 from gear_repro.data.openie import import_hipporag_openie
 from gear_repro.types import Passage, Question
 from gear_repro.utils.errors import DataError, GearError
@@ -39,11 +40,13 @@ def _check_unique(passages: list[Passage], questions: list[Question]) -> None:
 
 def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path | None = None,
             triples_hipporag: str | Path | None = None, limit: int | None = None, chunk_size: int = 0,
-            chunk_overlap: int = 0, dataset: str | None = None, keep_unanswerable: bool = False) -> dict[str, Any]:
+            chunk_overlap: int = 0, dataset: str | None = None, keep_unanswerable: bool = False,
+            match_titles: bool = False, title_similarity: float = TITLE_SIMILARITY) -> dict[str, Any]:
     """Convert, validate and write one dataset folder; returns the stats written to prepare_stats.json.
     ``chunk_size`` > 0 splits documents into overlapping word windows (gear_repro.data.chunking); ``dataset`` is
     the source dataset recorded for the folder (required for hipporag/ircot files not named after theirs);
-    ``keep_unanswerable`` keeps MuSiQue-Full's ``answerable: false`` records, without answers and gold."""
+    ``keep_unanswerable`` keeps MuSiQue-Full's ``answerable: false`` records, without answers and gold;
+    ``match_titles`` matches title-only gold references loosely (converters.TitleMatcher; docs/data.md)."""
     if limit is not None and limit <= 0:
         raise DataError(f"--limit must be a positive number of questions, got {limit}")
     for what, path in (("questions file", questions), ("corpus file", corpus),
@@ -52,7 +55,8 @@ def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path
             require_file(path, what)
     require_dir_target(out, "--out")
     conv = get_converter(fmt)(questions, corpus=corpus, limit=limit, dataset=dataset,
-                              keep_unanswerable=keep_unanswerable)
+                              keep_unanswerable=keep_unanswerable, match_titles=match_titles,
+                              title_similarity=title_similarity)
     _check_unique(conv.passages, conv.questions)
     out = Path(out)
     stats: dict[str, Any] = dict(conv.stats)
@@ -100,6 +104,10 @@ def _summary(stats: dict[str, Any], out: Path) -> str:
     if any((stats.get("nfc_normalised") or {}).values()):
         lines.append("NFC-normalised (Unicode form; BM25 splits words in another form): " + ", ".join(
             f"{n} {kind.replace('_', ' ')}" for kind, n in stats["nfc_normalised"].items()))
+    tm = stats.get("title_matching") or {}
+    if tm.get("enabled"):
+        lines.append(f"title matching (--match-titles): {sum(tm['matched'].values())} references matched "
+                     f"{tm['matched']}, {tm['ambiguous']} ambiguous left missing; listed in prepare_stats.json")
     if stats.get("unanswerable_dropped"):
         lines.append(f"unanswerable (answerable: false): {stats['unanswerable_dropped']} dropped "
                      "(--keep-unanswerable keeps them)")
@@ -149,6 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep-unanswerable", action="store_true",
                     help="keep MuSiQue-Full's answerable: false questions, without answers and gold passages "
                          "(default: drop and count them)")
+    ap.add_argument("--match-titles", action="store_true",
+                    help="match a title-only gold reference (2Wiki evidence subjects) that no corpus title equals: "
+                         "trailing ' (...)' dropped, middle words dropped, then a close spelling; each mapping "
+                         "listed in prepare_stats.json (default: off, such references stay missing)")
+    ap.add_argument("--title-similarity", type=float, default=TITLE_SIMILARITY,
+                    help=f"difflib ratio a close spelling needs, in [0.5, 1.0] (default {TITLE_SIMILARITY})")
     ap.add_argument("--out", required=True, help="output dataset folder")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -156,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         stats = prepare(args.format, args.questions, args.out, corpus=args.corpus,
                         triples_hipporag=args.triples_hipporag, limit=args.limit,
                         chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, dataset=args.dataset,
-                        keep_unanswerable=args.keep_unanswerable)
+                        keep_unanswerable=args.keep_unanswerable, match_titles=args.match_titles,
+                        title_similarity=args.title_similarity)
     except GearError as e:
         print(f"gear-repro-prepare: error: {e}", file=sys.stderr)
         return 2

@@ -10,10 +10,13 @@ the questions' paragraphs, de-duplicated by exact (title, text), numbered "0", "
 first appearance. Gold passages are matched on normalised (title, text), then on normalised text
 alone (unique match only), or, when the source gives a title only, on normalised title. Gold that
 matches nothing is kept as ``missing:<title>`` so recall counts it as a miss and never inflates.
+A title-only reference that no corpus title equals (2Wiki's evidence subjects are Wikidata labels, its corpus has
+Wikipedia page titles) may be matched loosely on request (``match_titles``, off by default: :class:`TitleMatcher`).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import re
@@ -202,6 +205,119 @@ class CorpusIndex:
         return ids, "title" if ids else "none"
 
 
+TITLE_STEPS = ("title_parenthetical", "title_middle_words", "title_close_spelling")
+TITLE_SIMILARITY = 0.85  # --title-similarity default: difflib ratio of the close-spelling step (docs/data.md)
+TITLE_SIMILARITY_RANGE = (0.5, 1.0)  # below 0.5 two unrelated short titles match; 1.0 = the step never fires
+_TRAILING_PAREN = re.compile(r"\s*\([^()]*\)$")
+_WORD = re.compile(r"[^\s,]+")
+
+
+def _base_title(key: str) -> str:
+    """A normalised title without its trailing disambiguation: "inherent vice (film)" -> "inherent vice"."""
+    return _TRAILING_PAREN.sub("", key)
+
+
+class TitleMatcher:
+    """Loose matching of a title-only gold reference that no corpus title equals (``match_titles``; docs/data.md).
+
+    HippoRAG's reduced 2Wiki questions name their gold passages by evidence subjects, which are Wikidata labels,
+    while the corpus titles are Wikipedia page titles ("Inherent Vice" vs "Inherent Vice (film)", "Lisbet Palme" vs
+    "Lisbeth Palme"). Three steps, in order, each accepting only a single corpus title:
+
+    1. ``title_parenthetical``: the titles equal once a trailing " (...)" is dropped from either;
+    2. ``title_middle_words``: the corpus title's words are the reference's first and last word with some of the
+       words between ("Edsel Bryant Ford" -> "Edsel Ford");
+    3. ``title_close_spelling``: the one title of highest ``difflib`` ratio, at least ``threshold``.
+
+    A title that is already gold for the same question is never taken (its references name distinct entities:
+    "Archduke Ferdinand Karl of Austria-Este" is not the question's "Archduke Ferdinand Karl Joseph of
+    Austria-Este"), nor a close spelling whose best ratio a title already gold for the question shares. Where a
+    step finds several titles, the one the question's text names, else the one whose passage
+    contains another entity of the question's evidence (``hints``), is taken if it is the only such title; otherwise
+    the reference stays missing (a wrong gold passage would count a retrieved non-gold passage as a hit). A step
+    that found several titles ends the search: a later, looser step would only pick among look-alikes."""
+
+    def __init__(self, index: CorpusIndex, passages: list[Passage], threshold: float = TITLE_SIMILARITY):
+        lo, hi = TITLE_SIMILARITY_RANGE
+        if not lo <= threshold <= hi:
+            raise DataError(f"title similarity must be within [{lo}, {hi}], got {threshold}")
+        self.threshold = threshold
+        self.index = index
+        self.display: dict[str, str] = {}  # normalised title -> the corpus's spelling
+        self.text: dict[str, str] = {}  # normalised title -> normalised texts of its passages
+        self.key_of: dict[str, str] = {}  # passage id -> normalised title
+        for p in passages:
+            key = norm_title(p.title)
+            self.key_of[p.id] = key
+            self.display.setdefault(key, p.title)
+            self.text[key] = self.text.get(key, "") + " " + norm_text(p.text)
+        self.by_base: dict[str, list[str]] = defaultdict(list)
+        self.by_ends: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for key in self.display:
+            self.by_base[_base_title(key)].append(key)
+            words = _WORD.findall(key)
+            if len(words) >= 2:
+                self.by_ends[(words[0], words[-1])].append(key)
+        self.titles = list(self.display)
+
+    def _single(self, keys: list[str], question: str, hints: list[str]) -> tuple[str | None, str | None]:
+        """(the one title of ``keys`` or None, what chose it among several: "question", "evidence" or None)."""
+        if len(keys) == 1:
+            return keys[0], None
+        named = [k for k in keys if k in question]
+        if len(named) == 1:
+            return named[0], "question"
+        norm_hints = [h for h in (norm_text(x) for x in hints) if len(h) >= 3]
+        fits = [k for k in keys if any(h in self.text[k] for h in norm_hints)]
+        return (fits[0], "evidence") if len(fits) == 1 else (None, None)
+
+    def match(self, title: str, question: str = "", hints: list[str] | None = None,
+              gold: list[str] | None = None) -> tuple[list[str], str, dict[str, Any] | None]:
+        """(passage ids, how, the mapping for prepare_stats.json) of a reference of a question (its text, the other
+        entities of its evidence, the passage ids already gold for it); ([], "none" or "title_loose_ambiguous",
+        None) when no step finds a single title."""
+        taken = {self.key_of[g] for g in gold or () if g in self.key_of}
+        question, hints = norm_text(question), hints or []
+        key = norm_title(title)
+        base = _base_title(key)
+        words = _WORD.findall(key)
+        steps: list[tuple[str, list[str], dict[str, float]]] = [
+            ("title_parenthetical", [k for k in self.by_base.get(base, []) if k != key], {})]
+        if len(words) >= 3:
+            inner = [k for k in self.by_ends.get((words[0], words[-1]), [])
+                     if k != key and _is_subsequence(_WORD.findall(k), words)]
+            steps.append(("title_middle_words", inner, {}))
+        scores = {k: difflib.SequenceMatcher(None, key, k).ratio()
+                  for k in difflib.get_close_matches(key, self.titles, n=5, cutoff=self.threshold)}
+        best = max(scores.values(), default=0.0)
+        steps.append(("title_close_spelling", [k for k, r in scores.items() if r == best], scores))
+        for how, keys, ratios in steps:
+            if how == "title_close_spelling" and taken.intersection(keys):
+                # spelt as close to a title already gold for the question: a variant of that name, or a look-alike
+                return [], "title_loose_ambiguous", None
+            keys = [k for k in keys if k not in taken]
+            if not keys:
+                continue
+            found, chosen_by = self._single(keys, question, hints)
+            if found is None:
+                return [], "title_loose_ambiguous", None
+            mapping: dict[str, Any] = {"reference": title, "title": self.display[found], "how": how}
+            if how == "title_close_spelling":
+                mapping["ratio"] = round(ratios[found], 3)
+            if chosen_by:
+                mapping["chosen_by"] = f"{chosen_by}, among {len(keys)}"
+            return list(self.index.by_title[found]), how, mapping
+        return [], "none", None
+
+
+def _is_subsequence(short: list[str], long: list[str]) -> bool:
+    """``short`` is ``long`` with some words left out (order kept), and shorter."""
+    if len(short) < 2 or len(short) >= len(long):
+        return False
+    it = iter(long)
+    return all(w in it for w in short)
+
+
 # --------------------------------------------------------------------------- shared conversion
 
 @dataclass
@@ -216,6 +332,7 @@ class _Item:
     paragraphs: list[tuple[str, str]]
     gold: list[tuple[str, str | None]]
     answerable: bool = True  # MuSiQue-Full's ``answerable``
+    hints: list[str] = field(default_factory=list)  # other entities of the question (TitleMatcher's tie-break)
 
 
 @dataclass
@@ -318,8 +435,10 @@ def _check_ids(items: list[_Item]) -> None:
 
 
 def _finish(items: list[_Item], corpus_path: str | Path | None, dataset: str, fmt: str,
-            limit: int | None, needs_corpus: bool = False, keep_unanswerable: bool = False) -> Converted:
-    """Build the corpus (file or union), resolve gold references, check ids, count everything."""
+            limit: int | None, needs_corpus: bool = False, keep_unanswerable: bool = False,
+            match_titles: bool = False, title_similarity: float = TITLE_SIMILARITY) -> Converted:
+    """Build the corpus (file or union), resolve gold references, check ids, count everything; ``match_titles``
+    matches title-only references no corpus title equals with :class:`TitleMatcher`."""
     if not items:
         raise DataError(f"{fmt}: no questions in the input")
     n_in = len(items)
@@ -346,6 +465,11 @@ def _finish(items: list[_Item], corpus_path: str | Path | None, dataset: str, fm
     stats["nfc_normalised"] = dict(nfc.changed)
     index = CorpusIndex(passages)
     stats["corpus_duplicate_title_text"] = index.n_duplicate_keys
+    if not match_titles and title_similarity != TITLE_SIMILARITY:
+        raise DataError(f"a title similarity ({title_similarity}) has no effect without title matching "
+                        "(--match-titles)")
+    matcher = TitleMatcher(index, passages, title_similarity) if match_titles else None
+    loose: list[dict[str, Any]] = []
     how: Counter[str] = Counter()
     types: Counter[str] = Counter()
     q_all = q_some = q_none = q_nogold = 0
@@ -354,8 +478,14 @@ def _finish(items: list[_Item], corpus_path: str | Path | None, dataset: str, fm
     for it in items:
         gold: list[str] = []
         found = 0
-        for title, text in it.gold:
-            ids, kind = index.resolve(title, text)
+        resolved = [index.resolve(title, text) for title, text in it.gold]
+        exact = [g for ids, _ in resolved for g in ids]  # loose matching never lands on these (TitleMatcher)
+        for (title, text), (ids, kind) in zip(it.gold, resolved, strict=True):
+            if matcher is not None and not ids and text is None:
+                ids, kind, mapping = matcher.match(title, it.question, [h for h in it.hints if h != title],
+                                                   exact + gold)
+                if mapping is not None:
+                    loose.append({"question": it.id, **mapping})
             how[kind] += 1
             if ids:
                 found += 1
@@ -376,7 +506,8 @@ def _finish(items: list[_Item], corpus_path: str | Path | None, dataset: str, fm
         types[it.type] += 1
         questions.append(Question(id=it.id, question=it.question, answers=it.answers, gold_ids=gold,
                                   type=it.type, dataset=dataset))
-    n_missing = how["none"]
+    n_missing = how["none"] + how["title_loose_ambiguous"]
+    n_gold_questions = len(questions) - q_nogold
     stats.update({
         "questions": len(questions), "passages": len(passages),
         "gold_refs": sum(how.values()), "gold_found": sum(how.values()) - n_missing, "gold_not_found": n_missing,
@@ -385,6 +516,13 @@ def _finish(items: list[_Item], corpus_path: str | Path | None, dataset: str, fm
         "questions_no_gold_found": q_none, "questions_without_gold": q_nogold,
         "questions_without_answers": sum(1 for q in questions if not q.answers),
         "types": dict(sorted(types.items())), "gold_not_found_examples": examples,
+        # the recall ceiling: a question with a gold reference kept as missing can never reach recall 1
+        "gold_ceiling": {"questions_fully_mapped": q_all, "questions_with_gold": n_gold_questions,
+                         "share": round(q_all / n_gold_questions, 4) if n_gold_questions else None},
+        "title_matching": {"enabled": matcher is not None,
+                           "similarity": title_similarity if matcher is not None else None,
+                           "matched": {k: how[k] for k in TITLE_STEPS if how[k]},
+                           "ambiguous": how["title_loose_ambiguous"], "mappings": loose},
     })
     if n_missing:
         log.warning("%s: %d gold references not found in the corpus (%d questions affected); kept as '%s<title>' "
@@ -469,13 +607,15 @@ def _parse_evidence_record(ref: str, rec: dict) -> _Item:
     """HippoRAG's reduced 2Wiki record: gold = distinct evidence subjects, matched on title."""
     qid = _qid(rec, ref)
     gold: list[tuple[str, str | None]] = []
+    hints: list[str] = []
     for j, ev in enumerate(_get(rec, ref, "evidence", "evidences", typ=list)):
         if not (isinstance(ev, list) and len(ev) == 3 and isinstance(ev[0], str)):
             raise DataError(f"{ref}: evidence[{j}] should be [subject, relation, object]")
         if (ev[0], None) not in gold:
             gold.append((ev[0], None))
+        hints += [x for x in (ev[0], ev[2]) if isinstance(x, str) and x not in hints]
     answers = _answers(ref, rec.get("answer"), _string_list(rec.get("answer_aliases"), ref, "answer_aliases"))
-    return _Item(ref, qid, _question_text(rec, ref), answers, _qtype(rec, qid), [], gold)
+    return _Item(ref, qid, _question_text(rec, ref), answers, _qtype(rec, qid), [], gold, hints=hints)
 
 
 def _parse_ircot_record(ref: str, rec: dict) -> _Item:
@@ -596,10 +736,13 @@ def _with_id_aliases(ref: str, rec: dict, aliases: dict[str, list[str]]) -> dict
 def _convert(parse: Callable[[str, dict], _Item], fmt: str, fixed: str | None, needs_corpus: bool = False):
     def convert(questions: str | Path, corpus: str | Path | None = None, limit: int | None = None,
                 alias_file: str | Path | None = None, dataset: str | None = None,
-                keep_unanswerable: bool = False) -> Converted:
+                keep_unanswerable: bool = False, match_titles: bool = False,
+                title_similarity: float = TITLE_SIMILARITY) -> Converted:
         """``alias_file``: 2Wiki's id_aliases.json (default: that file beside ``questions``, if present);
         ``dataset``: the source dataset (``--dataset``; needed when neither the format nor the file name says);
-        ``keep_unanswerable``: keep ``answerable: false`` records (without answers and gold) instead of dropping them."""
+        ``keep_unanswerable``: keep ``answerable: false`` records (without answers and gold) instead of dropping them;
+        ``match_titles``: match title-only gold references loosely (:class:`TitleMatcher`, ``title_similarity`` its
+        close-spelling threshold)."""
         name, named_by = _source_dataset(fmt, fixed, dataset, questions)
         found = Path(alias_file) if alias_file is not None else Path(questions).parent / ALIAS_FILE
         aliases = load_id_aliases(found) if alias_file is not None or found.is_file() else {}
@@ -609,7 +752,8 @@ def _convert(parse: Callable[[str, dict], _Item], fmt: str, fixed: str | None, n
             items.append(parse(ref, _with_id_aliases(ref, rec, aliases)))
             items[-1].answerable = _flag(rec, ref, "answerable", default=True)
         conv = _finish(items, corpus, name, fmt, limit, needs_corpus=needs_corpus,
-                       keep_unanswerable=keep_unanswerable)
+                       keep_unanswerable=keep_unanswerable, match_titles=match_titles,
+                       title_similarity=title_similarity)
         conv.stats["dataset_from"] = named_by
         conv.stats["questions_file"] = str(questions)
         conv.stats["corpus_file"] = str(corpus) if corpus is not None else None
