@@ -14,13 +14,19 @@ from gear_repro.reporting.claims import load_claims, matches
 from gear_repro.reporting.figures import cumulative_tokens, draw_rounds, draw_tokens
 from gear_repro.reporting.runs import RunResult
 from gear_repro.reporting.tables import long_table
+from tests.helpers.paper_setting import put_on_paper_setting
 
 METRICS = {"recall@5": 40.0, "recall@10": 45.0, "recall@15": 50.0, "em": 10.0, "f1": 20.0, "n_scored": 20}
 
 
 def run_of(compose, overrides: list[str], path: Path, metrics: dict | None = None) -> RunResult:
-    cfg = validate(compose(overrides))
-    return RunResult(path, to_container(cfg), dict(metrics or METRICS))
+    """A run of ``overrides`` on the paper's MuSiQue setting (these tests look at which cell a row gets)."""
+    cfg = to_container(validate(compose(overrides)))
+    path.mkdir(parents=True, exist_ok=True)
+    probe = RunResult(path, cfg, {})
+    paper, table, _ = probe.paper_ref("EM" if probe.report.get("qa_paper") else "R@5")
+    put_on_paper_setting(path, paper, table, probe.dataset)
+    return RunResult(path, cfg, dict(metrics or METRICS))
 
 
 @pytest.mark.parametrize(("preset", "agent", "label", "paper_r5", "paper_em"), [
@@ -163,7 +169,7 @@ def test_em_f1_of_another_qa_read_are_not_table_3s_row(compose, tmp_path) -> Non
     paper = run_of(compose, base, tmp_path / "p")
     top1 = run_of(compose, [*base, "qa_reader.top_k=1"], tmp_path / "t1")
     k10 = run_of(compose, [*base, "run.ks=[10,15]"], tmp_path / "k10")
-    k10.path.mkdir(parents=True)
+    k10.path.mkdir(parents=True, exist_ok=True)
     (k10.path / "predictions.jsonl").write_text(json.dumps({  # a matched-k run: one ranking per pass
         "id": "q", "gold_ids": ["a"], "rankings": {"10": ["a"], "15": ["a"], "final": ["a"]}, "answer": "x",
         "answers": ["x"], "qa_mode": "retrieved"}) + "\n")
@@ -193,7 +199,7 @@ def test_qa_pass_note_is_read_from_a_question_that_did_not_error(compose, tmp_pa
     """An errored first question (its method failed before any k pass: rankings {"final": []}) hid "QA from the k = 10
     pass": the run's EM/F1 stood beside Table 3's top-5-of-k=5 number."""
     k10 = run_of(compose, ["experiment=table3_qa", "agent=single", "run.ks=[10,15]"], tmp_path / "k10")
-    k10.path.mkdir(parents=True)
+    k10.path.mkdir(parents=True, exist_ok=True)
     errored = {"id": "q0", "gold_ids": ["a"], "rankings": {"final": []}, "answers": ["x"], "error": "LLMCallError: x"}
     done = {"id": "q1", "gold_ids": ["a"], "rankings": {"10": ["a"], "15": ["a"], "final": ["a"]}, "answer": "x",
             "answers": ["x"], "qa_mode": "retrieved"}

@@ -18,6 +18,7 @@ from gear_repro.reporting.evidence import EvidenceOptions, QuestionSetMismatch, 
 from gear_repro.reporting.paper import paper_value
 from gear_repro.reporting.runs import find_runs
 from gear_repro.reporting.tables import long_table
+from tests.helpers.paper_setting import put_on_paper_setting
 
 CLASSES = {"bm25": "gear_repro.retrieval.BM25Retriever", "sbert": "gear_repro.retrieval.DenseRetriever",
            "hybrid": "gear_repro.retrieval.HybridRetriever", "griever": "gear_repro.methods.griever.GrieverRetriever",
@@ -757,6 +758,7 @@ def test_a_cell_the_paper_gives_under_several_settings_needs_one_named(tmp_path:
     cfg["report"] = {"method": "BM25", "qa_paper": "T2RAG", "qa_paper_table": "Table 1", "qa_setting": setting}
     (run / "config.yaml").write_text(json.dumps(cfg))
     (run / "metrics.json").write_text(json.dumps({"recall@5": 75.0, "em": 50.0, "f1": 50.0, "n_questions": 2}))
+    put_on_paper_setting(run, "T2RAG", "Table 1", "MuSiQue")
     runs = find_runs([run])
     df = long_table(runs, opts=EvidenceOptions(resamples=200))
     got = tuple(df[df.metric == m].paper.iloc[0] for m in ("EM", "F1"))

@@ -118,6 +118,17 @@ class DenseSettings:
         return cls(**{**values, **sub})
 
 
+def approximation(kind: DenseIndex, settings: DenseSettings) -> str | None:
+    """How a search of ``kind`` departs from the exact top-k, for the row label ("ivf kNN (nprobe 1, sq8 codes,
+    rerank 1)"); None for exact search and a flat scan of fp32/fp16 codes, whose rerank·k candidates re-scored
+    with the collection's own vectors gave the exact top-100 at recall 1.000 (docs/scale.md)."""
+    if kind == DenseIndex.exact or (kind == DenseIndex.flat and settings.codes != DenseCodes.sq8):
+        return None
+    detail = {DenseIndex.hnsw: [f"ef_search {settings.hnsw.ef_search}"],
+              DenseIndex.ivf: [f"nprobe {settings.ivf.nprobe}"]}.get(kind, [])
+    return f"{kind.value} kNN ({', '.join([*detail, f'{settings.codes.value} codes', f'rerank {settings.rerank}'])})"
+
+
 _FAISS_CODES = {DenseCodes.fp32: "Flat", DenseCodes.fp16: "SQfp16", DenseCodes.sq8: "SQ8"}
 _BLOCK = 65_536  # rows converted to float32 at a time while adding to an index
 

@@ -18,7 +18,14 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
-from gear_repro.backends.ann import AnnIndex, DenseIndex, DenseSettings, import_faiss, resolve_kind
+from gear_repro.backends.ann import (
+    AnnIndex,
+    DenseIndex,
+    DenseSettings,
+    approximation,
+    import_faiss,
+    resolve_kind,
+)
 from gear_repro.backends.base import DocCollection, IndexDoc
 from gear_repro.backends.tokenize import Snowball, StopWords, tokenize, tokenize_ids
 from gear_repro.types import Ranking
@@ -182,6 +189,11 @@ class MemoryCollection(DocCollection):
         return out
 
     # -- dense -------------------------------------------------------------------------------
+    @property
+    def approximation(self) -> str | None:
+        """How this collection's dense search departs from the exact top-k (:func:`ann.approximation`), or None."""
+        return approximation(self.dense_kind, self.dense)
+
     def ann_index(self) -> AnnIndex | None:
         """The faiss index of the dense search (built or read from the cache on first use); None = exact."""
         if self.dense_kind == DenseIndex.exact:

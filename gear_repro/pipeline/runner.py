@@ -43,6 +43,7 @@ from gear_repro.llm.gguf_weights import local_weights_identity
 from gear_repro.llm.ledger import call_scope
 from gear_repro.methods.base import Method
 from gear_repro.pipeline.resources import Resources
+from gear_repro.pipeline.setting import data_setting, run_setting
 from gear_repro.pipeline.wiring import build_method, build_qa_reader
 from gear_repro.prompts import prompts_hash
 from gear_repro.qa.reader import AnswerReader, pass_for_qa, score_answer
@@ -219,6 +220,7 @@ class Runner:
         self.run_dir = require_writable_dir(run_dir, "run dir")
         self.res = resources or Resources(self.cfg)
         self.timings: dict[str, float] = {}
+        self._data_setting: dict | None = None  # run.json "setting"'s corpus/questions part (one pass over the corpus)
         # EM/F1 by the dataset's official script (dataset.answer_metric, default from dataset.paper_name)
         self.answer_metric = answer_metric_for(self.cfg.dataset.get("paper_name"), self.cfg.dataset.get("answer_metric"))
 
@@ -335,6 +337,9 @@ class Runner:
             coll = self.res.built(name)
             if coll is not None:
                 rec.setdefault("index_hashes", {})[name] = getattr(coll, "content_hash", None)
+        if self._data_setting is None:
+            self._data_setting = data_setting(self.res)
+        rec["setting"] = run_setting(self.res, self._data_setting)  # what the report's placement compares
         rec.update(self.res.provenance())  # e.g. HippoRAG's graph size, build/load time (docs/baselines.md "Costs")
         emb = self.res.built("embedder")
         if emb is not None:

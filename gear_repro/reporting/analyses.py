@@ -34,8 +34,9 @@ from gear_repro.evaluation.per_question import question_values
 from gear_repro.evaluation.stats import Interval
 from gear_repro.methods.base import result_lines
 from gear_repro.reporting.evidence import EvidenceOptions, values_interval
-from gear_repro.reporting.paper import paper_value
+from gear_repro.reporting.paper import DEFAULT_PAPER, paper_value
 from gear_repro.reporting.runs import RunResult, load_predictions, read_config, read_predictions
+from gear_repro.reporting.setting import placement
 from gear_repro.reporting.tables import ci_text
 from gear_repro.utils.io import iter_jsonl
 
@@ -100,6 +101,7 @@ def density_table(runs: Sequence[RunResult], k: int = 15, opts: EvidenceOptions 
         if tf is None or not preds or run.is_qa_bound or not run.evaluates(k):
             continue
         per_passage = _triples_per_passage(str(tf))
+        where = placement(run.run_info.get("setting"), DEFAULT_PAPER, "Table 12", run.dataset)
         recall = question_values(preds, f"recall@{k}")
         bins: dict[str, list[float]] = defaultdict(list)
         for p in preds:
@@ -108,12 +110,15 @@ def density_table(runs: Sequence[RunResult], k: int = 15, opts: EvidenceOptions 
         for label, _, _ in DENSITY_BINS:
             vals = bins.get(label, [])
             metric = f"R@{k} {label}"
-            paper = paper_value("Table 12", run.method, run.dataset, metric)
+            cell = paper_value("Table 12", run.method_label, run.dataset, metric)
+            paper = cell if where.beside else None  # like for like (reporting/setting.py)
             ci = values_interval(vals, opts)
             ours = round(ci.mean, 2) if ci else None
             rows.append({"table": "Table 12", "method": run.label, "dataset": run.dataset, "metric": metric,
                          "ours": ours, **_ci_cols(ci), "paper": paper,
                          "delta": None if paper is None or ours is None else round(ours - paper, 2),
+                         "paper_other_setting": None if where.beside else cell,
+                         "setting_differs": None if where.beside or cell is None else where.why,
                          "n_in_bin": len(vals), "n_questions": len(preds), "run_dir": str(run.path)})
     return pd.DataFrame(rows)
 
@@ -147,20 +152,26 @@ def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15),
         n_max = int(_cfg(run, "agent", "max_rounds") or _cfg(run, "dataset", "max_rounds", default=4))
         for n in range(1, n_max + 1):
             derived = n < n_max
-            key = (run.label, run.method, run.dataset, length, n)
+            key = (run.label, run.method_label, run.dataset, length, n)
             if key in cells and derived and not cells[key]["derived"]:
                 continue  # an explicit max_rounds=n run wins over a derived column
             vals = {k: values_interval(list(question_values(preds, f"recall@{k}@round{n}").values()), opts)
                     for k in ks if run.evaluates(k)}
-            cells[key] = {"derived": derived, "vals": vals, "n_questions": len(preds), "run_dir": str(run.path)}
+            cells[key] = {"derived": derived, "vals": vals, "n_questions": len(preds), "run_dir": str(run.path),
+                          "where": placement(run.run_info.get("setting"), DEFAULT_PAPER, "Table 9", run.dataset)}
     rows = []
     for (label, method, dataset, length, n), c in sorted(cells.items(), key=lambda kv: (kv[0][2], kv[0][3], kv[0][4])):
         setting = f"beam length {length}, max iterations {n}"
         for k, ci in c["vals"].items():
-            paper = paper_value("Table 9", method, dataset, f"R@{k}", setting=setting)
+            cell = paper_value("Table 9", method, dataset, f"R@{k}", setting=setting)
+            where = c["where"]
+            paper = cell if where.beside else None  # like for like (reporting/setting.py)
             rows.append({"table": "Table 9", "method": label, "dataset": dataset, "beam_length": length,
                          "max_rounds": n, "metric": f"R@{k}", "ours": round(ci.mean, 2), **_ci_cols(ci),
-                         "paper": paper, "delta": None if paper is None else round(ci.mean - paper, 2), "derived_from_rounds": c["derived"],
+                         "paper": paper, "delta": None if paper is None else round(ci.mean - paper, 2),
+                         "paper_other_setting": None if where.beside else cell,
+                         "setting_differs": None if where.beside or cell is None else where.why,
+                         "derived_from_rounds": c["derived"],
                          "n_questions": c["n_questions"], "run_dir": c["run_dir"]})
     return pd.DataFrame(rows)
 

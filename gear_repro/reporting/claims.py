@@ -39,6 +39,7 @@ from gear_repro.reporting.evidence import (
 )
 from gear_repro.reporting.paper import DEFAULT_PAPER, paper_value
 from gear_repro.reporting.runs import RunResult, different_data
+from gear_repro.reporting.setting import describe_setting, placement
 from gear_repro.utils.errors import GearError
 
 CLAIMS_YAML = Path(__file__).resolve().parent.parent / "resources" / "claims.yaml"
@@ -135,6 +136,8 @@ class ClaimRow:
     run_a: str = ""
     run_b: str = ""
     note: str = ""
+    tested_on: str = ""  # the data and models of the tested runs (reporting/setting.py describe_setting)
+    paper_setting_differs: str = ""  # what differs from the setting of the paper's Δ (empty: the paper's setting)
 
 
 def decide(diff: float, low: float, high: float, p: float, direction: str, alpha: float) -> str:
@@ -250,6 +253,11 @@ def evaluate_claim(claim: dict, runs: Sequence[RunResult], opts: EvidenceOptions
                 continue
             same_ids, *_, a, b, va, vb = max(cands, key=lambda c: c[:5])
             row.run_a, row.run_b = _label(a), _label(b)
+            row.tested_on = describe_setting(a.run_info.get("setting"))
+            cell = (claim.get("paper") or {}).get("a")
+            if cell and row.paper_diff is not None:  # a claim "as the paper says" on another setting says so
+                where = placement(a.run_info.get("setting"), cell.get("paper", DEFAULT_PAPER), cell["table"], ds)
+                row.paper_setting_differs = "" if where.beside else where.why
             if claim.get("within_run"):  # the paper's cells of this run's own setting
                 for key, value in _paper(claim, ds, metric, a).items():
                     setattr(row, key, value)
@@ -321,10 +329,13 @@ def _table_rows(rows: Sequence[ClaimRow]) -> list[str]:
             continue
         ours = "–" if r.diff is None else f"{r.diff:+.1f} [{r.low:+.1f}, {r.high:+.1f}]"
         ab = "–" if r.mean_a is None else f"{r.mean_a:.1f} / {r.mean_b:.1f}"
-        paper = "–" if r.paper_diff is None else f"{r.paper_diff:+.1f} ({r.paper_a:.1f} / {r.paper_b:.1f})"
+        paper = "–" if r.paper_diff is None else f"{r.paper_diff:+.1f} ({r.paper_a:.1f} / {r.paper_b:.1f})" + (
+            " other setting" if r.paper_setting_differs else "")
         p = "–" if r.p_value is None else f"{r.p_value:.3g}"
         runs = f"{r.run_a} vs {r.run_b}" if r.run_a else ""
-        note = "; ".join(x for x in (runs, r.note) if x)
+        tested = f"tested on {r.tested_on}" if r.tested_on else ""
+        differs = f"the paper's Δ is on another setting ({r.paper_setting_differs})" if r.paper_setting_differs else ""
+        note = "; ".join(x for x in (runs, tested, differs, r.note) if x)
         verdict = f"**{r.verdict}**" if r.verdict in ("holds", "contradicted") else r.verdict
         out.append(f"| {r.claim} | {r.dataset} | {r.metric} | {verdict} | {ours} | {r.n or '–'} | {p} | {ab} | "
                    f"{paper} | {_n_needed(r)} | {note} |")
@@ -342,7 +353,9 @@ def claims_markdown(rows: Sequence[ClaimRow], opts: EvidenceOptions = DEFAULT_OP
         f"**holds**: interval on the claimed side of 0 and p < {opts.alpha}; **contradicted**: on the other side and "
         f"p < {opts.alpha}; else **inconclusive**. N needed = ⌈((z₀.₉₇₅ + z₀.₈)·sd/|Δ|)²⌉ questions for a paired "
         "test to decide it with 80% power, from the observed per-question sd of the differences. "
-        "Paper Δ: the paper's own a − b (gear_repro/resources/paper_results.csv). No multiple-testing correction. "
+        "Paper Δ: the paper's own a − b (gear_repro/resources/paper_results.csv), marked \"other setting\" where the "
+        "tested runs' data, LLM, embedder or triples are not the paper table's (the note says what differs). "
+        "No multiple-testing correction. "
         "Rules: docs/evidence.md.",
         "",
         "Rows by verdict: " + ", ".join(f"{v} {n}" for v, n in counts.items()),

@@ -33,6 +33,7 @@ from gear_repro.reporting.analyses import scored  # noqa: E402
 from gear_repro.reporting.evidence import DEFAULT_OPTIONS, EvidenceOptions, interval, values_interval  # noqa: E402
 from gear_repro.reporting.paper import DEFAULT_PAPER, paper_results  # noqa: E402
 from gear_repro.reporting.runs import RunResult, load_predictions  # noqa: E402
+from gear_repro.reporting.setting import placement  # noqa: E402
 
 HOP_ORDER = ["2hop", "3hop1", "3hop2", "4hop1", "4hop2", "4hop3"]
 HOP_LABELS = {"2hop": "2 Hop", "3hop1": "3 Hop Type 1", "3hop2": "3 Hop Type 2", "4hop1": "4 Hop Type 1",
@@ -185,14 +186,17 @@ def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evidenc
                             ha="right", fontsize=8, color="tab:gray")
         df = paper_results()
         pts = df[(df.paper == DEFAULT_PAPER) & (df.table == "Figure 2") & (df.dataset == dataset)]
+        # like for like (reporting/setting.py): the paper's points on another setting than the runs' are named so
+        on_setting = all(placement(r.run_info.get("setting"), DEFAULT_PAPER, "Figure 2", dataset).beside for r in group)
+        paper_word = "paper" if on_setting else "paper (other setting)"
         for _, p in pts.iterrows():
             if p["metric"] == f"R@{k} n=1":
                 ax.scatter([1], [p["value"]], marker="x", color="black", zorder=5)
-                ax.annotate(f"paper {p['method']} {p['value']:.1f}", (1, p["value"]), textcoords="offset points",
+                ax.annotate(f"{paper_word} {p['method']} {p['value']:.1f}", (1, p["value"]), textcoords="offset points",
                             xytext=(6, 2), fontsize=7, color="black")
             elif p["metric"] == f"R@{k}":
                 ax.axhline(p["value"], linestyle=":", color="black", linewidth=0.8)
-                ax.annotate(f"paper {p['method']} {p['value']:.1f}", (n_max, p["value"]),
+                ax.annotate(f"{paper_word} {p['method']} {p['value']:.1f}", (n_max, p["value"]),
                             textcoords="offset points", xytext=(-4, -10), ha="right", fontsize=7)
         ax.set_xticks(xs)
         ax.set_xlabel("Number of Iterations (n)")

@@ -1,5 +1,5 @@
 """The papers' published numbers (gear_repro/resources/paper_results.csv: shared/paper/paper_results.csv, plus the 18
-cells of T²RAG's Table 2, its ablations, transcribed from seed 002 §5.3 and checked against it, and HippoRAG's Table 2,
+cells of T²RAG's Table 2, its ablations, transcribed from seed 002 §5.3 and checked against it, and Gutiérrez et al. (2024)'s Table 2,
 single-step R@2/R@5, transcribed from arXiv 2405.14831 and checked against a second copy, see each row's note), and
 the settings each table was measured on (gear_repro/resources/paper_settings.csv, one row per paper × table ×
 dataset, every value cited; ``unstated`` where the paper does not say): :func:`paper_setting`."""
@@ -68,7 +68,7 @@ class PaperSetting:
 
     Counts are None where the paper does not state them (``unstated`` in the file). ``known_datasets`` names the
     entries of gear_repro/resources/known_datasets.yaml (gear_repro.data.identity.recognise) the table's data is,
-    best first (GEAR: its chunks of IRCoT's corpus, then the documents they were cut from). ``llm`` and
+    best first (GEAR: its chunks of the multi-step baseline's corpus, then the documents they were cut from). ``llm`` and
     ``embedder`` list ``|``-separated alternatives where the table has one setting (or row) per model:
     :attr:`llm_options`, :attr:`embedder_options`. ``corpus_passages`` counts the retrieval units
     (``corpus_unit``: GEAR retrieves over chunks, App. A Table 5), ``corpus_documents`` what they were cut from."""

@@ -165,7 +165,21 @@ class RunResult:
 
     @property
     def method(self) -> str:
-        """Row label: report.method if set (a preset's row name; "<it> on <base + expansion>" when the run's retriever
+        """Row label (:attr:`method_label`) naming the embedder and LLM the run used where they are not its paper
+        table's (reporting/setting.py ``model_notes``): "SBERT (all-minilm-l6-v2)"."""
+        return with_notes(self.method_label, self.model_notes)
+
+    @cached_property
+    def model_notes(self) -> tuple[str, ...]:
+        """The run's embedder and LLM where they are not those of the paper table its recall goes beside."""
+        from gear_repro.reporting.setting import model_notes
+
+        paper, table, _ = self.paper_ref("R@5")
+        return model_notes(self.run_info.get("setting"), paper, table, self.dataset)
+
+    @property
+    def method_label(self) -> str:
+        """Row label without the models: report.method if set (a preset's row name; "<it> on <base + expansion>" when the run's retriever
         or expansion is not the one ``report.paper_config`` says the paper's row used; the paper settings it differs
         in beyond the preset's ``report.axes`` in brackets, "w/ diversity (fast scorer)"), else the method's own
         label (its report hooks' ``label``, found by the class of ``agent._target_``) from the base retriever's label
@@ -219,9 +233,28 @@ class RunResult:
         encoder = config_value(self.config, "embedder.backend")
         if encoder in LOSSY_BACKENDS and self.needs_vectors:  # not the model's vectors: never the paper's row
             notes = (*notes, f"{encoder} encoder")
+        if self.needs_vectors:
+            notes = (*notes, *self.lossy_notes)
         return RowParts(base=paper_label or own, paper_label=bool(paper_label), retriever=ret,
                         expansion=exp_hooks.expansion_label if exp_hooks is not None else None, fixed_base_k=fixed,
                         notes=notes)
+
+    @property
+    def recall_ceiling(self) -> float | None:
+        """The recall no method can exceed on the run's questions and corpus (run.json ``setting.gold``; None if
+        unrecorded)."""
+        value = ((self.run_info.get("setting") or {}).get("gold") or {}).get("recall_ceiling")
+        return float(value) if isinstance(value, int | float) else None
+
+    @property
+    def lossy_notes(self) -> tuple[str, ...]:
+        """The lossy vector settings the run used (run.json): bf16 vectors or queries (recall moves, docs/encoders.md)
+        and an approximate kNN ("passages ivf kNN (nprobe 1, sq8 codes, rerank 1)")."""
+        emb = self._info("embedder")
+        bf16 = [what for what, key in (("vectors", "precision_used"), ("queries", "query_precision_used"))
+                if emb.get(key) == "bf16"]
+        approx = (self.run_info.get("setting") or {}).get("approximate_knn") or {}
+        return (*([f"bf16 {' and '.join(bf16)}"] if bf16 else []), *(f"{k} {v}" for k, v in approx.items()))
 
     @property
     def is_paper_row(self) -> bool:
@@ -273,11 +306,18 @@ class RunResult:
             return (f"{chosen} answer script",)
         return (f"{used} answer script",) if used != answer_metric_for(paper) else ()
 
-    def label_for(self, metric: str) -> tuple[str, str]:
-        """(method, label) of the row holding ``metric``: EM/F1 of a run whose K.3 read differs from Table 3's go to
-        a row naming how (``qa_notes``), never beside the paper's cell."""
+    def method_label_for(self, metric: str) -> str:
+        """The paper's row name the run's ``metric`` is looked up under: :attr:`method_label`, with how the run's K.3
+        read differs from Table 3's for EM/F1 (``qa_notes``: never beside the paper's cell)."""
         if metric in ("EM", "F1") and self.qa_notes:
-            method = with_notes(self.method, self.qa_notes)
+            return with_notes(self.method_label, self.qa_notes)
+        return self.method_label
+
+    def label_for(self, metric: str) -> tuple[str, str]:
+        """(method, label) of the row holding ``metric``: :meth:`method_label_for` naming the run's models where they
+        are not the paper's (:attr:`model_notes`), and the label with its tag."""
+        if metric in ("EM", "F1") and self.qa_notes:
+            method = with_notes(self.method_label_for(metric), self.model_notes)
             return method, f"{method} [{self.tag}]" if self.tag else method
         return self.method, self.label
 

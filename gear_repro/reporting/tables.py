@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from gear_repro.evaluation.stats import Interval
 from gear_repro.reporting.evidence import (
     DEFAULT_OPTIONS,
     EvidenceOptions,
@@ -24,6 +25,7 @@ from gear_repro.reporting.evidence import (
 )
 from gear_repro.reporting.paper import DEFAULT_PAPER, paper_settings, paper_value
 from gear_repro.reporting.runs import RunResult
+from gear_repro.reporting.setting import placement, tables_on
 from gear_repro.utils.errors import GearError
 
 DATASET_ORDER = ["MuSiQue", "2Wiki", "HotpotQA"]
@@ -31,37 +33,63 @@ DATASET_ORDER = ["MuSiQue", "2Wiki", "HotpotQA"]
 
 def long_table(runs: Sequence[RunResult], metrics: Sequence[str] | None = None,
                opts: EvidenceOptions = DEFAULT_OPTIONS) -> pd.DataFrame:
-    """One row per (run, metric): ours with its interval and N, the paper's value for the same cell, delta."""
+    """One row per (run, metric, paper table): ours with its interval and N, the paper's value for the same cell
+    (beside ours with a Δ only on the table's setting: reporting/setting.py), in the run's own paper table
+    (report.paper / report.table) and in every table of another paper measured on the run's data (a retrieval table
+    of the paper that published the run's 2Wiki set, for a run on it) that has a number for the row."""
     rows = []
     for r in runs:
         names = metrics or run_metrics(r)  # every evaluated R@k (run.ks), then EM/F1
         if r.is_qa_bound:
             names = [m for m in names if m in ("EM", "F1")]  # QA bounds: their retrieval is not evaluated
+        known = ((r.run_info.get("setting") or {}).get("known") or {}).get("names") or ()
         for m in names:
             key = metric_key(m)
             if key not in r.metrics:
                 continue
             ci = interval(r, m, opts)
             ours = ci.mean if ci is not None else float(r.metrics[key])
-            table = r.table_for(m)
-            method, label = r.label_for(m)
             ref_paper, ref_table, setting = r.paper_ref(m)
-            paper = paper_value(ref_table, method, r.dataset, m, paper=ref_paper, setting=setting)
+            paper = paper_value(ref_table, r.method_label_for(m), r.dataset, m, paper=ref_paper, setting=setting)
             if paper is None and not setting:
-                _note_ambiguous(r, ref_paper, ref_table, method, m)
-            source = "" if paper is None or (ref_paper, ref_table) == (r.paper, table) else \
-                f"{ref_paper} {ref_table}" + (f" ({setting})" if setting else "")
-            rows.append({
-                "table": table, "block": block_name(ref_paper, ref_table), "method": method, "label": label, "dataset": r.dataset, "metric": m,
-                "ours": round(ours, 2),
-                "ci_low": None if ci is None else round(ci.low, 2), "ci_high": None if ci is None else round(ci.high, 2),
-                "n": None if ci is None else ci.n, "paper": paper, "delta": None if paper is None else round(ours - paper, 2),
-                "paper_source": source,
-                "n_questions": r.metrics.get("n_scored", r.metrics.get("n_questions")),
-                "n_errors": int(r.metrics.get("n_errors") or 0),  # scored as misses (issue 9 §2)
-                "dataset_name": r.config.get("dataset", {}).get("name"), "run_dir": str(r.path),
-            })
+                _note_ambiguous(r, ref_paper, ref_table, r.method_label_for(m), m)
+            rows.append(_row(r, m, ours, ci, ref_paper, ref_table, setting, paper))
+            for other_paper, other_table in tables_on(known, r.dataset):
+                if other_paper in (r.paper, ref_paper):  # the run's own paper: its table is the preset's choice
+                    continue
+                value = paper_value(other_table, r.method_label_for(m), r.dataset, m, paper=other_paper)
+                if value is not None:
+                    rows.append(_row(r, m, ours, ci, other_paper, other_table, None, value,
+                                     extra=f"{other_paper} {other_table}"))
     return pd.DataFrame(rows)
+
+
+def _row(r: RunResult, m: str, ours: float, ci: Interval | None, ref_paper: str, ref_table: str,
+         setting: str | None, paper: float | None, extra: str | None = None) -> dict:
+    """One cell of the long table: the run's ``m`` under ``ref_paper``'s ``ref_table``, with the paper's number
+    beside it (and Δ) only where the run is on that table's setting, else apart with what differs; ``extra``: the
+    table ("HippoRAG Table 2") of a row added for another paper's table measured on the run's data."""
+    table = r.table_for(m)
+    method, label = r.label_for(m)
+    where = placement(r.run_info.get("setting"), ref_paper, ref_table, r.dataset)
+    own = (ref_paper, ref_table) == (r.paper, table)
+    source = "" if paper is None or own else f"{ref_paper} {ref_table}" + (f" ({setting})" if setting else "")
+    return {
+        "table": table if extra is None else extra, "block": block_name(ref_paper, ref_table),
+        "method": method, "label": label, "dataset": r.dataset, "metric": m, "ours": round(ours, 2),
+        "ci_low": None if ci is None else round(ci.low, 2), "ci_high": None if ci is None else round(ci.high, 2),
+        "n": None if ci is None else ci.n,
+        "paper": paper if where.beside else None,
+        "delta": None if paper is None or not where.beside else round(ours - paper, 2),
+        "paper_other_setting": None if where.beside else paper,
+        "setting_differs": None if where.beside or paper is None else where.why,
+        "subset": where.subset if paper is not None else None,
+        "recall_ceiling": r.recall_ceiling if m.startswith("R@") else None,
+        "paper_source": source,
+        "n_questions": r.metrics.get("n_scored", r.metrics.get("n_questions")),
+        "n_errors": int(r.metrics.get("n_errors") or 0),  # scored as misses
+        "dataset_name": r.config.get("dataset", {}).get("name"), "run_dir": str(r.path),
+    }
 
 
 def _note_ambiguous(run: RunResult, paper: str, table: str, method: str, metric: str) -> None:
@@ -93,9 +121,17 @@ def ci_text(ours: float, low: float | None, high: float | None, n: int | None) -
 def _cell(row: pd.Series) -> str:
     n = row.get("n")
     ours = ci_text(row["ours"], row.get("ci_low"), row.get("ci_high"), row["n_questions"] if pd.isna(n) else n)
+    ceiling = row.get("recall_ceiling")
+    if ceiling is not None and not pd.isna(ceiling) and ceiling < 100:  # gold passages missing from the corpus
+        ours = f"{ours} ≤{ceiling:.1f}"
     if row["paper"] is None or pd.isna(row["paper"]):
-        return ours
-    return f"{ours} ({row['paper']:.1f}, {row['delta']:+.1f})"
+        other = row.get("paper_other_setting")
+        if other is None or pd.isna(other):
+            return ours
+        return f"{ours} {{paper, other setting: {other:.1f}}}"  # no Δ: not the paper's setting (setting_differs)
+    subset = row.get("subset")
+    on = "" if subset is None or pd.isna(subset) else f"; {subset}"
+    return f"{ours} ({row['paper']:.1f}, {row['delta']:+.1f}{on})"
 
 
 def wide_table(long: pd.DataFrame) -> pd.DataFrame:
@@ -124,11 +160,22 @@ def wide_table(long: pd.DataFrame) -> pd.DataFrame:
 
 
 def sources_note(long: pd.DataFrame) -> str:
-    """A footnote naming the paper table of rows whose bracketed numbers come from another paper."""
-    if "paper_source" not in long.columns:
-        return ""
-    src = long[long["paper_source"].fillna("") != ""].drop_duplicates(["method", "paper_source"])
-    return "\n".join(f"Paper numbers of {r.method}: {r.paper_source}." for r in src.itertuples())
+    """Footnotes: the paper table of rows whose bracketed numbers come from another paper, and what differs from
+    the paper's setting where its number stands apart ("{paper, other setting: ...}")."""
+    notes = []
+    if "paper_source" in long.columns:
+        src = long[long["paper_source"].fillna("") != ""].drop_duplicates(["method", "paper_source"])
+        notes += [f"Paper numbers of {r.method}: {r.paper_source}." for r in src.itertuples()]
+    if "recall_ceiling" in long.columns:
+        capped = long[long["recall_ceiling"].fillna(100) < 100].drop_duplicates(["label", "dataset"])
+        notes += [f"{r.label} on {r.dataset}: ≤{r.recall_ceiling:.1f} is the recall ceiling, gold passages of some "
+                  "questions are not in the corpus (counted as misses, as the reference evaluations do)."
+                  for r in capped.itertuples()]
+    if "setting_differs" in long.columns:
+        other = long[long["setting_differs"].fillna("") != ""].drop_duplicates(["label", "dataset", "setting_differs"])
+        notes += [f"{r.label} on {r.dataset}: the paper's number is on another setting ({r.setting_differs}), "
+                  "so no Δ." for r in other.itertuples()]
+    return "\n".join(f"- {n}" for n in notes)
 
 
 def write_tables(long: pd.DataFrame, out_dir: str | Path, stem: str = "table") -> dict[str, Path]:
@@ -146,8 +193,8 @@ def write_tables(long: pd.DataFrame, out_dir: str | Path, stem: str = "table") -
         flat.columns = [f"{d} {m}" for d, m in wide.columns]
         n = sorted({int(x) for x in sub["n"].dropna()} or {int(x) for x in sub["n_questions"].dropna()})  # cells' N
         notes = sources_note(sub)
-        md_parts.append(f"### {table}: ours [95% bootstrap CI] n=questions (paper, Δ) — questions per run: {n}\n\n"
-                        + flat.to_markdown() + "\n" + (f"\n{notes}\n" if notes else ""))
+        md_parts.append(f"### {table}: ours [95% bootstrap CI] n=questions (paper, Δ on the paper's setting) — "
+                        f"questions per run: {n}\n\n" + flat.to_markdown() + "\n" + (f"\n{notes}\n" if notes else ""))
         tex_parts.append(f"% {table}: ours [95% bootstrap CI] n=questions (paper, delta)\n" + wide.to_latex(multicolumn=True, escape=True))
     paths["md"].write_text("\n".join(md_parts), encoding="utf-8")
     paths["tex"].write_text("\n".join(tex_parts), encoding="utf-8")

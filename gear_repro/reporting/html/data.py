@@ -342,19 +342,20 @@ def question_detail(cols: Sequence[Column], qid: str, dc: DatasetCorpora, depth:
 
 
 # -- the overview ------------------------------------------------------------------------------------------------
-def sample_note(run: RunResult) -> str | None:
-    """Why this run's numbers are not on the paper's data (a bundled sample, a question subset), else None."""
-    d = run.config.get("dataset") or {}
-    n = run.metrics.get("n_scored", run.metrics.get("n_questions"))
-    name = str(d.get("name", ""))
-    if name.endswith("_sample") or "sample" in Path(str(d.get("path", ""))).name:
-        return (f"{n} questions of the bundled {d.get('paper_name', name)} sample ({name}: its own small corpus); "
-                "the paper's number is on the full test split and corpus")
-    subset = run.metrics.get("question_ids")
-    if d.get("limit") or d.get("limit_passages") or (subset is not None and d.get("subset") != "first"):
-        return (f"a {n}-question subset ({d.get('subset', 'first')}) of {name}; the paper's number is on the full "
-                "test split")
-    return None
+def setting_note(run: RunResult) -> str | None:
+    """Why this run's numbers are not on its paper table's setting (the corpus, questions, LLM, embedder or triples
+    that differ: reporting/setting.py), or that its questions are a subset of the table's; None on the setting."""
+    from gear_repro.reporting.setting import placement
+
+    paper, table, _ = run.paper_ref("R@5")
+    where = placement(run.run_info.get("setting"), paper, table, run.dataset)
+    if not where.beside:
+        return f"not {paper} {table}'s setting: {where.why}"
+    return f"{where.subset} of {paper} {table}'s question set" if where.subset else None
+
+
+def _text(x: Any) -> str | None:
+    return x if isinstance(x, str) and x else None
 
 
 def _num(x: Any) -> float | None:
@@ -370,7 +371,6 @@ def paper_tables(table_csv: Path, runs: Sequence[RunResult]) -> list[dict[str, A
     from gear_repro.reporting.tables import DATASET_ORDER
 
     long = pd.read_csv(table_csv, dtype={"paper_source": str})
-    notes = {str(r.path): sample_note(r) for r in runs}
     out = []
     for table, sub in long.groupby("block", sort=False):
         datasets = sorted(sub["dataset"].unique(), key=lambda d: (DATASET_ORDER.index(d) if d in DATASET_ORDER else 99, d))
@@ -388,12 +388,18 @@ def paper_tables(table_csv: Path, runs: Sequence[RunResult]) -> list[dict[str, A
                 r = hit.iloc[0]
                 ours, low, high, n = _num(r["ours"]), _num(r["ci_low"]), _num(r["ci_high"]), _num(r["n"])
                 paper, delta = _num(r["paper"]), _num(r["delta"])
-                cells.append({"ours": ours, "lo": low, "hi": high, "n": n, "paper": paper, "delta": delta,
+                other = _num(r.get("paper_other_setting"))  # the paper's number on another setting: no Δ, no colour
+                differs, subset = _text(r.get("setting_differs")), _text(r.get("subset"))
+                paper_text = (f"({paper:.1f}, {delta:+.1f})" if paper is not None
+                              else f"{{paper, other setting: {other:.1f}}}" if other is not None else None)
+                cells.append({"ours": ours, "lo": low, "hi": high, "n": n, "paper": paper if paper is not None else other,
+                              "delta": delta, "paper_text": paper_text,
                               "text": ci_text(ours, low, high, int(n) if n is not None else _num(r["n_questions"])),
-                              "paper_text": None if paper is None else f"({paper:.1f}, {delta:+.1f})",
                               "source": r.get("paper_source") if isinstance(r.get("paper_source"), str) else "",
                               "errors": int(_num(r.get("n_errors")) or 0),
-                              "sample": notes.get(str(r["run_dir"])) if paper is not None else None})
+                              "sample": (f"not the paper's setting: {differs}" if differs
+                                         else f"{subset} of the paper's question set" if subset and paper is not None
+                                         else None)})
             rows.append({"label": label, "cells": cells})
         out.append({"title": str(table), "columns": [{"dataset": d, "metric": m} for d, m in cols], "rows": rows})
     return out
@@ -453,7 +459,7 @@ def run_provenance(run: RunResult) -> dict[str, Any]:
                   "index_hashes": info.get("index_hashes") or {}, "subset": subset, "packages": env.get("packages") or {},
                   "host": env.get("host"), "timings": info.get("timings") or {}, "config": config,
                   "n_questions": run.metrics.get("n_questions"), "n_errors": int(run.metrics.get("n_errors") or 0),
-                  "errors": errors[:50], "notes": list(run.notes), "sample": sample_note(run)})
+                  "errors": errors[:50], "notes": list(run.notes), "sample": setting_note(run)})
 
 
 def unfinished_rows(unfinished: Sequence[UnfinishedRun]) -> list[dict[str, Any]]:

@@ -122,8 +122,10 @@
           const td = el("td", { class: "cell", dataset: { dataset: c.dataset, metric: c.metric, label: r.label } });
           append(td, [el("span", { class: "ours", text: x.text })]);
           if (x.paper_text) {
-            append(td, [" ", el("span", { class: "paperv " + (x.delta >= 0 ? "pos" : "neg"), text: x.paper_text,
-              title: "paper " + num(x.paper, 1) + (x.source ? " (" + x.source + ")" : "") + ", Δ = ours − paper" })]);
+            const other = x.delta === null || x.delta === undefined;  // the paper's number on another setting: no Δ
+            append(td, [" ", el("span", { class: "paperv " + (other ? "other" : x.delta >= 0 ? "pos" : "neg"), text: x.paper_text,
+              title: "paper " + num(x.paper, 1) + (x.source ? " (" + x.source + ")" : "") +
+                (other ? ", measured on another setting (see the note): no Δ" : ", Δ = ours − paper") })]);
           }
           if (x.sample) {
             let i = notes.indexOf(x.sample);
@@ -136,7 +138,7 @@
         return cells;
       })));
     const table = el("table", { class: "paper", id: "paper-table-" + ti }, el("thead", null, head1, head2), el("tbody", null, body));
-    return [el("h3", { text: t.title + ": ours [95% CI] n=questions (paper, Δ)" }), el("div", { class: "scroll" }, table),
+    return [el("h3", { text: t.title + ": ours [95% CI] n=questions (paper, Δ on the paper's setting)" }), el("div", { class: "scroll" }, table),
       notes.length ? el("ol", { class: "footnotes" }, notes.map((n, i) => el("li", { text: "†" + (i + 1) + " " + n }))) : null];
   }
   function genericTable(t, id) {
@@ -417,7 +419,9 @@
     const outside = V.gold.filter((g) => !ranking.includes(g));
     if (outside.length) {
       append(panel, [el("h4", { text: "Gold passages outside the top " + k }), el("ul", null, outside.map((g) =>
-        el("li", null, passage(V, g, null, true), " — " + (M.gold_rank[g] ? "rank " + M.gold_rank[g] + " of the final list" : "not in the saved list (" + M.depth_saved + " ids)"))))]);
+        el("li", null, passage(V, g, null, true), " — " + (M.gold_rank[g] ? "rank " + M.gold_rank[g] + " of the final list"
+          : !V.unavailable && !V.passages[g] ? "gold passage not in the corpus (no method can retrieve it)"
+          : "not in the saved list (" + M.depth_saved + " ids)"))))]);
     }
     if (M.answer !== undefined || M.qa_raw !== undefined) {
       append(panel, [el("h4", { text: "Answer" }), kvTable([["answer", M.answer === null ? "(none)" : M.answer], ["EM", pct(M.em, 0)], ["F1", pct(M.f1, 1)],

@@ -1,0 +1,94 @@
+"""What a run was measured on: run.json ``setting``, the record the report's like-for-like placement reads
+(gear_repro/reporting/setting.py; DESIGN.md "Outputs": a paper's number stands beside ours only on the paper table's
+setting, recognised by content, never by a name).
+
+The corpus and question set are recorded by content (:mod:`gear_repro.data.identity`) with the known data set they
+are, if any; the LLM only when the run built one, the embedder only when a component of the run embeds, the triples
+only when the run built the triple collection or graph: a setting the run never used is no difference from the
+paper's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gear_repro.data.identity import dataset_identity, known_sets, recognise
+from gear_repro.pipeline.resources import Resources
+from gear_repro.types import Question
+from gear_repro.utils.io import read_json_object
+
+# HippoRAG's OpenIE output files name their LLM: openie_<set>_results_ner_<model>_<passages>.json
+_OPENIE_NAME = re.compile(r"_ner_(?P<llm>.+?)_\d+\.json$")
+
+
+def triples_source(dataset_path: Path, triples_path: Path | None) -> dict[str, Any] | None:
+    """Where a run's triples came from: a stage=extract run's triples.jsonl (its config.yaml names the LLM, GEAR
+    App. K.1), or the HippoRAG OpenIE file gear-repro-prepare imported (prepare_stats.json; the LLM from its file
+    name); ``{"source": "unrecorded"}`` for a hand-made file. None without triples."""
+    if triples_path is None:
+        return None
+    config = triples_path.parent / "config.yaml"
+    if config.is_file():
+        from omegaconf import OmegaConf
+
+        cfg = OmegaConf.load(config)
+        if cfg.get("stage") == "extract":
+            return {"source": "extraction", "llm": str(OmegaConf.select(cfg, "llm.model", default="") or "") or None}
+    stats_path = dataset_path / "prepare_stats.json"
+    imported = (read_json_object(stats_path).get("triples") or {}) if stats_path.is_file() else {}
+    if isinstance(imported, dict) and imported.get("file"):
+        found = _OPENIE_NAME.search(Path(str(imported["file"])).name)
+        return {"source": "HippoRAG OpenIE", "llm": found["llm"] if found else None}
+    return {"source": "unrecorded", "llm": None}
+
+
+def gold_ceiling(questions: Sequence[Question], corpus: Mapping[str, Any]) -> dict[str, Any]:
+    """The recall no method can exceed on these questions over this corpus: the mean share of each question's gold
+    ids that are in the corpus (recall@k's own average, docs/data.md), and how many questions have all of theirs."""
+    golds = [q.gold_ids for q in questions if q.gold_ids]
+    shares = [sum(g in corpus for g in gold) / len(gold) for gold in golds]
+    return {"recall_ceiling": round(100 * sum(shares) / len(shares), 2) if shares else None,
+            "questions_fully_mapped": sum(s == 1 for s in shares), "questions_with_gold": len(golds)}
+
+
+def data_setting(res: Resources) -> dict[str, Any]:
+    """The corpus and questions by content and the known data set they are, with the paper tables measured on it
+    (a pass over the corpus: computed once per run)."""
+    ds = res.dataset
+    ident = dataset_identity(ds)
+    known = recognise(ident["corpus"], ident["questions"])
+    questions = {k: v for k, v in ident["questions"].items() if k != "ids" and v is not None}  # the hash stands for them
+    questions["in_file"] = int((ds.selection or {}).get("of") or questions["questions"])
+    out: dict[str, Any] = {"corpus": ident["corpus"], "questions": questions, "known": None,
+                           "gold": gold_ceiling(ds.questions, ds.passage_by_id)}
+    if known is not None:
+        tables = {k.name: k.used_by for k in known_sets()}
+        out["known"] = {"name": known.name, "names": [known.name, *known.alternatives], "source": known.source,
+                        "split": known.split,
+                        "corpus_matched_by": known.corpus_matched_by,
+                        "questions_matched_by": known.questions_matched_by, "questions": known.questions,
+                        "questions_of": known.questions_of,
+                        "used_by": sorted({t for n in (known.name, *known.alternatives) for t in tables.get(n, ())})}
+    return out
+
+
+def run_setting(res: Resources, data: dict[str, Any]) -> dict[str, Any]:
+    """run.json ``setting``: ``data`` (:func:`data_setting`), and the LLM, embedder and triples the run used."""
+    out = dict(data)
+    if res.built("llm") is not None:
+        out["llm"] = str(res.cfg.llm.get("model"))
+    emb = res.built("embedder")
+    if emb is not None and res.needs_vectors:
+        desc = emb.describe()
+        out["embedder"] = {"model": str(desc.get("model")), "precision": desc.get("precision_used"),
+                           "query_precision": desc.get("query_precision_used")}
+        approx = {name: getattr(res.built(name), "approximation", None) for name in ("passages", "triples")}
+        if any(approx.values()):  # an approximate kNN is a lossy setting the row label names
+            out["approximate_knn"] = {k: v for k, v in approx.items() if v}
+    if res.built("triples") is not None or res.built("triple_index") is not None:
+        ds = res.dataset
+        out["triples"] = triples_source(Path(ds.path), ds.triples_path)
+    return out

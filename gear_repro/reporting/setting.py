@@ -1,0 +1,150 @@
+"""Like for like: whether a paper's number may stand beside a run's (DESIGN.md "Outputs").
+
+A paper's cell stands beside ours, with a Δ, only when the run is on that table's setting: its corpus and questions
+are the table's data set (recognised by content or the paper's counts, run.json ``setting.known``;
+gear_repro/data/identity.py), or a subset of its questions ("100 of 500 questions"), and the LLM, embedder and
+triples the run used are the table's (gear_repro/resources/paper_settings.csv). Otherwise the paper's number is
+shown apart, as "paper, other setting", with what differs named ("corpus 1,890 vs 139,416 passages; LLM
+qwen2.5-coder-1.5b vs gpt-4o-mini"). Nothing here reads a dataset's name or path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gear_repro.reporting.paper import PaperSetting, paper_setting, paper_setting_rows
+
+NOT_A_MODEL = ("", "unstated", "none", "n/a", "nan")  # paper_settings.csv words (and their "(...)" glosses)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the paper's number of a cell goes: ``beside`` ours with a Δ, else apart with ``differs`` named;
+    ``subset``: "100 of 500 questions" when the run holds part of the table's question set."""
+
+    beside: bool
+    differs: tuple[str, ...] = ()
+    subset: str | None = None
+
+    @property
+    def why(self) -> str:
+        return "; ".join(self.differs)
+
+
+def _options(value: str | None) -> tuple[str, ...]:
+    """The models a paper setting names ("a|b": one setting per model), without the words for none or unstated."""
+    out = []
+    for option in str(value or "").split("|"):
+        option = option.strip()
+        if option.split(" (", 1)[0].strip().lower() not in NOT_A_MODEL:
+            out.append(option)
+    return tuple(out)
+
+
+def _model_key(name: str) -> str:
+    """A model name as compared: lower case, no hub organisation ("sentence-transformers/all-mpnet-base-v2")."""
+    return name.strip().lower().rsplit("/", 1)[-1]
+
+
+def same_model(ours: str, paper: str) -> bool:
+    """Whether two model names are one model: equal names, or one the other's dated snapshot ("gpt-4o-mini" and
+    "gpt-4o-mini-2024-07-18")."""
+    a, b = _model_key(ours), _model_key(paper)
+    return a == b or a.startswith(f"{b}-20") or b.startswith(f"{a}-20")
+
+
+def _model_differs(ours: str | None, paper: str | None) -> str | None:
+    """The paper's model(s) when the run used another, else None (the run used none, or the paper names none)."""
+    theirs = _options(paper)
+    if not ours or not theirs or any(same_model(ours, t) for t in theirs):
+        return None
+    return " / ".join(theirs)
+
+
+def _count(n: Any) -> str:
+    return f"{int(n):,}" if isinstance(n, int | float) and n == n else "?"
+
+
+def _data_differs(setting: dict, ps: PaperSetting) -> tuple[str, str]:
+    """How the run's corpus and questions differ from the table's (its known data set is none the table was
+    measured on): "corpus 1,890 vs 148,793 passages", "questions 100 train vs 500 test (...)"."""
+    corpus, questions = setting.get("corpus") or {}, setting.get("questions") or {}
+    known = setting.get("known") or {}
+    n, theirs = corpus.get("passages"), ps.corpus_passages
+    data = (f"corpus {_count(n)} vs {_count(theirs)} passages" if theirs and n != theirs
+            else f"corpus {known.get('source') or f'of {_count(n)} passages, not a known data set'} vs "
+                 f"{ps.corpus_source}")
+    ours_q = f"{_count(questions.get('questions'))} {known.get('split') or ''}".strip()
+    return data, f"questions {ours_q} vs {_count(ps.questions_count)} {ps.questions_split}".replace("? ", "")
+
+
+def placement(setting: dict | None, paper: str, table: str, dataset: str) -> Placement:
+    """Where the paper's cell of ``paper`` ``table`` on ``dataset`` goes for a run whose run.json ``setting`` is
+    ``setting`` (None: a run from before settings were recorded)."""
+    if not setting:
+        return Placement(False, ("the run records no setting (run.json from before like-for-like placement; re-run "
+                                 "it to compare)",))
+    ps = paper_setting(paper, table, dataset)
+    key = f"{paper} {table}"
+    if ps is None:
+        return Placement(False, (f"{key}'s setting on {dataset} is not recorded (paper_settings.csv)",))
+    known = setting.get("known") or {}
+    differs: list[str] = []
+    subset = None
+    if set(known.get("names") or ()) & set(ps.known_datasets) and known.get("questions_matched_by") not in (None, "none"):
+        if known.get("questions", 0) < known.get("questions_of", 0):
+            subset = f"{_count(known['questions'])} of {_count(known['questions_of'])} questions"
+    else:
+        differs.extend(_data_differs(setting, ps))
+    if theirs := _model_differs(setting.get("llm"), ps.llm):
+        differs.append(f"LLM {setting['llm']} vs {theirs}")
+    emb = (setting.get("embedder") or {}).get("model")
+    if theirs := _model_differs(emb, ps.embedder):
+        differs.append(f"embedder {_model_key(emb)} vs {theirs}")
+    triples = setting.get("triples") or {}
+    if triples and (theirs := " / ".join(_options(ps.triples_llm))):
+        ours = triples.get("llm")
+        if not ours or _model_differs(ours, ps.triples_llm):
+            differs.append(f"triples by {ours or 'an unrecorded LLM'} ({triples.get('source')}) vs {theirs}")
+    return Placement(not differs, tuple(differs), subset)
+
+
+def model_notes(setting: dict | None, paper: str, table: str, dataset: str) -> tuple[str, ...]:
+    """The embedder and LLM a run used where they are not the paper table's, for its row label ("all-minilm-l6-v2",
+    "LLM qwen2.5-coder-1.5b-instruct-q4_k_m")."""
+    ps = paper_setting(paper, table, dataset) if setting else None
+    if ps is None:
+        return ()
+    emb = (setting.get("embedder") or {}).get("model")
+    return (*([_model_key(emb)] if _model_differs(emb, ps.embedder) else []),
+            *([f"LLM {setting['llm']}"] if _model_differs(setting.get("llm"), ps.llm) else []))
+
+
+def describe_setting(setting: dict | None) -> str:
+    """A run's setting in words: "bundled MuSiQue sample ... (1,890 passages; 100 questions); embedder
+    all-minilm-l6-v2; LLM qwen2.5-coder-1.5b-instruct-q4_k_m" ("" without a recorded setting)."""
+    if not setting:
+        return ""
+    known = setting.get("known") or {}
+    corpus, questions = setting.get("corpus") or {}, setting.get("questions") or {}
+    sizes = f"{_count(corpus.get('passages'))} passages; {_count(questions.get('questions'))} questions"
+    if known.get("questions", 0) < known.get("questions_of", 0):
+        sizes = f"{_count(corpus.get('passages'))} passages; {_count(known['questions'])} of {_count(known['questions_of'])} questions"
+    parts = [f"{known['source']} ({sizes})" if known.get("source") else f"an unrecognised data set ({sizes})"]
+    if (setting.get("embedder") or {}).get("model"):
+        parts.append(f"embedder {_model_key(setting['embedder']['model'])}")
+    if setting.get("llm"):
+        parts.append(f"LLM {setting['llm']}")
+    if setting.get("triples"):
+        t = setting["triples"]
+        parts.append(f"triples {t.get('source')}" + (f" ({t['llm']})" if t.get("llm") else ""))
+    return "; ".join(parts)
+
+
+def tables_on(known_names: Sequence[str], dataset: str) -> list[tuple[str, str]]:
+    """(paper, table) of every paper table measured on one of the known data sets ``known_names`` (a run's
+    run.json ``setting.known.names``) for ``dataset``: the reference numbers a run's own data has."""
+    names = set(known_names)
+    return [(p, t) for (p, t, d), ps in paper_setting_rows().items() if d == dataset and names & set(ps.known_datasets)]
