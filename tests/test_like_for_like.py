@@ -1,0 +1,168 @@
+"""Like for like (reporting/setting.py): a paper's number stands beside a run's, with a Δ, only when the run is on
+the paper table's setting (its data recognised by content or the paper's counts, its LLM, embedder and triples the
+table's); otherwise it stands apart, naming what differs. One test per placement rule."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from gear_repro.reporting.runs import find_runs
+from gear_repro.reporting.setting import describe_setting, placement, same_model
+from gear_repro.reporting.tables import long_table, write_tables
+from tests.helpers.paper_setting import paper_setting_record
+
+PAPER_BM25 = {"R@5": 33.8, "R@10": 38.5, "R@15": 41.3}  # GEAR Table 2, BM25, MuSiQue
+
+
+def fake_run(root: Path, setting: dict | None, name: str = "run", retriever: str = "bm25") -> Path:
+    """A finished BM25 run on 4 questions (R@5 = 50) whose run.json records ``setting``."""
+    run = root / name
+    run.mkdir(parents=True)
+    preds = [{"id": f"q{i}", "gold_ids": ["a", "b"], "answers": ["x"], "type": "2hop",
+              "rankings": {"final": ["a" if i % 2 else "z", "y1", "y2", "y3", "y4"]}} for i in range(4)]
+    (run / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
+    (run / "metrics.json").write_text(json.dumps({"recall@5": 25.0, "n_questions": 4,
+                                                  "question_ids": [p["id"] for p in preds]}))
+    cfg = {"dataset": {"name": "anything", "paper_name": "MuSiQue"}, "run": {"ks": [5]},
+           "retriever": {"_target_": "gear_repro.retrieval.base.BM25Retriever", "name": retriever},
+           "expansion": {"_target_": "gear_repro.methods.gear.expansion.NoExpansion", "name": "none"},
+           "agent": {"_target_": "gear_repro.methods.single.SingleStep", "name": "single"}, "report": {}}
+    (run / "config.yaml").write_text(json.dumps(cfg))
+    if setting is not None:
+        (run / "run.json").write_text(json.dumps({"setting": setting}))
+    return run
+
+
+def r5(run_dir: Path) -> pd.Series:
+    df = long_table(find_runs([run_dir]))
+    return df[df.metric == "R@5"].iloc[0]
+
+
+def test_on_the_papers_setting_the_paper_stands_beside_with_a_delta(tmp_path: Path) -> None:
+    row = r5(fake_run(tmp_path, paper_setting_record()))
+    assert row.paper == PAPER_BM25["R@5"] and row.delta == pytest.approx(row.ours - 33.8)
+    assert pd.isna(row.paper_other_setting) and pd.isna(row.setting_differs) and pd.isna(row.subset)
+
+
+def test_a_subset_of_the_papers_questions_is_beside_and_labelled_n_of_n(tmp_path: Path) -> None:
+    run = fake_run(tmp_path, paper_setting_record(questions=100))
+    row = r5(run)
+    assert row.paper == 33.8 and row.subset == "100 of 500 questions"
+    out = write_tables(long_table(find_runs([run])), tmp_path / "rep")
+    assert "(33.8, " in out["md"].read_text() and "; 100 of 500 questions)" in out["md"].read_text()
+
+
+def test_another_llm_or_embedder_stands_apart_and_names_them(tmp_path: Path) -> None:
+    setting = paper_setting_record(llm="qwen2.5-coder-1.5b-instruct-q4_k_m",
+                                   embedder={"model": "all-MiniLM-L6-v2", "precision": "fp32"})
+    run = fake_run(tmp_path, setting)
+    row = r5(run)
+    assert pd.isna(row.paper) and pd.isna(row.delta) and row.paper_other_setting == 33.8
+    assert row.setting_differs == ("LLM qwen2.5-coder-1.5b-instruct-q4_k_m vs gpt-4o-mini-2024-07-18; "
+                                   "embedder all-minilm-l6-v2 vs all-mpnet-base-v2")
+    assert row.method == "BM25 (all-minilm-l6-v2, LLM qwen2.5-coder-1.5b-instruct-q4_k_m)"
+    md = write_tables(long_table(find_runs([run])), tmp_path / "rep")["md"].read_text()
+    assert "{paper, other setting: 33.8}" in md and "+" not in md.split("\n\n")[1].split("{paper")[0][-8:]
+    assert "the paper's number is on another setting (LLM qwen2.5-coder" in md
+
+
+def test_the_papers_dated_model_names_are_its_models() -> None:
+    assert same_model("gpt-4o-mini", "gpt-4o-mini-2024-07-18") and same_model("gpt-4o-mini-2024-07-18", "gpt-4o-mini")
+    assert same_model("sentence-transformers/all-mpnet-base-v2", "all-mpnet-base-v2")
+    assert not same_model("gpt-4o", "gpt-4o-mini") and not same_model("all-MiniLM-L6-v2", "all-mpnet-base-v2")
+    rec = paper_setting_record(llm="gpt-4o-mini", embedder={"model": "sentence-transformers/all-mpnet-base-v2"})
+    assert placement(rec, "GEAR", "Table 2", "MuSiQue").beside
+
+
+def test_a_run_without_a_recorded_setting_stands_apart(tmp_path: Path) -> None:
+    row = r5(fake_run(tmp_path, None))
+    assert pd.isna(row.paper) and row.paper_other_setting == 33.8 and "records no setting" in row.setting_differs
+
+
+def test_the_bundled_sample_through_the_runner_stands_apart_with_its_sizes(sample_dir: Path, tmp_path: Path,
+                                                                          compose) -> None:
+    """The demo's BM25 row sat as "49.3 (33.8, +15.5)" beside GEAR's 500 test questions over 148,793 chunks."""
+    from gear_repro.pipeline.runner import Runner
+
+    cfg = compose(["retriever=bm25", "run.progress=false"])
+    Runner(cfg, tmp_path / "bm25").run()
+    setting = json.loads((tmp_path / "bm25" / "run.json").read_text())["setting"]
+    assert setting["known"]["name"] == "musique_train_100" and setting["known"]["corpus_matched_by"] == "content"
+    assert setting["corpus"]["passages"] == 1890 and "llm" not in setting and "embedder" not in setting
+    row = r5(tmp_path / "bm25")
+    assert pd.isna(row.paper) and row.paper_other_setting == 33.8 and row.ours == pytest.approx(49.33, abs=0.01)
+    assert row.setting_differs == ("corpus 1,890 vs 148,793 passages; "
+                                   "questions 100 train vs 500 test (IRCoT's sub-sampled test cases)")
+    assert describe_setting(setting).startswith("bundled MuSiQue sample")
+
+
+def test_a_renamed_copy_of_the_sample_is_still_the_sample(sample_dir: Path, tmp_path: Path, compose) -> None:
+    """The check was a name test (a dataset name ending in _sample): a copy under another name was "the paper's row"."""
+    from gear_repro.pipeline.runner import Runner
+
+    copy = tmp_path / "my_musique_test_split"
+    shutil.copytree(sample_dir, copy)
+    lines = (copy / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    (copy / "corpus.jsonl").write_text("\n".join(reversed(lines)) + "\n", encoding="utf-8")  # another order too
+    cfg = compose(["retriever=bm25", "run.progress=false", f"dataset.path={copy}", "dataset.name=musique_full"])
+    Runner(cfg, tmp_path / "run").run()
+    setting = json.loads((tmp_path / "run" / "run.json").read_text())["setting"]
+    assert setting["known"]["name"] == "musique_train_100"
+    row = r5(tmp_path / "run")
+    assert pd.isna(row.paper) and row.paper_other_setting == 33.8 and "corpus 1,890 vs 148,793" in row.setting_differs
+
+
+def test_a_run_on_the_hipporag_2wiki_set_gets_that_papers_table_with_a_delta(shared_data: Path, tmp_path: Path,
+                                                                              compose) -> None:
+    """HippoRAG's own 2Wiki set (its 6,119 passages, 300 of its 1,000 questions): GEAR's Table 2 cell apart (its 490,454
+    chunks of IRCoT's corpus), HippoRAG's Table 2 BM25 R@2/R@5 beside, "300 of 1,000 questions"; R@2 a column."""
+    from gear_repro.cli.prepare import prepare
+    from gear_repro.pipeline.runner import Runner
+
+    data = tmp_path / "2wiki"
+    prepare("2wiki_hipporag", shared_data / "2wiki_sample" / "2wikimultihopqa_questions_300.json", data,
+            corpus=shared_data / "2wiki_sample" / "2wikimultihopqa_corpus.json")
+    cfg = compose(["dataset=2wiki", f"dataset.path={data}", "dataset.name=2wiki_hipporag", "retriever=bm25",
+                   "run.ks=[2,5]", "run.progress=false"])
+    Runner(cfg, tmp_path / "run").run()
+    runs = find_runs([tmp_path / "run"])
+    df = long_table(runs)
+    gear = df[(df.table == "Table 2") & (df.metric == "R@5")].iloc[0]
+    assert pd.isna(gear.paper) and gear.paper_other_setting == 59.5 and "6,119 vs 490,454" in gear.setting_differs
+    hippo = df[df.table == "HippoRAG Table 2"].set_index("metric")
+    assert list(hippo.index) == ["R@2", "R@5"]
+    assert hippo.loc["R@2", "paper"] == 51.8 and hippo.loc["R@5", "paper"] == 61.9
+    assert hippo.loc["R@5", "subset"] == "300 of 1,000 questions"
+    assert hippo.loc["R@5", "delta"] == pytest.approx(hippo.loc["R@5", "ours"] - 61.9, abs=0.01)
+    ceiling = runs[0].recall_ceiling
+    assert ceiling is not None and 85 < ceiling < 100  # 75 of 737 gold references are not in the corpus
+    assert hippo.loc["R@5", "recall_ceiling"] == ceiling
+
+
+def test_a_claim_names_the_setting_it_was_tested_on(tmp_path: Path) -> None:
+    from gear_repro.reporting.claims import claims_markdown, evaluate_claims, load_claims
+
+    rec = paper_setting_record(embedder={"model": "all-MiniLM-L6-v2"})
+    a = fake_run(tmp_path, rec, "a", retriever="hybrid")
+    b = fake_run(tmp_path, rec, "b", retriever="bm25")
+    for run, target in ((a, "HybridRetriever"), (b, "BM25Retriever")):
+        cfg = json.loads((run / "config.yaml").read_text())
+        cfg["retriever"]["_target_"] = f"gear_repro.retrieval.base.{target}"
+        cfg["embedder"] = {"model": "all-MiniLM-L6-v2"}
+        (run / "config.yaml").write_text(json.dumps(cfg))
+    claims = [{"id": "hyb", "text": "hybrid > bm25", "direction": "greater", "metrics": ["R@5"], "same": ["dataset.name"],
+               "a": {"retriever._target_": "HybridRetriever"}, "b": {"retriever._target_": "BM25Retriever"},
+               "paper": {"a": {"table": "Table 2", "method": "Hybrid", "setting": "single-step, gpt-4o-mini"},
+                         "b": {"table": "Table 2", "method": "BM25", "setting": "single-step, gpt-4o-mini"}}}]
+    assert load_claims  # the bundled file's format is the one above (docs/evidence.md)
+    rows = evaluate_claims(find_runs([tmp_path]), claims)
+    assert rows[0].paper_diff is not None
+    assert rows[0].tested_on.endswith("embedder all-minilm-l6-v2")
+    assert rows[0].paper_setting_differs == "embedder all-minilm-l6-v2 vs all-mpnet-base-v2"
+    md = claims_markdown(rows)
+    assert "other setting" in md and "tested on" in md
