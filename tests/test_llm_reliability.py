@@ -177,8 +177,10 @@ def test_secret_query_parameter_rules() -> None:
     assert is_secret_override("llm.params", "{extra_query: {code: S2}}")
     assert is_secret_override("llm.params.extra_query", "{sig: S1, api-version: v}")
     assert not is_secret_override("llm.params.extra_query.api-version", "2024")
-    LLMClient(model="m", base_url="http://127.0.0.1:9/v1", params={"extra_query": {"sig": "SIG-in-an-error-77"}},
-              cache=False)
+    from omegaconf import OmegaConf
+
+    params = OmegaConf.create({"extra_query": {"sig": "SIG-in-an-error-77"}})  # as Hydra's instantiate passes it
+    LLMClient(model="m", base_url="http://127.0.0.1:9/v1", params=params, cache=False)
     assert redact_text("failed: SIG-in-an-error-77") == "failed: ***"  # registered: masked in any message
 
 

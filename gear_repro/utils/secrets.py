@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Mapping
 
 MASK = "***"
 # userinfo up to the authority's *last* @ (as urllib and httpx split it: a password holding an @ is masked whole)
@@ -68,14 +69,14 @@ def mask_query(params: object) -> object:
 def register_query_secrets(params: object) -> None:
     """Register the values of secret-named query parameters under any ``*query`` key of a request-param map
     (``llm.params.extra_query``), so :func:`redact_text` masks them in any log line or error that quotes them."""
-    if not isinstance(params, dict):
+    if not isinstance(params, Mapping):  # a dict, or Hydra's DictConfig as instantiate passes it
         return
     for key, value in params.items():
-        if is_query_key(key) and isinstance(value, dict):
+        if is_query_key(key) and isinstance(value, Mapping):
             for name, v in value.items():
                 if is_secret_param(name) and v not in (None, ""):
                     register_secret(v)
-        elif isinstance(value, dict):
+        elif isinstance(value, Mapping):
             register_query_secrets(value)
 
 
