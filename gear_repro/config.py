@@ -42,7 +42,7 @@ from gear_repro.data.dataset import MissingGold, Subset
 from gear_repro.embedding.precision import Precision, QueryPrecision
 from gear_repro.embedding.runtimes import EncoderBackend
 from gear_repro.evaluation.metrics import AnswerMetric
-from gear_repro.llm.cache import LLMCacheMode
+from gear_repro.llm.cache import LOCK_TIMEOUT_RANGE, LLMCacheMode
 from gear_repro.llm.client import PARAM_RANGES, REPLY_BYTES_RANGE
 from gear_repro.llm.server import PROMPT_CACHE_BYTES, PROMPT_CACHE_BYTES_RANGE, PromptCache
 from gear_repro.methods.gear.agent import GistDocs, GistEmpty, GistFirstRound, QueryChoice
@@ -67,7 +67,7 @@ from gear_repro.methods.t2rag.method import (
 from gear_repro.qa.reader import QAMode
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import REPO_DIR, cache_dir
-from gear_repro.utils.secrets import MASK, is_header_key, is_secret_key, redact_text
+from gear_repro.utils.secrets import MASK, is_header_key, is_query_key, is_secret_key, mask_query, redact_text
 from gear_repro.utils.settings import Choice, check_number, choice, enum_of, num, refuse_unknown
 
 __all__ = ["GROUP_SCHEMAS", "NODE_SCHEMAS", "choice", "group_config", "num", "redact", "to_container", "validate"]
@@ -245,6 +245,8 @@ class LLMSchema:
     cache_dir: str | None = None
     cache_mode: LLMCacheMode = LLMCacheMode.auto  # SQLite journal of the reply cache (llm/cache.py)
     record_prompts: bool = False  # keep each call's messages and reply in predictions.jsonl (the explorer shows them)
+    cache_lock_timeout_s: float = num(300.0, **LOCK_TIMEOUT_RANGE)  # one cache access's wait for a lock (llm/cache.py)
+    check_endpoint: bool = True  # start-up: a TCP connection to the endpoint (or its proxy) must open (llm/client.py)
     server: LLMServerSchema | None = None
     context_window: int | None = num(None, ge=1)  # model's window in tokens (prompt + reply); null = unknown, no fitting
 
@@ -621,8 +623,8 @@ def redact(obj: Any) -> Any:
     """A copy of a plain config container with secrets replaced by '***': secret-looking keys, every value under
     a ``*headers`` key, URL userinfo and registered secret values in any string (gear_repro/utils/secrets.py)."""
     if isinstance(obj, dict):
-        return {k: (MASK if _secret(k, v) else _mask_headers(v) if is_header_key(k) else redact(v))
-                for k, v in obj.items()}
+        return {k: (MASK if _secret(k, v) else _mask_headers(v) if is_header_key(k)
+                    else redact(mask_query(v)) if is_query_key(k) else redact(v)) for k, v in obj.items()}
     if isinstance(obj, list):
         return [redact(v) for v in obj]
     if isinstance(obj, str):

@@ -153,7 +153,7 @@ def test_cache_miss_then_hit_and_deterministic_replay(fake: FakeOpenAI, make_cli
     c2 = make_client()
     r3 = c2.chat(msgs(), stage="read", round_no=1)
     assert r3.cached and r3.text == r1.text and c2.stats()["cache_hits"] == 1 and len(fake.requests) == 2
-    assert c.stats() | {} == {"calls": 3, "cache_hits": 1, "cache_misses": 2, "retries": 0, "failures": 0, "echoed": 0,
+    assert c.stats() | {} == {"calls": 3, "cache_hits": 1, "cache_misses": 2, "retries": 0, "failures": 0, "echoed": 0, "truncated": 0,
                               "prompt_tokens": 33, "completion_tokens": 15, "cache_hit_rate": 0.3333,
                               "endpoint": fake.url, "cache_mode": "wal"}
 

@@ -28,6 +28,7 @@ from omegaconf.errors import InterpolationToMissingValueError, MissingMandatoryV
 
 import gear_repro.config  # noqa: F401  (registers ${repo:} and ${cache:})
 from gear_repro.llm.client import looks_like_env_name
+from gear_repro.llm.server import check_server_overrides
 from gear_repro.utils.errors import ConfigError, GearError
 from gear_repro.utils.lock import RunDirInUse, RunDirLock
 from gear_repro.utils.paths import cache_dir, config_dir
@@ -129,7 +130,7 @@ def _warn_context_dropped(stats: object, cfg: DictConfig) -> None:
 def _warn_reply_failures(stats: object) -> None:
     """One warning naming the methods' counters of LLM replies that did not parse (``ReportHooks.reply_failures``),
     when any is non-zero: such questions are scored, each method handling the reply as its reading says."""
-    from gear_repro.llm.parsing import ECHO_COUNTER
+    from gear_repro.llm.parsing import ECHO_COUNTER, TRUNCATED_COUNTER
     from gear_repro.methods import report_hooks
 
     if not isinstance(stats, dict):
@@ -146,6 +147,10 @@ def _warn_reply_failures(stats: object) -> None:
               "repeat was parsed, an empty rest counts as a reply that did not parse. A server that echoes the "
               "prompt or a model without its chat template gives this (docs/llm.md, 'Replies that echo the "
               "prompt')", file=sys.stderr)
+    truncated = stats.get(TRUNCATED_COUNTER)
+    if isinstance(truncated, int) and truncated > 0:
+        print(f"WARNING: {truncated} LLM replies were cut off at max_tokens ({TRUNCATED_COUNTER}, finish_reason "
+              "'length') and parsed as they are: raise llm.max_tokens (or the component's max_tokens)", file=sys.stderr)
 
 
 class QuestionsFailed(RuntimeError):
@@ -311,6 +316,7 @@ def submits_to_slurm(argv: list[str]) -> bool:
 def main() -> None:
     try:
         sys.argv[1:] = protect_argv(sys.argv[1:])
+        check_server_overrides(sys.argv[1:])  # llm.server.* under an LLM without one: Hydra's traceback otherwise
         cache_dir()  # $GEAR_CACHE must be a folder: refused once here, not once per question
         if submits_to_slurm(sys.argv[1:]):
             check_controller()

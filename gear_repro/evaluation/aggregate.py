@@ -17,7 +17,7 @@ from statistics import mean, median
 import numpy as np
 
 from gear_repro.evaluation.metrics import MetricError, answer_metric_of, exact_match, f1_score, recall_at_k
-from gear_repro.llm.parsing import ECHO_COUNTER
+from gear_repro.llm.parsing import ECHO_COUNTER, TRUNCATED_COUNTER
 from gear_repro.utils.errors import DataError
 
 
@@ -108,6 +108,9 @@ def agent_stats(preds: Sequence[dict]) -> dict:
         echoed = sum(1 for c in p.get("llm_calls") or [] if c.get("echo"))
         if echoed:  # replies that repeated their prompt (llm.parsing.strip_echo): any method, any stage
             out[ECHO_COUNTER] += echoed
+        truncated = sum(1 for c in p.get("llm_calls") or [] if c.get("truncated"))
+        if truncated:  # replies cut off at max_tokens (the client marks them): any method, any stage
+            out[TRUNCATED_COUNTER] += truncated
     if out.get("hipporag_searches"):
         out["hipporag_no_entity_rate"] = out["hipporag_no_entity"] / out["hipporag_searches"]
         out["hipporag_ner_failed_rate"] = out.get("hipporag_ner_failed", 0) / out["hipporag_searches"]

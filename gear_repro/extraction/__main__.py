@@ -21,6 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from gear_repro.config import group_config
 from gear_repro.extraction.extract import extract_triples, extraction_error
+from gear_repro.llm.server import check_server_overrides
 from gear_repro.utils.errors import GearError
 from gear_repro.utils.secrets import install_log_redaction, is_secret_override, redact_text, register_override
 
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> None:
         if is_secret_override(key.lstrip("+~"), value):
             register_override(key.lstrip("+~"), value)
     try:
+        check_server_overrides([f"llm={a.llm}", *(llm_override(kv) for kv in a.set)])
         _run(a)
     except (GearError, OmegaConfBaseException, HydraException, OSError) as e:
         cause = e.__cause__ if isinstance(e.__cause__, GearError) else e  # a setting refused while instantiating

@@ -14,7 +14,8 @@ from gear_repro.llm.client import LLMReply
 
 class LLM(Protocol):
     """An LLM client: ``chat`` records every call in the run's token ledger under ``stage`` and ``round_no``;
-    ``check_ready`` is the start-up check (credentials; no network), ``check_params`` that of request params
+    ``check_ready`` is the start-up check (credentials, the model file and server flags, a TCP connection to an
+    endpoint the harness does not start; no request sent), ``check_params`` that of request params
     (``llm.params``, a component's ``llm_params``: ConfigError naming ``<key>.<name>``); ``stats`` its counters (``llm_stats.json``);
     ``close`` stops what it started (a local server).
 

@@ -13,7 +13,9 @@ local server (``llm.server``) are identified by the model name alone. No API key
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -21,10 +23,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.errors import ConfigError, GearError
 from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.paths import cache_dir
-from gear_repro.utils.settings import Choice, choice
+from gear_repro.utils.settings import Choice, check_number, choice
+
+log = logging.getLogger(__name__)
+_UNKNOWN_HOLDER = "a process not in this machine's lock table (another machine on a network file system?)"
 
 
 def request_key(model: str, messages: list[dict], params: dict[str, Any], endpoint: str | None = None) -> str:
@@ -95,14 +100,73 @@ def resolve_cache_mode(mode: str, directory: str | Path, mounts: str | Path = "/
     return "journal" if filesystem_type(directory, mounts) in NETWORK_FILE_SYSTEMS else "wal"
 
 
-class LLMCache:
-    """``get(key) -> dict | None`` and ``put(key, model, value)`` over a shared SQLite file; ``mode`` = llm.cache_mode."""
+# the range of llm.cache_lock_timeout_s: how long one cache access waits in all for a lock another process holds
+LOCK_TIMEOUT_RANGE = {"gt": 0, "ge": None, "le": 86400, "lt": None}
+_LOCK_SLICE_S = 5.0  # SQLite's busy timeout per try: a wait longer than this is logged, naming the holder
+_LOCK_LOG_EVERY_S = 60.0  # then said again this often while it lasts
 
-    def __init__(self, directory: str | Path | None = None, mode: str = "auto"):
+
+class LLMCacheLocked(GearError):
+    """The reply cache stayed locked by another process for ``llm.cache_lock_timeout_s``."""
+
+
+def lock_holders(path: str | Path, locks: str | Path = "/proc/locks") -> list[str]:
+    """Who holds a POSIX lock on the SQLite file ``path`` or its ``-wal``/``-shm``/``-journal`` companions, from the
+    kernel's lock table (Linux ``/proc/locks``): ``pid N (command line)`` per process, write locks first; [] when the
+    table cannot be read or lists none (a process on another machine of a network file system)."""
+    inodes = set()
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(OSError):
+            st = os.stat(f"{path}{suffix}")
+            inodes.add(st.st_ino)
+    try:
+        lines = Path(locks).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    writers: dict[int, None] = {}
+    readers: dict[int, None] = {}
+    for line in lines:
+        parts = line.split()
+        if "->" in parts:  # a waiter (blocked on the lock), not a holder
+            continue
+        if len(parts) < 6 or not parts[4].lstrip("-").isdigit():
+            continue
+        try:
+            inode = int(parts[5].rsplit(":", 1)[-1])
+        except ValueError:
+            continue
+        pid = int(parts[4])
+        if inode in inodes and pid > 0:
+            (writers if parts[3] == "WRITE" else readers)[pid] = None
+    return [_describe_pid(pid) for pid in [*writers, *(p for p in readers if p not in writers)]]
+
+
+def _describe_pid(pid: int) -> str:
+    """``pid N (its command line)``, ``this process`` for our own (another thread's connection)."""
+    if pid == os.getpid():
+        return f"pid {pid} (this process)"
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        cmd = ""
+    from gear_repro.utils.secrets import redact_text
+
+    return f"pid {pid} ({redact_text(cmd)[:160]})" if cmd else f"pid {pid}"
+
+
+class LLMCache:
+    """``get(key) -> dict | None`` and ``put(key, model, value)`` over a shared SQLite file; ``mode`` = llm.cache_mode;
+    ``lock_timeout_s`` (llm.cache_lock_timeout_s) bounds how long one access waits for another process's lock in all:
+    past ``_LOCK_SLICE_S`` the wait is logged naming the file and the holder, past the bound it is an
+    :class:`LLMCacheLocked` error (before, 60 s of busy timeout x 20 tries per access passed in silence)."""
+
+    def __init__(self, directory: str | Path | None = None, mode: str = "auto", lock_timeout_s: float = 300.0):
         self.dir = Path(directory) if directory else cache_dir() / "llm_cache"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / "cache.sqlite3"
         self.mode = resolve_cache_mode(mode, self.dir)
+        check_number("llm.cache_lock_timeout_s", lock_timeout_s, LOCK_TIMEOUT_RANGE)
+        self.lock_timeout_s = float(lock_timeout_s)
         self._local = threading.local()
         try:
             self._retry(lambda: self._conn().execute(
@@ -115,27 +179,45 @@ class LLMCache:
                               f"replies may be recoverable: sqlite3 {self.path} .recover); move it aside or set "
                               "llm.cache_dir to another folder") from None
 
-    @staticmethod
-    def _retry(fn: Any, attempts: int = 20) -> Any:
-        """Run ``fn``, retrying while another process holds a lock SQLite's busy timeout did not cover."""
-        for i in range(attempts):
+    def _retry(self, fn: Any) -> Any:
+        """Run ``fn``, trying again while another process holds a lock, for ``lock_timeout_s`` in all (each try waits
+        up to SQLite's busy timeout); the wait is logged once it passes ``_LOCK_SLICE_S`` (and every
+        ``_LOCK_LOG_EVERY_S`` after), naming the file and who holds it; then :class:`LLMCacheLocked`."""
+        t0 = time.monotonic()
+        said = 0.0
+        while True:
             try:
                 return fn()
             except sqlite3.OperationalError as e:
-                if "locked" not in str(e) and "busy" not in str(e) or i == attempts - 1:
+                if "locked" not in str(e) and "busy" not in str(e):
                     raise
-                time.sleep(0.05 * (i + 1))
-        return None
+                waited = time.monotonic() - t0
+                if waited >= self.lock_timeout_s:
+                    holders = lock_holders(self.path)
+                    raise LLMCacheLocked(
+                        f"the LLM reply cache {self.path} stayed locked for {waited:.0f} s "
+                        f"(llm.cache_lock_timeout_s={self.lock_timeout_s:g}), held by "
+                        f"{', '.join(holders) if holders else _UNKNOWN_HOLDER}: end or wait for that process, or "
+                        "give this run its own cache (llm.cache_dir)") from None
+                if waited >= _LOCK_SLICE_S and waited - said >= (_LOCK_LOG_EVERY_S if said else _LOCK_SLICE_S):
+                    said = waited
+                    holders = lock_holders(self.path)
+                    log.warning("waiting %.0f s so far for the LLM reply cache %s, locked by %s (gives up after "
+                                "llm.cache_lock_timeout_s=%g s)", waited, self.path,
+                                ", ".join(holders) if holders else _UNKNOWN_HOLDER, self.lock_timeout_s)
+                time.sleep(0.05)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            conn.execute("PRAGMA busy_timeout=60000")
+            # short busy timeouts: _retry bounds the whole wait (lock_timeout_s) and says what it waits on
+            slice_s = min(_LOCK_SLICE_S, self.lock_timeout_s)
+            conn = sqlite3.connect(self.path, timeout=slice_s, isolation_level=None)
+            conn.execute(f"PRAGMA busy_timeout={int(slice_s * 1000)}")
             want = "wal" if self.mode == "wal" else "delete"  # a journal change needs a brief exclusive lock
             try:
                 got = str(self._retry(lambda: conn.execute(f"PRAGMA journal_mode={want}").fetchone()[0])).lower()
-            except sqlite3.OperationalError:
+            except (sqlite3.OperationalError, LLMCacheLocked):
                 got = "wal (held by another process)"
             if got != want:
                 conn.close()
@@ -157,4 +239,4 @@ class LLMCache:
             "INSERT OR REPLACE INTO replies (key, model, value, created) VALUES (?, ?, ?, ?)", row))
 
     def __len__(self) -> int:
-        return int(self._conn().execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+        return int(self._retry(lambda: self._conn().execute("SELECT COUNT(*) FROM replies").fetchone()[0]))

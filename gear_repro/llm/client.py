@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING, Any
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from gear_repro.llm.cache import LLMCache, endpoint_identity, request_key
-from gear_repro.llm.deadline import DeadlineTransport
-from gear_repro.llm.gguf_weights import local_weights_identity
+from gear_repro.llm.deadline import DeadlineTransport, ReplyTooLarge
+from gear_repro.llm.gguf_weights import served_weights
 from gear_repro.llm.ledger import TokenLedger
 from gear_repro.llm.parsing import strip_echo
 from gear_repro.llm.tokens import count_messages, count_text
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError, GearError
-from gear_repro.utils.secrets import header_secret, redact_text
+from gear_repro.utils.secrets import header_secret, redact_text, register_query_secrets
 from gear_repro.utils.settings import Range, check_number, range_text
 
 if TYPE_CHECKING:
@@ -76,10 +76,19 @@ class LLMReply:
 
 
 def _malformed_types() -> tuple[type[BaseException], ...]:
-    """2xx replies that are not a chat completion: retried by the harness (the SDK does not)."""
+    """Replies retried by the harness (the SDK does not): 2xx bodies that are not a chat completion, and bodies
+    longer than ``llm.max_reply_bytes`` (:class:`~gear_repro.llm.deadline.ReplyTooLarge`, raised inside the transport,
+    which the SDK passes on without a retry)."""
     import openai
 
-    return (MalformedReply, openai.APIResponseValidationError, json.JSONDecodeError)
+    return (MalformedReply, ReplyTooLarge, openai.APIResponseValidationError, json.JSONDecodeError)
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    """A request that reached no server (refused, DNS, proxy), not a timeout of one that did."""
+    import openai
+
+    return isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError)
 
 
 def _transport_retryable(exc: BaseException) -> bool:
@@ -199,19 +208,23 @@ class LLMClient:
         ledger: TokenLedger | None = None,
         context_window: int | None = None,
         record_prompts: bool = False,
+        cache_lock_timeout_s: float = 300.0,
+        check_endpoint: bool = True,
     ):
         if not model:
             raise ConfigError("llm.model must be set")
         check_env_name(api_key_env)
         self.model = model
         self.base_url = base_url
-        # part of the cache key: what serves `model` (a URL, or a GGUF file the harness serves given by path)
+        # part of the cache key: what serves `model` (a URL, or the weights and reply-changing flags of the server the
+        # harness starts: gguf_weights.served_weights)
         self.endpoint = endpoint_identity(base_url) or (
-            local_weights_identity(dict(server).get("model_path")) if server and not base_url else None)
+            served_weights({"model": model, "server": server}) if server and not base_url else None)
         self.api_key_env = api_key_env
         self.default_params: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens,
                                                **dict(params or {})}
         self.check_params(dict(params or {}), "llm.params")
+        register_query_secrets(self.default_params)
         self.timeout_s = float(timeout_s)
         check_number("llm.max_reply_bytes", max_reply_bytes, REPLY_BYTES_RANGE)
         self.max_reply_bytes = None if max_reply_bytes is None else int(max_reply_bytes)
@@ -220,7 +233,9 @@ class LLMClient:
         self.concurrency = max(1, int(concurrency))
         self._in_flight = threading.BoundedSemaphore(self.concurrency)  # requests in flight, from any thread
         self._in_flight_keys: dict[str, threading.Event] = {}  # cache keys being requested (single flight)
-        self.cache = LLMCache(cache_dir, cache_mode) if cache else None
+        self.cache = LLMCache(cache_dir, cache_mode, cache_lock_timeout_s) if cache else None
+        self.check_endpoint = bool(check_endpoint)
+        self._start_error: GearError | None = None  # a failed server start, raised again instead of retried
         self.server_cfg = dict(server) if server else None
         if context_window is not None and int(context_window) < 1:
             raise ConfigError(f"llm.context_window must be a positive number of tokens or null, got {context_window}")
@@ -261,17 +276,51 @@ class LLMClient:
         return header_secret(os.environ.get(self.api_key_env), f"the environment variable {self.api_key_env}")
 
     def check_ready(self) -> None:
-        """Start-up check (no network): a hosted endpoint (no base_url, no local server) needs its key set; a server
-        the harness starts needs its model file (``llm.server.model_path``), found without assembling it; a key
-        set must fit in an HTTP header."""
+        """Start-up check, before the first question: a hosted endpoint (no base_url, no local server) needs its key
+        set; a server the harness starts needs its model file (``llm.server.model_path``, found without assembling
+        it) and ``llm.server.extra_args`` that its command line accepts (:meth:`LlamaServer.check_args`, without
+        loading the model); a key set must fit in an HTTP header; and an endpoint the harness does not start must
+        accept a connection (:meth:`check_reachable`; ``llm.check_endpoint=false`` skips it, to replay a fully
+        cached run without the endpoint). Before, each of these failed every question in turn."""
         key = self._api_key()
         if self.base_url is None and self.server_cfg is None and not key:
             raise ConfigError(f"no API key: set the environment variable {self.api_key_env} "
                               "(or give llm.base_url for a local/self-hosted endpoint)")
         if self.base_url is None and self.server_cfg is not None:
             from gear_repro.llm.gguf_weights import check_model_path
+            from gear_repro.llm.server import LlamaServer
 
             check_model_path(str(self.server_cfg.get("model_path")))
+            cfg = dict(self.server_cfg)
+            LlamaServer(str(cfg.pop("model_path")), alias=self.model,
+                        **(cfg | {"extra_args": list(cfg.get("extra_args") or [])})).check_args()
+        elif self.check_endpoint:
+            self.check_reachable()
+
+    def target_url(self) -> str:
+        """The URL requests go to: ``llm.base_url``, else the SDK's (``OPENAI_BASE_URL``, else the hosted API)."""
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+
+    def check_reachable(self, timeout_s: float = 10.0) -> None:
+        """ConfigError naming ``llm.base_url`` and the route (proxy or not) unless a TCP connection to the endpoint, or
+        to the proxy the environment names for it, opens within ``min(timeout_s, llm.timeout_s)``: no request is sent
+        (nothing is billed)."""
+        import socket
+
+        from gear_repro.llm.proxy import connect_address
+
+        url = self.target_url()
+        host, port, r = connect_address(split_query(url)[0] or url)
+        try:
+            with socket.create_connection((host, port), timeout=min(timeout_s, self.timeout_s)):
+                return
+        except OSError as e:
+            where = f"the proxy {host}:{port}" if r.proxy else f"{host}:{port}"
+            setting = "llm.base_url" if self.base_url else "llm.base_url (null: the SDK's default endpoint)"
+            raise ConfigError(f"{setting}={redact_text(url)} is not reachable: no connection to {where} "
+                              f"({type(e).__name__}: {redact_text(str(e))}); requests go {r.describe()}. Start the "
+                              "server or fix the URL; llm.check_endpoint=false skips this check (a fully cached "
+                              "run needs no endpoint)") from None
 
     def _ensure_client(self) -> Any:
         """The ``openai.OpenAI`` object, starting the local server first if configured."""
@@ -284,9 +333,15 @@ class LLMClient:
 
             base_url = self.base_url
             if base_url is None and self.server_cfg is not None:
-                if self.server is None:
-                    self.server = self.new_server()
-                base_url = self.server.start()
+                if self._start_error is not None:  # one failed start per run, not one per question
+                    raise self._start_error
+                try:
+                    if self.server is None:
+                        self.server = self.new_server()
+                    base_url = self.server.start()
+                except GearError as e:
+                    self._start_error = e
+                    raise
             key = self._api_key()
             if not key:
                 if base_url is None:
@@ -372,7 +427,7 @@ class LLMClient:
         retried inside the SDK (``max_retries``). Every extra HTTP attempt counts in ``stats()["retries"]``."""
 
         def log_retry(state: Any) -> None:
-            log.warning("LLM call to %s: malformed reply (%s); retry %d/%d in %.2fs", self.model,
+            log.warning("LLM call to %s: unusable reply (%s); retry %d/%d in %.2fs", self.model,
                         type(state.outcome.exception()).__name__, state.attempt_number, self.max_retries,
                         state.next_action.sleep)
 
@@ -388,8 +443,14 @@ class LLMClient:
             exhausted = isinstance(e, _malformed_types()) or _transport_retryable(e)
             kind = "retries exhausted" if exhausted else "non-retryable"
             detail = str(e) if e.__cause__ is None or str(e.__cause__) in str(e) else f"{e} ({e.__cause__})"
+            route = ""
+            if _is_connection_error(e):  # behind a required proxy the bare "Connection error." gave no hint
+                from gear_repro.llm.proxy import route as proxy_route
+
+                target = self.server.base_url if self.server is not None else self.target_url()
+                route = f"; to {redact_text(target)}, {proxy_route(target).describe()}"
             raise LLMCallError(f"LLM call to {self.model} failed ({kind} after {max(1, self._attempts.n)} "
-                               f"attempt(s)): {type(e).__name__}: {redact_text(detail)[:300]}") from e
+                               f"attempt(s)): {type(e).__name__}: {redact_text(detail)[:300]}{route}") from e
         finally:
             self._bump(retries=max(0, self._attempts.n - 1))
 
@@ -441,11 +502,28 @@ class LLMClient:
         if echoed:  # the methods parse the completion; the raw reply stays in the cache and the ledger's record
             self._bump(echoed=1)
             reply = replace(reply, text=text)
+        truncated = reply.finish_reason == "length"
+        if truncated:
+            self._warn_truncated(stage, req)
         self.ledger.add(stage=stage, round=round_no, prompt_tokens=reply.prompt_tokens,
                         completion_tokens=reply.completion_tokens, cached=reply.cached, latency_s=reply.latency_s,
                         model=reply.model, tokens_source=reply.tokens_source, ok=True, error=None,
-                        **({"echo": True} if echoed else {}), **self._recorded(messages, raw))
+                        **({"echo": True} if echoed else {}), **({"truncated": True} if truncated else {}),
+                        **self._recorded(messages, raw))
         return reply
+
+    def _warn_truncated(self, stage: str, req: Mapping[str, Any]) -> None:
+        """Count a reply cut off at ``max_tokens`` (``finish_reason`` "length"; cached ones too) and warn at the first
+        of this client's: the methods parse what came ("Answer: Par" is scored as "Par"), which before went unsaid
+        everywhere but the extraction's stats."""
+        with self._lock:
+            self._stats.update(truncated=1)
+            first = self._stats["truncated"] == 1
+        if first:
+            log.warning("%s: a %s reply was cut off at max_tokens=%s (finish_reason 'length') and is parsed as it is; "
+                        "such replies are counted (llm_stats.json 'truncated', metrics.json agent_stats "
+                        "llm_truncated_replies): raise llm.max_tokens or the component's max_tokens", self.model,
+                        stage, req.get("max_tokens", req.get("max_completion_tokens")))
 
     def _warn_replay(self, req: Mapping[str, Any]) -> None:
         """Warn once when a sampled request (temperature > 0, no ``seed``) is answered from the reply cache: the
@@ -515,11 +593,11 @@ class LLMClient:
 
     def stats(self) -> dict[str, Any]:
         """Counters: calls, cache_hits, cache_misses, retries, failures, echoed (replies that repeated their prompt,
-        ``parsing.strip_echo``), prompt/completion tokens; the cache hit rate
+        ``parsing.strip_echo``), truncated (replies cut off at max_tokens), prompt/completion tokens; the cache hit rate
         (hits / calls, None without calls) and the endpoint that identifies the model in the cache."""
         with self._lock:
             base = {k: 0 for k in ("calls", "cache_hits", "cache_misses", "retries", "failures", "echoed",
-                                   "prompt_tokens", "completion_tokens")}
+                                   "truncated", "prompt_tokens", "completion_tokens")}
             out: dict[str, Any] = base | dict(self._stats)
         out["cache_hit_rate"] = round(out["cache_hits"] / out["calls"], 4) if out["calls"] else None
         out["endpoint"] = self.endpoint

@@ -10,12 +10,18 @@ The same transport caps a reply's body at ``max_bytes`` (``llm.max_reply_bytes``
 compressed one (``Content-Encoding: gzip``): a server that ignores ``max_tokens`` and streams megabytes fails the
 request (:class:`ReplyTooLarge`, a transport error the SDK retries like any other) instead of filling memory, the
 reply cache and the ledger.
+
+Built without an ``inner`` transport it sends each request through the proxy the environment names
+(``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY``, ``NO_PROXY``: :mod:`gear_repro.llm.proxy`), as the SDK's own client
+does: httpx reads those variables only for a transport it builds itself.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import threading
+from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
@@ -37,19 +43,48 @@ class DeadlineTransport:
     ``ReadTimeout``, and whose bodies are at most ``max_bytes`` long (None = no cap) or it raises
     :class:`ReplyTooLarge`; ``inner`` (default: httpx's ``HTTPTransport``) does the I/O."""
 
-    def __init__(self, deadline_s: float, inner: Any | None = None, max_bytes: int | None = None):
+    def __init__(self, deadline_s: float, inner: Any | None = None, max_bytes: int | None = None,
+                 environ: Mapping[str, str] | None = None):
         self.deadline_s = float(deadline_s)
         self.max_bytes = max_bytes
         self.httpx = httpx_module()
         self.inner = inner if inner is not None else self.httpx.HTTPTransport()
+        # without `inner`: requests go through the proxy the environment names (llm/proxy.py), one transport each
+        self.environ = None if inner is not None else dict(os.environ if environ is None else environ)
+        self._proxied: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def transport_for(self, url: str) -> Any:
+        """The transport a request to ``url`` goes through: the proxy's (``HTTP(S)_PROXY``/``ALL_PROXY``, less
+        ``NO_PROXY``), else ``inner``. A SOCKS proxy without the ``socksio`` package is a ConfigError naming the
+        variable."""
+        from gear_repro.llm.proxy import route
+
+        if self.environ is None:
+            return self.inner
+        r = route(url, self.environ)
+        if r.proxy is None:
+            return self.inner
+        with self._lock:
+            if r.proxy not in self._proxied:
+                try:
+                    self._proxied[r.proxy] = self.httpx.HTTPTransport(proxy=r.proxy)
+                except (ImportError, ValueError) as e:
+                    from gear_repro.utils.errors import ConfigError
+                    from gear_repro.utils.secrets import redact_text
+
+                    raise ConfigError(f"{r.why} names a proxy the HTTP client cannot use "
+                                      f"({redact_text(str(e))})") from None
+            return self._proxied[r.proxy]
 
     def handle_request(self, request: Any) -> Any:
         result: dict[str, Any] = {}
         cancelled = threading.Event()
+        inner = self.transport_for(str(request.url))
 
         def attempt() -> None:
             try:
-                response = self.inner.handle_request(request)
+                response = inner.handle_request(request)
                 try:
                     self._check_size(int(response.headers.get("content-length") or 0))
                     # decoded as read (gzip, deflate, ...: httpx's decoders): the cap counts the reply's bytes,
@@ -92,6 +127,8 @@ class DeadlineTransport:
 
     def close(self) -> None:
         self.inner.close()
+        for transport in self._proxied.values():
+            transport.close()
 
     def __enter__(self) -> DeadlineTransport:
         self.inner.__enter__()

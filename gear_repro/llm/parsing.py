@@ -43,6 +43,8 @@ def strip_fences(text: str) -> str:
 
 ECHO_MIN_CHARS = 64  # a reply must repeat this much of its prompt verbatim to count as an echo
 ECHO_COUNTER = "llm_echoed_replies"  # metrics.json agent_stats: replies that repeated their prompt (warned about)
+# metrics.json agent_stats: replies cut off at max_tokens (finish_reason "length"), parsed as they are (warned about)
+TRUNCATED_COUNTER = "llm_truncated_replies"
 _ROLE_MARKS = re.compile(r"^(?:\s*<\|[^|<>\n]{1,40}\|>|\s*(?:system|user|assistant)[ \t]*:?[ \t]*\n)*\s*",
                          re.IGNORECASE)
 

@@ -39,7 +39,7 @@ from gear_repro.embedding.precision import Precision, QueryPrecision, resolve_pr
 from gear_repro.evaluation.aggregate import aggregate, check_record
 from gear_repro.evaluation.metrics import answer_metric_for
 from gear_repro.extraction import EXTRACTION_LOG
-from gear_repro.llm.gguf_weights import local_weights_identity
+from gear_repro.llm.gguf_weights import served_weights
 from gear_repro.llm.ledger import call_scope
 from gear_repro.methods.base import Method
 from gear_repro.pipeline.resources import Resources
@@ -73,7 +73,7 @@ _NON_RESULT_KEYS = {
     "dataset": {"allow_unknown_source"},  # a start-up check: the data and the results are the same either way
     "embedder": {"num_threads", "show_progress", "batch_size", "cache"},
     "llm": {"timeout_s", "max_reply_bytes", "max_retries", "backoff_base_s", "backoff_max_s", "concurrency", "cache", "cache_dir", "cache_mode", "server",
-            "record_prompts",
+            "record_prompts", "cache_lock_timeout_s", "check_endpoint",
             "base_url"},
 }
 
@@ -109,8 +109,8 @@ def fingerprint_settings(cfg: DictConfig, with_path: bool = False) -> dict:
     url = OmegaConf.select(cfg, "llm.base_url", default=None)
     if url:  # another server may serve another model: a resume never mixes two servers' replies (secrets masked,
         c["llm"]["endpoint"] = redact_url(str(url))  # so a rotated key is the same endpoint); unset: as before
-    elif (weights := local_weights_identity(OmegaConf.select(cfg, "llm.server.model_path", default=None))):
-        c["llm"]["weights"] = weights  # a GGUF file given by path, by content (the packaged models: as before)
+    elif (weights := served_weights(OmegaConf.select(cfg, "llm", default=None))):
+        c["llm"]["weights"] = weights  # what the harness-started server serves (the shipped pairings: as before)
     if (files := model_path_identity(OmegaConf.select(cfg, "embedder.model", default=None))):
         c["embedder"]["files"] = files  # a local model folder by content, as its vectors' key
     return c

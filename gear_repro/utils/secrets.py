@@ -3,7 +3,8 @@
 Four kinds of secret are hidden: credentials inside a URL (``scheme://user:password@host``: the userinfo becomes
 ``***``), secret-looking query parameters of a URL (``?key=...``, ``&api-key=...``, ``&access_token=...``,
 ``&sig=...``, ``?code=...``: the value becomes ``***``; both by :func:`redact_url`), the values of HTTP headers (any config key
-ending in ``headers``: ``llm.params.extra_headers``) and the values given on the command line under a secret-looking key (``*.api_key``, ``*.password``, ...), which
+ending in ``headers``: ``llm.params.extra_headers``), the values of the same secret-named query parameters given as a map
+(any config key ending in ``query``: ``llm.params.extra_query: {sig: ...}``, :func:`mask_query`) and the values given on the command line under a secret-looking key (``*.api_key``, ``*.password``, ...), which
 :func:`register_secret` records so that :func:`redact_text` replaces them wherever they appear. Log records pass
 through :class:`RedactingFilter` (installed on the root handlers by :func:`install_log_redaction`), so httpx's
 request line and any message or traceback that quotes a URL are redacted before they reach the console or
@@ -15,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Mapping
 
 MASK = "***"
 # userinfo up to the authority's *last* @ (as urllib and httpx split it: a password holding an @ is masked whole)
@@ -22,8 +24,9 @@ _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#\"'<>]+@")
 # a query parameter whose name ends in key / token / secret / password / signature / sig / auth (any prefix:
 # api_key, x-api-key, access_token, client_secret), or is `code` (Azure Functions' key); its value up to the next
 # & ; # or space
-_SECRET_PARAM = re.compile(
-    r"(?i)([?&;](?:[\w.-]*(?:key|token|secret|password|passwd|signature|sig|auth)|code)=)[^&;#\s\"'<>]+")
+_PARAM_NAME = r"(?:[\w.-]*(?:key|token|secret|password|passwd|signature|sig|auth)|code)"
+_SECRET_PARAM = re.compile(rf"(?i)([?&;]{_PARAM_NAME}=)[^&;#\s\"'<>]+")
+_SECRET_PARAM_NAME = re.compile(rf"(?i){_PARAM_NAME}")
 _MIN_SECRET_LEN = 4  # shorter values would mask ordinary text; a URL's userinfo is masked by pattern anyway
 _known: set[str] = set()
 _lock = threading.Lock()
@@ -42,6 +45,39 @@ def is_secret_key(key: object) -> bool:
 def has_userinfo(text: str) -> bool:
     """Whether ``text`` holds a URL with credentials (``scheme://user[:password]@host``)."""
     return bool(_USERINFO.search(text))
+
+
+def is_secret_param(name: object) -> bool:
+    """A URL query parameter whose value is a secret, by the rule URLs are masked by (``sig``, ``code``, ``api-key``,
+    ``access_token``, ``client_secret``, ...; ``country_code`` is not)."""
+    return bool(_SECRET_PARAM_NAME.fullmatch(str(name)))
+
+
+def is_query_key(key: object) -> bool:
+    """A config key whose values are URL query parameters (``extra_query``, ``default_query``)."""
+    return str(key).lower().endswith("query")
+
+
+def mask_query(params: object) -> object:
+    """A query-parameter map with the values of secret-named parameters (:func:`is_secret_param`) replaced by
+    ``***`` (the other parameters kept: ``api-version`` says which API the run used)."""
+    if not isinstance(params, dict):
+        return params
+    return {k: MASK if is_secret_param(k) and v not in (None, "") else v for k, v in params.items()}
+
+
+def register_query_secrets(params: object) -> None:
+    """Register the values of secret-named query parameters under any ``*query`` key of a request-param map
+    (``llm.params.extra_query``), so :func:`redact_text` masks them in any log line or error that quotes them."""
+    if not isinstance(params, Mapping):  # a dict, or Hydra's DictConfig as instantiate passes it
+        return
+    for key, value in params.items():
+        if is_query_key(key) and isinstance(value, Mapping):
+            for name, v in value.items():
+                if is_secret_param(name) and v not in (None, ""):
+                    register_secret(v)
+        elif isinstance(value, Mapping):
+            register_query_secrets(value)
 
 
 def is_header_key(key: object) -> bool:
@@ -120,7 +156,9 @@ def install_log_redaction(logger: logging.Logger | None = None) -> None:
 
 # -- command-line overrides (gear-repro, python -m gear_repro.extraction --set) ----------------------------------
 def _is_secret_name(name: str) -> bool:
-    return is_secret_key(name.rsplit(".", 1)[-1]) or any(is_header_key(part) for part in name.split("."))
+    parts = name.split(".")
+    in_query = len(parts) >= 2 and is_query_key(parts[-2]) and is_secret_param(parts[-1])  # extra_query.sig
+    return is_secret_key(parts[-1]) or any(is_header_key(part) for part in parts) or in_query
 
 
 def _map(value: str) -> dict | None:
@@ -137,11 +175,13 @@ def _map(value: str) -> dict | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-def _secret_leaves(node: object, under_secret: bool = False) -> list[object]:
-    """The values of a parsed map that sit under a secret-looking or ``*headers`` key (at any depth)."""
+def _secret_leaves(node: object, under_secret: bool = False, in_query: bool = False) -> list[object]:
+    """The values of a parsed map that sit under a secret-looking or ``*headers`` key, or under a secret-named
+    parameter of a ``*query`` map (at any depth; ``in_query``: ``node`` is such a map)."""
     if isinstance(node, dict):
         return [v for k, sub in node.items()
-                for v in _secret_leaves(sub, under_secret or is_secret_key(k) or is_header_key(k))]
+                for v in _secret_leaves(sub, under_secret or is_secret_key(k) or is_header_key(k)
+                                        or (in_query and is_secret_param(k)), is_query_key(k))]
     if isinstance(node, list):
         return [v for sub in node for v in _secret_leaves(sub, under_secret)]
     return [node] if under_secret and node not in (None, "") else []
@@ -151,8 +191,9 @@ def is_secret_override(name: str, value: str) -> bool:
     """A value to keep off disk: under a secret-looking key or a ``*headers`` key, a map holding such a key at any
     depth (``llm.params={extra_headers: {Authorization: ...}}``), or a URL with credentials."""
     parsed = _map(value)
+    in_query = is_query_key(name.rsplit(".", 1)[-1])
     return (_is_secret_name(name) or has_userinfo(value)
-            or (parsed is not None and bool(_secret_leaves(parsed))))
+            or (parsed is not None and bool(_secret_leaves(parsed, in_query=in_query))))
 
 
 def register_override(name: str, value: str) -> None:
@@ -160,7 +201,7 @@ def register_override(name: str, value: str) -> None:
     value."""
     parsed = _map(value)
     if parsed is not None:
-        leaves = _secret_leaves(parsed, _is_secret_name(name))
+        leaves = _secret_leaves(parsed, _is_secret_name(name), is_query_key(name.rsplit(".", 1)[-1]))
         for v in leaves:
             register_secret(v)
         if leaves:

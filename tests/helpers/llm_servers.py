@@ -2,7 +2,8 @@
 
 ``TrickleServer`` sends the headers at once and then a valid completion one byte every ``interval_s``;
 ``NullContentServer`` answers 200 with ``message.content: null``; ``FloodServer`` a valid completion of ``n_chars``
-characters (a server ignoring max_tokens), with or without a Content-Length. All count the requests they served.
+characters (a server ignoring max_tokens), with or without a Content-Length; ``ProxyEndpoint`` a forward proxy that
+answers itself. All count the requests they served.
 """
 
 from __future__ import annotations
@@ -129,6 +130,22 @@ class FloodServer(_Server):
             h.close_connection = True
         for i in range(0, len(body), 65536):
             h.wfile.write(body[i:i + 65536])
+
+
+class ProxyEndpoint(_Server):
+    """An HTTP forward proxy that is its own endpoint: it answers every request it is sent with a completion
+    ("via proxy") and records the request target (``targets``: the absolute URL a client sends a proxy), so a test
+    sees that a request for a host that does not resolve (``http://llm.invalid/v1``) went through it."""
+
+    def __init__(self) -> None:
+        self.targets: list[str] = []
+        super().__init__()
+
+    def respond(self, h: BaseHTTPRequestHandler) -> None:
+        self.targets.append(h.path)
+        body = completion("via proxy")
+        self.headers(h, len(body))
+        h.wfile.write(body)
 
 
 def elapsed(fn: Any) -> tuple[float, BaseException | None]:

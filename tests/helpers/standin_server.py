@@ -30,8 +30,10 @@ class StandInServer:
     """``with StandInServer(latency_s=0.5) as s: ... s.url ...``: an endpoint on 127.0.0.1, a free port."""
 
     def __init__(self, latency_s: float = 0.5, jitter_s: float = 0.0, seed: int = 0,
-                 reply: Callable[[str], str] = default_reply):
+                 reply: Callable[[str], str] = default_reply, finish_reason: str = "stop"):
         self.latency_s, self.jitter_s, self.reply = latency_s, jitter_s, reply
+        self.finish_reason = finish_reason  # "length": every reply says it was cut off at max_tokens
+        self.paths: list[str] = []  # each request's path with its query string
         self.n_requests = self.in_flight = self.max_in_flight = 0
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -53,7 +55,7 @@ class StandInServer:
             n_in = sum(len(str(m.get("content", "")).split()) for m in body["messages"])
             return json.dumps({
                 "id": "chatcmpl-standin", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                "choices": [{"index": 0, "finish_reason": self.finish_reason, "message": {"role": "assistant", "content": text}}],
                 "usage": {"prompt_tokens": n_in, "completion_tokens": len(text.split()),
                           "total_tokens": n_in + len(text.split())},
             }).encode()
@@ -69,6 +71,7 @@ class StandInServer:
                 pass
 
             def do_POST(self) -> None:  # noqa: N802
+                server.paths.append(self.path)
                 out = server._serve(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
