@@ -240,12 +240,18 @@ def _lowered(params: Mapping[str, Any], node: Node, part: Partition, given: set[
 
 def _to_lower(params: Mapping[str, Any], part: Partition, given: set[str]) -> list[tuple[str, str]]:
     """The settings to lower for ``params`` to fit ``part`` (the FITTED ones not in ``given`` lowered first):
-    measured against its node that lacks the fewest of them (then the largest). Each with the squeue reason SLURM
+    measured against its node that lacks the fewest of them, and then the least. Each with the squeue reason SLURM
     would keep the jobs pending for."""
     if not part.nodes:
         return [(f"the request (partition {part.name} has no nodes)", "PartitionConfig")]
-    node = min(part.nodes, key=lambda n: (len(Request.of(_lowered(params, n, part, given)).shortfalls(n)), -n.cpus,
-                                          -n.mem_mib, -n.gpus))
+
+    def lack(n: Node) -> tuple[int, float]:
+        req = Request.of(_lowered(params, n, part, given))
+        asked = {"cpus": (req.cpus, n.cpus), "mem": (req.mem_mib or 0, n.mem_mib), "gpus": (req.gpus, n.gpus)}
+        short = req.shortfalls(n)
+        return len(short), sum(1 - asked[w][1] / asked[w][0] for w in short)
+
+    node = min(part.nodes, key=lack)
     params = _lowered(params, node, part, given)
     req = Request.of(params)
     tasks = int(params.get("tasks_per_node") or 1)
@@ -320,7 +326,8 @@ def fit_request(params: Mapping[str, Any], given: set[str],
                     f"{'; '.join(n.describe() for n in parts[name].nodes[:4]) or 'none'})"
                     for name, items in lower.items())
     reasons = ", ".join(dict.fromkeys(code for items in lower.values() for _, code in items))
-    raise ConfigError(f"hydra/launcher=slurm asks more than partition {', '.join(names)} can ever give, so SLURM "
+    raise ConfigError(f"hydra/launcher=slurm asks more than partition{'s' if len(names) > 1 else ''} "
+                      f"{', '.join(names)} can ever give, so SLURM "
                       f"would hold its jobs pending for ever (squeue reason {reasons}): {why}")
 
 
@@ -386,10 +393,10 @@ class PendingWatch(threading.Thread):
     (naming the job, the reason and the request); then ``on_stuck()`` is called (in this thread) and it stops."""
 
     def __init__(self, job_ids: Callable[[], list[str]], params: Mapping[str, Any], on_stuck: Callable[[], None],
-                 poll_s: float = PENDING_POLL_S, confirm: int = 2) -> None:
+                 poll_s: float | None = None, confirm: int = 2) -> None:
         super().__init__(name="gear-slurm-pending", daemon=True)
         self.job_ids, self.params, self.on_stuck = job_ids, dict(params), on_stuck
-        self.poll_s, self.confirm = poll_s, confirm
+        self.poll_s, self.confirm = PENDING_POLL_S if poll_s is None else poll_s, confirm
         self.message: str | None = None
         self._stop_event = threading.Event()
         self._seen: dict[str, tuple[str, int]] = {}  # array id -> (reason, polls in a row)
