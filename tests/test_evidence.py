@@ -732,6 +732,28 @@ def test_a_row_tag_names_settings_that_change_numbers_not_timeouts(tmp_path: Pat
     assert sorted(r.tag for r in runs) == ["llm.model=m1", "llm.model=m2"]
 
 
+def test_a_tag_never_names_a_setting_the_fingerprint_leaves_out(tmp_path: Path) -> None:
+    """The report kept its own copy of the runner's list of settings that change no result, and it drifted: a sweep
+    over ``llm.server.n_threads`` was tagged "[llm.server.n_threads=2]". One list now (run_folder); the settings
+    that name what serves the model (a GGUF path, an endpoint) still tell two runs apart."""
+    from gear_repro.pipeline.run_folder import changes_no_result
+
+    for key in ("llm.server.n_threads", "llm.server.port", "run.workers", "embedder.batch_size", "report.table"):
+        assert changes_no_result(key), key
+    for key in ("llm.server.model_path", "llm.base_url", "llm.model", "dataset.limit", "run.ks"):
+        assert not changes_no_result(key), key
+    for sweep, values in (("threads", {"n_threads": 2}, ), ("models", {"model_path": "a.gguf"})):
+        root = tmp_path / sweep
+        for name, value in (("j0", 2), ("j1", 8)) if sweep == "threads" else (("j0", "a.gguf"), ("j1", "b.gguf")):
+            run = make_run(root, name, "bm25", "none", BASE)
+            cfg = json.loads((run / "config.yaml").read_text())
+            server = {next(iter(values)): value}
+            (run / "config.yaml").write_text(json.dumps({**cfg, "llm": {"model": "m", "server": server}}))
+        tags = sorted(r.tag for r in find_runs([root]))
+        assert tags == (["j0", "j1"] if sweep == "threads" else ["llm.server.model_path=a.gguf",
+                                                                 "llm.server.model_path=b.gguf"]), tags
+
+
 def test_a_lossy_encoder_is_never_the_papers_row():
     """embedder.backend=onnx-int8 (cosine 0.96 / 0.77 to the model's vectors, docs/encoders.md) sat as "SBERT" or
     "Hybrid + SyncGE" beside the paper's cells (probe 21); the fp32 back-ends, equal to torch's vectors, do not, nor
@@ -783,12 +805,12 @@ def test_a_run_resumed_after_a_code_change_is_named_by_the_report(compose, toy_d
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The resume fingerprint leaves code out, and run.json kept only the last start's commit: a run resumed after a
     method change (a `git pull` between two halves) mixed two methods' records in one row, silently (s22 probe b §5)."""
-    from gear_repro.pipeline import runner
+    from gear_repro.pipeline import resume
     from gear_repro.pipeline.runner import Runner
 
     run = tmp_path / "run"
     for commit, limit in (("a" * 40, 2), ("a" * 40, 2), ("b" * 40 + "-dirty", 3)):  # the 2nd start runs nothing
-        monkeypatch.setattr(runner, "environment", lambda c=commit: {"git_commit": c})
+        monkeypatch.setattr(resume, "environment", lambda c=commit: {"git_commit": c})
         Runner(compose([f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "retriever=bm25",
                         f"dataset.limit={limit}"]), run).run()
     history = json.loads((run / "run.json").read_text())["code_history"]

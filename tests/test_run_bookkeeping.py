@@ -103,7 +103,7 @@ def test_refused_resume_names_what_differs_and_moved_data_resumes(compose, toy_d
     dataset.path (session 20 probe §5). A run dir fingerprinted with dataset.path (before) resumes from its path."""
     import shutil
 
-    from gear_repro.pipeline.runner import data_fingerprint
+    from gear_repro.pipeline.resume import data_fingerprint
 
     run = tmp_path / "run"
     Runner(_cfg(compose, toy_dir, "dataset.limit=2"), run).run()
@@ -147,7 +147,7 @@ def test_refused_resume_names_what_differs_and_moved_data_resumes(compose, toy_d
 def test_resume_fingerprint_covers_the_llm_endpoint(compose, toy_dir):
     """Another server may serve another model: its replies never join a run of the first (issue 25 review);
     credentials in the URL are not part of it (a rotated key is the same endpoint); no base_url: as before."""
-    from gear_repro.pipeline.runner import run_fingerprint
+    from gear_repro.pipeline.resume import run_fingerprint
 
     def fp(*extra):
         return run_fingerprint(_cfg(compose, toy_dir, "llm=openai_compatible", *extra))
@@ -163,7 +163,7 @@ def test_models_given_by_path_are_identified_by_content(compose, toy_dir, tmp_pa
     keep their keys (the caches and run dirs written before stay valid)."""
     from gear_repro.embedding.embedder import SentenceEmbedder
     from gear_repro.llm.client import LLMClient
-    from gear_repro.pipeline.runner import run_fingerprint
+    from gear_repro.pipeline.resume import run_fingerprint
     from gear_repro.utils.hashing import files_identity
 
     a, b = tmp_path / "run1" / "model", tmp_path / "run2" / "model"
@@ -204,7 +204,7 @@ def test_a_model_given_by_path_is_read_once_per_process_with_the_keys_as_before(
     once per process (multi-GB weights); the keys of vectors, replies and runs are those written before (their
     caches and run dirs stay valid); a file changed in place is read again."""
     import gear_repro.embedding.embedder as E
-    import gear_repro.pipeline.runner as R
+    import gear_repro.pipeline.resume as R
     from gear_repro.embedding.precision import Precision
     from gear_repro.llm.client import LLMClient
     from gear_repro.utils import hashing
@@ -252,7 +252,7 @@ def test_data_prepared_from_an_unknown_source_is_refused_unless_allowed(compose,
     """A folder whose prepare_stats.json names no known dataset (an older `--format hipporag` prepare of a renamed
     file says "hipporag") was accepted under any group: HotpotQA numbers in the MuSiQue column (s20 probe 1.4)."""
     from gear_repro.pipeline.resources import Resources
-    from gear_repro.pipeline.runner import run_fingerprint
+    from gear_repro.pipeline.resume import run_fingerprint
 
     (toy_dir / "prepare_stats.json").write_text(json.dumps({"format": "hipporag", "dataset": "hipporag"}))
     with pytest.raises(ConfigError, match=rf"dataset\.path={toy_dir}: its prepare_stats\.json records the source "
