@@ -743,3 +743,31 @@ def test_a_partial_triples_file_is_recorded_and_noted_by_the_report(compose, toy
     assert err.count("5 passages of its corpus have no triple (a partial triples file") == 1
     Runner(_cfg(compose, toy_dir), tmp_path / "full").run()
     assert json.loads((tmp_path / "full" / "run.json").read_text())["data_warnings"] == {}
+
+
+def test_an_index_or_extract_stage_never_writes_over_another_run(compose, toy_dir, tmp_path):
+    """stage=index / stage=extract into a retrieve run's dir overwrote its metrics.json, run.json and config.yaml
+    unchecked (the report then tabled the BM25 numbers under the extraction's config): every stage checks the dir.
+    An index build into the dir of another config's index build is refused as a resume is."""
+    from gear_repro.data import load_dataset
+    from gear_repro.pipeline.resources import Resources
+    from gear_repro.utils.lock import RunDirInUse
+    from tests.helpers.doubles import ExtractionLLM
+
+    run = tmp_path / "bm25"
+    metrics = Runner(_cfg(compose, toy_dir), run).run()
+    before = {f: (run / f).read_bytes() for f in ("metrics.json", "run.json", "config.yaml")}
+    with pytest.raises(RunDirInUse, match=r"holds a stage=retrieve run; a stage=index run into it would overwrite"):
+        Runner(_cfg(compose, toy_dir, "stage=index"), run).run()
+    cfg = _cfg(compose, toy_dir, "stage=extract", "llm=openai_compatible", "llm.base_url=http://127.0.0.1:9/v1")
+    with pytest.raises(RunDirInUse, match=r"holds a stage=retrieve run; a stage=extract run into it"):
+        Runner(cfg, run, resources=Resources(cfg, llm=ExtractionLLM(load_dataset(toy_dir).passages))).run()
+    assert {f: (run / f).read_bytes() for f in before} == before and not (run / "failure.json").exists()
+    assert json.loads((run / "metrics.json").read_text())["recall@5"] == metrics["recall@5"]
+    index = tmp_path / "index"
+    assert Runner(_cfg(compose, toy_dir, "stage=index"), index).run()["passages"] == 6
+    assert Runner(_cfg(compose, toy_dir, "stage=index"), index).run()["passages"] == 6  # the same build again
+    with pytest.raises(ConfigError, match=r"holds an index build of a different config .*backend.bm25.k1: 1.2 → 0.9"):
+        Runner(_cfg(compose, toy_dir, "stage=index", "backend.bm25.k1=0.9"), index).run()
+    with pytest.raises(RunDirInUse, match=r"holds a stage=index run; a stage=retrieve run"):
+        Runner(_cfg(compose, toy_dir), index).run()

@@ -169,6 +169,24 @@ def read_json_file(run_dir: Path, name: str) -> dict:
     return read_json_object(path) if path.is_file() else {}
 
 
+def recorded_stage(run_dir: Path) -> str | None:
+    """The stage (``retrieve``, ``index``, ``extract``) of the run a dir holds: its config.yaml's ``stage`` (a
+    config without one is a retrieve run's), else its metrics.json's; None for a dir that holds no run."""
+    import yaml
+
+    run_dir = Path(run_dir)
+    try:
+        config = yaml.safe_load((run_dir / CONFIG).read_text(encoding="utf-8")) if (run_dir / CONFIG).is_file() else None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        config = None
+    if isinstance(config, dict) and config:
+        return str(config.get("stage") or "retrieve")
+    metrics = read_json_file(run_dir, METRICS) if (run_dir / METRICS).is_file() else {}
+    if metrics:
+        return str(metrics.get("stage") or "retrieve")
+    return None
+
+
 def holds_run(run_dir: Path) -> bool:
     """Whether ``run_dir`` holds a run's files (:data:`RUN_MARKERS`, metrics.json or config.yaml)."""
     run_dir = Path(run_dir)

@@ -42,13 +42,13 @@ from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.io import JsonlAppender, require_writable_dir
-from gear_repro.utils.lock import RunDirLock
+from gear_repro.utils.lock import RunDirLock, RunDirTaken
 from gear_repro.utils.provenance import environment
 from gear_repro.utils.secrets import redact_text
 
 log = logging.getLogger("gear_repro")
 
-_WHAT = {PREDICTIONS: "predictions", EXTRACTION_LOG: "extracted triples"}  # a run dir's results, in messages
+_WHAT = {PREDICTIONS: "predictions", EXTRACTION_LOG: "extracted triples", rf.METRICS: "an index build"}  # a run dir's results, in messages
 
 
 def _without_limit_passages(cfg: DictConfig) -> DictConfig:
@@ -216,6 +216,7 @@ class Runner:
     def run(self) -> dict:
         try:
             with RunDirLock(self.run_dir):
+                self._check_stage()  # before the failure handler: a refusal writes nothing into another run's dir
                 try:
                     result = self._run_stage()
                 except (Exception, KeyboardInterrupt) as e:
@@ -227,6 +228,16 @@ class Runner:
                 return result
         finally:
             self.res.close()
+
+    def _check_stage(self) -> None:
+        """:class:`~gear_repro.utils.lock.RunDirTaken` when the dir holds a run of another stage: this one would
+        overwrite its config.yaml, run.json and metrics.json (an extract over a BM25 run left the BM25 numbers
+        labelled with the extraction's config). A run of the same stage is checked by its resume fingerprint."""
+        stage = str(self.cfg.get("stage", "retrieve"))
+        held = rf.recorded_stage(self.run_dir)
+        if held is not None and held != stage:
+            raise RunDirTaken(f"{self.run_dir} holds a stage={held} run; a stage={stage} run into it would overwrite "
+                              "its config.yaml, run.json and metrics.json: use a new run dir (hydra.run.dir=...)")
 
     def _run_stage(self) -> dict:
         """The configured stage (retrieve, index or extract) inside the locked run dir."""
@@ -249,6 +260,7 @@ class Runner:
                 raise err
             return result
         if stage == "index":
+            self._check_resume(self._previous(rf.METRICS), rf.METRICS)  # another config's index run: refused
             if self.res.needs_vectors:
                 self.res.embedder.check_ready()  # the weights, before building anything (one line, not a traceback)
             self._start()

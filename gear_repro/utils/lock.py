@@ -52,6 +52,10 @@ class RunDirInUse(ConfigError):
     """The run dir is locked by a live process: the refused command must leave that run's files (run.log) alone."""
 
 
+class RunDirTaken(RunDirInUse):
+    """The run dir holds a run this command may not write over (another stage's): its files are left alone."""
+
+
 class RunDirLock:
     """``with RunDirLock(run_dir): ...`` holds the run dir for this process or raises ConfigError."""
 
