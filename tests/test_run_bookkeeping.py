@@ -771,3 +771,48 @@ def test_an_index_or_extract_stage_never_writes_over_another_run(compose, toy_di
         Runner(_cfg(compose, toy_dir, "stage=index", "backend.bm25.k1=0.9"), index).run()
     with pytest.raises(RunDirInUse, match=r"holds a stage=index run; a stage=retrieve run"):
         Runner(_cfg(compose, toy_dir), index).run()
+
+
+def _contend(run_dir: str, start, out) -> None:
+    """One contender for a stale lock (a child process): waits for the others, tries the lock, holds it a while."""
+    import logging
+
+    from gear_repro.utils.lock import RunDirInUse, RunDirLock
+
+    logging.disable(logging.WARNING)
+    start.wait()
+    lock = RunDirLock(run_dir)
+    try:
+        lock.acquire()
+    except RunDirInUse:
+        out.put(0)
+        return
+    out.put(1)
+    import time
+
+    time.sleep(0.3)  # held while the others try
+    lock.release()
+
+
+def test_a_stale_lock_is_taken_over_by_one_process_only(tmp_path):
+    """Two processes that both found a lock stale could both take it over (one deleted the lock the other had just
+    created: 6 of 40 trials held twice); the takeover now runs under a flock, so exactly one holds it each time."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    dead = 2**22 + 17  # above pid_max's default: no such process
+    holders = []
+    for trial in range(12):
+        run_dir = tmp_path / f"t{trial}"
+        run_dir.mkdir()
+        (run_dir / ".lock").write_text(json.dumps({"host": __import__("socket").gethostname(), "pid": dead,
+                                                   "start": "1"}))
+        start, out = ctx.Event(), ctx.Queue()
+        procs = [ctx.Process(target=_contend, args=(str(run_dir), start, out)) for _ in range(6)]
+        for p in procs:
+            p.start()
+        start.set()
+        for p in procs:
+            p.join(30)
+        holders.append(sum(out.get(timeout=5) for _ in procs))
+    assert holders == [1] * 12
