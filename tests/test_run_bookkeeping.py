@@ -306,6 +306,9 @@ def test_run_dir_lock(compose, toy_dir, tmp_path):
 @pytest.mark.parametrize("override,msg", [
     ("run.save_depth=10", r"run.save_depth \(10\) must be >= max\(run.ks\) \(15\)"),
     ("run.save_depth=0", r"run.save_depth must be >= 1 \(got 0\)"),
+    # ran the k=5 pass twice for the same numbers
+    ("run.ks=[5,5,15]", r"run.ks lists 5 more than once \(\[5, 5, 15\]\): each rank is evaluated once; use "
+                        r"run.ks=\[5, 15\]"),
     ("dataset.limit=0", r"dataset.limit must be >= 1 \(got 0\)"),  # the schema's range (null = all questions)
     ("dataset.limit=-1", r"dataset.limit must be >= 1 \(got -1\)"),
     ("beam.scorer=foo", "beam.scorer 'foo' is unknown"),
