@@ -175,6 +175,27 @@ def test_errored_questions_count_zero():
     assert question_values(preds, "em") == {"a": 100.0, "b": 0.0}
 
 
+def test_recall_of_a_question_whose_qa_call_failed_is_one_number_everywhere():
+    """Retrieval finished, then the QA call failed: metrics.json scored its ranking (R@5 25.0) and the report 0.0
+    for the same questions. One rule: a recorded ranking is scored (R@k does not involve the reader); a question
+    whose retrieval did not finish recorded none and counts 0."""
+    from gear_repro.evaluation.aggregate import aggregate
+
+    ranking = ["g1"] + [f"x{i}" for i in range(6)] + ["g2"]  # g1 at rank 1, g2 at rank 8
+    preds = [{"id": "qa_failed", "gold_ids": ["g1", "g2"], "rankings": {"final": ranking}, "answers": ["y"],
+              "error": "APIError: the QA call failed"},
+             {"id": "missed", "gold_ids": ["g1", "g2"], "rankings": {"final": ["x"]}, "answer": "y", "answers": ["y"]},
+             {"id": "retrieval_failed", "gold_ids": ["g1"], "rankings": {"final": []}, "answers": ["y"],
+              "error": "APIError: the reader call failed"}]
+    metrics = aggregate(preds, [5, 10], qa=True)
+    for k, expected in ((5, {"qa_failed": 50.0, "missed": 0.0, "retrieval_failed": 0.0}),
+                        (10, {"qa_failed": 100.0, "missed": 0.0, "retrieval_failed": 0.0})):
+        values = question_values(preds, f"recall@{k}")
+        assert values == expected
+        assert metrics[f"recall@{k}"] == pytest.approx(sum(values.values()) / 3)
+    assert metrics["recall@5"] == pytest.approx(50 / 3) and metrics["em"] == pytest.approx(100 / 3)
+
+
 def test_tables_carry_intervals_and_n(runs: Path, tmp_path: Path):
     df = long_table(find_runs([runs]), opts=EvidenceOptions(resamples=300))
     row = df[(df.run_dir.str.endswith("bm25_naive")) & (df.metric == "R@5")].iloc[0]
