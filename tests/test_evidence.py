@@ -775,6 +775,30 @@ def test_a_tag_never_names_a_setting_the_fingerprint_leaves_out(tmp_path: Path) 
                                                                  "llm.server.model_path=b.gguf"]), tags
 
 
+def test_code_versions_are_told_apart_by_the_packages_source(compose, toy_dir: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    """A resume after an uncommitted edit was recorded as commit + "-dirty" only: a tree already dirty got no note,
+    and three versions were listed as two identical ones. code_history records the hash of the package's files
+    (utils/provenance.source_hash) and the report tells versions apart by it."""
+    from gear_repro.pipeline import resume
+    from gear_repro.pipeline.runner import Runner
+    from gear_repro.utils.provenance import environment, source_hash
+
+    assert environment()["source"] == source_hash() and len(source_hash()) == 16
+    run = tmp_path / "run"
+    dirty = "a" * 40 + "-dirty"
+    for source, limit in (("1" * 16, 1), ("2" * 16, 2), ("3" * 16, 3)):  # one dirty tree, edited between starts
+        monkeypatch.setattr(resume, "environment", lambda s=source: {"git_commit": dirty, "source": s})
+        Runner(compose([f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "retriever=bm25",
+                        f"dataset.limit={limit}"]), run).run()
+    history = json.loads((run / "run.json").read_text())["code_history"]
+    assert [(h["source"], h["finished_before"]) for h in history] == [("1" * 16, 0), ("2" * 16, 1), ("3" * 16, 2)]
+    assert "were run by other code (source 2222222222222222, now 3333333333333333)" in caplog.text
+    notes = find_runs([run])[0].notes
+    assert any("3 code versions (aaaaaaaaaaaa-dirty source 11111111, aaaaaaaaaaaa-dirty source 22222222, "
+               "aaaaaaaaaaaa-dirty source 33333333;" in n for n in notes), notes
+
+
 def test_a_lossy_encoder_is_never_the_papers_row():
     """embedder.backend=onnx-int8 (cosine 0.96 / 0.77 to the model's vectors, docs/encoders.md) sat as "SBERT" or
     "Hybrid + SyncGE" beside the paper's cells (probe 21); the fp32 back-ends, equal to torch's vectors, do not, nor
@@ -838,7 +862,7 @@ def test_a_run_resumed_after_a_code_change_is_named_by_the_report(compose, toy_d
     assert history == [{"git_commit": "a" * 40, "finished_before": 0},
                        {"git_commit": "b" * 40 + "-dirty", "finished_before": 2}]
     notes = find_runs([run])[0].notes
-    assert any("2 code versions (aaaaaaaaaaaa, bbbbbbbbbbbb;" in n for n in notes), notes
+    assert any("2 code versions (aaaaaaaaaaaa, bbbbbbbbbbbb-dirty;" in n for n in notes), notes
     Runner(compose([f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "retriever=bm25",
                     "dataset.limit=3", "run.resume=false"]), run).run()  # a fresh start forgets the old ones
     assert [h["finished_before"] for h in json.loads((run / "run.json").read_text())["code_history"]] == [0]

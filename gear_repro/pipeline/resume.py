@@ -4,6 +4,7 @@ versions that ran its questions, and the questions it already finished (the runn
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -16,6 +17,8 @@ from gear_repro.utils.hashing import hash_obj, model_path_identity
 from gear_repro.utils.provenance import environment
 from gear_repro.utils.secrets import redact_url
 from gear_repro.utils.settings import flat_settings
+
+log = logging.getLogger("gear_repro")
 
 
 def fingerprint_settings(cfg: DictConfig, with_path: bool = False) -> dict:
@@ -88,15 +91,24 @@ def what_differs(old_cfg: DictConfig | None, new_cfg: DictConfig, old_data: dict
 
 
 def code_history(previous: dict, done: int, todo: int) -> list[dict]:
-    """run.json ``code_history``: the commit (``git_commit``, ``-dirty`` for uncommitted edits) of every start that ran
-    questions, with how many were finished before it; a resume after a code change appends a second commit, which the
+    """run.json ``code_history``: the code of every start that ran questions (``git_commit``, ``-dirty`` for
+    uncommitted edits, and ``source``, the hash of the package's files, which tells two edits of one dirty tree
+    apart), with how many were finished before it; a resume after a code change appends a second entry, which the
     report names (the fingerprint leaves code out, so a changed method would otherwise mix two methods' records).
-    A run.json from before the history counts as one start of its own commit."""
+    A run.json from before the history counts as one start of its own code."""
     history = [dict(h) for h in previous.get("code_history") or [] if isinstance(h, dict)] if done else []
     if not history and done:
-        history = [{"git_commit": (previous.get("environment") or {}).get("git_commit"), "finished_before": 0}]
+        env = previous.get("environment") or {}
+        history = [{"git_commit": env.get("git_commit"), **({"source": env["source"]} if env.get("source") else {}),
+                    "finished_before": 0}]
     if todo:
-        history.append({"git_commit": environment().get("git_commit"), "finished_before": done})
+        env = environment()
+        last = history[-1] if history else {}
+        if last.get("source") and env.get("source") and last["source"] != env["source"]:
+            log.warning("resuming a run whose %d finished questions were run by other code (source %s, now %s): "
+                        "the report names both versions", done, last["source"], env["source"])
+        history.append({"git_commit": env.get("git_commit"),
+                        **({"source": env["source"]} if env.get("source") else {}), "finished_before": done})
     return history
 
 

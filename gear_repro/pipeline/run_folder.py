@@ -153,6 +153,21 @@ def update_run_info(run_dir: Path, sections: dict[str, Any]) -> Path:
     return write_run_info(run_dir, {**read_run_info(run_dir), **sections})
 
 
+def code_versions(history: object) -> list[str]:
+    """The distinct code versions of a run.json ``code_history``, in order, each as ``<commit[:12]>[-dirty]`` and,
+    where recorded, ``source <hash[:8]>``: entries are told apart by their source hash (two edits of one dirty tree
+    share a commit), else by their commit."""
+    seen: dict[str, str] = {}
+    for h in history if isinstance(history, list) else []:
+        if not isinstance(h, dict):
+            continue
+        commit, source = str(h.get("git_commit")), h.get("source")
+        label = commit[:12] + ("-dirty" if commit.endswith("-dirty") else "") + (f" source {str(source)[:8]}"
+                                                                                if source else "")
+        seen.setdefault(str(source) if source else commit, label)
+    return list(seen.values())
+
+
 def write_config(run_dir: Path, config: dict) -> Path:
     """Write config.yaml (``config``: the resolved, redacted config as a plain dict), atomically."""
     from omegaconf import OmegaConf

@@ -549,11 +549,10 @@ def find_runs(paths: list[str | Path]) -> list[RunResult]:
                 run.notes.append(f"{mfile.parent}: {unreachable} gold passage ids of its questions are not in its corpus "
                                  "(run.json data_warnings; counted as misses, as the reference evaluations do): its "
                                  "recall cannot reach 100 and reads lower than on a corpus holding every gold passage")
-            commits = list(dict.fromkeys(str(h.get("git_commit")) for h in run.run_info.get("code_history") or []
-                                         if isinstance(h, dict)))
-            if len(commits) > 1:  # resumed after a code change: the fingerprint leaves code out
-                run.notes.append(f"{mfile.parent}: its questions were run by {len(commits)} code versions "
-                                 f"({', '.join(c[:12] for c in commits)}; run.json code_history): a change to its method "
+            versions = rf.code_versions(run.run_info.get("code_history"))
+            if len(versions) > 1:  # resumed after a code change: the fingerprint leaves code out
+                run.notes.append(f"{mfile.parent}: its questions were run by {len(versions)} code versions "
+                                 f"({', '.join(versions)}; run.json code_history): a change to its method "
                                  "between them mixes two methods' records in one row")
             dropped = context_dropped(metrics.get("agent_stats"))
             if dropped:
