@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gear_repro.data.canonical import save_corpus, save_questions, save_triples
+from gear_repro.data.canonical import check_records, save_corpus, save_questions, save_triples
 from gear_repro.data.chunking import chunk_corpus
 from gear_repro.data.converters import DATASETS, FORMATS, get_converter
 from gear_repro.data.openie import import_hipporag_openie
@@ -70,6 +70,7 @@ def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path
     passages, qs = conv.passages, conv.questions
     if chunk_size:
         passages, qs, triples, stats["chunking"] = chunk_corpus(passages, qs, triples, chunk_size, chunk_overlap)
+    check_records(passages, qs, triples, str(questions))  # the loader's checks: what prepare writes loads
     no_answer = [q.id for q in qs if not q.answers]
     if no_answer:  # recall works; QA (qa=true) refuses such a dataset at start-up
         log.warning("%d questions have no gold answer (first: '%s'): EM/F1 cannot score them and qa=true will "
