@@ -79,7 +79,11 @@ def test_a_killed_prepare_never_pairs_a_new_corpus_with_old_questions(tmp_path: 
     with pytest.raises(DataError, match=r"questions\.jsonl is not the file gear-repro-prepare wrote with "
                                          r"prepare_stats\.json .*a prepare killed before it finished"):
         load_dataset(out)
-    assert _prepare(tmp_path, "new", out) == 0  # re-running it repairs the folder
+    killed = out / f".prepare-tmp-{2**22 + 17}-abc"  # what a SIGKILL'ed prepare leaves (no finally ran)
+    killed.mkdir()
+    (killed / "corpus.jsonl").write_text("half")
+    assert _prepare(tmp_path, "new", out) == 0  # re-running it repairs the folder and removes the leftover
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
     assert [q.id for q in load_dataset(out).questions] == ["newq0", "newq1"]
     stats = json.loads((out / "prepare_stats.json").read_text())
     assert sorted(stats["files_sha256_16"]) == ["corpus.jsonl", "questions.jsonl"]
