@@ -531,6 +531,10 @@ def validate(cfg: DictConfig) -> DictConfig:
         check_papers(cfg.report)
     if not cfg.run.ks or any(k <= 0 for k in cfg.run.ks):
         raise ConfigError(f"run.ks must be positive ranks, got {list(cfg.run.ks)}")
+    twice = sorted({k for k in cfg.run.ks if list(cfg.run.ks).count(k) > 1})
+    if twice:  # a k-dependent method would run each repeated rank's pass again, for the same numbers
+        raise ConfigError(f"run.ks lists {', '.join(map(str, twice))} more than once ({list(cfg.run.ks)}): each rank is "
+                          f"evaluated once; use run.ks={sorted(set(cfg.run.ks))}")
     if cfg.run.save_depth < max(cfg.run.ks):  # a shorter saved ranking would silently truncate recall@k
         raise ConfigError(f"run.save_depth ({cfg.run.save_depth}) must be >= max(run.ks) ({max(cfg.run.ks)})")
     base_k = cfg.run.get("base_k")

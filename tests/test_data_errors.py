@@ -260,3 +260,31 @@ def test_lone_surrogate_escapes_name_the_file_and_line(toy_dir: Path) -> None:
                  '{"id": "b", "question": "bad \\ud800 q", "answers": ["x"], "gold_ids": ["0"]}\n')
     with pytest.raises(DataError, match=r"questions\.jsonl:2: a \\uXXXX escape encodes a lone UTF-16 surrogate"):
         load_dataset(toy_dir)
+
+
+@pytest.mark.parametrize("file, change, msg", [
+    ("corpus.jsonl", {"title": ["Paris", "France"]}, r"corpus\.jsonl:1: field 'title' should be a string, got array"),
+    ("questions.jsonl", {"type": ["2hop"]}, r"questions\.jsonl:1: field 'type' should be a string, got array"),
+    ("questions.jsonl", {"id": ""}, r"questions\.jsonl:1: field 'id' is empty"),
+    ("triples.jsonl", {"subject": True}, r"triples\.jsonl:1: field 'subject' should be .*, got bool"),
+])
+def test_hand_made_folders_get_prepares_checks(toy_dir: Path, file: str, change: dict, msg: str) -> None:
+    """A folder written by hand (not through gear-repro-prepare) indexed a list title as "['Paris', 'France']",
+    grouped ``type: ["2hop"]`` as its own hop type, and accepted an empty question id and a boolean triple subject
+    ("True"). One record check (data/canonical.py) for the loader and for what prepare writes."""
+    from gear_repro.data.canonical import check_records
+    from gear_repro.types import Passage, Question, Triple
+
+    path = toy_dir / file
+    lines = path.read_text().splitlines()
+    lines[0] = json.dumps({**json.loads(lines[0]), **change})
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match=msg):
+        load_dataset(toy_dir)
+    ok_p, ok_q = Passage("p", "T", "text"), Question("q", "?", ["a"], ["p"])
+    field, value = next(iter(change.items()))
+    bad = {"corpus.jsonl": lambda: ([Passage("p", value, "text")], [ok_q], None),
+           "questions.jsonl": lambda: ([ok_p], [Question(**{**ok_q.to_dict(), field: value})], None),
+           "triples.jsonl": lambda: ([ok_p], [ok_q], [Triple("t", value, "p", "o", passage_id="p")])}[file]()
+    with pytest.raises(DataError, match=rf"in\.json: (passage|question|triple) '.*': field '{field}'"):
+        check_records(*bad, source="in.json")

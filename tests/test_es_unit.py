@@ -531,3 +531,25 @@ def test_interrupted_build_is_not_reused_on_emulator(noida_url):
     assert not coll.reused and be.stats["rebuilt_incomplete"] == 1
     assert be.client.count(index=name)["count"] == 3
     assert be.client.indices.get_mapping(index=name)[name]["mappings"]["_meta"]["gear_complete"] is True
+
+
+def test_a_server_that_trickles_its_reply_fails_at_the_request_timeout():
+    """urllib3's timeout is per read: a server sending a byte every 0.1 s kept a search with
+    ``backend.request_timeout=1`` waiting as long as it trickled (200 s and more). Each request now has an overall
+    deadline (backends/elasticsearch.DeadlineNode), retried like any timeout."""
+    import time
+
+    from tests.helpers.es_fixtures import TricklingServer
+
+    with TricklingServer(INFO, every_s=0.1, for_s=8.0) as url:
+        be = ElasticsearchBackend(url=url, request_timeout=1, max_retries=1)
+        assert be.client.info()["version"]["number"] == "8.15.3"  # a whole reply passes
+        t0 = time.perf_counter()
+        with pytest.raises(ElasticsearchError) as e, be.errors("search"):
+            be.client.search(index="gear-x", query={"match_all": {}})
+        elapsed = time.perf_counter() - t0
+        be.close()
+    assert 1.5 < elapsed < 5, elapsed  # 2 attempts of 1 s, not the 8 s of trickling
+    assert str(e.value) == (f"Elasticsearch at {url} timed out during search: no answer in 2 attempt(s) of 1 s "
+                            "(backend.request_timeout=1, backend.max_retries=1); is backend.url the cluster's HTTP "
+                            "port?")

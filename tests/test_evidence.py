@@ -176,6 +176,27 @@ def test_errored_questions_count_zero():
     assert question_values(preds, "em") == {"a": 100.0, "b": 0.0}
 
 
+def test_recall_of_a_question_whose_qa_call_failed_is_one_number_everywhere():
+    """Retrieval finished, then the QA call failed: metrics.json scored its ranking (R@5 25.0) and the report 0.0
+    for the same questions. One rule: a recorded ranking is scored (R@k does not involve the reader); a question
+    whose retrieval did not finish recorded none and counts 0."""
+    from gear_repro.evaluation.aggregate import aggregate
+
+    ranking = ["g1"] + [f"x{i}" for i in range(6)] + ["g2"]  # g1 at rank 1, g2 at rank 8
+    preds = [{"id": "qa_failed", "gold_ids": ["g1", "g2"], "rankings": {"final": ranking}, "answers": ["y"],
+              "error": "APIError: the QA call failed"},
+             {"id": "missed", "gold_ids": ["g1", "g2"], "rankings": {"final": ["x"]}, "answer": "y", "answers": ["y"]},
+             {"id": "retrieval_failed", "gold_ids": ["g1"], "rankings": {"final": []}, "answers": ["y"],
+              "error": "APIError: the reader call failed"}]
+    metrics = aggregate(preds, [5, 10], qa=True)
+    for k, expected in ((5, {"qa_failed": 50.0, "missed": 0.0, "retrieval_failed": 0.0}),
+                        (10, {"qa_failed": 100.0, "missed": 0.0, "retrieval_failed": 0.0})):
+        values = question_values(preds, f"recall@{k}")
+        assert values == expected
+        assert metrics[f"recall@{k}"] == pytest.approx(sum(values.values()) / 3)
+    assert metrics["recall@5"] == pytest.approx(50 / 3) and metrics["em"] == pytest.approx(100 / 3)
+
+
 def test_tables_carry_intervals_and_n(runs: Path, tmp_path: Path):
     df = long_table(find_runs([runs]), opts=EvidenceOptions(resamples=300))
     row = df[(df.run_dir.str.endswith("bm25_naive")) & (df.metric == "R@5")].iloc[0]
@@ -733,6 +754,52 @@ def test_a_row_tag_names_settings_that_change_numbers_not_timeouts(tmp_path: Pat
     assert sorted(r.tag for r in runs) == ["llm.model=m1", "llm.model=m2"]
 
 
+def test_a_tag_never_names_a_setting_the_fingerprint_leaves_out(tmp_path: Path) -> None:
+    """The report kept its own copy of the runner's list of settings that change no result, and it drifted: a sweep
+    over ``llm.server.n_threads`` was tagged "[llm.server.n_threads=2]". One list now (run_folder); the settings
+    that name what serves the model (a GGUF path, an endpoint) still tell two runs apart."""
+    from gear_repro.pipeline.run_folder import changes_no_result
+
+    for key in ("llm.server.n_threads", "llm.server.port", "run.workers", "embedder.batch_size", "report.table"):
+        assert changes_no_result(key), key
+    for key in ("llm.server.model_path", "llm.base_url", "llm.model", "dataset.limit", "run.ks"):
+        assert not changes_no_result(key), key
+    for sweep, values in (("threads", {"n_threads": 2}, ), ("models", {"model_path": "a.gguf"})):
+        root = tmp_path / sweep
+        for name, value in (("j0", 2), ("j1", 8)) if sweep == "threads" else (("j0", "a.gguf"), ("j1", "b.gguf")):
+            run = make_run(root, name, "bm25", "none", BASE)
+            cfg = json.loads((run / "config.yaml").read_text())
+            server = {next(iter(values)): value}
+            (run / "config.yaml").write_text(json.dumps({**cfg, "llm": {"model": "m", "server": server}}))
+        tags = sorted(r.tag for r in find_runs([root]))
+        assert tags == (["j0", "j1"] if sweep == "threads" else ["llm.server.model_path=a.gguf",
+                                                                 "llm.server.model_path=b.gguf"]), tags
+
+
+def test_code_versions_are_told_apart_by_the_packages_source(compose, toy_dir: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    """A resume after an uncommitted edit was recorded as commit + "-dirty" only: a tree already dirty got no note,
+    and three versions were listed as two identical ones. code_history records the hash of the package's files
+    (utils/provenance.source_hash) and the report tells versions apart by it."""
+    from gear_repro.pipeline import resume
+    from gear_repro.pipeline.runner import Runner
+    from gear_repro.utils.provenance import environment, source_hash
+
+    assert environment()["source"] == source_hash() and len(source_hash()) == 16
+    run = tmp_path / "run"
+    dirty = "a" * 40 + "-dirty"
+    for source, limit in (("1" * 16, 1), ("2" * 16, 2), ("3" * 16, 3)):  # one dirty tree, edited between starts
+        monkeypatch.setattr(resume, "environment", lambda s=source: {"git_commit": dirty, "source": s})
+        Runner(compose([f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "retriever=bm25",
+                        f"dataset.limit={limit}"]), run).run()
+    history = json.loads((run / "run.json").read_text())["code_history"]
+    assert [(h["source"], h["finished_before"]) for h in history] == [("1" * 16, 0), ("2" * 16, 1), ("3" * 16, 2)]
+    assert "were run by other code (source 2222222222222222, now 3333333333333333)" in caplog.text
+    notes = find_runs([run])[0].notes
+    assert any("3 code versions (aaaaaaaaaaaa-dirty source 11111111, aaaaaaaaaaaa-dirty source 22222222, "
+               "aaaaaaaaaaaa-dirty source 33333333;" in n for n in notes), notes
+
+
 def test_a_lossy_encoder_is_never_the_papers_row():
     """embedder.backend=onnx-int8 (cosine 0.96 / 0.77 to the model's vectors, docs/encoders.md) sat as "SBERT" or
     "Hybrid + SyncGE" beside the paper's cells (probe 21); the fp32 back-ends, equal to torch's vectors, do not, nor
@@ -785,19 +852,19 @@ def test_a_run_resumed_after_a_code_change_is_named_by_the_report(compose, toy_d
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The resume fingerprint leaves code out, and run.json kept only the last start's commit: a run resumed after a
     method change (a `git pull` between two halves) mixed two methods' records in one row, silently (s22 probe b §5)."""
-    from gear_repro.pipeline import runner
+    from gear_repro.pipeline import resume
     from gear_repro.pipeline.runner import Runner
 
     run = tmp_path / "run"
     for commit, limit in (("a" * 40, 2), ("a" * 40, 2), ("b" * 40 + "-dirty", 3)):  # the 2nd start runs nothing
-        monkeypatch.setattr(runner, "environment", lambda c=commit: {"git_commit": c})
+        monkeypatch.setattr(resume, "environment", lambda c=commit: {"git_commit": c})
         Runner(compose([f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "retriever=bm25",
                         f"dataset.limit={limit}"]), run).run()
     history = json.loads((run / "run.json").read_text())["code_history"]
     assert history == [{"git_commit": "a" * 40, "finished_before": 0},
                        {"git_commit": "b" * 40 + "-dirty", "finished_before": 2}]
     notes = find_runs([run])[0].notes
-    assert any("2 code versions (aaaaaaaaaaaa, bbbbbbbbbbbb;" in n for n in notes), notes
+    assert any("2 code versions (aaaaaaaaaaaa, bbbbbbbbbbbb-dirty;" in n for n in notes), notes
     Runner(compose([f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "retriever=bm25",
                     "dataset.limit=3", "run.resume=false"]), run).run()  # a fresh start forgets the old ones
     assert [h["finished_before"] for h in json.loads((run / "run.json").read_text())["code_history"]] == [0]

@@ -382,7 +382,7 @@ def test_a_presets_unset_value_stops_only_the_job_that_reads_it(compose, tmp_pat
 
     from gear_repro.cli.run import _user_error
     from gear_repro.config import to_container
-    from gear_repro.pipeline.runner import run_fingerprint
+    from gear_repro.pipeline.resume import run_fingerprint
 
     for prompt in ("hipporag", "gear"):
         cfg = compose(["experiment=table7_triples", "agent=hipporag", f"table7.prompt={prompt}"])

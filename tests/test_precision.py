@@ -14,7 +14,8 @@ import gear_repro.embedding.precision as P
 from gear_repro.embedding import SentenceEmbedder
 from gear_repro.embedding.precision import Precision, cpu_flags, native_bf16, resolve_precision
 from gear_repro.pipeline.resources import Resources
-from gear_repro.pipeline.runner import Runner, run_fingerprint
+from gear_repro.pipeline.resume import run_fingerprint
+from gear_repro.pipeline.runner import Runner
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.io import read_json

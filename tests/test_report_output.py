@@ -37,13 +37,12 @@ def test_reused_out_keeps_nothing_stale_and_lists_what_it_wrote(two_widths: Path
     out = tmp_path / "report"
     assert report_main([str(two_widths), "--out", str(out), "--resamples", "100", "--claims"]) == 0
     assert (out / "claims.md").exists()
-    (out / "fig3_r15_by_type_toy.png").write_bytes(b"old figure")  # as a report from before the file list
     capsys.readouterr()
     assert report_main([str(two_widths), "--out", str(out), "--resamples", "100"]) == 0
     listed = json.loads((out / MANIFEST).read_text())["files"]
     on_disk = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != MANIFEST)
     assert listed == on_disk and "table.md" in listed
-    assert not (out / "claims.md").exists() and not (out / "fig3_r15_by_type_toy.png").exists()
+    assert not (out / "claims.md").exists()
     assert f"wrote {len(listed)} files to {out}/" in capsys.readouterr().out
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".report.")]  # no staging folder left
 
@@ -57,6 +56,48 @@ def test_out_holding_other_files_is_refused(two_widths: Path, tmp_path: Path, ca
     assert err == (f"error: --out {out} holds {out / 'notes.txt'}, which no report wrote; a report replaces its "
                    "folder as a whole: use a new or empty folder")
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+def test_files_named_like_a_reports_are_never_deleted(two_widths: Path, tmp_path: Path, capsys) -> None:
+    """A folder of the user's ``fig1.pdf table_main.tex claims.docx cost.xlsx table.xlsx`` was replaced by a report
+    (exit 0, the files gone): names like the report's outputs counted as the report's. Only the files a folder's
+    own report_files.json lists are replaced, with or without one."""
+    mine = ["fig1.pdf", "table_main.tex", "claims.docx", "cost.xlsx", "table.xlsx"]
+    for with_manifest in (False, True):
+        out = tmp_path / f"paper{with_manifest}"
+        if with_manifest:  # an earlier report, then the user's files beside it
+            assert report_main([str(two_widths), "--out", str(out), "--resamples", "100"]) == 0
+        out.mkdir(exist_ok=True)
+        for name in mine:
+            (out / name).write_text("the user's")
+        capsys.readouterr()
+        assert report_main([str(two_widths), "--out", str(out), "--resamples", "100"]) == 2
+        assert "which no report wrote" in capsys.readouterr().err
+        assert all((out / name).read_text() == "the user's" for name in mine)
+
+
+def test_out_dot_and_a_killed_reports_staging_folder(two_widths: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    """``--out .`` failed with "PosixPath('.') has an empty name"; it is now refused with a message (a report
+    replaces its folder: the working folder would move away), and ``--out ..`` too. A killed report's hidden
+    ``.<out>.tmp-<pid>-*`` folder is removed by the next report into that folder (another live report's is kept)."""
+    import os
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    for out in (".", ".."):
+        assert report_main([str(two_widths), "--out", out, "--resamples", "100"]) == 2
+        err = capsys.readouterr().err
+        assert f"error: --out {out} is the folder the report runs in" in err and "--out report" in err, err
+    dead = 2**22 + 17  # above pid_max's default: no such process
+    killed = tmp_path / f".report.tmp-{dead}-abc"
+    (killed / "explorer").mkdir(parents=True)
+    (killed / "table.md").write_text("half")
+    live = tmp_path / f".report.tmp-{os.getppid()}-xyz"
+    live.mkdir()
+    assert report_main([str(two_widths), "--out", str(tmp_path / "report"), "--resamples", "100"]) == 0
+    assert not killed.exists() and live.is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".report.")) == [live.name]
 
 
 def test_extraction_and_index_runs_are_not_listed_as_unfinished(tmp_path: Path) -> None:

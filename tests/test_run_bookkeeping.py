@@ -103,7 +103,7 @@ def test_refused_resume_names_what_differs_and_moved_data_resumes(compose, toy_d
     dataset.path (session 20 probe §5). A run dir fingerprinted with dataset.path (before) resumes from its path."""
     import shutil
 
-    from gear_repro.pipeline.runner import data_fingerprint
+    from gear_repro.pipeline.resume import data_fingerprint
 
     run = tmp_path / "run"
     Runner(_cfg(compose, toy_dir, "dataset.limit=2"), run).run()
@@ -147,7 +147,7 @@ def test_refused_resume_names_what_differs_and_moved_data_resumes(compose, toy_d
 def test_resume_fingerprint_covers_the_llm_endpoint(compose, toy_dir):
     """Another server may serve another model: its replies never join a run of the first (issue 25 review);
     credentials in the URL are not part of it (a rotated key is the same endpoint); no base_url: as before."""
-    from gear_repro.pipeline.runner import run_fingerprint
+    from gear_repro.pipeline.resume import run_fingerprint
 
     def fp(*extra):
         return run_fingerprint(_cfg(compose, toy_dir, "llm=openai_compatible", *extra))
@@ -163,7 +163,7 @@ def test_models_given_by_path_are_identified_by_content(compose, toy_dir, tmp_pa
     keep their keys (the caches and run dirs written before stay valid)."""
     from gear_repro.embedding.embedder import SentenceEmbedder
     from gear_repro.llm.client import LLMClient
-    from gear_repro.pipeline.runner import run_fingerprint
+    from gear_repro.pipeline.resume import run_fingerprint
     from gear_repro.utils.hashing import files_identity
 
     a, b = tmp_path / "run1" / "model", tmp_path / "run2" / "model"
@@ -204,7 +204,7 @@ def test_a_model_given_by_path_is_read_once_per_process_with_the_keys_as_before(
     once per process (multi-GB weights); the keys of vectors, replies and runs are those written before (their
     caches and run dirs stay valid); a file changed in place is read again."""
     import gear_repro.embedding.embedder as E
-    import gear_repro.pipeline.runner as R
+    import gear_repro.pipeline.resume as R
     from gear_repro.embedding.precision import Precision
     from gear_repro.llm.client import LLMClient
     from gear_repro.utils import hashing
@@ -252,7 +252,7 @@ def test_data_prepared_from_an_unknown_source_is_refused_unless_allowed(compose,
     """A folder whose prepare_stats.json names no known dataset (an older `--format hipporag` prepare of a renamed
     file says "hipporag") was accepted under any group: HotpotQA numbers in the MuSiQue column (s20 probe 1.4)."""
     from gear_repro.pipeline.resources import Resources
-    from gear_repro.pipeline.runner import run_fingerprint
+    from gear_repro.pipeline.resume import run_fingerprint
 
     (toy_dir / "prepare_stats.json").write_text(json.dumps({"format": "hipporag", "dataset": "hipporag"}))
     with pytest.raises(ConfigError, match=rf"dataset\.path={toy_dir}: its prepare_stats\.json records the source "
@@ -306,6 +306,9 @@ def test_run_dir_lock(compose, toy_dir, tmp_path):
 @pytest.mark.parametrize("override,msg", [
     ("run.save_depth=10", r"run.save_depth \(10\) must be >= max\(run.ks\) \(15\)"),
     ("run.save_depth=0", r"run.save_depth must be >= 1 \(got 0\)"),
+    # ran the k=5 pass twice for the same numbers
+    ("run.ks=[5,5,15]", r"run.ks lists 5 more than once \(\[5, 5, 15\]\): each rank is evaluated once; use "
+                        r"run.ks=\[5, 15\]"),
     ("dataset.limit=0", r"dataset.limit must be >= 1 \(got 0\)"),  # the schema's range (null = all questions)
     ("dataset.limit=-1", r"dataset.limit must be >= 1 \(got -1\)"),
     ("beam.scorer=foo", "beam.scorer 'foo' is unknown"),
@@ -743,3 +746,76 @@ def test_a_partial_triples_file_is_recorded_and_noted_by_the_report(compose, toy
     assert err.count("5 passages of its corpus have no triple (a partial triples file") == 1
     Runner(_cfg(compose, toy_dir), tmp_path / "full").run()
     assert json.loads((tmp_path / "full" / "run.json").read_text())["data_warnings"] == {}
+
+
+def test_an_index_or_extract_stage_never_writes_over_another_run(compose, toy_dir, tmp_path):
+    """stage=index / stage=extract into a retrieve run's dir overwrote its metrics.json, run.json and config.yaml
+    unchecked (the report then tabled the BM25 numbers under the extraction's config): every stage checks the dir.
+    An index build into the dir of another config's index build is refused as a resume is."""
+    from gear_repro.data import load_dataset
+    from gear_repro.pipeline.resources import Resources
+    from gear_repro.utils.lock import RunDirInUse
+    from tests.helpers.doubles import ExtractionLLM
+
+    run = tmp_path / "bm25"
+    metrics = Runner(_cfg(compose, toy_dir), run).run()
+    before = {f: (run / f).read_bytes() for f in ("metrics.json", "run.json", "config.yaml")}
+    with pytest.raises(RunDirInUse, match=r"holds a stage=retrieve run; a stage=index run into it would overwrite"):
+        Runner(_cfg(compose, toy_dir, "stage=index"), run).run()
+    cfg = _cfg(compose, toy_dir, "stage=extract", "llm=openai_compatible", "llm.base_url=http://127.0.0.1:9/v1")
+    with pytest.raises(RunDirInUse, match=r"holds a stage=retrieve run; a stage=extract run into it"):
+        Runner(cfg, run, resources=Resources(cfg, llm=ExtractionLLM(load_dataset(toy_dir).passages))).run()
+    assert {f: (run / f).read_bytes() for f in before} == before and not (run / "failure.json").exists()
+    assert json.loads((run / "metrics.json").read_text())["recall@5"] == metrics["recall@5"]
+    index = tmp_path / "index"
+    assert Runner(_cfg(compose, toy_dir, "stage=index"), index).run()["passages"] == 6
+    assert Runner(_cfg(compose, toy_dir, "stage=index"), index).run()["passages"] == 6  # the same build again
+    with pytest.raises(ConfigError, match=r"holds an index build of a different config .*backend.bm25.k1: 1.2 → 0.9"):
+        Runner(_cfg(compose, toy_dir, "stage=index", "backend.bm25.k1=0.9"), index).run()
+    with pytest.raises(RunDirInUse, match=r"holds a stage=index run; a stage=retrieve run"):
+        Runner(_cfg(compose, toy_dir), index).run()
+
+
+def _contend(run_dir: str, start, out) -> None:
+    """One contender for a stale lock (a child process): waits for the others, tries the lock, holds it a while."""
+    import logging
+
+    from gear_repro.utils.lock import RunDirInUse, RunDirLock
+
+    logging.disable(logging.WARNING)
+    start.wait()
+    lock = RunDirLock(run_dir)
+    try:
+        lock.acquire()
+    except RunDirInUse:
+        out.put(0)
+        return
+    out.put(1)
+    import time
+
+    time.sleep(0.3)  # held while the others try
+    lock.release()
+
+
+def test_a_stale_lock_is_taken_over_by_one_process_only(tmp_path):
+    """Two processes that both found a lock stale could both take it over (one deleted the lock the other had just
+    created: 6 of 40 trials held twice); the takeover now runs under a flock, so exactly one holds it each time."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    dead = 2**22 + 17  # above pid_max's default: no such process
+    holders = []
+    for trial in range(12):
+        run_dir = tmp_path / f"t{trial}"
+        run_dir.mkdir()
+        (run_dir / ".lock").write_text(json.dumps({"host": __import__("socket").gethostname(), "pid": dead,
+                                                   "start": "1"}))
+        start, out = ctx.Event(), ctx.Queue()
+        procs = [ctx.Process(target=_contend, args=(str(run_dir), start, out)) for _ in range(6)]
+        for p in procs:
+            p.start()
+        start.set()
+        for p in procs:
+            p.join(30)
+        holders.append(sum(out.get(timeout=5) for _ in procs))
+    assert holders == [1] * 12

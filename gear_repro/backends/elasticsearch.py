@@ -21,14 +21,17 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
 from urllib.parse import urlsplit
 
+import elastic_transport
 import elasticsearch
 import numpy as np
+from elastic_transport.client_utils import DEFAULT
 from elasticsearch import Elasticsearch, helpers
 from tqdm.auto import tqdm
 
@@ -67,6 +70,39 @@ DEFAULT_BM25, DEFAULT_KNN, DEFAULT_BULK = asdict(BM25Settings()), asdict(KnnSett
 
 class ElasticsearchError(GearError):
     """A cluster-side failure (unreachable, missing index, rejected documents, failed query)."""
+
+
+class DeadlineNode(elastic_transport.Urllib3HttpNode):
+    """The client's HTTP node with an overall deadline per request. urllib3's timeout bounds each socket read, so a
+    server that trickles its reply (a byte every second) never trips ``backend.request_timeout=5`` and a query
+    hangs for as long as it trickles; here the whole request (connect, headers, body) runs in a helper thread and
+    fails with the transport's ``ConnectionTimeout`` after the request's timeout, which the client retries like any
+    timeout (``backend.max_retries``), as the LLM client's ``llm/deadline.py`` does for its HTTP calls. An abandoned
+    request keeps its helper thread (a daemon) until the server stops sending."""
+
+    def perform_request(self, method: str, target: str, body: bytes | None = None, headers: Any = None,
+                        request_timeout: Any = DEFAULT) -> Any:
+        deadline = self.config.request_timeout if request_timeout is DEFAULT else request_timeout
+        if deadline is None:
+            return super().perform_request(method, target, body, headers, request_timeout)
+        result: dict[str, Any] = {}
+
+        def attempt() -> None:
+            try:
+                result["response"] = super(DeadlineNode, self).perform_request(method, target, body, headers,
+                                                                               request_timeout)
+            except BaseException as e:  # handed to the caller's thread
+                result["error"] = e
+
+        worker = threading.Thread(target=attempt, name="es-request", daemon=True)
+        worker.start()
+        worker.join(float(deadline))
+        if worker.is_alive():
+            raise elastic_transport.ConnectionTimeout(
+                f"no complete answer within {float(deadline):g} s (the overall deadline of one request)")
+        if "error" in result:
+            raise result["error"]
+        return result["response"]
 
 
 def _safe_name(s: str) -> str:
@@ -133,7 +169,7 @@ class ElasticsearchBackend:
 
     def _make_client(self) -> Elasticsearch:
         kw: dict[str, Any] = {"request_timeout": self.request_timeout, "max_retries": self.max_retries,
-                              "retry_on_timeout": True}
+                              "retry_on_timeout": True, "node_class": DeadlineNode}
         if self._api_key:
             key = self._api_key
             kw["api_key"] = tuple(key.split(":", 1)) if ":" in key else key

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gear_repro.data.canonical import save_corpus, save_questions, save_triples
+from gear_repro.data.canonical import check_records, save_corpus, save_questions, save_triples
 from gear_repro.data.chunking import chunk_corpus
 from gear_repro.data.converters import DATASETS, FORMATS, TITLE_SIMILARITY, get_converter
 from gear_repro.data.openie import import_hipporag_openie
@@ -49,6 +49,9 @@ def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path
     ``match_titles`` matches title-only gold references loosely (converters.TitleMatcher; docs/data.md)."""
     if limit is not None and limit <= 0:
         raise DataError(f"--limit must be a positive number of questions, got {limit}")
+    if chunk_overlap and not chunk_size:  # an overlap of no chunking: the folder would hold whole documents
+        raise DataError(f"--chunk-overlap {chunk_overlap} needs --chunk-size (the overlap of the word windows "
+                        "--chunk-size makes; without it documents are not split)")
     for what, path in (("questions file", questions), ("corpus file", corpus),
                        ("--triples-hipporag file", triples_hipporag)):
         if path is not None:
@@ -71,22 +74,57 @@ def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path
     passages, qs = conv.passages, conv.questions
     if chunk_size:
         passages, qs, triples, stats["chunking"] = chunk_corpus(passages, qs, triples, chunk_size, chunk_overlap)
+    check_records(passages, qs, triples, str(questions))  # the loader's checks: what prepare writes loads
     no_answer = [q.id for q in qs if not q.answers]
     if no_answer:  # recall works; QA (qa=true) refuses such a dataset at start-up
         log.warning("%d questions have no gold answer (first: '%s'): EM/F1 cannot score them and qa=true will "
                     "refuse this dataset", len(no_answer), no_answer[0])
         stats["questions_without_answers_ids"] = no_answer[:_N_IDS]
     out.mkdir(parents=True, exist_ok=True)
-    save_corpus(out / "corpus.jsonl", passages)
-    save_questions(out / "questions.jsonl", qs)
-    if triples is not None:
-        save_triples(out / "triples.jsonl", triples)
-    elif (out / "triples.jsonl").exists():  # another dataset's triples would be used with this corpus
-        (out / "triples.jsonl").unlink()
-        stats["removed_stale"] = ["triples.jsonl"]
-        log.warning("removed %s left by an earlier prepare (this one imports no triples)", out / "triples.jsonl")
-    write_json(out / "prepare_stats.json", stats)
+    _write_folder(out, passages, qs, triples, stats)
     return stats
+
+
+STAGING = ".prepare-tmp-"  # the folder inside --out the files are written into before they replace the old ones
+
+
+def _write_folder(out: Path, passages: list[Passage], questions: list[Question], triples: list | None,
+                  stats: dict[str, Any]) -> None:
+    """Write the folder's files into a staging folder inside ``out``, record their hashes in prepare_stats.json
+    (``files_sha256_16``; the loader refuses a folder whose corpus or questions disagree), then move them into
+    place with prepare_stats.json last: a prepare killed before the end leaves the old folder, or files that
+    disagree with the recorded hashes, never a new corpus silently beside old questions. A staging folder left
+    by a killed prepare is removed."""
+    import os
+    import shutil
+    import tempfile
+
+    from gear_repro.utils.lock import process_start
+
+    for old in out.glob(f"{STAGING}*"):  # a killed prepare's (its process gone)
+        pid = old.name[len(STAGING):].split("-", 1)[0]
+        if old.is_dir() and (not pid.isdigit() or process_start(int(pid)) is None):
+            shutil.rmtree(old, ignore_errors=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING}{os.getpid()}-", dir=out))
+    try:
+        save_corpus(staging / "corpus.jsonl", passages)
+        save_questions(staging / "questions.jsonl", questions)
+        names = ["corpus.jsonl", "questions.jsonl"]
+        if triples is not None:
+            save_triples(staging / "triples.jsonl", triples)
+            names.append("triples.jsonl")
+        stats["files_sha256_16"] = {name: hash_file(staging / name) for name in names}
+        write_json(staging / "prepare_stats.json", stats)
+        if triples is None and (out / "triples.jsonl").exists():  # another dataset's triples with this corpus
+            (out / "triples.jsonl").unlink()
+            stats["removed_stale"] = ["triples.jsonl"]
+            write_json(staging / "prepare_stats.json", stats)
+            log.warning("removed %s left by an earlier prepare (this one imports no triples)", out / "triples.jsonl")
+        for name in ["triples.jsonl", "questions.jsonl", "corpus.jsonl", "prepare_stats.json"]:
+            if (staging / name).exists():
+                os.replace(staging / name, out / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _summary(stats: dict[str, Any], out: Path) -> str:

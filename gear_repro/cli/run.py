@@ -29,6 +29,7 @@ from omegaconf.errors import InterpolationToMissingValueError, MissingMandatoryV
 import gear_repro.config  # noqa: F401  (registers ${repo:} and ${cache:})
 from gear_repro.llm.client import looks_like_env_name
 from gear_repro.llm.server import check_server_overrides
+from gear_repro.pipeline.run_folder import HYDRA_DIR
 from gear_repro.utils.errors import ConfigError, GearError
 from gear_repro.utils.lock import RunDirInUse, RunDirLock
 from gear_repro.utils.paths import cache_dir, config_dir
@@ -103,10 +104,11 @@ def _record_startup_failure(run_dir: Path, error: GearError, started: float) -> 
     """failure.json for a sweep's job refused before its runner started (a setting checked at start-up): without it
     the job dir held only run.log and the report listed neither it nor its error. Not in a dir holding a
     finished run (its results stand), one a live run holds, or one a runner already recorded in this attempt."""
-    from gear_repro.pipeline.runner import FAILURE_FILE, record_failure
+    from gear_repro.pipeline import run_folder as rf
+    from gear_repro.pipeline.runner import record_failure
 
-    failure = run_dir / FAILURE_FILE
-    if (run_dir / "metrics.json").exists() or (failure.exists() and failure.stat().st_mtime >= started):
+    failure = run_dir / rf.FAILURE
+    if (run_dir / rf.METRICS).exists() or (failure.exists() and failure.stat().st_mtime >= started):
         return
     # a live run's dir (its lock held): left alone; a read-only or full disk: the console has the error
     with contextlib.suppress(OSError, GearError), RunDirLock(run_dir):
@@ -165,9 +167,6 @@ def _in_process(hc: object) -> bool:
     return not target or target.endswith("BasicLauncher")
 
 
-HYDRA_SUBDIR = ".hydra"
-
-
 def save_hydra_copies(cfg: DictConfig, run_dir: str | Path) -> None:
     """Hydra's ``.hydra/{config,hydra,overrides}.yaml``, secrets redacted (``config.redact``).
 
@@ -182,7 +181,7 @@ def save_hydra_copies(cfg: DictConfig, run_dir: str | Path) -> None:
     hc = HydraConfig.get()
     nodes = {"config.yaml": cfg, "hydra.yaml": OmegaConf.create({"hydra": hc}), "overrides.yaml": hc.overrides.task}
     for name, node in nodes.items():
-        with atomic_open(Path(run_dir) / HYDRA_SUBDIR / name) as f:
+        with atomic_open(Path(run_dir) / HYDRA_DIR / name) as f:
             f.write(OmegaConf.to_yaml(OmegaConf.create(redact(OmegaConf.to_container(node, resolve=False)))))
 
 

@@ -21,13 +21,70 @@ from gear_repro.utils.io import iter_jsonl, json_kind, write_jsonl
 log = logging.getLogger(__name__)
 
 
-def _need(rec: dict, key: str, typ: type | tuple, path: Path, lineno: int):
+def _need(rec: dict, key: str, typ: type | tuple, where: str):
     if key not in rec:
-        raise DataError(f"{path}:{lineno}: record lacks field '{key}'")
+        raise DataError(f"{where}: record lacks field '{key}'")
     val = rec[key]
-    if not isinstance(val, typ):
-        raise DataError(f"{path}:{lineno}: field '{key}' should be {typ}, got {type(val).__name__}")
+    # a JSON true/false is no id, text or number here (Python's bool is an int: True would become "True")
+    if not isinstance(val, typ) or isinstance(val, bool):
+        raise DataError(f"{where}: field '{key}' should be {typ}, got {type(val).__name__}")
     return val
+
+
+def _id(rec: dict, key: str, where: str) -> str:
+    """A record's id (string or integer) as text; an empty one is a DataError (it names nothing)."""
+    val = str(_need(rec, key, (str, int), where))
+    if not val.strip():
+        raise DataError(f"{where}: field '{key}' is empty (an id must name the record)")
+    return val
+
+
+def _optional_text(rec: dict, key: str, where: str) -> str:
+    """An optional text field (``title``, ``type``, ``dataset``): a string, or absent/null = ""; a list or object
+    is a DataError (indexed or grouped as its Python text, "['Paris', 'France']", it would pass unnoticed)."""
+    val = rec.get(key)
+    if val is None:
+        return ""
+    if not isinstance(val, str):
+        raise DataError(f"{where}: field '{key}' should be a string, got {json_kind(val)} "
+                        f"({json.dumps(val, default=str)[:60]})")
+    return val
+
+
+def passage_record(rec: dict, where: str) -> Passage:
+    """One corpus.jsonl record as a Passage, validated (the loader's and gear-repro-prepare's one check)."""
+    return Passage(id=_id(rec, "id", where), title=_optional_text(rec, "title", where),
+                   text=_need(rec, "text", str, where))
+
+
+def question_record(rec: dict, where: str) -> Question:
+    """One questions.jsonl record as a Question, validated (the loader's and gear-repro-prepare's one check)."""
+    qid = _id(rec, "id", where)
+    answers = _need(rec, "answers", list, where)
+    gold = _need(rec, "gold_ids", list, where)
+    for key, vals, kinds in (("gold_ids", gold, (str, int)), ("answers", answers, (str, int, float))):
+        if any(v is None or (isinstance(v, str) and not v.strip()) for v in vals):  # never scored as "None"
+            raise DataError(f"{where}: question '{qid}' has a null or empty entry in '{key}'")
+        # an id as 6.0 would never equal the corpus's "6"; an answer as {"text": ...} or a list would be scored
+        # as its Python text: strings (ids also ints, answers also numbers) only
+        bad = next((v for v in vals if isinstance(v, bool) or not isinstance(v, kinds)), None)
+        if bad is not None:
+            raise DataError(f"{where}: question '{qid}': an entry of '{key}' is {json_kind(bad)} "
+                            f"({json.dumps(bad)[:60]}); expected {'ids as strings or integers' if key == 'gold_ids' else 'answer strings'}")
+    text = _need(rec, "question", str, where)
+    if not text.strip():
+        raise DataError(f"{where}: question '{qid}' has an empty question text")
+    return Question(id=qid, question=text,
+                    answers=[answer_text(a, f"{where}: question '{qid}'") for a in answers],
+                    gold_ids=[str(g) for g in gold], type=_optional_text(rec, "type", where),
+                    dataset=_optional_text(rec, "dataset", where))
+
+
+def triple_record(rec: dict, where: str) -> Triple:
+    """One triples.jsonl record as a Triple, validated (the loader's and gear-repro-prepare's one check)."""
+    tid = _id(rec, "id", where)
+    vals = [str(_need(rec, k, (str, int, float), where)) for k in ("subject", "predicate", "object")]
+    return Triple(tid, *vals, passage_id=_id(rec, "passage_id", where))
 
 
 def load_corpus(path: str | Path) -> list[Passage]:
@@ -35,13 +92,11 @@ def load_corpus(path: str | Path) -> list[Passage]:
     out: list[Passage] = []
     seen: dict[str, int] = {}
     for lineno, rec in iter_jsonl(path):
-        pid = str(_need(rec, "id", (str, int), path, lineno))
-        if pid in seen:
-            raise DataError(f"{path}:{lineno}: duplicate passage id '{pid}' (first at line {seen[pid]})")
-        seen[pid] = lineno
-        title = rec.get("title") or ""
-        text = _need(rec, "text", str, path, lineno)
-        out.append(Passage(id=pid, title=str(title), text=text))
+        p = passage_record(rec, f"{path}:{lineno}")
+        if p.id in seen:
+            raise DataError(f"{path}:{lineno}: duplicate passage id '{p.id}' (first at line {seen[p.id]})")
+        seen[p.id] = lineno
+        out.append(p)
     if not out:
         raise DataError(f"{path}: empty corpus (no passages)")
     return out
@@ -64,32 +119,11 @@ def load_questions(path: str | Path) -> list[Question]:
     out: list[Question] = []
     seen: dict[str, int] = {}
     for lineno, rec in iter_jsonl(path):
-        qid = str(_need(rec, "id", (str, int), path, lineno))
-        if qid in seen:
-            raise DataError(f"{path}:{lineno}: duplicate question id '{qid}' (first at line {seen[qid]})")
-        seen[qid] = lineno
-        answers = _need(rec, "answers", list, path, lineno)
-        gold = _need(rec, "gold_ids", list, path, lineno)
-        for key, vals, kinds in (("gold_ids", gold, (str, int)), ("answers", answers, (str, int, float))):
-            if any(v is None or (isinstance(v, str) and not v.strip()) for v in vals):  # never scored as "None"
-                raise DataError(f"{path}:{lineno}: question '{qid}' has a null or empty entry in '{key}'")
-            # an id as 6.0 would never equal the corpus's "6"; an answer as {"text": ...} or a list would be scored
-            # as its Python text: strings (ids also ints, answers also numbers) only
-            bad = next((v for v in vals if isinstance(v, bool) or not isinstance(v, kinds)), None)
-            if bad is not None:
-                raise DataError(f"{path}:{lineno}: question '{qid}': an entry of '{key}' is {json_kind(bad)} "
-                                f"({json.dumps(bad)[:60]}); expected {'ids as strings or integers' if key == 'gold_ids' else 'answer strings'}")
-        text = _need(rec, "question", str, path, lineno)
-        if not text.strip():
-            raise DataError(f"{path}:{lineno}: question '{qid}' has an empty question text")
-        out.append(Question(
-            id=qid,
-            question=text,
-            answers=[answer_text(a, f"{path}:{lineno}: question '{qid}'") for a in answers],
-            gold_ids=[str(g) for g in gold],
-            type=str(rec.get("type") or ""),
-            dataset=str(rec.get("dataset") or ""),
-        ))
+        q = question_record(rec, f"{path}:{lineno}")
+        if q.id in seen:
+            raise DataError(f"{path}:{lineno}: duplicate question id '{q.id}' (first at line {seen[q.id]})")
+        seen[q.id] = lineno
+        out.append(q)
     if not out:
         raise DataError(f"{path}: no questions")
     return out
@@ -100,13 +134,26 @@ def load_triples(path: str | Path) -> list[Triple]:
     out: list[Triple] = []
     seen: set[str] = set()
     for lineno, rec in iter_jsonl(path):
-        tid = str(_need(rec, "id", (str, int), path, lineno))
-        if tid in seen:
-            raise DataError(f"{path}:{lineno}: duplicate triple id '{tid}'")
-        seen.add(tid)
-        vals = [str(_need(rec, k, (str, int, float), path, lineno)) for k in ("subject", "predicate", "object")]
-        out.append(Triple(tid, *vals, passage_id=str(_need(rec, "passage_id", (str, int), path, lineno))))
+        t = triple_record(rec, f"{path}:{lineno}")
+        if t.id in seen:
+            raise DataError(f"{path}:{lineno}: duplicate triple id '{t.id}'")
+        seen.add(t.id)
+        out.append(t)
     return out
+
+
+def check_records(passages: Iterable[Passage], questions: Iterable[Question], triples: Iterable[Triple] | None,
+                  source: str) -> None:
+    """The loader's record checks on converted data before it is written (gear-repro-prepare): a folder prepare
+    writes always loads, and what a hand-made folder may not hold, prepare may not write. ``source`` names the
+    input in messages."""
+    for p in passages:
+        passage_record({"id": p.id, "title": p.title, "text": p.text}, f"{source}: passage '{p.id}'")
+    for q in questions:
+        question_record(q.to_dict(), f"{source}: question '{q.id}'")
+    for t in triples or ():
+        triple_record({"id": t.id, "subject": t.subject, "predicate": t.predicate, "object": t.object,
+                       "passage_id": t.passage_id}, f"{source}: triple '{t.id}'")
 
 
 def save_corpus(path: str | Path, passages: Iterable[Passage]) -> int:

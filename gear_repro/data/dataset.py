@@ -69,6 +69,28 @@ def prepared_as(root: str | Path) -> tuple[str, str] | None:
     return PREPARED.get((prepared_from(root) or "").lower())
 
 
+def check_prepared_files(root: Path, hashes: dict[str, str]) -> None:
+    """DataError when the corpus or questions file of a folder gear-repro-prepare wrote is not the one it recorded
+    (prepare_stats.json ``files_sha256_16``): a prepare killed between moving its files into place, or a file
+    edited by hand, would pair a new corpus with old questions (BM25 then scores R@5 = 0.0). A folder without the
+    record (hand-made, or prepared before it existed) is not checked; triples.jsonl is not either (a stage=extract's
+    triples are copied in by design; the loader checks that they point into the corpus)."""
+    stats_path = root / "prepare_stats.json"
+    if not stats_path.is_file():
+        return
+    from gear_repro.utils.io import read_json_object
+
+    recorded = read_json_object(stats_path).get("files_sha256_16")
+    if not isinstance(recorded, dict):
+        return
+    for name, digest in hashes.items():
+        if name in recorded and recorded[name] != digest:
+            raise DataError(f"{root / name} is not the file gear-repro-prepare wrote with {stats_path.name} "
+                            f"(sha256 {digest} != recorded {recorded[name]}): a prepare killed before it finished, "
+                            "or an edited file; re-run gear-repro-prepare into the folder (or delete its "
+                            f"{stats_path.name} to use hand-edited files)")
+
+
 def check_gold_answers(dataset: Dataset, switch: str = "qa=true") -> None:
     """DataError naming the first question without a gold answer: EM/F1 (qa=true, self-answering methods) would
     fail only after every LLM call had run; ``switch`` is the setting that turns the answers off."""
@@ -123,6 +145,7 @@ def load_dataset(
     if limit is not None and limit > 0:
         questions = questions[:limit] if subset == "first" else stratified_subset(questions, limit, subset_seed)
     hashes = {"corpus": hash_file(corpus_path), "questions": hash_file(q_path)}
+    check_prepared_files(root, {"corpus.jsonl": hashes["corpus"], "questions.jsonl": hashes["questions"]})
     ids = {p.id for p in passages}
     warnings: dict[str, int] = {}
     missing = [(q.id, g) for q in questions for g in q.gold_ids if g not in ids]

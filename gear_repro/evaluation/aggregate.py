@@ -118,8 +118,10 @@ def agent_stats(preds: Sequence[dict]) -> dict:
 
 
 def aggregate(preds: list[dict], ks: Sequence[int], max_rounds: int | None = None, qa: bool | None = None) -> dict:
-    """Mean metrics over questions; questions without gold are excluded from recall and counted; errored
-    questions are misses. ``qa``: the run answered questions (None: inferred from the records)."""
+    """Mean metrics over questions; questions without gold are excluded from recall and counted. An errored
+    question's recall is that of the ranking it recorded (empty, so 0, when its retrieval did not finish; its
+    ranking when only the QA call failed: per_question.py's rule too); its EM/F1 are 0.
+    ``qa``: the run answered questions (None: inferred from the records)."""
     scored = [p for p in preds if p.get("gold_ids")]
     out: dict = {"n_questions": len(preds), "n_scored": len(scored),
                  "n_errors": sum(1 for p in preds if p.get("error")),

@@ -3,7 +3,10 @@
 The means of these values are the table numbers; their spread gives the intervals and paired tests of
 :mod:`gear_repro.evaluation.stats`. Rules (one place, so tables, claims and figures agree):
 
-- ``recall@k`` (0-100): questions with gold passages; a question that errored counts as 0.
+- ``recall@k`` (0-100): questions with gold passages, each scored on the ranking its record holds
+  (:func:`~gear_repro.evaluation.aggregate.question_recalls`, as metrics.json): a question that errored before its
+  retrieval finished holds an empty ranking and counts as 0; one whose retrieval finished and whose QA call failed
+  is scored on its ranking, since R@k does not involve the reader (it was 0 here and its recall in metrics.json).
 - ``em`` / ``f1`` (0-100): every question of a QA run; one without an answer (it errored) counts as 0.
 - ``recall@k@round<n>``: R@k of the ranking GEAR had after round n (carried forward; Fig. 2).
 - ``tokens``: retrieval-stage LLM tokens (input + output; QA and extraction excluded, as Fig. 4) of ONE pass.
@@ -112,9 +115,7 @@ def question_values(preds: Sequence[dict], key: str) -> dict[str, float]:
         for p in preds:
             if not p.get("gold_ids"):
                 continue
-            if p.get("error"):
-                out[str(p["id"])] = 0.0
-            elif rnd:
+            if rnd:
                 out[str(p["id"])] = round_recalls(p, k, int(rnd))[int(rnd) - 1]
             else:
                 out[str(p["id"])] = question_recalls(p, [k])[f"recall@{k}"]

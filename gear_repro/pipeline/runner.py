@@ -1,18 +1,8 @@
 """Compose one run from its config: load data, build what the method needs, retrieve, answer, score.
 
 The runner holds no paper logic: methods (methods/), the QA reader (qa/) and metrics (evaluation/) do; the
-wiring (pipeline/wiring.py) builds them. It owns the run directory:
-
-    config.yaml        resolved config (secrets redacted)
-    run.json           provenance: fingerprint, package versions, data/index hashes and warnings, question subset,
-                       timings; an LLM run the hash of its prompt files (``prompts``), an extraction its own
-                       fingerprint without ``dataset.limit_passages`` (``extraction_fingerprint``)
-    predictions.jsonl  one line per finished question (appended, so an interrupted run resumes)
-    metrics.json       recall@k (0-100), EM/F1 with qa=true, tokens, latency, n_errors, the evaluated question ids
-    llm_stats.json     LLM cache hits/misses, retries, failures (when an LLM was used)
-    failure.json       why the last attempt stopped, when it raised (error, traceback, host, SLURM job); removed by a
-                       run that finishes; gear-repro-report lists it under "Unfinished runs"
-    .lock              held while the run writes (utils/lock.py); a second run into the dir is refused
+wiring (pipeline/wiring.py) builds them. It writes the run directory (its files and their format: pipeline/run_folder.py; the
+resume fingerprint and the finished questions: pipeline/resume.py).
 
 Bookkeeping rules (issue 9 §2): a question that errored is recorded (scored as a miss) but not finished, so a
 resume retries it; the resume fingerprint covers the config (not ``dataset.path``) and the data files' hashes (and, for
@@ -33,16 +23,17 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 from tqdm import tqdm
 
-from gear_repro.config import resolved, to_container, validate
+from gear_repro.config import to_container, validate
 from gear_repro.data.dataset import check_gold_answers
-from gear_repro.embedding.precision import Precision, QueryPrecision, resolve_precision
-from gear_repro.evaluation.aggregate import aggregate, check_record
+from gear_repro.evaluation.aggregate import aggregate
 from gear_repro.evaluation.metrics import answer_metric_for
 from gear_repro.extraction import EXTRACTION_LOG
-from gear_repro.llm.gguf_weights import served_weights
 from gear_repro.llm.ledger import call_scope
 from gear_repro.methods.base import Method
+from gear_repro.pipeline import run_folder as rf
 from gear_repro.pipeline.resources import Resources
+from gear_repro.pipeline.resume import code_history, data_fingerprint, load_finished, what_differs
+from gear_repro.pipeline.run_folder import PREDICTIONS
 from gear_repro.pipeline.setting import data_setting, run_setting
 from gear_repro.pipeline.wiring import build_method, build_qa_reader
 from gear_repro.prompts import prompts_hash
@@ -50,108 +41,15 @@ from gear_repro.qa.reader import AnswerReader, pass_for_qa, score_answer
 from gear_repro.types import Question
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError
-from gear_repro.utils.hashing import hash_obj, model_path_identity
-from gear_repro.utils.io import (
-    JsonlAppender,
-    atomic_open,
-    iter_jsonl,
-    read_json_object,
-    repair_jsonl_tail,
-    require_writable_dir,
-    write_json,
-)
-from gear_repro.utils.lock import RunDirLock
+from gear_repro.utils.hashing import hash_obj
+from gear_repro.utils.io import JsonlAppender, require_writable_dir
+from gear_repro.utils.lock import RunDirLock, RunDirTaken
 from gear_repro.utils.provenance import environment
-from gear_repro.utils.secrets import redact_text, redact_url
-from gear_repro.utils.settings import flat_settings
+from gear_repro.utils.secrets import redact_text
 
 log = logging.getLogger("gear_repro")
 
-# config keys that do not change results (excluded from the run fingerprint used for resuming)
-_NON_RESULT_KEYS = {
-    "run": {"progress", "resume", "fail_fast", "allow_errors", "workers"}, "hydra": None, "report": None, "name": None,
-    "dataset": {"allow_unknown_source"},  # a start-up check: the data and the results are the same either way
-    "embedder": {"num_threads", "show_progress", "batch_size", "cache"},
-    "llm": {"timeout_s", "max_reply_bytes", "max_retries", "backoff_base_s", "backoff_max_s", "concurrency", "cache", "cache_dir", "cache_mode", "server",
-            "record_prompts", "cache_lock_timeout_s", "check_endpoint",
-            "base_url"},
-}
-
-
-def fingerprint_settings(cfg: DictConfig, with_path: bool = False) -> dict:
-    """What :func:`run_fingerprint` hashes: the resolved config less the keys that do not change results, plus the
-    identities of what serves the LLM and of a local model folder. ``dataset.path`` is left out: the data are
-    identified by their content (:func:`data_fingerprint`), so a byte-identical copy of them, or another clone or
-    mount of the repo (``${repo:}/data/...``), resumes. ``with_path`` keeps it: the fingerprint run dirs were given
-    before (accepted by :meth:`Runner._check_resume` when the run dir's own path gives it)."""
-    c = resolved(cfg, enum_to_str=False)
-    emb = c.get("embedder")
-    if isinstance(emb, dict):  # the precisions that run (`auto` differs between machines); fp32 (queries too)
-        # keeps the fingerprint of run dirs written before the settings existed, and bf16 with bf16 queries that of
-        # bf16 runs before query_precision
-        used = resolve_precision(emb.pop("precision", Precision.fp32), emb.get("device", "cpu"),
-                                 emb.get("backend", "torch"))
-        queries = QueryPrecision(emb.pop("query_precision", QueryPrecision.same))
-        if used is not Precision.fp32:
-            emb["precision"] = used.value
-            if queries is QueryPrecision.fp32:
-                emb["query_precision"] = queries.value
-        if emb.get("backend") == "openvino":  # before session 21 its "fp32" ran OpenVINO's own default (bf16 here)
-            emb["inference_precision"] = used.value
-    for key, sub in _NON_RESULT_KEYS.items():
-        if sub is None:
-            c.pop(key, None)
-        elif key in c:
-            c[key] = {k: v for k, v in c[key].items() if k not in sub}
-    c.get("dataset", {}).pop("limit", None)  # a larger limit extends a run; finished questions stay valid
-    if not with_path:
-        c.get("dataset", {}).pop("path", None)  # the files' content is in data_fingerprint
-    url = OmegaConf.select(cfg, "llm.base_url", default=None)
-    if url:  # another server may serve another model: a resume never mixes two servers' replies (secrets masked,
-        c["llm"]["endpoint"] = redact_url(str(url))  # so a rotated key is the same endpoint); unset: as before
-    elif (weights := served_weights(OmegaConf.select(cfg, "llm", default=None))):
-        c["llm"]["weights"] = weights  # what the harness-started server serves (the shipped pairings: as before)
-    if (files := model_path_identity(OmegaConf.select(cfg, "embedder.model", default=None))):
-        c["embedder"]["files"] = files  # a local model folder by content, as its vectors' key
-    return c
-
-
-def run_fingerprint(cfg: DictConfig, with_path: bool = False) -> str:
-    """Hash of the settings that change results (:func:`fingerprint_settings`)."""
-    return hash_obj(fingerprint_settings(cfg, with_path))
-
-
-def data_fingerprint(cfg: DictConfig, data_hashes: dict, with_path: bool = False) -> str:
-    """Resume fingerprint: the result-relevant config plus the hashes of the data files (corpus, questions,
-    triples), so editing the data and re-running into the same dir never reuses old predictions. Indexes are
-    built from these files with settings that are part of the config, so they are covered too. ``with_path``:
-    the fingerprint of run dirs written before ``dataset.path`` was left out."""
-    return hash_obj({"config": run_fingerprint(cfg, with_path), "data": dict(sorted(data_hashes.items()))})
-
-
-_DIFFS_SHOWN = 8  # differing settings a refused resume names at most
-
-
-def what_differs(old_cfg: DictConfig | None, new_cfg: DictConfig, old_data: dict, new_data: dict) -> list[str]:
-    """What tells a run dir's run from this one, for a refused resume: each fingerprinted setting that differs
-    (``run.ks: [5, 10, 15] → [5, 10]``; secrets shown as ``***``, as in config.yaml) and each data file whose
-    content hash differs. ``old_cfg``: the dir's config.yaml (None when it has none)."""
-    from gear_repro.config import redact
-
-    out = []
-    if old_cfg is not None:
-        old, new = (flat_settings(redact(fingerprint_settings(c))) for c in (old_cfg, new_cfg))
-        for key in sorted(old.keys() | new.keys()):
-            if old.get(key) != new.get(key):
-                out.append(f"{key}: {old.get(key, '(unset)')} → {new.get(key, '(unset)')}")
-    for name in sorted(old_data.keys() | new_data.keys()):
-        if old_data.get(name) != new_data.get(name):
-            out.append(f"the {name} file's content (sha256 {old_data.get(name) or '(none)'} → "
-                       f"{new_data.get(name) or '(none)'})")
-    return out[:_DIFFS_SHOWN] + ([f"{len(out) - _DIFFS_SHOWN} more"] if len(out) > _DIFFS_SHOWN else [])
-
-
-_WHAT = {"predictions.jsonl": "predictions", EXTRACTION_LOG: "extracted triples"}  # a run dir's results, in messages
+_WHAT = {PREDICTIONS: "predictions", EXTRACTION_LOG: "extracted triples", rf.METRICS: "an index build"}  # a run dir's results, in messages
 
 
 def _without_limit_passages(cfg: DictConfig) -> DictConfig:
@@ -170,42 +68,13 @@ def question_ids_hash(ids: list[str]) -> str:
 QUESTION_THREADS = "question"  # name prefix of the run.workers threads (the CLI's Ctrl-C exit looks for them)
 
 
-def code_history(previous: dict, done: int, todo: int) -> list[dict]:
-    """run.json ``code_history``: the commit (``git_commit``, ``-dirty`` for uncommitted edits) of every start that ran
-    questions, with how many were finished before it; a resume after a code change appends a second commit, which the
-    report names (the fingerprint leaves code out, so a changed method would otherwise mix two methods' records).
-    A run.json from before the history counts as one start of its own commit."""
-    history = [dict(h) for h in previous.get("code_history") or [] if isinstance(h, dict)] if done else []
-    if not history and done:
-        history = [{"git_commit": (previous.get("environment") or {}).get("git_commit"), "finished_before": 0}]
-    if todo:
-        history.append({"git_commit": environment().get("git_commit"), "finished_before": done})
-    return history
-
-
-def load_finished(path: Path) -> dict[str, dict]:
-    """Finished questions of a run dir: the last record per id, without errored ones (they are retried)."""
-    if not path.exists():
-        return {}
-    if repair_jsonl_tail(path):
-        log.warning("%s: dropped a partial last line left by an interrupted run", path)
-    last = {}
-    for lineno, rec in iter_jsonl(path):
-        check_record(rec, f"{path}:{lineno}")
-        last[rec["id"]] = rec
-    return {qid: rec for qid, rec in last.items() if not rec.get("error")}
-
-
-FAILURE_FILE = "failure.json"
-
-
 def record_failure(run_dir: Path, exc: BaseException) -> None:
     """Write why the run stopped to ``run_dir/failure.json`` (secrets redacted): what the report shows for it."""
     import socket
 
     from gear_repro.utils.slurm import slurm_job
 
-    write_json(run_dir / FAILURE_FILE, {
+    rf.write_json_file(run_dir, rf.FAILURE, {
         "error": redact_text(f"{type(exc).__name__}: {exc}"), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "traceback": redact_text("".join(traceback.format_exception(exc, limit=-8))),
         "host": socket.gethostname(), "slurm": slurm_job()})
@@ -257,10 +126,9 @@ class Runner:
 
     def _previous(self, results: str) -> dict:
         """run.json of the run whose results (``predictions.jsonl``, the extraction log) this dir holds, else {}."""
-        run_json = self.run_dir / "run.json"
-        return read_json_object(run_json) if run_json.exists() and (self.run_dir / results).exists() else {}
+        return rf.read_run_info(self.run_dir) if (self.run_dir / results).exists() else {}
 
-    def _check_resume(self, previous: dict, results: str = "predictions.jsonl", key: str = "fingerprint",
+    def _check_resume(self, previous: dict, results: str = PREDICTIONS, key: str = "fingerprint",
                       cfg: DictConfig | None = None) -> str:
         """The resume fingerprint of ``cfg`` (default: the run's config) and the data; a ConfigError naming what
         differs when the dir holds ``results`` whose run.json (``previous``) ``key`` differs (another config or
@@ -295,7 +163,7 @@ class Runner:
     def _old_config(self, like: DictConfig) -> DictConfig | None:
         """The run dir's config.yaml (the run whose results it holds), None when absent or unreadable; without
         ``dataset.limit_passages`` when ``like`` is without it (an extraction's fingerprint)."""
-        path = self.run_dir / "config.yaml"
+        path = self.run_dir / rf.CONFIG
         try:
             old = OmegaConf.load(path) if path.is_file() else None
         except Exception:  # a damaged copy only costs the message its details
@@ -323,8 +191,7 @@ class Runner:
             self.on_start = None
 
     def _write_config(self) -> None:
-        with atomic_open(self.run_dir / "config.yaml") as f:
-            f.write(OmegaConf.to_yaml(OmegaConf.create(to_container(self.cfg))))
+        rf.write_config(self.run_dir, to_container(self.cfg))
 
     def _write_provenance(self, fp: str, extra: dict | None = None) -> None:
         self._write_config()
@@ -345,26 +212,37 @@ class Runner:
         if emb is not None:
             rec["embedder_stats"] = emb.stats
             rec["embedder"] = emb.describe()  # model, back-end, precision asked for and used (issue 25)
-        write_json(self.run_dir / "run.json", rec)
+        rf.write_run_info(self.run_dir, rec)
         llm = self.res.built("llm")
         if llm is not None:
-            write_json(self.run_dir / "llm_stats.json", llm.stats())
+            rf.write_json_file(self.run_dir, rf.LLM_STATS, llm.stats())
 
     # -- stages --------------------------------------------------------------------------------------
     def run(self) -> dict:
         try:
             with RunDirLock(self.run_dir):
+                self._check_stage()  # before the failure handler: a refusal writes nothing into another run's dir
                 try:
                     result = self._run_stage()
                 except (Exception, KeyboardInterrupt) as e:
-                    if not (self.run_dir / "config.yaml").exists() and not (self.run_dir / "run.json").exists():
+                    if not (self.run_dir / rf.CONFIG).exists() and not (self.run_dir / rf.RUN_INFO).exists():
                         self._write_config()  # the report labels the failed run by it (a dir of another run: not)
                     record_failure(self.run_dir, e)
                     raise
-                (self.run_dir / FAILURE_FILE).unlink(missing_ok=True)
+                (self.run_dir / rf.FAILURE).unlink(missing_ok=True)
                 return result
         finally:
             self.res.close()
+
+    def _check_stage(self) -> None:
+        """:class:`~gear_repro.utils.lock.RunDirTaken` when the dir holds a run of another stage: this one would
+        overwrite its config.yaml, run.json and metrics.json (an extract over a BM25 run left the BM25 numbers
+        labelled with the extraction's config). A run of the same stage is checked by its resume fingerprint."""
+        stage = str(self.cfg.get("stage", "retrieve"))
+        held = rf.recorded_stage(self.run_dir)
+        if held is not None and held != stage:
+            raise RunDirTaken(f"{self.run_dir} holds a stage={held} run; a stage={stage} run into it would overwrite "
+                              "its config.yaml, run.json and metrics.json: use a new run dir (hydra.run.dir=...)")
 
     def _run_stage(self) -> dict:
         """The configured stage (retrieve, index or extract) inside the locked run dir."""
@@ -387,6 +265,7 @@ class Runner:
                 raise err
             return result
         if stage == "index":
+            self._check_resume(self._previous(rf.METRICS), rf.METRICS)  # another config's index run: refused
             if self.res.needs_vectors:
                 self.res.embedder.check_ready()  # the weights, before building anything (one line, not a traceback)
             self._start()
@@ -406,14 +285,14 @@ class Runner:
                 self.res.triples.vectors()
         self.timings["index_s"] = time.perf_counter() - t0
         self._write_provenance(data_fingerprint(self.cfg, self.res.dataset.hashes), {"indexes": out})
-        write_json(self.run_dir / "metrics.json", {"stage": "index", **out, "index_s": self.timings["index_s"]})
+        rf.write_json_file(self.run_dir, rf.METRICS, {"stage": "index", **out, "index_s": self.timings["index_s"]})
         return out
 
     def retrieve(self) -> dict:
         cfg = self.cfg
         t_setup = time.perf_counter()
         questions = self.res.dataset.questions  # load data first: its errors name the file
-        previous = self._previous("predictions.jsonl")
+        previous = self._previous(PREDICTIONS)
         fp = self._check_resume(previous)
         done = self._already_finished(fp, [q.id for q in questions])
         if done is not None:
@@ -421,9 +300,9 @@ class Runner:
         method = build_method(cfg, self.res)
         qa_reader = build_qa_reader(cfg, self.res)
         self.preflight(method, qa_reader)
-        prompts = self._check_prompts(previous, "predictions.jsonl") if qa_reader is not None or method.needs_llm else {}
+        prompts = self._check_prompts(previous, PREDICTIONS) if qa_reader is not None or method.needs_llm else {}
         self.timings["setup_s"] = time.perf_counter() - t_setup
-        pred_path = self.run_dir / "predictions.jsonl"
+        pred_path = self.run_dir / PREDICTIONS
         finished = load_finished(pred_path) if cfg.run.resume else {}
         if not cfg.run.resume and pred_path.exists():
             pred_path.unlink()
@@ -450,7 +329,7 @@ class Runner:
         metrics.update({"dataset": cfg.dataset.name, "name": cfg.get("name"), "fingerprint": fp,
                         "question_ids": ids, "question_ids_hash": question_ids_hash(ids),
                         "method_class": f"{type(method).__module__}.{type(method).__qualname__}"})
-        write_json(self.run_dir / "metrics.json", metrics)
+        rf.write_json_file(self.run_dir, rf.METRICS, metrics)
         # again after the questions, with the run's statistics over every finished record (a resume's earlier ones
         # too; T²RAG's iterations and stops)
         provenance["method"] = {**method.describe(), **method.summarize(preds)}
@@ -461,12 +340,12 @@ class Runner:
     def _already_finished(self, fp: str, ids: list[str]) -> dict | None:
         """The metrics.json of a run that already finished these questions without errors, under this fingerprint
         (a re-submitted sweep: its finished jobs load no model and write nothing); None when there is work to do."""
-        metrics_path = self.run_dir / "metrics.json"
+        metrics_path = self.run_dir / rf.METRICS
         if not self.cfg.run.resume or not metrics_path.exists():
             return None
-        metrics = read_json_object(metrics_path)
+        metrics = rf.read_json_file(self.run_dir, rf.METRICS)
         if (metrics.get("fingerprint") != fp or metrics.get("question_ids") != ids or metrics.get("n_errors")
-                or not set(ids) <= set(load_finished(self.run_dir / "predictions.jsonl"))):
+                or not set(ids) <= set(load_finished(self.run_dir / PREDICTIONS))):
             return None
         log.info("%s already finished its %d questions: nothing to do", self.run_dir, len(ids))
         return metrics

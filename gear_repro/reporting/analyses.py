@@ -33,6 +33,7 @@ from gear_repro.evaluation.metrics import recall_at_k
 from gear_repro.evaluation.per_question import question_values
 from gear_repro.evaluation.stats import Interval
 from gear_repro.methods.base import result_lines
+from gear_repro.pipeline import run_folder as rf
 from gear_repro.reporting.evidence import EvidenceOptions, values_interval
 from gear_repro.reporting.paper import DEFAULT_PAPER, paper_value
 from gear_repro.reporting.runs import RunResult, load_predictions, read_config, read_predictions
@@ -267,14 +268,12 @@ def passage_titles(run: RunResult) -> dict[str, str]:
 
 def runs_with_predictions(paths: Sequence[str | Path]) -> list[RunResult]:
     """Every folder under ``paths`` with a predictions.jsonl, finished or not (for ``--trace``)."""
-    from gear_repro.utils.io import read_json_object
-
     out = []
     for root in map(Path, paths):
-        for pf in sorted(root.rglob("predictions.jsonl")) if root.is_dir() else []:
-            cfile, mfile = pf.parent / "config.yaml", pf.parent / "metrics.json"
+        for pf in sorted(root.rglob(rf.PREDICTIONS)) if root.is_dir() else []:
+            cfile = pf.parent / rf.CONFIG
             cfg = read_config(cfile) if cfile.exists() else {}
-            out.append(RunResult(pf.parent, cfg, read_json_object(mfile) if mfile.exists() else {}))
+            out.append(RunResult(pf.parent, cfg, rf.read_json_file(pf.parent, rf.METRICS)))
     return out
 
 
@@ -282,7 +281,7 @@ def trace_report(runs: Sequence[RunResult], qid: str) -> str:
     """Walk-throughs of question ``qid`` in every run that has it."""
     parts = []
     for run in runs:
-        preds = read_predictions(Path(run.path) / "predictions.jsonl", run.notes)  # every record, finished or not
+        preds = read_predictions(Path(run.path) / rf.PREDICTIONS, run.notes)  # every record, finished or not
         hit = next((p for p in preds if str(p.get("id")) == qid), None)
         if hit is not None:
             parts.append(f"### {run.method} — {run.dataset} ({run.path})\n" + format_trace(hit, passage_titles(run)))

@@ -24,6 +24,7 @@ from gear_repro.evaluation.stats import (
     bootstrap_ci,
     paired_test,
 )
+from gear_repro.pipeline import run_folder as rf
 from gear_repro.reporting.runs import RunResult, different_data, load_predictions
 from gear_repro.utils.errors import GearError
 
@@ -73,7 +74,7 @@ _PRED_CACHE: dict[tuple, list[dict]] = {}
 def predictions(run: RunResult) -> list[dict]:
     """The run's prediction records (runs.load_predictions), read once per file version."""
 
-    f = Path(run.path) / "predictions.jsonl"
+    f = Path(run.path) / rf.PREDICTIONS
     st = f.stat() if f.exists() else None
     key = (str(f), st.st_mtime_ns if st else 0, st.st_size if st else 0, repr(run.config.get("dataset")))
     if key not in _PRED_CACHE:

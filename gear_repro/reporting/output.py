@@ -3,8 +3,9 @@
 ``with ReportDir(out, stem) as staging:`` the report is written into a temporary folder beside ``out``; on success it
 gets ``report_files.json`` (the files it holds) and replaces ``out`` by renames, so a reused ``--out`` keeps nothing
 of an earlier report (no stale ``claims.*`` or ``fig3_*``) and a killed report leaves the earlier one whole. ``out``
-may hold only what a report wrote (listed in its ``report_files.json``, or named as report outputs are, for folders
-from before the list existed); anything else is refused, so a report never deletes a user's files.
+may hold only the files its own ``report_files.json`` lists; anything else is refused (a file named like a report's
+output too: ``fig1.pdf`` or ``table_main.tex`` may be the user's), so a report never deletes a user's files. The
+staging folder of a killed report is removed by the next report into the same ``out``.
 """
 
 from __future__ import annotations
@@ -19,14 +20,6 @@ from gear_repro.utils.errors import GearError
 from gear_repro.utils.io import UMASK, read_json_object, write_json
 
 MANIFEST = "report_files.json"
-_REPORT_NAMES = re.compile(r"^(table\d*_|claims\.|cost\.|tokens_by_stage\.|fig\d)")
-
-
-def _method_table(name: str) -> bool:
-    """A file of a method's own statistics table (its report hooks' ``summaries`` stems)."""
-    from gear_repro.methods import report_hooks
-
-    return Path(name).stem in {stem for h in report_hooks() for stem, _, _ in h.summaries}
 
 
 # the stems of the report's other .md/.csv/.tex files (evidence, analyses, claims, figures, failures): a --stem of
@@ -50,17 +43,59 @@ def _files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
 
-def check_owned(out: Path, stem: str) -> None:
-    """GearError naming the first file in ``out`` that no report wrote (see the module doc)."""
+def check_owned(out: Path, stem: str = "table") -> None:
+    """GearError naming the first file in ``out`` that its ``report_files.json`` does not list (see the module doc).
+    ``stem``: the report's ``--stem`` (kept for callers; a file's name never makes it the report's)."""
     if not out.is_dir():
         return
     listed = set(read_json_object(out / MANIFEST).get("files", [])) if (out / MANIFEST).is_file() else set()
     for name in _files(out):
-        if name in listed or name == MANIFEST or ("/" not in name and (
-                _REPORT_NAMES.match(name) or _method_table(name) or Path(name).stem == stem)):
+        if name in listed or name == MANIFEST:
             continue
         raise GearError(f"--out {out} holds {out / name}, which no report wrote; a report replaces its folder "
                         "as a whole: use a new or empty folder")
+
+
+def _owner_gone(folder: Path) -> bool:
+    """Whether the report process that named ``folder`` (``.<out>.tmp-<pid>-...`` / ``.<out>.old-<pid>``) is gone."""
+    from gear_repro.utils.lock import process_start
+
+    found = re.search(r"\.(?:tmp|old)-(\d+)", folder.name)
+    return found is None or int(found.group(1)) == os.getpid() or process_start(int(found.group(1))) is None
+
+
+def clean_leftovers(out: Path) -> list[Path]:
+    """Remove the staging folders (``.<out>.tmp-*``) and set-aside earlier reports (``.<out>.old-*``) that a killed
+    report left beside ``out``, when the process that made them is gone; an earlier report set aside while ``out``
+    itself is missing (killed between the two renames) is put back first. Returns what was removed."""
+    removed = []
+    if not out.parent.is_dir():
+        return removed
+    for folder in sorted(out.parent.glob(f".{out.name}.old-*")):
+        if folder.is_dir() and _owner_gone(folder):
+            if not out.exists():
+                os.rename(folder, out)
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    for folder in sorted(out.parent.glob(f".{out.name}.tmp-*")):
+        if folder.is_dir() and _owner_gone(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def report_target(out: str | Path) -> Path:
+    """``--out`` as the folder a report replaces (absolute when it has no name to stage beside, ``--out ..``; a
+    symlink followed); a GearError when it is the folder the command runs in or one above it (replacing it would move the
+    working folder away)."""
+    path = Path(out).resolve()
+    cwd = Path.cwd().resolve()
+    if path == cwd or path in cwd.parents:
+        raise GearError(f"--out {out} is the folder the report runs in{'' if path == cwd else ' or above it'} "
+                        f"({path}); a report replaces its --out folder as a whole: name a folder of its own "
+                        "(e.g. --out report)")
+    return path if Path(out).is_symlink() or not Path(out).name or Path(out).name == ".." else Path(out)
 
 
 class ReportDir:
@@ -69,12 +104,13 @@ class ReportDir:
 
     def __init__(self, out: str | Path, stem: str = "table"):
         # a symlinked --out: the folder it points to is replaced (the link stays; it was replaced by a folder)
-        self.out, self.stem = Path(out).resolve() if Path(out).is_symlink() else Path(out), stem
+        self.out, self.stem = report_target(out), stem
         self.files: list[str] = []
 
     def __enter__(self) -> Path:
+        clean_leftovers(self.out)
         check_owned(self.out, self.stem)
-        self.staging = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.tmp-", dir=self.out.parent))
+        self.staging = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.tmp-{os.getpid()}-", dir=self.out.parent))
         os.chmod(self.staging, 0o777 & ~UMASK)  # mkdtemp's 0700 would keep a shared drive's readers out
         return self.staging
 

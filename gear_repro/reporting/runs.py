@@ -10,9 +10,11 @@ from functools import cached_property
 from pathlib import Path
 
 from gear_repro.embedding.runtimes import LOSSY_BACKENDS
-from gear_repro.evaluation.aggregate import check_record, context_dropped
+from gear_repro.evaluation.aggregate import context_dropped
 from gear_repro.evaluation.metrics import answer_metric_for
 from gear_repro.methods.base import RowParts, config_value, variant_notes, with_notes
+from gear_repro.pipeline import run_folder as rf
+from gear_repro.pipeline.run_folder import changes_no_result
 from gear_repro.qa.reader import PAPER_QA_TOP_K, pass_for_qa
 from gear_repro.reporting.paper import DEFAULT_PAPER
 from gear_repro.utils.errors import DataError, GearError
@@ -69,8 +71,7 @@ class RunResult:
     @cached_property
     def run_info(self) -> dict:
         """The run's run.json ({} without one)."""
-        path = Path(self.path) / "run.json"
-        return read_json_object(path) if path.is_file() else {}
+        return rf.read_run_info(Path(self.path))
 
     def _info(self, key: str) -> dict:
         found = self.run_info.get(key)
@@ -98,9 +99,9 @@ class RunResult:
         written; ``embedder``: run.json describes one and a class of the run embeds, :attr:`needs_vectors`); None when
         its run.json is gone (assume all)."""
         path = Path(self.path)
-        if not (path / "run.json").is_file():
+        if not (path / rf.RUN_INFO).is_file():
             return None
-        return frozenset([*(["llm"] if (path / "llm_stats.json").is_file() else []),
+        return frozenset([*(["llm"] if (path / rf.LLM_STATS).is_file() else []),
                           *(["embedder"] if "embedder" in self.run_info and self.needs_vectors else [])])
 
     @cached_property
@@ -343,13 +344,6 @@ class RunResult:
 
 
 _TAG_IGNORED = {"hydra", "name"}  # never what tells two runs apart
-# settings that change no number (the runner leaves them out of the resume fingerprint): a tag naming them first hid
-# what does ("[dataset.limit=2, llm.backoff_base_s=0.01, llm.backoff_max_s=0.02, ...]" for runs on two LLMs)
-_TAG_NO_RESULT = frozenset({
-    "run.progress", "run.resume", "run.fail_fast", "run.allow_errors", "run.workers", "dataset.allow_unknown_source",
-    "embedder.num_threads", "embedder.show_progress", "embedder.batch_size", "embedder.cache",
-    "llm.timeout_s", "llm.max_reply_bytes", "llm.max_retries", "llm.backoff_base_s", "llm.backoff_max_s", "llm.concurrency", "llm.cache",
-    "llm.cache_dir", "llm.cache_mode", "llm.record_prompts"})
 _TAG_KEYS = 3  # differing settings shown in a tag at most
 _TAG_LATE = ("report.", "qa_labels.")  # where the rows go and what they are called: shown after what was run
 
@@ -371,8 +365,11 @@ def tag_runs(runs: list[RunResult]) -> None:
     for r in runs:
         by_method.setdefault(r.method, []).append(r)
     for group in by_method.values():
-        flat = {id(r): {k: v for k, v in flat_settings(r.config, _TAG_IGNORED).items() if k not in _TAG_NO_RESULT}
-                for r in group}
+        # a tag naming a setting that changes no result (the runner's list, run_folder.NO_RESULT_SETTINGS) first hid
+        # what does ("[dataset.limit=2, llm.backoff_base_s=0.01, ...]" for runs on two LLMs); the report's own
+        # placement and labels are shown, after the run's settings
+        flat = {id(r): {k: v for k, v in flat_settings(r.config, _TAG_IGNORED).items()
+                        if k.startswith(_TAG_LATE) or not changes_no_result(k)} for r in group}
         keys: set[str] = set()
         for dataset in {r.dataset for r in group}:
             same = [r for r in group if r.dataset == dataset]
@@ -395,30 +392,9 @@ def tag_runs(runs: list[RunResult]) -> None:
 
 
 def read_predictions(path: Path, notes: list[str] | None = None) -> list[dict]:
-    """Records of a predictions.jsonl, the last one per question id, in first-seen order. A partial last line
-    (a run killed mid-write) is dropped with a warning instead of failing (issue 9 §3)."""
-    if not path.exists():
-        return []
-    lines = path.read_bytes().split(b"\n")
-    last: dict[str, dict] = {}
-    for n, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            if n == len(lines):  # no newline after it: the line a killed writer left unfinished
-                msg = f"{path}:{n}: dropped a partial last line (the run was interrupted while writing)"
-                log.warning(msg)
-                if notes is not None:
-                    notes.append(msg)
-                continue
-            raise GearError(f"{path}:{n}: malformed prediction line ({e})") from None
-        if not isinstance(rec, dict):
-            raise GearError(f"{path}:{n}: expected a JSON object")
-        check_record(rec, f"{path}:{n}")
-        last[str(rec.get("id"))] = rec
-    return list(last.values())
+    """Records of a predictions.jsonl, the last one per question id, in first-seen order; a partial last line (a
+    run killed mid-write) dropped with a note (``run_folder.read_predictions``)."""
+    return list(rf.read_predictions(path, notes).values())
 
 
 def question_set(run: RunResult, preds: list[dict]) -> list[dict]:
@@ -471,11 +447,6 @@ def check_stale(run: RunResult, preds: list[dict]) -> None:
                          f"the {n_metrics}; re-run it to update metrics.json")
 
 
-FAILURE_FILE = "failure.json"  # written by the runner when a run raises (pipeline/runner.py record_failure)
-# what a run dir holds before metrics.json: a folder with one of these and no metrics.json is an unfinished run
-_RUN_MARKERS = ("predictions.jsonl", FAILURE_FILE, "run.json", ".hydra/overrides.yaml")
-
-
 @dataclass
 class UnfinishedRun:
     """A run dir without metrics.json: a failed, killed or still running job, and why it stopped if known."""
@@ -489,9 +460,7 @@ class UnfinishedRun:
 def _slurm_log_error(run_dir: Path) -> str | None:
     """The last error line (``slurmstepd: error: *** JOB 7 ON n1 CANCELLED ...``, a Python exception) of the
     submitit log of the SLURM job run.json names (hydra/launcher=slurm: ``<sweep dir>/.submitit/<job>/``)."""
-    if not (run_dir / "run.json").exists():
-        return None
-    job = (read_json_object(run_dir / "run.json").get("environment") or {}).get("slurm") or {}
+    job = (rf.read_run_info(run_dir).get("environment") or {}).get("slurm") or {}
     if not job.get("job_id"):
         return None
     for log_file in sorted(run_dir.parent.glob(f".submitit/{job['job_id']}/*_log.err"), reverse=True):
@@ -508,26 +477,26 @@ def find_unfinished(paths: list[str | Path]) -> list[UnfinishedRun]:
     """Run dirs under ``paths`` without metrics.json, each with what stopped it (failure.json, its SLURM log)."""
     dirs: set[Path] = set()
     for root in map(Path, paths):
-        for marker in _RUN_MARKERS:
+        for marker in rf.RUN_MARKERS:
             dirs.update(f.parents[marker.count("/")] for f in root.rglob(marker) if ".submitit" not in f.parts)
     out = []
     for d in sorted(dirs):
-        if (d / "metrics.json").exists():
+        if (d / rf.METRICS).exists():
             continue
-        cfile = next((f for f in (d / "config.yaml", d / ".hydra" / "config.yaml") if f.exists()), None)
+        cfile = next((f for f in (d / rf.CONFIG, d / rf.HYDRA_DIR / rf.CONFIG) if f.exists()), None)
         config = read_config(cfile) if cfile else {}
-        failure = read_json_object(d / FAILURE_FILE) if (d / FAILURE_FILE).exists() else {}
+        failure = read_json_object(d / rf.FAILURE) if (d / rf.FAILURE).exists() else {}
         if config.get("stage", "retrieve") != "retrieve" and not failure:
             continue  # stage=extract / stage=index runs write no metrics.json by design
         method = RunResult(d, config, {}).method if cfile else "?"
-        finished = len(RunResult.split_errored(read_predictions(d / "predictions.jsonl"))[0])
+        finished = len(RunResult.split_errored(read_predictions(d / rf.PREDICTIONS))[0])
         error = (failure.get("error") or _slurm_log_error(d)
                  or "no error recorded (still running, or killed before it could record one)")
         out.append(UnfinishedRun(d, method, finished, error))
     for root in map(Path, paths):  # sweeps some or none of whose jobs started
         for sweep in sorted(f.parent for f in root.rglob("multirun.yaml") if ".submitit" not in f.parts):
             jobs = {d for d in dirs if d == sweep or sweep in d.parents}
-            jobs.update(f.parent for f in sweep.rglob("run.log") if ".submitit" not in f.parts)
+            jobs.update(f.parent for f in sweep.rglob(rf.RUN_LOG) if ".submitit" not in f.parts)
             if not jobs:
                 out.append(UnfinishedRun(sweep, "?", 0, "a sweep without a single job dir: its jobs are still queued "
                                          "or never started (a launcher that could not submit them says why in the "
@@ -599,8 +568,8 @@ def find_runs(paths: list[str | Path]) -> list[RunResult]:
     for root in map(Path, paths):
         if not root.exists():
             raise GearError(f"run dir not found: {root}")
-        for mfile in sorted(root.rglob("metrics.json")):
-            cfile = mfile.parent / "config.yaml"
+        for mfile in sorted(root.rglob(rf.METRICS)):
+            cfile = mfile.parent / rf.CONFIG
             if not cfile.exists():
                 continue
             metrics = read_json_object(mfile)
@@ -620,11 +589,10 @@ def find_runs(paths: list[str | Path]) -> list[RunResult]:
                 run.notes.append(f"{mfile.parent}: {unreachable} gold passage ids of its questions are not in its corpus "
                                  "(run.json data_warnings; counted as misses, as the reference evaluations do): its "
                                  "recall cannot reach 100 and reads lower than on a corpus holding every gold passage")
-            commits = list(dict.fromkeys(str(h.get("git_commit")) for h in run.run_info.get("code_history") or []
-                                         if isinstance(h, dict)))
-            if len(commits) > 1:  # resumed after a code change: the fingerprint leaves code out
-                run.notes.append(f"{mfile.parent}: its questions were run by {len(commits)} code versions "
-                                 f"({', '.join(c[:12] for c in commits)}; run.json code_history): a change to its method "
+            versions = rf.code_versions(run.run_info.get("code_history"))
+            if len(versions) > 1:  # resumed after a code change: the fingerprint leaves code out
+                run.notes.append(f"{mfile.parent}: its questions were run by {len(versions)} code versions "
+                                 f"({', '.join(versions)}; run.json code_history): a change to its method "
                                  "between them mixes two methods' records in one row")
             dropped = context_dropped(metrics.get("agent_stats"))
             if dropped:
@@ -632,10 +600,10 @@ def find_runs(paths: list[str | Path]) -> list[RunResult]:
                 run.notes.append(f"{mfile.parent}: passages dropped to fit llm.context_window={window} "
                                  f"({', '.join(f'{k}={v}' for k, v in dropped.items())}): its prompts read fewer "
                                  "passages than its settings say, so its LLM-read numbers are not those of its label")
-            if (mfile.parent / FAILURE_FILE).exists():
-                run.notes.append(f"{mfile.parent}: its last attempt failed ({read_json_object(mfile.parent / FAILURE_FILE).get('error')}); "
+            if (mfile.parent / rf.FAILURE).exists():
+                run.notes.append(f"{mfile.parent}: its last attempt failed ({read_json_object(mfile.parent / rf.FAILURE).get('error')}); "
                                  "the tables show the metrics.json of the attempt before")
-            check_stale(run, read_predictions(mfile.parent / "predictions.jsonl", run.notes))
+            check_stale(run, read_predictions(mfile.parent / rf.PREDICTIONS, run.notes))
             runs.append(run)
     if not runs:
         raise GearError(f"no finished runs (metrics.json + config.yaml) under {', '.join(map(str, paths))}")
@@ -666,4 +634,4 @@ def check_same_data(runs: list[RunResult]) -> None:
 def load_predictions(run: RunResult) -> list[dict]:
     """The run's predictions of the questions it evaluated (by the ids recorded in metrics.json; the last
     record per id; a partial last line dropped). Questions with an error are kept; callers filter."""
-    return question_set(run, read_predictions(Path(run.path) / "predictions.jsonl", run.notes))
+    return question_set(run, read_predictions(Path(run.path) / rf.PREDICTIONS, run.notes))

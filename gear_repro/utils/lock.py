@@ -5,11 +5,16 @@ of another machine is stale only when it names a SLURM job that squeue says is o
 the resume may run on another node); otherwise it is never taken over. A lock whose owner process is gone (killed, crashed; a zombie counts as gone) or whose pid now belongs to another process
 (same pid, different start time) is stale and taken over with a warning; so is an empty or torn lock file
 (a lock is created with its content in one step, so only a killed writer of an older version or a crash of the
-file system leaves one).
+file system leaves one). A takeover (read the owner, remove its lock, create ours) runs under an exclusive
+``flock`` of ``<run_dir>/.lock.takeover``, so two processes that both found the lock stale never both hold it (the
+second reads the first one's fresh lock and is refused); a fresh lock needs no guard (it is created only where none
+exists, atomically).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import os
@@ -23,6 +28,7 @@ from gear_repro.utils.slurm import job_active, slurm_job
 log = logging.getLogger(__name__)
 
 LOCK_FILE = ".lock"
+TAKEOVER_FILE = ".lock.takeover"  # flock'ed while a stale lock is taken over (kept: removing it would race)
 
 
 def process_start(pid: int) -> str | None:
@@ -50,6 +56,10 @@ def _owner_alive(owner: dict) -> bool:
 
 class RunDirInUse(ConfigError):
     """The run dir is locked by a live process: the refused command must leave that run's files (run.log) alone."""
+
+
+class RunDirTaken(RunDirInUse):
+    """The run dir holds a run this command may not write over (another stage's): its files are left alone."""
 
 
 class RunDirLock:
@@ -82,6 +92,49 @@ class RunDirLock:
         finally:
             tmp.unlink(missing_ok=True)
 
+    @contextlib.contextmanager
+    def _takeover_guard(self):
+        """Hold an exclusive flock of :data:`TAKEOVER_FILE` (blocking: a takeover takes milliseconds). Where the file
+        system has no flock (some network mounts), the takeover runs unguarded, as before the guard existed."""
+        import fcntl
+
+        fd = os.open(self.path.with_name(TAKEOVER_FILE), os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError as e:
+                if e.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                    raise
+                log.warning("%s: no flock on this file system (%s): a stale lock is taken over unguarded",
+                            self.path, e)
+            yield
+        finally:
+            os.close(fd)  # releases the flock
+
+    def _take_over(self, me: dict) -> bool:
+        """Under the takeover guard: re-read the lock (another process may have taken it over meanwhile); refuse a
+        live owner, else replace the stale lock by ours. False when a fresh lock appeared between (try again)."""
+        with self._takeover_guard():
+            owner = self._read_owner()
+            if _owner_alive(owner):
+                raise RunDirInUse(
+                    f"{self.path.parent} is in use by process {owner.get('pid')} on {owner.get('host')}; wait "
+                    f"for it to finish or use another hydra.run.dir (delete {self.path} if that process is "
+                    "gone)") from None
+            if not self.path.exists():
+                pass  # released meanwhile: created below like a fresh lock
+            elif owner.get("pid") is None:
+                log.warning("%s: taking over an empty or torn lock (its writer was killed)", self.path)
+            else:
+                log.warning("%s: taking over the stale lock of process %s (no longer running)", self.path,
+                            owner.get("pid"))
+            self.path.unlink(missing_ok=True)
+            try:
+                self._create(me)
+            except FileExistsError:  # a fresh lock created between the unlink and ours
+                return False
+            return True
+
     def acquire(self) -> None:
         job = slurm_job()
         me = {"host": socket.gethostname(), "pid": os.getpid(), "start": process_start(os.getpid()),
@@ -90,19 +143,8 @@ class RunDirLock:
             try:
                 self._create(me)
             except FileExistsError:
-                owner = self._read_owner()
-                if _owner_alive(owner):
-                    raise RunDirInUse(
-                        f"{self.path.parent} is in use by process {owner.get('pid')} on {owner.get('host')}; wait "
-                        f"for it to finish or use another hydra.run.dir (delete {self.path} if that process is "
-                        "gone)") from None
-                if owner.get("pid") is None:
-                    log.warning("%s: taking over an empty or torn lock (its writer was killed)", self.path)
-                else:
-                    log.warning("%s: taking over the stale lock of process %s (no longer running)", self.path,
-                                owner.get("pid"))
-                self.path.unlink(missing_ok=True)
-                continue
+                if not self._take_over(me):
+                    continue
             self.held = True
             return
         raise ConfigError(f"could not lock {self.path.parent}: another process keeps taking the lock")

@@ -151,3 +151,53 @@ def gear_cache(path: Path) -> Iterator[Path]:
             os.environ.pop("GEAR_CACHE", None)
         else:
             os.environ["GEAR_CACHE"] = old
+
+
+class TricklingServer:
+    """An HTTP server on 127.0.0.1 that answers ``GET /`` with ``info`` (JSON, as Elasticsearch does) and every other
+    request with a 200 whose body comes one byte every ``every_s`` seconds, for ``for_s`` seconds, then stops (the
+    connection is closed before the announced length): a per-read timeout longer than ``every_s`` never trips."""
+
+    def __init__(self, info: dict, every_s: float = 0.1, for_s: float = 6.0):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                data = json.dumps(outer.info).encode() if self.path == "/" else b""
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("X-Elastic-Product", "Elasticsearch")
+                self.send_header("Content-Length", str(len(data) if data else 100_000))
+                self.end_headers()
+                if data:
+                    self.wfile.write(data)
+                    return
+                t0 = time.monotonic()
+                with contextlib.suppress(OSError):
+                    while time.monotonic() - t0 < outer.for_s:
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                        time.sleep(outer.every_s)
+                self.close_connection = True
+
+            do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = _answer
+
+            def log_message(self, *a: object) -> None:
+                pass
+
+        self.info, self.every_s, self.for_s = info, every_s, for_s
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

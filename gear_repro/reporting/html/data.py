@@ -18,12 +18,13 @@ from typing import Any
 
 import pandas as pd
 
+from gear_repro.pipeline import run_folder as rf
 from gear_repro.reporting.evidence import predictions
 from gear_repro.reporting.runs import RunResult, UnfinishedRun, different_data
 from gear_repro.reporting.tables import ci_text
 from gear_repro.utils.errors import DataError
 from gear_repro.utils.hashing import hash_file
-from gear_repro.utils.io import iter_jsonl, read_json_object
+from gear_repro.utils.io import iter_jsonl
 
 ERROR_CHARS = 300  # an error message in the question index (the full one is in the question's detail)
 KEEP_CALL_KEYS = ("stage", "round", "k", "prompt_tokens", "completion_tokens", "cached", "latency_s", "model",
@@ -191,11 +192,11 @@ def run_cwd(run: RunResult) -> Path | None:
     ``.hydra/hydra.yaml`` ``hydra.runtime.cwd``; None when neither says."""
     path = Path(run.path)
     try:
-        cwd = read_json_object(path / "run.json").get("cwd") if (path / "run.json").is_file() else None
-        if not cwd and (path / ".hydra" / "hydra.yaml").is_file():
+        cwd = rf.read_run_info(path).get("cwd")
+        if not cwd and (path / rf.HYDRA_DIR / "hydra.yaml").is_file():
             from omegaconf import OmegaConf
 
-            cwd = OmegaConf.select(OmegaConf.load(path / ".hydra" / "hydra.yaml"), "hydra.runtime.cwd")
+            cwd = OmegaConf.select(OmegaConf.load(path / rf.HYDRA_DIR / "hydra.yaml"), "hydra.runtime.cwd")
     except Exception:  # an unreadable record only loses this hint
         return None
     return Path(str(cwd)) if cwd else None
@@ -453,7 +454,7 @@ def run_provenance(run: RunResult) -> dict[str, Any]:
     if scored is not None and subset.get("size") not in (None, len(scored)):  # run.json is of the last (re)start
         subset["scored"] = (f"{len(scored)} (metrics.json: the last finished attempt; a resume to {subset['size']} "
                             "did not finish)")
-    config = (path / "config.yaml").read_text(encoding="utf-8") if (path / "config.yaml").is_file() else ""
+    config = (path / rf.CONFIG).read_text(encoding="utf-8") if (path / rf.CONFIG).is_file() else ""
     return clean({"label": run.label, "dataset": run.dataset, "run_dir": str(path), "commit": env.get("git_commit"),
                   "fingerprint": info.get("fingerprint"), "data_hashes": info.get("data_hashes") or {},
                   "index_hashes": info.get("index_hashes") or {}, "subset": subset, "packages": env.get("packages") or {},

@@ -48,9 +48,7 @@ def recall_curve(run: RunResult, preds: Sequence[dict], opts: EvidenceOptions) -
     if depth < 1:
         return None
     m = np.zeros((len(scored), depth))
-    for i, p in enumerate(scored):
-        if p.get("error"):
-            continue
+    for i, p in enumerate(scored):  # an errored question: its recorded ranking (empty: 0), as metrics.json
         for k in range(1, depth + 1):
             m[i, k - 1] = 100.0 * recall_at_k(ranking_for_k(p, k), p["gold_ids"], k)
     return _series(run.label, range(1, depth + 1), bootstrap_cis(m, opts.resamples, opts.seed, opts.alpha))
