@@ -201,10 +201,3 @@ def recorded_stage(run_dir: Path) -> str | None:
     if metrics:
         return str(metrics.get("stage") or "retrieve")
     return None
-
-
-def holds_run(run_dir: Path) -> bool:
-    """Whether ``run_dir`` holds a run's files (:data:`RUN_MARKERS`, metrics.json or config.yaml)."""
-    run_dir = Path(run_dir)
-    return any((run_dir / m).exists() for m in (*RUN_MARKERS, METRICS, CONFIG))
-
