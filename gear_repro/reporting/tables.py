@@ -68,7 +68,7 @@ def _row(r: RunResult, m: str, ours: float, ci: Interval | None, ref_paper: str,
          setting: str | None, paper: float | None, extra: str | None = None) -> dict:
     """One cell of the long table: the run's ``m`` under ``ref_paper``'s ``ref_table``, with the paper's number
     beside it (and Δ) only where the run is on that table's setting, else apart with what differs; ``extra``: the
-    table ("HippoRAG Table 2") of a row added for another paper's table measured on the run's data."""
+    table ("<paper> Table 2") of a row added for another paper's table measured on the run's data."""
     table = r.table_for(m)
     method, label = r.label_for(m)
     where = placement(r.run_info.get("setting"), ref_paper, ref_table, r.dataset)
