@@ -176,7 +176,7 @@ class GearAgentSchema:
     gist_first_round: GistFirstRound = GistFirstRound.read
     gist_k: int | None = num(None, ge=1)  # null = the whole list (pseudocode); >= 1 = its top gist_k
     gist_empty: GistEmpty = GistEmpty.skip
-    dedupe_memory: bool = True
+    dedupe_memory: bool = False  # Eq. 5 / pseudocode gear.py:11 extend keeps repeats
     reason_last_round: bool = True
     passage_link: bool = True
     passage_link_k: int | None = num(None, ge=1)

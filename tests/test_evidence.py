@@ -505,7 +505,8 @@ def test_gear_memory_repeats_and_another_passage_link_k_name_the_row():
     gear = {"agent": {"_target_": "gear_repro.methods.gear.agent.GearAgent", "base_k": 10},
             "dataset": {"paper_name": "MuSiQue"}, "retriever": {"_target_": CLASSES["hybrid"], "name": "hybrid"},
             "expansion": {"_target_": EXPANSIONS["sync"]}}
-    for agent, label in (({"dedupe_memory": False}, "GEAR (memory with repeats)"),
+    # Eq. 5 / the pseudocode's extend keep repeats: false is the paper's row, true the variant (earlier the reverse)
+    for agent, label in (({"dedupe_memory": True}, "GEAR (memory de-duplicated)"), ({"dedupe_memory": False}, "GEAR"),
                          ({"passage_link_k": 3}, "GEAR (passageLink k 3)"),
                          ({"passage_link_k": 10}, "GEAR"), ({"passage_link_k": None}, "GEAR")):
         run = RunResult(Path("x"), {**gear, "agent": {**gear["agent"], **agent}}, {})
