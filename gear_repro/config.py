@@ -391,9 +391,10 @@ class MemoryBM25Schema:
     k1: float = num(1.2, ge=0)
     b: float = num(0.75, ge=0, le=1)
     method: BM25Variant = BM25Variant.lucene
-    stopwords: StopWords | None = StopWords.en  # bm25s stop-word list (null: keep every token)
-    stemmer: Snowball | None = Snowball.english  # Snowball language (PyStemmer); null: no stemming
-    analyzer: Analyzer | None = None  # null: stopwords/stemmer above
+    # null, null = Elasticsearch's default standard analyzer (GEAR App. B.1), the default of every method
+    stopwords: StopWords | None = None  # bm25s stop-word list (null: keep every token)
+    stemmer: Snowball | None = None  # Snowball language (PyStemmer); null: no stemming
+    analyzer: Analyzer | None = None  # null: stopwords/stemmer above; set: replaces them
 
 
 @dataclass

@@ -36,8 +36,14 @@ def test_bm25_ranks_and_scores(isolated_cache):
     r = BM25Retriever(coll).retrieve("capital of Germany", 3)
     assert r.ids[0] == "1"
     assert r.scores == sorted(r.scores, reverse=True)
-    assert BM25Retriever(coll).retrieve("the of and", 3).ids == []  # stop words only
     assert len(BM25Retriever(coll).retrieve("capital", 100)) == 2  # only matching docs, k > n is fine
+    # the default is Elasticsearch's standard analysis (GEAR App. B.1): stop words are terms, words are not stemmed
+    assert coll.bm25_params["stopwords"] is None and coll.bm25_params["stemmer"] is None
+    assert BM25Retriever(coll).retrieve("the of", 3).ids[:2] == ["1", "0"]  # "the capital of": both words
+    assert BM25Retriever(coll).retrieve("rivers", 3).ids == []  # no stemming: "rivers" is not "river"
+    english = MemoryBackend(bm25={"analyzer": "english"}).open_collection("p", DOCS)
+    assert BM25Retriever(english).retrieve("the of and", 3).ids == []  # stop words only
+    assert BM25Retriever(english).retrieve("rivers", 3).ids == ["5", "4"]
 
 
 def test_bm25_index_is_cached_by_content(isolated_cache):
