@@ -59,10 +59,13 @@ from gear_repro.methods.t2rag.method import (
     T2RAGFuzzyMatch,
     T2RAGOnNoTriplets,
     T2RAGPromptText,
+    T2RAGPropositionPassage,
     T2RAGQueryPlaceholders,
     T2RAGQuestionQuery,
     T2RAGRanking,
     T2RAGReading,
+    T2RAGResolvedUpdate,
+    T2RAGResolveParse,
 )
 from gear_repro.qa.reader import QAMode
 from gear_repro.utils.errors import ConfigError
@@ -307,6 +310,9 @@ class T2RAGAgentSchema:
     prompt_text: T2RAGPromptText | None = None  # code (TRAG.py's decomposition/resolve texts) | paper (App. E)
     decompose_parse: T2RAGDecomposeParse | None = None  # code (TRAG.py:319-373) | paper lenient (our repairs)
     query_placeholders: T2RAGQueryPlaceholders | None = None  # code (TRAG.py:466-471, 532) | paper strip
+    resolve_parse: T2RAGResolveParse | None = None  # code (TRAG.py:944-978, strict) | paper lenient (our repairs)
+    resolved_update: T2RAGResolvedUpdate | None = None  # code (TRAG.py:1231) | paper reclassify (by its '?')
+    proposition_passage: T2RAGPropositionPassage | None = None  # code (TRAG.py:196-210, last) | paper own
     fuzzy_match: T2RAGFuzzyMatch = T2RAGFuzzyMatch.placeholder
     stall_stop: bool = True  # stop when nothing is searchable, retrieved or new (stop = "stalled")
     answer: bool = True  # T²RAG's own answer (Step 3); false = qa_reader answers
