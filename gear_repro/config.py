@@ -280,6 +280,7 @@ class HippoRAGSchema:
     linking_top_k: int = num(5, ge=1)
     passage_node_weight: float = num(0.05, ge=0)
     ner_params: dict[str, Any] = field(default_factory=dict)
+    ner_json: bool | None = None  # null = auto: JSON mode for an API LLM (llm.server null), off for the local server
     cache: bool = True
     block_rows: int | None = num(None, ge=1)
     # synonym/linking encoder: null = the run's embedder | a model name | an embedder node (checked as one)

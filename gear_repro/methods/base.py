@@ -285,6 +285,9 @@ HIPPORAG_SETTINGS = (
     PaperSetting("hipporag.normalisation", "{value} phrase keys", "hipporag"),
     PaperSetting("hipporag.no_entity_fallback", "{value} fallback", "uniform"),
     PaperSetting("hipporag.tie_order", "{value} tie order", "reference"),
+    # the query NER's JSON mode: the reference's for its OpenAI client, none for its local ones (null = auto = that)
+    PaperSetting("hipporag.ner_json", lambda on: "NER JSON mode" if on else "NER without JSON mode",
+                 of_config=lambda c: not (c.get("llm") or {}).get("server")),
 )
 
 
