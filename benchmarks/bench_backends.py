@@ -34,7 +34,7 @@ from gear_repro.data.canonical import load_corpus, load_questions  # noqa: E402
 from gear_repro.evaluation.metrics import recall_at_k  # noqa: E402
 from gear_repro.utils.io import read_json, write_json  # noqa: E402
 
-# the english analysis on both backends (the backends' default is ES's standard analyzer since session 23): the
+# the english analysis on both backends (the backends' default is ES's standard analyzer): the
 # comparison of stemmers in docs/elasticsearch.md needs stop words and stemming on
 MEMORY_VARIANTS = {
     "memory": {"stopwords": "en", "stemmer": "english"},

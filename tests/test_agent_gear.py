@@ -114,7 +114,7 @@ def test_later_rounds_follow_the_pseudocode_by_default(slice_env):
     assert queries == [q.question, q.question] and r2["query"] != q.question
     assert all(r["expanded"] and r["gist_read"]["ids"] == r["expanded"] for r in (r1, r2))
     # a round whose expanded list is not the fused list's prefix tells the two gist inputs apart (under ES's standard
-    # analysis, the default since session 23, round 1's is the prefix; under the earlier stemmed analysis both differed)
+    # analysis, the default, round 1's is the prefix; under the earlier stemmed analysis both differed)
     assert r2["gist_read"]["ids"] == ["6", "10", "18"] and r2["fused"][:3] == ["10", "6", "18"]
 
 

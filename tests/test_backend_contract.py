@@ -151,7 +151,7 @@ def passages(case: Case, emb: TableEmbedder) -> Collection:
     return case.make().open_collection("passages", PASSAGE_DOCS, emb)
 
 
-ENGLISH = {"analyzer": "english"}  # stop words + stemming on either backend (not the default since session 23)
+ENGLISH = {"analyzer": "english"}  # stop words + stemming on either backend (not the default)
 
 
 @pytest.fixture(scope="module")

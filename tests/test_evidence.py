@@ -554,7 +554,7 @@ def test_the_base_retrievers_settings_name_the_row_of_a_method_that_uses_them(ag
     assert RunResult(Path("x"), hybrid, {}).method == "Hybrid (RRF k 30)"
 
 
-OLD_ANALYSIS = {"stopwords": "en", "stemmer": "english"}  # the memory backend's default before session 23
+OLD_ANALYSIS = {"stopwords": "en", "stemmer": "english"}  # the memory backend's earlier default
 
 
 @pytest.mark.parametrize(("retriever", "via", "bm25", "label"), [

@@ -100,7 +100,7 @@ def test_bm25_recall_on_bundled_sample(sample_dir):
 
 
 # measured: gear-repro retriever=bm25 embedder=minilm (docs/readings.md "BM25 text analysis": ES's standard analysis,
-# the default since session 23; stop words + stemmer gave 49.3333 / 60.75)
+# the default; stop words + stemmer gave 49.3333 / 60.75)
 BM25_SAMPLE_R5 = 49.4167
 BM25_SAMPLE_R15 = 64.4167
 
