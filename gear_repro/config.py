@@ -59,10 +59,13 @@ from gear_repro.methods.t2rag.method import (
     T2RAGFuzzyMatch,
     T2RAGOnNoTriplets,
     T2RAGPromptText,
+    T2RAGPropositionPassage,
     T2RAGQueryPlaceholders,
     T2RAGQuestionQuery,
     T2RAGRanking,
     T2RAGReading,
+    T2RAGResolvedUpdate,
+    T2RAGResolveParse,
 )
 from gear_repro.qa.reader import QAMode
 from gear_repro.utils.errors import ConfigError
@@ -176,7 +179,7 @@ class GearAgentSchema:
     gist_first_round: GistFirstRound = GistFirstRound.read
     gist_k: int | None = num(None, ge=1)  # null = the whole list (pseudocode); >= 1 = its top gist_k
     gist_empty: GistEmpty = GistEmpty.skip
-    dedupe_memory: bool = True
+    dedupe_memory: bool = False  # Eq. 5 / pseudocode gear.py:11 extend keeps repeats
     reason_last_round: bool = True
     passage_link: bool = True
     passage_link_k: int | None = num(None, ge=1)
@@ -279,6 +282,7 @@ class HippoRAGSchema:
     linking_top_k: int = num(5, ge=1)
     passage_node_weight: float = num(0.05, ge=0)
     ner_params: dict[str, Any] = field(default_factory=dict)
+    ner_json: bool | None = None  # null = auto: JSON mode for an API LLM (llm.server null), off for the local server
     cache: bool = True
     block_rows: int | None = num(None, ge=1)
     # synonym/linking encoder: null = the run's embedder | a model name | an embedder node (checked as one)
@@ -309,6 +313,9 @@ class T2RAGAgentSchema:
     prompt_text: T2RAGPromptText | None = None  # code (TRAG.py's decomposition/resolve texts) | paper (App. E)
     decompose_parse: T2RAGDecomposeParse | None = None  # code (TRAG.py:319-373) | paper lenient (our repairs)
     query_placeholders: T2RAGQueryPlaceholders | None = None  # code (TRAG.py:466-471, 532) | paper strip
+    resolve_parse: T2RAGResolveParse | None = None  # code (TRAG.py:944-978, strict) | paper lenient (our repairs)
+    resolved_update: T2RAGResolvedUpdate | None = None  # code (TRAG.py:1231) | paper reclassify (by its '?')
+    proposition_passage: T2RAGPropositionPassage | None = None  # code (TRAG.py:196-210, last) | paper own
     fuzzy_match: T2RAGFuzzyMatch = T2RAGFuzzyMatch.placeholder
     stall_stop: bool = True  # stop when nothing is searchable, retrieved or new (stop = "stalled")
     answer: bool = True  # T²RAG's own answer (Step 3); false = qa_reader answers
@@ -393,9 +400,10 @@ class MemoryBM25Schema:
     k1: float = num(1.2, ge=0)
     b: float = num(0.75, ge=0, le=1)
     method: BM25Variant = BM25Variant.lucene
-    stopwords: StopWords | None = StopWords.en  # bm25s stop-word list (null: keep every token)
-    stemmer: Snowball | None = Snowball.english  # Snowball language (PyStemmer); null: no stemming
-    analyzer: Analyzer | None = None  # null: stopwords/stemmer above
+    # null, null = Elasticsearch's default standard analyzer (GEAR App. B.1), the default of every method
+    stopwords: StopWords | None = None  # bm25s stop-word list (null: keep every token)
+    stemmer: Snowball | None = None  # Snowball language (PyStemmer); null: no stemming
+    analyzer: Analyzer | None = None  # null: stopwords/stemmer above; set: replaces them
 
 
 @dataclass

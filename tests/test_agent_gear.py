@@ -40,15 +40,42 @@ def test_stops_when_reasoner_says_yes(slice_env):
     reads = [c for c in llm.calls if c["stage"] in ("read", "gist")]
     assert all(f"Question: {q.question}" in c["prompt"] for c in reads)
     assert r2["base"] == passage_retriever(res).retrieve(r2["query"], 10).ids
-    # gist memory: plain reader in round 1, memory in round 2; duplicate (normalised) dropped
+    # gist memory: plain reader in round 1, memory in round 2; the repeat (normalised) is kept and counted, as
+    # Eq. 5's G(n-1) ∘ TG_q(n) and the pseudocode's extend (gear.py:11)
     gist2 = [c for c in llm.calls if c["stage"] == "gist"][1]["prompt"]
     assert "preliminary facts" in gist2 and '"Journal of Psychotherapy Integration"' in gist2.split("Question:")[-1]
-    assert len(r1["memory"]) == 1 and len(r2["memory"]) == 2 and r2["gist_new"] == [
+    assert len(r1["memory"]) == 1 and len(r2["memory"]) == 3 and r2["gist_new"] == [
+        ["journal of psychotherapy integration", "Published by", "American Psychological Association"],
         ["American Psychological Association", "first president", "G. Stanley Hall"]]
     assert out.trace["counters"]["memory_duplicates"] == 1
     # proximal triples linked to T, expanded passages recorded
     assert r1["proximal"] and all(x["triple"] for x in r1["linked"])
     assert r1["expanded"] and r1["gist_read"]["ids"] == r1["expanded"]
+
+
+@pytest.mark.slow
+def test_memory_keeps_repeats_by_default_and_each_adds_its_passage_link_list(slice_env):
+    """Eq. 5 and the pseudocode (gear.py:11 ``extend``) keep a repeated gist triple, so its passageLink list enters
+    the final RRF (Eq. 9) once per copy; ``agent.dedupe_memory=true`` (the earlier default) drops it."""
+    _, res, agent = build(slice_env, STOP_AT_2)
+    assert agent.dedupe_memory is False
+    q = res.dataset.questions[0]
+    kept = agent.run(q, 15)
+    _, res_d, dedupe = build(slice_env, STOP_AT_2, ["agent.dedupe_memory=true"])
+    dropped = dedupe.run(q, 15)
+    assert kept.trace["counters"]["memory_duplicates"] == dropped.trace["counters"]["memory_duplicates"] == 1
+    assert [len(r["memory"]) for r in kept.rounds] == [1, 3] and [len(r["memory"]) for r in dropped.rounds] == [1, 2]
+    # Eq. 9 recomputed: the final ranking is the RRF with one passageLink list per copy in G
+    memory = [tuple(t) for t in kept.rounds[-1]["memory"]]
+    links = agent.passage_link_lists(memory, {})
+    assert len(links) == 3 and links[0] == links[1]  # the repeat links to the same passages
+    rounds = [r["fused"] for r in kept.rounds]
+    assert kept.ranking.ids == rrf([*links, *rounds], k_rrf=agent.k_rrf).ids
+    assert dropped.ranking.ids == rrf([links[0], links[2], *[r["fused"] for r in dropped.rounds]],
+                                      k_rrf=agent.k_rrf).ids
+    # the repeated triple's passages gain weight: 8, 4 and 3 pass 7 and 31
+    assert kept.ranking.ids[:12] == ["6", "10", "18", "11", "15", "0", "8", "4", "3", "7", "31", "50"]
+    assert dropped.ranking.ids[:12] == ["6", "10", "18", "11", "15", "0", "7", "31", "8", "4", "50", "3"]
 
 
 def _spy_search(agent) -> list[str]:
@@ -85,8 +112,10 @@ def test_later_rounds_follow_the_pseudocode_by_default(slice_env):
     assert "preliminary facts" in read2 and '"Journal of Psychotherapy Integration"' in read2.split("Question:")[-1]
     assert r2["expansion"]["read"]["prompt"] == "reader_gist" and r1["expansion"]["read"]["prompt"] == "reader"
     assert queries == [q.question, q.question] and r2["query"] != q.question
-    for r in (r1, r2):
-        assert r["expanded"] and r["gist_read"]["ids"] == r["expanded"] != r["fused"][: len(r["expanded"])]
+    assert all(r["expanded"] and r["gist_read"]["ids"] == r["expanded"] for r in (r1, r2))
+    # a round whose expanded list is not the fused list's prefix tells the two gist inputs apart (under ES's standard
+    # analysis, the default, round 1's is the prefix; under the earlier stemmed analysis both differed)
+    assert r2["gist_read"]["ids"] == ["6", "10", "18"] and r2["fused"][:3] == ["10", "6", "18"]
 
 
 @pytest.mark.slow

@@ -121,7 +121,7 @@ def test_index_creation_and_bulk_payload_exact():
         "properties": {
             "id": {"type": "keyword"},
             "pos": {"type": "integer"},
-            "text": {"type": "text", "analyzer": "english", "similarity": "gear_bm25"},
+            "text": {"type": "text", "analyzer": "standard", "similarity": "gear_bm25"},  # ES's default (App. B.1)
             "passage_id": {"type": "keyword"},
             "subject_key": {"type": "keyword"},
             "embedding": {"type": "dense_vector", "dims": 3, "index": True, "similarity": "cosine",
@@ -248,7 +248,7 @@ def test_index_name_stamps_docs_fields_settings_and_model():
         be.index_name("p", DOCS, TableEmbedder(model_id="other-model")),
         be.index_name("p", DOCS, None),
         make_backend(bm25={"k1": 0.9})[0].index_name("p", DOCS, TableEmbedder()),
-        make_backend(bm25={"analyzer": "standard"})[0].index_name("p", DOCS, TableEmbedder()),
+        make_backend(bm25={"analyzer": "english"})[0].index_name("p", DOCS, TableEmbedder()),
         make_backend(knn={"index_type": "int8_hnsw"})[0].index_name("p", DOCS, TableEmbedder()),
     ]
     assert len({base, *variants}) == len(variants) + 1

@@ -527,7 +527,8 @@ def test_gear_memory_repeats_and_another_passage_link_k_name_the_row():
     gear = {"agent": {"_target_": "gear_repro.methods.gear.agent.GearAgent", "base_k": 10},
             "dataset": {"paper_name": "MuSiQue"}, "retriever": {"_target_": CLASSES["hybrid"], "name": "hybrid"},
             "expansion": {"_target_": EXPANSIONS["sync"]}}
-    for agent, label in (({"dedupe_memory": False}, "GEAR (memory with repeats)"),
+    # Eq. 5 / the pseudocode's extend keep repeats: false is the paper's row, true the variant (earlier the reverse)
+    for agent, label in (({"dedupe_memory": True}, "GEAR (memory de-duplicated)"), ({"dedupe_memory": False}, "GEAR"),
                          ({"passage_link_k": 3}, "GEAR (passageLink k 3)"),
                          ({"passage_link_k": 10}, "GEAR"), ({"passage_link_k": None}, "GEAR")):
         run = RunResult(Path("x"), {**gear, "agent": {**gear["agent"], **agent}}, {})
@@ -575,24 +576,53 @@ def test_the_base_retrievers_settings_name_the_row_of_a_method_that_uses_them(ag
     assert RunResult(Path("x"), hybrid, {}).method == "Hybrid (RRF k 30)"
 
 
-@pytest.mark.parametrize(("retriever", "via", "analyzer", "label"), [
-    ("bm25", "base", "standard", "IRCoT (BM25)"),
-    ("bm25", "base", None, "IRCoT (BM25; stop words + stemmer analyzer)"),
-    ("bm25", "base", "english", "IRCoT (BM25; english analyzer)"),
-    ("hybrid", "base", None, "IRCoT (Hybrid)"),  # a stand-in base: its analyzer is not compared
-    ("bm25", "hipporag", None, "HippoRAG w/ IRCoT"),
+OLD_ANALYSIS = {"stopwords": "en", "stemmer": "english"}  # the memory backend's earlier default
+
+
+@pytest.mark.parametrize(("retriever", "via", "bm25", "label"), [
+    ("bm25", "base", {"analyzer": "standard"}, "IRCoT (BM25)"),
+    ("bm25", "base", {"analyzer": None, "stopwords": None, "stemmer": None}, "IRCoT (BM25)"),  # the default
+    ("bm25", "base", {"analyzer": None, **OLD_ANALYSIS}, "IRCoT (BM25; stop words en, english stemmer)"),
+    ("bm25", "base", {"analyzer": "english"}, "IRCoT (BM25; english analyzer)"),
+    ("bm25", "base", {"analyzer": "standard", **OLD_ANALYSIS}, "IRCoT (BM25)"),  # the analyzer replaces both
+    ("hybrid", "base", {"analyzer": None, **OLD_ANALYSIS}, "IRCoT (Hybrid; stop words en, english stemmer)"),
+    ("bm25", "hipporag", {"analyzer": None, **OLD_ANALYSIS}, "HippoRAG w/ IRCoT"),  # never reaches BM25
 ])
-def test_ircot_bm25_names_an_analyzer_other_than_its_reference_index(retriever, via, analyzer, label):
-    """IRCoT (BM25)'s index is Elasticsearch's standard analyzer (HippoRAG legacy src/elastic_search_tool.py:6-28;
-    the Table 2/3 baseline presets): `agent=ircot retriever=bm25` on the memory backend's stop words + stemmer sat
-    as "IRCoT (BM25)" beside the paper's cell and stood for it in claims (s22 probe 9)."""
+def test_ircot_bm25_names_an_analyzer_other_than_its_reference_index(retriever, via, bm25, label):
+    """IRCoT (BM25)'s index is Elasticsearch's standard analyzer (HippoRAG legacy src/elastic_search_tool.py:6-28),
+    now every method's default (BM25_SETTINGS): the memory backend's earlier stop words + stemmer name the row."""
     from gear_repro.reporting.runs import RunResult
 
     cfg = {"agent": {"_target_": "gear_repro.methods.ircot.IRCoTAgent", "retriever": via},
-           "dataset": {"paper_name": "MuSiQue"}, "backend": {"bm25": {"analyzer": analyzer}},
+           "dataset": {"paper_name": "MuSiQue"}, "backend": {"bm25": bm25},
            "retriever": {"_target_": CLASSES[retriever], "name": retriever}, "hipporag": {"version": "v1"}}
     run = RunResult(Path("x"), cfg, {})
     assert run.method == label and run.is_paper_row == ("(" not in label.replace("(BM25)", "").replace("(Hybrid)", ""))
+
+
+@pytest.mark.parametrize(("agent", "retriever", "bm25", "label"), [
+    ("gear_repro.methods.single.SingleStep", "bm25", {"analyzer": None, "stopwords": None, "stemmer": None}, "BM25"),
+    ("gear_repro.methods.single.SingleStep", "bm25", {"analyzer": None, **OLD_ANALYSIS},
+     "BM25 (stop words en, english stemmer)"),
+    ("gear_repro.methods.single.SingleStep", "hybrid", {"analyzer": None, "stopwords": "en", "stemmer": None},
+     "Hybrid (stop words en)"),
+    ("gear_repro.methods.single.SingleStep", "bm25", {"analyzer": "english"}, "BM25 (english analyzer)"),  # ES backend
+    ("gear_repro.methods.single.SingleStep", "bm25", {"analyzer": "standard"}, "BM25"),
+    ("gear_repro.methods.single.SingleStep", "sbert", {"analyzer": "english"}, "SBERT"),  # no BM25 in it
+    ("gear_repro.methods.gear.agent.GearAgent", "hybrid", {"analyzer": None, **OLD_ANALYSIS},
+     "GEAR (stop words en, english stemmer)"),
+])
+def test_bm25_text_analysis_other_than_elasticsearchs_default_names_the_row(agent, retriever, bm25, label):
+    """GEAR App. B.1 ran every method on Elasticsearch, whose text field defaults to the standard analyzer (no stop
+    words, no stemming): a BM25 row on the memory backend's earlier stop words + stemmer, or on ES's english
+    analyzer, sat beside the paper's cells as "BM25"."""
+    from gear_repro.reporting.runs import RunResult
+
+    cfg = {"agent": {"_target_": agent}, "dataset": {"paper_name": "MuSiQue"}, "backend": {"bm25": bm25},
+           "retriever": {"_target_": CLASSES[retriever], "name": retriever},
+           "expansion": {"_target_": EXPANSIONS["none" if agent.endswith("SingleStep") else "sync"]}}
+    run = RunResult(Path("x"), cfg, {})
+    assert run.method == label and run.is_paper_row == ("(" not in label)
 
 
 @pytest.mark.parametrize(("agent", "qa", "metric", "note"), [

@@ -170,7 +170,7 @@ def test_plot_points_are_the_tables_intervals(report: Path) -> None:
     assert gear["x"] == [1, 2, 3, 4] and not gear["flat"]
     assert next(s for s in plots["rounds"] if s["label"] == "BM25")["flat"]
     assert {t["type"] for s in plots["types"] for t in s["types"]} == {"2hop", "3hop1", "4hop1"}
-    assert {s["label"] for s in plots["tokens"]} >= {"GEAR input", "GEAR output", "IRCoT (BM25; stop words + stemmer analyzer) input"}  # Fig. 4 stages
+    assert {s["label"] for s in plots["tokens"]} >= {"GEAR input", "GEAR output", "IRCoT (BM25) input"}  # Fig. 4 stages
 
 
 def test_each_method_shows_its_own_blocks(report: Path) -> None:
@@ -195,7 +195,7 @@ def test_each_method_shows_its_own_blocks(report: Path) -> None:
                 f"Round {n}: beam paths per expanded passage" for n in with_paths]
         assert titles["BM25"] == []
         assert titles["BM25 + SyncGE"][:2] == ["pass k=5: sync", "pass k=5: beam paths per expanded passage"]
-        assert titles["IRCoT (BM25; stop words + stemmer analyzer)"] == ["IRCoT rounds: retrieve, then think"]
+        assert titles["IRCoT (BM25)"] == ["IRCoT rounds: retrieve, then think"]
         assert titles["HippoRAG"][0] == "HippoRAG: query entities linked to phrase nodes (v1)"
         assert titles["T2RAG"] == ["T²RAG decomposition", "T²RAG iterations: triplet states", "T²RAG answer context"]
         shown = {i for m in detail["methods"] if m for v in (*m["rankings"].values(), m.get("qa_passages", [])) for i in v}

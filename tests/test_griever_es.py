@@ -5,6 +5,7 @@ backend, on the toy corpus and on a slice of the bundled MuSiQue sample."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -107,8 +108,9 @@ def _sample_slice(n_passages: int) -> tuple[list[Passage], list[Triple], list[st
 
 def test_retrieval_matches_memory_on_sample_slice(es_backend):
     """First 150 sample passages (their triples; the questions whose gold lies inside): same top-5 on both
-    backends up to BM25 analysis (bm25s Snowball vs ES 'english' Porter), so at least 90 % of the lists agree
-    exactly and every list shares at least 4 of 5 passages."""
+    backends up to BM25 analysis. Both default to ES's standard analysis (no stop words, no stemming), so the one
+    difference left is tokenisation: bm25s's ``\\w\\w+`` drops the one-letter words ES keeps ("a"). Every list
+    shares at least 4 of 5 passages, and a list differs only for a question holding such a word."""
     if not (SAMPLE / "corpus.jsonl").exists():
         missing("bundled sample missing")
     ps, trs, qs = _sample_slice(150)
@@ -120,4 +122,5 @@ def test_retrieval_matches_memory_on_sample_slice(es_backend):
         a, b = mem.retrieve(q, 5).ids, es.retrieve(q, 5).ids
         same += a == b
         assert len(set(a) & set(b)) >= 4, (q, a, b)
-    assert same >= 0.9 * len(qs)
+        assert a == b or re.search(r"(?<!\w)\w(?!\w)", q), (q, a, b)
+    assert same >= 0.85 * len(qs)

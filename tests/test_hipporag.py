@@ -370,3 +370,65 @@ def test_ner_failures_reach_the_report_table_and_the_run_warning(capsys) -> None
     assert err.startswith("WARNING: LLM replies that did not parse") and "hipporag_ner_failed=2" in err
     _warn_reply_failures(agent_stats(preds[1:2]))
     assert capsys.readouterr().err == ""
+
+
+# -- the query NER's JSON mode (HippoRAG legacy src/named_entity_extraction_parallel.py:47-55) ---------------------
+NER_REPLY = '{"named_entities": ["France", "Emmanuel Macron"]}'
+
+
+def test_ner_json_mode_is_on_for_an_api_llm_and_off_for_the_local_server() -> None:
+    """The reference asks its OpenAI client for response_format json_object (:47-51) and its local llama.cpp /
+    Ollama clients for none (:52-55); we sent plain chat to every LLM."""
+    res = toy_resources(NER_REPLY)  # a client whose server the harness does not start: an API model
+    h = hippo(res, cache=False, synonyms=False, ner_params={"max_tokens": 300, "stop": ["\n\n"]})
+    h.search("Where was the president of France born?", 6)
+    assert h.ner_json is True
+    assert res.llm.calls[0]["params"] == {"max_tokens": 300, "stop": ["\n\n"], "response_format": {"type": "json_object"}}
+    local = toy_resources(NER_REPLY)
+    local.llm.server_cfg = {"model_path": "qwen2.5-coder-1.5b.gguf"}  # llm=local: the harness starts llama.cpp
+    h = hippo(local, cache=False, synonyms=False)
+    h.search("Where was the president of France born?", 6)
+    assert h.ner_json is False and "response_format" not in local.llm.calls[0]["params"]
+    forced = toy_resources(NER_REPLY)
+    forced.llm.server_cfg = {"model_path": "x.gguf"}
+    h = hippo(forced, cache=False, synonyms=False, ner_json=True)
+    h.search("Where was the president of France born?", 6)
+    assert forced.llm.calls[0]["params"]["response_format"] == {"type": "json_object"}
+    off = toy_resources(NER_REPLY)
+    h = hippo(off, cache=False, synonyms=False, ner_json=False)
+    h.search("Where was the president of France born?", 6)
+    assert "response_format" not in off.llm.calls[0]["params"]
+
+
+def test_ner_json_mode_reaches_the_http_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real client (llm=openai_compatible's shape: a base_url, no server) sends response_format in the body."""
+    from gear_repro.llm import LLMClient
+    from tests.test_llm_client import KEY_ENV, SECRET, FakeOpenAI
+
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    fake = FakeOpenAI()
+    client = LLMClient(model="fake-model", base_url=fake.url, api_key_env=KEY_ENV, timeout_s=5.0, max_retries=1,
+                       cache_dir=str(tmp_path / "llm_cache"))
+    try:
+        res = toy_resources("")
+        res.llm = client
+        hippo(res, cache=False, synonyms=False, ner_params={"max_tokens": 300}).search("Who is Emmanuel Macron?", 6)
+    finally:
+        client.close()
+        fake.close()
+    body = fake.requests[0]["body"]
+    assert body["response_format"] == {"type": "json_object"} and body["max_tokens"] == 300
+
+
+def test_ner_json_setting_composes_and_names_the_row(compose) -> None:
+    from gear_repro.reporting.runs import RunResult
+
+    assert compose(["agent=hipporag"]).hipporag.ner_json is None  # auto
+    base = {"agent": {"_target_": "gear_repro.methods.hipporag.method.HippoRAGMethod"},
+            "dataset": {"paper_name": "MuSiQue"}, "retriever": {"name": "bm25"}}
+    for llm, ner_json, label in (({"server": None}, None, "HippoRAG"), ({"server": None}, True, "HippoRAG"),
+                                 ({"server": None}, False, "HippoRAG (NER without JSON mode)"),
+                                 ({"server": {"n_ctx": 8192}}, False, "HippoRAG"),
+                                 ({"server": {"n_ctx": 8192}}, True, "HippoRAG (NER JSON mode)")):
+        cfg = {**base, "llm": llm, "hipporag": {"version": "v1", "ner_json": ner_json}}
+        assert RunResult(Path("x"), cfg, {}).method == label, (llm, ner_json)

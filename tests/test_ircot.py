@@ -167,9 +167,12 @@ def test_config_composition(compose) -> None:
     assert compose(["agent=hipporag_ircot", "dataset=hotpotqa_sample"]).agent.demos == "hotpotqa"
     assert compose(["agent=ircot", "dataset=2wiki_sample"]).agent.max_rounds == 2
     assert "hipporag" not in compose(["agent=ircot"])
-    for preset in ("table2_baselines", "table3_baselines"):  # the reference IRCoT index: ES standard analyzer
-        assert compose([f"experiment={preset}", "agent=ircot"]).backend.bm25.analyzer == "standard"
-    assert compose(["agent=ircot"]).backend.bm25.analyzer is None
+    # the reference IRCoT index's ES standard analyzer is every run's default now: the presets need no override
+    for args in (["experiment=table2_baselines", "agent=ircot"], ["experiment=table3_baselines", "agent=ircot"],
+                 ["agent=ircot"], ["agent=gear"], ["retriever=bm25"]):
+        bm25 = compose(args).backend.bm25
+        assert (bm25.analyzer, bm25.stopwords, bm25.stemmer) == (None, None, None), args
+    assert compose(["backend=elasticsearch"]).backend.bm25.analyzer == "standard"
     assert compose(["agent=hipporag", "hipporag.version=v2"]).hipporag.version == "v2"
 
 
@@ -187,7 +190,7 @@ def test_ircot_bm25_end_to_end_through_runner_and_report(toy_dir, tmp_path, comp
     assert metrics["n_errors"] == 0 and len(metrics["recall@15_by_round"]) == 4
     assert metrics["em"] == pytest.approx(100 / 3)  # q1's answer is Amiens
     run = find_runs([tmp_path / "run"])[0]
-    assert run.method == "IRCoT (BM25; top_k 2, stop words + stemmer analyzer)"  # 2 passages a step (paper: 10), the memory default analyzer (reference: ES standard)
+    assert run.method == "IRCoT (BM25; top_k 2)"  # 2 passages a step (paper: 10); the default analysis is ES standard
     stages = {(c["stage"], c["round"]) for c in res.llm.ledger.records}
     assert ("cot", 1) in stages and ("cot", 2) in stages and ("qa", 0) in stages
     # IRCoT's own report hooks: its statistics table and its walk-through (reporting/ holds neither)

@@ -108,3 +108,14 @@ def test_gear_with_qa_end_to_end(slice_env, tmp_path):
     assert next(t for stem, _, t in method_tables(runs) if stem == "agent_stats").iloc[0]["stop_answerable"] == 3
     names = {p.name for p in draw_all(runs, tmp_path / "fig")}
     assert "fig2_r15_by_round_musique.png" in names and "fig4_tokens_by_round_musique.pdf" in names
+
+
+def test_table3_qa_reads_the_k5_pass_as_its_preset_says(compose) -> None:
+    """configs/experiment/table3_qa.yaml: a k-dependent single-step method answers from the top qa_reader.top_k of its
+    k = 5 pass (the smallest k of run.ks holding them, qa/reader.py pass_for_qa), not from its k = 15 pass."""
+    from gear_repro.qa.reader import pass_for_qa
+
+    cfg = compose(["experiment=table3_qa", "agent=single"])
+    assert cfg.run.matched_k is True and cfg.qa_reader.top_k == 5
+    assert pass_for_qa(list(cfg.run.ks), cfg.qa_reader.top_k) == 5
+    assert pass_for_qa([10, 15], 5) == 10 and pass_for_qa([3, 4], 5) == 4  # else the largest k

@@ -235,7 +235,7 @@ def build(toy_env, script: dict, overrides: list[str] | None = None):
 
 @pytest.mark.slow
 def test_adaptive_retrieval_stops_at_k_unique_passages_and_keeps_duplicates(toy_env) -> None:
-    res, agent = build(toy_env, {})
+    res, agent = build(toy_env, {}, ["agent.proposition_passage=own"])  # the paper reading's (reading=code: below)
     retriever, passage_of, text_of = agent._index()
     got = adaptive_retrieve(retriever, passage_of, text_of, ["Emmanuel Macron born in"], 2, 50)
     # the duplicate proposition maps to both of its passages; listed once, with both passages
@@ -293,8 +293,8 @@ def test_agent_resolves_and_stops(toy_env) -> None:
 
 @pytest.mark.slow
 def test_iteration_cap_and_answer_from_searchable(toy_env) -> None:
-    stuck = {"decompose": "Triples:\nFrance | president | ?p\n?p | born in | ?",
-             "resolve": "Newly Searchable Clue 1:\nSubject: France\nPredicate: president\nObject: ?", "answer": "x"}
+    stuck = {"decompose": "Triples:\nFrance | president | ?p\n?p | born in | ?",  # the code's header (reading=code)
+             "resolve": "Newly Traceable Clue 1:\nSubject: France\nPredicate: president\nObject: ?", "answer": "x"}
     for n in (1, 3):
         res, agent = build(toy_env, stuck, [f"agent.max_iterations={n}"])
         out = agent.run(res.dataset.questions[0], 15)
@@ -349,10 +349,13 @@ def test_runner_scores_the_method_answer_and_reports(toy_env, tmp_path: Path) ->
     from gear_repro.reporting.runs import find_runs
     from gear_repro.reporting.tables import long_table, write_tables
 
-    cfg, res = toy_env[1](["experiment=t2rag_table1", "dataset.limit=1"], SCRIPT, reload=("dataset",))  # the limit
+    # reading=code (the preset): the resolve replies in the code's format, which its strict parse reads
+    cfg, res = toy_env[1](["experiment=t2rag_table1", "dataset.limit=1"], SCRIPT_CODE, reload=("dataset",))
     metrics = Runner(cfg, tmp_path / "run", resources=res).run()
     assert metrics["em"] == 100.0 and metrics["f1"] == 100.0 and metrics["n_answered"] == 1
-    assert metrics["recall@5"] == 100.0  # gold passages 2 and 3 are the fused top-2
+    # gold passages 2 and 3: TRAG.py:196-210 maps "Emmanuel Macron born in Amiens" to the last passage it came from
+    # (the toy's duplicate, 4), so round 2 retrieves 4 before 3 and 3 falls out of the top 5 (own passages: 100.0)
+    assert metrics["recall@5"] == 50.0
     assert set(metrics["tokens_by_stage"]) == {"decompose", "resolve", "answer"}
     assert len(metrics["recall@15_by_round"]) == 3  # N = 3 iterations (not dataset.max_rounds = 4)
     pred = json.loads((tmp_path / "run" / "predictions.jsonl").read_text().splitlines()[0])
@@ -449,12 +452,13 @@ def test_readings_expand_to_their_keys_and_each_key_still_overrides(toy_env) -> 
 
     keys = ("question_query", "question_query_mode", "carry_fuzzy", "resolve_without_context",
             "example_propositions_chars", "decompose_retry", "on_no_triplets", "prompt_text", "decompose_parse",
-            "query_placeholders")
+            "query_placeholders", "resolve_parse", "resolved_update", "proposition_passage")
     _, code = build(toy_env, {})
     assert {k: code.describe()[k] for k in keys} == READINGS["code"] == {
         "question_query": True, "question_query_mode": "substring", "carry_fuzzy": False,
         "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple",
-        "on_no_triplets": "fail", "prompt_text": "code", "decompose_parse": "code", "query_placeholders": "code"}
+        "on_no_triplets": "fail", "prompt_text": "code", "decompose_parse": "code", "query_placeholders": "code",
+        "resolve_parse": "code", "resolved_update": "code", "proposition_passage": "code"}
     _, paper = build(toy_env, {}, ["agent=t2rag_paper"])
     assert paper.describe()["reading"] == "paper" and {k: paper.describe()[k] for k in keys} == READINGS["paper"]
     _, mixed = build(toy_env, {}, ["agent.reading=paper", "agent.carry_fuzzy=false"])
@@ -582,6 +586,7 @@ RESOLVE_TOY_1_CODE = """        Fully Resolved Clue 1:
         Subject: Emmanuel Macron
         Predicate: born in
         Object: ?"""
+SCRIPT_CODE = {**SCRIPT, ("resolve", 1): RESOLVE_TOY_1_CODE}
 DECOMPOSE_TOY_CODE = ("Reasoning: I need the president of France and his birthplace.\n\nTriples:\nFrance | president | ?p\n"
                       "?p | born in | ?\n\nPropositions: France president ?p, ?p born in ?\n"
                       'To answer the question, I need to know "France president ?", "? born in ?"')
@@ -743,3 +748,103 @@ def test_unparsed_replies_reach_agent_stats_and_the_warning(toy_env, tmp_path: P
     assert "WARNING: LLM replies that did not parse" in err and "decompose_retry_failed=1" in err
     _warn_reply_failures({"rewrite_fallback": 3})
     assert "rewrite_fallback=3" in capsys.readouterr().err
+
+
+# -- reading=code: the resolve reply's parse, the resolved set and the proposition -> passage map (TRAG.py) ---------
+def _parts(clues) -> list[list[str]]:
+    return [list(c.parts) for c in clues]
+
+
+@pytest.mark.parametrize("reply, code, lenient", [
+    ("**Fully Resolved Clue 1:**\nSubject: A\nPredicate: b\nObject: c", [], [["A", "b", "c"]]),  # Markdown header
+    ("Fully Resolved Clue 1: Subject: A Predicate: b Object: c", [], [["A", "b", "c"]]),  # fields on the header line
+    ("Fully Resolved Clue 1:\n- Subject: A\n- Predicate: b\n- Object: c", [], [["A", "b", "c"]]),  # bulleted fields
+    ('Fully Resolved Clue 1:\nSubject: "A"\nPredicate: b\nObject: c', [['"A"', "b", "c"]], [["A", "b", "c"]]),
+    # an echoed fuzzy clue's fields overwrite the open clue's (no header of the code's opens a new one)
+    ("Fully Resolved Clue 1:\nSubject: A\nPredicate: b\nObject: c\nFuzzy Clue 1:\nSubject: ?x\nPredicate: d\n"
+     "Object: ?", [["?x", "d", "?"]], [["A", "b", "c"]]),
+    ("Fully Resolved Clue 1:\nSubject: A\nPredicate: b\n\nFully Resolved Clue 2:\nSubject: C\nPredicate: d\n"
+     "Object: e", [["C", "d", "e"]], [["C", "d", "e"]]),  # a clue without its Object: dropped by both
+])
+def test_code_resolve_parse_is_trags_strict_one(reply, code, lenient) -> None:
+    """TRAG.py:944-978 reads a resolve reply line by line: the header and the field names must start the stripped
+    line, values are kept verbatim, and a clue counts only with all three fields; reading=code parsed it with our
+    lenient repairs (Markdown, fields on one line, bullets, quotes)."""
+    from gear_repro.methods.t2rag.method import parse_resolution_code
+
+    assert _parts(parse_resolution_code(reply).clues) == code
+    assert _parts(parse_resolution(reply).clues) == lenient
+    assert parse_resolution_code(reply).status == ("ok" if code else "failed")
+
+
+def test_code_resolve_parse_takes_the_code_header_and_the_one_asked_for() -> None:
+    from gear_repro.methods.t2rag.method import NEW_CLUE_HEADERS, parse_resolution_code
+
+    traceable = "Newly Traceable Clue 1:\nSubject: A\nPredicate: b\nObject: ?"
+    searchable = traceable.replace("Traceable", "Searchable")
+    assert _parts(parse_resolution_code(traceable).searchable) == [["A", "b", "?"]]
+    assert parse_resolution_code(searchable, NEW_CLUE_HEADERS["code"]).status == "failed"  # TRAG.py:960 only
+    assert _parts(parse_resolution_code(searchable, NEW_CLUE_HEADERS["paper"]).searchable) == [["A", "b", "?"]]
+
+
+RESOLVE_WITH_PLACEHOLDER = """Fully Resolved Clue 1:
+Subject: France
+Predicate: president
+Object: Emmanuel Macron
+
+Fully Resolved Clue 2:
+Subject: Emmanuel Macron
+Predicate: born in
+Object: ?"""
+
+
+def test_code_resolved_update_keeps_a_fully_resolved_clue_with_a_placeholder() -> None:
+    """TRAG.py:1231 extends the resolved clues with every clue of the "Fully Resolved" section, a '?' or not; our
+    update re-classified it as searchable. ``reclassify`` (the paper reading) keeps ours."""
+    from gear_repro.methods.t2rag.method import parse_resolution_code
+
+    res = parse_resolution_code(RESOLVE_WITH_PLACEHOLDER)
+    code = TripletState.from_clues([_clue("France | president | ?p"), _clue("?p | born in | ?")])
+    counts = code.update(res.clues, res.searchable, carry_fuzzy=False, resolved_update="code")
+    assert _parts(code.resolved) == [["France", "president", "Emmanuel Macron"], ["Emmanuel Macron", "born in", "?"]]
+    assert code.searchable == [] and not code.open
+    assert counts["resolved_with_placeholder"] == 1 and counts["reclassified"] == 0
+    ours = TripletState.from_clues([_clue("France | president | ?p"), _clue("?p | born in | ?")])
+    counts = ours.update(res.clues, res.searchable, carry_fuzzy=False, resolved_update="reclassify")
+    assert _parts(ours.resolved) == [["France", "president", "Emmanuel Macron"]]
+    assert _parts(ours.searchable) == [["Emmanuel Macron", "born in", "?"]] and ours.open
+    assert counts["resolved_with_placeholder"] == 0 and counts["reclassified"] == 1
+
+
+@pytest.mark.slow
+def test_code_reading_stops_when_the_reply_calls_a_placeholder_clue_resolved(toy_env) -> None:
+    script = {"decompose": "Triples:\nFrance | president | ?p\n?p | born in | ?",
+              ("resolve", 1): RESOLVE_WITH_PLACEHOLDER, ("resolve", 2): RESOLVE_TOY_2, "answer": "Amiens"}
+    res, agent = build(toy_env, script)  # reading=code
+    assert (agent.resolve_parse, agent.resolved_update) == ("code", "code")
+    out = agent.run(res.dataset.questions[0], 15)
+    t = out.trace["t2rag"]
+    assert t["stop"] == "all_resolved" and t["iterations"] == 1 and t["counters"]["resolved_with_placeholder"] == 1
+    assert t["answer_context"] == [["France", "president", "Emmanuel Macron"], ["Emmanuel Macron", "born in", "?"]]
+    assert [s for s, _ in res.llm.stages()] == ["decompose", "resolve", "answer"]
+    res, agent = build(toy_env, script, ["agent.resolved_update=reclassify"])
+    out = agent.run(res.dataset.questions[0], 15)
+    t = out.trace["t2rag"]
+    assert t["iterations"] == 2 and t["answer_context"][-1] == ["Emmanuel Macron", "born in", "Amiens"]
+
+
+@pytest.mark.slow
+def test_code_reading_maps_a_proposition_to_the_last_passage_it_came_from(toy_env) -> None:
+    """TRAG.py:196-210 keys proposition_to_passage by the text "s p o", so a text extracted from two passages brings
+    only the later one (the toy's duplicate: passage 3's triple, repeated for passage 4)."""
+    res, agent = build(toy_env, {})  # reading=code
+    assert agent.proposition_passage == "code"
+    retriever, passage_of, text_of = agent._index()
+    same = sorted(t for t, x in text_of.items() if x == "Emmanuel Macron born in Amiens")
+    assert len(same) == 2 and {passage_of[t] for t in same} == {"4"}
+    got = adaptive_retrieve(retriever, passage_of, text_of, ["Emmanuel Macron born in"], 2, 50)
+    assert got.propositions[0]["text"] == "Emmanuel Macron born in Amiens"
+    # passage 3 (Macron's own, gold of the toy question) is not reached in the top 2: the next proposition is passage 2's
+    assert got.propositions[0]["passage_ids"] == ["4"] and got.passages.ids == ["4", "2"]
+    _, own = build(toy_env, {}, ["agent.reading=paper"])
+    assert {own._index()[1][t] for t in same} == {"3", "4"}

@@ -7,7 +7,7 @@ when its mapping ``_meta.gear_complete`` is true, set last, after the bulk load 
 and ``_count`` equals the number of documents; an incomplete index is deleted and rebuilt.
 
 Mapping (docs/elasticsearch.md): ``id`` keyword, ``pos`` integer (position in ``ids``, the tie
-breaker), ``text`` text (analyzer ``english`` by default, index-level BM25 similarity with k1, b),
+breaker), ``text`` text (analyzer ``standard`` by default, ES's own, index-level BM25 similarity with k1, b),
 ``embedding`` dense_vector (cosine, HNSW, excluded from ``_source``), one keyword field per
 ``IndexDoc.fields`` key (``subject_key``/``object_key``/``passage_id`` for triples).
 

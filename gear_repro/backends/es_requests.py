@@ -25,7 +25,7 @@ class BM25Settings:
 
     k1: float = num(1.2, ge=0)
     b: float = num(0.75, ge=0, le=1)
-    analyzer: str = "english"  # any analyzer of the cluster
+    analyzer: str = "standard"  # any analyzer of the cluster; ES's default for a text field (GEAR App. B.1)
 
 
 @dataclass

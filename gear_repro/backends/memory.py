@@ -111,12 +111,13 @@ ANALYZERS: dict[str, tuple[str | None, str | None]] = {"standard": (None, None),
 
 class MemoryCollection(DocCollection):
     """A passage or triple index held in process memory. ``analyzer`` (``standard`` | ``english``), when given,
-    sets ``stopwords``/``stemmer`` as that Elasticsearch analyzer would (no stop words, no stemming | both).
+    sets ``stopwords``/``stemmer`` as that Elasticsearch analyzer would (no stop words, no stemming | both); their
+    defaults (none, none) are ES's default ``standard`` analysis (GEAR App. B.1: the papers ran Elasticsearch).
     ``dense`` (``backend.dense``) chooses the dense search; it is resolved for this collection's size here, so a
     missing faiss fails when the collection opens."""
 
     def __init__(self, name: str, docs: Sequence[IndexDoc], embedder=None, *, k1: float = 1.2, b: float = 0.75,
-                 method: str = "lucene", stopwords: str | None = "en", stemmer: str | None = "english",
+                 method: str = "lucene", stopwords: str | None = None, stemmer: str | None = None,
                  dtype: str = "float32", cache: bool = True, analyzer: str | None = None,
                  dense: DenseSettings | None = None):
         if not docs:

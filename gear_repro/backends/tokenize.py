@@ -1,8 +1,10 @@
 """BM25 text analysis for the memory backend.
 
-Lower-casing, splitting on ``\\w\\w+`` (scikit-learn/bm25s default pattern), English stop words
-removed (bm25s "en" list), Snowball English stemming (PyStemmer). Close to, not identical with,
-Elasticsearch's ``english`` analyzer (which uses the Porter stemmer and possessive filter).
+Lower-casing, splitting on ``\\w\\w+`` (scikit-learn/bm25s default pattern); by default nothing else, close to
+Elasticsearch's default ``standard`` analyzer (which also keeps one-character tokens). With
+``backend.bm25.stopwords=en backend.bm25.stemmer=english`` (or ``analyzer=english``): English stop words removed
+(bm25s "en" list) and Snowball English stemming (PyStemmer), close to, not identical with, Elasticsearch's
+``english`` analyzer (which uses the Porter stemmer and possessive filter).
 """
 
 from __future__ import annotations

@@ -171,11 +171,25 @@ class PaperSetting:
     of_config: Callable[[Mapping[str, Any]], Any] | None = None  # the paper's value where more than the dataset decides it
 
 
+def _analysis_unless_analyzer(config: Mapping[str, Any]) -> str | None:
+    """The paper's stop words / stemmer of the memory backend ("none": ES's standard analyzer), compared only where
+    the run names no ``backend.bm25.analyzer`` (one that is set replaces both, and is compared itself)."""
+    return "none" if config_value(config, "backend.bm25.analyzer") is None else None
+
+
 # BM25 as the papers ran it: Elasticsearch's BM25 similarity at its defaults (GEAR App. B.1; the backends' defaults,
-# configs/backend/*.yaml), Lucene's formula (bm25s's ``lucene``; the ES backend has no other); a base retriever that ranks with BM25 declares these as its paper settings
+# configs/backend/*.yaml), Lucene's formula (bm25s's ``lucene``; the ES backend has no other) and ES's default text
+# analysis, the standard analyzer (no stop words, no stemming; HippoRAG legacy src/elastic_search_tool.py:6-28 maps
+# a text field with no analyzer); a base retriever that ranks with BM25 declares these as its paper settings
 BM25_SETTINGS = (PaperSetting("backend.bm25.k1", "BM25 k1 {value}", 1.2),
                  PaperSetting("backend.bm25.b", "BM25 b {value}", 0.75),
-                 PaperSetting("backend.bm25.method", "BM25 variant {value}", "lucene"))  # ES's BM25 is Lucene's
+                 PaperSetting("backend.bm25.method", "BM25 variant {value}", "lucene"),  # ES's BM25 is Lucene's
+                 # the memory backend's null analyzer defers to its stop words and stemmer, compared below
+                 PaperSetting("backend.bm25.analyzer", "{value} analyzer", "standard"),
+                 PaperSetting("backend.bm25.stopwords", "stop words {value}", of_config=_analysis_unless_analyzer,
+                              null="none"),
+                 PaperSetting("backend.bm25.stemmer", "{value} stemmer", of_config=_analysis_unless_analyzer,
+                              null="none"))
 
 def hipporag_uses_retriever(config: Mapping[str, Any]) -> bool:
     """HippoRAG ranks with the run's ``retriever`` only through its no-entity fallback (``uses_retriever``)."""
@@ -271,6 +285,9 @@ HIPPORAG_SETTINGS = (
     PaperSetting("hipporag.normalisation", "{value} phrase keys", "hipporag"),
     PaperSetting("hipporag.no_entity_fallback", "{value} fallback", "uniform"),
     PaperSetting("hipporag.tie_order", "{value} tie order", "reference"),
+    # the query NER's JSON mode: the reference's for its OpenAI client, none for its local ones (null = auto = that)
+    PaperSetting("hipporag.ner_json", lambda on: "NER JSON mode" if on else "NER without JSON mode",
+                 of_config=lambda c: not (c.get("llm") or {}).get("server")),
 )
 
 

@@ -415,14 +415,6 @@ def reference_title_prefix(config: Mapping[str, Any]) -> str:
 REFERENCE_DEMOS = {"MuSiQue": "musique", "2Wiki": "2wikimultihopqa", "HotpotQA": "hotpotqa"}  # the dataset's own
 
 
-def reference_analyzer(config: Mapping[str, Any]) -> str | None:
-    """IRCoT (BM25)'s text analysis: the reference index's ES standard analyzer (HippoRAG legacy
-    src/elastic_search_tool.py:6-28, no stop words, no stemming; the Table 2/3 baseline presets,
-    docs/readings.md); None (not compared) for IRCoT on another base or HippoRAG w/ IRCoT."""
-    base = node_setting(config.get("agent") or {}, "retriever", "base") == "base"
-    return "standard" if base and (config.get("retriever") or {}).get("name") == "bm25" else None
-
-
 # IRCoT as HippoRAG's scripts run it (configs/agent/ircot.yaml cites each); HippoRAG's own for HippoRAG w/ IRCoT
 IRCOT_SETTINGS = (
     # the run's dataset's own demonstrations (data/ircot_prompts/<dataset>/...): agent.demos=hotpotqa on MuSiQue sat as
@@ -437,9 +429,8 @@ IRCOT_SETTINGS = (
                  of_config=reference_title_prefix),
     PaperSetting("agent.num_demo", lambda n: f"{n} demonstration{'' if n == 1 else 's'}", 1, null="all"),
     PaperSetting("agent.demo_budget", "demonstrations within {value} tokens", 0, null=0),  # null = no budget
-    # the memory backend's null analyzer = its stop words + stemmer (the default of runs without the preset)
-    PaperSetting("backend.bm25.analyzer", "{value} analyzer", of_config=reference_analyzer,
-                 null="stop words + stemmer"),
+    # IRCoT (BM25)'s text analysis (the reference index's ES standard analyzer, src/elastic_search_tool.py:6-28) is
+    # the BM25 base retriever's paper setting (methods/base.py BM25_SETTINGS), as for every BM25 row
     *HIPPORAG_SETTINGS,
 )
 

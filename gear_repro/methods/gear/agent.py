@@ -138,7 +138,9 @@ class GearAgent:
             (the top ``gist_k`` of C_q(n), 10 when ``gist_k`` is None).
         gist_first_round: ``read`` (a gist read in round 1 too, DESIGN.md) or ``reuse`` (TG_q(1) = the
             proximal triples of the round-1 SyncGE read: "Eq. 1 and 4 are identical" at n = 1; one call less).
-        dedupe_memory: drop gist triples already in G (normalised comparison).
+        dedupe_memory: drop gist triples already in G (casefold/space-normalised comparison). False (default) keeps
+            them, as Eq. 5 and the pseudocode's ``gist_memory.extend`` (gear.py:11): a repeat's passageLink list
+            enters the final RRF once per copy. Repeats are counted (``memory_duplicates``) either way.
         reason_last_round: also call the reasoner in the last allowed round (its verdict is recorded).
         passage_link: apply passageLink to G(n) in the final RRF (Eq. 9); False = RRF of C_q(1..n) only.
         passage_link_k: k of the two passageLink retrievals (None = base_k).
@@ -159,7 +161,7 @@ class GearAgent:
                  base_k: int = 10,
                  query_for_base: str = "rewritten",
                  query_for_beam: str = "original", read_with: str = "original", gist_docs: str = "expanded",
-                 gist_k: int | None = None, gist_empty: str = "skip", gist_first_round: str = "read", dedupe_memory: bool = True, reason_last_round: bool = True,
+                 gist_k: int | None = None, gist_empty: str = "skip", gist_first_round: str = "read", dedupe_memory: bool = False, reason_last_round: bool = True,
                  passage_link: bool = True, passage_link_k: int | None = None, k_rrf: int = RRF_K,
                  output_depth: int | None = None, round_ranking_depth: int | None = None,
                  llm_params: Mapping[str, Any] | None = None, reader_memory: bool = True):
@@ -333,9 +335,10 @@ class GearAgent:
             added = []
             for t in new:
                 key = triple_key(t)
-                if self.dedupe_memory and key in seen:
+                if key in seen:
                     bump(counters, "memory_duplicates")
-                    continue
+                    if self.dedupe_memory:
+                        continue
                 seen.add(key)
                 memory.append(t)
                 added.append(t)

@@ -61,7 +61,8 @@ GEAR_SETTINGS = (  # §5: passageLink (Eq. 8-10), the dataset's rounds (§6.3), 
     PaperSetting("agent.gist_k", "gist of the top {value}", "all", null="all"),  # null = the whole list (gear.py:52)
     PaperSetting("agent.gist_empty", "empty gist list: {value}", "skip"),
     PaperSetting("agent.k_rrf", "k_rrf {value}", 60),
-    PaperSetting("agent.dedupe_memory", "memory with repeats", True),  # docs/readings.md "memory de-duplication"
+    # Eq. 5 and the pseudocode's extend (gear.py:11) keep repeats; docs/readings.md "memory de-duplication"
+    PaperSetting("agent.dedupe_memory", "memory de-duplicated", False),
     # Eq. 10's h_base^k: the run's base k (null = base_k)
     PaperSetting("agent.passage_link_k", "passageLink k {value}", of_config=lambda c: (c.get("agent") or {}).get("base_k")),
 )

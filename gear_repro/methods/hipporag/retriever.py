@@ -88,6 +88,21 @@ def rank_scores(ids: list[str], scores: np.ndarray, k: int | None, *, reverse_ti
     return Ranking([ids[i] for i in order], [float(scores[i]) for i in order])
 
 
+JSON_MODE = {"type": "json_object"}  # the OpenAI API's JSON mode, as the reference's query NER asks for it
+
+
+def ner_json_mode(llm: Any, setting: bool | None) -> bool:
+    """Whether the query NER request asks for the API's JSON mode (``hipporag.ner_json``). ``None`` (auto) follows the
+    reference, HippoRAG legacy@b144c46 src/named_entity_extraction_parallel.py: ``response_format={"type":
+    "json_object"}`` for its OpenAI client (:47-51), none for its local llama.cpp / Ollama clients (:52-55). So on
+    for an LLM whose server the harness does not start (``llm=openai`` / ``openai_compatible``: ``llm.server`` null),
+    off for the harness-started llama.cpp server (``llm=local`` / ``tiny``), where JSON mode made greedy decoding of
+    the 1.5B model loop. ``True`` / ``False`` force it."""
+    if setting is not None:
+        return bool(setting)
+    return llm is not None and getattr(llm, "server_cfg", None) is None
+
+
 class HippoRAG:
     """HippoRAG v1/v2 over the run's dataset triples; a retriever (``retrieve(query, k) -> Ranking``) that also
     reports its trace (``search``). Built by the wiring (once per run) from ``configs/hipporag/*.yaml``.
@@ -102,6 +117,8 @@ class HippoRAG:
         encoder: the phrase encoder of the synonym edges and of v1's entity linking (``hipporag.encoder``, built
             by the wiring; None = ``embedder``). The reference used ColBERTv2 or Contriever (not installable
             here); v2's fact and passage scores always use the run's embedder (the collections' vectors).
+        ner_json: the query NER's JSON mode (:func:`ner_json_mode`; None = auto: on for an API LLM, off for the
+            harness-started local server); on adds ``response_format={"type": "json_object"}`` to ``ner_params``.
     """
 
     name = "hipporag"
@@ -115,8 +132,8 @@ class HippoRAG:
                  normalisation: str = "hipporag", synonyms: bool = True, synonym_threshold: float = 0.8,
                  synonym_top_k: int = 100, synonym_min_alnum: int = 3, no_entity_fallback: str = "uniform",
                  linking_top_k: int = 5, passage_node_weight: float = 0.05, ner_params: Any = None,
-                 cache: bool = True, block_rows: int | None = None, encoder: Embedder | None = None,
-                 tie_order: str = "reference"):
+                 ner_json: bool | None = None, cache: bool = True, block_rows: int | None = None,
+                 encoder: Embedder | None = None, tie_order: str = "reference"):
         version = choice(HippoRAGVersion, version, "hipporag.version").value
         self.reverse_ties = choice(TieOrder, tie_order, "hipporag.tie_order") is TieOrder.reference
         normalisation = choice(PhraseNormalisation, normalisation, "hipporag.normalisation").value
@@ -138,6 +155,9 @@ class HippoRAG:
         self.linking_top_k = int(linking_top_k)
         self.passage_node_weight = float(passage_node_weight)
         self.ner_params = as_dict(ner_params)
+        self.ner_json = ner_json_mode(llm, ner_json)
+        if self.ner_json and "response_format" not in self.ner_params:
+            self.ner_params = {**self.ner_params, "response_format": dict(JSON_MODE)}
         if llm is not None:  # v1's query NER (v2 calls no LLM)
             llm.check_params(self.ner_params, "hipporag.ner_params")
         self.cache = cache
@@ -174,7 +194,7 @@ class HippoRAG:
 
     def describe(self) -> dict[str, Any]:
         return {"version": self.version, "damping": self.damping, "node_specificity": self.node_specificity,
-                "no_entity_fallback": self.no_entity_fallback,
+                "no_entity_fallback": self.no_entity_fallback, "ner_json": self.ner_json,
                 "encoder": self.encoder.describe()["model"], **self.settings,
                 "graph": self.graph.stats}
 

@@ -159,6 +159,27 @@ class T2RAGQueryPlaceholders(Choice):
     strip = "strip"  # every '?token' removed from every part
 
 
+class T2RAGResolveParse(Choice):
+    """How a resolve reply is read (agent.resolve_parse)."""
+
+    code = "code"        # TRAG.py:944-978 (parse_resolution_code): headers and field names must start the line
+    lenient = "lenient"  # our repairs (parse_resolution)
+
+
+class T2RAGResolvedUpdate(Choice):
+    """Where a clue the resolve reply lists under "Fully Resolved" goes (agent.resolved_update)."""
+
+    code = "code"              # TRAG.py:1231: to the resolved set, whatever '?' it still holds
+    reclassify = "reclassify"  # by its own placeholders: 0 resolved, 1 searchable, >= 2 fuzzy (§4.3 Step 1)
+
+
+class T2RAGPropositionPassage(Choice):
+    """Which passages a retrieved proposition brings (agent.proposition_passage)."""
+
+    code = "code"  # TRAG.py:196-210: one passage per proposition text, the last one it was extracted from
+    own = "own"    # each triple its own passage (a text extracted from several passages brings each)
+
+
 class T2RAGFuzzyMatch(Choice):
     """How a new clue fills a fuzzy triplet in Step 2.3 (agent.fuzzy_match)."""
 
@@ -177,11 +198,13 @@ class T2RAGAnswerParse(Choice):
 READINGS: dict[str, dict[str, Any]] = {
     "code": {"question_query": True, "question_query_mode": "substring", "carry_fuzzy": False,
              "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple",
-             "on_no_triplets": "fail", "prompt_text": "code", "decompose_parse": "code", "query_placeholders": "code"},
+             "on_no_triplets": "fail", "prompt_text": "code", "decompose_parse": "code", "query_placeholders": "code",
+             "resolve_parse": "code", "resolved_update": "code", "proposition_passage": "code"},
     "paper": {"question_query": False, "question_query_mode": "word", "carry_fuzzy": True,
               "resolve_without_context": True, "example_propositions_chars": 0, "decompose_retry": "none",
               "on_no_triplets": "answer", "prompt_text": "paper", "decompose_parse": "lenient",
-              "query_placeholders": "strip"},
+              "query_placeholders": "strip", "resolve_parse": "lenient", "resolved_update": "reclassify",
+              "proposition_passage": "own"},
 }
 _MD = re.compile(r"[*_`#]+")
 # prompt_text -> (decomposition, resolve) templates
@@ -472,6 +495,47 @@ def parse_resolution(text: str | None) -> Parsed:
                   searchable=[c for c in loose if c.kind != RESOLVED], status="repaired")
 
 
+# prompt_text -> the "new clue" headers the strict parse accepts: the code's, and App. E's wording when it was asked for
+NEW_CLUE_HEADERS = {"code": ("Newly Traceable Clue",), "paper": ("Newly Traceable Clue", "Newly Searchable Clue")}
+_CODE_FIELDS = (("Subject:", "subject"), ("Predicate:", "predicate"), ("Object:", "object"))
+
+
+def parse_resolution_code(text: str | None, new_headers: tuple[str, ...] = ("Newly Traceable Clue",)) -> Parsed:
+    """A resolve reply read as the authors' code reads it (TRAG.py:944-978, ``_parse_combined_clue_response``).
+
+    Each line is stripped; one starting with "Fully Resolved Clue" or one of ``new_headers`` ("Newly Traceable
+    Clue", the code's; the agent adds "Newly Searchable Clue" when it sent App. E's prompt text) opens a clue, and "Subject:", "Predicate:", "Object:" at
+    the start of a line set its fields (the rest of the line, stripped, kept verbatim: quotes, '?' and all; a later
+    line of the same field, even of an echoed "Fuzzy Clue", overwrites it). A clue is kept only with all three
+    fields when the next header or the reply ends. Nothing else is read: no Markdown, no fields on one line, no
+    ``s | p | o`` lines. ``status`` is ``ok`` when a clue was kept, else ``failed``."""
+    if not text or not text.strip():
+        return Parsed(status="failed")
+    resolved: list[Clue] = []
+    searchable: list[Clue] = []
+    section: str | None = None
+    fields: dict[str, str] = {}
+
+    def close() -> None:
+        if section is not None and len(fields) == 3:
+            (resolved if section == RESOLVED else searchable).append(
+                Clue(fields["subject"], fields["predicate"], fields["object"]))
+
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith(("Fully Resolved Clue", *new_headers)):
+            close()
+            section = RESOLVED if line.startswith("Fully Resolved Clue") else SEARCHABLE
+            fields = {}
+            continue
+        for label, key in _CODE_FIELDS:
+            if line.startswith(label):
+                fields[key] = line.split(label, 1)[1].strip()
+                break
+    close()
+    return Parsed(clues=resolved, searchable=searchable, status="ok" if resolved or searchable else "failed")
+
+
 # -- triplet state (Alg. 1) -----------------------------------------------------------------------------------
 @dataclass
 class TripletState:
@@ -494,7 +558,8 @@ class TripletState:
         return bool(self.searchable or self.fuzzy)
 
     def update(self, new_resolved: Sequence[Clue], new_searchable: Sequence[Clue],
-               carry_fuzzy: bool = True, fuzzy_match: str = "placeholder") -> dict[str, int]:
+               carry_fuzzy: bool = True, fuzzy_match: str = "placeholder",
+               resolved_update: str = "reclassify") -> dict[str, int]:
         """Step 2.3: resolved ∪= new resolved; searchable = new searchable; fuzzy \\= filled-in ones.
 
         Reply clues are re-classified by their placeholders first. A reply clue that resolves a searchable
@@ -503,14 +568,20 @@ class TripletState:
         fuzzy triplet left with one '?' by the substitution becomes searchable (``fuzzy_bound``); ``"words"``:
         :meth:`Clue.fills_in`. With ``carry_fuzzy=False`` (the authors' code, TRAG.py:738-740) the fuzzy set
         is emptied instead; fuzzy-looking reply clues are then dropped too (TRAG.py:1236-1244).
-        Returns counters: reclassified, fuzzy_filled, fuzzy_bound, new_fuzzy, dropped_fuzzy.
+        ``resolved_update="code"`` (TRAG.py:1231 ``current_resolved_clues.extend(clues_result['resolved_clues'])``):
+        a clue the reply lists as fully resolved joins the resolved set even with a '?' left (counted
+        ``resolved_with_placeholder``); only the newly searchable ones are classified by their '?' (1236-1244).
+        Returns counters: reclassified, resolved_with_placeholder, fuzzy_filled, fuzzy_bound, new_fuzzy, dropped_fuzzy.
         """
-        counts = {"reclassified": 0, "fuzzy_filled": 0, "fuzzy_bound": 0, "new_fuzzy": 0, "dropped_fuzzy": 0}
+        counts = {"reclassified": 0, "resolved_with_placeholder": 0, "fuzzy_filled": 0, "fuzzy_bound": 0,
+                  "new_fuzzy": 0, "dropped_fuzzy": 0}
         reported = [(c, RESOLVED) for c in new_resolved] + [(c, SEARCHABLE) for c in new_searchable]
         by_kind: dict[str, list[Clue]] = {RESOLVED: [], SEARCHABLE: [], FUZZY: []}
         for c, said in reported:
-            counts["reclassified"] += c.kind != said
-            by_kind[c.kind].append(c)
+            kind = RESOLVED if resolved_update == "code" and said == RESOLVED else c.kind
+            counts["resolved_with_placeholder"] += kind == RESOLVED and c.kind != RESOLVED
+            counts["reclassified"] += kind != said
+            by_kind[kind].append(c)
         remaining = list(self.fuzzy)
         if carry_fuzzy:
             by_slot = fuzzy_match == "placeholder"
@@ -691,6 +762,13 @@ class T2RAGAgent:
             (:func:`parse_decomposition`, our repairs).
         query_placeholders: ``code`` (a part starting with '?' left out of the query, the others verbatim,
             TRAG.py:466-471; candidates with a best similarity <= 0 skipped, 532) or ``strip`` (every '?token' removed).
+        resolve_parse: ``code`` (:func:`parse_resolution_code`, TRAG.py:944-978: headers and field names at the
+            start of a line) or ``lenient`` (:func:`parse_resolution`, our repairs).
+        resolved_update: ``code`` (a clue listed as fully resolved is resolved even with a '?', TRAG.py:1231) or
+            ``reclassify`` (every reply clue classified by its placeholders; :meth:`TripletState.update`).
+        proposition_passage: ``code`` (a proposition text brings one passage, the last it was extracted from in the
+            triples' order, TRAG.py:196-210 ``proposition_to_passage[proposition] = ...``) or ``own`` (each triple
+            its own passage).
         fuzzy_match: ``placeholder`` or ``words`` (:meth:`TripletState.update`).
         stall_stop: stop when nothing is searchable, nothing was retrieved and the last step added no clue.
         answer: produce T²RAG's own answer (Step 3); False leaves answering to ``qa_reader`` (qa=true).
@@ -715,7 +793,8 @@ class T2RAGAgent:
                  example_propositions_chars: int | None = None, decompose_retry: str | None = None,
                  on_no_triplets: str | None = None, prompt_text: str | None = None,
                  decompose_parse: str | None = None, query_placeholders: str | None = None,
-                 fuzzy_match: str = "placeholder", stall_stop: bool = True, answer: bool = True,
+                 resolve_parse: str | None = None, resolved_update: str | None = None,
+                 proposition_passage: str | None = None, fuzzy_match: str = "placeholder", stall_stop: bool = True, answer: bool = True,
                  answer_parse: str = "code", ranking: str = "rrf", k_rrf: int = RRF_K, llm_params: Any = None):
         if k < 1 or max_iterations < 1 or candidate_depth < 1:
             raise ConfigError(f"agent.k, agent.max_iterations and agent.candidate_depth must be >= 1 "
@@ -732,7 +811,8 @@ class T2RAGAgent:
                  "carry_fuzzy": carry_fuzzy, "resolve_without_context": resolve_without_context,
                  "example_propositions_chars": example_propositions_chars, "decompose_retry": decompose_retry,
                  "on_no_triplets": on_no_triplets, "prompt_text": prompt_text, "decompose_parse": decompose_parse,
-                 "query_placeholders": query_placeholders}
+                 "query_placeholders": query_placeholders, "resolve_parse": resolve_parse,
+                 "resolved_update": resolved_update, "proposition_passage": proposition_passage}
         s = {key: READINGS[self.reading][key] if v is None else v for key, v in given.items()}
         if int(s["example_propositions_chars"]) < 0:
             raise ConfigError(f"agent.example_propositions_chars must be >= 0 (0 = whole), got "
@@ -749,6 +829,10 @@ class T2RAGAgent:
         self.decompose_parse = choice(T2RAGDecomposeParse, s["decompose_parse"], "agent.decompose_parse").value
         self.query_placeholders = choice(T2RAGQueryPlaceholders, s["query_placeholders"],
                                          "agent.query_placeholders").value
+        self.resolve_parse = choice(T2RAGResolveParse, s["resolve_parse"], "agent.resolve_parse").value
+        self.resolved_update = choice(T2RAGResolvedUpdate, s["resolved_update"], "agent.resolved_update").value
+        self.proposition_passage = choice(T2RAGPropositionPassage, s["proposition_passage"],
+                                          "agent.proposition_passage").value
         self.fuzzy_match = choice(T2RAGFuzzyMatch, fuzzy_match, "agent.fuzzy_match").value
         self.stall_stop = bool(stall_stop)
         self.answers_questions = answer  # the runner scores EM/F1 of this method's own answers
@@ -774,7 +858,8 @@ class T2RAGAgent:
                 "example_propositions_chars": self.example_propositions_chars,
                 "decompose_retry": self.decompose_retry, "on_no_triplets": self.on_no_triplets,
                 "prompt_text": self.prompt_text, "decompose_parse": self.decompose_parse,
-                "query_placeholders": self.query_placeholders,
+                "query_placeholders": self.query_placeholders, "resolve_parse": self.resolve_parse,
+                "resolved_update": self.resolved_update, "proposition_passage": self.proposition_passage,
                 "fuzzy_match": self.fuzzy_match,
                 "stall_stop": self.stall_stop, "answer": self.answers_questions, "answer_parse": self.answer_parse,
                 "ranking": self.ranking, "k_rrf": self.k_rrf}
@@ -792,10 +877,18 @@ class T2RAGAgent:
 
     # -- the proposition index --------------------------------------------------------------------------------
     def _index(self) -> tuple[DenseRetriever, dict[str, str], dict[str, str]]:
-        """The proposition index (§4.2): dense search over the triple collection, triple -> passage/text."""
+        """The proposition index (§4.2): dense search over the triple collection, triple -> passage/text. With
+        ``proposition_passage: code`` every triple of one text maps to the passage of the last such triple in the
+        triples' order, as TRAG.py:196-210 keys ``proposition_to_passage`` by the text (a later passage overwrites)."""
         if self._retriever is None:
             triples = self.triples
-            self._maps = ({t.id: t.passage_id for t in triples}, {t.id: t.text for t in triples})
+            text_of = {t.id: t.text for t in triples}
+            if self.proposition_passage == "code":
+                last = {t.text: t.passage_id for t in triples}  # dict assignment: the last passage wins
+                passage_of = {t.id: last[text_of[t.id]] for t in triples}
+            else:
+                passage_of = {t.id: t.passage_id for t in triples}
+            self._maps = (passage_of, text_of)
             self._retriever = DenseRetriever(self.triple_collection, self.embedder)
         assert self._maps is not None
         return self._retriever, *self._maps
@@ -886,11 +979,13 @@ class T2RAGAgent:
                                    "propositions": got.propositions, "input": state.to_dict()}
             if got.propositions or self.resolve_without_context:
                 reply = self._chat(self.resolve_messages(q, state, got), "resolve", iteration)
-                res = parse_resolution(reply)
+                res = (parse_resolution_code(reply, NEW_CLUE_HEADERS[self.prompt_text])
+                       if self.resolve_parse == "code" else parse_resolution(reply))
                 bump(f"resolve_{res.status}")
                 rec.update(reply=reply, status=res.status, new_resolved=[list(c.parts) for c in res.clues],
                            new_searchable=[list(c.parts) for c in res.searchable])
-                for key, n in state.update(res.clues, res.searchable, self.carry_fuzzy, self.fuzzy_match).items():
+                for key, n in state.update(res.clues, res.searchable, self.carry_fuzzy, self.fuzzy_match,
+                                           self.resolved_update).items():
                     bump(key, n)
                 progress = bool(res.clues or res.searchable)
             else:  # TRAG.py:622-629: no call, the clues stay as they were
@@ -927,4 +1022,5 @@ class T2RAGAgent:
 
 __all__ = ["FAILED_ANSWER", "READINGS", "Clue", "Parsed", "Retrieved", "T2RAGAgent", "TripletState", "adaptive_retrieve", "code_answer",
            "loop_counts", "t2rag_trace",
-           "parse_decomposition", "parse_decomposition_code", "parse_resolution", "parse_simple_decomposition", "question_query"]
+           "parse_decomposition", "parse_decomposition_code", "parse_resolution", "parse_resolution_code",
+           "parse_simple_decomposition", "question_query"]

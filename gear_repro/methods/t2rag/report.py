@@ -64,7 +64,7 @@ PAPER_ITERATIONS = 3  # T²RAG §5.2: at most N = 3 iterations
 
 T2RAG_COUNTERS = ("decompose_ok", "decompose_repaired", "decompose_failed", "decompose_retry_ok",
                   "decompose_retry_failed", "query_failed", "resolve_ok", "resolve_repaired", "resolve_failed",
-                  "resolve_skipped", "reclassified", "fuzzy_filled", "fuzzy_bound", "new_fuzzy", "dropped_fuzzy")
+                  "resolve_skipped", "reclassified", "resolved_with_placeholder", "fuzzy_filled", "fuzzy_bound", "new_fuzzy", "dropped_fuzzy")
 
 
 def summary_row(predictions: list[dict]) -> dict[str, Any] | None:
