@@ -153,8 +153,8 @@ def test_overview_tables_are_table_csv(report: Path) -> None:
         cell = cells[(r.table, r.label, r.dataset, r.metric)]
         assert (cell["ours"], cell["lo"], cell["hi"]) == (r.ours, r.ci_low, r.ci_high)
         assert cell["text"] == ci_text(r.ours, r.ci_low, r.ci_high, r.n)
-        if not pd.isna(r.paper):  # a 6-question subset: every paper cell says the paper's number is on the full split
-            assert cell["paper_text"] == f"({r.paper:.1f}, {r.delta:+.1f})" and "6-question subset" in cell["sample"]
+        if not pd.isna(r.paper):  # 6 of the paper's 500 questions: every paper cell says so
+            assert cell["paper_text"] == f"({r.paper:.1f}, {r.delta:+.1f})" and "6 of 500 questions" in cell["sample"]
 
 
 def test_plot_points_are_the_tables_intervals(report: Path) -> None:
@@ -238,7 +238,9 @@ def test_explorer_in_chromium(report: Path, chromium, tmp_path: Path) -> None:
          (td.querySelector('.paperv') || {}).textContent || null])""")
     titles = list(dict.fromkeys(table["table"]))
     want = sorted([f"paper-table-{titles.index(r.table)}", r.label, r.dataset, r.metric, ci_text(r.ours, r.ci_low, r.ci_high, r.n),
-                   None if pd.isna(r.paper) else f"({r.paper:.1f}, {r.delta:+.1f})"] for r in table.itertuples())
+                   f"({r.paper:.1f}, {r.delta:+.1f})" if not pd.isna(r.paper) else
+                   f"{{paper, other setting: {r.paper_other_setting:.1f}}}" if not pd.isna(r.paper_other_setting) else None]
+                  for r in table.itertuples())
     assert sorted(shown) == want
     # questions: hop type, "A finds a gold passage that B misses at k", errors and text filters vs the same in Python
     d.get((report / "index.html").as_uri() + "#questions")

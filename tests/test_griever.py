@@ -22,6 +22,7 @@ from gear_repro.retrieval import ComposedRetriever
 from gear_repro.types import Passage, Triple
 from tests.helpers.doubles import TableEmbedder
 from tests.helpers.es_fixtures import gear_cache
+from tests.helpers.paper_setting import put_on_paper_setting
 
 NAPOLEON = ("When did Napoleon occupy the city where the mother of the woman who brought Louis XV style to "
             "the court died?")
@@ -388,6 +389,8 @@ def test_report_labels_follow_the_griever_tables(tmp_path):
     from gear_repro.reporting.tables import long_table
 
     labels = {"hybrid": "RRFHybrid", "griever_k5": "GRIEVER", "griever": "GRIEVER"}
+
+    put_on_paper_setting(tmp_path, "GRIEVER", "Table 1", "MuSiQue")  # these rows' cells, not the placement rule
 
     def run(agent, ret, table):
         cfg = {"agent": {"name": agent}, "retriever": {"name": ret}, "dataset": {"paper_name": "MuSiQue"},

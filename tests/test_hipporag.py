@@ -321,7 +321,9 @@ def test_hipporag_through_the_runner(toy_dir, tmp_path, compose, monkeypatch) ->
     preds = read_jsonl(tmp_path / "run" / "predictions.jsonl")
     assert [c["stage"] for c in preds[0]["llm_calls"]] == ["ner"] and preds[0]["llm_calls"][0]["round"] == 1
     assert preds[0]["trace"]["entities"] == ["france", "emmanuel macron"] and preds[0]["rankings"]["final"][0] == "2"
-    assert find_runs([tmp_path / "run"])[0].method == "HippoRAG (no synonym edges)"  # the toy run turns them off
+    run = find_runs([tmp_path / "run"])[0]
+    assert run.method_label == "HippoRAG (no synonym edges)"  # the toy run turns them off
+    assert run.method.startswith("HippoRAG (no synonym edges; ") and "LLM " in run.method  # not the paper's LLM
     assert "version: v1" in (tmp_path / "run" / "config.yaml").read_text(encoding="utf-8")
     assert len(list((tmp_path / "cache" / "hipporag").glob("graph-*.npz"))) == 1
 

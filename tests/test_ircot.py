@@ -190,7 +190,7 @@ def test_ircot_bm25_end_to_end_through_runner_and_report(toy_dir, tmp_path, comp
     assert metrics["n_errors"] == 0 and len(metrics["recall@15_by_round"]) == 4
     assert metrics["em"] == pytest.approx(100 / 3)  # q1's answer is Amiens
     run = find_runs([tmp_path / "run"])[0]
-    assert run.method == "IRCoT (BM25; top_k 2)"  # 2 passages a step (paper: 10); the default analysis is ES standard
+    assert run.method_label == "IRCoT (BM25; top_k 2)"  # 2 passages a step (paper: 10); the default analysis is ES standard
     stages = {(c["stage"], c["round"]) for c in res.llm.ledger.records}
     assert ("cot", 1) in stages and ("cot", 2) in stages and ("qa", 0) in stages
     # IRCoT's own report hooks: its statistics table and its walk-through (reporting/ holds neither)

@@ -190,3 +190,15 @@ def test_lossy_vector_settings_are_named_in_the_row_label(tmp_path: Path) -> Non
     found = find_runs([run])[0]
     assert found.method == "SBERT (bf16 vectors and queries, passages ivf kNN (nprobe 1, sq8 codes, rerank 1))"
     assert not found.is_paper_row
+
+
+def test_the_explorer_shows_a_paper_number_apart_without_a_delta(tmp_path: Path) -> None:
+    from gear_repro.reporting.html.data import paper_tables, setting_note
+
+    run = fake_run(tmp_path, paper_setting_record(llm="qwen2.5-coder-1.5b-instruct-q4_k_m"))
+    runs = find_runs([run])
+    long_table(runs).to_csv(tmp_path / "table.csv", index=False)
+    cell = paper_tables(tmp_path / "table.csv", runs)[0]["rows"][0]["cells"][0]
+    assert cell["paper_text"] == "{paper, other setting: 33.8}" and cell["delta"] is None
+    assert cell["sample"] == "not the paper's setting: LLM qwen2.5-coder-1.5b-instruct-q4_k_m vs gpt-4o-mini-2024-07-18"
+    assert setting_note(runs[0]).startswith("not GEAR Table 2's setting: LLM qwen2.5")

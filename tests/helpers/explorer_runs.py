@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tests.conftest import SAMPLE, write_jsonl
 from tests.helpers.doubles import HashEmbedder, ScriptedLLM
+from tests.helpers.paper_setting import put_on_paper_setting
 from tests.helpers.runs import run_with_doubles
 
 HOSTILE_TITLE = " </script><b>\"'&"
@@ -81,6 +82,9 @@ def make_runs(root: Path, *, n_passages: int = 150, n_questions: int = 6, hostil
         for name, overrides in (methods or METHODS).items():
             llm = FailingLLM(marker if overrides[0] == "agent=gear" else None)
             run_with_doubles([*base, *overrides], root / "runs" / name, llm=llm, embedder=HashEmbedder())
+            # on the paper's setting, so rows keep their paper labels and cells (tests/test_like_for_like.py covers
+            # the explorer's cells of a run apart from it)
+            put_on_paper_setting(root / "runs" / name, questions=n_questions)
     finally:
         if old is None:
             os.environ.pop("GEAR_CACHE", None)
