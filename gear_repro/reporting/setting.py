@@ -4,7 +4,7 @@ A paper's cell stands beside ours, with a Δ, only when the run is on that table
 are the table's data set (recognised by content or the paper's counts, run.json ``setting.known``;
 gear_repro/data/identity.py), or a subset of its questions ("100 of 500 questions"), and the LLM, embedder and
 triples the run used are the table's (gear_repro/resources/paper_settings.csv). Otherwise the paper's number is
-shown apart, as "paper, other setting", with what differs named ("corpus 1,890 vs 139,416 passages; LLM
+shown apart, as "paper, other setting", with what differs named ("corpus 1,890 vs 148,793 passages; LLM
 qwen2.5-coder-1.5b vs gpt-4o-mini"). Nothing here reads a dataset's name or path.
 """
 
@@ -33,7 +33,7 @@ class Placement:
         return "; ".join(self.differs)
 
 
-def _options(value: str | None) -> tuple[str, ...]:
+def model_options(value: str | None) -> tuple[str, ...]:
     """The models a paper setting names ("a|b": one setting per model), without the words for none or unstated."""
     out = []
     for option in str(value or "").split("|"):
@@ -57,7 +57,7 @@ def same_model(ours: str, paper: str) -> bool:
 
 def _model_differs(ours: str | None, paper: str | None) -> str | None:
     """The paper's model(s) when the run used another, else None (the run used none, or the paper names none)."""
-    theirs = _options(paper)
+    theirs = model_options(paper)
     if not ours or not theirs or any(same_model(ours, t) for t in theirs):
         return None
     return " / ".join(theirs)
@@ -104,7 +104,7 @@ def placement(setting: dict | None, paper: str, table: str, dataset: str) -> Pla
     if theirs := _model_differs(emb, ps.embedder):
         differs.append(f"embedder {_model_key(emb)} vs {theirs}")
     triples = setting.get("triples") or {}
-    if triples and (theirs := " / ".join(_options(ps.triples_llm))):
+    if triples and (theirs := " / ".join(model_options(ps.triples_llm))):
         ours = triples.get("llm")
         if not ours or _model_differs(ours, ps.triples_llm):
             differs.append(f"triples by {ours or 'an unrecorded LLM'} ({triples.get('source')}) vs {theirs}")

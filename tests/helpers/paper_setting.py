@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gear_repro.reporting.paper import paper_setting
-from gear_repro.reporting.setting import _options
+from gear_repro.reporting.setting import model_options
 
 
 def paper_setting_record(paper: str = "GEAR", table: str = "Table 2", dataset: str = "MuSiQue",
@@ -44,11 +44,11 @@ def put_on_paper_setting(run_dir: str | Path, paper: str = "GEAR", table: str = 
     old = info.get("setting") or {}
     ps = paper_setting(paper, table, dataset)
     models = {}
-    if old.get("llm") and _options(ps.llm):
-        models["llm"] = _options(ps.llm)[0]
-    if (old.get("embedder") or {}).get("model") and _options(ps.embedder):
-        models["embedder"] = {**old["embedder"], "model": _options(ps.embedder)[0]}
-    if old.get("triples") and _options(ps.triples_llm):
-        models["triples"] = {**old["triples"], "llm": _options(ps.triples_llm)[0]}
+    if old.get("llm") and model_options(ps.llm):
+        models["llm"] = model_options(ps.llm)[0]
+    if (old.get("embedder") or {}).get("model") and model_options(ps.embedder):
+        models["embedder"] = {**old["embedder"], "model": model_options(ps.embedder)[0]}
+    if old.get("triples") and model_options(ps.triples_llm):
+        models["triples"] = {**old["triples"], "llm": model_options(ps.triples_llm)[0]}
     info["setting"] = paper_setting_record(paper, table, dataset, **{**models, **kwargs})
     path.write_text(json.dumps(info), encoding="utf-8")
