@@ -196,6 +196,11 @@ class Pipeline:
             raise ConfigError("questions/triples given without passages: give the corpus too (passages=...), or "
                               "leave all three out to read dataset.path")
         given = {k: v for k, v in {"llm": llm, "embedder": embedder, "backend": backend}.items() if v is not _UNSET}
+        if llm is not _UNSET and cfg.get("llm") is not None and getattr(llm, "model", None):
+            # config.yaml names the model that answered (the report's row label, the resume fingerprint: a run
+            # of another model is refused), not the one the llm group would have built
+            with open_dict(cfg.llm):
+                cfg.llm.model = str(llm.model)
         res = Resources(cfg, dataset=dataset, **given)
         if retriever is not None:
             res.shared("passage_retriever", lambda: retriever)
