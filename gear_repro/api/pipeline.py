@@ -178,7 +178,7 @@ class Pipeline:
             llm, embedder, backend: objects to use instead of building them from the config (a hosted client you
                 made, a stand-in LLM, an embedder shared across pipelines); ``embedder=None``: no embedder.
             retriever, method: objects of your own in place of the config's passage retriever / method (see
-                :mod:`gear_repro.api.components`; a component named by ``_target_`` in the config needs neither).
+                :mod:`gear_repro.pipeline.components`; a component named by ``_target_`` in the config needs neither).
 
         Raises:
             ConfigError / DataError: a check failed (the message names the setting or the record).

@@ -67,13 +67,13 @@ def _griever_retriever(node: DictConfig, res: Resources, collection: Any) -> Ret
 
 
 def _user_retriever(node: DictConfig, res: Resources, collection: Any) -> Retriever:
-    """A user's retriever (a :class:`~gear_repro.api.components.BaseRetriever`): its constructor's dependencies by
+    """A user's retriever (a :class:`~gear_repro.pipeline.components.BaseRetriever`): its constructor's dependencies by
     name, the collection among them."""
     return _make(_retriever_node(node), **_dependencies(node, res, collection=collection))
 
 
 def _retriever_wirings() -> dict[type, Callable[[DictConfig, Resources, Any], Retriever]]:
-    from gear_repro.api.components import BaseRetriever
+    from gear_repro.pipeline.components import BaseRetriever
     from gear_repro.methods.griever.retriever import GrieverRetriever
     from gear_repro.retrieval.base import BM25Retriever, ComposedRetriever, DenseRetriever, HybridRetriever
 
@@ -175,7 +175,7 @@ def _t2rag(node: DictConfig, res: Resources) -> Method:
 
 
 def _dependency(name: str, res: Resources) -> Any:
-    """The object a user component's constructor argument ``name`` asks for (api/components.py:DEPENDENCIES)."""
+    """The object a user component's constructor argument ``name`` asks for (pipeline/components.py:DEPENDENCIES)."""
     ds = res.dataset
     build: dict[str, Callable[[], Any]] = {
         "retriever": lambda: passage_retriever(res), "triple_retriever": lambda: triple_retriever(res),
@@ -192,7 +192,7 @@ def _dependencies(node: DictConfig, res: Resources, **given: Any) -> dict[str, A
     built (a BM25-only component never loads the embedder)."""
     import inspect
 
-    from gear_repro.api.components import DEPENDENCIES
+    from gear_repro.pipeline.components import DEPENDENCIES
 
     cls = target_class(node)
     params = inspect.signature(cls.__init__).parameters if cls is not None else {}
@@ -208,7 +208,7 @@ def _dependencies(node: DictConfig, res: Resources, **given: Any) -> dict[str, A
 
 
 def _user_component(node: DictConfig, res: Resources) -> Any:
-    """A user's method or expansion (:mod:`gear_repro.api.components` base classes): dependencies by name."""
+    """A user's method or expansion (:mod:`gear_repro.pipeline.components` base classes): dependencies by name."""
     return _make(node, recursive=False, **_dependencies(node, res))
 
 
@@ -220,8 +220,8 @@ def _qa_reader(node: DictConfig, res: Resources) -> AnswerReader:
 def wirings() -> dict[type, Wiring]:
     """Component class -> its wiring function: every class a config's ``_target_`` may name (methods, expansions,
     the QA reader). A new method of the harness adds one entry here; a user's own method or expansion subclasses
-    :class:`~gear_repro.api.components.BaseMethod` / ``BaseExpansion`` and is found by that base class."""
-    from gear_repro.api.components import BaseExpansion, BaseMethod
+    :class:`~gear_repro.pipeline.components.BaseMethod` / ``BaseExpansion`` and is found by that base class."""
+    from gear_repro.pipeline.components import BaseExpansion, BaseMethod
     from gear_repro.methods.gear.agent import GearAgent
     from gear_repro.methods.gear.expansion import GraphExpansion, NoExpansion, SyncGE
     from gear_repro.methods.hipporag.method import HippoRAGMethod
