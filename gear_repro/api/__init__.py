@@ -8,10 +8,10 @@
 - :class:`BaseRetriever`, :class:`BaseExpansion`, :class:`BaseMethod`: bases of a component of your own.
 """
 
-from gear_repro.pipeline.components import BaseExpansion, BaseMethod, BaseRetriever
 from gear_repro.api.compose import compose
 from gear_repro.api.pipeline import Evaluation, Pipeline, Result
 from gear_repro.api.runs import compare, load_runs
+from gear_repro.pipeline.components import BaseExpansion, BaseMethod, BaseRetriever
 
 __all__ = ["BaseExpansion", "BaseMethod", "BaseRetriever", "Evaluation", "Pipeline", "Result", "compare", "compose",
            "load_runs"]

@@ -73,8 +73,8 @@ def _user_retriever(node: DictConfig, res: Resources, collection: Any) -> Retrie
 
 
 def _retriever_wirings() -> dict[type, Callable[[DictConfig, Resources, Any], Retriever]]:
-    from gear_repro.pipeline.components import BaseRetriever
     from gear_repro.methods.griever.retriever import GrieverRetriever
+    from gear_repro.pipeline.components import BaseRetriever
     from gear_repro.retrieval.base import BM25Retriever, ComposedRetriever, DenseRetriever, HybridRetriever
 
     return {BM25Retriever: _base_retriever, DenseRetriever: _base_retriever, HybridRetriever: _base_retriever,
@@ -221,13 +221,13 @@ def wirings() -> dict[type, Wiring]:
     """Component class -> its wiring function: every class a config's ``_target_`` may name (methods, expansions,
     the QA reader). A new method of the harness adds one entry here; a user's own method or expansion subclasses
     :class:`~gear_repro.pipeline.components.BaseMethod` / ``BaseExpansion`` and is found by that base class."""
-    from gear_repro.pipeline.components import BaseExpansion, BaseMethod
     from gear_repro.methods.gear.agent import GearAgent
     from gear_repro.methods.gear.expansion import GraphExpansion, NoExpansion, SyncGE
     from gear_repro.methods.hipporag.method import HippoRAGMethod
     from gear_repro.methods.ircot import IRCoTAgent
     from gear_repro.methods.single import SingleStep
     from gear_repro.methods.t2rag.method import T2RAGAgent
+    from gear_repro.pipeline.components import BaseExpansion, BaseMethod
     from gear_repro.qa.reader import QAReader
 
     return {NoExpansion: _no_expansion, GraphExpansion: _graph_expansion, SyncGE: _sync_expansion,
