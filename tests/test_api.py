@@ -272,3 +272,22 @@ def test_quickstart_notebook_runs_top_to_bottom(tmp_path: Path, monkeypatch: pyt
     assert (tmp_path / "quickstart" / "gear" / "predictions.jsonl").is_file()
     print(f"quickstart notebook: {seconds:.1f} s")
     assert seconds < 180, f"the notebook took {seconds:.0f} s (keep it about a minute on 2 cores)"
+
+
+def test_evaluate_refuses_another_config_in_the_same_run_dir(tmp_path: Path):
+    """The runner's fingerprint guards an API run dir as a CLI one: another config's results are never mixed in."""
+    gear_repro.Pipeline.from_config(gear_repro.compose(*BM25), passages=PASSAGES, questions=TOY_QUESTIONS).evaluate(
+        run_dir=tmp_path / "run")
+    other = gear_repro.Pipeline.from_config(gear_repro.compose(*BM25, "run.ks=[5,10]"), passages=PASSAGES,
+                                            questions=TOY_QUESTIONS)
+    with pytest.raises(ConfigError, match=r"holds predictions of a different config or different data \(run.ks"):
+        other.evaluate(run_dir=tmp_path / "run")
+
+
+def test_dataframe_questions_with_missing_cells():
+    """A DataFrame's empty cells (NaN) are absent fields, as a file without them: ``type`` defaults to ""."""
+    frame = pd.DataFrame([{**TOY_QUESTIONS[0]}, {k: v for k, v in TOY_QUESTIONS[1].items() if k != "type"}])
+    assert frame["type"].isna().tolist() == [False, True]
+    pipe = gear_repro.Pipeline.from_config(gear_repro.compose(*BM25), passages=PASSAGES, questions=frame)
+    assert [(q.id, q.type, q.gold_ids) for q in pipe.resources.dataset.questions] == [("q1", "2hop", ["2", "3"]),
+                                                                                       ("q2", "", ["1"])]
