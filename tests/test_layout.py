@@ -11,10 +11,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gear_repro"
 LAYERS: list[tuple[str, ...]] = [
     ("types", "utils"),
     ("data", "prompts", "evaluation", "llm", "embedding", "backends"),
-    ("core", "retrieval", "qa", "extraction"),
+    ("core", "retrieval", "qa", "extraction", "testing"),  # testing: a stand-in LLM for examples
     ("methods",),
     ("config", "pipeline", "reporting"),  # config.py holds the schemas: it imports the Enums of the layers below
-    ("cli",),
+    ("cli", "api"),  # api: the Python entry point beside the command line (compose shares cli.run's checks)
 ]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,16 +87,29 @@ def triple_record(rec: dict, where: str) -> Triple:
     return Triple(tid, *vals, passage_id=_id(rec, "passage_id", where))
 
 
+def unique_records(rows: Iterable[tuple[str, str, dict]], build: Callable[[dict, str], Any], kind: str) -> list:
+    """Records built and checked one by one, each id once: the one check of files and in-memory data (a duplicate
+    is a DataError naming both places). ``rows`` gives (where, short place, record): ``("f.jsonl:3", "line 3",
+    {...})`` for a file, ``("passages[2]", "passages[2]", {...})`` for a Python list or a DataFrame row."""
+    out: list = []
+    seen: dict[str, str] = {}
+    for where, place, rec in rows:
+        item = build(rec, where)
+        if item.id in seen:
+            raise DataError(f"{where}: duplicate {kind} id '{item.id}' (first at {seen[item.id]})")
+        seen[item.id] = place
+        out.append(item)
+    return out
+
+
+def _file_rows(path: Path) -> Iterator[tuple[str, str, dict]]:
+    for lineno, rec in iter_jsonl(path):
+        yield f"{path}:{lineno}", f"line {lineno}", rec
+
+
 def load_corpus(path: str | Path) -> list[Passage]:
     path = Path(path)
-    out: list[Passage] = []
-    seen: dict[str, int] = {}
-    for lineno, rec in iter_jsonl(path):
-        p = passage_record(rec, f"{path}:{lineno}")
-        if p.id in seen:
-            raise DataError(f"{path}:{lineno}: duplicate passage id '{p.id}' (first at line {seen[p.id]})")
-        seen[p.id] = lineno
-        out.append(p)
+    out = unique_records(_file_rows(path), passage_record, "passage")
     if not out:
         raise DataError(f"{path}: empty corpus (no passages)")
     return out
@@ -116,30 +129,14 @@ def answer_text(value: Any, ref: str) -> str:
 
 def load_questions(path: str | Path) -> list[Question]:
     path = Path(path)
-    out: list[Question] = []
-    seen: dict[str, int] = {}
-    for lineno, rec in iter_jsonl(path):
-        q = question_record(rec, f"{path}:{lineno}")
-        if q.id in seen:
-            raise DataError(f"{path}:{lineno}: duplicate question id '{q.id}' (first at line {seen[q.id]})")
-        seen[q.id] = lineno
-        out.append(q)
+    out = unique_records(_file_rows(path), question_record, "question")
     if not out:
         raise DataError(f"{path}: no questions")
     return out
 
 
 def load_triples(path: str | Path) -> list[Triple]:
-    path = Path(path)
-    out: list[Triple] = []
-    seen: set[str] = set()
-    for lineno, rec in iter_jsonl(path):
-        t = triple_record(rec, f"{path}:{lineno}")
-        if t.id in seen:
-            raise DataError(f"{path}:{lineno}: duplicate triple id '{t.id}'")
-        seen.add(t.id)
-        out.append(t)
-    return out
+    return unique_records(_file_rows(Path(path)), triple_record, "triple")
 
 
 def check_records(passages: Iterable[Passage], questions: Iterable[Question], triples: Iterable[Triple] | None,

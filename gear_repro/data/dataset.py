@@ -115,6 +115,41 @@ def question_selection(questions: list[Question], kind: str, limit: int | None, 
 PARTIAL_TRIPLES = 0.1  # share of passages without a triple above which a triples file is called partial
 
 
+def check_links(passages: list[Passage], questions: list[Question], triples: list[Triple] | None,
+                missing_gold: str, *, questions_ref: str, corpus_ref: str, triples_ref: str) -> dict[str, int]:
+    """The checks across the three record sets, shared by folders and in-memory data (``*_ref`` name them in
+    messages): gold passage ids not in the corpus (counted and logged, or a DataError with
+    ``missing_gold='error'`` or when none is found: another corpus or id format, never a run of zeros); a triple
+    naming a passage not in the corpus (a DataError naming it); a partial triples set (logged). Returns the
+    warnings' counts (run.json ``data_warnings``)."""
+    ids = {p.id for p in passages}
+    warnings: dict[str, int] = {}
+    missing = [(q.id, g) for q in questions for g in q.gold_ids if g not in ids]
+    if missing:
+        msg = (f"{questions_ref}: {len(missing)} gold passage ids are not in {corpus_ref} "
+               f"(first: question '{missing[0][0]}' gold '{missing[0][1]}')")
+        if missing_gold == "error" or len(missing) == sum(len(q.gold_ids) for q in questions):
+            raise DataError(msg if missing_gold == "error" else msg.replace(
+                f"{len(missing)} gold passage ids are not", f"none of the {len(missing)} gold passage ids is"))
+        log.warning(msg + "; they count as misses in recall")
+        warnings["gold_not_in_corpus"] = len(missing)
+    no_gold = sum(1 for q in questions if not q.gold_ids)
+    if no_gold:
+        log.warning("%s: %d questions have no gold passages; recall skips them", questions_ref, no_gold)
+        warnings["questions_without_gold"] = no_gold
+    if triples is not None:
+        orphan = [t for t in triples if t.passage_id not in ids]
+        if orphan:
+            raise DataError(f"{triples_ref}: {len(orphan)} triples point to passages not in the corpus "
+                            f"(first: triple '{orphan[0].id}', passage_id '{orphan[0].passage_id}')")
+        bare = len(ids - {t.passage_id for t in triples})
+        if bare > PARTIAL_TRIPLES * len(ids):  # e.g. a stage=extract run over dataset.limit_passages passages
+            log.warning("%s: %d of %d passages have no triple (a partial extraction?): the methods over triples "
+                        "see only the other %d", triples_ref, bare, len(ids), len(ids) - bare)
+            warnings["passages_without_triples"] = bare
+    return warnings
+
+
 def load_dataset(
     path: str | Path,
     name: str = "",
@@ -146,22 +181,6 @@ def load_dataset(
         questions = questions[:limit] if subset == "first" else stratified_subset(questions, limit, subset_seed)
     hashes = {"corpus": hash_file(corpus_path), "questions": hash_file(q_path)}
     check_prepared_files(root, {"corpus.jsonl": hashes["corpus"], "questions.jsonl": hashes["questions"]})
-    ids = {p.id for p in passages}
-    warnings: dict[str, int] = {}
-    missing = [(q.id, g) for q in questions for g in q.gold_ids if g not in ids]
-    if missing:
-        msg = (f"{q_path}: {len(missing)} gold passage ids are not in {corpus_path.name} "
-               f"(first: question '{missing[0][0]}' gold '{missing[0][1]}')")
-        if missing_gold == "error" or len(missing) == sum(len(q.gold_ids) for q in questions):
-            # none found at all: another corpus or another id format, never a run of zeros
-            raise DataError(msg if missing_gold == "error" else msg.replace(
-                f"{len(missing)} gold passage ids are not", f"none of the {len(missing)} gold passage ids is"))
-        log.warning(msg + "; they count as misses in recall")
-        warnings["gold_not_in_corpus"] = len(missing)
-    no_gold = sum(1 for q in questions if not q.gold_ids)
-    if no_gold:
-        log.warning("%s: %d questions have no gold passages; recall skips them", q_path, no_gold)
-        warnings["questions_without_gold"] = no_gold
     triples = None
     t_path = None
     if triples_file:
@@ -169,17 +188,10 @@ def load_dataset(
         if t_path.exists():
             triples = load_triples(t_path)
             hashes["triples"] = hash_file(t_path)
-            orphan = [t.id for t in triples if t.passage_id not in ids]
-            if orphan:
-                raise DataError(f"{t_path}: {len(orphan)} triples point to passages not in the corpus "
-                                f"(first: triple '{orphan[0]}')")
-            bare = len(ids - {t.passage_id for t in triples})
-            if bare > PARTIAL_TRIPLES * len(ids):  # e.g. a stage=extract run over dataset.limit_passages passages
-                log.warning("%s: %d of %d passages have no triple (a partial extraction?): the methods over triples "
-                            "see only the other %d", t_path, bare, len(ids), len(ids) - bare)
-                warnings["passages_without_triples"] = bare
         else:
             t_path = None
+    warnings = check_links(passages, questions, triples, missing_gold, questions_ref=str(q_path),
+                           corpus_ref=corpus_path.name, triples_ref=str(t_path))
     log.info("dataset %s: %d/%d questions, %d passages, %s triples", name or root.name, len(questions), n_all,
              len(passages), len(triples) if triples is not None else "no")
     if limit and limit > n_all:

@@ -29,7 +29,7 @@ from gear_repro.evaluation.aggregate import aggregate
 from gear_repro.evaluation.metrics import answer_metric_for
 from gear_repro.extraction import EXTRACTION_LOG
 from gear_repro.llm.ledger import call_scope
-from gear_repro.methods.base import Method
+from gear_repro.methods.base import Method, MethodOutput
 from gear_repro.pipeline import run_folder as rf
 from gear_repro.pipeline.resources import Resources
 from gear_repro.pipeline.resume import code_history, data_fingerprint, load_finished, what_differs
@@ -80,6 +80,39 @@ def record_failure(run_dir: Path, exc: BaseException) -> None:
         "host": socket.gethostname(), "slurm": slurm_job()})
 
 
+def preflight(cfg: DictConfig, res: Resources, method: Method, qa_reader: AnswerReader | None, *,
+              gold: bool = True) -> None:
+    """Configuration errors found at start-up, before any question runs (issue 9 §2): beam options,
+    scorer name and scorer options, ``run.workers``, the LLM's credentials when the method (``needs_llm``) or QA uses it, that the
+    prompts of the method and the QA reader fit ``llm.context_window`` without passages, and (last: the machine,
+    not the config) that the embedder's weights can be found when the run embeds. ``gold=False`` (the API's
+    one-off questions) skips the check that every question has a gold answer."""
+    from gear_repro.methods.gear.beam_search import BeamConfig
+    from gear_repro.methods.gear.scorers import scorer_options
+
+    if cfg.get("beam") is not None:
+        beam = BeamConfig.from_any(cfg.beam)
+        scorer_options(beam.scorer, beam.scorer_options)
+    if int(cfg.run.workers) < 1:
+        raise ConfigError(f"run.workers must be >= 1 (got {cfg.run.workers})")
+    if method.answers_questions and qa_reader is not None and \
+            str(OmegaConf.select(cfg, "qa_reader.mode", default="retrieved")) != "retrieved":
+        raise ConfigError(f"qa_reader.mode={cfg.qa_reader.mode} is a bound of the K.3 reader, but this method "
+                          "answers with its own prompt (the reader is not used; its row would stand as the paper's "
+                          "bound): run the bound with agent=single, or drop qa_reader.mode")
+    if gold and (qa_reader is not None or method.answers_questions):
+        check_gold_answers(res.dataset, "qa=true" if qa_reader is not None and not method.answers_questions
+                           else "agent.answer=false")
+    if cfg.get("llm") is not None and (qa_reader is not None or method.needs_llm):
+        res.llm.check_ready()
+    # the prompts without passages must fit llm.context_window (llm/context.py)
+    method.check_prompts(res.dataset.questions)
+    if qa_reader is not None:
+        qa_reader.check_prompts(res.dataset.questions)
+    if res.needs_vectors and (embedder := res.built("embedder")) is not None:
+        embedder.check_ready()  # the weights exist, before every question fails on the same missing model
+
+
 class Runner:
     def __init__(self, cfg: DictConfig, run_dir: str | Path, resources: Resources | None = None,
                  on_start: Callable[[], object] | None = None):
@@ -95,34 +128,8 @@ class Runner:
 
     # -- bookkeeping ---------------------------------------------------------------------------------
     def preflight(self, method: Method, qa_reader: AnswerReader | None) -> None:
-        """Configuration errors found at start-up, before any question runs (issue 9 §2): beam options,
-        scorer name and scorer options, ``run.workers``, the LLM's credentials when the method (``needs_llm``) or QA uses it, that the
-        prompts of the method and the QA reader fit ``llm.context_window`` without passages, and (last: the machine,
-        not the config) that the embedder's weights can be found when the run embeds."""
-        from gear_repro.methods.gear.beam_search import BeamConfig
-        from gear_repro.methods.gear.scorers import scorer_options
-
-        if self.cfg.get("beam") is not None:
-            beam = BeamConfig.from_any(self.cfg.beam)
-            scorer_options(beam.scorer, beam.scorer_options)
-        if int(self.cfg.run.workers) < 1:
-            raise ConfigError(f"run.workers must be >= 1 (got {self.cfg.run.workers})")
-        if method.answers_questions and qa_reader is not None and \
-                str(OmegaConf.select(self.cfg, "qa_reader.mode", default="retrieved")) != "retrieved":
-            raise ConfigError(f"qa_reader.mode={self.cfg.qa_reader.mode} is a bound of the K.3 reader, but this method "
-                              "answers with its own prompt (the reader is not used; its row would stand as the paper's "
-                              "bound): run the bound with agent=single, or drop qa_reader.mode")
-        if qa_reader is not None or method.answers_questions:
-            check_gold_answers(self.res.dataset, "qa=true" if qa_reader is not None and not method.answers_questions
-                               else "agent.answer=false")
-        if self.cfg.get("llm") is not None and (qa_reader is not None or method.needs_llm):
-            self.res.llm.check_ready()
-        # the prompts without passages must fit llm.context_window (llm/context.py)
-        method.check_prompts(self.res.dataset.questions)
-        if qa_reader is not None:
-            qa_reader.check_prompts(self.res.dataset.questions)
-        if self.res.needs_vectors and (embedder := self.res.built("embedder")) is not None:
-            embedder.check_ready()  # the weights exist, before every question fails on the same missing model
+        """The start-up checks (:func:`preflight`) of this run's config and resources."""
+        preflight(self.cfg, self.res, method, qa_reader)
 
     def _previous(self, results: str) -> dict:
         """run.json of the run whose results (``predictions.jsonl``, the extraction log) this dir holds, else {}."""
@@ -297,7 +304,8 @@ class Runner:
         done = self._already_finished(fp, [q.id for q in questions])
         if done is not None:
             return done
-        method = build_method(cfg, self.res)
+        # a method object given to the API (gear_repro.api.Pipeline) is the run's method; else the config's
+        method = self.res.shared("method", lambda: build_method(cfg, self.res))
         qa_reader = build_qa_reader(cfg, self.res)
         self.preflight(method, qa_reader)
         prompts = self._check_prompts(previous, PREDICTIONS) if qa_reader is not None or method.needs_llm else {}
@@ -389,47 +397,56 @@ class Runner:
 
     def _one(self, q: Question, method, qa_reader, calls: list[dict]) -> dict:
         """One question's record; ``calls`` collects its LLM calls (:func:`~gear_repro.llm.ledger.call_scope`)."""
-        cfg = self.cfg
-        ks = sorted(cfg.run.ks)
-        spans: list[tuple[int, int, int]] = []  # (k, first, end) positions in `calls` of each matched-k pass
-        rec: dict = {"id": q.id, "question": q.question, "gold_ids": q.gold_ids, "answers": q.answers, "type": q.type}
-        t0 = time.perf_counter()
-        try:
-            rankings: dict[str, list[str]] = {}
-            if method.k_dependent and cfg.run.matched_k:
-                outs = {}
-                for k in ks:
-                    start = len(calls)
-                    outs[k] = method.run(q, k)
-                    spans.append((k, start, len(calls)))
-                for k, o in outs.items():
-                    rankings[str(k)] = o.ranking.ids[: cfg.run.save_depth]
-                final = outs[ks[-1]]
-                # Table 3: QA reads the top passages of the pass whose k matches them (k=5), not the k=15 pass
-                qa_source = outs[pass_for_qa(ks, qa_reader.top_k)] if qa_reader else final
-                rec["trace"] = {str(k): o.trace for k, o in outs.items()}
-            else:
-                final = method.run(q, cfg.run.base_k or ks[-1])
-                qa_source = final
-                rec["trace"] = final.trace
-            rankings["final"] = final.ranking.ids[: cfg.run.save_depth]
-            rec["rankings"] = rankings
-            rec["rounds"] = final.rounds
-            if final.answer is not None:  # the method answered by itself (T²RAG): score that answer
-                rec.update(score_answer(q, final.answer.text, self.answer_metric), qa_raw=final.answer.raw,
-                           qa_mode="method")
-            elif qa_reader is not None:
-                rec.update(qa_reader.answer(q, qa_source.ranking.ids, self.answer_metric))
-        except Exception as e:  # one bad question never loses the run; scored as a miss, retried on resume
-            if cfg.run.fail_fast:
-                raise
-            log.error("question %s failed: %s", q.id, e)
-            rec["error"] = redact_text(f"{type(e).__name__}: {e}")
-            rec["traceback"] = redact_text(traceback.format_exc(limit=5))
-            rec.setdefault("rankings", {"final": []})
-        if self.res.built("llm") is not None:  # `calls` holds this question's own copies of the records
-            for i, c in enumerate(calls):  # Fig. 4: each call tagged with the k of its matched-k pass
-                c["k"] = next((k for k, a, b in spans if a <= i < b), None)
-            rec["llm_calls"] = calls
-        rec["timings"] = {"total_s": time.perf_counter() - t0}
-        return rec
+        return run_question(self.cfg, self.res, q, method, qa_reader, calls, self.answer_metric)[0]
+
+
+def run_question(cfg: DictConfig, res: Resources, q: Question, method: Method, qa_reader: AnswerReader | None,
+                 calls: list[dict], answer_metric: str) -> tuple[dict, MethodOutput | None]:
+    """One question's predictions.jsonl record and the method's final output (its ranking's scores, which the
+    record does not keep; None when the question errored): the runner's per-question step, which the Python API
+    (:class:`gear_repro.api.Pipeline`) calls too, so one question gives the same record either way. ``calls``
+    collects its LLM calls (:func:`~gear_repro.llm.ledger.call_scope`)."""
+    final = None
+    ks = sorted(cfg.run.ks)
+    spans: list[tuple[int, int, int]] = []  # (k, first, end) positions in `calls` of each matched-k pass
+    rec: dict = {"id": q.id, "question": q.question, "gold_ids": q.gold_ids, "answers": q.answers, "type": q.type}
+    t0 = time.perf_counter()
+    try:
+        rankings: dict[str, list[str]] = {}
+        if method.k_dependent and cfg.run.matched_k:
+            outs = {}
+            for k in ks:
+                start = len(calls)
+                outs[k] = method.run(q, k)
+                spans.append((k, start, len(calls)))
+            for k, o in outs.items():
+                rankings[str(k)] = o.ranking.ids[: cfg.run.save_depth]
+            final = outs[ks[-1]]
+            # Table 3: QA reads the top passages of the pass whose k matches them (k=5), not the k=15 pass
+            qa_source = outs[pass_for_qa(ks, qa_reader.top_k)] if qa_reader else final
+            rec["trace"] = {str(k): o.trace for k, o in outs.items()}
+        else:
+            final = method.run(q, cfg.run.base_k or ks[-1])
+            qa_source = final
+            rec["trace"] = final.trace
+        rankings["final"] = final.ranking.ids[: cfg.run.save_depth]
+        rec["rankings"] = rankings
+        rec["rounds"] = final.rounds
+        if final.answer is not None:  # the method answered by itself (T²RAG): score that answer
+            rec.update(score_answer(q, final.answer.text, answer_metric), qa_raw=final.answer.raw,
+                       qa_mode="method")
+        elif qa_reader is not None:
+            rec.update(qa_reader.answer(q, qa_source.ranking.ids, answer_metric))
+    except Exception as e:  # one bad question never loses the run; scored as a miss, retried on resume
+        if cfg.run.fail_fast:
+            raise
+        log.error("question %s failed: %s", q.id, e)
+        rec["error"] = redact_text(f"{type(e).__name__}: {e}")
+        rec["traceback"] = redact_text(traceback.format_exc(limit=5))
+        rec.setdefault("rankings", {"final": []})
+    if res.built("llm") is not None:  # `calls` holds this question's own copies of the records
+        for i, c in enumerate(calls):  # Fig. 4: each call tagged with the k of its matched-k pass
+            c["k"] = next((k for k, a, b in spans if a <= i < b), None)
+        rec["llm_calls"] = calls
+    rec["timings"] = {"total_s": time.perf_counter() - t0}
+    return rec, (final if "error" not in rec else None)

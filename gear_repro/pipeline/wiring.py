@@ -45,7 +45,8 @@ def _wire(node: DictConfig, res: Resources, group: str) -> Any:
     for klass in (cls.__mro__ if cls is not None else ()):
         if klass in table:
             return table[klass](node, res)
-    raise ConfigError(f"{group}: no wiring for {node.get('_target_')!r}; add its class to "
+    raise ConfigError(f"{group}: no wiring for {node.get('_target_')!r}; subclass gear_repro.api.BaseMethod "
+                      "(or BaseExpansion) for a component of your own, or add its class to "
                       "gear_repro/pipeline/wiring.py:wirings()")
 
 
@@ -65,12 +66,19 @@ def _griever_retriever(node: DictConfig, res: Resources, collection: Any) -> Ret
                  triples=ds.triples, backend=res.backend)
 
 
+def _user_retriever(node: DictConfig, res: Resources, collection: Any) -> Retriever:
+    """A user's retriever (a :class:`~gear_repro.pipeline.components.BaseRetriever`): its constructor's dependencies by
+    name, the collection among them."""
+    return _make(_retriever_node(node), **_dependencies(node, res, collection=collection))
+
+
 def _retriever_wirings() -> dict[type, Callable[[DictConfig, Resources, Any], Retriever]]:
     from gear_repro.methods.griever.retriever import GrieverRetriever
+    from gear_repro.pipeline.components import BaseRetriever
     from gear_repro.retrieval.base import BM25Retriever, ComposedRetriever, DenseRetriever, HybridRetriever
 
     return {BM25Retriever: _base_retriever, DenseRetriever: _base_retriever, HybridRetriever: _base_retriever,
-            ComposedRetriever: _base_retriever, GrieverRetriever: _griever_retriever}
+            ComposedRetriever: _base_retriever, GrieverRetriever: _griever_retriever, BaseRetriever: _user_retriever}
 
 
 def build_retriever(node: DictConfig, res: Resources, collection: Any) -> Retriever:
@@ -80,8 +88,8 @@ def build_retriever(node: DictConfig, res: Resources, collection: Any) -> Retrie
     for klass in (cls.__mro__ if cls is not None else ()):
         if klass in table:
             return table[klass](node, res, collection)
-    raise ConfigError(f"retriever: no wiring for {node.get('_target_')!r}; add its class to "
-                      "gear_repro/pipeline/wiring.py:_retriever_wirings()")
+    raise ConfigError(f"retriever: no wiring for {node.get('_target_')!r}; subclass gear_repro.api.BaseRetriever "
+                      "for a retriever of your own, or add its class to gear_repro/pipeline/wiring.py:_retriever_wirings()")
 
 
 def passage_retriever(res: Resources) -> Retriever:
@@ -166,6 +174,44 @@ def _t2rag(node: DictConfig, res: Resources) -> Method:
                  triples=ds.triples, passage_by_id=ds.passage_by_id)
 
 
+def _dependency(name: str, res: Resources) -> Any:
+    """The object a user component's constructor argument ``name`` asks for (pipeline/components.py:DEPENDENCIES)."""
+    ds = res.dataset
+    build: dict[str, Callable[[], Any]] = {
+        "retriever": lambda: passage_retriever(res), "triple_retriever": lambda: triple_retriever(res),
+        "expansion": lambda: build_expansion(res), "llm": lambda: res.llm, "embedder": lambda: res.embedder,
+        "backend": lambda: res.backend, "passages": lambda: ds.passages, "triples": lambda: ds.triples,
+        "passage_by_id": lambda: ds.passage_by_id, "passage_collection": lambda: res.passages,
+        "triple_collection": lambda: res.triples, "triple_index": lambda: res.triple_index,
+        "question_ids": lambda: [q.id for q in ds.questions]}
+    return build[name]()
+
+
+def _dependencies(node: DictConfig, res: Resources, **given: Any) -> dict[str, Any]:
+    """The dependencies a user component's constructor names and its config node does not set: only those are
+    built (a BM25-only component never loads the embedder)."""
+    import inspect
+
+    from gear_repro.pipeline.components import DEPENDENCIES
+
+    cls = target_class(node)
+    params = inspect.signature(cls.__init__).parameters if cls is not None else {}
+    out = {}
+    for name in params:
+        if name in node or name == "self":
+            continue
+        if name in given:
+            out[name] = given[name]
+        elif name in DEPENDENCIES and name != "collection":
+            out[name] = _dependency(name, res)
+    return out
+
+
+def _user_component(node: DictConfig, res: Resources) -> Any:
+    """A user's method or expansion (:mod:`gear_repro.pipeline.components` base classes): dependencies by name."""
+    return _make(node, recursive=False, **_dependencies(node, res))
+
+
 def _qa_reader(node: DictConfig, res: Resources) -> AnswerReader:
     return _make(node, recursive=False, llm=res.llm, passage_by_id=res.dataset.passage_by_id)
 
@@ -173,18 +219,20 @@ def _qa_reader(node: DictConfig, res: Resources) -> AnswerReader:
 @cache
 def wirings() -> dict[type, Wiring]:
     """Component class -> its wiring function: every class a config's ``_target_`` may name (methods, expansions,
-    the QA reader). A new method adds one entry here."""
+    the QA reader). A new method of the harness adds one entry here; a user's own method or expansion subclasses
+    :class:`~gear_repro.pipeline.components.BaseMethod` / ``BaseExpansion`` and is found by that base class."""
     from gear_repro.methods.gear.agent import GearAgent
     from gear_repro.methods.gear.expansion import GraphExpansion, NoExpansion, SyncGE
     from gear_repro.methods.hipporag.method import HippoRAGMethod
     from gear_repro.methods.ircot import IRCoTAgent
     from gear_repro.methods.single import SingleStep
     from gear_repro.methods.t2rag.method import T2RAGAgent
+    from gear_repro.pipeline.components import BaseExpansion, BaseMethod
     from gear_repro.qa.reader import QAReader
 
     return {NoExpansion: _no_expansion, GraphExpansion: _graph_expansion, SyncGE: _sync_expansion,
             SingleStep: _single_step, GearAgent: _gear, HippoRAGMethod: _hipporag_method, IRCoTAgent: _ircot,
-            T2RAGAgent: _t2rag, QAReader: _qa_reader}
+            T2RAGAgent: _t2rag, QAReader: _qa_reader, BaseMethod: _user_component, BaseExpansion: _user_component}
 
 
 def build_expansion(res: Resources) -> Expansion:

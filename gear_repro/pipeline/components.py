@@ -1,0 +1,97 @@
+"""Base classes of a user's own component: subclass one, name it by ``_target_`` in a config (or pass an object to
+:meth:`gear_repro.api.Pipeline.from_config`), and the wiring (:mod:`gear_repro.pipeline.wiring`) finds it by this
+base class and builds it like the harness's own: the config node's settings as keyword arguments, and every
+dependency its constructor names (:data:`DEPENDENCIES`) handed over as an object.
+
+The contracts are the harness's own (:class:`gear_repro.retrieval.base.Retriever`,
+:class:`gear_repro.methods.base.Method`, :class:`gear_repro.methods.base.Expansion`); these classes only give their
+defaults, so a subclass writes ``run`` / ``retrieve`` / ``expand`` and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gear_repro.methods.base import ExpansionOutput, MethodOutput
+from gear_repro.types import Question, Ranking
+
+__all__ = ["DEPENDENCIES", "BaseExpansion", "BaseMethod", "BaseRetriever"]
+
+# constructor argument name -> what the wiring hands over (pipeline/wiring.py:_dependency)
+DEPENDENCIES: Mapping[str, str] = {
+    "collection": "the collection a retriever searches (passages C, or triples T for a triple retriever)",
+    "retriever": "the run's passage retriever (`retriever` group)",
+    "triple_retriever": "the run's triple retriever",
+    "expansion": "the run's graph expansion (`expansion` group)",
+    "llm": "the run's LLM client (`llm` group)",
+    "embedder": "the run's embedder (`embedder` group)",
+    "backend": "the index engine (`backend` group)",
+    "passages": "the corpus: list[Passage]",
+    "triples": "the triples: list[Triple] (None without triples)",
+    "passage_by_id": "{passage id: Passage}",
+    "passage_collection": "the indexed passages (a Collection)",
+    "triple_collection": "the indexed triples (a Collection)",
+    "triple_index": "the triple graph (core/triple_graph.py)",
+    "question_ids": "the run's question ids, in order",
+}
+
+
+class BaseRetriever:
+    """h_base^k over one collection: write :meth:`retrieve` (best first). ``needs_vectors = True`` when it searches
+    embeddings (the collection then holds them); ``k_dependent = True`` when its top k is not the top k of a
+    longer list."""
+
+    name = "custom"
+    k_dependent = False
+    needs_vectors = False
+
+    def retrieve(self, query: str, k: int) -> Ranking:
+        raise NotImplementedError(f"{type(self).__name__}.retrieve")
+
+    def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        return [self.retrieve(q, k) for q in queries]
+
+
+class BaseExpansion:
+    """Graph expansion of a base list: write :meth:`expand` (return ``ExpansionOutput(ranking, trace)``)."""
+
+    name = "custom"
+    k_dependent = False
+    needs_llm = False
+    needs_vectors = False
+
+    def expand(self, query: str, base: Ranking, *, read_query: str | None = None, round_no: int = 0,
+               memory: Sequence[Sequence[str]] = ()) -> ExpansionOutput:
+        raise NotImplementedError(f"{type(self).__name__}.expand")
+
+    def check_prompts(self, questions: Sequence[Question]) -> None:
+        """No prompt to check against ``llm.context_window``."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "class": f"{type(self).__module__}.{type(self).__qualname__}"}
+
+
+class BaseMethod:
+    """A retrieval method: write :meth:`run` (return ``MethodOutput(ranking, rounds, trace)``). Set
+    ``needs_llm = True`` when a question calls the LLM (its credentials are checked at start-up),
+    ``answers_questions = True`` when outputs carry their own answer (scored as EM/F1)."""
+
+    name = "custom"
+    k_dependent = False
+    needs_llm = False
+    needs_vectors = False
+    answers_questions = False
+    max_rounds: int | None = None
+
+    def run(self, question: Question, k: int) -> MethodOutput:
+        raise NotImplementedError(f"{type(self).__name__}.run")
+
+    def check_prompts(self, questions: Sequence[Question]) -> None:
+        """No prompt to check against ``llm.context_window``."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "class": f"{type(self).__module__}.{type(self).__qualname__}"}
+
+    def summarize(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        return {}
