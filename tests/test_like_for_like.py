@@ -202,3 +202,21 @@ def test_the_explorer_shows_a_paper_number_apart_without_a_delta(tmp_path: Path)
     assert cell["paper_text"] == "{paper, other setting: 33.8}" and cell["delta"] is None
     assert cell["sample"] == "not the paper's setting: LLM qwen2.5-coder-1.5b-instruct-q4_k_m vs gpt-4o-mini-2024-07-18"
     assert setting_note(runs[0]).startswith("not GEAR Table 2's setting: LLM qwen2.5")
+
+
+def test_the_triples_source_names_the_llm_that_extracted_them(sample_dir: Path, tmp_path: Path) -> None:
+    from gear_repro.pipeline.setting import triples_source
+
+    assert triples_source(sample_dir, sample_dir / "triples.jsonl") == {"source": "HippoRAG OpenIE",
+                                                                        "llm": "gpt-3.5-turbo-1106"}
+    extract = tmp_path / "extract"
+    extract.mkdir()
+    (extract / "config.yaml").write_text("stage: extract\nllm:\n  model: gpt-4o-mini\n")
+    assert triples_source(sample_dir, extract / "triples.jsonl") == {"source": "extraction", "llm": "gpt-4o-mini"}
+    hand = tmp_path / "hand"
+    hand.mkdir()
+    assert triples_source(hand, hand / "triples.jsonl") == {"source": "unrecorded", "llm": None}
+    assert triples_source(hand, None) is None
+    rec = paper_setting_record(triples={"source": "HippoRAG OpenIE", "llm": "gpt-3.5-turbo-1106"})
+    assert placement(rec, "GEAR", "Table 2", "MuSiQue").differs == (
+        "triples by gpt-3.5-turbo-1106 (HippoRAG OpenIE) vs gpt-4o-mini-2024-07-18",)
