@@ -160,6 +160,7 @@ class SingleStepSchema:
     _target_: str = "gear_repro.methods.single.SingleStep"
     name: str = "single"
     output_depth: int | None = num(None, ge=1)
+    save_depth: int | None = num(None, ge=1)  # ${run.save_depth}
 
 
 @dataclass
