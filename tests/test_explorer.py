@@ -425,3 +425,18 @@ def test_who_wins_both_directions_export_and_timeline_in_chromium(report: Path, 
     # side by side, each method's own view (GEAR's round table) is full width below the pair, not squeezed in it
     assert d.execute_script("return !document.querySelector('#panel-a #own-a') && !!document.querySelector('.panel.wide #own-a table')")
     assert not [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def test_prompts_and_replies_are_kept_by_default() -> None:
+    """The question view's LLM calls had no prompt or reply unless a run set llm.record_prompts=true; every LLM
+    config now keeps them by default (predictions.jsonl: +17 kB per SyncGE and +23 kB per GEAR question,
+    docs/explorer.md), and the switch still leaves the run fingerprint alone (a resume may change it)."""
+    from gear_repro.pipeline.resume import run_fingerprint
+    from gear_repro.pipeline.run_folder import changes_no_result
+    from tests.helpers.runs import compose_config
+
+    for llm in ("local", "tiny", "openai", "openai_compatible"):
+        assert compose_config([f"llm={llm}"]).llm.record_prompts is True, llm
+    assert changes_no_result("llm.record_prompts")
+    on, off = compose_config(["agent=gear"]), compose_config(["agent=gear", "llm.record_prompts=false"])
+    assert run_fingerprint(on) == run_fingerprint(off)

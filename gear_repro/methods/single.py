@@ -36,7 +36,7 @@ class SingleStep:
         save_depth: ids a run keeps per question (YAML: ``${run.save_depth}``). When neither the retriever nor the
             expansion depends on k (their top k of a longer list is the k-list), the base list is retrieved this
             deep, so the saved ranking reaches ``run.save_depth`` (gold ranks and recall@k past max(run.ks)) with the
-            same top k; a k-dependent method keeps its base list at k (the paper's matched k). None = k.
+            same top k; a k-dependent method keeps its base list at k (the paper's matched k). None or 0 = k.
     """
 
     name = "single"

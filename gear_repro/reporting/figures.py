@@ -111,7 +111,7 @@ def large_enough(group: Sequence[RunResult], figure: str, dataset: str,
         return list(group)
     keep = [r for r in group if _n(r) >= SMALL_N]
     if left_out is not None:
-        left_out += [f"{figure} ({dataset}): {_label(r)} ({r.path.name}) is left out: {_n(r)} questions (fewer than "
+        left_out += [f"{figure} ({dataset}): {_label(r)} ({r.path.name}) is left out: {_n(r)} question{'s' * (_n(r) != 1)} (fewer than "
                      f"{SMALL_N}; the other runs have {min(_n(x) for x in keep)} or more)"
                      for r in group if _n(r) < SMALL_N]
     return keep
