@@ -230,7 +230,9 @@ def _capture(monkeypatch) -> dict:
         seen[stem] = {"ylim": ax.get_ylim(), "ylabel": ax.get_ylabel(), "title": ax.get_title(),
                       "width_in": fig.get_size_inches()[0],
                       "y": [y for line in ax.get_lines() for y in line.get_ydata()],
-                      "legend_size": ax.get_legend().get_texts()[0].get_fontsize() if ax.get_legend() else None}
+                      "legend_size": ax.get_legend().get_texts()[0].get_fontsize() if ax.get_legend() else None,
+                      "legend": [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else [],
+                      "texts": [t.get_text() for t in ax.texts]}
         return save(fig, out, stem)
 
     monkeypatch.setattr(figures, "_save", spy)
@@ -262,3 +264,8 @@ def test_figures_of_small_runs_only_say_examples_only(runs_dir: Path, tmp_path: 
     assert not (tmp_path / "fig" / "figures.md").exists()  # nothing left out: every run is as small
     for stem in ("fig2_r15_by_round_musique", "fig3_r15_by_type_musique", "fig4_tokens_by_round_musique"):
         assert "N=8: examples only, < 20 questions" in seen[stem]["title"], stem
+    # Fig. 2's single-step reference line is named in the legend and carries only its value: its label with the
+    # run's tag, right-aligned at the last round, ran past the left edge of the axes
+    fig2 = seen["fig2_r15_by_round_musique"]
+    assert "Hybrid + SyncGE (single-step)" in fig2["legend"]
+    assert not [t for t in fig2["texts"] if "SyncGE" in t and not t.startswith("paper")]

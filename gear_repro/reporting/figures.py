@@ -187,7 +187,7 @@ def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evidenc
         if not multi:
             continue
         n_max = max(_rounds(r) for r in multi)
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, ax = plt.subplots(figsize=(7, 4.5))
         xs = list(range(1, n_max + 1))
         firsts: list[tuple[float, str]] = []  # each run's round-1 value and line colour
         for r in multi:
@@ -208,10 +208,11 @@ def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evidenc
             if _is_figure2_reference(r) and f"recall@{k}" in r.metrics:
                 ci = interval(r, f"R@{k}", opts)
                 y = ci.mean if ci else float(r.metrics[f"recall@{k}"])
-                ax.axhline(y, linestyle="--", color="tab:gray", linewidth=1)
+                # named in the legend, its value at the line's end: the label with the run's tag ran past the frame
+                ax.axhline(y, linestyle="--", color="tab:gray", linewidth=1, label=f"{_label(r)} (single-step)")
                 if ci:
                     ax.axhspan(ci.low, ci.high, color="tab:gray", alpha=0.12, linewidth=0)
-                ax.annotate(f"{_label(r)} {y:.1f}", (n_max, y), textcoords="offset points", xytext=(-4, 4),
+                ax.annotate(f"{y:.1f}", (n_max, y), textcoords="offset points", xytext=(-4, 4),
                             ha="right", fontsize=8, color="tab:gray")
         df = paper_results()
         pts = df[(df.paper == DEFAULT_PAPER) & (df.table == "Figure 2") & (df.dataset == dataset)]

@@ -205,24 +205,32 @@
       const c = choices.find((x) => x.key === sel.value) || choices[0];
       const ms = ds.methods.map((m, i) => i).filter((i) => c.metric === "r" ? ds.methods[i].recall : ds.methods[i].qa);
       const res = {}, net = {};
+      // a pair with a run of fewer than D.small_n questions is an example: uncoloured and out of the net wins, unless
+      // every run is that small
+      const allSmall = ms.every((i) => smallN(ds.methods[i]));
+      const counted = (a, b) => allSmall || !(smallN(ds.methods[a]) || smallN(ds.methods[b]));
       for (const a of ms) {
         net[a] = 0;
-        for (const b of ms) if (a !== b) { res[a + "/" + b] = winTieLoss(ds, a, b, c.metric, c.k); net[a] += res[a + "/" + b].w - res[a + "/" + b].l; }
+        for (const b of ms) {
+          if (a === b) continue;
+          res[a + "/" + b] = winTieLoss(ds, a, b, c.metric, c.k);
+          if (counted(a, b)) net[a] += res[a + "/" + b].w - res[a + "/" + b].l;
+        }
       }
       const best = ms.length ? Math.max(...ms.map((a) => net[a])) : 0;
       const label = (i) => [ds.methods[i].label, el("span", { class: "muted", text: " n=" + num(ds.methods[i].n) }),
         smallN(ds.methods[i]) ? el("span", { class: "smallbadge", title: "fewer than " + D.small_n + " questions: not a result", text: " too few" }) : null];
       const table = el("table", { class: "wtl", id: "wtl-" + di, dataset: { metric: c.key } },
         el("thead", null, el("tr", null, el("th", { text: "row vs column (" + c.label + ")" }), ms.map((b) => el("th", { class: smallN(ds.methods[b]) ? "smalln" : null }, label(b))),
-          el("th", { text: "net wins", title: "Σ over columns of (wins − losses)" }))),
+          el("th", { text: "net wins", title: "Σ over columns of (wins − losses); pairs with a run of fewer than " + D.small_n + " questions left out" }))),
         el("tbody", null, ms.map((a) => el("tr", { class: smallN(ds.methods[a]) ? "smalln" : null },
           el("th", null, label(a)),
           ms.map((b) => {
             if (a === b) return el("td", { class: "num muted", text: "—" });
             const r = res[a + "/" + b];
-            const share = r.n ? (r.w - r.l) / r.n : 0;
+            const share = r.n && counted(a, b) ? (r.w - r.l) / r.n : 0;
             const bg = share > 0 ? "rgba(29,122,58," + (0.08 + 0.5 * share).toFixed(3) + ")" : share < 0 ? "rgba(179,38,30," + (0.08 - 0.5 * share).toFixed(3) + ")" : null;
-            return el("td", { class: "num wtlcell", style: bg ? "background:" + bg : null,
+            return el("td", { class: "num wtlcell" + (counted(a, b) ? "" : " smalln"), style: bg ? "background:" + bg : null,
               dataset: { a: a, b: b, w: r.w, t: r.t, l: r.l, n: r.n },
               title: ds.methods[a].label + " vs " + ds.methods[b].label + " on " + c.label + ": higher on " + r.w + ", equal on " + r.t + ", lower on " + r.l +
                 " of the " + r.n + " questions both ran; mean Δ " + (r.n ? (r.sum / r.n >= 0 ? "+" : "") + num(r.sum / r.n, 1) : "–") + ". Click: those questions sorted by Δ.",
@@ -413,7 +421,7 @@
         history.replaceState(null, "", filterHash(f)); renderQuestionTable(); } }, extra || {}));
     const base = [["id", "id"], ["q", "question"], ["type", "hop type"], ["ans", "gold answer"], ["ng", "gold"]];
     const qaCols = (m) => m.qa && (f.cols === "all" || !m.recall);  // EM/F1 columns: asked for, or a QA-only run
-    if (pair) base.push(["diff", "Δ " + dmLabel + " (A − B)"]);
+    if (pair) base.push(["diff", "Δ A−B " + dmLabel]);
     const head1 = el("tr", null, base.map(([key, label]) => sortTh(key, label, { rowspan: 2, title: key === "diff" ? ds.methods[f.a].label + " − " + ds.methods[f.b].label + ", per question" : null })),
       order.map((i) => el("th", { class: "mhead" + (smallN(ds.methods[i]) ? " smalln" : ""), colspan: (ds.methods[i].recall ? 1 : 0) + (qaCols(ds.methods[i]) ? 2 : 0),
         title: ds.methods[i].label + ": " + num(ds.methods[i].n) + " questions" + (smallN(ds.methods[i]) ? " (fewer than " + D.small_n + ": not a result)" : "") },
@@ -869,12 +877,14 @@
     const byLabel = {};
     ds.methods.forEach((m, i) => { byLabel[m.label] = i % COLORS.length; });
     const tok = P.tokens.map((s) => Object.assign({}, s, { color: byLabel[s.label.replace(/ (input|output)$/, "")] }));
+    // a run whose largest evaluated k is not the dataset's is drawn at its own (run.ks without it): say so
+    const atK = (list) => list.map((s) => s.k !== undefined && s.k !== k ? Object.assign({}, s, { label: s.label + " — its R@" + s.k + " (run.ks)" }) : s);
     append(clear(v), [el("h2", { text: "Plots — " + ds.name }), datasetPicker((i) => { location.hash = "#plots?ds=" + i; }),
       el("p", { class: "muted", text: "Shaded bands and bars: 95% percentile bootstrap intervals over questions (" + D.resamples +
         " resamples, seed " + D.seed + "), the tables' intervals. Hover a point for its numbers." }),
       lineChart("Recall@k for k = 1 … saved depth", P.curves, "k", "R@k", true),
-      lineChart("R@" + k + " after each round (the list had the method stopped there; dashed: single-step)", P.rounds, "round n", "R@" + k),
-      typeChart("R@" + k + " by hop type", P.types),
+      lineChart("R@" + k + " after each round (the list had the method stopped there; dashed: single-step)", atK(P.rounds), "round n", "R@" + k),
+      typeChart("R@" + k + " by hop type", atK(P.types)),
       lineChart("Cumulative LLM tokens per question after each round (retrieval stages; dashed: output)", tok, "round n", "tokens")]);
   }
 
