@@ -622,15 +622,36 @@
       if (hasTs) { x.start = x.c.ts - lat; x.end = x.c.ts; } else { x.start = t; x.end = t + lat; t = x.end; }
     }
     calls.sort((p, q) => p.start - q.start || p.i - q.i);
-    const t0 = calls.length ? calls[0].start : 0;
-    const span = Math.max(1e-3, ...calls.map((x) => x.end - t0), Number(M.timings.total_s) || 0);
-    const W = 900, L = 150, R = 130, row = 15, T = 22;
+    // the question started total_s before its last call ended (the QA read is last); steps have durations only, so
+    // round n's steps are laid from the end of round n-1's last call (round 1: the question's start)
+    const total = Number(M.timings.total_s) || 0;
+    const lastEnd = calls.length ? Math.max(...calls.map((x) => x.end)) : 0;
+    const t0 = calls.length ? Math.min(calls[0].start, hasTs && total ? lastEnd - total : calls[0].start) : 0;
+    const steps = (M.step_timings || []).map((st, j) => {
+      const prev = calls.filter((x) => (x.c.round || 0) === j);
+      let at = j === 0 || !prev.length ? t0 : Math.max(...prev.map((x) => x.end));
+      return Object.entries(st || {}).filter(([, v]) => typeof v === "number").map(([key, v]) => {
+        const seg = { key: key, start: at, end: at + v };
+        at += v;
+        return seg;
+      });
+    });
+    const span = Math.max(1e-3, ...calls.map((x) => x.end - t0), ...steps.flat().map((x) => x.end - t0), total);
+    const W = 900, L = 150, R = 130, row = 15, T = 22 + row * steps.length;
     const H = T + row * calls.length + 26;
     const X = (x) => L + (x - t0) / span * (W - L - R);
     const g = sv("svg", { width: "100%", viewBox: "0 0 " + W + " " + H, class: "timeline", id: "timeline-" + side, role: "img",
       preserveAspectRatio: "xMinYMin meet" });
     append(g, [sv("text", { x: 0, y: 13, "font-weight": 600 }, "Timeline: " + calls.length + " LLM calls, " + num(span, 2) + " s" +
       (M.timings.total_s !== undefined ? " (question total " + num(M.timings.total_s, 2) + " s)" : "") + (hasTs ? "" : " — no timestamps: calls laid end to end"))]);
+    steps.forEach((segs, j) => {
+      const y = 22 + row * j;
+      append(g, [sv("text", { x: 0, y: y + 11, fill: "#687085" }, "steps · r" + (j + 1)), segs.map((seg) =>
+        sv("rect", { class: "tl-step", x: X(seg.start), y: y + 2, width: Math.max(1, X(seg.end) - X(seg.start)), height: row - 4,
+          fill: stageColor(seg.key), "fill-opacity": 0.55 }, sv("title", null, "round " + (j + 1) + " " + seg.key.replace(/_s$/, "") + ": " + num(seg.end - seg.start, 3) + " s"))),
+      sv("text", { x: X(segs.length ? segs[segs.length - 1].end : t0) + 4, y: y + 11, fill: "#444" },
+        segs.map((seg) => seg.key.replace(/_s$/, "") + " " + num(seg.end - seg.start, 2)).join(" · "))]);
+    });
     const rounds = [...new Set(calls.map((x) => x.c.round || 0))];
     rounds.forEach((r, j) => {
       const mine = calls.filter((x) => (x.c.round || 0) === r);
@@ -650,9 +671,9 @@
       sv("text", { x: Math.max(X(x.end), X(x.start) + 2) + 4, y: y + 11, fill: "#444" }, num(lat, 2) + " s" + (c.cached ? " (cached)" : "")))]);
     });
     append(g, [sv("text", { x: L, y: H - 2, fill: "#687085" }, "0 s"), sv("text", { x: W - R, y: H - 2, "text-anchor": "end", fill: "#687085" }, num(span, 2) + " s")]);
-    const steps = M.step_timings ? el("details", { class: "fold" }, el("summary", { text: "step timings per round (s)" }),
+    const stepTable = M.step_timings ? el("details", { class: "fold" }, el("summary", { text: "step timings per round (s)" }),
       kvTable(M.step_timings.map((st, j) => ["round " + (j + 1), Object.entries(st || {}).map(([kk, vv]) => kk + " " + num(vv, 3)).join(" · ")]))) : null;
-    return el("div", { class: "block tl" }, el("h4", { text: "Timeline of the question (" + (hasTs ? "from the call records' timestamps" : "latencies only") + ")" }), g, steps);
+    return el("div", { class: "block tl" }, el("h4", { text: "Timeline of the question (" + (hasTs ? "from the call records' timestamps" : "latencies only") + ")" }), g, stepTable);
   }
   function methodPanel(Q, row, mi, k, side) {
     const ds = dataset(), m = ds.methods[mi], M = Q.methods[mi], c = row.m[mi];
