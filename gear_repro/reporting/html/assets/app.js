@@ -296,6 +296,18 @@
     const x = c[metric];
     return x === null || x === undefined ? null : 100 * x;
   }
+  // Each method's per-question values on one metric, computed once per (dataset, method, metric, k): the win/tie/loss
+  // matrix and the pair line read 2 arrays per pair instead of recomputing recall per pair and question.
+  const VALUES = new Map();
+  function valuesOf(mi, metric, k) {
+    const key = S.ds + "|" + mi + "|" + metric + "|" + k;
+    let v = VALUES.get(key);
+    if (!v) {
+      v = dataset().questions.map((row) => metricValue(row, row.m[mi], metric, k));
+      VALUES.set(key, v);
+    }
+    return v;
+  }
   function pairDiff(row, a, b, metric, k) {
     if (a < 0 || b < 0) return null;
     const va = metricValue(row, row.m[a], metric, k), vb = metricValue(row, row.m[b], metric, k);
@@ -303,11 +315,14 @@
   }
   // Win / tie / loss of method a against method b over the questions both have a value for (the paired comparison of
   // docs/evidence.md, question by question): a win is a larger value for a; |Δ| below 1e-9 is a tie.
-  function winTieLoss(ds, a, b, metric, k, rows) {
+  function winTieLoss(ds, a, b, metric, k, idx) {
     const out = { w: 0, t: 0, l: 0, n: 0, sum: 0, diffs: [] };
-    for (const row of rows || ds.questions) {
-      const d = pairDiff(row, a, b, metric, k);
-      if (d === null) continue;
+    const va = valuesOf(a, metric, k), vb = valuesOf(b, metric, k);
+    const n = idx ? idx.length : va.length;
+    for (let j = 0; j < n; j++) {
+      const i = idx ? idx[j] : j;
+      if (va[i] === null || vb[i] === null) continue;
+      const d = va[i] - vb[i];
       out.n += 1; out.sum += d; out.diffs.push(d);
       if (d > 1e-9) out.w += 1; else if (d < -1e-9) out.l += 1; else out.t += 1;
     }
@@ -350,7 +365,8 @@
     const idx = [];
     ds.questions.forEach((row, i) => { if (matches(row, f)) idx.push(i); });
     if (f.sort) {
-      const keys = new Map(idx.map((i) => [i, sortKey(f.sort, ds.questions[i], f.k)]));
+      const da = f.sort === "diff" && f.a >= 0 && f.b >= 0 ? valuesOf(f.a, f.dm, f.k) : null, db = da ? valuesOf(f.b, f.dm, f.k) : null;
+      const keys = new Map(idx.map((i) => [i, da ? (da[i] === null || db[i] === null ? -Infinity : da[i] - db[i]) : sortKey(f.sort, ds.questions[i], f.k)]));
       idx.sort((x, y) => { const a = keys.get(x), b = keys.get(y); return (a < b ? -1 : a > b ? 1 : x - y) * (a === b ? 1 : f.dir); });
     }
     return idx;
@@ -467,9 +483,15 @@
     const box = document.getElementById("q-pair"), hist = document.getElementById("q-hist");
     clear(box); clear(hist);
     if (!pair) { append(box, [el("span", { class: "muted", text: "Choose methods A and B to compare them question by question." })]); return; }
-    const rows = ds.questions.filter((row) => matches(row, Object.assign({}, f, { mode: "all" })));
-    const ab = rows.filter((row) => findsMissed(row, f.a, f.b, f.k)).length, ba = rows.filter((row) => findsMissed(row, f.b, f.a, f.k)).length;
-    const r = winTieLoss(ds, f.a, f.b, f.dm, f.k, rows);
+    const all = Object.assign({}, f, { mode: "all" }), idx = [];
+    let ab = 0, ba = 0;
+    ds.questions.forEach((row, i) => {
+      if (!matches(row, all)) return;
+      idx.push(i);
+      if (findsMissed(row, f.a, f.b, f.k)) ab += 1;
+      if (findsMissed(row, f.b, f.a, f.k)) ba += 1;
+    });
+    const r = winTieLoss(ds, f.a, f.b, f.dm, f.k, idx);
     const la = ds.methods[f.a].label, lb = ds.methods[f.b].label, dmLabel = f.dm === "r" ? "R@" + f.k : f.dm.toUpperCase();
     const go = (mode) => el("a", { href: filterHash(Object.assign({}, f, { mode: mode })), onclick: (e) => { e.preventDefault(); f.mode = mode; f.page = 1;
       document.getElementById("f-mode").value = mode; history.replaceState(null, "", filterHash(f)); renderQuestionTable(); } });
