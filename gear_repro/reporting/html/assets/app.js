@@ -280,7 +280,9 @@
   function recall(row, c, k) {
     const ng = c && c.ng !== undefined ? c.ng : row.ng;  // c.ng: the run's own gold count (another corpus or questions file)
     if (!c || !ng) return null;
-    return 100 * hits(c, k).filter(Boolean).length / ng;
+    let found = 0;  // hits(c, k) counted without building arrays (the win matrix reads every question of every run)
+    for (const r of ranksAt(c, k)) if (r > 0 && r <= k) found += 1;
+    return 100 * found / ng;
   }
   function findsMissed(row, a, b, k) {
     const ca = row.m[a], cb = row.m[b];
