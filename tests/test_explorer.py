@@ -361,6 +361,7 @@ def test_who_wins_both_directions_export_and_timeline_in_chromium(report: Path, 
     labels = [m["label"] for m in data["datasets"][0]["methods"]]
     d.get((report / "index.html").as_uri() + "#overview")
     wait_for(d, "return document.documentElement.dataset.ready")
+    wait_for(d, "return document.querySelector('#wtl-0 td.wtlcell')")  # drawn after the first paint
     for k in (15, 5):
         _select(d, "#wtl-metric-0", f"r{k}")
         cells = d.execute_script("return [...document.querySelectorAll('#wtl-0 td.wtlcell')].map(td => "

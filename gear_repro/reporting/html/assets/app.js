@@ -242,7 +242,8 @@
       append(clear(box), [table]);
     };
     sel.addEventListener("change", render);
-    render();
+    // drawn right after the first paint, so the overview's tables show as fast as before; EXPLORER_WINS_MS marks it
+    requestAnimationFrame(() => setTimeout(() => { render(); window.EXPLORER_WINS_MS = performance.now(); }, 0));
     return [el("h3", { text: "Who wins — " + ds.name + " (" + ds.questions.length + " questions)" }),
       el("div", { class: "note" }, "Each cell: questions where the row method's ", sel,
         " is higher / equal / lower than the column method's (wins / ties / losses, question by question), the mean per-question Δ (row − column) and n, the questions both ran. " +
