@@ -14,6 +14,8 @@ Measured with Debian's headless Chromium (Selenium; ``make install-browser``), e
 - ``ready_ms``: navigation start to the page's ready marker (``window.EXPLORER_READY_MS``: data.js parsed, the view
   built), and ``painted_ms`` to the first frame after it (``EXPLORER_PAINTED_MS``: laid out and painted), for the
   overview and for the question list (rows built: up to 200), median of ``--repeats`` fresh loads;
+- ``wins_ms_overview``: navigation start to the overview's win/tie/loss matrix drawn (``EXPLORER_WINS_MS``; it is
+  drawn right after the first paint), median of ``--repeats``;
 - ``open_question_ms``: hash change to one question's view rendered (its detail file loaded by a script tag), median
   over 10 questions; ``filter_ms``: applying the "A finds a gold passage that B misses" filter (re-filter, re-sort,
   re-render), median of 10;
@@ -122,12 +124,16 @@ def browser_times(out: Path, repeats: int) -> dict:
     res: dict = {}
     try:
         for view in ("overview", "questions"):
-            ready, painted = [], []
+            ready, painted, wins = [], [], []
             for _ in range(repeats):
                 d.get("about:blank")
                 d.get(f"{url}#{view}")
                 ready.append(wait_for(d, "return window.EXPLORER_READY_MS"))
                 painted.append(wait_for(d, "return window.EXPLORER_PAINTED_MS"))
+                if view == "overview":  # the win/tie/loss matrix, drawn after the first paint (-1: a page without it)
+                    wins.append(wait_for(d, "return window.EXPLORER_WINS_MS || (!document.getElementById('wtl-metric-0') && -1)"))
+            if wins and min(wins) > 0:
+                res["wins_ms_overview"] = round(statistics.median(wins), 1)
             res[f"ready_ms_{view}"] = round(statistics.median(ready), 1)
             res[f"painted_ms_{view}"] = round(statistics.median(painted), 1)
             res[f"painted_ms_{view}_all"] = [round(t, 1) for t in painted]

@@ -163,6 +163,7 @@ class SingleStepSchema:
     _target_: str = "gear_repro.methods.single.SingleStep"
     name: str = "single"
     output_depth: int | None = num(None, ge=1)
+    save_depth: int | None = num(None, ge=0)  # ${run.save_depth}; 0 or null: max(run.ks) (run.save_depth has its own >= 1)
 
 
 @dataclass
@@ -247,7 +248,7 @@ class LLMSchema:
     cache: bool = True
     cache_dir: str | None = None
     cache_mode: LLMCacheMode = LLMCacheMode.auto  # SQLite journal of the reply cache (llm/cache.py)
-    record_prompts: bool = False  # keep each call's messages and reply in predictions.jsonl (the explorer shows them)
+    record_prompts: bool = True  # keep each call's messages and reply in predictions.jsonl (the explorer shows them)
     cache_lock_timeout_s: float = num(300.0, **LOCK_TIMEOUT_RANGE)  # one cache access's wait for a lock (llm/cache.py)
     check_endpoint: bool = True  # start-up: a TCP connection to the endpoint (or its proxy) must open (llm/client.py)
     server: LLMServerSchema | None = None

@@ -12,7 +12,7 @@ outputs/demo/ (one folder per step) and the paper-layout tables and figures to o
   4. SyncGE (one pass at base k=15, evaluated at 5/10/15) and the GEAR agent with the local LLM, with QA, on the
      first DEMO_LLM_QUESTIONS questions (one multirun: one process, one model load); GEAR at most DEMO_GEAR_ROUNDS
      rounds (default 2; the paper's MuSiQue setting is 4, App. B.1: each round costs ~1 min of local LLM here)
-  5. gear-repro-report: tables beside the paper's numbers, and figures
+  5. gear-repro-report --html: tables beside the paper's numbers, figures, and the HTML explorer (its path is printed)
 
 Environment: DEMO_EMBEDDER (default minilm = all-MiniLM-L6-v2, ~8x faster to encode the corpus and triples on
 CPU than the paper's all-mpnet-base-v2; `mpnet` for the paper's, after `make install-paper-embedder`),
@@ -60,8 +60,9 @@ def main() -> None:
         sh("gear-repro", "-m", "agent=single,gear", "retriever=hybrid", "expansion=sync", "llm=local", "qa=true",
            "run.matched_k=false", f"dataset.limit={NQ}", f"dataset.max_rounds={ROUNDS}", *common,
            f"hydra.sweep.dir={OUT}/4_llm")
-    sh("gear-repro-report", f"{OUT}", "--out", f"{OUT}/report", "--figures")
+    sh("gear-repro-report", f"{OUT}", "--out", f"{OUT}/report", "--html")  # --html: tables, figures and the explorer
     print(f"\ndemo done in {(time.time() - t0) / 60:.1f} min; tables and figures in {OUT}/report")
+    print(f"open the results explorer (a static page, no server): {(OUT / 'report' / 'index.html').resolve().as_uri()}")
 
 
 if __name__ == "__main__":

@@ -55,13 +55,25 @@ def question_file(report: Path, key: str) -> dict:
     return load_js(report / "explorer" / "q" / f"{key}.js", f"window.{QUESTION_CALLBACK}(")
 
 
+# the runs' method names by run folder (tests/helpers/explorer_runs.py METHODS); their row labels add the models
+# that differ from the paper's ("GEAR (hash-64, LLM ...)": reporting/runs.py model_notes)
+SHORT = {"bm25": "BM25", "bm25+sync": "BM25 + SyncGE", "gear": "GEAR", "hipporag": "HippoRAG",
+         "ircot": "IRCoT (BM25; stop words + stemmer analyzer)", "t2rag": "T2RAG"}
+
+
+def label(report: Path, short: str) -> str:
+    """The row label of the run whose method is ``short`` (SHORT)."""
+    return next(r["label"] for r in summary(report)["runs"] if SHORT[Path(r["run_dir"]).name] == short)
+
+
 def predictions(report: Path) -> dict[str, dict[str, dict]]:
-    """{run label: {question id: record}} from the runs' predictions.jsonl (the reference the page is checked on)."""
+    """{run label: {question id: record}} from the runs' predictions.jsonl (the reference the page is checked on),
+    also under the method's short name (SHORT)."""
     out = {}
     for r in summary(report)["runs"]:
         lines = Path(r["run_dir"], "predictions.jsonl").read_text(encoding="utf-8").split("\n")  # U+2028 is data
         recs = [json.loads(x) for x in lines if x.strip()]
-        out[r["label"]] = {str(p["id"]): p for p in recs}
+        out[r["label"]] = out[SHORT[Path(r["run_dir"]).name]] = {str(p["id"]): p for p in recs}
     return out
 
 
@@ -115,7 +127,7 @@ def test_data_files_cannot_become_markup(report: Path) -> None:
     detail = question_file(report, "d0/0")
     gold_title = detail["passages"][detail["gold"][0]][0]
     assert gold_title.endswith(HOSTILE_TITLE) and detail["passages"][detail["gold"][0]][1].endswith(HOSTILE_HTML)
-    gear = data["datasets"][0]["methods"].index(next(m for m in data["datasets"][0]["methods"] if m["label"] == "GEAR"))
+    gear = data["datasets"][0]["methods"].index(next(m for m in data["datasets"][0]["methods"] if m["label"] == label(report, "GEAR")))
     assert any(HOSTILE_TITLE.strip() in x for x in strings(detail["methods"][gear]["sections"]))  # in LLM replies
     errored = [q for q in data["datasets"][0]["questions"] if q["m"][gear].get("err")]
     assert len(errored) == 1 and ERROR_MESSAGE in errored[0]["m"][gear]["err"]
@@ -166,9 +178,9 @@ def test_plot_points_are_the_tables_intervals(report: Path) -> None:
             r = table[(table.label == s["label"]) & (table.metric == f"R@{k}")].iloc[0]
             i = s["x"].index(k)
             assert (s["mean"][i], s["lo"][i], s["hi"][i]) == pytest.approx((r.ours, r.ci_low, r.ci_high), abs=0.006)
-    gear = next(s for s in plots["rounds"] if s["label"] == "GEAR")
+    gear = next(s for s in plots["rounds"] if s["label"] == label(report, "GEAR"))
     assert gear["x"] == [1, 2, 3, 4] and not gear["flat"]
-    assert next(s for s in plots["rounds"] if s["label"] == "BM25")["flat"]
+    assert next(s for s in plots["rounds"] if s["label"] == label(report, "BM25"))["flat"]
     assert {t["type"] for s in plots["types"] for t in s["types"]} == {"2hop", "3hop1", "4hop1"}
     assert {s["label"] for s in plots["tokens"]} >= {"GEAR input", "GEAR output", "IRCoT (BM25) input"}  # Fig. 4 stages
 
@@ -182,11 +194,12 @@ def test_each_method_shows_its_own_blocks(report: Path) -> None:
     for n, row in enumerate(data["datasets"][0]["questions"]):
         detail = question_file(report, f"d0/{n}")
         titles = {lab: [b["title"] for b in (m or {}).get("sections", [])] for lab, m in zip(labels, detail["methods"], strict=True)}
+        titles |= {short: titles[label(report, short)] for short in SHORT.values()}
         gear = preds["GEAR"][row["id"]]
         if gear.get("error"):
-            assert titles["GEAR"] == [] and detail["methods"][labels.index("GEAR")]["error"] == gear["error"]
+            assert titles["GEAR"] == [] and detail["methods"][labels.index(label(report, "GEAR"))]["error"] == gear["error"]
         else:
-            table6 = detail["methods"][labels.index("GEAR")]["sections"][0]
+            table6 = detail["methods"][labels.index(label(report, "GEAR"))]["sections"][0]
             assert table6["title"] == "GEAR rounds (the paper's Table 6)" and len(table6["rows"]) == len(gear["rounds"])
             assert [r[1] for r in table6["rows"]] == [r["query"] for r in gear["rounds"]]
             with_paths = [r["round"] for r in gear["rounds"]
@@ -249,7 +262,7 @@ def test_explorer_in_chromium(report: Path, chromium, tmp_path: Path) -> None:
     labels = [m["label"] for m in data["datasets"][0]["methods"]]
     ids = list(preds["GEAR"])
     # the first pair and k where the filter keeps some questions but not all (GEAR vs BM25 first)
-    pairs = [("GEAR", "BM25"), *((x, y) for x in labels for y in labels if x != y)]
+    pairs = [(label(report, "GEAR"), label(report, "BM25")), *((x, y) for x in labels for y in labels if x != y)]
     la, lb, k, expect = next((x, y, kk, hits) for x, y in pairs for kk in (10, 5, 15)
                              if 0 < len(hits := [q for q in ids if finds_missed(preds[x][q], preds[y][q], kk)]) < len(ids))
     a, b = labels.index(la), labels.index(lb)
@@ -273,7 +286,7 @@ def test_explorer_in_chromium(report: Path, chromium, tmp_path: Path) -> None:
     assert int(d.find_element("css selector", "#q-count").text) == 1
     d.save_screenshot(str(tmp_path / "questions.png"))
     # one question: GEAR's top 15 with its gold passages marked, side by side with BM25
-    a, b = labels.index("GEAR"), labels.index("BM25")
+    a, b = labels.index(label(report, "GEAR")), labels.index(label(report, "BM25"))
     d.find_element("css selector", "#q-table tbody tr td:first-child a").click()
     key = wait_for(d, "return document.getElementById('view-q').dataset.loaded")
     q = ids[0]
@@ -282,8 +295,8 @@ def test_explorer_in_chromium(report: Path, chromium, tmp_path: Path) -> None:
     wait_for(d, f"return (document.querySelector('#panel-a') || {{dataset: {{}}}}).dataset.method === '{a}'")
     _select(d, "#q-b", b)
     wait_for(d, f"return (document.querySelector('#panel-b') || {{dataset: {{}}}}).dataset.method === '{b}'")
-    for side, label in (("a", "GEAR"), ("b", "BM25")):
-        rec = preds[label][q]
+    for side, short in (("a", "GEAR"), ("b", "BM25")):
+        rec = preds[short][q]
         top = ranking_for_k(rec, 15)[:15]
         items = d.execute_script(f"return [...document.querySelectorAll('#panel-{side} ol.topk > li')].map(li => [li.dataset.pid, li.classList.contains('gold')])")
         assert items == [[pid, pid in rec["gold_ids"]] for pid in top]
@@ -294,3 +307,136 @@ def test_explorer_in_chromium(report: Path, chromium, tmp_path: Path) -> None:
     assert not [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
     d.save_screenshot(str(tmp_path / "question.png"))
     assert (tmp_path / "question.png").stat().st_size > 20_000
+
+
+def test_single_step_rankings_reach_save_depth(report: Path) -> None:
+    """A single-step run without a k-dependent expansion saved only max(run.ks) = 15 ids although run.save_depth is
+    100, so gold ranks and recall@k curves stopped at 15; it now saves the retriever's list to save_depth with the same
+    top 15 (its base list), and the explorer shows gold ranks past 15."""
+    preds = predictions(report)
+    bm25 = list(preds["BM25"].values())
+    for p in bm25:
+        final = p["rankings"]["final"]
+        assert 15 < len(final) <= 100 and final[:15] == p["trace"]["base"]
+    data = summary(report)
+    ds = data["datasets"][0]
+    j = [m["label"] for m in ds["methods"]].index(label(report, "BM25"))
+    ranks = [r for row in ds["questions"] for r in row["m"][j]["g"]["final"]]
+    assert max(ranks) > 15
+    curve = next(s for s in data["plots"][0]["curves"] if s["label"] == label(report, "BM25"))
+    assert curve["x"][-1] == max(len(p["rankings"]["final"]) for p in bm25) > 15
+    sync = preds["BM25 + SyncGE"]  # k-dependent: its base list stays at the matched k
+    assert all(len(p["rankings"]["5"]) <= 15 for p in sync.values())
+
+
+def test_question_detail_keeps_the_timeline(report: Path) -> None:
+    """Each LLM call keeps its ts (the timeline's position) and a GEAR question its per-round step timings."""
+    data, preds = summary(report), predictions(report)
+    labels = [m["label"] for m in data["datasets"][0]["methods"]]
+    gear = labels.index(label(report, "GEAR"))
+    assert [m["n"] for m in data["datasets"][0]["methods"]] == [6] * 6 and data["small_n"] == 20
+    for n, row in enumerate(data["datasets"][0]["questions"]):
+        rec = preds["GEAR"][row["id"]]
+        m = question_file(report, f"d0/{n}")["methods"][gear]
+        assert [(c["stage"], c["round"], c["ts"], c["latency_s"]) for c in m["llm_calls"]] == [
+            (c["stage"], c["round"], c["ts"], c["latency_s"]) for c in rec["llm_calls"]]
+        assert m.get("step_timings", []) == [r["timings"] for r in rec.get("rounds") or []]
+
+
+def _diffs(preds: dict, la: str, lb: str, k: int) -> dict[str, float]:
+    va, vb = (question_values(list(preds[x].values()), f"recall@{k}") for x in (la, lb))
+    return {q: va[q] - vb[q] for q in va if q in vb}
+
+
+@pytest.mark.browser
+def test_who_wins_both_directions_export_and_timeline_in_chromium(report: Path, chromium, tmp_path: Path) -> None:
+    """The overview's win/tie/loss matrix against the same counts from predictions.jsonl; the pair filter in both
+    directions with both counts shown; the Δ column sorted; the CSV/JSONL export of the filtered set; one GEAR
+    question's timeline against its LLM call records."""
+    from tests.helpers.browser import wait_for
+
+    d = chromium
+    data, preds = summary(report), predictions(report)
+    labels = [m["label"] for m in data["datasets"][0]["methods"]]
+    d.get((report / "index.html").as_uri() + "#overview")
+    wait_for(d, "return document.documentElement.dataset.ready")
+    wait_for(d, "return document.querySelector('#wtl-0 td.wtlcell')")  # drawn after the first paint
+    for k in (15, 5):
+        _select(d, "#wtl-metric-0", f"r{k}")
+        cells = d.execute_script("return [...document.querySelectorAll('#wtl-0 td.wtlcell')].map(td => "
+                                 "[+td.dataset.a, +td.dataset.b, +td.dataset.w, +td.dataset.t, +td.dataset.l])")
+        assert len(cells) == len(labels) * (len(labels) - 1)
+        for a, b, w, t, lo in cells:
+            diffs = _diffs(preds, labels[a], labels[b], k).values()
+            assert (w, t, lo) == (sum(x > 1e-9 for x in diffs), sum(abs(x) <= 1e-9 for x in diffs),
+                                  sum(x < -1e-9 for x in diffs)), (labels[a], labels[b], k)
+    # every paper-table cell of these 6-question runs is marked as too few questions to read as a result
+    assert d.execute_script("return [...document.querySelectorAll('table.paper td.cell')].every(td => "
+                            "td.classList.contains('smalln'))")
+    # the pair filter, both directions: the first pair and k where both directions keep some questions
+    ids = list(preds["GEAR"])
+    la, lb, k, ab, ba = next((x, y, kk, p, q) for x in labels for y in labels if x != y for kk in (10, 15, 5)
+                             if (p := [i for i in ids if finds_missed(preds[x][i], preds[y][i], kk)])
+                             and (q := [i for i in ids if finds_missed(preds[y][i], preds[x][i], kk)]))
+    a, b = labels.index(la), labels.index(lb)
+    d.get((report / "index.html").as_uri() + f"#questions?a={a}&b={b}&k={k}")
+    wait_for(d, "return document.getElementById('q-n-ab')")
+    assert (int(d.find_element("css selector", "#q-n-ab").text), int(d.find_element("css selector", "#q-n-ba").text)) == (
+        len(ab), len(ba))
+    shown = "return [...document.querySelectorAll('#q-table tbody tr td:first-child')].map(td => td.textContent)"
+    assert d.execute_script(shown) == ab
+    _select(d, "#f-mode", "b")
+    assert int(d.find_element("css selector", "#q-count").text) == len(ba) and d.execute_script(shown) == ba
+    assert "mode=b" in d.execute_script("return location.hash")
+    _select(d, "#f-mode", "either")
+    assert d.execute_script(shown) == [i for i in ids if i in ab or i in ba]
+    # every question, sorted by the per-question difference A − B (largest first; ties in question order)
+    d.get((report / "index.html").as_uri() + f"#questions?a={a}&b={b}&k={k}&mode=all&sort=diff&dir=-1")
+    wait_for(d, "return document.querySelector('#q-table td.diff')")
+    diff = _diffs(preds, la, lb, k)
+    order = sorted(ids, key=lambda q: (-diff[q], ids.index(q)))
+    assert d.execute_script(shown) == order
+    assert d.execute_script("return [...document.querySelectorAll('#q-table td.diff')].map(td => td.textContent)") == [
+        f"{diff[q]:+.0f}" if diff[q] > 0 else f"{diff[q]:.0f}" for q in order]
+    w, t, lo = (int(x) for x in d.execute_script("const e = document.getElementById('q-wtl'); return [e.dataset.w, e.dataset.t, e.dataset.l]"))
+    assert (w, t, lo) == (sum(x > 0 for x in diff.values()), sum(x == 0 for x in diff.values()), sum(x < 0 for x in diff.values()))
+    assert sum(int(r.get_attribute("data-count")) for r in d.find_elements("css selector", "#q-hist-svg rect")) == len(ids)
+    d.save_screenshot(str(tmp_path / "questions_by_diff.png"))
+    # the export: the filtered set (every page), in the shown order
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(d.execute_script("return window.EXPLORER_EXPORT('csv')"))))
+    assert [r[0] for r in rows[1:]] == order and rows[0][-1] == f"delta A-B R@{k}"
+    assert [float(r[-1]) for r in rows[1:]] == pytest.approx([diff[q] for q in order])
+    jsonl = d.execute_script("return window.EXPLORER_EXPORT('jsonl')").splitlines()
+    assert [json.loads(x)["id"] for x in jsonl] == order
+    assert json.loads(jsonl[0])["question"] == preds["GEAR"][order[0]]["question"]
+    # one GEAR question's timeline: a bar per LLM call, in start order (ts − latency), with its stage, round, latency
+    gear = labels.index(label(report, "GEAR"))
+    n = next(i for i, q in enumerate(ids) if not preds["GEAR"][q].get("error"))
+    d.get((report / "index.html").as_uri() + f"#q?i={n}&a={gear}&b={labels.index(label(report, 'BM25'))}")
+    wait_for(d, f"return document.getElementById('view-q').dataset.loaded === 'd0/{n}'")
+    calls = preds["GEAR"][ids[n]]["llm_calls"]
+    want = sorted(range(len(calls)), key=lambda j: (calls[j]["ts"] - calls[j]["latency_s"], j))
+    got = d.execute_script("return [...document.querySelectorAll('#timeline-a g.tl-call')].map(g => "
+                           "[+g.dataset.index, g.dataset.stage, g.dataset.round, +g.dataset.latency])")
+    assert got == [[j, calls[j]["stage"], str(calls[j]["round"]), calls[j]["latency_s"]] for j in want]
+    # side by side, each method's own view (GEAR's round table) is full width below the pair, not squeezed in it
+    assert d.execute_script("return !document.querySelector('#panel-a #own-a') && !!document.querySelector('.panel.wide #own-a table')")
+    assert not [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def test_prompts_and_replies_are_kept_by_default() -> None:
+    """The question view's LLM calls had no prompt or reply unless a run set llm.record_prompts=true; every LLM
+    config now keeps them by default (predictions.jsonl: +17 kB per SyncGE and +23 kB per GEAR question,
+    docs/explorer.md), and the switch still leaves the run fingerprint alone (a resume may change it)."""
+    from gear_repro.pipeline.resume import run_fingerprint
+    from gear_repro.pipeline.run_folder import changes_no_result
+    from tests.helpers.runs import compose_config
+
+    for llm in ("local", "tiny", "openai", "openai_compatible"):
+        assert compose_config([f"llm={llm}"]).llm.record_prompts is True, llm
+    assert changes_no_result("llm.record_prompts")
+    on, off = compose_config(["agent=gear"]), compose_config(["agent=gear", "llm.record_prompts=false"])
+    assert run_fingerprint(on) == run_fingerprint(off)

@@ -216,3 +216,56 @@ def test_the_walkthrough_of_a_failed_question_says_it_failed() -> None:
     text = format_trace(pred)
     assert "FAILED (scored as a miss" in text and "UnicodeDecodeError" in text and "R@5 0" in text
     assert "FAILED" not in format_trace({**pred, "error": None})
+
+
+def _capture(monkeypatch) -> dict:
+    """The figures' axes by file stem (``_save`` records them before writing)."""
+    from gear_repro.reporting import figures
+
+    seen: dict = {}
+    save = figures._save
+
+    def spy(fig, out, stem):
+        ax = fig.axes[0]
+        seen[stem] = {"ylim": ax.get_ylim(), "ylabel": ax.get_ylabel(), "title": ax.get_title(),
+                      "width_in": fig.get_size_inches()[0],
+                      "y": [y for line in ax.get_lines() for y in line.get_ydata()],
+                      "legend_size": ax.get_legend().get_texts()[0].get_fontsize() if ax.get_legend() else None,
+                      "legend": [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else [],
+                      "texts": [t.get_text() for t in ax.texts]}
+        return save(fig, out, stem)
+
+    monkeypatch.setattr(figures, "_save", spy)
+    return seen
+
+
+def test_a_small_run_stays_off_the_axes_of_large_ones_and_fig3_is_in_percent(tmp_path: Path, monkeypatch) -> None:
+    """A 3-question run drawn beside a 30-question one read as a result (fig 3 titled 'N=3/30'); it is now left out
+    and named in figures.md. Fig. 3 was on a 0-1 axis (every table is 0-100), 21 in wide with 8 methods and a
+    legend of 7 pt; it is in percent, at most 14 in wide, its legend 9 pt, its title the plotted runs' N."""
+    seen = _capture(monkeypatch)
+    data = make_dataset(tmp_path)
+    make_run(tmp_path / "runs", "gear", data, gear=True, n_q=30)
+    make_run(tmp_path / "runs", "sync", data, gear=False, n_q=3)
+    draw_all(find_runs([tmp_path / "runs"]), tmp_path / "fig")
+    note = (tmp_path / "fig" / "figures.md").read_text()
+    assert "Figure 3 (MuSiQue): Hybrid + SyncGE (sync) is left out: 3 questions (fewer than 20; the other runs have 30 or more)" in note
+    assert "Figure 4 (MuSiQue): Hybrid + SyncGE (sync) is left out: 3 questions" in note
+    fig3 = seen["fig3_r15_by_type_musique"]
+    assert fig3["ylim"] == (-5, 105) and fig3["ylabel"] == "R@15 (%)" and fig3["width_in"] <= 14
+    assert "(N=30;" in fig3["title"] and "3/30" not in fig3["title"]
+    assert max(fig3["y"]) > 1 and max(fig3["y"]) <= 100 and fig3["legend_size"] == 9
+    assert "N=30" in seen["fig2_r15_by_round_musique"]["title"]
+
+
+def test_figures_of_small_runs_only_say_examples_only(runs_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    seen = _capture(monkeypatch)
+    draw_all(find_runs([runs_dir]), tmp_path / "fig")
+    assert not (tmp_path / "fig" / "figures.md").exists()  # nothing left out: every run is as small
+    for stem in ("fig2_r15_by_round_musique", "fig3_r15_by_type_musique", "fig4_tokens_by_round_musique"):
+        assert "N=8: examples only, < 20 questions" in seen[stem]["title"], stem
+    # Fig. 2's single-step reference line is named in the legend and carries only its value: its label with the
+    # run's tag, right-aligned at the last round, ran past the left edge of the axes
+    fig2 = seen["fig2_r15_by_round_musique"]
+    assert "Hybrid + SyncGE (single-step)" in fig2["legend"]
+    assert not [t for t in fig2["texts"] if "SyncGE" in t and not t.startswith("paper")]

@@ -33,6 +33,10 @@ class SingleStep:
         expansion: the graph expansion (NoExpansion / NaiveGE / SyncGE), built and injected by the wiring.
         output_depth: truncate the final ranking (None = keep all).
         name: label in run names and reports.
+        save_depth: ids a run keeps per question (YAML: ``${run.save_depth}``). When neither the retriever nor the
+            expansion depends on k (their top k of a longer list is the k-list), the base list is retrieved this
+            deep, so the saved ranking reaches ``run.save_depth`` (gold ranks and recall@k past max(run.ks)) with the
+            same top k; a k-dependent method keeps its base list at k (the paper's matched k). None or 0 = k.
     """
 
     name = "single"
@@ -41,8 +45,9 @@ class SingleStep:
     max_rounds = None
 
     def __init__(self, retriever: Retriever, expansion: Expansion, output_depth: int | None = None,
-                 name: str = "single"):
+                 name: str = "single", save_depth: int | None = None):
         self.name = name
+        self.save_depth = save_depth
         self.retriever = retriever
         self.expansion = expansion
         # a retriever whose list depends on k (GRIEVER pools k per iteration) is run once per evaluated k too
@@ -69,9 +74,10 @@ class SingleStep:
 
     def run(self, question: Question, k: int) -> MethodOutput:
         t0 = time.perf_counter()
-        base = self.retriever.retrieve(question.question, k)
+        depth = k if self.k_dependent or not self.save_depth else max(k, self.save_depth)
+        base = self.retriever.retrieve(question.question, depth)
         timings = {"base_s": time.perf_counter() - t0}
-        trace: dict = {"base": base.ids}
+        trace: dict = {"base": base.ids[:k]}  # the base top k (the deeper list is the final ranking)
         t1 = time.perf_counter()
         out = self.expansion.expand(question.question, base)
         timings["expansion_s"] = time.perf_counter() - t1

@@ -11,6 +11,10 @@
   each round, per method, from the ``llm_calls`` records (``round``, tokens) of predictions.jsonl; QA and
   extraction calls excluded. Single-step methods (round 0) appear as one point at n = 1.
 
+Every title states N (the questions of each plotted run). A run with fewer than :data:`SMALL_N` questions is kept off a
+figure that has a run with more (named in ``figures.md``), so a 1-question run never shares axes with 100-question
+ones; when every run is that small the figure is drawn with "examples only" in its title.
+
 Recall points carry 95% bootstrap intervals over questions as error bars (gear_repro/reporting/evidence.py;
 none when predictions.jsonl is gone); the horizontal single-step lines of Figure 2 carry a shaded band.
 
@@ -84,9 +88,33 @@ def _slug(s: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in s).strip("_").lower()
 
 
+SMALL_N = 20  # fewer questions than this: an example, not a result (kept off shared axes; the explorer greys it)
+
+
+def _n(run: RunResult) -> int:
+    return int(run.metrics.get("n_scored", run.metrics.get("n_questions", 0)) or 0)
+
+
 def _n_label(runs: Sequence[RunResult]) -> str:
-    ns = sorted({int(r.metrics.get("n_scored", r.metrics.get("n_questions", 0)) or 0) for r in runs})
-    return "N=" + "/".join(map(str, ns))
+    """"N=100" (every plotted run's question count), "N=100/50" when they differ, with an "examples only" warning
+    when every run has fewer than SMALL_N questions."""
+    ns = sorted({_n(r) for r in runs})
+    label = "N=" + "/".join(map(str, ns))
+    return label + f": examples only, < {SMALL_N} questions" if ns and max(ns) < SMALL_N else label
+
+
+def large_enough(group: Sequence[RunResult], figure: str, dataset: str,
+                 left_out: list[str] | None = None) -> list[RunResult]:
+    """The runs of one figure: those with at least SMALL_N questions when there is one (the others are named in
+    ``left_out``), else all of them (the title then says "examples only")."""
+    if all(_n(r) < SMALL_N for r in group):
+        return list(group)
+    keep = [r for r in group if _n(r) >= SMALL_N]
+    if left_out is not None:
+        left_out += [f"{figure} ({dataset}): {_label(r)} ({r.path.name}) is left out: {_n(r)} question{'s' * (_n(r) != 1)} (fewer than "
+                     f"{SMALL_N}; the other runs have {min(_n(x) for x in keep)} or more)"
+                     for r in group if _n(r) < SMALL_N]
+    return keep
 
 
 # -- Figure 2 / 5 -----------------------------------------------------------------------------------------
@@ -143,6 +171,7 @@ def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evidenc
     paths: list[Path] = []
     key = f"recall@{k}_by_round"
     for dataset, group in _by_dataset(runs).items():
+        group = large_enough(group, "Figure 2", dataset, left_out)
         multi = []
         for r in group:
             if not _rounds(r):
@@ -158,7 +187,7 @@ def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evidenc
         if not multi:
             continue
         n_max = max(_rounds(r) for r in multi)
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, ax = plt.subplots(figsize=(7, 4.5))
         xs = list(range(1, n_max + 1))
         firsts: list[tuple[float, str]] = []  # each run's round-1 value and line colour
         for r in multi:
@@ -179,10 +208,11 @@ def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evidenc
             if _is_figure2_reference(r) and f"recall@{k}" in r.metrics:
                 ci = interval(r, f"R@{k}", opts)
                 y = ci.mean if ci else float(r.metrics[f"recall@{k}"])
-                ax.axhline(y, linestyle="--", color="tab:gray", linewidth=1)
+                # named in the legend, its value at the line's end: the label with the run's tag ran past the frame
+                ax.axhline(y, linestyle="--", color="tab:gray", linewidth=1, label=f"{_label(r)} (single-step)")
                 if ci:
                     ax.axhspan(ci.low, ci.high, color="tab:gray", alpha=0.12, linewidth=0)
-                ax.annotate(f"{_label(r)} {y:.1f}", (n_max, y), textcoords="offset points", xytext=(-4, 4),
+                ax.annotate(f"{y:.1f}", (n_max, y), textcoords="offset points", xytext=(-4, 4),
                             ha="right", fontsize=8, color="tab:gray")
         df = paper_results()
         pts = df[(df.paper == DEFAULT_PAPER) & (df.table == "Figure 2") & (df.dataset == dataset)]
@@ -201,7 +231,8 @@ def draw_rounds(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evidenc
         ax.set_xticks(xs)
         ax.set_xlabel("Number of Iterations (n)")
         ax.set_ylabel(f"R@{k}")
-        ax.set_title(f"R@{k} per round on {dataset} ({_n_label(group)}; carried forward; 95% CI)")
+        drawn = multi + [r for r in group if _is_figure2_reference(r) and f"recall@{k}" in r.metrics]
+        ax.set_title(f"R@{k} per round on {dataset}\n({_n_label(drawn)}; carried forward; 95% CI)", fontsize=10)
         ax.grid(alpha=0.3)
         _legend(ax, "lower right")
         fig_no = "fig5" if n_max > 4 else "fig2"
@@ -215,7 +246,9 @@ def draw_hop_types(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evid
     """Figure 3; a run whose ``run.ks`` lacks ``k`` (its rankings hold fewer passages) is named in ``left_out``."""
     paths: list[Path] = []
     for dataset, group in _by_dataset(runs).items():
+        group = large_enough(group, "Figure 3", dataset, left_out)
         data: dict[str, dict[str, list[float]]] = {}
+        plotted: list[RunResult] = []
         for r in group:
             if not r.evaluates(k):
                 if left_out is not None:
@@ -226,18 +259,20 @@ def draw_hop_types(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evid
             vals: dict[str, list[float]] = defaultdict(list)
             if preds:
                 for p in preds:
-                    vals[p.get("type") or "all"].append(question_recalls(p, [k])[f"recall@{k}"] / 100)
+                    vals[p.get("type") or "all"].append(question_recalls(p, [k])[f"recall@{k}"])
             else:
                 for t, m in (r.metrics.get("by_type") or {}).items():
                     if f"recall@{k}" in m:
-                        vals[t] = [m[f"recall@{k}"] / 100]
+                        vals[t] = [m[f"recall@{k}"]]
             if len(vals) > 1:
                 data[_label(r)] = dict(vals)
+                plotted.append(r)
         if not data:
             continue
         types = sorted({t for v in data.values() for t in v},
                        key=lambda t: (HOP_ORDER.index(t) if t in HOP_ORDER else 99, t))
-        fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(types) * max(1, len(data)) / 1.5), 4))
+        # 0.35 in per box, at least 7 in, at most 14 in wide (it was 1.3 in per box and type: 21 in for 8 methods)
+        fig, ax = plt.subplots(figsize=(min(14.0, max(7.0, 0.35 * len(types) * len(data) + 2)), 4.5))
         width = 0.8 / len(data)
         colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
         for i, (label, vals) in enumerate(data.items()):
@@ -259,12 +294,12 @@ def draw_hop_types(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evid
         ax.scatter([], [], color="dimgray", s=14, label="Mean (95% CI)")
         ax.set_xticks(range(len(types)))
         ns = {t: max(len(v.get(t, [])) for v in data.values()) for t in types}
-        ax.set_xticklabels([f"{HOP_LABELS.get(t, t)}\n(n={ns[t]})" for t in types], fontsize=8)
-        ax.set_ylim(-0.05, 1.05)
-        ax.set_ylabel(f"R@{k}")
-        ax.set_title(f"R@{k} by hop type on {dataset} ({_n_label(group)})")
+        ax.set_xticklabels([f"{HOP_LABELS.get(t, t)}\n(n={ns[t]})" for t in types], fontsize=9)
+        ax.set_ylim(-5, 105)  # percent, as every table
+        ax.set_ylabel(f"R@{k} (%)")
+        ax.set_title(f"R@{k} by hop type on {dataset} ({_n_label(plotted)}; n per type under each group)", fontsize=10)
         ax.grid(axis="y", alpha=0.3)
-        _legend(ax, "lower left")
+        ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=min(4, len(data) + 1), frameon=False)
         paths += _save(fig, out, f"fig3_r{k}_by_type_{_slug(dataset)}")
     return paths
 
@@ -290,9 +325,10 @@ def cumulative_tokens(preds: Sequence[dict], n_max: int) -> tuple[list[float], l
     return [x / n for x in inp], [x / n for x in outp]
 
 
-def draw_tokens(runs: Sequence[RunResult], out: Path) -> list[Path]:
+def draw_tokens(runs: Sequence[RunResult], out: Path, left_out: list[str] | None = None) -> list[Path]:
     paths: list[Path] = []
     for dataset, group in _by_dataset(runs).items():
+        group = large_enough(group, "Figure 4", dataset, left_out)
         series = []
         for r in group:
             preds = RunResult.split_errored(load_predictions(r))[0]  # an errored question's calls are no cost
@@ -321,7 +357,7 @@ def draw_tokens(runs: Sequence[RunResult], out: Path) -> list[Path]:
         ax.set_xticks(list(range(1, n_all + 1)))
         ax.set_xlabel("Number of Iterations (n)")
         ax.set_ylabel("Cumulative tokens per question")
-        ax.set_title(f"LLM tokens per round on {dataset} ({_n_label([s[0] for s in series])}; QA excluded)")
+        ax.set_title(f"LLM tokens per round on {dataset}\n({_n_label([s[0] for s in series])}; QA excluded)", fontsize=10)
         ax.grid(alpha=0.3)
         _legend(ax, "best")
         paths += _save(fig, out, f"fig4_tokens_by_round_{_slug(dataset)}")
@@ -339,7 +375,7 @@ def draw_all(runs: Sequence[RunResult], out_dir: str | Path, opts: EvidenceOptio
     runs = [r for r in runs if not r.is_qa_bound]  # QA bounds have no retrieval of their own
     left_out: list[str] = []
     paths = [*draw_rounds(runs, out, opts=opts, left_out=left_out),
-             *draw_hop_types(runs, out, opts=opts, left_out=left_out), *draw_tokens(runs, out)]
+             *draw_hop_types(runs, out, opts=opts, left_out=left_out), *draw_tokens(runs, out, left_out=left_out)]
     if left_out:
         note = out / FIGURE_NOTES
         note.write_text("# Runs left out of the figures\n\n" + "".join(f"- {x}\n" for x in left_out), encoding="utf-8")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gear_repro.reporting.evidence import EvidenceOptions
+from gear_repro.reporting.figures import FIGURE_NOTES, SMALL_N
 from gear_repro.reporting.html.data import (
     Corpora,
     claims_table,
@@ -63,7 +64,7 @@ def build_summary(runs: Sequence[RunResult], unfinished: Sequence[UnfinishedRun]
         ks = sorted({k for c in cols for k in c.ks})
         dc = dataset_corpora(cols, corpora)
         methods = [{"label": c.run.label, "run": c.index, "recall": not c.run.is_qa_bound,
-                    "qa": any("answer" in p for p in c.preds.values())} for c in cols]
+                    "qa": any("answer" in p for p in c.preds.values()), "n": len(c.preds)} for c in cols]
         if dc.mixed:  # which of the dataset's corpora each method read (question files: one passages dict per corpus)
             for m, ci in zip(methods, dc.of_col, strict=True):
                 m["corpus"] = ci
@@ -83,12 +84,16 @@ def build_summary(runs: Sequence[RunResult], unfinished: Sequence[UnfinishedRun]
     claims = report_dir / "claims.csv"
     cost = report_dir / "cost.csv"
     failures = report_dir / "failures.md"
+    figure_notes = report_dir / FIGURE_NOTES
     summary = {
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "resamples": opts.resamples, "seed": opts.seed, "alpha": opts.alpha,
         "tables": paper_tables(report_dir / f"{stem}.csv", runs), "analyses": analyses,
         "claims": claims_table(claims) if claims.is_file() else None, "cost": csv_table(cost) if cost.is_file() else None,
         "figures": sorted(p.name for p in report_dir.glob("fig*.png")),
+        "figure_notes": [ln[2:] for ln in figure_notes.read_text(encoding="utf-8").splitlines() if ln.startswith("- ")]
+        if figure_notes.is_file() else [],
+        "small_n": SMALL_N,
         "failures": failures.read_text(encoding="utf-8") if failures.is_file() else "",
         "unfinished": unfinished_rows(unfinished), "notes": list(dict.fromkeys(n for r in runs for n in r.notes)),
         "runs": [run_provenance(r) for r in runs], "datasets": datasets, "plots": plots,

@@ -28,7 +28,7 @@ from gear_repro.utils.io import iter_jsonl
 
 ERROR_CHARS = 300  # an error message in the question index (the full one is in the question's detail)
 KEEP_CALL_KEYS = ("stage", "round", "k", "prompt_tokens", "completion_tokens", "cached", "latency_s", "model",
-                  "error", "tokens_source", "prompt", "messages", "reply", "text")
+                  "error", "tokens_source", "prompt", "messages", "reply", "text", "ts")  # ts: the question timeline
 
 
 def clean(obj: Any) -> Any:
@@ -168,6 +168,9 @@ def method_detail(col: Column, pred: dict, depth: int, common_gold: Sequence[str
     out = {"rankings": rankings, "gold_rank": dict(zip(gold, gold_ranks(final, gold), strict=True)),
            "depth_saved": len(final), "sections": sections, "llm_calls": calls, "timings": pred.get("timings") or {},
            "error": pred.get("error")}
+    steps = [r.get("timings") for r in pred.get("rounds") or [] if isinstance(r, dict)]
+    if any(steps):  # a multi-step method's per-round step timings (the question timeline)
+        out["step_timings"] = [s or {} for s in steps]
     if gold != list(common_gold):
         out["gold"] = gold
     for key in ("answer", "em", "f1", "qa_mode", "qa_raw", "qa_passages", "qa_dropped"):

@@ -61,7 +61,10 @@
   function dataset() { return D.datasets[S.ds]; }
   function maxK(ds) { return ds.ks[ds.ks.length - 1]; }
   function defaultFilter(ds) {
-    return { type: "", text: "", err: "any", a: -1, b: -1, k: maxK(ds), sort: "", dir: 1, page: 1 };
+    // mode: with methods A and B chosen, which questions: "a" A finds a gold passage B misses (at k), "b" the other way,
+    // "either" one of the two, "all" every question (compare only: the Δ column, the win/tie/loss line)
+    return { type: "", text: "", err: "any", a: -1, b: -1, k: maxK(ds), sort: "", dir: 1, page: 1, mode: "a",
+      cols: ds.methods.length > 4 ? "r" : "all", dm: "r" };
   }
   function readFilter(p, ds) {
     const f = defaultFilter(ds);
@@ -70,11 +73,15 @@
     if (p.has("err")) f.err = p.get("err");
     for (const key of ["a", "b", "k", "dir"]) if (p.has(key) && !Number.isNaN(parseInt(p.get(key), 10))) f[key] = parseInt(p.get(key), 10);
     if (p.has("sort")) f.sort = p.get("sort");
+    if (["a", "b", "either", "all"].includes(p.get("mode"))) f.mode = p.get("mode");
+    if (["r", "all"].includes(p.get("cols"))) f.cols = p.get("cols");
+    if (["r", "em", "f1"].includes(p.get("dm"))) f.dm = p.get("dm");
     return f;
   }
   function filterHash(f) {
     return "#questions?" + params({ ds: S.ds, type: f.type, text: f.text, err: f.err === "any" ? "" : f.err,
-      a: f.a >= 0 ? f.a : "", b: f.b >= 0 ? f.b : "", k: f.k, sort: f.sort, dir: f.sort ? f.dir : "" });
+      a: f.a >= 0 ? f.a : "", b: f.b >= 0 ? f.b : "", mode: f.a >= 0 && f.b >= 0 && f.mode !== "a" ? f.mode : "", k: f.k,
+      sort: f.sort, dir: f.sort ? f.dir : "", cols: f.cols, dm: f.dm === "r" ? "" : f.dm });
   }
   function route() {
     const h = location.hash.replace(/^#/, "");
@@ -119,8 +126,11 @@
           const x = r.cells[j];
           if (!x) { cells.push(el("td", { class: "cell muted", text: "–" })); return; }
           errors = x.errors;
-          const td = el("td", { class: "cell", dataset: { dataset: c.dataset, metric: c.metric, label: r.label } });
+          const few = x.n !== null && x.n !== undefined && x.n < D.small_n;  // an example, not a result
+          const td = el("td", { class: "cell" + (few ? " smalln" : ""), dataset: { dataset: c.dataset, metric: c.metric, label: r.label },
+            title: few ? "only " + x.n + " questions (fewer than " + D.small_n + "): an example, not a result" : null });
           append(td, [el("span", { class: "ours", text: x.text })]);
+          if (few) append(td, [el("span", { class: "smallbadge", text: " too few" })]);
           if (x.paper_text) {
             const other = x.delta === null || x.delta === undefined;  // the paper's number on another setting: no Δ
             append(td, [" ", el("span", { class: "paperv " + (other ? "other" : x.delta >= 0 ? "pos" : "neg"), text: x.paper_text,
@@ -180,6 +190,66 @@
     el("details", { class: "fold" }, el("summary", { text: "config.yaml" }), el("pre", { text: r.config }))]);
     return d;
   }
+  // "Who wins": per dataset, a win/tie/loss matrix of every pair of methods on one metric, question by question.
+  function metricChoices(ds) {
+    const out = ds.ks.map((k) => ({ key: "r" + k, metric: "r", k: k, label: "R@" + k }));
+    if (ds.methods.some((m) => m.qa)) out.push({ key: "em", metric: "em", k: maxK(ds), label: "EM" }, { key: "f1", metric: "f1", k: maxK(ds), label: "F1" });
+    return out;
+  }
+  function winsBlock(ds, di) {
+    const choices = metricChoices(ds);
+    const sel = el("select", { id: "wtl-metric-" + di }, choices.map((c) => el("option", { value: c.key, text: c.label })));
+    sel.value = "r" + maxK(ds);
+    const box = el("div", { class: "scroll" });
+    const render = () => {
+      const c = choices.find((x) => x.key === sel.value) || choices[0];
+      const ms = ds.methods.map((m, i) => i).filter((i) => c.metric === "r" ? ds.methods[i].recall : ds.methods[i].qa);
+      const res = {}, net = {};
+      // a pair with a run of fewer than D.small_n questions is an example: uncoloured and out of the net wins, unless
+      // every run is that small
+      const allSmall = ms.every((i) => smallN(ds.methods[i]));
+      const counted = (a, b) => allSmall || !(smallN(ds.methods[a]) || smallN(ds.methods[b]));
+      for (const a of ms) {
+        net[a] = 0;
+        for (const b of ms) {
+          if (a === b) continue;
+          res[a + "/" + b] = winTieLoss(ds, a, b, c.metric, c.k);
+          if (counted(a, b)) net[a] += res[a + "/" + b].w - res[a + "/" + b].l;
+        }
+      }
+      const best = ms.length ? Math.max(...ms.map((a) => net[a])) : 0;
+      const label = (i) => [ds.methods[i].label, el("span", { class: "muted", text: " n=" + num(ds.methods[i].n) }),
+        smallN(ds.methods[i]) ? el("span", { class: "smallbadge", title: "fewer than " + D.small_n + " questions: not a result", text: " too few" }) : null];
+      const table = el("table", { class: "wtl", id: "wtl-" + di, dataset: { metric: c.key } },
+        el("thead", null, el("tr", null, el("th", { text: "row vs column (" + c.label + ")" }), ms.map((b) => el("th", { class: smallN(ds.methods[b]) ? "smalln" : null }, label(b))),
+          el("th", { text: "net wins", title: "Σ over columns of (wins − losses); pairs with a run of fewer than " + D.small_n + " questions left out" }))),
+        el("tbody", null, ms.map((a) => el("tr", { class: smallN(ds.methods[a]) ? "smalln" : null },
+          el("th", null, label(a)),
+          ms.map((b) => {
+            if (a === b) return el("td", { class: "num muted", text: "—" });
+            const r = res[a + "/" + b];
+            const share = r.n && counted(a, b) ? (r.w - r.l) / r.n : 0;
+            const bg = share > 0 ? "rgba(29,122,58," + (0.08 + 0.5 * share).toFixed(3) + ")" : share < 0 ? "rgba(179,38,30," + (0.08 - 0.5 * share).toFixed(3) + ")" : null;
+            return el("td", { class: "num wtlcell" + (counted(a, b) ? "" : " smalln"), style: bg ? "background:" + bg : null,
+              dataset: { a: a, b: b, w: r.w, t: r.t, l: r.l, n: r.n },
+              title: ds.methods[a].label + " vs " + ds.methods[b].label + " on " + c.label + ": higher on " + r.w + ", equal on " + r.t + ", lower on " + r.l +
+                " of the " + r.n + " questions both ran; mean Δ " + (r.n ? (r.sum / r.n >= 0 ? "+" : "") + num(r.sum / r.n, 1) : "–") + ". Click: those questions sorted by Δ.",
+              onclick: () => { location.hash = "#questions?" + params({ ds: di, a: a, b: b, mode: "all", dm: c.metric, k: c.k, sort: "diff", dir: -1 }); } },
+            el("span", { class: "pos", text: r.w }), " / " + r.t + " / ", el("span", { class: "neg", text: r.l }),
+            el("div", { class: "muted small", text: "Δ " + (r.n ? (r.sum >= 0 ? "+" : "") + num(r.sum / r.n, 1) : "–") + " · n=" + r.n }));
+          }),
+          el("td", { class: "num" + (net[a] === best && ms.length > 1 ? " best" : ""), text: (net[a] > 0 ? "+" : "") + net[a] })))));
+      append(clear(box), [table]);
+    };
+    sel.addEventListener("change", render);
+    // drawn right after the first paint, so the overview's tables show as fast as before; EXPLORER_WINS_MS marks it
+    requestAnimationFrame(() => setTimeout(() => { render(); window.EXPLORER_WINS_MS = performance.now(); }, 0));
+    return [el("h3", { text: "Who wins — " + ds.name + " (" + ds.questions.length + " questions)" }),
+      el("div", { class: "note" }, "Each cell: questions where the row method's ", sel,
+        " is higher / equal / lower than the column method's (wins / ties / losses, question by question), the mean per-question Δ (row − column) and n, the questions both ran. " +
+        "Click a cell for those questions sorted by Δ. Rows marked \"too few\" have fewer than " + D.small_n + " questions: read them as examples, not results."),
+      box];
+  }
   function showOverview() {
     const v = document.getElementById("view-overview");
     if (S.built.overview) return;
@@ -191,13 +261,16 @@
       D.notes.length ? el("div", { class: "warn", text: "Notes:\n" + D.notes.join("\n") }) : null,
       D.unfinished.length ? [el("h3", { text: "Unfinished runs (not in the tables)" }),
         genericTable({ columns: ["method", "run_dir", "finished", "error"], rows: D.unfinished.map((u) => [u.method, u.run_dir, u.finished, u.error]) }, "unfinished")] : null,
+      D.datasets.map(winsBlock),
       D.tables.map(paperTable),
       D.claims ? claimsBlock(D.claims) : null,
       D.cost ? [el("h3", { text: D.cost.title }), el("div", { class: "note", text: D.cost.file }), genericTable(D.cost, "cost")] : null,
       D.analyses.map((t, i) => el("details", { class: "analysis", open: t.rows.length <= 15 }, el("summary", null, el("b", { text: t.title }),
         el("span", { class: "note", text: "  " + t.file + " · " + t.rows.length + " rows" })), genericTable(t, "analysis-" + i))),
-      D.figures.length ? [el("h3", { text: "Figures" }), el("div", { class: "figures" },
-        D.figures.map((f) => el("a", { href: f, target: "_blank" }, el("img", { src: f, alt: f, title: f }))))] : null,
+      D.figures.length || D.figure_notes.length ? [el("h3", { text: "Figures" }),
+        D.figure_notes.length ? el("div", { class: "warn", id: "figure-notes", text: (D.figures.length ? "Left out of the figures (figures.md):\n"
+          : "No figure could be drawn (figures.md):\n") + D.figure_notes.map((x) => "• " + x).join("\n") }) : null,
+        el("div", { class: "figures" }, D.figures.map((f) => el("a", { href: f, target: "_blank" }, el("img", { src: f, alt: f, title: f }))))] : null,
       D.failures ? [el("h3", { text: "Failures" }), el("pre", { text: D.failures })] : null,
       el("h3", { text: "Provenance" }), D.runs.map(runDetails)]);
   }
@@ -208,7 +281,9 @@
   function recall(row, c, k) {
     const ng = c && c.ng !== undefined ? c.ng : row.ng;  // c.ng: the run's own gold count (another corpus or questions file)
     if (!c || !ng) return null;
-    return 100 * hits(c, k).filter(Boolean).length / ng;
+    let found = 0;  // hits(c, k) counted without building arrays (the win matrix reads every question of every run)
+    for (const r of ranksAt(c, k)) if (r > 0 && r <= k) found += 1;
+    return 100 * found / ng;
   }
   function findsMissed(row, a, b, k) {
     const ca = row.m[a], cb = row.m[b];
@@ -216,6 +291,47 @@
     const ha = hits(ca, k), hb = hits(cb, k);
     return ha.some((h, i) => h && !hb[i]);
   }
+  // One method's per-question value on a metric: "r" R@k (0-100), "em" / "f1" (stored as fractions, shown 0-100);
+  // null when the method has no such value for the question (not run, or no QA).
+  function metricValue(row, c, metric, k) {
+    if (!c) return null;
+    if (metric === "r") return recall(row, c, k);
+    const x = c[metric];
+    return x === null || x === undefined ? null : 100 * x;
+  }
+  // Each method's per-question values on one metric, computed once per (dataset, method, metric, k): the win/tie/loss
+  // matrix and the pair line read 2 arrays per pair instead of recomputing recall per pair and question.
+  const VALUES = new Map();
+  function valuesOf(mi, metric, k) {
+    const key = S.ds + "|" + mi + "|" + metric + "|" + k;
+    let v = VALUES.get(key);
+    if (!v) {
+      v = dataset().questions.map((row) => metricValue(row, row.m[mi], metric, k));
+      VALUES.set(key, v);
+    }
+    return v;
+  }
+  function pairDiff(row, a, b, metric, k) {
+    if (a < 0 || b < 0) return null;
+    const va = metricValue(row, row.m[a], metric, k), vb = metricValue(row, row.m[b], metric, k);
+    return va === null || vb === null ? null : va - vb;
+  }
+  // Win / tie / loss of method a against method b over the questions both have a value for (the paired comparison of
+  // docs/evidence.md, question by question): a win is a larger value for a; |Δ| below 1e-9 is a tie.
+  function winTieLoss(ds, a, b, metric, k, idx) {
+    const out = { w: 0, t: 0, l: 0, n: 0, sum: 0, diffs: [] };
+    const va = valuesOf(a, metric, k), vb = valuesOf(b, metric, k);
+    const n = idx ? idx.length : va.length;
+    for (let j = 0; j < n; j++) {
+      const i = idx ? idx[j] : j;
+      if (va[i] === null || vb[i] === null) continue;
+      const d = va[i] - vb[i];
+      out.n += 1; out.sum += d; out.diffs.push(d);
+      if (d > 1e-9) out.w += 1; else if (d < -1e-9) out.l += 1; else out.t += 1;
+    }
+    return out;
+  }
+  function smallN(m) { return m.n !== undefined && m.n < D.small_n; }
   function errCount(row) { return row.m.filter((c) => c && c.err).length; }
   function matches(row, f) {
     if (f.type && row.type !== f.type) return false;
@@ -225,7 +341,11 @@
       const t = f.text.toLowerCase();
       if (!(row.id.toLowerCase().includes(t) || row.q.toLowerCase().includes(t) || row.ans.some((x) => String(x).toLowerCase().includes(t)))) return false;
     }
-    if (f.a >= 0 && f.b >= 0 && !findsMissed(row, f.a, f.b, f.k)) return false;
+    if (f.a >= 0 && f.b >= 0 && f.a !== f.b) {
+      if (f.mode === "a" && !findsMissed(row, f.a, f.b, f.k)) return false;
+      if (f.mode === "b" && !findsMissed(row, f.b, f.a, f.k)) return false;
+      if (f.mode === "either" && !findsMissed(row, f.a, f.b, f.k) && !findsMissed(row, f.b, f.a, f.k)) return false;
+    }
     return true;
   }
   function sortKey(col, row, k) {
@@ -235,6 +355,7 @@
     if (col === "ans") return String(row.ans[0] || "").toLowerCase();
     if (col === "ng") return row.ng;
     if (col === "err") return errCount(row);
+    if (col === "diff") { const d = pairDiff(row, S.qf.a, S.qf.b, S.qf.dm, k); return d === null ? -Infinity : d; }
     const m = /^m(\d+)\.(r|em|f1)$/.exec(col);
     if (!m) return 0;
     const c = row.m[parseInt(m[1], 10)];
@@ -247,7 +368,8 @@
     const idx = [];
     ds.questions.forEach((row, i) => { if (matches(row, f)) idx.push(i); });
     if (f.sort) {
-      const keys = new Map(idx.map((i) => [i, sortKey(f.sort, ds.questions[i], f.k)]));
+      const da = f.sort === "diff" && f.a >= 0 && f.b >= 0 ? valuesOf(f.a, f.dm, f.k) : null, db = da ? valuesOf(f.b, f.dm, f.k) : null;
+      const keys = new Map(idx.map((i) => [i, da ? (da[i] === null || db[i] === null ? -Infinity : da[i] - db[i]) : sortKey(f.sort, ds.questions[i], f.k)]));
       idx.sort((x, y) => { const a = keys.get(x), b = keys.get(y); return (a < b ? -1 : a > b ? 1 : x - y) * (a === b ? 1 : f.dir); });
     }
     return idx;
@@ -260,7 +382,8 @@
   }
   function buildQuestionControls(v) {
     const ds = dataset(), f = S.qf;
-    const set = (key, val) => { f[key] = val; f.page = 1; history.replaceState(null, "", filterHash(f)); renderQuestionTable(); };
+    // S.qf, not f: a later hash (a link, a bookmark) replaces the filter object while these controls stay
+    const set = (key, val) => { S.qf[key] = val; S.qf.page = 1; history.replaceState(null, "", filterHash(S.qf)); renderQuestionTable(); };
     const type = el("select", { id: "f-type", onchange: () => set("type", type.value) }, el("option", { value: "", text: "all hop types" }),
       ds.types.filter((t) => t).map((t) => el("option", { value: t, text: t })));
     type.value = f.type;
@@ -275,14 +398,29 @@
     b.addEventListener("change", () => set("b", parseInt(b.value, 10)));
     const k = el("input", { id: "f-k", type: "number", min: 1, max: 1000, value: f.k,
       oninput: () => { const x = parseInt(k.value, 10); if (x >= 1) set("k", x); } });
+    const mode = el("select", { id: "f-mode", onchange: () => set("mode", mode.value) },
+      el("option", { value: "a", text: "A finds a gold passage B misses at k" }), el("option", { value: "b", text: "B finds a gold passage A misses at k" }),
+      el("option", { value: "either", text: "either finds one the other misses" }), el("option", { value: "all", text: "all questions (compare A and B)" }));
+    mode.value = f.mode;
+    const dm = el("select", { id: "f-dm", onchange: () => set("dm", dm.value) }, el("option", { value: "r", text: "R@k" }),
+      ds.methods.some((m) => m.qa) ? [el("option", { value: "em", text: "EM" }), el("option", { value: "f1", text: "F1" })] : null);
+    dm.value = f.dm;
+    const cols = el("select", { id: "f-cols", onchange: () => set("cols", cols.value) }, el("option", { value: "r", text: "R@k per method" }),
+      el("option", { value: "all", text: "R@k, EM, F1 per method" }));
+    cols.value = f.cols;
     const reset = el("button", { id: "f-reset", text: "reset", onclick: () => { S.qf = defaultFilter(ds); history.replaceState(null, "", filterHash(S.qf)); S.built.questions = null; showQuestions(new URLSearchParams()); } });
     append(clear(v), [el("h2", { text: "Questions — " + ds.name }),
       el("div", { class: "controls" }, datasetPicker((i) => { location.hash = "#questions?ds=" + i; }),
         el("label", null, "hop type ", type), el("label", null, "text ", text), el("label", null, "errors ", err),
-        el("label", null, "k ", k), el("span", null, a, " finds a gold passage that ", b, " misses at k"), reset),
-      el("p", null, el("span", { id: "q-count", class: "count" }), el("span", { id: "q-total", class: "muted" })),
+        el("label", null, "k ", k), el("label", null, "columns ", cols), reset),
+      el("div", { class: "controls" }, el("span", null, "method A ", a, " method B ", b, " questions: ", mode, " · Δ A − B of ", dm),
+        el("span", { id: "q-pair", class: "small" })),
+      el("div", { id: "q-hist" }),
+      el("p", null, el("span", { id: "q-count", class: "count" }), el("span", { id: "q-total", class: "muted" }), " ",
+        el("button", { id: "q-export-csv", text: "export CSV", title: "the filtered questions (all pages) as CSV: id, question, hop type, each shown method's values", onclick: () => download("csv") }),
+        " ", el("button", { id: "q-export-jsonl", text: "export JSONL", title: "the filtered questions (all pages) as JSON Lines, one {id, question, type, answers} per line", onclick: () => download("jsonl") })),
       el("div", { class: "scroll" }, el("table", { id: "q-table" })),
-      el("p", null, el("button", { id: "q-more", text: "show more", onclick: () => { f.page += 1; renderQuestionTable(); } }))]);
+      el("p", null, el("button", { id: "q-more", text: "show more", onclick: () => { S.qf.page += 1; renderQuestionTable(); } }))]);
   }
   function renderQuestionTable() {
     const ds = dataset(), f = S.qf;
@@ -290,6 +428,9 @@
     S.list = idx;
     document.getElementById("q-count").textContent = String(idx.length);
     document.getElementById("q-total").textContent = " of " + ds.questions.length + " questions match";
+    const pair = f.a >= 0 && f.b >= 0 && f.a !== f.b && f.a < ds.methods.length && f.b < ds.methods.length;
+    renderPair(pair);
+    const dmLabel = f.dm === "r" ? "R@" + f.k : f.dm.toUpperCase();
     // methods A and B of the filter first; per method R@k, EM and F1 under one header
     const order = [f.a, f.b].filter((x) => x >= 0 && x < ds.methods.length);
     ds.methods.forEach((_, i) => { if (!order.includes(i)) order.push(i); });
@@ -298,11 +439,15 @@
       onclick: () => { if (f.sort === key) f.dir = -f.dir; else { f.sort = key; f.dir = key.startsWith("m") ? -1 : 1; }
         history.replaceState(null, "", filterHash(f)); renderQuestionTable(); } }, extra || {}));
     const base = [["id", "id"], ["q", "question"], ["type", "hop type"], ["ans", "gold answer"], ["ng", "gold"]];
-    const head1 = el("tr", null, base.map(([key, label]) => sortTh(key, label, { rowspan: 2 })),
-      order.map((i) => el("th", { class: "mhead", colspan: (ds.methods[i].recall ? 1 : 0) + (ds.methods[i].qa ? 2 : 0), text: ds.methods[i].label })),
+    const qaCols = (m) => m.qa && (f.cols === "all" || !m.recall);  // EM/F1 columns: asked for, or a QA-only run
+    if (pair) base.push(["diff", "Δ A−B " + dmLabel]);
+    const head1 = el("tr", null, base.map(([key, label]) => sortTh(key, label, { rowspan: 2, title: key === "diff" ? ds.methods[f.a].label + " − " + ds.methods[f.b].label + ", per question" : null })),
+      order.map((i) => el("th", { class: "mhead" + (smallN(ds.methods[i]) ? " smalln" : ""), colspan: (ds.methods[i].recall ? 1 : 0) + (qaCols(ds.methods[i]) ? 2 : 0),
+        title: ds.methods[i].label + ": " + num(ds.methods[i].n) + " questions" + (smallN(ds.methods[i]) ? " (fewer than " + D.small_n + ": not a result)" : "") },
+      (pair && i === f.a ? "A: " : pair && i === f.b ? "B: " : "") + ds.methods[i].label, el("span", { class: "muted small", text: " n=" + num(ds.methods[i].n) }))),
       sortTh("err", "errors", { rowspan: 2 }));
     const head2 = el("tr", null, order.map((i) => [ds.methods[i].recall ? sortTh("m" + i + ".r", "R@" + f.k) : null,
-      ds.methods[i].qa ? [sortTh("m" + i + ".em", "EM"), sortTh("m" + i + ".f1", "F1")] : null]));
+      qaCols(ds.methods[i]) ? [sortTh("m" + i + ".em", "EM"), sortTh("m" + i + ".f1", "F1")] : null]));
     const head = [head1, head2];
     const shown = idx.slice(0, f.page * PAGE);
     const rows = shown.map((i) => {
@@ -311,6 +456,10 @@
         el("td", { class: "qtext", text: row.q }), el("td", { text: row.type }),
         el("td", { class: "ans", text: row.ans.length ? row.ans[0] + (row.ans.length > 1 ? " (+" + (row.ans.length - 1) + ")" : "") : "–", title: row.ans.join(" | ") }),
         el("td", { class: "num", text: row.ng })];
+      if (pair) {
+        const dv = pairDiff(row, f.a, f.b, f.dm, f.k);
+        cells.push(el("td", { class: "num diff" + (dv > 0 ? " pos" : dv < 0 ? " neg" : ""), text: dv === null ? "–" : (dv > 0 ? "+" : "") + num(dv, f.dm === "f1" ? 1 : 0) }));
+      }
       order.forEach((j) => {
         const m = ds.methods[j], c = row.m[j];
         const r = recall(row, c, f.k);
@@ -318,7 +467,7 @@
           cells.push(el("td", { class: "num" + (r === 100 ? " r100" : r === 0 ? " r0" : ""), title: c && c.err ? c.err : null,
             text: c ? num(r, 0) + (c.err ? " !" : "") : "–" }));
         }
-        if (m.qa) {
+        if (qaCols(m)) {
           cells.push(el("td", { class: "num", text: c && c.em !== undefined && c.em !== null ? num(100 * c.em, 0) : "–", title: c && c.a !== undefined ? "answer: " + c.a : null }));
           cells.push(el("td", { class: "num", text: c && c.f1 !== undefined && c.f1 !== null ? num(100 * c.f1, 1) : "–" }));
         }
@@ -330,6 +479,83 @@
     append(clear(document.getElementById("q-table")), [el("thead", null, head), el("tbody", null, rows)]);
     document.getElementById("q-more").hidden = shown.length >= idx.length;
   }
+  // The pair line (both directions of "finds a gold passage the other misses", win/tie/loss) and the histogram of the
+  // per-question differences, over the questions the other filters (hop type, errors, text) keep.
+  function renderPair(pair) {
+    const ds = dataset(), f = S.qf;
+    const box = document.getElementById("q-pair"), hist = document.getElementById("q-hist");
+    clear(box); clear(hist);
+    if (!pair) { append(box, [el("span", { class: "muted", text: "Choose methods A and B to compare them question by question." })]); return; }
+    const all = Object.assign({}, f, { mode: "all" }), idx = [];
+    let ab = 0, ba = 0;
+    ds.questions.forEach((row, i) => {
+      if (!matches(row, all)) return;
+      idx.push(i);
+      if (findsMissed(row, f.a, f.b, f.k)) ab += 1;
+      if (findsMissed(row, f.b, f.a, f.k)) ba += 1;
+    });
+    const r = winTieLoss(ds, f.a, f.b, f.dm, f.k, idx);
+    const la = ds.methods[f.a].label, lb = ds.methods[f.b].label, dmLabel = f.dm === "r" ? "R@" + f.k : f.dm.toUpperCase();
+    const go = (mode) => el("a", { href: filterHash(Object.assign({}, f, { mode: mode })), onclick: (e) => { e.preventDefault(); f.mode = mode; f.page = 1;
+      document.getElementById("f-mode").value = mode; history.replaceState(null, "", filterHash(f)); renderQuestionTable(); } });
+    append(box, [append(go("a"), [el("b", { id: "q-n-ab", text: ab })]), " where " + la + " finds a gold passage " + lb + " misses · ",
+      append(go("b"), [el("b", { id: "q-n-ba", text: ba })]), " the other way · " + dmLabel + " of A vs B: ",
+      el("b", { id: "q-wtl", dataset: { w: r.w, t: r.t, l: r.l, n: r.n }, text: r.w + " higher / " + r.t + " equal / " + r.l + " lower" }),
+      " of " + r.n + " questions, mean Δ " + (r.n ? (r.sum >= 0 ? "+" : "") + num(r.sum / r.n, 1) : "–"),
+      smallN(ds.methods[f.a]) || smallN(ds.methods[f.b]) ? el("span", { class: "smallbadge", text: " (fewer than " + D.small_n + " questions: examples, not a result)" }) : null]);
+    append(hist, [diffHistogram(r.diffs, "Per-question Δ " + dmLabel + " (A − B), n=" + r.n + " questions")]);
+  }
+  function diffHistogram(diffs, title) {
+    if (!diffs.length) return null;
+    const edges = [-100, -75, -50, -25, -1e-9, 1e-9, 25, 50, 75, 100.000001];  // the middle bin: Δ = 0 (a tie)
+    const names = ["−100…−75", "−75…−50", "−50…−25", "−25…0", "0 (tie)", "0…25", "25…50", "50…75", "75…100"];
+    const counts = names.map(() => 0);
+    for (const d of diffs) {
+      let j = edges.findIndex((e, i) => i > 0 && d < edges[i]) - 1;
+      if (j < 0) j = names.length - 1;
+      counts[Math.max(0, Math.min(names.length - 1, j))] += 1;
+    }
+    const W = 720, H = 140, L = 10, B = 28, bw = (W - L - 10) / names.length, top = Math.max(...counts);
+    const g = sv("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, id: "q-hist-svg", role: "img" });
+    append(g, [sv("text", { x: L, y: 12, "font-weight": 600 }, title)]);
+    counts.forEach((c, i) => {
+      const h = top ? (H - B - 34) * c / top : 0;
+      const col = i < 4 ? "#b3261e" : i === 4 ? "#888" : "#1d7a3a";
+      append(g, [sv("rect", { x: L + i * bw + 2, y: H - B - h, width: bw - 4, height: h, fill: col, "fill-opacity": 0.7, "data-count": c },
+        sv("title", null, names[i] + ": " + c + " questions")),
+      sv("text", { x: L + i * bw + bw / 2, y: H - B - h - 2, "text-anchor": "middle" }, c),
+      sv("text", { x: L + i * bw + bw / 2, y: H - B + 14, "text-anchor": "middle" }, names[i])]);
+    });
+    return el("div", { class: "plot" }, g);
+  }
+  // The filtered questions (every page) as CSV or JSON Lines: to re-run them or read them elsewhere.
+  function exportText(fmt) {
+    const ds = dataset(), f = S.qf, idx = S.list || filtered();
+    const rows = idx.map((i) => ds.questions[i]);
+    // U+2028/U+2029 escaped: valid JSON either way, but a line splitter that treats them as line ends would cut a record
+    if (fmt === "jsonl") return rows.map((r) => JSON.stringify({ id: r.id, question: r.q, type: r.type, answers: r.ans })
+      .replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029")).join("\n") + (rows.length ? "\n" : "");
+    const q = (x) => { const t = x === null || x === undefined ? "" : String(x); return /[",\n\r]/.test(t) ? '"' + t.replace(/"/g, '""') + '"' : t; };
+    const ms = ds.methods.map((m, i) => i);
+    const head = ["id", "question", "type", ...ms.flatMap((i) => [ds.methods[i].label + " R@" + f.k, ...(ds.methods[i].qa ? [ds.methods[i].label + " EM", ds.methods[i].label + " F1"] : [])])];
+    const pair = f.a >= 0 && f.b >= 0 && f.a !== f.b;
+    if (pair) head.push("delta A-B " + (f.dm === "r" ? "R@" + f.k : f.dm));
+    const lines = [head.map(q).join(",")];
+    for (const r of rows) {
+      const vals = [r.id, r.q, r.type, ...ms.flatMap((i) => [metricValue(r, r.m[i], "r", f.k), ...(ds.methods[i].qa ? [metricValue(r, r.m[i], "em", f.k), metricValue(r, r.m[i], "f1", f.k)] : [])])];
+      if (pair) vals.push(pairDiff(r, f.a, f.b, f.dm, f.k));
+      lines.push(vals.map(q).join(","));
+    }
+    return lines.join("\n") + "\n";
+  }
+  window.EXPLORER_EXPORT = exportText;
+  function download(fmt) {
+    const blob = new Blob([exportText(fmt)], { type: fmt === "csv" ? "text/csv" : "application/x-ndjson" });
+    const a = el("a", { href: URL.createObjectURL(blob), download: "questions_" + dataset().name + "." + fmt });
+    document.body.appendChild(a);
+    a.click();
+    setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 0);
+  }
   function showQuestions(p) {
     const ds = dataset();
     const v = document.getElementById("view-questions");
@@ -340,6 +566,7 @@
       document.getElementById("f-type").value = f.type; document.getElementById("f-text").value = f.text;
       document.getElementById("f-err").value = f.err; document.getElementById("f-a").value = String(f.a);
       document.getElementById("f-b").value = String(f.b); document.getElementById("f-k").value = String(f.k);
+      document.getElementById("f-mode").value = f.mode; document.getElementById("f-dm").value = f.dm; document.getElementById("f-cols").value = f.cols;
     }
     renderQuestionTable();
   }
@@ -402,6 +629,77 @@
     }
     return el("div", { class: "block" }, el("h4", { text: b.title }), note, table);
   }
+  // A question's timeline for one method: every LLM call as a bar from its start (ts − latency_s; ts is when the
+  // ledger recorded it) to its end, in start order, over bands of the rounds; then the per-round step timings the
+  // method recorded. Records without ts (older runs) are laid end to end.
+  function stageColor(stage) {
+    let h = 0;
+    for (const ch of String(stage)) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
+    return COLORS[h % COLORS.length];
+  }
+  function timeline(M, side) {
+    const calls = M.llm_calls.map((c, i) => ({ c: c, i: i }));
+    if (!calls.length && !M.step_timings) return null;
+    const hasTs = calls.length && calls.every((x) => typeof x.c.ts === "number");
+    let t = 0;
+    for (const x of calls) {
+      const lat = Number(x.c.latency_s) || 0;
+      if (hasTs) { x.start = x.c.ts - lat; x.end = x.c.ts; } else { x.start = t; x.end = t + lat; t = x.end; }
+    }
+    calls.sort((p, q) => p.start - q.start || p.i - q.i);
+    // the question started total_s before its last call ended (the QA read is last); steps have durations only, so
+    // round n's steps are laid from the end of round n-1's last call (round 1: the question's start)
+    const total = Number(M.timings.total_s) || 0;
+    const lastEnd = calls.length ? Math.max(...calls.map((x) => x.end)) : 0;
+    const t0 = calls.length ? Math.min(calls[0].start, hasTs && total ? lastEnd - total : calls[0].start) : 0;
+    const steps = (M.step_timings || []).map((st, j) => {
+      const prev = calls.filter((x) => (x.c.round || 0) === j);
+      let at = j === 0 || !prev.length ? t0 : Math.max(...prev.map((x) => x.end));
+      return Object.entries(st || {}).filter(([, v]) => typeof v === "number").map(([key, v]) => {
+        const seg = { key: key, start: at, end: at + v };
+        at += v;
+        return seg;
+      });
+    });
+    const span = Math.max(1e-3, ...calls.map((x) => x.end - t0), ...steps.flat().map((x) => x.end - t0), total);
+    const W = 900, L = 150, R = 130, row = 15, T = 22 + row * steps.length;
+    const H = T + row * calls.length + 26;
+    const X = (x) => L + (x - t0) / span * (W - L - R);
+    const g = sv("svg", { width: "100%", viewBox: "0 0 " + W + " " + H, class: "timeline", id: "timeline-" + side, role: "img",
+      preserveAspectRatio: "xMinYMin meet" });
+    append(g, [sv("text", { x: 0, y: 13, "font-weight": 600 }, "Timeline: " + calls.length + " LLM calls, " + num(span, 2) + " s" +
+      (M.timings.total_s !== undefined ? " (question total " + num(M.timings.total_s, 2) + " s)" : "") + (hasTs ? "" : " — no timestamps: calls laid end to end"))]);
+    steps.forEach((segs, j) => {
+      const y = 22 + row * j;
+      append(g, [sv("text", { x: 0, y: y + 11, fill: "#687085" }, "steps · r" + (j + 1)), segs.map((seg) =>
+        sv("rect", { class: "tl-step", x: X(seg.start), y: y + 2, width: Math.max(1, X(seg.end) - X(seg.start)), height: row - 4,
+          fill: stageColor(seg.key), "fill-opacity": 0.55 }, sv("title", null, "round " + (j + 1) + " " + seg.key.replace(/_s$/, "") + ": " + num(seg.end - seg.start, 3) + " s"))),
+      sv("text", { x: X(segs.length ? segs[segs.length - 1].end : t0) + 4, y: y + 11, fill: "#444" },
+        segs.map((seg) => seg.key.replace(/_s$/, "") + " " + num(seg.end - seg.start, 2)).join(" · "))]);
+    });
+    const rounds = [...new Set(calls.map((x) => x.c.round || 0))];
+    rounds.forEach((r, j) => {
+      const mine = calls.filter((x) => (x.c.round || 0) === r);
+      const a = Math.min(...mine.map((x) => x.start)), b = Math.max(...mine.map((x) => x.end));
+      append(g, [sv("rect", { x: X(a), y: T - 2, width: Math.max(1, X(b) - X(a)), height: row * calls.length + 4, fill: j % 2 ? "#f3f5f9" : "#eaf0fa" }),
+        X(b) - X(a) > 60 ? sv("text", { x: X(a) + 2, y: T + row * calls.length + 14, fill: "#687085" }, r ? "round " + r : "round 0 / answer") : null]);
+    });
+    calls.forEach((x, j) => {
+      const y = T + row * j, c = x.c;
+      const lat = Number(c.latency_s) || 0;
+      append(g, [sv("g", { class: "tl-call", "data-stage": c.stage, "data-round": c.round === null || c.round === undefined ? "" : c.round,
+        "data-latency": lat, "data-index": x.i },
+      sv("text", { x: 0, y: y + 11 }, c.stage + (c.round ? " · r" + c.round : "") + (c.k ? " · k" + c.k : "")),
+      sv("rect", { x: X(x.start), y: y + 2, width: Math.max(2, X(x.end) - X(x.start)), height: row - 4, fill: c.error ? "#b3261e" : stageColor(c.stage) },
+        sv("title", null, c.stage + " round " + (c.round || 0) + ": " + num(lat, 3) + " s, " + (c.prompt_tokens || 0) + " prompt + " +
+          (c.completion_tokens || 0) + " completion tokens" + (c.cached ? " (cached)" : "") + (c.error ? " — error: " + c.error : ""))),
+      sv("text", { x: Math.max(X(x.end), X(x.start) + 2) + 4, y: y + 11, fill: "#444" }, num(lat, 2) + " s" + (c.cached ? " (cached)" : "")))]);
+    });
+    append(g, [sv("text", { x: L, y: H - 2, fill: "#687085" }, "0 s"), sv("text", { x: W - R, y: H - 2, "text-anchor": "end", fill: "#687085" }, num(span, 2) + " s")]);
+    const stepTable = M.step_timings ? el("details", { class: "fold" }, el("summary", { text: "step timings per round (s)" }),
+      kvTable(M.step_timings.map((st, j) => ["round " + (j + 1), Object.entries(st || {}).map(([kk, vv]) => kk + " " + num(vv, 3)).join(" · ")]))) : null;
+    return el("div", { class: "block tl" }, el("h4", { text: "Timeline of the question (" + (hasTs ? "from the call records' timestamps" : "latencies only") + ")" }), g, stepTable);
+  }
   function methodPanel(Q, row, mi, k, side) {
     const ds = dataset(), m = ds.methods[mi], M = Q.methods[mi], c = row.m[mi];
     const panel = el("div", { class: "panel", id: "panel-" + side, dataset: { method: mi } }, el("h3", { text: m.label }));
@@ -428,7 +726,12 @@
         ["mode", M.qa_mode], ["passages given to the reader", M.qa_passages ? cell(V, { t: "passages", ids: M.qa_passages }) : "–"],
         ["reader reply", cell(V, { t: "text", text: M.qa_raw })]])]);
     }
-    append(panel, M.sections.map((b) => block(V, b)));
+    // the method's own view, timeline, calls and timings: inside the panel, or (side by side) full width below the
+    // pair, where GEAR's wide round table has room
+    const own = el("div", { class: "own", id: "own-" + side, dataset: { method: mi } });
+    panel.own = own;
+    append(own, M.sections.map((b) => block(V, b)));
+    append(own, [timeline(M, side)]);
     const calls = M.llm_calls;
     if (calls.length) {
       const keys = [];
@@ -444,12 +747,12 @@
       };
       const table = el("table", null, el("thead", null, el("tr", null, keys.map((kk) => el("th", { text: kk })))),
         el("tbody", null, calls.map((c2) => el("tr", null, keys.map((kk) => el("td", null, value(c2[kk])))))));
-      append(panel, [el("details", { class: "fold" },
+      append(own, [el("details", { class: "fold" },
         el("summary", { text: "LLM calls: " + calls.length + " (" + sum("prompt_tokens") + " prompt + " + sum("completion_tokens") + " completion tokens)" }),
         calls.some((c2) => c2.messages !== undefined) ? null
           : el("div", { class: "note", text: "Prompts are not stored in predictions.jsonl (run with llm.record_prompts=true to keep them); the replies are in the method's blocks above." }), table)]);
     }
-    append(panel, [el("details", { class: "fold" }, el("summary", { text: "timings" }), kvTable(Object.entries(M.timings).map(([kk, vv]) => [kk, typeof vv === "object" ? JSON.stringify(vv) : vv])))]);
+    append(own, [el("details", { class: "fold" }, el("summary", { text: "timings" }), kvTable(Object.entries(M.timings).map(([kk, vv]) => [kk, typeof vv === "object" ? JSON.stringify(vv) : vv])))]);
     return panel;
   }
   function showQuestion(p) {
@@ -490,8 +793,11 @@
         Q.methods.map((M, mi) => !M ? el("td", { class: "num", text: "–" })
           : corpusOf(mi) !== ci || !goldOf(Q, mi).includes(g) ? el("td", { class: "num muted", text: "n/a", title: "not a gold passage of this run (it read another corpus or questions file)" })
             : el("td", { class: "num", text: M.gold_rank[g] ? String(M.gold_rank[g]) : "> " + M.depth_saved }))))));
-      const pair = el("div", { class: "pair" + (b >= 0 ? " two" : "") }, a >= 0 ? methodPanel(Q, row, a, k, "a") : null,
-        b >= 0 ? methodPanel(Q, row, b, k, "b") : null);
+      const panels = [a >= 0 ? methodPanel(Q, row, a, k, "a") : null, b >= 0 ? methodPanel(Q, row, b, k, "b") : null].filter(Boolean);
+      const two = panels.length === 2;
+      if (!two) for (const pn of panels) if (pn.own) pn.appendChild(pn.own);
+      const pair = [el("div", { class: "pair" + (two ? " two" : "") }, panels),
+        two ? panels.map((pn) => pn.own ? el("div", { class: "panel wide" }, el("h3", { text: ds.methods[parseInt(pn.dataset.method, 10)].label + ": its own view" }), pn.own) : null) : null];
       append(clear(v), [
         el("p", null, el("a", { href: S.qf ? filterHash(S.qf) : "#questions?ds=" + S.ds, text: "← questions" }),
           pos > 0 ? [" · ", el("a", { id: "q-prev", href: "#q?" + params({ ds: S.ds, i: list[pos - 1], a: a, b: b >= 0 ? b : "", k: k }), text: "previous" })] : null,
@@ -516,18 +822,23 @@
   }
   function chart(opts) {
     // opts: title, series, xs [min, max], xticks, xlabels, xlabel, ylabel, ymax, logx, draw(g, X, Y, x0, x1, shown)
-    const hidden = new Set();
+    // a run with fewer than D.small_n questions starts hidden when a larger one shares the axes (click to show)
+    const large = opts.series.some((s) => !(s.n < D.small_n));
+    const hidden = new Set(large ? opts.series.filter((s) => s.n < D.small_n).map((s) => s.label) : []);
     const box = el("div", { class: "plot" });
     const render = () => {
       const shown = opts.series.filter((s) => !hidden.has(s.label));
-      const W = 760, H = 340, L = 56, R = 14, T = 26, B = 40;
+      const W = 760, H = 350, L = 56, R = 14, T = 40, B = 40;
       const x0 = opts.xs[0], x1 = opts.xs[1] > x0 ? opts.xs[1] : x0 + 1;
       const ymax = opts.ymax || niceMax(Math.max(1e-9, ...shown.flatMap((s) => s.hi.concat(s.mean))));
       const fx = opts.logx ? Math.log : (x) => x;
       const X = (x) => L + (fx(x) - fx(x0)) / (fx(x1) - fx(x0)) * (W - L - R);
       const Y = (y) => T + (1 - Math.min(y, ymax) / ymax) * (H - T - B);
       const g = sv("svg", { width: W, height: H, viewBox: "0 0 " + W + " " + H, role: "img" });
-      append(g, [sv("text", { x: L, y: 16, "font-weight": 600 }, opts.title)]);
+      const ns = [...new Set(shown.map((s) => s.n))].sort((p, q) => p - q);
+      append(g, [sv("text", { x: L, y: 15, "font-weight": 600 }, opts.title),
+        sv("text", { x: L, y: 30, class: "nline", fill: "#687085" }, "N=" + (ns.length ? ns.join("/") : "–") + " questions per shown run" +
+          (ns.length && ns[ns.length - 1] < D.small_n ? " (examples only: fewer than " + D.small_n + " questions)" : ""))]);
       for (let i = 0; i <= 5; i++) {
         const y = ymax * i / 5;
         append(g, [sv("line", { x1: L, x2: W - R, y1: Y(y), y2: Y(y), stroke: "#eee" }),
@@ -541,7 +852,8 @@
       const leg = el("div", { class: "small legend" }, opts.series.map((s) => el("span", {
         class: "leg" + (hidden.has(s.label) ? " off" : ""), title: "click to hide or show",
         onclick: () => { if (hidden.has(s.label)) hidden.delete(s.label); else hidden.add(s.label); render(); } },
-      el("span", { class: "swatch", style: "background:" + COLORS[s.color] }), s.label)));
+      el("span", { class: "swatch", style: "background:" + COLORS[s.color] }), s.label + " (n=" + s.n + ")",
+      s.n < D.small_n ? el("span", { class: "smallbadge", text: large ? " too few, hidden by default" : " too few" }) : null)));
       append(clear(box), [g, leg]);
     };
     render();
@@ -581,9 +893,11 @@
     const types = [];
     for (const s of series) for (const t of s.types) if (!types.includes(t.type)) types.push(t.type);
     types.sort();
-    series.forEach((s, i) => { s.color = i % COLORS.length; s.hi = s.types.map((t) => t.hi); s.mean = s.types.map((t) => t.mean); });
+    series.forEach((s, i) => { s.color = i % COLORS.length; s.hi = s.types.map((t) => t.hi); s.mean = s.types.map((t) => t.mean);
+      s.n = s.types.reduce((a, t) => a + t.n, 0); });
     const labels = {};
-    types.forEach((t, i) => { labels[i] = t; });
+    // each type's question count (the largest over the runs: runs on one question set have the same)
+    types.forEach((t, i) => { labels[i] = t + " (n=" + Math.max(...series.map((s) => (s.types.find((x) => x.type === t) || { n: 0 }).n)) + ")"; });
     return chart({ title: title, series: series, xs: [-0.5, types.length - 0.5], xticks: types.map((_, i) => i), xlabels: labels,
       xlabel: "hop type", ylabel: "R@k", ymax: 100,
       draw: (g, X, Y, a, b, shown) => {
@@ -609,12 +923,14 @@
     const byLabel = {};
     ds.methods.forEach((m, i) => { byLabel[m.label] = i % COLORS.length; });
     const tok = P.tokens.map((s) => Object.assign({}, s, { color: byLabel[s.label.replace(/ (input|output)$/, "")] }));
+    // a run whose largest evaluated k is not the dataset's is drawn at its own (run.ks without it): say so
+    const atK = (list) => list.map((s) => s.k !== undefined && s.k !== k ? Object.assign({}, s, { label: s.label + " — its R@" + s.k + " (run.ks)" }) : s);
     append(clear(v), [el("h2", { text: "Plots — " + ds.name }), datasetPicker((i) => { location.hash = "#plots?ds=" + i; }),
       el("p", { class: "muted", text: "Shaded bands and bars: 95% percentile bootstrap intervals over questions (" + D.resamples +
         " resamples, seed " + D.seed + "), the tables' intervals. Hover a point for its numbers." }),
       lineChart("Recall@k for k = 1 … saved depth", P.curves, "k", "R@k", true),
-      lineChart("R@" + k + " after each round (the list had the method stopped there; dashed: single-step)", P.rounds, "round n", "R@" + k),
-      typeChart("R@" + k + " by hop type", P.types),
+      lineChart("R@" + k + " after each round (the list had the method stopped there; dashed: single-step)", atK(P.rounds), "round n", "R@" + k),
+      typeChart("R@" + k + " by hop type", atK(P.types)),
       lineChart("Cumulative LLM tokens per question after each round (retrieval stages; dashed: output)", tok, "round n", "tokens")]);
   }
 
