@@ -52,7 +52,7 @@ from gear_repro.methods.griever.retriever import GrieverSettings
 from gear_repro.methods.hipporag.phrase_graph import HippoRAGVersion, PhraseNormalisation
 from gear_repro.methods.hipporag.retriever import NoEntityFallback, TieOrder
 from gear_repro.methods.ircot import IRCoTEmptyThought, IRCoTMerge, IRCoTRetrieverKind, IRCoTThought
-from gear_repro.methods.t2rag.method import (
+from gear_repro.methods.t2rag.settings import (
     T2RAGAnswerParse,
     T2RAGDecomposeParse,
     T2RAGDecomposeRetry,
@@ -302,20 +302,21 @@ class T2RAGAgentSchema:
     max_iterations: int = num(3, ge=1)  # N (§5.2); 1 = "single round" ablation (Table 2)
     candidate_depth: int = num(200, ge=1)  # propositions per query before the global ranking (Alg. 2)
     with_passages: bool = True  # false = "w/o chunk" ablation (Table 2)
-    reading: T2RAGReading = T2RAGReading.code  # the default of the keys below (null = the reading's value)
-    question_query: bool | None = None  # code true (question as an extra query) | paper false
-    question_query_mode: T2RAGQuestionQuery | None = None  # code substring | paper word
-    carry_fuzzy: bool | None = None  # code false (emptied) | paper true (Step 2.3)
-    resolve_without_context: bool | None = None  # code false (skipped) | paper true (Alg. 1)
-    example_propositions_chars: int | None = num(None, ge=0)  # code 1000 | paper 0 (= whole, App. E)
-    decompose_retry: T2RAGDecomposeRetry | None = None  # code simple | paper none
-    on_no_triplets: T2RAGOnNoTriplets | None = None  # code fail | paper answer
-    prompt_text: T2RAGPromptText | None = None  # code (TRAG.py's decomposition/resolve texts) | paper (App. E)
-    decompose_parse: T2RAGDecomposeParse | None = None  # code (TRAG.py:319-373) | paper lenient (our repairs)
-    query_placeholders: T2RAGQueryPlaceholders | None = None  # code (TRAG.py:466-471, 532) | paper strip
-    resolve_parse: T2RAGResolveParse | None = None  # code (TRAG.py:944-978, strict) | paper lenient (our repairs)
-    resolved_update: T2RAGResolvedUpdate | None = None  # code (TRAG.py:1231) | paper reclassify (by its '?')
-    proposition_passage: T2RAGPropositionPassage | None = None  # code (TRAG.py:196-210, last) | paper own
+    reading: T2RAGReading = T2RAGReading.code  # which preset set the keys below (a label: t2rag | t2rag_paper)
+    # the paper-vs-code keys: each preset gives all of them (code: t2rag.yaml, paper: t2rag_paper.yaml)
+    question_query: bool = MISSING  # code true (question as an extra query) | paper false
+    question_query_mode: T2RAGQuestionQuery = MISSING  # code substring | paper word
+    carry_fuzzy: bool = MISSING  # code false (emptied) | paper true (Step 2.3)
+    resolve_without_context: bool = MISSING  # code false (skipped) | paper true (Alg. 1)
+    example_propositions_chars: int = num(MISSING, ge=0)  # code 1000 | paper 0 (= whole, App. E)
+    decompose_retry: T2RAGDecomposeRetry = MISSING  # code simple | paper none
+    on_no_triplets: T2RAGOnNoTriplets = MISSING  # code fail | paper answer
+    prompt_text: T2RAGPromptText = MISSING  # code (TRAG.py's decomposition/resolve texts) | paper (App. E)
+    decompose_parse: T2RAGDecomposeParse = MISSING  # code (TRAG.py:319-373) | paper lenient (our repairs)
+    query_placeholders: T2RAGQueryPlaceholders = MISSING  # code (TRAG.py:466-471, 532) | paper strip
+    resolve_parse: T2RAGResolveParse = MISSING  # code (TRAG.py:944-978, strict) | paper lenient (our repairs)
+    resolved_update: T2RAGResolvedUpdate = MISSING  # code (TRAG.py:1231) | paper reclassify (by its '?')
+    proposition_passage: T2RAGPropositionPassage = MISSING  # code (TRAG.py:196-210, last) | paper own
     fuzzy_match: T2RAGFuzzyMatch = T2RAGFuzzyMatch.placeholder
     stall_stop: bool = True  # stop when nothing is searchable, retrieved or new (stop = "stalled")
     answer: bool = True  # T²RAG's own answer (Step 3); false = qa_reader answers

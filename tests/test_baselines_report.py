@@ -128,7 +128,7 @@ def test_t2rag_read_by_the_k3_reader_is_its_own_row_outside_t2rag_claims(compose
 
 
 @pytest.mark.parametrize(("override", "label"), [
-    ("agent.k=10", "T2RAG (k = 10)"), ("agent.reading=paper", "T2RAG (reading: paper)"),
+    ("agent.k=10", "T2RAG (k = 10)"), ("agent=t2rag_paper", "T2RAG (reading: paper)"),
     ("agent.answer_parse=reader", "T2RAG (reader answer parse)"), ("agent.carry_fuzzy=true", "T2RAG (carry_fuzzy True)"),
     ("agent.stall_stop=false", "T2RAG (no stall stop)")])
 def test_a_t2rag_variant_is_never_beside_the_papers_cell_nor_in_its_claims(compose, tmp_path, override, label) -> None:
