@@ -5,11 +5,12 @@ The pattern (docs/ARCHITECTURE.md "Adding a method"): every config group option 
 with the group's schema, e.g. ``configs/agent/gear.yaml``::
 
     defaults:
-      - gear_schema      # GearAgentSchema below, stored as group "agent", name "gear_schema"
+      - /agent_gear_schema@_here_  # GearAgentSchema below, stored as "agent_gear_schema" (schema_name())
       - _self_
 
-and the plain top-level nodes (``run``, ``graph``, ``extraction``) get theirs from ``configs/config.yaml``
-(``- schema@run: run``). Hydra merges the YAML onto the schema while composing, so a misspelt key or a value
+and the plain top-level nodes (``run``, ``graph``, ``extraction``, ``report``) get theirs from
+``configs/config.yaml`` (``- /run_schema@run``). The schemas are stored at the ConfigStore's root, in no config
+group: ``gear-repro --help`` lists the groups' options, which are the user's choices, and a schema is none. Hydra merges the YAML onto the schema while composing, so a misspelt key or a value
 outside an Enum fails at composition with Hydra's own message (naming the full key), before anything runs;
 :func:`validate` then checks, through the same schemas, what composition cannot: keys added with ``+``, numeric
 ranges (:func:`~gear_repro.utils.settings.num`) and run-level rules. A new method adds a dataclass here
@@ -293,7 +294,7 @@ class HippoRAGSchema:
 @dataclass
 class T2RAGAgentSchema:
     """``configs/agent/t2rag.yaml`` (seed 002, §4.3, Alg. 1-2, §5.2; docs/t2rag.md). Registered in Hydra's
-    ConfigStore as ``agent/t2rag_schema`` and named first in that file's defaults list, so a misspelt key or a
+    ConfigStore as ``agent_t2rag_schema`` and named first in that file's defaults list, so a misspelt key or a
     wrong type fails at composition."""
 
     _target_: str = "gear_repro.methods.t2rag.method.T2RAGAgent"
@@ -472,19 +473,26 @@ GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "dataset": {"dataset_schema": DatasetSchema},
     "qa_reader": {"qa_reader_schema": QAReaderSchema},
 }
-# plain top-level nodes: configs/config.yaml puts schema/<name> at package <name>
+# plain top-level nodes: configs/config.yaml puts <name>_schema at package <name>
 NODE_SCHEMAS: dict[str, type] = {"run": RunSchema, "graph": GraphSchema, "extraction": ExtractionSchema,
                                  "report": ReportSchema}
 
 
+def schema_name(group: str, name: str) -> str:
+    """The ConfigStore name of a group's schema, which its options name as ``/<that>@_here_``: ``llm_schema`` for
+    the llm group's ``llm_schema``, ``agent_gear_schema`` for the agent group's ``gear_schema``."""
+    return name if name == f"{group}_schema" else f"{group}_{name}"
+
+
 def register_configs() -> None:
-    """Store every schema in Hydra's ConfigStore (idempotent; called on import of this module)."""
+    """Store every schema in Hydra's ConfigStore (idempotent; called on import of this module), at its root: a
+    schema in a config group would be listed by ``gear-repro --help`` among that group's options."""
     cs = ConfigStore.instance()
     for group, schemas in GROUP_SCHEMAS.items():
         for name, node in schemas.items():
-            cs.store(group=group, name=name, node=node)
+            cs.store(name=schema_name(group, name), node=node)
     for name, node in NODE_SCHEMAS.items():
-        cs.store(group="schema", name=name, node=node)
+        cs.store(name=f"{name}_schema", node=node)
 
 
 def group_config(group: str, option: str, overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:

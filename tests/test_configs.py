@@ -187,3 +187,19 @@ def test_a_preset_row_on_another_base_is_not_the_papers_row(preset, overrides, l
         "Table 9", "beam length 2, max iterations 4")
     off_paper = any(not o.startswith(("beam=", "beam.length=")) for o in overrides) and label != "GEAR"
     assert (paper_value(table, run.method, "MuSiQue", "R@5", setting=setting) is None) == off_paper
+
+
+def test_help_lists_only_the_users_choices(tmp_path: Path) -> None:
+    """`gear-repro --help` listed the schemas among the choices (`agent: gear, gear_schema, ...`, 21 of them, and a
+    `schema: extraction, graph, report, run` group): the schemas now sit at the ConfigStore's root, in no group,
+    and still type every option (a wrong choice and a misspelt key fail, above)."""
+    from tests.helpers.cli import run_cli
+
+    proc = run_cli(["--help"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    groups = proc.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
+    lines = dict(line.split(": ", 1) for line in groups.splitlines() if ": " in line)
+    assert "_schema" not in proc.stdout and "schema" not in lines
+    assert lines["agent"] == "gear, hipporag, hipporag_ircot, ircot, single, t2rag, t2rag_paper"
+    assert lines["llm"] == "local, openai, openai_compatible, tiny"
+    assert set(lines) == {*C.GROUP_SCHEMAS, "experiment"}
