@@ -403,7 +403,7 @@ def test_real_llm_path_with_the_tiny_model(toy_env, tmp_path: Path) -> None:
     ("wo_chunk", 3, False, "T2RAG - w/o chunk")])
 def test_table2_ablation_preset(compose, ablation, n, passages, label) -> None:
     """The row label follows the agent's settings (not the preset's `ablation` key): an override that changes them
-    is never labelled as another row of the paper (session 19 probe 1.7)."""
+    is never labelled as another row of the paper."""
     from omegaconf import OmegaConf
 
     from gear_repro.reporting.runs import RunResult
@@ -435,7 +435,7 @@ def test_schema_rejects_typos_and_bad_choices(compose) -> None:
         compose(["agent=t2rag", "agent.k=five"])
 
 
-# -- issue 22: the code reading (rockcor/T2RAG @ 72c43bd src/TRAG.py) vs the paper's, empty iterations, answer --------
+# -- the code reading (rockcor/T2RAG @ 72c43bd src/TRAG.py) vs the paper's, empty iterations, answer --------
 def test_question_query_substring_mode_follows_the_code() -> None:
     # TRAG.py:481-485: lower-cased, question words removed as substrings in the code's order
     assert question_query("Who directed Showboat?", "substring") == "directed sboat"
@@ -612,7 +612,7 @@ DECOMPOSE_TOY_CODE = ("Reasoning: I need the president of France and his birthpl
 
 @pytest.mark.slow
 def test_code_prompt_texts_and_their_reply_format(toy_env) -> None:
-    """F1 (session 20 audit): under reading=code the decomposition and resolve prompts are TRAG.py's texts: the
+    """F1: under reading=code the decomposition and resolve prompts are TRAG.py's texts: the
     example's "Newly Traceable" clue has its object filled in (TRAG.py:675-678), the question heads the decomposition
     prompt (266), Triples: stands alone (301) and Propositions: is asked for (304), the resolved clues' section has its
     own header and is left out while nothing is resolved (649-654); the replies in the code's format are read in both
@@ -664,7 +664,7 @@ def test_code_prompt_texts_and_their_reply_format(toy_env) -> None:
     ("", "failed", [], []),
 ])
 def test_code_decomposition_parse_follows_trag(reply, status, code, lenient) -> None:
-    """F2 (session 20 audit): decompose_parse=code reads the reply as TRAG.py:319-373; lenient is our parser."""
+    """F2: decompose_parse=code reads the reply as TRAG.py:319-373; lenient is our parser."""
     from gear_repro.methods.t2rag.parse import parse_decomposition_code
 
     got = parse_decomposition_code(reply)
@@ -685,7 +685,7 @@ def test_code_reading_parses_the_decomposition_as_the_code(toy_env) -> None:
 
 
 def test_code_query_propositions_keep_inner_placeholders_and_skip_non_positive_candidates() -> None:
-    """F3 (session 20 audit): query_placeholders=code leaves a part out only when it starts with '?' and keeps the
+    """F3: query_placeholders=code leaves a part out only when it starts with '?' and keeps the
     others verbatim (TRAG.py:466-471), and skips candidates whose best similarity is <= 0 (532)."""
     from gear_repro.types import Ranking
 
@@ -740,7 +740,7 @@ def test_answer_prompt_ends_with_answer_and_code_parse_keeps_the_reply() -> None
 
 def test_a_qa_bound_with_a_self_answering_method_is_refused(toy_env, tmp_path: Path) -> None:
     """agent=t2rag qa=true qa_reader.mode=gold ran T²RAG's own answers and stood as the paper's "Gold Passages"
-    bound (session 19 probe 1.9): refused before any question."""
+    bound: refused before any question."""
     from gear_repro.pipeline.runner import Runner
     from gear_repro.utils.errors import ConfigError
 
@@ -753,7 +753,7 @@ def test_a_qa_bound_with_a_self_answering_method_is_refused(toy_env, tmp_path: P
 
 def test_unparsed_replies_reach_agent_stats_and_the_warning(toy_env, tmp_path: Path, capsys) -> None:
     """Every reply empty: T²RAG's counters sat only in trace['t2rag'], so metrics.json had no agent_stats and the
-    run no warning (session 19 probe §5); GEAR's rewriter fallbacks are warned about too."""
+    run no warning; GEAR's rewriter fallbacks are warned about too."""
     from gear_repro.cli.run import _warn_reply_failures
     from gear_repro.pipeline.runner import Runner
 

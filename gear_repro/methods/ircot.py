@@ -100,7 +100,7 @@ class IRCoTEmptyThought(Choice):
     # the reference retrieves with "" and thinks again, up to max_steps (ircot_hipporag.py:232-251,
     # baselines/ircot.py:263-279: only "So the answer is:" breaks the loop)
     retrieve = "retrieve"
-    stop = "stop"  # stop the loop (trace stop = empty_thought; our default until session 20)
+    stop = "stop"  # stop the loop (trace stop = empty_thought; our earlier default)
 
 
 @dataclass(frozen=True)
@@ -418,7 +418,7 @@ REFERENCE_DEMOS = {"MuSiQue": "musique", "2Wiki": "2wikimultihopqa", "HotpotQA":
 # IRCoT as HippoRAG's scripts run it (configs/agent/ircot.yaml cites each); HippoRAG's own for HippoRAG w/ IRCoT
 IRCOT_SETTINGS = (
     # the run's dataset's own demonstrations (data/ircot_prompts/<dataset>/...): agent.demos=hotpotqa on MuSiQue sat as
-    # "IRCoT (BM25)" beside the paper's cell before session 21
+    # "IRCoT (BM25)" beside the paper's cell
     PaperSetting("agent.demos", "{value} demonstrations", per_dataset=REFERENCE_DEMOS),
     PaperSetting("agent.max_rounds", rounds_note, per_dataset=PAPER_MAX_ROUNDS),
     PaperSetting("agent.top_k", "top_k {value}", 10),

@@ -4,7 +4,7 @@ The runner holds no paper logic: methods (methods/), the QA reader (qa/) and met
 wiring (pipeline/wiring.py) builds them. It writes the run directory (its files and their format: pipeline/run_folder.py; the
 resume fingerprint and the finished questions: pipeline/resume.py).
 
-Bookkeeping rules (issue 9 §2): a question that errored is recorded (scored as a miss) but not finished, so a
+Bookkeeping rules: a question that errored is recorded (scored as a miss) but not finished, so a
 resume retries it; the resume fingerprint covers the config (not ``dataset.path``) and the data files' hashes (and, for
 LLM runs, the prompt files), and a refused resume names the settings and data files that differ; configuration errors
 are found by :meth:`Runner.preflight` before any question runs.
@@ -95,7 +95,7 @@ class Runner:
 
     # -- bookkeeping ---------------------------------------------------------------------------------
     def preflight(self, method: Method, qa_reader: AnswerReader | None) -> None:
-        """Configuration errors found at start-up, before any question runs (issue 9 §2): beam options,
+        """Configuration errors found at start-up, before any question runs: beam options,
         scorer name and scorer options, ``run.workers``, the LLM's credentials when the method (``needs_llm``) or QA uses it, that the
         prompts of the method and the QA reader fit ``llm.context_window`` without passages, and (last: the machine,
         not the config) that the embedder's weights can be found when the run embeds."""
@@ -211,7 +211,7 @@ class Runner:
         emb = self.res.built("embedder")
         if emb is not None:
             rec["embedder_stats"] = emb.stats
-            rec["embedder"] = emb.describe()  # model, back-end, precision asked for and used (issue 25)
+            rec["embedder"] = emb.describe()  # model, back-end, precision asked for and used
         rf.write_run_info(self.run_dir, rec)
         llm = self.res.built("llm")
         if llm is not None:
@@ -310,7 +310,7 @@ class Runner:
         if finished:
             log.info("resuming %s: %d of %d questions already done", self.run_dir, len(questions) - len(todo),
                      len(questions))
-        provenance = {"method": method.describe(), **prompts,  # hub statistics, γ, switches (issue 13)
+        provenance = {"method": method.describe(), **prompts,  # hub statistics, γ, switches
                       "code_history": code_history(previous, len(questions) - len(todo), len(todo))}
         self._start()
         self._write_provenance(fp, provenance)

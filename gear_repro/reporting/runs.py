@@ -193,8 +193,8 @@ class RunResult:
             label = self.report["method"] if not off else f"{self.report['method']} on {parts.base}" + (
                 f" + {parts.expansion}" if parts.expansion else " (no expansion)")
             # one base k for every evaluated rank is not the paper's protocol (Table 4's cells are matched-k, as
-            # Table 2's): named as the single-step label names it ("w/ diversity (base k = 15)"; before session 21
-            # `experiment=table4_diversity run.matched_k=false` sat as "w/ diversity" beside Table 4)
+            # Table 2's): named as the single-step label names it ("w/ diversity (base k = 15)"), so that
+            # `experiment=table4_diversity run.matched_k=false` never sits as "w/ diversity" beside Table 4)
             fixed = ([f"base k = {parts.fixed_base_k}"] if parts.expansion and parts.fixed_base_k is not None
                      and "run.matched_k" not in axes else [])
             return with_notes(label, [*fixed, *parts.notes])

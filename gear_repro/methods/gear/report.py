@@ -33,7 +33,7 @@ BEAM_SETTINGS = (
     PaperSetting("beam.gamma", "gamma {value}", 20),
     PaperSetting("beam.neighbours", lambda n: f"{n or 'all'} neighbours", 100, null=0),  # null/0 = every neighbour
     PaperSetting("beam.scorer", "{value} scorer", "exact"),
-    # the readings of Alg. 1 (docs/readings.md, docs/graph_expansion.md): a switch names its row (session 21)
+    # the readings of Alg. 1 (docs/readings.md, docs/graph_expansion.md): a switch names its row
     PaperSetting("beam.exists", "exists rule: {value}", "previous_step"),  # Alg. 1 line 11
     PaperSetting("beam.dead_ends", "dead ends: {value}", "fallback"),
     PaperSetting("beam.neighbour_selection", "neighbours by {value}", "relevance"),

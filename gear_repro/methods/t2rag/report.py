@@ -61,7 +61,7 @@ def agent_label(config: Mapping[str, Any], parts: RowParts) -> str:
     """"T2RAG" (paper_results.csv: N = 3 iterations with passages in the resolve prompt, §5.2), its Table 2 ablations
     by what they set ("T2RAG - single round": N = 1; "T2RAG - w/o chunk": no passages), another N named,
     "(K.3 reader)" when its passages go to the K.3 reader instead of its own answer, and the paper settings the run
-    differs in (``T2RAG_SETTINGS``: "T2RAG (k = 10)"; before session 21 such a run sat beside the paper's cell)."""
+    differs in (``T2RAG_SETTINGS``: "T2RAG (k = 10)": such a run never sits beside the paper's cell)."""
     node = config.get("agent") or {}
     parts_ = []
     n = int(node_setting(node, "max_iterations", PAPER_ITERATIONS))
