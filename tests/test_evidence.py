@@ -898,3 +898,25 @@ def test_a_run_resumed_after_a_code_change_is_named_by_the_report(compose, toy_d
                     "dataset.limit=3", "run.resume=false"]), run).run()  # a fresh start forgets the old ones
     assert [h["finished_before"] for h in json.loads((run / "run.json").read_text())["code_history"]] == [0]
     assert not any("code versions" in n for n in find_runs([run])[0].notes)
+
+
+def test_the_report_takes_the_flags_run_json_records_not_todays_classes(tmp_path: Path) -> None:
+    """The report re-imported each run's classes by ``_target_`` to learn k_dependent / needs_vectors, so a class
+    moved or changed since the run changed how yesterday's run was read; run.json's ``report_flags`` (the runner's)
+    now decide, and the import is the fallback of runs written before them."""
+    from gear_repro.reporting.figures import _is_figure2_reference
+    from gear_repro.reporting.runs import find_runs
+
+    root = tmp_path / "runs"
+    flagged = make_run(root, "flagged", "bm25", "sync", BASE)  # its agent's _target_ names no class that exists
+    (flagged / "run.json").write_text(json.dumps({"report_flags": {
+        "k_dependent": False, "needs_vectors": False, "figure2_reference": False}}))
+    old = make_run(root, "old", "bm25", "sync", BASE)
+    (old / "run.json").write_text(json.dumps({"method": {"name": "single"}}))
+    runs = {Path(r.path).name: r for r in find_runs([root])}
+    assert (runs["flagged"].k_dependent, runs["flagged"].needs_vectors) == (False, False)
+    assert not _is_figure2_reference(runs["flagged"])
+    # no flags: the classes decide (an agent class that cannot be imported counts as k-dependent and embedding;
+    # the SyncGE expansion of a single-step config is Fig. 2's reference)
+    assert (runs["old"].k_dependent, runs["old"].needs_vectors) == (True, True)
+    assert _is_figure2_reference(runs["old"])

@@ -29,6 +29,7 @@ from gear_repro.evaluation.aggregate import aggregate
 from gear_repro.evaluation.metrics import answer_metric_for
 from gear_repro.extraction import EXTRACTION_LOG
 from gear_repro.llm.ledger import call_scope
+from gear_repro.methods import is_figure2_reference
 from gear_repro.methods.base import Method
 from gear_repro.pipeline import run_folder as rf
 from gear_repro.pipeline.resources import Resources
@@ -310,7 +311,9 @@ class Runner:
         if finished:
             log.info("resuming %s: %d of %d questions already done", self.run_dir, len(questions) - len(todo),
                      len(questions))
-        provenance = {"method": method.describe(), **prompts,  # hub statistics, γ, switches
+        flags = {"k_dependent": bool(method.k_dependent), "needs_vectors": self.res.needs_vectors,
+                 "figure2_reference": is_figure2_reference(cfg)}
+        provenance = {"method": method.describe(), **prompts, rf.REPORT_FLAGS: flags,  # hub statistics, γ, switches
                       "code_history": code_history(previous, len(questions) - len(todo), len(todo))}
         self._start()
         self._write_provenance(fp, provenance)
