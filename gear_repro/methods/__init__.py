@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from gear_repro.methods.base import ReportHooks
+from gear_repro.methods.report_contract import ReportHooks
 
 
 @cache
@@ -27,7 +27,7 @@ def report_hooks() -> tuple[ReportHooks, ...]:
 def agent_hooks(node: Any) -> ReportHooks | None:
     """The hooks of a run's ``agent`` config node; a config without one (or with neither ``_target_`` nor ``name``)
     ran the single-step method."""
-    from gear_repro.methods.base import class_path
+    from gear_repro.methods.report_contract import class_path
     from gear_repro.methods.single import SingleStep
 
     node = node or {}

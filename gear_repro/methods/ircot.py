@@ -38,15 +38,13 @@ from typing import Any
 
 from gear_repro.llm.base import LLM
 from gear_repro.llm.context import check_fits, fit_passages, prompt_tokens
-from gear_repro.methods.base import (
+from gear_repro.methods.base import MethodOutput, Searcher, SearchResult
+from gear_repro.methods.report_contract import (
     HIPPORAG_SETTINGS,
     PAPER_MAX_ROUNDS,
-    MethodOutput,
     PaperSetting,
     ReportHooks,
     RowParts,
-    Searcher,
-    SearchResult,
     class_path,
     detail_table,
     hipporag_label,

@@ -26,7 +26,7 @@ import pandas as pd
 import yaml
 
 from gear_repro.evaluation.stats import paired_test, questions_needed
-from gear_repro.methods.base import config_value
+from gear_repro.methods.report_contract import config_value
 from gear_repro.reporting.evidence import (
     DEFAULT_OPTIONS,
     EvidenceOptions,

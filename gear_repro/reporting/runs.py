@@ -12,7 +12,7 @@ from pathlib import Path
 from gear_repro.embedding.runtimes import LOSSY_BACKENDS
 from gear_repro.evaluation.aggregate import context_dropped
 from gear_repro.evaluation.metrics import answer_metric_for
-from gear_repro.methods.base import RowParts, config_value, variant_notes, with_notes
+from gear_repro.methods.report_contract import RowParts, config_value, variant_notes, with_notes
 from gear_repro.pipeline import run_folder as rf
 from gear_repro.pipeline.run_folder import changes_no_result
 from gear_repro.qa.reader import PAPER_QA_TOP_K, pass_for_qa

@@ -8,7 +8,10 @@ from collections.abc import Mapping
 from statistics import mean
 from typing import Any
 
-from gear_repro.methods.base import (
+from gear_repro.methods.gear.agent import GearAgent
+from gear_repro.methods.gear.detail import agent_detail, expansion_detail
+from gear_repro.methods.gear.expansion import NaiveGE, NoExpansion, SyncGE
+from gear_repro.methods.report_contract import (
     PAPER_MAX_ROUNDS,
     PaperSetting,
     ReportHooks,
@@ -19,9 +22,6 @@ from gear_repro.methods.base import (
     rounds_note,
     with_notes,
 )
-from gear_repro.methods.gear.agent import GearAgent
-from gear_repro.methods.gear.detail import agent_detail, expansion_detail
-from gear_repro.methods.gear.expansion import NaiveGE, NoExpansion, SyncGE
 
 PAPER_EXPANSION = "SyncGE"  # GEAR's graph expansion (§5: SyncGE inside the agent)
 PAPER_BASE = "hybrid"  # the base retriever of GEAR's own paper rows; any other base is named in the label

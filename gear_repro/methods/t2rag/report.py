@@ -11,7 +11,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from gear_repro.methods.base import (
+from gear_repro.methods.report_contract import (
     PaperSetting,
     ReportHooks,
     RowParts,
