@@ -1,4 +1,4 @@
-"""Encoder back-ends on this CPU (issue 11 §2): torch fp32 (sentence-transformers) against ONNX Runtime fp32,
+"""Encoder back-ends on this CPU: torch fp32 (sentence-transformers) against ONNX Runtime fp32,
 ONNX Runtime dynamic int8 and OpenVINO (gear_repro/embedding/runtimes.py), on the bundled MuSiQue sample.
 
 Per back-end: passages/s (first N sample passages, title + text) and triples/s (first M triples, "s p o"),

@@ -20,7 +20,7 @@ in the JSON.
     python -m benchmarks.bench_expansion --embedder minilm --precision bf16                  # embedder.precision
     python -m benchmarks.bench_expansion --exact-cold --scorers exact --floor   # + the pass's matrix-product floor
 
-``--floor`` (issue 25 §2): the least time any exact encoding of a pass's paths can take on this machine, measured in
+``--floor``: the least time any exact encoding of a pass's paths can take on this machine, measured in
 the same process: the word pieces the pass encoded (the embedder's ``fixed_tokens``, no padding) × the
 multiply-adds of the encoder's linear layers per token (2 × in × out summed over them), at the rate those same
 linear layers reach in the embedder's precision on a 192-token input (8 rows × 24, the exact scorer's usual pass;

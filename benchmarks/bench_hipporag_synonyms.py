@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""HippoRAG v1 sensitivity to the synonym threshold and the no-entity fallback (issue 22): R@5/10/15, synonym
+"""HippoRAG v1 sensitivity to the synonym threshold and the no-entity fallback: R@5/10/15, synonym
 edges and the share of phrases with a synonym at ``hipporag.synonym_threshold`` 0.8 / 0.85 / 0.9, each under
 ``hipporag.no_entity_fallback`` uniform (v1, ``hipporag.py`` 232-233) and retriever (the run's base retriever),
 on the MuSiQue sample.

@@ -1,4 +1,4 @@
-"""Cost of an uncapped entity hub in the diverse triple beam search (GEAR §4.2; issue 9 §5 "Entity hubs").
+"""Cost of an uncapped entity hub in the diverse triple beam search (GEAR §4.2; unbounded hub degree, docs/graph_expansion.md).
 
 A synthetic graph: ``--hub`` triples share one subject entity (a hub), each with its own object; random unit
 vectors of dimension ``--dim`` stand in for the triple embeddings. Measured (median of ``--reps`` runs, ms):

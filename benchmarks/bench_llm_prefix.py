@@ -1,5 +1,5 @@
 """Prompt-prefix reuse of the embedded llama.cpp server: ``llm.server.prompt_cache`` none vs ram (docs/llm.md,
-"Prompt-prefix reuse"; issue 25 target 5).
+"Prompt-prefix reuse").
 
 Runs the real pipeline (``python -m gear_repro.cli.run``, one process per run, so each run starts its own server)
 on the first N questions of the stratified MuSiQue sample, twice per method, prompt_cache none and ram, each with a
@@ -15,7 +15,7 @@ tokens the server actually evaluated and its prompt-eval seconds (summed from it
 the server's peak resident memory (polled VmHWM), and whether every reply equals the none run's (the two reply
 caches compared key by key: same requests, same texts) and the predictions (rankings, answers) are equal.
 
-    # the measurement (issue 25): 5 questions with the local Qwen model; takes the CPU for a long time
+    # the measurement: 5 questions with the local Qwen model; takes the CPU for a long time
     python -m benchmarks.bench_llm_prefix --questions 5 --llm local --keep <empty dir> --out bench_llm_prefix.json
     # smoke check with the tiny model (answers are nonsense)
     python -m benchmarks.bench_llm_prefix --questions 1 --llm tiny --set llm.timeout_s=600

@@ -1,7 +1,7 @@
-"""Encoder precision on this CPU (issue 25 §1): ``embedder.precision`` fp32 against bf16 (``torch.autocast`` with
+"""Encoder precision on this CPU: ``embedder.precision`` fp32 against bf16 (``torch.autocast`` with
 the linear weights converted and packed once at load and mpnet's attention fused: gear_repro/embedding/bf16.py) in
 one process, on the bundled MuSiQue sample. With --variants, other bf16 executions as further rows:
-``bf16-autocast`` (the fp32 model under autocast alone, the implementation before session 9), ``bf16-eager``
+``bf16-autocast`` (the fp32 model under autocast alone, the earlier implementation), ``bf16-eager``
 (packed linears, mpnet's attention eager: sessions 9-13) and ``bf16-all`` (the whole model converted to bf16,
 packed linears, no autocast: residual stream, layer norms and pooling in bf16).
 
@@ -71,8 +71,8 @@ OPENVINO = {"openvino-fp32": "fp32", "openvino-bf16": "bf16"}  # row -> embedder
 
 
 class AutocastEmbedder(SentenceEmbedder):
-    """The fp32 model run under ``torch.autocast(cpu, bfloat16)`` alone (``embedder.precision=bf16`` before
-    session 9), under a cache key of its own."""
+    """The fp32 model run under ``torch.autocast(cpu, bfloat16)`` alone (the earlier
+    ``embedder.precision=bf16``), under a cache key of its own."""
 
     def __init__(self, model: str, **kw) -> None:
         super().__init__(model, precision="fp32", **kw)

@@ -1,4 +1,4 @@
-"""Scale benchmark of the memory backend and the triple graph on seeded synthetic corpora (issue 11 §3).
+"""Scale benchmark of the memory backend and the triple graph on seeded synthetic corpora.
 
 The paper's corpora (GEAR Table 5) cannot be downloaded here, so this script generates corpora of their sizes:
 
@@ -10,7 +10,7 @@ Text: words drawn from a Zipf(1.1) vocabulary of 100k pseudo-words; passage leng
 bundled MuSiQue sample (mean 76 words, median 65, p95 167), titles ~3 words; triples "s p o" with predicates of
 ~2 words. Each triple belongs to one passage. Entities (``--hubs``; the JSON reports median/max degree and the
 entities per triple):
-  power   (the default, and every figure before session 16) a pool of 0.95 entities per triple named by 1-4 words
+  power   (the default, and every earlier figure) a pool of 0.95 entities per triple named by 1-4 words
           of the Zipf vocabulary, the subject/object of each triple drawn from a power law over the pool
           (exponent 0.9). Names collide (a one-word name is a frequent word), so the graph has fewer, heavier
           entities than the pool: 0.35 per triple at 10% of MuSiQue size, the largest linked by 8% of the triples.

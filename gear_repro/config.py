@@ -5,11 +5,12 @@ The pattern (docs/ARCHITECTURE.md "Adding a method"): every config group option 
 with the group's schema, e.g. ``configs/agent/gear.yaml``::
 
     defaults:
-      - gear_schema      # GearAgentSchema below, stored as group "agent", name "gear_schema"
+      - /agent_gear_schema@_here_  # GearAgentSchema below, stored as "agent_gear_schema" (schema_name())
       - _self_
 
-and the plain top-level nodes (``run``, ``graph``, ``extraction``) get theirs from ``configs/config.yaml``
-(``- schema@run: run``). Hydra merges the YAML onto the schema while composing, so a misspelt key or a value
+and the plain top-level nodes (``run``, ``graph``, ``extraction``, ``report``) get theirs from
+``configs/config.yaml`` (``- /run_schema@run``). The schemas are stored at the ConfigStore's root, in no config
+group: ``gear-repro --help`` lists the groups' options, which are the user's choices, and a schema is none. Hydra merges the YAML onto the schema while composing, so a misspelt key or a value
 outside an Enum fails at composition with Hydra's own message (naming the full key), before anything runs;
 :func:`validate` then checks, through the same schemas, what composition cannot: keys added with ``+``, numeric
 ranges (:func:`~gear_repro.utils.settings.num`) and run-level rules. A new method adds a dataclass here
@@ -52,7 +53,7 @@ from gear_repro.methods.griever.retriever import GrieverSettings
 from gear_repro.methods.hipporag.phrase_graph import HippoRAGVersion, PhraseNormalisation
 from gear_repro.methods.hipporag.retriever import NoEntityFallback, TieOrder
 from gear_repro.methods.ircot import IRCoTEmptyThought, IRCoTMerge, IRCoTRetrieverKind, IRCoTThought
-from gear_repro.methods.t2rag.method import (
+from gear_repro.methods.t2rag.settings import (
     T2RAGAnswerParse,
     T2RAGDecomposeParse,
     T2RAGDecomposeRetry,
@@ -294,7 +295,7 @@ class HippoRAGSchema:
 @dataclass
 class T2RAGAgentSchema:
     """``configs/agent/t2rag.yaml`` (seed 002, §4.3, Alg. 1-2, §5.2; docs/t2rag.md). Registered in Hydra's
-    ConfigStore as ``agent/t2rag_schema`` and named first in that file's defaults list, so a misspelt key or a
+    ConfigStore as ``agent_t2rag_schema`` and named first in that file's defaults list, so a misspelt key or a
     wrong type fails at composition."""
 
     _target_: str = "gear_repro.methods.t2rag.method.T2RAGAgent"
@@ -303,20 +304,21 @@ class T2RAGAgentSchema:
     max_iterations: int = num(3, ge=1)  # N (§5.2); 1 = "single round" ablation (Table 2)
     candidate_depth: int = num(200, ge=1)  # propositions per query before the global ranking (Alg. 2)
     with_passages: bool = True  # false = "w/o chunk" ablation (Table 2)
-    reading: T2RAGReading = T2RAGReading.code  # the default of the keys below (null = the reading's value)
-    question_query: bool | None = None  # code true (question as an extra query) | paper false
-    question_query_mode: T2RAGQuestionQuery | None = None  # code substring | paper word
-    carry_fuzzy: bool | None = None  # code false (emptied) | paper true (Step 2.3)
-    resolve_without_context: bool | None = None  # code false (skipped) | paper true (Alg. 1)
-    example_propositions_chars: int | None = num(None, ge=0)  # code 1000 | paper 0 (= whole, App. E)
-    decompose_retry: T2RAGDecomposeRetry | None = None  # code simple | paper none
-    on_no_triplets: T2RAGOnNoTriplets | None = None  # code fail | paper answer
-    prompt_text: T2RAGPromptText | None = None  # code (TRAG.py's decomposition/resolve texts) | paper (App. E)
-    decompose_parse: T2RAGDecomposeParse | None = None  # code (TRAG.py:319-373) | paper lenient (our repairs)
-    query_placeholders: T2RAGQueryPlaceholders | None = None  # code (TRAG.py:466-471, 532) | paper strip
-    resolve_parse: T2RAGResolveParse | None = None  # code (TRAG.py:944-978, strict) | paper lenient (our repairs)
-    resolved_update: T2RAGResolvedUpdate | None = None  # code (TRAG.py:1231) | paper reclassify (by its '?')
-    proposition_passage: T2RAGPropositionPassage | None = None  # code (TRAG.py:196-210, last) | paper own
+    reading: T2RAGReading = T2RAGReading.code  # which preset set the keys below (a label: t2rag | t2rag_paper)
+    # the paper-vs-code keys: each preset gives all of them (code: t2rag.yaml, paper: t2rag_paper.yaml)
+    question_query: bool = MISSING  # code true (question as an extra query) | paper false
+    question_query_mode: T2RAGQuestionQuery = MISSING  # code substring | paper word
+    carry_fuzzy: bool = MISSING  # code false (emptied) | paper true (Step 2.3)
+    resolve_without_context: bool = MISSING  # code false (skipped) | paper true (Alg. 1)
+    example_propositions_chars: int = num(MISSING, ge=0)  # code 1000 | paper 0 (= whole, App. E)
+    decompose_retry: T2RAGDecomposeRetry = MISSING  # code simple | paper none
+    on_no_triplets: T2RAGOnNoTriplets = MISSING  # code fail | paper answer
+    prompt_text: T2RAGPromptText = MISSING  # code (TRAG.py's decomposition/resolve texts) | paper (App. E)
+    decompose_parse: T2RAGDecomposeParse = MISSING  # code (TRAG.py:319-373) | paper lenient (our repairs)
+    query_placeholders: T2RAGQueryPlaceholders = MISSING  # code (TRAG.py:466-471, 532) | paper strip
+    resolve_parse: T2RAGResolveParse = MISSING  # code (TRAG.py:944-978, strict) | paper lenient (our repairs)
+    resolved_update: T2RAGResolvedUpdate = MISSING  # code (TRAG.py:1231) | paper reclassify (by its '?')
+    proposition_passage: T2RAGPropositionPassage = MISSING  # code (TRAG.py:196-210, last) | paper own
     fuzzy_match: T2RAGFuzzyMatch = T2RAGFuzzyMatch.placeholder
     stall_stop: bool = True  # stop when nothing is searchable, retrieved or new (stop = "stalled")
     answer: bool = True  # T²RAG's own answer (Step 3); false = qa_reader answers
@@ -472,19 +474,26 @@ GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "dataset": {"dataset_schema": DatasetSchema},
     "qa_reader": {"qa_reader_schema": QAReaderSchema},
 }
-# plain top-level nodes: configs/config.yaml puts schema/<name> at package <name>
+# plain top-level nodes: configs/config.yaml puts <name>_schema at package <name>
 NODE_SCHEMAS: dict[str, type] = {"run": RunSchema, "graph": GraphSchema, "extraction": ExtractionSchema,
                                  "report": ReportSchema}
 
 
+def schema_name(group: str, name: str) -> str:
+    """The ConfigStore name of a group's schema, which its options name as ``/<that>@_here_``: ``llm_schema`` for
+    the llm group's ``llm_schema``, ``agent_gear_schema`` for the agent group's ``gear_schema``."""
+    return name if name == f"{group}_schema" else f"{group}_{name}"
+
+
 def register_configs() -> None:
-    """Store every schema in Hydra's ConfigStore (idempotent; called on import of this module)."""
+    """Store every schema in Hydra's ConfigStore (idempotent; called on import of this module), at its root: a
+    schema in a config group would be listed by ``gear-repro --help`` among that group's options."""
     cs = ConfigStore.instance()
     for group, schemas in GROUP_SCHEMAS.items():
         for name, node in schemas.items():
-            cs.store(group=group, name=name, node=node)
+            cs.store(name=schema_name(group, name), node=node)
     for name, node in NODE_SCHEMAS.items():
-        cs.store(group="schema", name=name, node=node)
+        cs.store(name=f"{name}_schema", node=node)
 
 
 def group_config(group: str, option: str, overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:

@@ -1,4 +1,4 @@
-"""Compare the rankings of two run dirs question by question (refactor checks, issue 13).
+"""Compare the rankings of two run dirs question by question (refactor checks).
 
     python scripts/compare_rankings.py RUN_A RUN_B [RUN_A2 RUN_B2 ...]
     python scripts/compare_rankings.py --refuse RUN [RUN ...]

@@ -1,4 +1,4 @@
-"""GEAR rankings with a deterministic stand-in LLM, for before/after comparisons of refactors (issue 13).
+"""GEAR rankings with a deterministic stand-in LLM, for before/after comparisons of refactors.
 
 The stand-in answers every reader/gist prompt with the dataset's own first two triples of the first three
 passages shown in the prompt (so replies depend on which passages, in which order, a step reads), says

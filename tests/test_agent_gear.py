@@ -97,7 +97,7 @@ STOP_AT_2 = {"read": READ, ("gist", 1): GIST_1, ("gist", 2): GIST_2, ("reason", 
 
 @pytest.mark.slow
 def test_later_rounds_follow_the_pseudocode_by_default(slice_env):
-    """Issue 9 §5: from round 2 the SyncGE reader sees G(n-1), beams are scored against q, the gist read takes
+    """From round 2 the SyncGE reader sees G(n-1), beams are scored against q, the gist read takes
     the expanded passages (gear-rag.github.io pseudocode_examples/gear.py)."""
     _, res, agent = build(slice_env, STOP_AT_2)
     assert (agent.reader_memory, agent.query_for_beam, agent.gist_docs) == (True, "original", "expanded")
@@ -192,7 +192,7 @@ def test_round_rankings_and_carry_forward(slice_env):
     m = aggregate([pred], [5, 10, 15], max_rounds=4)
     assert m["recall@15_by_round"] == vals and m["rounds_mean"] == 2
     errored = {"id": "x", "gold_ids": q.gold_ids, "rankings": {"final": []}, "error": "LLMCallError: down"}
-    assert aggregate([pred, errored], [5, 10, 15], max_rounds=4)["rounds_mean"] == 2  # not (2 + 1) / 2, s22 probe 9
+    assert aggregate([pred, errored], [5, 10, 15], max_rounds=4)["rounds_mean"] == 2  # not (2 + 1) / 2: an errored record has no rounds
 
 
 @pytest.mark.slow

@@ -128,11 +128,11 @@ def test_t2rag_read_by_the_k3_reader_is_its_own_row_outside_t2rag_claims(compose
 
 
 @pytest.mark.parametrize(("override", "label"), [
-    ("agent.k=10", "T2RAG (k = 10)"), ("agent.reading=paper", "T2RAG (reading: paper)"),
+    ("agent.k=10", "T2RAG (k = 10)"), ("agent=t2rag_paper", "T2RAG (reading: paper)"),
     ("agent.answer_parse=reader", "T2RAG (reader answer parse)"), ("agent.carry_fuzzy=true", "T2RAG (carry_fuzzy True)"),
     ("agent.stall_stop=false", "T2RAG (no stall stop)")])
 def test_a_t2rag_variant_is_never_beside_the_papers_cell_nor_in_its_claims(compose, tmp_path, override, label) -> None:
-    """s21 probe: T²RAG's hooks declared no paper settings, so `experiment=t2rag_table1 agent.k=10` (§5.2: k = 5) sat
+    """T²RAG's hooks declared no paper settings, so `experiment=t2rag_table1 agent.k=10` (§5.2: k = 5) sat
     as "T2RAG" beside T²RAG Table 1's GPT-4o-mini EM/F1 and stood for T²RAG in its claims; the paper's reading keeps
     its row (a key set to its reading's own value is no variant)."""
     claim = next(c for c in load_claims() if c["id"] == "t2rag_gt_standard_rag")
@@ -163,7 +163,7 @@ def test_griever_table4_ircot_rows_fill_their_own_claim(compose, tmp_path) -> No
 
 
 def test_em_f1_of_another_qa_read_are_not_table_3s_row(compose, tmp_path) -> None:
-    """Session 20 probe 1.3: EM/F1 of a run whose K.3 reader read 1 passage, or the k = 10 pass (run.ks without 5),
+    """EM/F1 of a run whose K.3 reader read 1 passage, or the k = 10 pass (run.ks without 5),
     stood beside Table 3's "QA top-5 passages" number."""
     base = ["experiment=table3_qa", "agent=single"]
     paper = run_of(compose, base, tmp_path / "p")
@@ -186,7 +186,7 @@ def test_em_f1_of_another_qa_read_are_not_table_3s_row(compose, tmp_path) -> Non
 
 
 def test_two_papers_tables_of_one_name_are_two_blocks(compose, tmp_path) -> None:
-    """Session 20 probe §5: GEAR's Table 2 recall and GRIEVER's Table 2 EM/F1 shared one "Table 2" block."""
+    """GEAR's Table 2 recall and GRIEVER's Table 2 EM/F1 shared one "Table 2" block."""
     gear_bm25 = run_of(compose, ["retriever=bm25"], tmp_path / "b")
     griever_qa = run_of(compose, ["experiment=griever_table2_qa", "retriever=bm25", "qa=true"], tmp_path / "g")
     long = long_table([gear_bm25, griever_qa])
@@ -210,7 +210,7 @@ def test_qa_pass_note_is_read_from_a_question_that_did_not_error(compose, tmp_pa
 
 
 def test_a_claims_own_axis_is_the_only_setting_its_runs_may_differ_in(compose, tmp_path) -> None:
-    """s21 probe: diversity_helps named no paper_row, so "w/ diversity" (exact scorer) paired with "w/o diversity (fast
+    """diversity_helps named no paper_row, so "w/ diversity" (exact scorer) paired with "w/o diversity (fast
     scorer)" (or γ 5, 3 neighbours) and the scorer's effect was scored as diversity's beside Table 4's Δ; recall grows
     with rounds and GEAR + GRIEVER took any GEAR variant. `paper_row: [keys]` admits only the claim's own axis."""
     claims = {c["id"]: c for c in load_claims()}
@@ -237,7 +237,7 @@ def test_a_claims_own_axis_is_the_only_setting_its_runs_may_differ_in(compose, t
     (["agent.demo_files.MuSiQue=2wikimultihopqa"], "IRCoT (BM25; 2wikimultihopqa demonstrations)"),
     (["dataset=2wiki_sample"], "IRCoT (BM25)")])
 def test_ircot_with_another_datasets_demonstrations_is_not_the_papers_row(compose, tmp_path, overrides, label) -> None:
-    """s21 probe: `agent.demos=hotpotqa` on MuSiQue (HotpotQA's demonstrations) sat as "IRCoT (BM25)" beside Table 2's
+    """`agent.demos=hotpotqa` on MuSiQue (HotpotQA's demonstrations) sat as "IRCoT (BM25)" beside Table 2's
     IRCoT cell; the dataset's own demonstrations are a paper setting."""
     run = run_of(compose, ["experiment=table2_baselines", "agent=ircot", *overrides], tmp_path)
     assert run.method == label and run.is_paper_row == (label == "IRCoT (BM25)")

@@ -287,7 +287,7 @@ def test_exact_path_cache_on_disk(graph, tmp_path, monkeypatch):
 
 
 def test_hub_default_is_uncapped_and_relevance_picks_over_all_neighbours():
-    """Issue 9 §5 / §4.2: all triples sharing an entity are neighbours (no corpus-order cap by default); the
+    """§4.2: all triples sharing an entity are neighbours (no corpus-order cap by default); the
     beam narrows a hub by relevance to q, so the most relevant neighbour is kept wherever it sits."""
     n = 1500
     hub = [Triple("seed", "Seed", "r", "Hub", "P0")]
@@ -328,7 +328,7 @@ def test_fusion_order_default_in_configs(compose):
 
 
 def test_k_dependence_and_vector_needs_come_from_classes(compose):
-    """Issue 9 §5: derived from the classes the config names, not from display names."""
+    """Derived from the classes the config names, not from display names."""
     from gear_repro.methods.gear.expansion import NaiveGE, NoExpansion
     from gear_repro.methods.single import SingleStep
     from gear_repro.pipeline.resources import Resources

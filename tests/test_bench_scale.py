@@ -1,4 +1,4 @@
-"""benchmarks/bench_scale.py (issue 11 §3) on a tiny synthetic corpus: sizes, the memory figures, the table."""
+"""benchmarks/bench_scale.py on a tiny synthetic corpus: sizes, the memory figures, the table."""
 
 import json
 import subprocess

@@ -1,4 +1,4 @@
-"""Document chunking in gear-repro-prepare (issue 11 §3)."""
+"""Document chunking in gear-repro-prepare."""
 
 from __future__ import annotations
 

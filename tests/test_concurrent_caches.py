@@ -1,4 +1,4 @@
-"""Several processes building the same cached artifact at once (hydra/launcher=joblib sweeps, issue 11 §4)."""
+"""Several processes building the same cached artifact at once (hydra/launcher=joblib sweeps)."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def test_llm_cache_mode_auto_follows_the_file_system(tmp_path):
 def test_damaged_cache_entries_are_rebuilt_and_named(tmp_path, caplog):
     """A truncated embedding file, a BM25 index missing a file and a torn HippoRAG graph failed every question at
     each re-run; each is now named in a warning, removed and rebuilt to the same values. A damaged reply cache (it
-    holds paid replies) is kept and named with the way out (session 19 probe 4.2)."""
+    holds paid replies) is kept and named with the way out."""
     import numpy as np
     import pytest
 

@@ -168,7 +168,7 @@ def test_table4_label_follows_beam_diversity(overrides, label):
     ("table4_diversity", ["beam.scorer=fast"], "w/ diversity (fast scorer)"),
     ("table9_beam_rounds", ["beam.length=4"], "GEAR"),
     ("table9_beam_rounds", ["agent.passage_link=false"], "GEAR (no passageLink)"),
-    # s21 probe: one base k for every rank is not Table 4's matched-k protocol; GEAR's rounds take agent.base_k anyway
+    # one base k for every rank is not Table 4's matched-k protocol; GEAR's rounds take agent.base_k anyway
     ("table4_diversity", ["run.matched_k=false"], "w/ diversity (base k = 15)"),
     ("table4_diversity", ["beam=no_diversity", "run.matched_k=false", "run.base_k=20"], "w/o diversity (base k = 20)"),
     ("table9_beam_rounds", ["run.matched_k=false"], "GEAR"),
@@ -176,7 +176,7 @@ def test_table4_label_follows_beam_diversity(overrides, label):
 def test_a_preset_row_on_another_base_is_not_the_papers_row(preset, overrides, label):
     """Probe 1.7: BM25 + NaiveGE under table4_diversity was "w/ diversity" beside the paper's Hybrid + SyncGE cell,
     GEAR on BM25 without SyncGE was "GEAR" in Table 9; a preset row with another beam scorer or without passageLink
-    kept the preset's name beside the paper's cell (review of session 20)."""
+    kept the preset's name beside the paper's cell."""
     from gear_repro.reporting.paper import paper_value
     from gear_repro.reporting.runs import RunResult
 
@@ -187,3 +187,19 @@ def test_a_preset_row_on_another_base_is_not_the_papers_row(preset, overrides, l
         "Table 9", "beam length 2, max iterations 4")
     off_paper = any(not o.startswith(("beam=", "beam.length=")) for o in overrides) and label != "GEAR"
     assert (paper_value(table, run.method, "MuSiQue", "R@5", setting=setting) is None) == off_paper
+
+
+def test_help_lists_only_the_users_choices(tmp_path: Path) -> None:
+    """`gear-repro --help` listed the schemas among the choices (`agent: gear, gear_schema, ...`, 21 of them, and a
+    `schema: extraction, graph, report, run` group): the schemas now sit at the ConfigStore's root, in no group,
+    and still type every option (a wrong choice and a misspelt key fail, above)."""
+    from tests.helpers.cli import run_cli
+
+    proc = run_cli(["--help"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    groups = proc.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
+    lines = dict(line.split(": ", 1) for line in groups.splitlines() if ": " in line)
+    assert "_schema" not in proc.stdout and "schema" not in lines
+    assert lines["agent"] == "gear, hipporag, hipporag_ircot, ircot, single, t2rag, t2rag_paper"
+    assert lines["llm"] == "local, openai, openai_compatible, tiny"
+    assert set(lines) == {*C.GROUP_SCHEMAS, "experiment"}

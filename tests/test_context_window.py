@@ -1,4 +1,4 @@
-"""Prompts fitted to ``llm.context_window`` (issue 22): the lowest-ranked passages are dropped and counted, and a
+"""Prompts fitted to ``llm.context_window``: the lowest-ranked passages are dropped and counted, and a
 prompt that does not fit without passages is refused at start-up. Stand-ins only (no model)."""
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def test_dropped_passages_summed_in_metrics() -> None:
 
 def test_single_step_syncge_counts_its_unparsed_reads(toy_dir, tmp_path, compose) -> None:
     """Single-step SyncGE kept its reader's counters one level below where agent_stats and the run's warning read
-    them: a run whose every K.2 read failed was plain hybrid, silently (session 19 probe 1.1)."""
+    them: a run whose every K.2 read failed was plain hybrid, silently."""
     from gear_repro.config import validate
     from gear_repro.pipeline.resources import Resources
     from gear_repro.pipeline.runner import Runner

@@ -276,7 +276,7 @@ def test_2wiki_answer_aliases_from_id_aliases_file(tmp_path: Path) -> None:
     from gear_repro.evaluation.metrics import f1_score
 
     assert f1_score("American", conv.questions[0].answers, "2wiki") == 1.0
-    # a string answer_aliases is one alias with the alias file too, never its letters (s20 probe 1.7: the alias "i"
+    # a string answer_aliases is one alias with the alias file too, never its letters (the alias "i"
     # gave "World War I" F1 0.5)
     _write(qfile, [recs[0] | {"answer_aliases": "Single Alias"}])
     answers = FORMATS["2wiki"](qfile).questions[0].answers
@@ -285,7 +285,7 @@ def test_2wiki_answer_aliases_from_id_aliases_file(tmp_path: Path) -> None:
 
 
 def test_a_string_in_the_alias_file_is_one_alias_not_its_letters(tmp_path: Path) -> None:
-    """s21 probe: id_aliases.json with ``"aliases": "NYC"`` gave the answers "N", "Y", "C" (list() of a string), so
+    """id_aliases.json with ``"aliases": "NYC"`` gave the answers "N", "Y", "C" (list() of a string), so
     a one-letter reply scored EM 1; an object there is an error naming the record."""
     recs = [{"_id": "w1", "type": "compositional", "question": "Where?", "answer": "New York", "answer_id": "Q60",
              "context": [["P", ["P is in New York."]]], "supporting_facts": [["P", 0]]}]
@@ -300,7 +300,7 @@ def test_a_string_in_the_alias_file_is_one_alias_not_its_letters(tmp_path: Path)
 
 def test_a_title_twice_in_one_context_takes_the_paragraph_with_the_supporting_sentence(tmp_path, caplog):
     """HotpotQA/2Wiki supporting facts name a title and a sentence index; when two context paragraphs share the
-    title, the gold one is the paragraph that has that sentence, and the conversion says so (session 18 probe 1.9)."""
+    title, the gold one is the paragraph that has that sentence, and the conversion says so."""
     import json
 
     rec = {"_id": "q1", "question": "Where?", "answer": "Amiens", "type": "bridge",
@@ -318,7 +318,7 @@ def test_a_title_twice_in_one_context_takes_the_paragraph_with_the_supporting_se
 
 def test_answers_are_texts_numbers_as_written_and_other_kinds_refused(tmp_path: Path) -> None:
     """A float-written number is scored as "35", not "35.0" (EM 0); a SQuAD-style, nested or bool alias names the
-    record instead of becoming its Python text (session 19 probe 1.3)."""
+    record instead of becoming its Python text."""
     import json
 
     from gear_repro.utils.errors import DataError
@@ -347,7 +347,7 @@ def test_a_blank_question_is_refused_by_prepare_as_by_the_run(tmp_path: Path) ->
         FORMATS["hotpotqa"](path)
 
 
-# --------------------------------------------------------------------------- the source dataset (s20 probe 1.4)
+# --------------------------------------------------------------------------- the source dataset
 
 HP_REC = {"_id": "h1", "question": "Where?", "answer": "Amiens", "type": "bridge", "level": "easy",
           "context": [["Alu", ["Alu is near Amiens."]], ["Other", ["Unrelated."]]], "supporting_facts": [["Alu", 0]]}
@@ -405,7 +405,7 @@ def test_a_record_of_the_other_dataset_is_refused(tmp_path: Path, fmt: str, ok: 
         FORMATS[fmt](qfile, corpus=corpus, dataset=dataset)
 
 
-# --------------------------------------------------------------------------- MuSiQue-Full (s20 probe 1.5)
+# --------------------------------------------------------------------------- MuSiQue-Full
 
 def test_unanswerable_musique_records_are_dropped_or_kept_unscored(tmp_path: Path, capsys) -> None:
     """MuSiQue-Full's `answerable: false` twin was converted as answerable: scored EM 1 against the original answer,
@@ -446,7 +446,7 @@ def test_unanswerable_musique_records_are_dropped_or_kept_unscored(tmp_path: Pat
         FORMATS["musique"](_write(tmp_path / "u.jsonl", [twin], jsonl=True))
 
 
-# --------------------------------------------------------------------------- Unicode forms (s20 probe 1.6)
+# --------------------------------------------------------------------------- Unicode forms
 
 def test_text_in_another_unicode_form_is_written_in_nfc_and_counted(tmp_path: Path, capsys) -> None:
     """A corpus in NFD (macOS files, some extractions) beside NFC questions lost BM25 recall: its tokenizer splits
@@ -482,7 +482,7 @@ def test_text_in_another_unicode_form_is_written_in_nfc_and_counted(tmp_path: Pa
 
 def test_openie_triples_are_written_in_nfc(tmp_path: Path) -> None:
     """An NFD triple part ("Jime\u0301nez") is another entity of the triple graph and another BM25 word than the NFC
-    passages prepare writes: imported triples are NFC too, and counted (review of session 20)."""
+    passages prepare writes: imported triples are NFC too, and counted."""
     passages = [Passage("p0", "Jiménez", "Jiménez was born in Spain.")]
     nfd = "Jime\u0301nez"
     data = {"docs": [{"passage": f"{nfd}\n{nfd} was born in Spain.",

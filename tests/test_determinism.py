@@ -1,4 +1,4 @@
-"""Issue 9 §1: a text's vector and a question's ranking do not depend on what else was encoded or retrieved
+"""A text's vector and a question's ranking do not depend on what else was encoded or retrieved
 in the same call (alone, in a sweep, after a resume)."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ PATHS = ["Marie Curie won Nobel Prize in Physics Marie Curie born in Warsaw",
 @pytest.mark.slow
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_path_vectors_in_fixed_shape_batches_do_not_depend_on_the_batch(embedder, precision) -> None:
-    """Issue 25: the exact scorer's batched path vectors (``encode_fixed``) are bit-identical whether a path is
+    """The exact scorer's batched path vectors (``encode_fixed``) are bit-identical whether a path is
     encoded alone, with others, in another order or position, or with other batch companions."""
     from gear_repro.embedding import SentenceEmbedder
     from gear_repro.embedding.precision import native_bf16

@@ -1,4 +1,4 @@
-"""embedder.backend (issue 11 §2): choices are checked and the embedding cache key includes the back-end."""
+"""embedder.backend: choices are checked and the embedding cache key includes the back-end."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_lossy_int8_backend_warns(caplog):
 
 def test_openvino_backend_keys_its_precision():
     """OpenVINO's own default precision is bf16 on a CPU with native bf16: its key names the precision that runs,
-    so vectors of an explicit f32 and of bf16 never share a cache entry (nor those of runs before session 21)."""
+    so vectors of an explicit f32 and of bf16 never share a cache entry (nor those of older runs, keyed without the precision)."""
     ids = {p: SentenceEmbedder("all-MiniLM-L6-v2", backend="openvino", precision=p).model_id for p in ("fp32", "bf16")}
     assert ids["fp32"] != ids["bf16"]
     assert ids["fp32"] != hash_obj({"model": "all-MiniLM-L6-v2", "normalize": True, "max_seq_length": None,
@@ -61,7 +61,7 @@ def test_openvino_runs_the_precision_asked_for():
 
 
 def test_two_model_folders_of_one_name_never_share_an_export(monkeypatch, tmp_path):
-    """s21 probe: the ONNX export was keyed by the folder's name, and the bundled MiniLM's folder is named ``model``:
+    """the ONNX export was keyed by the folder's name, and the bundled MiniLM's folder is named ``model``:
     ``embedder.model=.../finetuned/model embedder.backend=onnx`` ran MiniLM's graph (cosine 1.0 to it, 0.05 to its
     own torch vectors) under the fine-tuned model's cache key; a model retrained in place kept its old graph."""
     from pathlib import Path

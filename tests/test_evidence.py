@@ -383,7 +383,7 @@ def test_report_stem_is_a_name_not_a_path(runs: Path, tmp_path: Path, capsys):
 
 def test_a_rank_the_run_did_not_evaluate_has_no_value(tmp_path: Path):
     """A run with run.ks=[5] keeps 5 passages per question: its "R@15" would be its R@5 under another name, so it has
-    no R@15 in the claims (or Table 12 / Fig. 3), while its R@5 pairs as usual (session 18 hostile probe 1.1)."""
+    no R@15 in the claims (or Table 12 / Fig. 3), while its R@5 pairs as usual."""
     from gear_repro.reporting.evidence import values
 
     root = tmp_path / "runs"
@@ -416,8 +416,8 @@ def role(cfg: dict, claim: str, side: str = "a") -> bool:
 
 
 def test_ablations_and_variants_are_named_and_never_take_the_papers_row():
-    """A row sits beside a paper's number only when its label is the paper's method; a variant names what differs
-    (session 18 hostile probe 1.4, 1.6, 1.7), and the claims' roles pin the same settings."""
+    """A row sits beside a paper's number only when its label is the paper's method; a variant names what differs,
+    and the claims' roles pin the same settings."""
     gear, single = "gear_repro.methods.gear.agent.GearAgent", "gear_repro.methods.single.SingleStep"
     t2rag, ircot = "gear_repro.methods.t2rag.method.T2RAGAgent", "gear_repro.methods.ircot.IRCoTAgent"
     hippo = "gear_repro.methods.hipporag.method.HippoRAGMethod"
@@ -458,7 +458,7 @@ def test_ablations_and_variants_are_named_and_never_take_the_papers_row():
                     "gear_gt_hipporag_ircot", "b")
     assert not role({**hybrid, "agent": {"_target_": single}, "expansion": {"_target_": EXPANSIONS["sync"]},
                      "run": {"matched_k": False}}, "gear_gt_hybrid_syncge", "b")
-    # GEAR variants beyond base / expansion / beam length (session 19 probe 1.8): named, and never the paper's GEAR
+    # GEAR variants beyond base / expansion / beam length: named, and never the paper's GEAR
     paper_gear = {"retriever": {"_target_": CLASSES["hybrid"], "name": "hybrid"},
                   "agent": {"_target_": gear, "max_rounds": 4, "passage_link": True},
                   "expansion": {"_target_": EXPANSIONS["sync"]}, "beam": {"length": 2, "diversity": True},
@@ -471,7 +471,7 @@ def test_ablations_and_variants_are_named_and_never_take_the_papers_row():
         node, key, value = change
         variant = {**paper_gear, node: {**paper_gear[node], key: value}}
         assert _labelled(variant) == label and not role(variant, "gear_gt_hybrid_syncge"), label
-    # the paper's rounds are the dataset's (MuSiQue 4), not the run's dataset.max_rounds (session 20 probe 1.1: the
+    # the paper's rounds are the dataset's (MuSiQue 4), not the run's dataset.max_rounds (the
     # demo's dataset.max_rounds=2 made a 2-round GEAR "GEAR")
     two = {**paper_gear, "agent": {**paper_gear["agent"], "max_rounds": 2},
            "dataset": {**paper_gear["dataset"], "max_rounds": 2}}
@@ -509,7 +509,7 @@ def test_ablations_and_variants_are_named_and_never_take_the_papers_row():
     ("expansion", {"k_rrf": 60, "fusion_order": "base_first", "max_proximal": None}, "Hybrid + SyncGE"),
 ])
 def test_a_reading_of_alg1_or_eq3_names_its_row(node, settings, label):
-    """s21 probe: Alg. 1's dead-end / exists / neighbour-selection readings, Eq. 3's RRF constant and list order and
+    """Alg. 1's dead-end / exists / neighbour-selection readings, Eq. 3's RRF constant and list order and
     SyncGE's reader switches (docs/readings.md) kept "Hybrid + SyncGE" beside Table 2's cell and its claims."""
     from gear_repro.reporting.runs import RunResult
 
@@ -633,7 +633,7 @@ def test_bm25_text_analysis_other_than_elasticsearchs_default_names_the_row(agen
 ])
 def test_em_f1_by_another_datasets_answer_script_leave_the_papers_cell(agent, qa, metric, note):
     """dataset.answer_metric=hotpotqa on MuSiQue scored EM/F1 with HotpotQA's script (its F1 differs on empty and
-    yes/no answers) and the run's EM/F1 sat beside Table 3's MuSiQue cell as the paper's row (s22 probe, low)."""
+    yes/no answers) and the run's EM/F1 sat beside Table 3's MuSiQue cell as the paper's row."""
     from gear_repro.reporting.runs import RunResult
 
     cfg = {"agent": {"_target_": agent}, "qa": qa, "dataset": {"paper_name": "MuSiQue", "answer_metric": metric},
@@ -662,8 +662,8 @@ def test_every_neighbour_is_a_variant_however_it_is_spelt():
 
 
 def test_any_evaluated_rank_gets_its_column(tmp_path: Path):
-    """run.ks=[3, 20]: R@3 and R@20 are tabulated (no paper number), not dropped, and the report does not fail
-    (session 18 hostile probe 4.1: KeyError 'table', and R@20 dropped beside other runs)."""
+    """run.ks=[3, 20]: R@3 and R@20 are tabulated (no paper number), not dropped, and the report does not fail (it raised KeyError 'table',
+    and R@20 was dropped beside other runs)."""
     root = tmp_path / "runs"
     odd = make_run(root, "odd", "bm25", "none", BASE)
     cfg = json.loads((odd / "config.yaml").read_text())
@@ -684,7 +684,7 @@ def test_any_evaluated_rank_gets_its_column(tmp_path: Path):
 def test_errored_questions_never_decide_a_claim(tmp_path: Path) -> None:
     """A run whose questions failed (a dead endpoint) was "contradicted" on recall and "held" on tokens (its failed
     calls cost 0); errored questions now leave the pair, a pair with nothing left is refused, and the cost table
-    counts them apart (session 19 probe 1.3)."""
+    counts them apart."""
     from gear_repro.reporting.cost import cost_table
 
     root = tmp_path / "runs"
@@ -710,8 +710,7 @@ def test_errored_questions_never_decide_a_claim(tmp_path: Path) -> None:
 
 
 def test_baseline_and_gear_settings_beyond_the_loop_are_named():
-    """IRCoT's passage layout and demonstrations and GEAR's gist/query settings are part of the paper's row (review of
-    session 20): a HippoRAG w/ IRCoT run with IRCoT's "Wikipedia Title: " layout on MuSiQue, or GEAR with the
+    """IRCoT's passage layout and demonstrations and GEAR's gist/query settings are part of the paper's row: a HippoRAG w/ IRCoT run with IRCoT's "Wikipedia Title: " layout on MuSiQue, or GEAR with the
     earlier gist cap of 10, kept the paper's label and stood for it in claims."""
     ircot = "gear_repro.methods.ircot.IRCoTAgent"
     musique = {"paper_name": "MuSiQue", "name": "musique_sample", "max_rounds": 4}
@@ -742,7 +741,7 @@ def test_baseline_and_gear_settings_beyond_the_loop_are_named():
 
 
 def test_an_embedder_a_bm25_run_never_used_does_not_keep_it_from_pairing(tmp_path: Path) -> None:
-    """s21 probe: a BM25 run builds an embedder object that encodes nothing (run.json describes it), so "NaiveGE >
+    """a BM25 run builds an embedder object that encodes nothing (run.json describes it), so "NaiveGE >
     BM25" found no pair when the BM25 run kept the default embedder (mpnet) and NaiveGE ran MiniLM; two runs that both
     embed still pair only on one embedder, and a BM25 run's tag names no embedder setting."""
     root = tmp_path / "runs"
@@ -766,7 +765,7 @@ def test_an_embedder_a_bm25_run_never_used_does_not_keep_it_from_pairing(tmp_pat
 
 
 def test_a_row_tag_names_settings_that_change_numbers_not_timeouts(tmp_path: Path) -> None:
-    """s21 probe: two IRCoT runs on two LLMs that also differed in llm.timeout_s/backoff were tagged
+    """two IRCoT runs on two LLMs that also differed in llm.timeout_s/backoff were tagged
     "[dataset.limit=2, llm.backoff_base_s=0.01, llm.backoff_max_s=0.02, ...]": the model hid behind "..."; settings the
     resume fingerprint leaves out (they change no number) are never a tag."""
     from gear_repro.reporting.runs import tag_runs
@@ -848,7 +847,7 @@ def test_a_lossy_encoder_is_never_the_papers_row():
                                             ("Gemini-2.5-flash", (7.9, 10.7))])
 def test_a_cell_the_paper_gives_under_several_settings_needs_one_named(tmp_path: Path, setting, paper):
     """``report.qa_paper=T2RAG report.qa_paper_table='Table 1'`` without ``report.qa_setting`` put T²RAG Table 1's first
-    row, Gemini-2.5-flash's BM25 7.9 / 10.7, beside the run as "the paper" (s22 probe b §1); GPT-4o-mini's is 15.3 / 21.1.
+    row, Gemini-2.5-flash's BM25 7.9 / 10.7, beside the run as "the paper"; GPT-4o-mini's is 15.3 / 21.1.
     Any of several settings is none of them: no number, and a note naming them."""
     run = make_run(tmp_path / "runs", "bm25_qa", "bm25", "none", [1, 2], answers_right=[True, False])
     cfg = json.loads((run / "config.yaml").read_text())
@@ -869,7 +868,7 @@ def test_a_cell_the_paper_gives_under_several_settings_needs_one_named(tmp_path:
 def test_gold_passages_missing_from_the_corpus_are_noted_by_the_report(tmp_path: Path) -> None:
     """The bundled 2Wiki sample (2wiki_hipporag) has 75 of 737 gold references outside its corpus: recall counts them as
     misses (HippoRAG's rule), so its rows sit below the paper's with a ceiling under 100; only run.log said so at load
-    time, the report did not (s22 probe b §4)."""
+    time, the report did not."""
     run = make_run(tmp_path / "runs", "bm25", "bm25", "none", [1, 2])
     (run / "run.json").write_text(json.dumps({"data_warnings": {"gold_not_in_corpus": 75}}))
     clean = make_run(tmp_path / "runs", "bm25_all", "bm25", "none", [1, 2])
@@ -881,7 +880,7 @@ def test_gold_passages_missing_from_the_corpus_are_noted_by_the_report(tmp_path:
 def test_a_run_resumed_after_a_code_change_is_named_by_the_report(compose, toy_dir: Path, tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The resume fingerprint leaves code out, and run.json kept only the last start's commit: a run resumed after a
-    method change (a `git pull` between two halves) mixed two methods' records in one row, silently (s22 probe b §5)."""
+    method change (a `git pull` between two halves) mixed two methods' records in one row, silently."""
     from gear_repro.pipeline import resume
     from gear_repro.pipeline.runner import Runner
 
@@ -899,3 +898,25 @@ def test_a_run_resumed_after_a_code_change_is_named_by_the_report(compose, toy_d
                     "dataset.limit=3", "run.resume=false"]), run).run()  # a fresh start forgets the old ones
     assert [h["finished_before"] for h in json.loads((run / "run.json").read_text())["code_history"]] == [0]
     assert not any("code versions" in n for n in find_runs([run])[0].notes)
+
+
+def test_the_report_takes_the_flags_run_json_records_not_todays_classes(tmp_path: Path) -> None:
+    """The report re-imported each run's classes by ``_target_`` to learn k_dependent / needs_vectors, so a class
+    moved or changed since the run changed how yesterday's run was read; run.json's ``report_flags`` (the runner's)
+    now decide, and the import is the fallback of runs written before them."""
+    from gear_repro.reporting.figures import _is_figure2_reference
+    from gear_repro.reporting.runs import find_runs
+
+    root = tmp_path / "runs"
+    flagged = make_run(root, "flagged", "bm25", "sync", BASE)  # its agent's _target_ names no class that exists
+    (flagged / "run.json").write_text(json.dumps({"report_flags": {
+        "k_dependent": False, "needs_vectors": False, "figure2_reference": False}}))
+    old = make_run(root, "old", "bm25", "sync", BASE)
+    (old / "run.json").write_text(json.dumps({"method": {"name": "single"}}))
+    runs = {Path(r.path).name: r for r in find_runs([root])}
+    assert (runs["flagged"].k_dependent, runs["flagged"].needs_vectors) == (False, False)
+    assert not _is_figure2_reference(runs["flagged"])
+    # no flags: the classes decide (an agent class that cannot be imported counts as k-dependent and embedding;
+    # the SyncGE expansion of a single-step config is Fig. 2's reference)
+    assert (runs["old"].k_dependent, runs["old"].needs_vectors) == (True, True)
+    assert _is_figure2_reference(runs["old"])

@@ -151,7 +151,7 @@ def test_failed_calls_are_counted_and_retried_next_run(sample, tmp_path: Path) -
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_output_in_passage_order_whatever_the_workers(sample, tmp_path: Path, seed: int) -> None:
-    """Issue 9 §1: 4 workers with random delays write the same files, byte for byte, as one worker."""
+    """4 workers with random delays write the same files, byte for byte, as one worker."""
     passages, _ = sample
     extract_triples(passages, ExtractionLLM(passages), tmp_path / "one", progress=False)
     extract_triples(passages, ExtractionLLM(passages, seed=seed, concurrency=4), tmp_path / "four", progress=False)
@@ -161,7 +161,7 @@ def test_output_in_passage_order_whatever_the_workers(sample, tmp_path: Path, se
 
 
 def test_failed_calls_give_one_error(sample, tmp_path: Path) -> None:
-    """Issue 9 §2: stage=extract with failed calls must fail, with one message naming the cause."""
+    """stage=extract with failed calls must fail, with one message naming the cause."""
     from gear_repro.extraction import extraction_error
 
     passages, _ = sample
@@ -175,7 +175,7 @@ def test_failed_calls_give_one_error(sample, tmp_path: Path) -> None:
 
 def test_an_extraction_without_a_single_triple_is_an_error(sample, tmp_path: Path, caplog) -> None:
     """Every reply unparsable (a wrong model or setting): a warning names the failures and the stage fails, rather
-    than exiting 0 with an empty triples.jsonl (session 17 hostile probe)."""
+    than exiting 0 with an empty triples.jsonl."""
     from gear_repro.extraction import extraction_error
 
     passages, _ = sample

@@ -210,7 +210,7 @@ def test_trace_walkthrough_and_cli(runs_dir: Path, tmp_path: Path, capsys):
 
 
 def test_the_walkthrough_of_a_failed_question_says_it_failed() -> None:
-    """s21 probe: `--trace` of an errored question printed an empty ranking and "R@5 0" with no word of its error."""
+    """`--trace` of an errored question printed an empty ranking and "R@5 0" with no word of its error."""
     pred = {"id": "q1", "question": "Who?", "answers": ["x"], "type": "2hop", "gold_ids": ["1"],
             "rankings": {"final": []}, "error": "LLMCallError: LLM call to m failed (non-retryable): UnicodeDecodeError"}
     text = format_trace(pred)

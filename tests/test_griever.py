@@ -453,7 +453,7 @@ def test_runner_with_griever_as_base_retriever(compose, toy_dir, tmp_path, cache
     assert set(q2["rankings"]) >= {"5", "10", "15"}  # GRIEVER is k-dependent: one pass per evaluated k
 
 
-# -- issue 22: Alg. 2's join entities, chain paths, the same_as passage filter, Table 4 IRCoT preset ------------------
+# -- Alg. 2's join entities, chain paths, the same_as passage filter, Table 4 IRCoT preset ------------------
 def _bridge_griever(cache, **settings) -> GrieverRetriever:
     one = [0.0] * 20 + [1.0]
     emb = bow_embedder(table={"publisher": one, "published": one, "married": one[1:], "spouse": one[1:]})
@@ -532,7 +532,7 @@ def test_table4_ircot_preset_takes_5_passages_per_step_and_r15_only_on_musique(c
 
 
 def test_a_blank_query_retrieves_without_error(cache):
-    """IRCoT retrieves with an empty thought since session 20 (agent.empty_thought: retrieve, as the reference): with
+    """IRCoT retrieves with an empty thought (agent.empty_thought: retrieve, as the reference): with
     GRIEVER as its base (experiment=griever_table4_ircot) the blank query had no clause (split_clauses gives []) and
     iteration 1 raised "zip() argument 2 is shorter", failing the question. It is its own sub-query now: the
     composed retrieval's BM25 finds no candidate (nothing), the RRF hybrid's dense list still ranks."""

@@ -1,4 +1,4 @@
-"""Issue 23 bad data and bad configs: string booleans, a string of spans, stale triples in a prepare --out,
+"""Bad data and bad configs: string booleans, a string of spans, stale triples in a prepare --out,
 questions without gold answers, misspelt presets, added keys and numeric ranges."""
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def test_misspelt_preset_fails(toy_dir: Path, tmp_path: Path) -> None:
     (["dataset.name=../../tmp/escaped"], r"dataset\.name must be a name, not a path: '\.\./\.\./tmp/escaped'"),
     (["run.base_k=3"], r"run\.base_k \(3\) must be >= max\(run\.ks\) \(15\), or null: R@15 would be measured on 3"),
     (["run.base_k=20", "run.ks=[5,10]"], None),  # accepted: a deeper base list
-    # a base retriever's lists shorter than k were raised to k without a word (session 20 probe §5)
+    # a base retriever's lists shorter than k were raised to k without a word
     (["retriever=hybrid", "retriever.fusion_depth=10"], r"retriever\.fusion_depth \(10\) must be >= max\(run\.ks\) "
                                                         r"\(15\): R@15 would fuse BM25 and SBERT lists of 10 passages"),
     (["retriever=composed", "retriever.candidates=3"], r"retriever\.candidates \(3\) must be >= max\(run\.ks\) "
@@ -171,7 +171,7 @@ def test_request_params_are_held_to_the_settings_ranges(compose, toy_dir: Path, 
                                                          overrides: list[str], msg: str | None) -> None:
     """A request param dict (llm.params, a component's *_params) gets the ranges of the llm schema's settings, at
     start-up and naming the key: ``+llm.params.temperature=5`` was sent with every call while ``llm.temperature=3``
-    was refused (session 20 probe §5)."""
+    was refused."""
     from gear_repro.cli.run import _user_error
     from gear_repro.llm.client import LLMClient
 
@@ -263,7 +263,7 @@ def test_every_numeric_schema_field_declares_its_range() -> None:
 def test_settings_that_failed_every_question_are_refused_at_start_up(compose, toy_dir: Path, tmp_path: Path,
                                                                       overrides: list[str], msg: str) -> None:
     """Each of these once failed every question with a library message (TypeError, AssertionError, ...) and wrote a
-    metrics.json of zeros; now one ConfigError naming the setting, before any question (the session 17 hostile probe)."""
+    metrics.json of zeros; now one ConfigError naming the setting, before any question."""
     from gear_repro.utils.errors import ConfigError
 
     cfg = compose(toy_args(toy_dir, "embedder=minilm", *overrides))
@@ -376,8 +376,8 @@ def test_a_failed_embedder_load_is_not_retried_per_question(tmp_path: Path, monk
 
 def test_a_presets_unset_value_stops_only_the_job_that_reads_it(compose, tmp_path: Path) -> None:
     """experiment=table7_triples leaves table7.gear_prompt_triples `???`: the config of every job is still written
-    and fingerprinted (the value left `???`), and the job that reads it fails in one line naming it (session 18
-    hostile probe 4.3: every job failed, with a traceback from the failure handler)."""
+    and fingerprinted (the value left `???`), and the job that reads it fails in one line naming it (every job
+    failed, with a traceback from the failure handler)."""
     from omegaconf.errors import InterpolationToMissingValueError
 
     from gear_repro.cli.run import _user_error
@@ -401,7 +401,7 @@ def test_a_presets_unset_value_stops_only_the_job_that_reads_it(compose, tmp_pat
 
 def test_prepare_names_a_json_object_and_a_bom_list(tmp_path: Path) -> None:
     """A pretty-printed ``{"data": [...]}`` file is named as a JSON object (not "malformed JSON line"), and a JSON
-    list after a UTF-8 BOM is read as a list, the BOM named (session 18 hostile probe §5)."""
+    list after a UTF-8 BOM is read as a list, the BOM named."""
     obj = tmp_path / "q.json"
     obj.write_text(json.dumps({"version": 1, "data": [_musique([True])]}, indent=2))
     with pytest.raises(DataError, match=r"q\.json: a JSON object \(keys: version, data\), not a list of questions"):

@@ -204,7 +204,7 @@ def test_ircot_bm25_end_to_end_through_runner_and_report(toy_dir, tmp_path, comp
     assert "ranking had IRCoT stopped here: R@5" in text and "stop: answerable   rounds: 2" in text
 
 
-# -- context window and demonstration budget (issue 22) -------------------------------------------------------
+# -- context window and demonstration budget -------------------------------------------------------
 def test_prompt_fits_the_context_window_by_dropping_the_lowest_ranked_passages() -> None:
     from gear_repro.llm.context import prompt_tokens
 

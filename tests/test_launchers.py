@@ -1,4 +1,4 @@
-"""Sweeps beyond one process (issue 11 §4): the launcher config groups compose with the project's config."""
+"""Sweeps beyond one process: the launcher config groups compose with the project's config."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_lock_of_another_node_is_taken_over_once_its_slurm_job_is_gone(tmp_path,
 def test_sweep_over_presets_that_sweep_themselves_is_refused(toy_dir, tmp_path):
     """``-m experiment=a,b`` ran one job per preset without the sweep each declares (Hydra reads
     hydra.sweeper.params from the primary config, before a swept choice applies): refused before any job, naming
-    the dropped axes (session 20 probe §5). One such preset per command keeps its sweep; presets without a sweep
+    the dropped axes. One such preset per command keeps its sweep; presets without a sweep
     of their own are swept as asked (Hydra's basic launcher, toy data, BM25)."""
     from tests.helpers.cli import run_cli, toy_args
 

@@ -50,9 +50,13 @@ def layer(module: str) -> int:
     raise AssertionError(f"{module} is in no layer of tests/test_layout.py")
 
 
+# the methods layer's shared contracts, which every method imports: what a method returns and how the report shows it
+METHOD_CONTRACTS = ("base", "report_contract")
+
+
 def method_of(module: str) -> str | None:
     parts = module.split(".")
-    return parts[2] if len(parts) > 2 and parts[1] == "methods" and parts[2] != "base" else None
+    return parts[2] if len(parts) > 2 and parts[1] == "methods" and parts[2] not in METHOD_CONTRACTS else None
 
 
 def test_imports_go_down_the_layers() -> None:
@@ -65,6 +69,14 @@ def test_methods_do_not_import_each_other() -> None:
     across = [f"{m} -> {d}" for m, deps in imports().items() for d in deps
               if method_of(m) and method_of(d) and method_of(m) != method_of(d)]
     assert across == []
+
+
+def test_the_report_contract_is_a_leaf() -> None:
+    """``ReportHooks`` and its helpers import nothing of the methods layer (only the metrics below it), so the methods
+    and ``reporting/`` share them without importing a method's code (they lived in methods/base.py beside the
+    pipeline's protocols)."""
+    assert imports()["gear_repro.methods.report_contract"] == {"gear_repro.evaluation.metrics"}
+    assert not any(d == "gear_repro.methods.base" for d in imports()["gear_repro.reporting.runs"])
 
 
 def test_no_import_cycle() -> None:

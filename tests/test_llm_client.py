@@ -386,7 +386,7 @@ def test_request_params_are_checked_against_the_chat_api_at_start_up(make_client
 def test_a_sampled_request_answered_from_the_cache_is_warned_about(fake: FakeOpenAI, make_client, caplog,
                                                                     params: dict, warned: bool) -> None:
     """``llm.temperature=0.7``: a re-run (or a repeated call) got the first sample back from the reply cache without a
-    word, so runs meant to measure sampling spread gave one number (s22 probe b §2); temperature 0 or a seed: none."""
+    word, so runs meant to measure sampling spread gave one number; temperature 0 or a seed: none."""
     c = make_client()
     with caplog.at_level(logging.WARNING, logger="gear_repro.llm.client"):
         first = c.chat(msgs(), stage="qa", **params)

@@ -1,4 +1,4 @@
-"""Issue 23 LLM faults: an overall deadline per request (a trickling server), ``content: null`` is a failure or a
+"""LLM faults: an overall deadline per request (a trickling server), ``content: null`` is a failure or a
 repaired reply (never an empty success), the cache key includes the endpoint, and the cache hit rate per run."""
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def test_null_content_then_a_reply_is_repaired(tmp_path: Path) -> None:
 
 def test_a_reply_cut_inside_a_surrogate_pair_is_kept_and_cached(tmp_path: Path) -> None:
     """max_tokens can cut an emoji's UTF-16 pair (JSON escapes it as \\ud83d): the reply was lost in the cache and
-    each retry paid for the call again (session 19 probe 4.1)."""
+    each retry paid for the call again."""
     with StandInServer(latency_s=0, reply=lambda p: "Paris \ud83d") as server, _client(server.url, tmp_path) as c:
         assert c.chat(MSGS, stage="qa").text == "Paris \ufffd"
         again = c.chat(MSGS, stage="qa")
@@ -170,7 +170,7 @@ class _UsageServer(_Server):
                                    {"prompt_tokens": 12, "completion_tokens": 2.5},
                                    {"prompt_tokens": True, "completion_tokens": 1}])
 def test_a_usage_record_that_is_not_token_counts_is_replaced_by_counting(tmp_path: Path, usage: dict) -> None:
-    """s21 probe: ``prompt_tokens: "lots"`` failed a good reply for good (int() raised: every question errored),
+    """``prompt_tokens: "lots"`` failed a good reply for good (int() raised: every question errored),
     ``-50`` went into the ledger (tokens per question -200, negative cost); both are now counted from the texts."""
     with _UsageServer(usage) as server, _client(server.url, tmp_path) as c:
         reply = c.chat(MSGS, stage="qa")

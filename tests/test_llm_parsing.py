@@ -83,7 +83,7 @@ def test_wrong_arity_and_bad_items_dropped_and_counted() -> None:
 
 def test_a_reply_of_only_wrong_shape_items_is_a_failure() -> None:
     """2-tuples throughout (a common small-model format) read nothing: counted as a failed reply, not "no facts"
-    (session 19 probe 1.6); a NER list of lists is repaired, one of non-names fails, a bool is never a name."""
+   ; a NER list of lists is repaired, one of non-names fails, a bool is never a name."""
     p = parse_triples('Facts: ("Stanley Hall", "Boston"), ("Boston", "Massachusetts")')
     assert p.failed and p.dropped == 2 and "none of the 2 items" in p.error
     nested = parse_named_entities('{"named_entities": [["Stanley Hall"], ["Boston"]]}')

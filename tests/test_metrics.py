@@ -85,7 +85,7 @@ def test_aggregate_refuses_empty():
         aggregate([{"id": "1", "gold_ids": [], "rankings": {"final": []}}], [5])
 
 
-# -- each dataset's official answer script (issue 22): cases and expected values from
+# -- each dataset's official answer script: cases and expected values from
 #    /work/notes/answer_metrics_expected.py (re-implemented from hotpot_evaluate_v1.py @ 3635853,
 #    musique metrics/answer.py @ 922ac98, 2wikimultihop_evaluate_v1.1.py @ 13800e5)
 OFFICIAL_CASES = [

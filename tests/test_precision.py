@@ -1,4 +1,4 @@
-"""embedder.precision (issue 25): native-bf16 detection, auto/bf16/fp32 resolution, the cache key, the run
+"""embedder.precision: native-bf16 detection, auto/bf16/fp32 resolution, the cache key, the run
 fingerprint and run.json; with the real MiniLM (slow): bf16 vectors within cosine 0.9999 of fp32, and queries by an
 fp32 twin (embedder.query_precision)."""
 
@@ -117,7 +117,7 @@ def test_fingerprint_uses_the_precision_that_runs(compose, cpu) -> None:
     old_bf16 = OmegaConf.create(OmegaConf.to_container(compose(["embedder=minilm", "embedder.precision=bf16"])))
     del old_bf16.embedder["query_precision"]
     assert fp32_same == fp32 and bf16_same == run_fingerprint(old_bf16) != bf16
-    # OpenVINO: the precision it runs is in the fingerprint at fp32 too (its "fp32" ran bf16 here before session 21)
+    # OpenVINO: the precision it runs is in the fingerprint at fp32 too (an unpinned "fp32" ran bf16 here)
     ov = [run_fingerprint(compose(["embedder=minilm", "embedder.backend=openvino", f"embedder.precision={p}"]))
           for p in ("fp32", "bf16")]
     old_ov = OmegaConf.create(OmegaConf.to_container(compose(["embedder=minilm", "embedder.backend=openvino"])))

@@ -1,4 +1,4 @@
-"""Issue 23: run.progress=false silences every bar of a run, the embedder's "Loading weights" and "Batches" too."""
+"""`run.progress=false` silences every bar of a run, the embedder's "Loading weights" and "Batches" too."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 23 reports: runs sharing a label are told apart in every table keyed by label, and a report replaces its
+"""Reports: runs sharing a label are told apart in every table keyed by label, and a report replaces its
 --out as a whole (nothing stale kept, foreign files refused, what was written listed)."""
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def test_tags_name_what_was_run_before_the_reports_labels() -> None:
 
 
 def test_a_configuration_keeps_one_row_across_datasets_and_tags_name_only_used_settings(tmp_path: Path) -> None:
-    """Session 20 probe §5: MuSiQue's default BM25 was "BM25 [run.ks=[5, 10, 15]]" (another MuSiQue BM25 had other
+    """MuSiQue's default BM25 was "BM25 [run.ks=[5, 10, 15]]" (another MuSiQue BM25 had other
     ks) while the same BM25 on HotpotQA was the row "BM25"; and a BM25 run without an LLM was tagged by llm.model."""
     from gear_repro.reporting.runs import RunResult, tag_runs
 
@@ -157,7 +157,7 @@ def test_a_configuration_keeps_one_row_across_datasets_and_tags_name_only_used_s
 
 def test_out_is_readable_by_others_and_a_symlinked_out_keeps_its_link(two_widths: Path, tmp_path: Path) -> None:
     """The report folder had mkdtemp's mode 0700 (a shared drive's readers were kept out), and a symlinked --out
-    was replaced by a folder, its target left empty and a stale .old link beside it (session 19 probe §5)."""
+    was replaced by a folder, its target left empty and a stale .old link beside it."""
     import os
     import stat
 
@@ -178,7 +178,7 @@ def test_out_is_readable_by_others_and_a_symlinked_out_keeps_its_link(two_widths
 
 
 def test_too_few_resamples_are_refused(two_widths: Path, tmp_path: Path, capsys) -> None:
-    """--resamples 1 gave a "95 %" interval of one draw (session 19 probe 1.11)."""
+    """--resamples 1 gave a "95 %" interval of one draw."""
     assert report_main([str(two_widths), "--out", str(tmp_path / "r"), "--resamples", "5"]) == 2
     assert "--resamples must be at least 100" in capsys.readouterr().err
 
@@ -193,7 +193,7 @@ def test_latency_p50_is_the_median() -> None:
 
 def test_latency_p95_is_the_cost_tables_p95() -> None:
     """metrics.json's p95 took index int(0.95 n): the slowest question for n <= 20 (the LLM subsets), where the cost
-    table's np.percentile gives another number for the same run (s22 probe b §3)."""
+    table's np.percentile gives another number for the same run."""
     import numpy as np
 
     from gear_repro.evaluation.aggregate import aggregate

@@ -100,7 +100,7 @@ def test_resume_fingerprint_covers_the_data(compose, toy_dir, tmp_path):
 def test_refused_resume_names_what_differs_and_moved_data_resumes(compose, toy_dir, tmp_path, caplog):
     """A refused resume names the differing settings (old → new, secrets as ***) and data files; a byte-identical
     copy of the data (another clone or mount of the repo) resumes: the data are identified by content, not by
-    dataset.path (session 20 probe §5). A run dir fingerprinted with dataset.path (before) resumes from its path."""
+    dataset.path. A run dir fingerprinted with dataset.path (before) resumes from its path."""
     import shutil
 
     from gear_repro.pipeline.resume import data_fingerprint
@@ -136,7 +136,7 @@ def test_refused_resume_names_what_differs_and_moved_data_resumes(compose, toy_d
                                                                               hashes, with_path=True)}))
     with pytest.raises(ConfigError, match="no setting of its config.yaml and no data file differs"):
         Runner(cfg, run).run()
-    # a refused resume into a dir whose config.yaml is gone does not write its own there (review of session 20: the
+    # a refused resume into a dir whose config.yaml is gone does not write its own there (the
     # next refusal compared the new config with itself and named nothing)
     (run / "config.yaml").unlink()
     with pytest.raises(ConfigError, match="different config or different data"):
@@ -145,7 +145,7 @@ def test_refused_resume_names_what_differs_and_moved_data_resumes(compose, toy_d
 
 
 def test_resume_fingerprint_covers_the_llm_endpoint(compose, toy_dir):
-    """Another server may serve another model: its replies never join a run of the first (issue 25 review);
+    """Another server may serve another model: its replies never join a run of the first;
     credentials in the URL are not part of it (a rotated key is the same endpoint); no base_url: as before."""
     from gear_repro.pipeline.resume import run_fingerprint
 
@@ -222,7 +222,7 @@ def test_a_model_given_by_path_is_read_once_per_process_with_the_keys_as_before(
     gguf.write_bytes(b"GGUF" + b"7" * 3_000_000)
 
     emb = E.SentenceEmbedder(str(model), cache=False, show_progress=False, precision="bf16")
-    assert emb.queries is not emb and emb.queries.model_id == "7dca6a8638c5"  # the fp32 key of session 19
+    assert emb.queries is not emb and emb.queries.model_id == "7dca6a8638c5"  # the fp32 key older runs recorded
     for _ in range(2):
         R.run_fingerprint(_cfg(compose, toy_dir, "llm=local", f"llm.server.model_path={gguf}",
                                f"embedder.model={model}"))
@@ -250,7 +250,7 @@ def test_data_prepared_from_another_dataset_is_refused(compose, toy_dir, tmp_pat
 
 def test_data_prepared_from_an_unknown_source_is_refused_unless_allowed(compose, toy_dir, tmp_path):
     """A folder whose prepare_stats.json names no known dataset (an older `--format hipporag` prepare of a renamed
-    file says "hipporag") was accepted under any group: HotpotQA numbers in the MuSiQue column (s20 probe 1.4)."""
+    file says "hipporag") was accepted under any group: HotpotQA numbers in the MuSiQue column."""
     from gear_repro.pipeline.resources import Resources
     from gear_repro.pipeline.resume import run_fingerprint
 
@@ -430,7 +430,7 @@ def test_report_takes_the_recorded_question_set(compose, toy_dir, tmp_path, germ
 
 def test_failed_run_records_its_error_for_the_report_and_a_finished_rerun_skips(compose, toy_dir, tmp_path, capsys,
                                                                                  monkeypatch, caplog):
-    """A run that raises leaves failure.json, which the report lists under unfinished runs with the error (issue 27);
+    """A run that raises leaves failure.json, which the report lists under unfinished runs with the error;
     the next attempt that finishes removes it, and one more run of the finished dir does no work."""
     from gear_repro.cli.report import main as report_main
 
@@ -472,7 +472,7 @@ def test_report_flags_stale_metrics(compose, toy_dir, tmp_path, capsys):
 
 def test_report_does_not_call_a_shrunk_run_unfinished(compose, toy_dir, tmp_path, capsys):
     """dataset.limit 1, then 3, then 2: the run scored the 2 it asked for on purpose (predictions.jsonl keeps the
-    third): no "extended run that did not finish" note (session 20 probe §5); an extension that did not finish
+    third): no "extended run that did not finish" note; an extension that did not finish
     still gets it, naming what its last start asked for."""
     from gear_repro.cli.report import main as report_main
     from gear_repro.reporting.runs import find_runs
@@ -492,7 +492,7 @@ def test_report_does_not_call_a_shrunk_run_unfinished(compose, toy_dir, tmp_path
 
 def test_explorer_provenance_of_an_unfinished_extension_says_what_was_scored(compose, toy_dir, tmp_path):
     """run.json is written at each (re)start: after a resume to a larger dataset.limit that did not finish, the
-    explorer's provenance said "limit 3, size 3" beside the 1 question the tables score (session 19 probe §5)."""
+    explorer's provenance said "limit 3, size 3" beside the 1 question the tables score."""
     from gear_repro.reporting.html.data import run_provenance
     from gear_repro.reporting.runs import find_runs
 
@@ -688,8 +688,7 @@ def test_a_refused_command_leaves_the_live_runs_log_alone(toy_dir, tmp_path):
 
 
 def test_an_extraction_resumes_only_with_its_own_model_and_settings(compose, toy_dir, tmp_path):
-    """stage=extract into a dir holding another model's triples is refused (its triples.jsonl would mix two LLMs,
-    session 18 hostile probe 1.2); more passages with the same model extend it."""
+    """stage=extract into a dir holding another model's triples is refused (its triples.jsonl would mix two LLMs); more passages with the same model extend it."""
     from gear_repro.data import load_dataset
     from gear_repro.pipeline.resources import Resources
     from tests.helpers.doubles import ExtractionLLM
@@ -710,7 +709,7 @@ def test_an_extraction_resumes_only_with_its_own_model_and_settings(compose, toy
 
 def test_a_resume_with_edited_prompt_files_is_refused(compose, toy_dir, tmp_path, monkeypatch):
     """An LLM run records its prompt files' hash; resuming it after a template was edited would mix two prompts in
-    one run (session 18 hostile probe 1.8), so it is refused. A run without an LLM records none."""
+    one run, so it is refused. A run without an LLM records none."""
     from gear_repro.pipeline import runner as runner_mod
     from gear_repro.pipeline.resources import Resources
     from tests.helpers.doubles import ScriptedLLM
@@ -733,7 +732,7 @@ def test_a_resume_with_edited_prompt_files_is_refused(compose, toy_dir, tmp_path
 
 def test_a_partial_triples_file_is_recorded_and_noted_by_the_report(compose, toy_dir, tmp_path, capsys):
     """A triples file covering 1 of 6 passages (a stage=extract over dataset.limit_passages): run.json records it
-    and the report notes it on the run (session 18 hostile probe 1.3); the run dir given twice is one run."""
+    and the report notes it on the run; the run dir given twice is one run."""
     from gear_repro.cli.report import main as report_main
 
     rows = [json.loads(x) for x in (toy_dir / "triples.jsonl").read_text().splitlines()]

@@ -1,4 +1,4 @@
-"""Issue 23 run dirs and outputs: a refused run keeps the existing run's .hydra copies, an empty or torn .lock is
+"""Run dirs and outputs: a refused run keeps the existing run's .hydra copies, an empty or torn .lock is
 taken over, and a full disk, a read-only run dir or report --out and a GEAR_CACHE that is a file each give one line
 naming the path (no traceback, no per-question errors)."""
 

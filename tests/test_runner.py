@@ -29,6 +29,8 @@ def test_bm25_run_writes_outputs(compose, toy_dir, tmp_path):
     assert prov["index_hashes"]["passages"]
     assert prov["method"] == {"name": "single", "k_dependent": False, "output_depth": None,
                               "expansion": {"name": "none"}}  # describe() reaches run.json
+    # what the report needs of the run's classes, recorded rather than re-imported later
+    assert prov["report_flags"] == {"k_dependent": False, "needs_vectors": False, "figure2_reference": False}
     assert not (run / "config.yaml.json").exists()
     assert json.loads((run / "metrics.json").read_text())["recall@5"] == pytest.approx(m["recall@5"])
 

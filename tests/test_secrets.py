@@ -1,4 +1,4 @@
-"""Issue 23 "Secrets": credentials inside a URL and header values never reach a file a run writes (config.yaml,
+"""Credentials inside a URL and header values never reach a file a run writes (config.yaml,
 .hydra/*, run.log with httpx's request line, predictions, stats) nor the console; a sweep over a secret."""
 
 from __future__ import annotations

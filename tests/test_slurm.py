@@ -1,4 +1,4 @@
-"""Sweeps on a real SLURM cluster (issue 27): hydra/launcher=slurm against the one-node cluster of `make slurm-local`.
+"""Sweeps on a real SLURM cluster: hydra/launcher=slurm against the one-node cluster of `make slurm-local`.
 
 The cluster is brought up through `make slurm-local` (root; docs/sweeps.md); when it cannot come up the tests fail with
 its output. The sweep is the issue's (`retriever=bm25,sbert expansion=none,naive embedder=minilm`) on N questions with
@@ -230,7 +230,7 @@ def test_slurm_failed_jobs_show_their_error_in_the_report(cluster, tmp_path):
 
 def test_a_sweep_to_a_controller_that_is_down_is_one_line_and_listed_by_the_report(tmp_path, monkeypatch, capsys):
     """sbatch failing on a dead controller was a 40-line submitit traceback, and the sweep folder it left (no job
-    dir) vanished from a combined report (session 19 probe 4.3)."""
+    dir) vanished from a combined report."""
     import os
 
     from gear_repro.cli.run import submits_to_slurm

@@ -11,14 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gear_repro.methods.t2rag.method import (
-    Clue,
-    TripletState,
-    adaptive_retrieve,
-    parse_decomposition,
-    parse_resolution,
-    question_query,
-)
+from gear_repro.methods.t2rag.clues import Clue
+from gear_repro.methods.t2rag.parse import parse_decomposition, parse_resolution
+from gear_repro.methods.t2rag.retrieval import adaptive_retrieve, question_query
+from gear_repro.methods.t2rag.state import TripletState
 from gear_repro.prompts import render
 from tests.helpers.doubles import ScriptedLLM
 from tests.helpers.requirements import missing
@@ -267,7 +263,7 @@ SCRIPT = {"decompose": "Triples:\nFrance | president | ?p\n?p | born in | ?", ("
 
 @pytest.mark.slow
 def test_agent_resolves_and_stops(toy_env) -> None:
-    res, agent = build(toy_env, SCRIPT, ["agent.reading=paper"])
+    res, agent = build(toy_env, SCRIPT, ["agent=t2rag_paper"])
     q = res.dataset.questions[0]
     out = agent.run(q, 15)
     t = out.trace["t2rag"]
@@ -324,7 +320,7 @@ def test_malformed_replies_are_counted_never_raised(toy_env) -> None:
 
 @pytest.mark.slow
 def test_ablation_and_code_switches(toy_env) -> None:
-    res, agent = build(toy_env, SCRIPT, ["agent.reading=paper", "agent.with_passages=false",
+    res, agent = build(toy_env, SCRIPT, ["agent=t2rag_paper", "agent.with_passages=false",
                                          "agent.question_query=true", "agent.example_propositions_chars=10"])
     q = res.dataset.questions[0]
     out = agent.run(q, 15)
@@ -333,13 +329,13 @@ def test_ablation_and_code_switches(toy_env) -> None:
     assert prompt.split("Fully Resolved Clue 1")[0].strip().endswith("- France p")  # example cut at 10 chars
     assert out.rounds[0]["queries"] == ["France president", question_query(q.question)]  # paper: word mode
     res, agent = build(toy_env, {"decompose": "Triples:\n?a | president | ?b", "answer": "x"},
-                       ["agent.reading=paper", "agent.resolve_without_context=false", "agent.max_iterations=2",
+                       ["agent=t2rag_paper", "agent.resolve_without_context=false", "agent.max_iterations=2",
                         "agent.stall_stop=false"])
     out = agent.run(q, 15)
     assert [r["status"] for r in out.rounds] == ["skipped", "skipped"]
     assert res.llm.stages() == [("decompose", 0), ("answer", 0)]
     res, agent = build(toy_env, {"decompose": "Triples:\n?a | president | ?b", "resolve": "None", "answer": "x"},
-                       ["agent.reading=paper", "agent.carry_fuzzy=false"])
+                       ["agent=t2rag_paper", "agent.carry_fuzzy=false"])
     out = agent.run(q, 15)
     assert out.trace["t2rag"]["iterations"] == 1 and out.trace["t2rag"]["stop"] == "all_resolved"
 
@@ -411,7 +407,7 @@ def test_real_llm_path_with_the_tiny_model(toy_env, tmp_path: Path) -> None:
     ("wo_chunk", 3, False, "T2RAG - w/o chunk")])
 def test_table2_ablation_preset(compose, ablation, n, passages, label) -> None:
     """The row label follows the agent's settings (not the preset's `ablation` key): an override that changes them
-    is never labelled as another row of the paper (session 19 probe 1.7)."""
+    is never labelled as another row of the paper."""
     from omegaconf import OmegaConf
 
     from gear_repro.reporting.runs import RunResult
@@ -443,7 +439,7 @@ def test_schema_rejects_typos_and_bad_choices(compose) -> None:
         compose(["agent=t2rag", "agent.k=five"])
 
 
-# -- issue 22: the code reading (rockcor/T2RAG @ 72c43bd src/TRAG.py) vs the paper's, empty iterations, answer --------
+# -- the code reading (rockcor/T2RAG @ 72c43bd src/TRAG.py) vs the paper's, empty iterations, answer --------
 def test_question_query_substring_mode_follows_the_code() -> None:
     # TRAG.py:481-485: lower-cased, question words removed as substrings in the code's order
     assert question_query("Who directed Showboat?", "substring") == "directed sboat"
@@ -451,22 +447,44 @@ def test_question_query_substring_mode_follows_the_code() -> None:
     assert question_query("Who directed Showboat?", "word") == "directed Showboat"
 
 
-def test_readings_expand_to_their_keys_and_each_key_still_overrides(toy_env) -> None:
-    from gear_repro.methods.t2rag.method import READINGS
+def test_each_preset_gives_its_readings_keys_and_each_key_still_overrides(toy_env) -> None:
+    """The two presets carry the two readings' values (configs/agent/t2rag.yaml the code's, t2rag_paper.yaml the
+    paper's); `agent.reading` is the label the report names; a key set on the command line overrides its preset's."""
+    from gear_repro.methods.t2rag.report import reading_values
+    from gear_repro.methods.t2rag.settings import READING_KEYS
 
-    keys = ("question_query", "question_query_mode", "carry_fuzzy", "resolve_without_context",
-            "example_propositions_chars", "decompose_retry", "on_no_triplets", "prompt_text", "decompose_parse",
-            "query_placeholders", "resolve_parse", "resolved_update", "proposition_passage")
     _, code = build(toy_env, {})
-    assert {k: code.describe()[k] for k in keys} == READINGS["code"] == {
+    assert {k: code.describe()[k] for k in READING_KEYS} == reading_values("code") == {
         "question_query": True, "question_query_mode": "substring", "carry_fuzzy": False,
         "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple",
         "on_no_triplets": "fail", "prompt_text": "code", "decompose_parse": "code", "query_placeholders": "code",
         "resolve_parse": "code", "resolved_update": "code", "proposition_passage": "code"}
     _, paper = build(toy_env, {}, ["agent=t2rag_paper"])
-    assert paper.describe()["reading"] == "paper" and {k: paper.describe()[k] for k in keys} == READINGS["paper"]
-    _, mixed = build(toy_env, {}, ["agent.reading=paper", "agent.carry_fuzzy=false"])
+    assert paper.describe()["reading"] == "paper" and {k: paper.describe()[k] for k in READING_KEYS} == \
+        reading_values("paper") == {
+        "question_query": False, "question_query_mode": "word", "carry_fuzzy": True,
+        "resolve_without_context": True, "example_propositions_chars": 0, "decompose_retry": "none",
+        "on_no_triplets": "answer", "prompt_text": "paper", "decompose_parse": "lenient",
+        "query_placeholders": "strip", "resolve_parse": "lenient", "resolved_update": "reclassify",
+        "proposition_passage": "own"}
+    _, mixed = build(toy_env, {}, ["agent=t2rag_paper", "agent.carry_fuzzy=false"])
     assert mixed.carry_fuzzy is False and mixed.question_query is False
+
+
+def test_a_reading_key_left_null_is_refused_naming_the_presets(toy_env) -> None:
+    """Without a reading's table in the code, a hand-written config that leaves a key null is an error, not a
+    silent default."""
+    from gear_repro.methods.t2rag.method import T2RAGAgent
+    from gear_repro.utils.errors import ConfigError
+
+    _, code = build(toy_env, {})
+    kwargs = {k: code.describe()[k] for k in ("question_query_mode", "carry_fuzzy", "resolve_without_context",
+                                             "example_propositions_chars", "decompose_retry", "on_no_triplets",
+                                             "prompt_text", "decompose_parse", "query_placeholders", "resolve_parse",
+                                             "resolved_update", "proposition_passage")}
+    with pytest.raises(ConfigError, match=r"agent\.question_query not set: configs/agent/t2rag\.yaml"):
+        T2RAGAgent(code.llm, code.embedder, code.triple_collection, code.triples, code.passage_by_id,
+                   question_query=None, **kwargs)
 
 
 @pytest.mark.slow
@@ -509,14 +527,14 @@ def test_failed_decomposition_is_retried_with_the_simple_prompt(toy_env) -> None
     assert out.trace["t2rag"]["counters"]["decompose_retry_ok"] == 1
     assert dec["state"]["searchable"] == [["France", "president", "?"]] and dec["state"]["resolved"] == [["A", "b", "c"]]
     assert dec["state"]["fuzzy"] == [["?", "born in", "?"]]
-    res, agent = build(toy_env, {"decompose": "no idea", "answer": "x"}, ["agent.reading=paper"])
+    res, agent = build(toy_env, {"decompose": "no idea", "answer": "x"}, ["agent=t2rag_paper"])
     agent.run(res.dataset.questions[0], 15)
     assert [s for s, _ in res.llm.stages()] == ["decompose", "answer"]  # the paper: no retry
 
 
 def test_simple_decomposition_keeps_the_first_three_lines_then_dedupes() -> None:
     """TRAG.py:1028 keeps triples[:3]; the de-duplication (398-417) comes after: a repeat among them leaves two."""
-    from gear_repro.methods.t2rag.method import parse_simple_decomposition
+    from gear_repro.methods.t2rag.parse import parse_simple_decomposition
 
     got = parse_simple_decomposition("A | b | ?\na | B | ?\nC | d | ?\nE | f | ?")
     assert [c.parts for c in got.clues] == [("A", "b", "?"), ("C", "d", "?")] and got.status == "retried"
@@ -525,7 +543,7 @@ def test_simple_decomposition_keeps_the_first_three_lines_then_dedupes() -> None
 def test_no_triplet_after_the_retry_fails_the_query_as_the_code_does(toy_env) -> None:
     """TRAG.py:385-396, 1429-1437: no documents and the answer 'Error processing query', no answer call; the paper
     reading answers from no clues."""
-    from gear_repro.methods.t2rag.method import FAILED_ANSWER
+    from gear_repro.methods.t2rag.settings import FAILED_ANSWER
 
     script = {"decompose": "no idea", "decompose_retry": "none either", "answer": "Paris"}
     res, agent = build(toy_env, script)
@@ -562,20 +580,20 @@ def test_paper_reading_stops_when_stalled_instead_of_empty_iterations(toy_env) -
               "Newly Searchable Clue 1:\nSubject: Emmanuel Macron\nPredicate: born on\nObject: ?")
     script = {"decompose": "Triples:\nFrance | president | ?p\n?p | was born in | ?", ("resolve", 1): reply1,
               ("resolve", 2): RESOLVE_TOY_2, "answer": "Amiens"}
-    res, agent = build(toy_env, script, ["agent.reading=paper"])
+    res, agent = build(toy_env, script, ["agent=t2rag_paper"])
     out = agent.run(res.dataset.questions[0], 15)
     t = out.trace["t2rag"]
     assert out.rounds[0]["state"]["fuzzy"] == [] and t["iterations"] == 2 and t["stop"] == "all_resolved"
     assert all("Context Propositions:\nNone" not in c["prompt"] for c in res.llm.calls)
     # nothing searchable, nothing retrieved: one context-free resolve call, then stop (not N = 3 calls)
     res, agent = build(toy_env, {"decompose": "Triples:\n?a | president | ?b", "resolve": "None", "answer": "x"},
-                       ["agent.reading=paper"])
+                       ["agent=t2rag_paper"])
     out = agent.run(res.dataset.questions[0], 15)
     assert out.trace["t2rag"]["stop"] == "stalled" and out.trace["t2rag"]["iterations"] == 1
     assert [s for s, _ in res.llm.stages()] == ["decompose", "resolve", "answer"]
     assert agent.summarize([{"trace": out.trace}]) == {"iterations_hist": {"1": 1}, "stops": {"stalled": 1}}
     res, agent = build(toy_env, {"decompose": "Triples:\n?a | president | ?b", "resolve": "None", "answer": "x"},
-                       ["agent.reading=paper", "agent.stall_stop=false"])
+                       ["agent=t2rag_paper", "agent.stall_stop=false"])
     out = agent.run(res.dataset.questions[0], 15)
     assert out.trace["t2rag"]["stop"] == "max_iterations" and out.trace["t2rag"]["iterations"] == 3
 
@@ -598,7 +616,7 @@ DECOMPOSE_TOY_CODE = ("Reasoning: I need the president of France and his birthpl
 
 @pytest.mark.slow
 def test_code_prompt_texts_and_their_reply_format(toy_env) -> None:
-    """F1 (session 20 audit): under reading=code the decomposition and resolve prompts are TRAG.py's texts: the
+    """F1: under reading=code the decomposition and resolve prompts are TRAG.py's texts: the
     example's "Newly Traceable" clue has its object filled in (TRAG.py:675-678), the question heads the decomposition
     prompt (266), Triples: stands alone (301) and Propositions: is asked for (304), the resolved clues' section has its
     own header and is left out while nothing is resolved (649-654); the replies in the code's format are read in both
@@ -650,8 +668,8 @@ def test_code_prompt_texts_and_their_reply_format(toy_env) -> None:
     ("", "failed", [], []),
 ])
 def test_code_decomposition_parse_follows_trag(reply, status, code, lenient) -> None:
-    """F2 (session 20 audit): decompose_parse=code reads the reply as TRAG.py:319-373; lenient is our parser."""
-    from gear_repro.methods.t2rag.method import parse_decomposition_code
+    """F2: decompose_parse=code reads the reply as TRAG.py:319-373; lenient is our parser."""
+    from gear_repro.methods.t2rag.parse import parse_decomposition_code
 
     got = parse_decomposition_code(reply)
     assert got.status == status and [c.parts for c in got.clues] == code
@@ -671,7 +689,7 @@ def test_code_reading_parses_the_decomposition_as_the_code(toy_env) -> None:
 
 
 def test_code_query_propositions_keep_inner_placeholders_and_skip_non_positive_candidates() -> None:
-    """F3 (session 20 audit): query_placeholders=code leaves a part out only when it starts with '?' and keeps the
+    """F3: query_placeholders=code leaves a part out only when it starts with '?' and keeps the
     others verbatim (TRAG.py:466-471), and skips candidates whose best similarity is <= 0 (532)."""
     from gear_repro.types import Ranking
 
@@ -716,7 +734,7 @@ def test_run_json_iteration_statistics_cover_a_resumed_run(toy_env, tmp_path: Pa
 
 
 def test_answer_prompt_ends_with_answer_and_code_parse_keeps_the_reply() -> None:
-    from gear_repro.methods.t2rag.method import code_answer
+    from gear_repro.methods.t2rag.parse import code_answer
 
     ans = render("t2rag_answer", query="Who is X?", clues="Clue 1: X | is | Y")[0]["content"]
     assert [ln for ln in ans.splitlines() if ln.strip()][-1] == "Answer:"  # App. E; TRAG.py:1109
@@ -726,7 +744,7 @@ def test_answer_prompt_ends_with_answer_and_code_parse_keeps_the_reply() -> None
 
 def test_a_qa_bound_with_a_self_answering_method_is_refused(toy_env, tmp_path: Path) -> None:
     """agent=t2rag qa=true qa_reader.mode=gold ran T²RAG's own answers and stood as the paper's "Gold Passages"
-    bound (session 19 probe 1.9): refused before any question."""
+    bound: refused before any question."""
     from gear_repro.pipeline.runner import Runner
     from gear_repro.utils.errors import ConfigError
 
@@ -739,7 +757,7 @@ def test_a_qa_bound_with_a_self_answering_method_is_refused(toy_env, tmp_path: P
 
 def test_unparsed_replies_reach_agent_stats_and_the_warning(toy_env, tmp_path: Path, capsys) -> None:
     """Every reply empty: T²RAG's counters sat only in trace['t2rag'], so metrics.json had no agent_stats and the
-    run no warning (session 19 probe §5); GEAR's rewriter fallbacks are warned about too."""
+    run no warning; GEAR's rewriter fallbacks are warned about too."""
     from gear_repro.cli.run import _warn_reply_failures
     from gear_repro.pipeline.runner import Runner
 
@@ -774,7 +792,7 @@ def test_code_resolve_parse_is_trags_strict_one(reply, code, lenient) -> None:
     """TRAG.py:944-978 reads a resolve reply line by line: the header and the field names must start the stripped
     line, values are kept verbatim, and a clue counts only with all three fields; reading=code parsed it with our
     lenient repairs (Markdown, fields on one line, bullets, quotes)."""
-    from gear_repro.methods.t2rag.method import parse_resolution_code
+    from gear_repro.methods.t2rag.parse import parse_resolution_code
 
     assert _parts(parse_resolution_code(reply).clues) == code
     assert _parts(parse_resolution(reply).clues) == lenient
@@ -782,7 +800,8 @@ def test_code_resolve_parse_is_trags_strict_one(reply, code, lenient) -> None:
 
 
 def test_code_resolve_parse_takes_the_code_header_and_the_one_asked_for() -> None:
-    from gear_repro.methods.t2rag.method import NEW_CLUE_HEADERS, parse_resolution_code
+    from gear_repro.methods.t2rag.parse import parse_resolution_code
+    from gear_repro.methods.t2rag.settings import NEW_CLUE_HEADERS
 
     traceable = "Newly Traceable Clue 1:\nSubject: A\nPredicate: b\nObject: ?"
     searchable = traceable.replace("Traceable", "Searchable")
@@ -805,7 +824,7 @@ Object: ?"""
 def test_code_resolved_update_keeps_a_fully_resolved_clue_with_a_placeholder() -> None:
     """TRAG.py:1231 extends the resolved clues with every clue of the "Fully Resolved" section, a '?' or not; our
     update re-classified it as searchable. ``reclassify`` (the paper reading) keeps ours."""
-    from gear_repro.methods.t2rag.method import parse_resolution_code
+    from gear_repro.methods.t2rag.parse import parse_resolution_code
 
     res = parse_resolution_code(RESOLVE_WITH_PLACEHOLDER)
     code = TripletState.from_clues([_clue("France | president | ?p"), _clue("?p | born in | ?")])
@@ -850,5 +869,5 @@ def test_code_reading_maps_a_proposition_to_the_last_passage_it_came_from(toy_en
     assert got.propositions[0]["text"] == "Emmanuel Macron born in Amiens"
     # passage 3 (Macron's own, gold of the toy question) is not reached in the top 2: the next proposition is passage 2's
     assert got.propositions[0]["passage_ids"] == ["4"] and got.passages.ids == ["4", "2"]
-    _, own = build(toy_env, {}, ["agent.reading=paper"])
+    _, own = build(toy_env, {}, ["agent=t2rag_paper"])
     assert {own._index()[1][t] for t in same} == {"3", "4"}

@@ -1,6 +1,6 @@
 """`gear-repro`: run one experiment (or a -m sweep) from Hydra configs in configs/.
 
-Before Hydra sees the command line (issues 9 §3-4, 23): a secret given as an override (``backend.password=...``,
+Before Hydra sees the command line: a secret given as an override (``backend.password=...``,
 ``llm.params.extra_headers={...}``, a URL with ``user:KEY@``) is moved into a process-private environment variable
 and replaced by an ``${oc.env:...}`` reference, so ``.hydra/`` copies and ``multirun.yaml`` never hold it; log
 lines are redacted (utils/secrets.py); a key passed by mistake as

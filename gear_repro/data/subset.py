@@ -1,4 +1,4 @@
-"""Deterministic question subsets for expensive rows (issue: evidence at small N).
+"""Deterministic question subsets for expensive rows.
 
 ``stratified``: questions are grouped by stratum (MuSiQue hop count "2hop"/"3hop"/"4hop" from the type
 "3hop1"; the type itself elsewhere: comparison, bridge, ...), each stratum is ordered by a seeded hash of

@@ -1,4 +1,4 @@
-"""``embedder.precision=bf16`` (issue 25): the encoder's linear layers converted to bfloat16 once, at load.
+"""``embedder.precision=bf16``: the encoder's linear layers converted to bfloat16 once, at load.
 
 Under ``torch.autocast`` alone, every ``nn.Linear`` casts its float32 weight to bf16 (once per autocast region,
 so once per text when texts are encoded one at a time) and oneDNN reorders it into its blocked layout on every

@@ -3,10 +3,10 @@
 Corpus embeddings are cached on disk by (model, texts) content hash; query embeddings in memory.
 Vectors are L2-normalised float32, so a dot product is the cosine similarity.
 
-Query and path vectors do not depend on the batch a text was encoded in (issue 9 §1): a padded batch
+Query and path vectors do not depend on the batch a text was encoded in: a padded batch
 changes a text's vector in the last bits (~1e-7), enough to flip ties, and so does the batch size, so
 :meth:`SentenceEmbedder.encode` encodes each text alone, and :meth:`SentenceEmbedder.encode_fixed` (the exact
-path scorer's batches, issue 25) runs every batch in one fixed shape chosen by the text alone: a ranking is then
+path scorer's batches) runs every batch in one fixed shape chosen by the text alone: a ranking is then
 the same whether a question runs alone, in a sweep or after a resume.
 
 ``precision`` (fp32 | bf16 | auto; :mod:`gear_repro.embedding.precision`): bf16 runs the transformer under
@@ -372,7 +372,7 @@ class SentenceEmbedder:
         return self._lookup(list(texts), list(texts), self._encode_alone)
 
     def encode_fixed(self, texts: Sequence[str], rows: int) -> np.ndarray:
-        """Encode short texts in batches whose result for a text does not depend on the batch (issue 25): every
+        """Encode short texts in batches whose result for a text does not depend on the batch: every
         forward pass has exactly ``rows`` rows (unused rows hold the empty text) and, as its length, its texts'
         token count rounded up to a multiple of :data:`LENGTH_STEP` (attention-masked padding). A text's shape
         depends on the text alone, so its vector is the same, bit for bit, whatever else is encoded with it

@@ -1,6 +1,6 @@
 """Encoder precision (``embedder.precision``): fp32, bf16 (``torch.autocast`` with the linear layers converted to
 bfloat16 once, at load: :func:`gear_repro.embedding.bf16.pack_linears`), or bf16 only where the device computes it
-natively (issue 25; measured speed and agreement with fp32 in docs/encoders.md).
+natively (measured speed and agreement with fp32 in docs/encoders.md).
 
 A CPU without bf16 instructions (x86 ``avx512_bf16`` / ``amx_bf16``, Arm ``bf16``) runs bf16 by emulation, slower
 than fp32: ``auto`` then picks fp32, and an explicit ``bf16`` is a :class:`ConfigError` rather than a silent
@@ -38,7 +38,7 @@ class QueryPrecision(str, Enum):
     every R@k that moved under bf16 moved through the question vector, not the corpus (docs/encoders.md)."""
 
     fp32 = "fp32"  # queries by a torch fp32 twin of the model (default): one encode per retrieval, bulk work stays bf16
-    same = "same"  # queries in embedder.precision as well (bf16 runs before session 15)
+    same = "same"  # queries in embedder.precision as well (what earlier bf16 runs did)
 
     def __str__(self) -> str:
         return self.value

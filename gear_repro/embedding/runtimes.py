@@ -97,7 +97,7 @@ def export_dir(folder: Path) -> Path:
     """Where the model in ``folder`` is exported: ``$GEAR_CACHE/onnx/<folder name>-<its files' identity>``. By its
     content, as the embedding keys are (``utils.hashing.model_path_identity``): keyed by the folder's name alone, a
     fine-tuned ``.../model`` ran the bundled MiniLM's graph (its folder is named ``model`` too) and a model retrained
-    in place its old graph, under the new model's cache key (before session 21)."""
+    in place its old graph, under the new model's cache key."""
     identity = model_path_identity(folder)
     return cache_dir() / "onnx" / (f"{folder.name}-{identity[:12]}" if identity else folder.name)
 
@@ -153,7 +153,7 @@ class RuntimeSentenceModel:
             if threads:
                 core.set_property("CPU", {"INFERENCE_NUM_THREADS": threads})
             # explicit: OpenVINO's default is bf16 wherever the CPU has it (avx512_bf16 / AMX), which made
-            # "fp32" runs bf16 on such machines and f32 on others under one cache key (before session 21)
+            # "fp32" runs bf16 on such machines and f32 on others under one cache key (why the key names the precision run)
             self._ov = core.compile_model(str(path), "CPU", {"INFERENCE_PRECISION_HINT": OV_PRECISION[precision]})
             self.inference_precision = self._ov.get_property("INFERENCE_PRECISION_HINT").get_type_name()  # f32, bf16
             self._run = lambda feed: self._ov(feed)[0]

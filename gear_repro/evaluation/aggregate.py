@@ -2,7 +2,7 @@
 
 Recall@k uses the k-matched ranking when the run saved one (Table 2 single-step), else the final
 ranking. A question that errored is a miss (recall 0, EM/F1 0), never left out: otherwise a method that fails
-on hard questions would score higher, and rows would average over different question sets (issue 9 §2).
+on hard questions would score higher, and rows would average over different question sets.
 Token counts of a matched-k run (one pass per k) are reported per pass: ``tokens_per_question`` is what one
 run at k = max(ks) costs; ``tokens_per_question_by_k`` gives every k (Fig. 4). Per-round recall (Fig. 2): the ranking GEAR would return had it stopped at round n;
 questions that stopped earlier carry their last value forward.

@@ -115,7 +115,7 @@ def extract_triples(
             tqdm(total=len(todo), desc="extract", unit="passage", disable=not progress) as bar:
         ex = ThreadPoolExecutor(max_workers=workers)
         try:
-            # Results are written in passage order whatever the completion order of the workers (issue 9 §1):
+            # Results are written in passage order whatever the completion order of the workers:
             # triples.jsonl order decides hub truncation, neighbour order and tie-breaks downstream.
             futures: dict[int, Future] = {}
             next_submit = 0

@@ -1,4 +1,4 @@
-"""Fitting prompts to the model's context window (``llm.context_window``; issue 22).
+"""Fitting prompts to the model's context window (``llm.context_window``).
 
 The window is a fact of the LLM config: null = unknown = prompts are sent as built. When it is known, a prompt
 built over a ranked passage list keeps the longest prefix of the list whose prompt leaves room for the reply

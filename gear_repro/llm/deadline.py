@@ -1,4 +1,4 @@
-"""An overall deadline for every HTTP request of an LLM call (issue 23).
+"""An overall deadline for every HTTP request of an LLM call.
 
 httpx's timeouts bound each socket read, so a server that sends one byte every 0.5 s never trips a 5 s timeout.
 :class:`DeadlineTransport` runs each request (connect, headers and the whole body) in a helper thread and gives up

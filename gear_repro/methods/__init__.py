@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from gear_repro.methods.base import ReportHooks
+from gear_repro.methods.report_contract import ReportHooks
 
 
 @cache
@@ -27,7 +27,7 @@ def report_hooks() -> tuple[ReportHooks, ...]:
 def agent_hooks(node: Any) -> ReportHooks | None:
     """The hooks of a run's ``agent`` config node; a config without one (or with neither ``_target_`` nor ``name``)
     ran the single-step method."""
-    from gear_repro.methods.base import class_path
+    from gear_repro.methods.report_contract import class_path
     from gear_repro.methods.single import SingleStep
 
     node = node or {}
@@ -43,3 +43,14 @@ def hooks_for(node: Any) -> ReportHooks | None:
     hooks = report_hooks()
     return (next((h for h in hooks if target and target in h.targets), None)
             or next((h for h in hooks if name is not None and name in h.names), None))
+
+
+def is_figure2_reference(config: Any) -> bool:
+    """Whether a run's config is the single-step run GEAR's Fig. 2 draws as its reference line: no multi-step
+    method (an agent whose hooks have a ``rounds_table``) and an expansion whose hooks set ``figure2_reference``.
+    The runner records it in run.json (``report_flags``); the report asks the config only for runs without it."""
+    agent = agent_hooks((config or {}).get("agent"))
+    if agent is not None and agent.rounds_table:
+        return False
+    exp = hooks_for((config or {}).get("expansion"))
+    return bool(exp is not None and exp.figure2_reference)

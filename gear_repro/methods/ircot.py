@@ -38,15 +38,13 @@ from typing import Any
 
 from gear_repro.llm.base import LLM
 from gear_repro.llm.context import check_fits, fit_passages, prompt_tokens
-from gear_repro.methods.base import (
+from gear_repro.methods.base import MethodOutput, Searcher, SearchResult
+from gear_repro.methods.report_contract import (
     HIPPORAG_SETTINGS,
     PAPER_MAX_ROUNDS,
-    MethodOutput,
     PaperSetting,
     ReportHooks,
     RowParts,
-    Searcher,
-    SearchResult,
     class_path,
     detail_table,
     hipporag_label,
@@ -100,7 +98,7 @@ class IRCoTEmptyThought(Choice):
     # the reference retrieves with "" and thinks again, up to max_steps (ircot_hipporag.py:232-251,
     # baselines/ircot.py:263-279: only "So the answer is:" breaks the loop)
     retrieve = "retrieve"
-    stop = "stop"  # stop the loop (trace stop = empty_thought; our default until session 20)
+    stop = "stop"  # stop the loop (trace stop = empty_thought; our earlier default)
 
 
 @dataclass(frozen=True)
@@ -418,7 +416,7 @@ REFERENCE_DEMOS = {"MuSiQue": "musique", "2Wiki": "2wikimultihopqa", "HotpotQA":
 # IRCoT as HippoRAG's scripts run it (configs/agent/ircot.yaml cites each); HippoRAG's own for HippoRAG w/ IRCoT
 IRCOT_SETTINGS = (
     # the run's dataset's own demonstrations (data/ircot_prompts/<dataset>/...): agent.demos=hotpotqa on MuSiQue sat as
-    # "IRCoT (BM25)" beside the paper's cell before session 21
+    # "IRCoT (BM25)" beside the paper's cell
     PaperSetting("agent.demos", "{value} demonstrations", per_dataset=REFERENCE_DEMOS),
     PaperSetting("agent.max_rounds", rounds_note, per_dataset=PAPER_MAX_ROUNDS),
     PaperSetting("agent.top_k", "top_k {value}", 10),
@@ -430,7 +428,7 @@ IRCOT_SETTINGS = (
     PaperSetting("agent.num_demo", lambda n: f"{n} demonstration{'' if n == 1 else 's'}", 1, null="all"),
     PaperSetting("agent.demo_budget", "demonstrations within {value} tokens", 0, null=0),  # null = no budget
     # IRCoT (BM25)'s text analysis (the reference index's ES standard analyzer, src/elastic_search_tool.py:6-28) is
-    # the BM25 base retriever's paper setting (methods/base.py BM25_SETTINGS), as for every BM25 row
+    # the BM25 base retriever's paper setting (methods/report_contract.py BM25_SETTINGS), as for every BM25 row
     *HIPPORAG_SETTINGS,
 )
 

@@ -11,10 +11,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gear_repro.methods.base import (
+from gear_repro.methods.base import Expansion, MethodOutput
+from gear_repro.methods.report_contract import (
     BM25_SETTINGS,
-    Expansion,
-    MethodOutput,
     PaperSetting,
     ReportHooks,
     RowParts,

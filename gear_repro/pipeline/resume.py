@@ -39,7 +39,7 @@ def fingerprint_settings(cfg: DictConfig, with_path: bool = False) -> dict:
             emb["precision"] = used.value
             if queries is QueryPrecision.fp32:
                 emb["query_precision"] = queries.value
-        if emb.get("backend") == "openvino":  # before session 21 its "fp32" ran OpenVINO's own default (bf16 here)
+        if emb.get("backend") == "openvino":  # older run dirs' "fp32" ran OpenVINO's own default (bf16 here)
             emb["inference_precision"] = used.value
     without_no_result(c)
     c.get("dataset", {}).pop("limit", None)  # a larger limit extends a run; finished questions stay valid

@@ -137,6 +137,12 @@ def write_json_file(run_dir: Path, name: str, obj: Any) -> Path:
     return path
 
 
+# run.json section of what the report needs to know of the run's classes, written by the runner so that the report of
+# a run never imports today's classes to learn how yesterday's behaved: ``k_dependent`` (the method ran once per
+# evaluated k), ``needs_vectors`` (a class of the run embeds), ``figure2_reference`` (Fig. 2's reference line)
+REPORT_FLAGS = "report_flags"
+
+
 def write_run_info(run_dir: Path, sections: dict[str, Any]) -> Path:
     """Write run.json from its sections (``fingerprint``, ``environment``, ``data_hashes``, ``code_history``, ...),
     atomically, replacing the file."""

@@ -4,7 +4,7 @@ The runner holds no paper logic: methods (methods/), the QA reader (qa/) and met
 wiring (pipeline/wiring.py) builds them. It writes the run directory (its files and their format: pipeline/run_folder.py; the
 resume fingerprint and the finished questions: pipeline/resume.py).
 
-Bookkeeping rules (issue 9 §2): a question that errored is recorded (scored as a miss) but not finished, so a
+Bookkeeping rules: a question that errored is recorded (scored as a miss) but not finished, so a
 resume retries it; the resume fingerprint covers the config (not ``dataset.path``) and the data files' hashes (and, for
 LLM runs, the prompt files), and a refused resume names the settings and data files that differ; configuration errors
 are found by :meth:`Runner.preflight` before any question runs.
@@ -29,6 +29,7 @@ from gear_repro.evaluation.aggregate import aggregate
 from gear_repro.evaluation.metrics import answer_metric_for
 from gear_repro.extraction import EXTRACTION_LOG
 from gear_repro.llm.ledger import call_scope
+from gear_repro.methods import is_figure2_reference
 from gear_repro.methods.base import Method, MethodOutput
 from gear_repro.pipeline import run_folder as rf
 from gear_repro.pipeline.resources import Resources
@@ -218,7 +219,7 @@ class Runner:
         emb = self.res.built("embedder")
         if emb is not None:
             rec["embedder_stats"] = emb.stats
-            rec["embedder"] = emb.describe()  # model, back-end, precision asked for and used (issue 25)
+            rec["embedder"] = emb.describe()  # model, back-end, precision asked for and used
         rf.write_run_info(self.run_dir, rec)
         llm = self.res.built("llm")
         if llm is not None:
@@ -318,7 +319,9 @@ class Runner:
         if finished:
             log.info("resuming %s: %d of %d questions already done", self.run_dir, len(questions) - len(todo),
                      len(questions))
-        provenance = {"method": method.describe(), **prompts,  # hub statistics, γ, switches (issue 13)
+        flags = {"k_dependent": bool(method.k_dependent), "needs_vectors": self.res.needs_vectors,
+                 "figure2_reference": is_figure2_reference(cfg)}
+        provenance = {"method": method.describe(), **prompts, rf.REPORT_FLAGS: flags,  # hub statistics, γ, switches
                       "code_history": code_history(previous, len(questions) - len(todo), len(todo))}
         self._start()
         self._write_provenance(fp, provenance)

@@ -32,7 +32,7 @@ from gear_repro.evaluation.aggregate import calls_at_k, run_k
 from gear_repro.evaluation.metrics import recall_at_k
 from gear_repro.evaluation.per_question import question_values
 from gear_repro.evaluation.stats import Interval
-from gear_repro.methods.base import result_lines
+from gear_repro.methods.report_contract import result_lines
 from gear_repro.pipeline import run_folder as rf
 from gear_repro.reporting.evidence import EvidenceOptions, values_interval
 from gear_repro.reporting.paper import DEFAULT_PAPER, paper_value

@@ -26,7 +26,7 @@ import pandas as pd
 import yaml
 
 from gear_repro.evaluation.stats import paired_test, questions_needed
-from gear_repro.methods.base import config_value
+from gear_repro.methods.report_contract import config_value
 from gear_repro.reporting.evidence import (
     DEFAULT_OPTIONS,
     EvidenceOptions,
@@ -185,7 +185,7 @@ _SAME_ALSO = {"llm.model": ("llm.server.model_path",)}
 def _same(ra: RunResult, rb: RunResult, keys: Sequence[str]) -> bool:
     """Whether two runs agree on the claim's ``same`` keys that both used (``RunResult.uses``: a BM25 run's
     ``embedder.model`` and an LLM-free run's ``llm.model`` say nothing of its numbers, so they never keep it from
-    pairing with a run of another embedder or LLM; before session 21 "expansion > its BM25 base" found no pair when the BM25 run
+    pairing with a run of another embedder or LLM: else "expansion > its BM25 base" finds no pair when the BM25 run
     kept the default embedder)."""
     keys = [k for key in keys for k in (key, *_SAME_ALSO.get(key, ()))]
     return all(config_value(ra.config, k) == config_value(rb.config, k) for k in keys if ra.uses(k) and rb.uses(k))

@@ -58,15 +58,8 @@ def retrieval_stages() -> frozenset[str]:
 
 def _is_figure2_reference(run: RunResult) -> bool:
     """A single-step run with the expansion Fig. 2 draws as its reference line (the expansion whose hooks set
-    ``figure2_reference``; also a run whose report label names that expansion)."""
-    from gear_repro.methods import agent_hooks, hooks_for, report_hooks
-
-    agent = agent_hooks(run.config.get("agent"))
-    if agent is not None and agent.rounds_table:  # the multi-step method itself
-        return False
-    exp = hooks_for(run.config.get("expansion"))
-    return (exp is not None and exp.figure2_reference) or any(
-        h.figure2_reference and h.expansion_label and h.expansion_label in run.method for h in report_hooks())
+    ``figure2_reference``; recorded in run.json by the runner, :attr:`RunResult.figure2_reference`)."""
+    return run.figure2_reference
 
 
 def _save(fig, out: Path, stem: str) -> list[Path]:

@@ -1,4 +1,4 @@
-"""A report folder written as a whole (issue 23): never old figures beside new tables.
+"""A report folder written as a whole: never old figures beside new tables.
 
 ``with ReportDir(out, stem) as staging:`` the report is written into a temporary folder beside ``out``; on success it
 gets ``report_files.json`` (the files it holds) and replaces ``out`` by renames, so a reused ``--out`` keeps nothing

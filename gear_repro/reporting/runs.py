@@ -12,7 +12,7 @@ from pathlib import Path
 from gear_repro.embedding.runtimes import LOSSY_BACKENDS
 from gear_repro.evaluation.aggregate import context_dropped
 from gear_repro.evaluation.metrics import answer_metric_for
-from gear_repro.methods.base import RowParts, config_value, variant_notes, with_notes
+from gear_repro.methods.report_contract import RowParts, config_value, variant_notes, with_notes
 from gear_repro.pipeline import run_folder as rf
 from gear_repro.pipeline.run_folder import changes_no_result
 from gear_repro.qa.reader import PAPER_QA_TOP_K, pass_for_qa
@@ -104,12 +104,21 @@ class RunResult:
         return frozenset([*(["llm"] if (path / rf.LLM_STATS).is_file() else []),
                           *(["embedder"] if "embedder" in self.run_info and self.needs_vectors else [])])
 
+    def _flag(self, name: str) -> bool | None:
+        """A flag run.json records of the run's classes (``report_flags``, written by the runner); None for a run
+        written before it recorded them."""
+        flags = self._info(rf.REPORT_FLAGS)
+        return flags[name] if isinstance(flags.get(name), bool) else None
+
     @cached_property
     def k_dependent(self) -> bool:
-        """Whether the run's method ran once per evaluated k (run.json ``method.k_dependent``, which single-step runs
-        record; else the agent class's ``k_dependent``, False for the multi-step methods, whose rounds take
-        their own base k): only then does ``run.matched_k=false`` change a number. Unknown counts as True."""
-        recorded = self._info("method").get("k_dependent")
+        """Whether the run's method ran once per evaluated k (run.json ``report_flags.k_dependent``; older runs:
+        ``method.k_dependent``, which single-step runs record, else the agent class's ``k_dependent``, False for the
+        multi-step methods, whose rounds take their own base k): only then does ``run.matched_k=false`` change a
+        number. Unknown counts as True."""
+        recorded = self._flag("k_dependent")
+        if recorded is None:
+            recorded = self._info("method").get("k_dependent")
         if isinstance(recorded, bool):
             return recorded
         from hydra.utils import get_class
@@ -122,9 +131,13 @@ class RunResult:
 
     @cached_property
     def needs_vectors(self) -> bool:
-        """Whether a class of the run embeds (``needs_vectors`` of its configured components, as the runner asks of
-        them): a BM25 run builds an embedder object that encodes nothing (run.json still describes it), so
-        its ``embedder.*`` are no setting of it. A class that cannot be imported counts as embedding."""
+        """Whether a class of the run embeds (run.json ``report_flags.needs_vectors``; older runs: ``needs_vectors``
+        of its configured components, as the runner asks of them): a BM25 run builds an embedder object that encodes
+        nothing (run.json still describes it), so its ``embedder.*`` are no setting of it. A class that cannot be
+        imported counts as embedding."""
+        recorded = self._flag("needs_vectors")
+        if recorded is not None:
+            return recorded
         from hydra.utils import get_class
 
         for node in self.config.values():  # every component the run configures (retriever, expansion, agent, ...)
@@ -138,6 +151,17 @@ class RunResult:
             if getattr(cls, "needs_vectors", False):  # the embedder, backend, LLM: no such attribute
                 return True
         return False
+
+    @cached_property
+    def figure2_reference(self) -> bool:
+        """Whether the run is the single-step run Fig. 2 draws as its reference line (run.json
+        ``report_flags.figure2_reference``; older runs: the hooks of its configured agent and expansion)."""
+        recorded = self._flag("figure2_reference")
+        if recorded is not None:
+            return recorded
+        from gear_repro.methods import is_figure2_reference
+
+        return is_figure2_reference(self.config)
 
     def uses(self, key: str) -> bool:
         """Whether the setting ``key`` could matter to the run (``llm.*`` only if it built an LLM, ``embedder.*`` only
@@ -193,8 +217,8 @@ class RunResult:
             label = self.report["method"] if not off else f"{self.report['method']} on {parts.base}" + (
                 f" + {parts.expansion}" if parts.expansion else " (no expansion)")
             # one base k for every evaluated rank is not the paper's protocol (Table 4's cells are matched-k, as
-            # Table 2's): named as the single-step label names it ("w/ diversity (base k = 15)"; before session 21
-            # `experiment=table4_diversity run.matched_k=false` sat as "w/ diversity" beside Table 4)
+            # Table 2's): named as the single-step label names it ("w/ diversity (base k = 15)"), so that
+            # `experiment=table4_diversity run.matched_k=false` never sits as "w/ diversity" beside Table 4)
             fixed = ([f"base k = {parts.fixed_base_k}"] if parts.expansion and parts.fixed_base_k is not None
                      and "run.matched_k" not in axes else [])
             return with_notes(label, [*fixed, *parts.notes])

@@ -1,4 +1,4 @@
-"""An exclusive lock on a run directory (issue 9 §2): two runs into one dir would write every question twice.
+"""An exclusive lock on a run directory: two runs into one dir would write every question twice.
 
 The lock file ``<run_dir>/.lock`` holds the owner's host, pid, process start time and SLURM job (if any). A lock
 of another machine is stale only when it names a SLURM job that squeue says is over (a cancelled or killed job;

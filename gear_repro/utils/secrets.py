@@ -1,4 +1,4 @@
-"""Secret redaction for every file a run writes and every log line (issues 9 and 23).
+"""Secret redaction for every file a run writes and every log line.
 
 Four kinds of secret are hidden: credentials inside a URL (``scheme://user:password@host``: the userinfo becomes
 ``***``), secret-looking query parameters of a URL (``?key=...``, ``&api-key=...``, ``&access_token=...``,

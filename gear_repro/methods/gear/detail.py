@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gear_repro.methods.base import (
+from gear_repro.methods.report_contract import (
     detail_table,
     passages_cell,
     recall_text,

@@ -8,7 +8,10 @@ from collections.abc import Mapping
 from statistics import mean
 from typing import Any
 
-from gear_repro.methods.base import (
+from gear_repro.methods.gear.agent import GearAgent
+from gear_repro.methods.gear.detail import agent_detail, expansion_detail
+from gear_repro.methods.gear.expansion import NaiveGE, NoExpansion, SyncGE
+from gear_repro.methods.report_contract import (
     PAPER_MAX_ROUNDS,
     PaperSetting,
     ReportHooks,
@@ -19,9 +22,6 @@ from gear_repro.methods.base import (
     rounds_note,
     with_notes,
 )
-from gear_repro.methods.gear.agent import GearAgent
-from gear_repro.methods.gear.detail import agent_detail, expansion_detail
-from gear_repro.methods.gear.expansion import NaiveGE, NoExpansion, SyncGE
 
 PAPER_EXPANSION = "SyncGE"  # GEAR's graph expansion (§5: SyncGE inside the agent)
 PAPER_BASE = "hybrid"  # the base retriever of GEAR's own paper rows; any other base is named in the label
@@ -33,7 +33,7 @@ BEAM_SETTINGS = (
     PaperSetting("beam.gamma", "gamma {value}", 20),
     PaperSetting("beam.neighbours", lambda n: f"{n or 'all'} neighbours", 100, null=0),  # null/0 = every neighbour
     PaperSetting("beam.scorer", "{value} scorer", "exact"),
-    # the readings of Alg. 1 (docs/readings.md, docs/graph_expansion.md): a switch names its row (session 21)
+    # the readings of Alg. 1 (docs/readings.md, docs/graph_expansion.md): a switch names its row
     PaperSetting("beam.exists", "exists rule: {value}", "previous_step"),  # Alg. 1 line 11
     PaperSetting("beam.dead_ends", "dead ends: {value}", "fallback"),
     PaperSetting("beam.neighbour_selection", "neighbours by {value}", "relevance"),

@@ -157,7 +157,7 @@ class ExactScorer(_VectorScorer):
     triple collection already holds (same model, same text), so B0 reuses it (``reuse_triple_vectors``).
     Longer paths are encoded in batches of one fixed shape per text (``batch_size`` rows × the text's token
     count rounded up; ``embedder.encode_fixed``), so a path's vector does not depend on the other paths of the
-    step (issue 25); ``batch_size: null`` encodes each path alone (the vectors of runs before issue 25; ~1.7×
+    step; ``batch_size: null`` encodes each path alone (the vectors of runs before fixed-shape batches; ~1.7×
     the CPU time per path in fp32, docs/graph_expansion.md). The embedder de-duplicates and memoises them in its LRU (shared across queries and the k-passes of
     a run); with ``path_cache`` they also persist on disk (:class:`PathVectorStore`, keyed by the embedder's
     ``model_id`` and the batch shape) for later runs."""

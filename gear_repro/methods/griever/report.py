@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gear_repro.methods.base import BM25_SETTINGS, ReportHooks, class_path
 from gear_repro.methods.griever.retriever import GrieverRetriever
+from gear_repro.methods.report_contract import BM25_SETTINGS, ReportHooks, class_path
 
 PAPER_NAMES = {"griever": "GRIEVER", "griever_k5": "GRIEVER"}  # config names whose runs are the paper's GRIEVER rows
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gear_repro.methods.base import detail_table, text_cell
+from gear_repro.methods.report_contract import detail_table, text_cell
 
 
 def search_detail(trace: Mapping[str, Any], title: str = "HippoRAG") -> list[dict] | None:

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from gear_repro.evaluation.aggregate import agent_stats
-from gear_repro.methods.base import (
+from gear_repro.methods.hipporag.detail import question_detail
+from gear_repro.methods.hipporag.method import HippoRAGMethod
+from gear_repro.methods.report_contract import (
     HIPPORAG_SETTINGS,
     ReportHooks,
     class_path,
@@ -14,8 +16,6 @@ from gear_repro.methods.base import (
     hipporag_uses_retriever,
     with_notes,
 )
-from gear_repro.methods.hipporag.detail import question_detail
-from gear_repro.methods.hipporag.method import HippoRAGMethod
 
 NER_COUNTERS = ("hipporag_searches", "hipporag_ner_failed", "hipporag_ner_repaired", "hipporag_no_entity")
 

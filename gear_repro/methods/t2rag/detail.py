@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gear_repro.methods.base import detail_table, passages_cell, recall_text, text_cell, triples_cell
+from gear_repro.methods.report_contract import (
+    detail_table,
+    passages_cell,
+    recall_text,
+    text_cell,
+    triples_cell,
+)
 
 SETS = ("resolved", "searchable", "fuzzy")
 

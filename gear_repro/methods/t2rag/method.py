@@ -21,8 +21,8 @@ Online (§4.3, Alg. 1):
    loop ended at the iteration cap (§4.3 Step 3 (b)).
 
 Where the paper and its public code (rockcor/T2RAG @ 72c43bd ``src/TRAG.py``, which produced the published
-numbers) differ, ``reading: code`` (default, DESIGN.md) follows the code and ``reading: paper`` the prose; each
-behaviour is its own key (null = the reading's value; ``READINGS``):
+numbers) differ, ``configs/agent/t2rag.yaml`` (the default, DESIGN.md) sets the code's behaviour and
+``configs/agent/t2rag_paper.yaml`` the prose's (``agent.reading`` names which preset); each behaviour is its own key:
 ``question_query`` (+ ``question_query_mode``; code 478-487: the lower-cased question without question words,
 removed as substrings, is an extra query; paper Alg. 2: searchable triplets only), ``carry_fuzzy`` (code
 738-740: the fuzzy set is emptied after every resolve call; paper Step 2.3: carried over),
@@ -60,17 +60,19 @@ T²RAG answers by itself: :class:`~gear_repro.methods.base.MethodOutput` carries
 scores it with the same EM/F1 as the QA reader (``answer: false`` leaves answering to ``qa_reader``).
 Malformed replies never raise: they are repaired where the intent is clear and counted in
 ``trace['t2rag']['counters']`` (and ``trace['counters']``: metrics.json ``agent_stats``, the run's warning).
+
+The parts live beside this module: ``settings`` (the choices of each key), ``clues`` (the triplets), ``parse``
+(the replies), ``state`` (Alg. 1's sets), ``retrieval`` (Alg. 2); this module is the agent.
 """
+
 
 from __future__ import annotations
 
 import logging
-import re
 import textwrap
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from gear_repro.backends.base import Collection
@@ -78,626 +80,46 @@ from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.embedding.embedder import Embedder
 from gear_repro.llm.base import LLM
 from gear_repro.methods.base import MethodAnswer, MethodOutput
+from gear_repro.methods.t2rag.clues import Clue
+from gear_repro.methods.t2rag.parse import (
+    code_answer,
+    parse_decomposition,
+    parse_decomposition_code,
+    parse_resolution,
+    parse_resolution_code,
+    parse_simple_decomposition,
+)
+from gear_repro.methods.t2rag.retrieval import Retrieved, adaptive_retrieve, question_query
+from gear_repro.methods.t2rag.settings import (
+    FAILED_ANSWER,
+    NEW_CLUE_HEADERS,
+    PROMPTS,
+    T2RAGAnswerParse,
+    T2RAGDecomposeParse,
+    T2RAGDecomposeRetry,
+    T2RAGFuzzyMatch,
+    T2RAGOnNoTriplets,
+    T2RAGPromptText,
+    T2RAGPropositionPassage,
+    T2RAGQueryPlaceholders,
+    T2RAGQuestionQuery,
+    T2RAGRanking,
+    T2RAGReading,
+    T2RAGResolvedUpdate,
+    T2RAGResolveParse,
+)
+from gear_repro.methods.t2rag.state import TripletState
 from gear_repro.prompts import render
 from gear_repro.qa.reader import extract_answer
 from gear_repro.retrieval.base import DenseRetriever
 from gear_repro.types import Passage, Question, Ranking, Triple
 from gear_repro.utils.errors import ConfigError
-from gear_repro.utils.settings import Choice, as_dict, choice
+from gear_repro.utils.settings import as_dict, choice
 
 log = logging.getLogger(__name__)
 
-RESOLVED, SEARCHABLE, FUZZY = "resolved", "searchable", "fuzzy"
-_PLACEHOLDER = re.compile(r"\?[\w'-]*")
-_WORD = re.compile(r"\w+")
-QUESTION_WORDS = ("what", "who", "where", "when", "why", "how", "which", "whose")  # TRAG.py:481, in its order
-_QUESTION_WORDS = re.compile(rf"\b({'|'.join(QUESTION_WORDS)})\b", re.IGNORECASE)
-_NAMED = re.compile(r"^\?[\w'-]+$")
-_FUNCTION_WORDS = frozenset(("a", "an", "the", "is", "was", "are", "were", "be", "been", "has", "have", "had", "of",
-                            "in", "on", "at", "to", "by", "for", "from", "as", "with", "its", "his", "her", "their"))
-
-
-class T2RAGRanking(Choice):
-    """How T²RAG's iteration lists become the method's ranking (agent.ranking)."""
-
-    rrf = "rrf"        # RRF of the iteration lists (as GEAR fuses its rounds, Eq. 9)
-    concat = "concat"  # iteration lists in order, de-duplicated
-
-
-class T2RAGReading(Choice):
-    """Which reading sets T²RAG's paper-vs-code behaviours (agent.reading; docs/readings.md)."""
-
-    code = "code"    # rockcor/T2RAG src/TRAG.py, behind the published numbers (default, DESIGN.md)
-    paper = "paper"  # the paper's prose (Alg. 1-2, §4.3, App. E)
-
-
-class T2RAGQuestionQuery(Choice):
-    """How question words are removed from the extra question query (agent.question_query_mode)."""
-
-    substring = "substring"  # the code: lower-cased, removed as substrings (TRAG.py:481-485)
-    word = "word"            # on word boundaries
-
-
-class T2RAGDecomposeRetry(Choice):
-    """What follows a decomposition with no parsable triplet (agent.decompose_retry)."""
-
-    simple = "simple"  # the code: one retry with the simpler prompt, at most 3 triplets (TRAG.py:375-383)
-    none = "none"      # the paper: no retry; answered from no clues
-
-
-class T2RAGOnNoTriplets(Choice):
-    """What a question gets when the decomposition (and its retry) yields no triplet (agent.on_no_triplets)."""
-
-    fail = "fail"      # the code: the query fails (TRAG.py:385-396 raise; 1429-1437: no documents, the answer
-                       # FAILED_ANSWER), no answer call
-    answer = "answer"  # the paper (no such case in its prose): answered from no clues
-
-
-FAILED_ANSWER = "Error processing query"  # TRAG.py:1436, the answer recorded for a query that failed
-
-
-class T2RAGPromptText(Choice):
-    """Which texts the decomposition and resolve prompts have (agent.prompt_text)."""
-
-    code = "code"    # TRAG.py:264-306, 641-725: "Traceable", the example's object filled in ("20 March 851"), the
-                     # question at the top, a Propositions: request; t2rag_decompose_code, t2rag_resolve_code
-    paper = "paper"  # App. E: "Searchable", the example's object "?"; t2rag_decompose, t2rag_resolve
-
-
-class T2RAGDecomposeParse(Choice):
-    """How the decomposition reply is read (agent.decompose_parse)."""
-
-    code = "code"        # TRAG.py:319-373 (parse_decomposition_code)
-    lenient = "lenient"  # our repairs (parse_decomposition)
-
-
-class T2RAGQueryPlaceholders(Choice):
-    """How a searchable triplet becomes a query proposition (agent.query_placeholders)."""
-
-    code = "code"    # TRAG.py:466-471: a part is left out when it starts with '?', else kept verbatim; and
-                     # candidates with a best similarity <= 0 are skipped (532)
-    strip = "strip"  # every '?token' removed from every part
-
-
-class T2RAGResolveParse(Choice):
-    """How a resolve reply is read (agent.resolve_parse)."""
-
-    code = "code"        # TRAG.py:944-978 (parse_resolution_code): headers and field names must start the line
-    lenient = "lenient"  # our repairs (parse_resolution)
-
-
-class T2RAGResolvedUpdate(Choice):
-    """Where a clue the resolve reply lists under "Fully Resolved" goes (agent.resolved_update)."""
-
-    code = "code"              # TRAG.py:1231: to the resolved set, whatever '?' it still holds
-    reclassify = "reclassify"  # by its own placeholders: 0 resolved, 1 searchable, >= 2 fuzzy (§4.3 Step 1)
-
-
-class T2RAGPropositionPassage(Choice):
-    """Which passages a retrieved proposition brings (agent.proposition_passage)."""
-
-    code = "code"  # TRAG.py:196-210: one passage per proposition text, the last one it was extracted from
-    own = "own"    # each triple its own passage (a text extracted from several passages brings each)
-
-
-class T2RAGFuzzyMatch(Choice):
-    """How a new clue fills a fuzzy triplet in Step 2.3 (agent.fuzzy_match)."""
-
-    placeholder = "placeholder"  # bound named placeholders, position and known entities (predicate reworded ok)
-    words = "words"              # every known part, the predicate included, agrees word by word
-
-
-class T2RAGAnswerParse(Choice):
-    """How T²RAG's answer is read off the reply (agent.answer_parse)."""
-
-    code = "code"      # after the last "Answer:", else the whole reply (TRAG.py:1117-1119)
-    reader = "reader"  # the K.3 reader's first non-empty line (qa.reader.extract_answer)
-
-
-# reading -> the paper-vs-code behaviours (agent.reading; a key set explicitly overrides its reading)
-READINGS: dict[str, dict[str, Any]] = {
-    "code": {"question_query": True, "question_query_mode": "substring", "carry_fuzzy": False,
-             "resolve_without_context": False, "example_propositions_chars": 1000, "decompose_retry": "simple",
-             "on_no_triplets": "fail", "prompt_text": "code", "decompose_parse": "code", "query_placeholders": "code",
-             "resolve_parse": "code", "resolved_update": "code", "proposition_passage": "code"},
-    "paper": {"question_query": False, "question_query_mode": "word", "carry_fuzzy": True,
-              "resolve_without_context": True, "example_propositions_chars": 0, "decompose_retry": "none",
-              "on_no_triplets": "answer", "prompt_text": "paper", "decompose_parse": "lenient",
-              "query_placeholders": "strip", "resolve_parse": "lenient", "resolved_update": "reclassify",
-              "proposition_passage": "own"},
-}
-_MD = re.compile(r"[*_`#]+")
-# prompt_text -> (decomposition, resolve) templates
-PROMPTS = {"code": ("t2rag_decompose_code", "t2rag_resolve_code"), "paper": ("t2rag_decompose", "t2rag_resolve")}
 CODE_MARGIN = " " * 8  # the code's resolve prompt is an indented f-string (TRAG.py:666-725): its lines' margin
 CODE_FUZZY_MARGIN = " " * 12  # and its fuzzy clue blocks' (643-648)
-
-
-# -- triplets -------------------------------------------------------------------------------------------------
-def _norm(text: str) -> str:
-    """Casefolded words of ``text`` joined by one space (comparison key of a triplet part)."""
-    return " ".join(_WORD.findall(text.casefold()))
-
-
-@dataclass(frozen=True)
-class Clue:
-    """A query triplet (§4.3 Step 1): subject, predicate, object, each possibly holding a '?' placeholder."""
-
-    subject: str
-    predicate: str
-    object: str
-
-    @property
-    def parts(self) -> tuple[str, str, str]:
-        return (self.subject, self.predicate, self.object)
-
-    @property
-    def n_placeholders(self) -> int:
-        """Number of '?' in the triplet (the authors' code counts characters: ``value.count('?')``)."""
-        return sum(p.count("?") for p in self.parts)
-
-    @property
-    def kind(self) -> str:
-        """resolved (0 placeholders), searchable (1) or fuzzy (>= 2), §4.3 Step 1."""
-        n = self.n_placeholders
-        return RESOLVED if n == 0 else SEARCHABLE if n == 1 else FUZZY
-
-    @property
-    def query(self) -> str:
-        """Query proposition (§4.3 Step 2.1): the elements concatenated without their placeholders."""
-        kept = (" ".join(_PLACEHOLDER.sub(" ", p).split()) for p in self.parts)
-        return " ".join(k for k in kept if k)
-
-    def query_for(self, placeholders: str) -> str:
-        """The query proposition under ``agent.query_placeholders``: ``strip`` = :attr:`query`; ``code`` =
-        TRAG.py:466-474, the non-empty parts that do not start with '?' joined by a space, verbatim ("film by ?x")."""
-        if placeholders == "code":
-            return " ".join(p for p in self.parts if p and not p.startswith("?"))
-        return self.query
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        """Identity of a triplet when de-duplicating: each part stripped and lower-cased, as TRAG.py:402-408
-        (decomposition) and 1043-1056 (``_deduplicate_clues``) compare them ("Paris, France" and "paris france"
-        stay two clues)."""
-        return (self.subject.strip().lower(), self.predicate.strip().lower(), self.object.strip().lower())
-
-    def pipe(self) -> str:
-        """``s | p | o`` (the decomposition format)."""
-        return " | ".join(self.parts)
-
-    def block(self, label: str) -> str:
-        """The Subject/Predicate/Object block of the resolve prompt (layout of the authors' code)."""
-        return f"{label}:\nSubject: {self.subject}\nPredicate: {self.predicate}\nObject: {self.object}"
-
-    def fills_in(self, other: Clue) -> bool:
-        """Whether this clue is ``other`` with some placeholders filled in: it agrees with every known part
-        of ``other`` (normalised; one part's words contained in the other's) and has fewer placeholders."""
-        if self.n_placeholders >= other.n_placeholders:
-            return False
-        for mine, theirs in zip(self.parts, other.parts, strict=True):
-            if "?" in theirs:
-                continue
-            a, b = set(_norm(mine).split()), set(_norm(theirs).split())
-            if not a or not b or not (a <= b or b <= a):
-                return False
-        return True
-
-    @property
-    def named(self) -> set[str]:
-        """Named placeholders (``?directorA``), casefolded; a bare '?' is not named."""
-        return {m.casefold() for p in self.parts for m in _PLACEHOLDER.findall(p) if len(m) > 1}
-
-    def fills_slot(self, other: Clue, bound: Clue | None = None) -> bool:
-        """``fuzzy_match: placeholder``: this clue is ``other`` with placeholders filled in, judged by position.
-
-        It has fewer '?', no named placeholder ``other`` lacks, a '?' only where ``other`` has one, and the known
-        subject/object of ``bound`` (``other`` with the bound placeholders substituted) agree with its own
-        (word containment); the predicate is compared (one shared content word) only when neither is known.
-        """
-        bound = bound or other
-        if self.n_placeholders >= other.n_placeholders or not self.named <= other.named:
-            return False
-        if any("?" in mine and "?" not in theirs for mine, theirs in zip(self.parts, other.parts, strict=True)):
-            return False
-        known = [i for i in (0, 2) if "?" not in bound.parts[i]]
-        if not known:
-            return bool(_content_words(self.predicate) & _content_words(other.predicate))
-        return all(_agree(self.parts[i], bound.parts[i]) for i in known)
-
-    def bindings(self, other: Clue) -> dict[str, str]:
-        """Named placeholders of ``other`` (whole parts) that this clue fills with a value."""
-        return {theirs.strip().casefold(): mine for mine, theirs in zip(self.parts, other.parts, strict=True)
-                if _NAMED.match(theirs.strip()) and "?" not in mine}
-
-    def substitute(self, binding: dict[str, str]) -> Clue:
-        """This clue with each whole-part named placeholder in ``binding`` replaced by its value."""
-        return Clue(*(binding.get(p.strip().casefold(), p) for p in self.parts))
-
-
-def _agree(a: str, b: str) -> bool:
-    """One part's normalised words contained in the other's (both non-empty)."""
-    x, y = set(_norm(a).split()), set(_norm(b).split())
-    return bool(x and y and (x <= y or y <= x))
-
-
-def _content_words(text: str) -> set[str]:
-    return set(_norm(text).split()) - _FUNCTION_WORDS
-
-
-def dedupe(clues: Sequence[Clue]) -> list[Clue]:
-    """Clues in order, without duplicates by :attr:`Clue.key` (the code's ``_deduplicate_clues``)."""
-    seen: set[tuple[str, str, str]] = set()
-    out = []
-    for c in clues:
-        if c.key not in seen:
-            seen.add(c.key)
-            out.append(c)
-    return out
-
-
-# -- reply parsing --------------------------------------------------------------------------------------------
-def _clean(part: str) -> str:
-    return _MD.sub("", part).strip().strip("\"'“”‘’[]()").strip()
-
-
-def _template_echo(parts: Sequence[str]) -> bool:
-    """A part left as the template's "..." (the reply copied the format instead of filling it)."""
-    return any(p.strip(" .…") == "" for p in parts)
-
-
-def _triple_from_line(line: str, allow_commas: bool) -> Clue | None:
-    line = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", _MD.sub("", line)).strip()
-    line = re.sub(r"^(?:triples?|triplets?)\s*(?:\d+)?\s*:\s*", "", line, flags=re.IGNORECASE)
-    if "|" in line:
-        parts = [_clean(p) for p in line.split("|")]
-        parts = [p for p in parts if p]
-        if len(parts) < 3 or _template_echo(parts):
-            return None
-        # more than three cells: the middle ones belong to the predicate
-        return Clue(parts[0], " ".join(parts[1:-1]), parts[-1])
-    if allow_commas:
-        parts = [_clean(p) for p in line.strip("()").split(",")]
-        if len(parts) == 3 and all(parts) and not _template_echo(parts):
-            return Clue(*parts)
-    return None
-
-
-@dataclass
-class Parsed:
-    """Clues read off a reply and how: ``ok`` (the requested format), ``repaired`` or ``failed``."""
-
-    clues: list[Clue] = field(default_factory=list)
-    searchable: list[Clue] = field(default_factory=list)
-    status: str = "ok"
-
-
-def parse_decomposition(text: str | None) -> Parsed:
-    """Triplets of a decomposition reply (App. E): ``s | p | o`` lines after "Triples:".
-
-    Repairs: triplets on the "Triples:" line itself or separated by ';', bullets/numbering/Markdown, more than
-    three cells (middle cells joined into the predicate), and, inside the Triples section, ``(s, p, o)`` or
-    ``s, p, o`` lines; ``|`` lines anywhere when there is no "Triples:" header.
-    """
-    if not text or not text.strip():
-        return Parsed(status="failed")
-    lines = _MD.sub("", text).splitlines()
-    start = next((i for i, ln in enumerate(lines) if re.match(r"\s*triples?\s*:", ln, re.IGNORECASE)), None)
-    section = lines[start:] if start is not None else lines
-    clues: list[Clue] = []
-    repaired = start is None
-    for raw in section:
-        if re.match(r"\s*(reasoning|propositions?)\s*:", raw, re.IGNORECASE) and clues:
-            break  # the code's "Propositions:" section or a second reasoning block ends the triplets
-        for piece in raw.split(";"):
-            c = _triple_from_line(piece, allow_commas=start is not None)
-            if c is not None:
-                repaired |= "|" not in piece or ";" in raw
-                clues.append(c)
-    clues = dedupe(clues)
-    if not clues:
-        return Parsed(status="failed")
-    return Parsed(clues=clues, status="repaired" if repaired else "ok")
-
-
-_CODE_SECTIONS = ("Reasoning:", "Triples:", "Propositions:")  # TRAG.py:324-331, case-sensitive line starts
-
-
-def _code_clue(line: str, strip_quotes: bool = False) -> Clue | None:
-    """The first three ``|`` cells of ``line`` (more are ignored, fewer give nothing), stripped (and of quotes)."""
-    cells = [c.strip() for c in line.split("|")]
-    if strip_quotes:
-        cells = [c.strip('"').strip("'") for c in cells]
-    return Clue(*cells[:3]) if len(cells) >= 3 else None
-
-
-def parse_decomposition_code(text: str | None) -> Parsed:
-    """Triplets of a decomposition reply as TRAG.py:319-373 reads them (``decompose_parse: code``).
-
-    Primary pass: each stripped line; one starting with ``Reasoning:``, ``Triples:`` or ``Propositions:`` opens
-    that section and is not parsed itself; in the Triples section a line with ``|`` and at least three cells gives
-    (cells 0, 1, 2), nothing stripped but spaces. Only when that finds nothing, the secondary pass (status
-    ``repaired``): every ``|`` line outside the three headers (case-insensitive), cut after its first ``". "``,
-    every ``"- "`` removed, cells stripped of quotes. De-duplicated as every decomposition (398-417)."""
-    lines = [ln.strip() for ln in (text or "").strip().split("\n")]
-    section = None
-    clues: list[Clue] = []
-    for line in lines:
-        head = next((h for h in _CODE_SECTIONS if line.startswith(h)), None)
-        if head is not None:
-            section = head
-        elif section == "Triples:" and "|" in line and (c := _code_clue(line)) is not None:
-            clues.append(c)
-    if clues:
-        return Parsed(clues=dedupe(clues), status="ok")
-    for line in lines:
-        if not line or "|" not in line or line.lower().startswith(tuple(h.lower() for h in _CODE_SECTIONS)):
-            continue
-        if ". " in line:
-            line = line.split(". ", 1)[1]
-        c = _code_clue(line.replace("- ", ""), strip_quotes=True)
-        if c is not None:
-            clues.append(c)
-    return Parsed(clues=dedupe(clues), status="repaired" if clues else "failed")
-
-
-_HEADER = re.compile(r"(fully\s+resolved|newly\s+(?:searchable|traceable))\s+clues?\s*(?:\d+)?\s*[:.-]?",
-                     re.IGNORECASE)
-# any "<label> Clue n:" line, e.g. the prompt's "Fuzzy Clue 2:" echoed back: it ends the previous block
-_ANY_HEADER = re.compile(r"^[ \t]*[A-Za-z][A-Za-z ]*?\bclues?\s*\d*\s*:", re.IGNORECASE | re.MULTILINE)
-_SPO = re.compile(r"subject\s*:\s*(?P<s>.*?)\s*predicate\s*:\s*(?P<p>.*?)\s*object\s*:\s*(?P<o>.*?)\s*"
-                  r"(?=subject\s*:|$)", re.IGNORECASE | re.DOTALL)
-
-
-def _spo_clues(segment: str) -> list[Clue]:
-    out = []
-    for m in _SPO.finditer(segment):
-        s, p, o = (_clean(next((ln for ln in m.group(g).splitlines() if ln.strip()), "")) for g in "spo")
-        if s and p and o and not _template_echo((s, p, o)):
-            out.append(Clue(s, p, o))
-    return out
-
-
-def parse_resolution(text: str | None) -> Parsed:
-    """"Fully Resolved Clue n" / "Newly Searchable Clue n" blocks (App. E) of a resolve reply.
-
-    Accepts Subject/Predicate/Object on one line or on separate lines, Markdown emphasis, the code's
-    "Newly Traceable" wording; other "... Clue n:" blocks (e.g. the prompt's fuzzy clues echoed back) are
-    ignored. When no such header is present, ``s | p | o`` lines classified by their
-    placeholders (``repaired``). ``clues`` holds the fully resolved ones, ``searchable`` the newly searchable.
-    """
-    if not text or not text.strip():
-        return Parsed(status="failed")
-    body = _MD.sub("", text)
-    heads = list(_HEADER.finditer(body))
-    if heads:
-        resolved: list[Clue] = []
-        searchable: list[Clue] = []
-        starts = sorted({m.start() for m in _ANY_HEADER.finditer(body)} | {h.start() for h in heads})
-        for h in heads:
-            end = next((x for x in starts if x > h.start()), len(body))
-            seg = body[h.end(): max(end, h.end())]
-            seg = re.split(r"\(continue numbering", seg, flags=re.IGNORECASE)[0]
-            found = _spo_clues(seg)
-            if not found:
-                c = next((x for x in (_triple_from_line(ln, False) for ln in seg.splitlines()) if x), None)
-                found = [c] if c else []
-            (resolved if h.group(1).lower().startswith("fully") else searchable).extend(found[:1])
-        if resolved or searchable:
-            return Parsed(clues=resolved, searchable=searchable, status="ok")
-    loose = [c for c in (_triple_from_line(ln, False) for ln in body.splitlines()) if c is not None]
-    loose += _spo_clues(body) if not loose else []
-    if not loose:
-        if re.search(r"\bnone\b", body, re.IGNORECASE) and len(body) < 200:
-            return Parsed(status="ok")  # "None" / "no clues could be resolved": an answer, not a format error
-        return Parsed(status="failed")
-    return Parsed(clues=[c for c in loose if c.kind == RESOLVED],
-                  searchable=[c for c in loose if c.kind != RESOLVED], status="repaired")
-
-
-# prompt_text -> the "new clue" headers the strict parse accepts: the code's, and App. E's wording when it was asked for
-NEW_CLUE_HEADERS = {"code": ("Newly Traceable Clue",), "paper": ("Newly Traceable Clue", "Newly Searchable Clue")}
-_CODE_FIELDS = (("Subject:", "subject"), ("Predicate:", "predicate"), ("Object:", "object"))
-
-
-def parse_resolution_code(text: str | None, new_headers: tuple[str, ...] = ("Newly Traceable Clue",)) -> Parsed:
-    """A resolve reply read as the authors' code reads it (TRAG.py:944-978, ``_parse_combined_clue_response``).
-
-    Each line is stripped; one starting with "Fully Resolved Clue" or one of ``new_headers`` ("Newly Traceable
-    Clue", the code's; the agent adds "Newly Searchable Clue" when it sent App. E's prompt text) opens a clue, and "Subject:", "Predicate:", "Object:" at
-    the start of a line set its fields (the rest of the line, stripped, kept verbatim: quotes, '?' and all; a later
-    line of the same field, even of an echoed "Fuzzy Clue", overwrites it). A clue is kept only with all three
-    fields when the next header or the reply ends. Nothing else is read: no Markdown, no fields on one line, no
-    ``s | p | o`` lines. ``status`` is ``ok`` when a clue was kept, else ``failed``."""
-    if not text or not text.strip():
-        return Parsed(status="failed")
-    resolved: list[Clue] = []
-    searchable: list[Clue] = []
-    section: str | None = None
-    fields: dict[str, str] = {}
-
-    def close() -> None:
-        if section is not None and len(fields) == 3:
-            (resolved if section == RESOLVED else searchable).append(
-                Clue(fields["subject"], fields["predicate"], fields["object"]))
-
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith(("Fully Resolved Clue", *new_headers)):
-            close()
-            section = RESOLVED if line.startswith("Fully Resolved Clue") else SEARCHABLE
-            fields = {}
-            continue
-        for label, key in _CODE_FIELDS:
-            if line.startswith(label):
-                fields[key] = line.split(label, 1)[1].strip()
-                break
-    close()
-    return Parsed(clues=resolved, searchable=searchable, status="ok" if resolved or searchable else "failed")
-
-
-# -- triplet state (Alg. 1) -----------------------------------------------------------------------------------
-@dataclass
-class TripletState:
-    """The three sets of Alg. 1: resolved, searchable and fuzzy triplets."""
-
-    resolved: list[Clue] = field(default_factory=list)
-    searchable: list[Clue] = field(default_factory=list)
-    fuzzy: list[Clue] = field(default_factory=list)
-
-    @classmethod
-    def from_clues(cls, clues: Sequence[Clue]) -> TripletState:
-        """Classify decomposed triplets by their number of placeholders (§4.3 Step 1)."""
-        clues = dedupe(clues)
-        return cls([c for c in clues if c.kind == RESOLVED], [c for c in clues if c.kind == SEARCHABLE],
-                   [c for c in clues if c.kind == FUZZY])
-
-    @property
-    def open(self) -> bool:
-        """The loop condition of Alg. 1: |searchable ∪ fuzzy| > 0."""
-        return bool(self.searchable or self.fuzzy)
-
-    def update(self, new_resolved: Sequence[Clue], new_searchable: Sequence[Clue],
-               carry_fuzzy: bool = True, fuzzy_match: str = "placeholder",
-               resolved_update: str = "reclassify") -> dict[str, int]:
-        """Step 2.3: resolved ∪= new resolved; searchable = new searchable; fuzzy \\= filled-in ones.
-
-        Reply clues are re-classified by their placeholders first. A reply clue that resolves a searchable
-        triplet fills no fuzzy one. ``fuzzy_match="placeholder"``: the named placeholders such clues fill are
-        substituted into the fuzzy triplets, the others fill fuzzy triplets by :meth:`Clue.fills_slot`, and a
-        fuzzy triplet left with one '?' by the substitution becomes searchable (``fuzzy_bound``); ``"words"``:
-        :meth:`Clue.fills_in`. With ``carry_fuzzy=False`` (the authors' code, TRAG.py:738-740) the fuzzy set
-        is emptied instead; fuzzy-looking reply clues are then dropped too (TRAG.py:1236-1244).
-        ``resolved_update="code"`` (TRAG.py:1231 ``current_resolved_clues.extend(clues_result['resolved_clues'])``):
-        a clue the reply lists as fully resolved joins the resolved set even with a '?' left (counted
-        ``resolved_with_placeholder``); only the newly searchable ones are classified by their '?' (1236-1244).
-        Returns counters: reclassified, resolved_with_placeholder, fuzzy_filled, fuzzy_bound, new_fuzzy, dropped_fuzzy.
-        """
-        counts = {"reclassified": 0, "resolved_with_placeholder": 0, "fuzzy_filled": 0, "fuzzy_bound": 0,
-                  "new_fuzzy": 0, "dropped_fuzzy": 0}
-        reported = [(c, RESOLVED) for c in new_resolved] + [(c, SEARCHABLE) for c in new_searchable]
-        by_kind: dict[str, list[Clue]] = {RESOLVED: [], SEARCHABLE: [], FUZZY: []}
-        for c, said in reported:
-            kind = RESOLVED if resolved_update == "code" and said == RESOLVED else c.kind
-            counts["resolved_with_placeholder"] += kind == RESOLVED and c.kind != RESOLVED
-            counts["reclassified"] += kind != said
-            by_kind[kind].append(c)
-        remaining = list(self.fuzzy)
-        if carry_fuzzy:
-            by_slot = fuzzy_match == "placeholder"
-
-            def fills(c: Clue, f: Clue, bound: Clue) -> bool:
-                return c.fills_slot(f, bound) if by_slot else c.fills_in(f)
-
-            binding: dict[str, str] = {}
-            unmatched = []
-            for c in by_kind[RESOLVED] + by_kind[SEARCHABLE]:
-                hit = next((s for s in self.searchable if fills(c, s, s)), None)
-                if hit is None:
-                    unmatched.append(c)
-                elif by_slot:
-                    binding.update(c.bindings(hit))
-            pairs = [(f, f.substitute(binding)) for f in remaining]
-            for c in unmatched:
-                pair = next((fb for fb in pairs if fills(c, *fb)), None)
-                if pair is not None:
-                    pairs.remove(pair)
-                    counts["fuzzy_filled"] += 1
-            remaining = []
-            for _, b in pairs:
-                if b.kind == FUZZY:
-                    remaining.append(b)
-                else:  # a bound placeholder left it searchable (or resolved)
-                    by_kind[b.kind].append(b)
-                    counts["fuzzy_bound"] += 1
-            known = {f.key for f in remaining}
-            new_fuzzy = [c for c in dedupe(by_kind[FUZZY]) if c.key not in known]
-            counts["new_fuzzy"] = len(new_fuzzy)
-            remaining += new_fuzzy
-        else:
-            counts["dropped_fuzzy"] = len(remaining) + len(by_kind[FUZZY])
-            remaining = []
-        self.resolved = dedupe(self.resolved + by_kind[RESOLVED])
-        self.searchable = dedupe(by_kind[SEARCHABLE])
-        self.fuzzy = remaining
-        return counts
-
-    def answer_context(self) -> list[Clue]:
-        """Step 3: resolved triplets; plus the remaining searchable ones when the loop hit the cap."""
-        return list(self.resolved) if not self.open else dedupe(self.resolved + self.searchable)
-
-    def to_dict(self) -> dict[str, list[list[str]]]:
-        return {k: [list(c.parts) for c in getattr(self, k)] for k in (RESOLVED, SEARCHABLE, FUZZY)}
-
-
-# -- adaptive retrieval (Alg. 2) ------------------------------------------------------------------------------
-@dataclass
-class Retrieved:
-    """Output of Alg. 2: propositions (text, best score, passages) and the unique passages, best first."""
-
-    propositions: list[dict[str, Any]] = field(default_factory=list)
-    passages: Ranking = field(default_factory=Ranking)
-
-
-def adaptive_retrieve(retriever: Any, triple_passage: dict[str, str], triple_text: dict[str, str],
-                      queries: Sequence[str], k: int, depth: int, positive_only: bool = False) -> Retrieved:
-    """Alg. 2: pool the top-``depth`` propositions of every query, rank them by their best similarity, take
-    them in that order until ``k`` unique passages are reached (checked before each proposition, line 11);
-    ``positive_only`` skips a proposition whose best similarity is <= 0 (TRAG.py:532).
-
-    Propositions are triple ids of the triple collection, so a text extracted from several passages brings
-    each of its passages; the returned list names a text once (its best score, all its passages taken).
-    """
-    queries = [q for q in dict.fromkeys(queries) if q.strip()]
-    if not queries or k < 1:
-        return Retrieved()
-    best: dict[str, float] = {}
-    order: dict[str, int] = {}
-    for rank in retriever.retrieve_many(queries, depth):
-        for tid, score in zip(rank.ids, rank.scores, strict=True):
-            order.setdefault(tid, len(order))
-            best[tid] = max(best.get(tid, float("-inf")), float(score))
-    passages: dict[str, float] = {}
-    props: dict[str, dict[str, Any]] = {}
-    for tid in sorted(best, key=lambda t: (-best[t], order[t])):
-        if len(passages) >= k:
-            break
-        pid = triple_passage.get(tid)
-        if pid is None or (positive_only and best[tid] <= 0):
-            continue
-        passages.setdefault(pid, best[tid])
-        rec = props.setdefault(triple_text[tid], {"text": triple_text[tid], "score": round(best[tid], 6),
-                                                  "passage_ids": []})
-        if pid not in rec["passage_ids"]:
-            rec["passage_ids"].append(pid)
-    return Retrieved(list(props.values()), Ranking(list(passages), list(passages.values())))
-
-
-def question_query(question: str, mode: str = "word") -> str:
-    """The authors' extra query: the question without question words and '?'.
-
-    ``substring`` follows TRAG.py:481-485: lower-cased, each question word removed as a substring in the
-    code's order ("Who directed Showboat?" -> "directed sboat"), no space squeezing; ``word`` removes them on
-    word boundaries, case kept."""
-    if mode == "substring":
-        for word in QUESTION_WORDS:
-            question = question.lower().replace(word, "").strip()
-        return question.replace("?", "").strip()
-    return " ".join(_QUESTION_WORDS.sub(" ", question).replace("?", " ").split())
-
-
-def parse_simple_decomposition(text: str | None) -> Parsed:
-    """Triplets of the retry reply (``t2rag_decompose_simple``) as TRAG.py:1008-1028 reads them: every
-    ``s | p | o`` line, bullets and numbering stripped, a generic ``? | ...related... | <long object>`` line
-    dropped, the first 3 kept (1028), then de-duplicated as every decomposition is (398-417: a repeated line among
-    the three leaves fewer). Status ``retried`` or ``failed``."""
-    clues = []
-    for line in (text or "").splitlines():
-        c = _triple_from_line(line, allow_commas=False)
-        if c is not None and not (c.subject == "?" and "related" in c.predicate.lower() and len(c.object) > 30):
-            clues.append(c)
-    clues = dedupe(clues[:3])
-    return Parsed(clues=clues, status="retried" if clues else "failed")
 
 
 def t2rag_trace(record: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -722,12 +144,6 @@ def _code_blocks(clues: Sequence[Clue], label: str, margin: str) -> str:
     return "".join(f"\n{textwrap.indent(c.block(f'{label} {i + 1}'), margin)}\n{margin}" for i, c in enumerate(clues))
 
 
-def code_answer(text: str | None) -> str:
-    """The answer as TRAG.py:1117-1119 takes it: the text after the last "Answer:", else the whole reply."""
-    text = text or ""
-    return (text.split("Answer:")[-1] if "Answer:" in text else text).strip()
-
-
 # -- the method -----------------------------------------------------------------------------------------------
 class T2RAGAgent:
     """T²RAG (§4.3, Alg. 1-2). Built by the runner from ``configs/agent/t2rag.yaml`` (each value documented).
@@ -742,8 +158,9 @@ class T2RAGAgent:
         max_iterations: N, resolve iterations at most (§5.2: 3; 1 = the "single round" ablation, Table 2).
         candidate_depth: propositions retrieved per query before the global ranking (Alg. 2 ``Search(I, q, N)``).
         with_passages: give the retrieved passages to the resolve prompt (False = "w/o chunk", Table 2).
-        reading: ``code`` (rockcor/T2RAG, behind the published numbers) or ``paper`` (the prose): the default of
-            the keys below (``READINGS``); each set explicitly (not None) overrides it.
+        reading: which preset set the paper-vs-code keys below, recorded for the report: ``code`` (rockcor/T2RAG,
+            behind the published numbers; ``configs/agent/t2rag.yaml``) or ``paper`` (the prose; ``t2rag_paper.yaml``).
+            It changes no behaviour: each key below is given explicitly.
         carry_fuzzy: carry unresolved fuzzy triplets over (paper §4.3 Step 2.3) or drop them (TRAG.py:738-740).
         question_query: also retrieve with the question (TRAG.py:478-487) or not (paper, Alg. 2).
         question_query_mode: ``substring`` (the code) or ``word`` (question words removed on word boundaries).
@@ -786,16 +203,14 @@ class T2RAGAgent:
     needs_vectors = True  # the proposition search is dense (§4.2)
 
     def __init__(self, llm: LLM, embedder: Embedder, triple_collection: Collection, triples: Sequence[Triple],
-                 passage_by_id: Mapping[str, Passage], name: str = "t2rag", k: int = 5, max_iterations: int = 3,
-                 candidate_depth: int = 200, with_passages: bool = True, reading: str = "code",
-                 carry_fuzzy: bool | None = None, question_query: bool | None = None,
-                 question_query_mode: str | None = None, resolve_without_context: bool | None = None,
-                 example_propositions_chars: int | None = None, decompose_retry: str | None = None,
-                 on_no_triplets: str | None = None, prompt_text: str | None = None,
-                 decompose_parse: str | None = None, query_placeholders: str | None = None,
-                 resolve_parse: str | None = None, resolved_update: str | None = None,
-                 proposition_passage: str | None = None, fuzzy_match: str = "placeholder", stall_stop: bool = True, answer: bool = True,
-                 answer_parse: str = "code", ranking: str = "rrf", k_rrf: int = RRF_K, llm_params: Any = None):
+                 passage_by_id: Mapping[str, Passage], *, question_query: bool, question_query_mode: str,
+                 carry_fuzzy: bool, resolve_without_context: bool, example_propositions_chars: int,
+                 decompose_retry: str, on_no_triplets: str, prompt_text: str, decompose_parse: str,
+                 query_placeholders: str, resolve_parse: str, resolved_update: str, proposition_passage: str,
+                 name: str = "t2rag", k: int = 5, max_iterations: int = 3, candidate_depth: int = 200,
+                 with_passages: bool = True, reading: str = "code", fuzzy_match: str = "placeholder",
+                 stall_stop: bool = True, answer: bool = True, answer_parse: str = "code", ranking: str = "rrf",
+                 k_rrf: int = RRF_K, llm_params: Any = None):
         if k < 1 or max_iterations < 1 or candidate_depth < 1:
             raise ConfigError(f"agent.k, agent.max_iterations and agent.candidate_depth must be >= 1 "
                               f"(got {k}, {max_iterations}, {candidate_depth})")
@@ -813,25 +228,26 @@ class T2RAGAgent:
                  "on_no_triplets": on_no_triplets, "prompt_text": prompt_text, "decompose_parse": decompose_parse,
                  "query_placeholders": query_placeholders, "resolve_parse": resolve_parse,
                  "resolved_update": resolved_update, "proposition_passage": proposition_passage}
-        s = {key: READINGS[self.reading][key] if v is None else v for key, v in given.items()}
-        if int(s["example_propositions_chars"]) < 0:
+        unset = [key for key, v in given.items() if v is None]
+        if unset:
+            raise ConfigError(f"agent.{', agent.'.join(unset)} not set: configs/agent/t2rag.yaml gives the code "
+                              "reading's values, configs/agent/t2rag_paper.yaml the paper's")
+        if int(example_propositions_chars) < 0:
             raise ConfigError(f"agent.example_propositions_chars must be >= 0 (0 = whole), got "
-                              f"{s['example_propositions_chars']}")
+                              f"{example_propositions_chars}")
         self.with_passages = with_passages
-        self.carry_fuzzy, self.question_query = bool(s["carry_fuzzy"]), bool(s["question_query"])
-        self.question_query_mode = choice(T2RAGQuestionQuery, s["question_query_mode"],
-                                          "agent.question_query_mode").value
-        self.resolve_without_context = bool(s["resolve_without_context"])
-        self.example_propositions_chars = int(s["example_propositions_chars"])
-        self.decompose_retry = choice(T2RAGDecomposeRetry, s["decompose_retry"], "agent.decompose_retry").value
-        self.on_no_triplets = choice(T2RAGOnNoTriplets, s["on_no_triplets"], "agent.on_no_triplets").value
-        self.prompt_text = choice(T2RAGPromptText, s["prompt_text"], "agent.prompt_text").value
-        self.decompose_parse = choice(T2RAGDecomposeParse, s["decompose_parse"], "agent.decompose_parse").value
-        self.query_placeholders = choice(T2RAGQueryPlaceholders, s["query_placeholders"],
-                                         "agent.query_placeholders").value
-        self.resolve_parse = choice(T2RAGResolveParse, s["resolve_parse"], "agent.resolve_parse").value
-        self.resolved_update = choice(T2RAGResolvedUpdate, s["resolved_update"], "agent.resolved_update").value
-        self.proposition_passage = choice(T2RAGPropositionPassage, s["proposition_passage"],
+        self.carry_fuzzy, self.question_query = bool(carry_fuzzy), bool(question_query)
+        self.question_query_mode = choice(T2RAGQuestionQuery, question_query_mode, "agent.question_query_mode").value
+        self.resolve_without_context = bool(resolve_without_context)
+        self.example_propositions_chars = int(example_propositions_chars)
+        self.decompose_retry = choice(T2RAGDecomposeRetry, decompose_retry, "agent.decompose_retry").value
+        self.on_no_triplets = choice(T2RAGOnNoTriplets, on_no_triplets, "agent.on_no_triplets").value
+        self.prompt_text = choice(T2RAGPromptText, prompt_text, "agent.prompt_text").value
+        self.decompose_parse = choice(T2RAGDecomposeParse, decompose_parse, "agent.decompose_parse").value
+        self.query_placeholders = choice(T2RAGQueryPlaceholders, query_placeholders, "agent.query_placeholders").value
+        self.resolve_parse = choice(T2RAGResolveParse, resolve_parse, "agent.resolve_parse").value
+        self.resolved_update = choice(T2RAGResolvedUpdate, resolved_update, "agent.resolved_update").value
+        self.proposition_passage = choice(T2RAGPropositionPassage, proposition_passage,
                                           "agent.proposition_passage").value
         self.fuzzy_match = choice(T2RAGFuzzyMatch, fuzzy_match, "agent.fuzzy_match").value
         self.stall_stop = bool(stall_stop)
@@ -848,8 +264,7 @@ class T2RAGAgent:
         return None
 
     def describe(self) -> dict[str, Any]:
-        """Settings for run.json (§5.2 / B.1 defaults and the paper-vs-code switches as resolved from
-        ``reading``)."""
+        """Settings for run.json (§5.2 / B.1 defaults, the preset's ``reading`` and its paper-vs-code switches)."""
         return {"name": self.name, "k": self.k, "max_iterations": self.max_iterations,
                 "candidate_depth": self.candidate_depth, "with_passages": self.with_passages,
                 "reading": self.reading, "carry_fuzzy": self.carry_fuzzy, "question_query": self.question_query,
@@ -1020,7 +435,5 @@ class T2RAGAgent:
         return rrf(list(lists), k_rrf=self.k_rrf) if lists else Ranking()
 
 
-__all__ = ["FAILED_ANSWER", "READINGS", "Clue", "Parsed", "Retrieved", "T2RAGAgent", "TripletState", "adaptive_retrieve", "code_answer",
-           "loop_counts", "t2rag_trace",
-           "parse_decomposition", "parse_decomposition_code", "parse_resolution", "parse_resolution_code",
-           "parse_simple_decomposition", "question_query"]
+
+__all__ = ["T2RAGAgent", "loop_counts", "t2rag_trace"]

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from functools import cache
 from statistics import mean
 from typing import Any
 
-from gear_repro.methods.base import (
+from omegaconf import OmegaConf
+
+from gear_repro.methods.report_contract import (
     PaperSetting,
     ReportHooks,
     RowParts,
@@ -18,13 +21,26 @@ from gear_repro.methods.base import (
     with_notes,
 )
 from gear_repro.methods.t2rag.detail import question_detail
-from gear_repro.methods.t2rag.method import READINGS, T2RAGAgent, loop_counts, t2rag_trace
+from gear_repro.methods.t2rag.method import T2RAGAgent, loop_counts, t2rag_trace
+from gear_repro.methods.t2rag.settings import READING_KEYS
+from gear_repro.utils.paths import config_dir
+
+READING_PRESETS = {"code": ("t2rag",), "paper": ("t2rag", "t2rag_paper")}  # configs/agent/ files, merged in order
+
+
+@cache
+def reading_values(reading: str) -> dict[str, Any]:
+    """The paper-vs-code keys as the preset of ``reading`` sets them (``configs/agent/t2rag.yaml`` for ``code``, with
+    ``t2rag_paper.yaml`` over it for ``paper``): the presets are the one place these values are declared."""
+    node = OmegaConf.merge(*(OmegaConf.load(config_dir() / "agent" / f"{name}.yaml")
+                             for name in READING_PRESETS.get(reading, READING_PRESETS["code"])))
+    return {key: node[key] for key in READING_KEYS}
 
 
 def _reading_value(key: str) -> Any:
-    """The paper row's value of a reading key: the value of the run's ``agent.reading`` (null = the reading's)."""
-    return lambda config: READINGS.get(str(node_setting(config.get("agent") or {}, "reading", "code")),
-                                       READINGS["code"])[key]
+    """The paper row's value of a reading key: the value the preset of the run's ``agent.reading`` gives it (a run
+    recorded before the presets gave every key holds null there, its reading's value: no note)."""
+    return lambda config: reading_values(str(node_setting(config.get("agent") or {}, "reading", "code")))[key]
 
 
 # the settings of T²RAG's paper row beyond N and the passages (its Table 2 ablations, named by the label): k = 5 per
@@ -34,7 +50,7 @@ T2RAG_SETTINGS = (
     PaperSetting("agent.k", "k = {value}", 5),
     PaperSetting("agent.candidate_depth", "{value} candidates per query", 200),
     PaperSetting("agent.reading", "reading: {value}", "code"),
-    *(PaperSetting(f"agent.{key}", f"{key} {{value}}", of_config=_reading_value(key)) for key in READINGS["code"]),
+    *(PaperSetting(f"agent.{key}", f"{key} {{value}}", of_config=_reading_value(key)) for key in READING_KEYS),
     PaperSetting("agent.answer_parse", "{value} answer parse", "code"),
     PaperSetting("agent.fuzzy_match", "fuzzy match: {value}", "placeholder"),
     PaperSetting("agent.stall_stop", "no stall stop", True),
@@ -45,7 +61,7 @@ def agent_label(config: Mapping[str, Any], parts: RowParts) -> str:
     """"T2RAG" (paper_results.csv: N = 3 iterations with passages in the resolve prompt, §5.2), its Table 2 ablations
     by what they set ("T2RAG - single round": N = 1; "T2RAG - w/o chunk": no passages), another N named,
     "(K.3 reader)" when its passages go to the K.3 reader instead of its own answer, and the paper settings the run
-    differs in (``T2RAG_SETTINGS``: "T2RAG (k = 10)"; before session 21 such a run sat beside the paper's cell)."""
+    differs in (``T2RAG_SETTINGS``: "T2RAG (k = 10)": such a run never sits beside the paper's cell)."""
     node = config.get("agent") or {}
     parts_ = []
     n = int(node_setting(node, "max_iterations", PAPER_ITERATIONS))
