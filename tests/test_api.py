@@ -53,7 +53,8 @@ class ReverseMethod(BaseMethod):
 
     name = "reverse"
 
-    def __init__(self, retriever, name: str = "reverse", output_depth: int | None = None) -> None:
+    def __init__(self, retriever, name: str = "reverse", output_depth: int | None = None,
+                 save_depth: int | None = None) -> None:  # agent=single's keys, which this config node keeps
         self.retriever = retriever
         self.name = name
 
@@ -128,7 +129,8 @@ def test_gear_answer_shows_rounds_calls_and_answer():
     rounds = res.rounds_frame()
     assert rounds["round"].tolist() == [1, 2]
     assert rounds["next_query"].tolist()[0] == "Where is Amiens?"
-    assert rounds["memory"].tolist()[1] == [["Emmanuel Macron", "born in", "Amiens"]]
+    # the same gist triple read in both rounds stays twice in the memory (Eq. 5, the pseudocode's extend)
+    assert rounds["memory"].tolist()[1] == [["Emmanuel Macron", "born in", "Amiens"]] * 2
     assert [c["stage"] for c in res.llm_calls] == ["gist", "reason", "rewrite", "gist", "reason", "qa"]
     assert res.tokens > 0 and res.timings["total_s"] > 0
 

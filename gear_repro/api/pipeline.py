@@ -11,7 +11,7 @@ import copy
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -228,7 +228,8 @@ class Pipeline:
                 if self.cfg.run.fail_fast:
                     raise
                 rec["error"] = redact_text(f"{type(e).__name__}: {e}")
-        if out is not None:
+        if out is not None:  # a method may rank deeper than k (single step saves run.save_depth ids): the top k
+            out = replace(out, ranking=out.ranking.top(k))
             rec.update(rankings={"final": out.ranking.ids}, rounds=out.rounds, trace=out.trace)
         rec["llm_calls"] = list(calls)
         rec["timings"] = {"total_s": time.perf_counter() - t0}
