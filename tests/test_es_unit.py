@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs
 
 import numpy as np
@@ -28,7 +27,7 @@ from gear_repro.utils.errors import ConfigError, DataError
 from gear_repro.utils.secrets import redact_url
 from tests.helpers import es_fixtures
 from tests.helpers.doubles import TableEmbedder
-from tests.helpers.es_fixtures import free_port
+from tests.helpers.es_fixtures import LoopbackServer, free_port
 
 noida_url = es_fixtures.noida_url  # session fixture, registered here by name
 
@@ -332,7 +331,7 @@ def test_redact_url():
 
 # -- faults: unreachable, auth, version --------------------------------------------------------
 
-class _FakeServer:
+class _FakeServer(LoopbackServer):
     """A tiny HTTP server answering every request with one status, JSON body and header set."""
 
     def __init__(self, status: int, body: dict, product: bool = True):
@@ -356,16 +355,7 @@ class _FakeServer:
                 pass
 
         self.status, self.body, self.product = status, body, product
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(H)
 
 
 @pytest.fixture

@@ -153,14 +153,34 @@ def gear_cache(path: Path) -> Iterator[Path]:
             os.environ["GEAR_CACHE"] = old
 
 
-class TricklingServer:
+class LoopbackServer:
+    """An HTTP server on 127.0.0.1 with ``handler`` (a BaseHTTPRequestHandler class), serving in a daemon thread
+    inside ``with``, which gives its URL."""
+
+    def __init__(self, handler: type) -> None:
+        import threading
+        from http.server import ThreadingHTTPServer
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class TricklingServer(LoopbackServer):
     """An HTTP server on 127.0.0.1 that answers ``GET /`` with ``info`` (JSON, as Elasticsearch does) and every other
     request with a 200 whose body comes one byte every ``every_s`` seconds, for ``for_s`` seconds, then stops (the
     connection is closed before the announced length): a per-read timeout longer than ``every_s`` never trips."""
 
     def __init__(self, info: dict, every_s: float = 0.1, for_s: float = 6.0):
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from http.server import BaseHTTPRequestHandler
 
         outer = self
 
@@ -190,14 +210,4 @@ class TricklingServer:
                 pass
 
         self.info, self.every_s, self.for_s = info, every_s, for_s
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
