@@ -5,9 +5,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from types import MappingProxyType
 from typing import Any
 
 LEDGER_FIELDS = ("stage", "round", "prompt_tokens", "completion_tokens", "cached", "latency_s", "model",
@@ -15,6 +16,29 @@ LEDGER_FIELDS = ("stage", "round", "prompt_tokens", "completion_tokens", "cached
 
 
 _SCOPE: ContextVar[list[dict[str, Any]] | None] = ContextVar("ledger_scope", default=None)
+# A call outside every round loop (single-step reads, K.3 QA, K.1 extraction) is round 0.
+_TAGS: ContextVar[Mapping[str, Any]] = ContextVar("ledger_tags", default=MappingProxyType({"round": 0}))
+
+
+@contextmanager
+def tags(**kw: Any) -> Iterator[None]:
+    """Tag every ledger record added in this context with ``kw`` (``round`` of a method's loop, the runner's matched
+    ``k``): the tags of enclosing ``tags`` blocks stay, an inner value wins, all are restored on exit. A tag named as
+    a ledger field (``round``) sets that field; any other becomes an extra key after the record's own keys.
+
+    The tags live in a ContextVar, so questions in other threads (``run.workers``) keep their own; work handed to
+    an executor sees them only when submitted with ``contextvars.copy_context().run`` (``LLMClient.chat_many``
+    and the runner's question pool do)."""
+    token = _TAGS.set(MappingProxyType({**_TAGS.get(), **kw}))
+    try:
+        yield
+    finally:
+        _TAGS.reset(token)
+
+
+def active_tags() -> Mapping[str, Any]:
+    """The tags a ledger record added here gets (read-only; ``round`` is always there, 0 outside a round loop)."""
+    return _TAGS.get()
 
 
 @contextmanager
@@ -33,7 +57,7 @@ def call_scope() -> Iterator[list[dict[str, Any]]]:
 class TokenLedger:
     """Append-only, thread-safe list of call records (plain JSON-ready dicts).
 
-    Each record: ``stage`` (extract/read/gist/reason/rewrite/qa), ``round``, ``prompt_tokens``,
+    Each record: ``stage`` (extract/read/gist/reason/rewrite/qa), ``round`` (from :func:`tags`), ``prompt_tokens``,
     ``completion_tokens`` (server usage, else tiktoken, else an estimate: ``tokens_source``),
     ``cached``, ``latency_s``, ``model``, ``ok`` and ``error`` (failed calls are recorded with 0 tokens), ``ts``.
     Per question: ``with call_scope() as calls: ...`` (thread-safe); or ``m = ledger.mark(); ...; ledger.since(m)``
@@ -45,8 +69,13 @@ class TokenLedger:
         self._lock = threading.Lock()
 
     def add(self, **rec: Any) -> dict[str, Any]:
+        """Append one call record: ``rec``'s fields, the fields it does not give from the active :func:`tags`,
+        then ``rec``'s other keys, then the other tags (a key ``rec`` gives explicitly wins over a tag)."""
         rec.setdefault("ts", round(time.time(), 3))
-        out = {k: rec.get(k) for k in LEDGER_FIELDS} | {k: v for k, v in rec.items() if k not in LEDGER_FIELDS}
+        tagged = _TAGS.get()
+        out = ({k: rec[k] if k in rec else tagged.get(k) for k in LEDGER_FIELDS}
+               | {k: v for k, v in rec.items() if k not in LEDGER_FIELDS}
+               | {k: v for k, v in tagged.items() if k not in LEDGER_FIELDS and k not in rec})
         with self._lock:
             self.records.append(out)
         scope = _SCOPE.get()

@@ -12,6 +12,7 @@ are found by :meth:`Runner.preflight` before any question runs.
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import logging
 import time
@@ -28,7 +29,7 @@ from gear_repro.data.dataset import check_gold_answers
 from gear_repro.evaluation.aggregate import aggregate
 from gear_repro.evaluation.metrics import answer_metric_for
 from gear_repro.extraction import EXTRACTION_LOG
-from gear_repro.llm.ledger import call_scope
+from gear_repro.llm.ledger import call_scope, tags
 from gear_repro.methods import is_figure2_reference
 from gear_repro.methods.base import Method, MethodOutput
 from gear_repro.pipeline import run_folder as rf
@@ -383,7 +384,8 @@ class Runner:
         ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=QUESTION_THREADS)
         abandoned = False
         try:
-            position = {ex.submit(one, q): i for i, q in enumerate(todo)}
+            # each question in a copy of the caller's context: its ledger tags, as with workers=1
+            position = {ex.submit(contextvars.copy_context().run, one, q): i for i, q in enumerate(todo)}
             ready: dict[int, Future[dict]] = {}
             head = 0  # position of the first question not yielded yet
             for fut in as_completed(position):
@@ -409,19 +411,28 @@ def run_question(cfg: DictConfig, res: Resources, q: Question, method: Method, q
     record does not keep; None when the question errored): the runner's per-question step, which the Python API
     (:class:`gear_repro.api.Pipeline`) calls too, so one question gives the same record either way. ``calls``
     collects its LLM calls (:func:`~gear_repro.llm.ledger.call_scope`)."""
-    final = None
-    ks = sorted(cfg.run.ks)
-    spans: list[tuple[int, int, int]] = []  # (k, first, end) positions in `calls` of each matched-k pass
     rec: dict = {"id": q.id, "question": q.question, "gold_ids": q.gold_ids, "answers": q.answers, "type": q.type}
     t0 = time.perf_counter()
+    with tags(k=None):  # Fig. 4: each call is tagged with the k of its matched-k pass (None outside one)
+        final = _question_body(cfg, q, method, qa_reader, answer_metric, rec)
+    if res.built("llm") is not None:  # `calls` holds this question's own copies of the records
+        rec["llm_calls"] = calls
+    rec["timings"] = {"total_s": time.perf_counter() - t0}
+    return rec, (final if "error" not in rec else None)
+
+
+def _question_body(cfg: DictConfig, q: Question, method: Method, qa_reader: AnswerReader | None,
+                   answer_metric: str, rec: dict) -> MethodOutput | None:
+    """Fill ``rec`` with the method's rankings, rounds, trace and answer (or the error); the final output."""
+    final = None
+    ks = sorted(cfg.run.ks)
     try:
         rankings: dict[str, list[str]] = {}
         if method.k_dependent and cfg.run.matched_k:
             outs = {}
             for k in ks:
-                start = len(calls)
-                outs[k] = method.run(q, k)
-                spans.append((k, start, len(calls)))
+                with tags(k=k):
+                    outs[k] = method.run(q, k)
             for k, o in outs.items():
                 rankings[str(k)] = o.ranking.ids[: cfg.run.save_depth]
             final = outs[ks[-1]]
@@ -447,9 +458,4 @@ def run_question(cfg: DictConfig, res: Resources, q: Question, method: Method, q
         rec["error"] = redact_text(f"{type(e).__name__}: {e}")
         rec["traceback"] = redact_text(traceback.format_exc(limit=5))
         rec.setdefault("rankings", {"final": []})
-    if res.built("llm") is not None:  # `calls` holds this question's own copies of the records
-        for i, c in enumerate(calls):  # Fig. 4: each call tagged with the k of its matched-k pass
-            c["k"] = next((k for k, a, b in spans if a <= i < b), None)
-        rec["llm_calls"] = calls
-    rec["timings"] = {"total_s": time.perf_counter() - t0}
-    return rec, (final if "error" not in rec else None)
+    return final
