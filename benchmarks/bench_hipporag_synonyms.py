@@ -64,7 +64,7 @@ class CachedNER:
     def close(self) -> None:
         """Nothing to stop."""
 
-    def chat(self, messages: Sequence[dict], *, stage: str, round_no: int = 0, **_: Any):
+    def chat(self, messages: Sequence[dict], *, stage: str, **_: Any):
         from gear_repro.llm import LLMReply
 
         if stage != "ner":

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gear_repro.llm.client import LLMReply
-from gear_repro.llm.ledger import TokenLedger
+from gear_repro.llm.ledger import TokenLedger, active_tags
 from gear_repro.types import Passage, Triple
 
 __all__ = ["StandInLLM"]
@@ -71,13 +71,13 @@ class StandInLLM:
         best = sorted(shown, key=lambda t: -len(asked & _words(t.text)))[: self.facts]
         return "Facts: " + ", ".join(f'("{t.subject}", "{t.predicate}", "{t.object}")' for t in best)
 
-    def _reply(self, prompt: str, round_no: int) -> str:
+    def _reply(self, prompt: str, n_round: int) -> str:
         facts = _FACT.findall(prompt.rsplit("\nQuestion: ", 1)[-1])  # the task's facts, not the example's
         last = facts[-1][2] if facts else "unknown"
         if "knowlege triples" in prompt:  # K.2 reader (SyncGE read, GEAR gist)
             return self._read(prompt)
         if "Answerable: Yes" in prompt:  # Eq. 6 reason
-            if round_no >= self.answer_round and facts:
+            if n_round >= self.answer_round and facts:
                 return f"Answerable: Yes\nAnswer: {last}"
             return "Answerable: No\nWhy: the facts do not name the answer yet."
         if "Next Question:" in prompt:  # Eq. 7 rewrite
@@ -88,12 +88,12 @@ class StandInLLM:
             return f"Answer: {found[0][2] if found else (_TITLE.findall(prompt) or ['unknown'])[-1]}"
         return ""
 
-    def chat(self, messages: Sequence[dict], *, stage: str, round_no: int = 0, **params: Any) -> LLMReply:
+    def chat(self, messages: Sequence[dict], *, stage: str, **params: Any) -> LLMReply:
         prompt = "\n".join(str(m["content"]) for m in messages)
-        text = self._reply(prompt, round_no)
+        text = self._reply(prompt, int(active_tags()["round"]))  # the method's round (ledger.tags)
         n_in, n_out = len(prompt.split()), len(text.split())
         self.n_calls += 1
-        self.ledger.add(stage=stage, round=round_no, prompt_tokens=n_in, completion_tokens=n_out, cached=False,
+        self.ledger.add(stage=stage, prompt_tokens=n_in, completion_tokens=n_out, cached=False,
                         latency_s=0.0, model=self.model, tokens_source="words", ok=True, error=None,
                         messages=[dict(m) for m in messages], reply=text)
         return LLMReply(text=text, prompt_tokens=n_in, completion_tokens=n_out, cached=False, latency_s=0.0,

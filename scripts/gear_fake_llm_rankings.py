@@ -24,6 +24,7 @@ from hydra import compose, initialize_config_dir
 
 import gear_repro.config  # noqa: F401  (resolvers)
 from gear_repro.llm import LLMReply, TokenLedger
+from gear_repro.llm.ledger import active_tags
 from gear_repro.utils.paths import config_dir
 
 _TITLE = re.compile(r"^Wikipedia Title: (.*)$", re.MULTILINE)
@@ -33,7 +34,7 @@ DEFAULTS = ["agent=gear", "embedder=minilm", "retriever=hybrid", "dataset.limit=
 
 
 class FakeLLM:
-    """Deterministic stand-in with the client's ``chat`` signature (accepts ``round`` or ``round_no``)."""
+    """Deterministic stand-in with the client's ``chat`` signature (the round: the caller's ``ledger.tags``)."""
 
     model = "fake"
     concurrency = 1  # the LLM role's attributes (gear_repro/llm/base.py)
@@ -67,10 +68,10 @@ class FakeLLM:
 
     def chat(self, messages, *, stage: str, **kw) -> LLMReply:
         self.calls += 1
-        n = int(kw.pop("round_no", kw.pop("round", 0)))
+        n = int(active_tags()["round"])
         prompt = "\n".join(str(m["content"]) for m in messages)
         text = self._reply(prompt, stage, n)
-        self.ledger.add(stage=stage, round=n, prompt_tokens=len(prompt.split()), completion_tokens=len(text.split()),
+        self.ledger.add(stage=stage, prompt_tokens=len(prompt.split()), completion_tokens=len(text.split()),
                         cached=False, latency_s=0.0, model=self.model)
         return LLMReply(text=text, prompt_tokens=len(prompt.split()), completion_tokens=len(text.split()),
                         cached=False, latency_s=0.0, model=self.model)

@@ -24,6 +24,7 @@ from gear_repro.core.fusion import rrf  # noqa: E402
 from gear_repro.core.triple_graph import TripleIndex, triple_docs  # noqa: E402
 from gear_repro.data import load_dataset  # noqa: E402
 from gear_repro.data.dataset import Dataset  # noqa: E402
+from gear_repro.llm.ledger import tags  # noqa: E402
 from gear_repro.methods.gear.expansion import NaiveGE, NoExpansion, SyncGE  # noqa: E402
 from gear_repro.retrieval.base import HybridRetriever  # noqa: E402
 from gear_repro.types import Ranking  # noqa: E402
@@ -188,8 +189,10 @@ def test_sync_reader_question_is_a_parameter(res):
     q = res.dataset.questions[0]
     base = res.passage_retriever.retrieve(q.question, 5)
     ge, llm = _sync(res, ["", ""])
-    ge.expand("a rewritten query", base, read_query=q.question, round_no=2)
-    ge.expand("a rewritten query", base, read_query=q.question, round_no=3, memory=[("A", "b", "C")])
+    with tags(round=2):  # the agent's round (ledger.tags) reaches the reader's call
+        ge.expand("a rewritten query", base, read_query=q.question)
+    with tags(round=3):
+        ge.expand("a rewritten query", base, read_query=q.question, memory=[("A", "b", "C")])
     plain, with_memory = (c["messages"][0]["content"] for c in llm.calls)
     assert [c["round"] for c in llm.calls] == [2, 3]
     assert f"Question: {q.question}" in plain and "a rewritten query" not in plain + with_memory

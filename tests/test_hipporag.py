@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from gear_repro.config import group_config
+from gear_repro.llm.ledger import tags
 from gear_repro.llm.parsing import parse_named_entities
 from gear_repro.methods.hipporag.phrase_graph import (
     PhraseGraph,
@@ -189,7 +190,8 @@ def hippo(res, **settings) -> HippoRAG:
 def test_v1_links_entities_and_ranks_by_ppr() -> None:
     res = toy_resources('{"named_entities": ["France", "Emmanuel Macron"]}')
     h = hippo(res, cache=False, synonyms=False)
-    out = h.search("Where was the president of France born?", 6, round_no=2)
+    with tags(round=2):  # the caller's round (IRCoT's loop) reaches the NER call
+        out = h.search("Where was the president of France born?", 6)
     assert out.trace["entities"] == ["france", "emmanuel macron"]
     assert [x[:2] for x in out.trace["linked"]] == [["france", "france"], ["emmanuel macron", "emmanuel macron"]]
     assert out.trace["ppr_ms"] >= 0 and "fallback" not in out.trace

@@ -87,3 +87,35 @@ def test_the_runners_question_pool_keeps_the_callers_tags(workers: int, toy_dir:
         assert {c["session"] for c in calls} == {"s1"}
         assert [(c["stage"], c["k"]) for c in calls] == [("read", 5), ("read", 10), ("read", 15), ("qa", None)]
         assert {c["round"] for c in calls} == {0}
+
+
+def _rounds_of(calls: list[dict], *stages: str) -> list[int]:
+    return [c["round"] for c in calls if c["stage"] in stages]
+
+
+@pytest.mark.parametrize("agent", ["gear", "ircot", "hipporag", "hipporag_ircot", "t2rag"])
+def test_each_method_tags_its_calls_with_their_round(agent: str, toy_dir: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The methods set ``round`` where their loop is (no round passed down): each call is recorded under the
+    round whose record it belongs to; calls outside every loop (K.3 QA, T²RAG's decomposition and answer) are 0."""
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path / "cache"))
+    overrides = [f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "qa=true",
+                 f"agent={agent}", *(["retriever=bm25"] if agent in ("gear", "ircot") else [])]
+    records = run_with_doubles(overrides, tmp_path / "run", llm=ScriptedLLM(), embedder=HashEmbedder())
+    assert records and not any(r.get("error") for r in records)
+    for rec in records:
+        calls, n = rec["llm_calls"], len(rec["rounds"])
+        assert _rounds_of(calls, "qa") == ([0] if agent != "t2rag" else [])
+        if agent == "gear":
+            assert set(_rounds_of(calls, "read")) == set(range(1, n + 1)) == set(_rounds_of(calls, "gist"))
+            assert _rounds_of(calls, "rewrite") == sorted(_rounds_of(calls, "rewrite"))
+            assert set(_rounds_of(calls, "reason", "rewrite")) <= set(range(1, n + 1))
+        elif agent in ("ircot", "hipporag_ircot"):
+            assert _rounds_of(calls, "cot") == [r["round"] for r in rec["rounds"] if r.get("raw_thought") is not None]
+            if agent == "hipporag_ircot":
+                assert _rounds_of(calls, "ner") == list(range(1, n + 1))  # one retrieval per round
+        elif agent == "hipporag":
+            assert _rounds_of(calls, "ner") == [1]
+        else:
+            assert _rounds_of(calls, "decompose", "answer") == [0, 0]
+            assert _rounds_of(calls, "resolve") == [r["round"] for r in rec["rounds"] if r["status"] != "skipped"]

@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 from gear_repro.config import group_config
 from gear_repro.llm import LLMCallError, LLMClient, TokenLedger
 from gear_repro.llm.cache import LLMCache
+from gear_repro.llm.ledger import tags
 from gear_repro.utils.errors import ConfigError
 
 SECRET = "sk-test-SECRET-7f3a9c0e5b"
@@ -140,8 +141,8 @@ def msgs(text: str = "hello") -> list[dict]:
 
 def test_cache_miss_then_hit_and_deterministic_replay(fake: FakeOpenAI, make_client) -> None:
     c = make_client()
-    r1 = c.chat(msgs(), stage="read", round_no=1)
-    r2 = c.chat(msgs(), stage="read", round_no=1)
+    r1 = c.chat(msgs(), stage="read")
+    r2 = c.chat(msgs(), stage="read")
     assert len(fake.requests) == 1
     assert (r1.cached, r2.cached) == (False, True)
     assert r1.text == r2.text == "echo: hello"
@@ -151,7 +152,7 @@ def test_cache_miss_then_hit_and_deterministic_replay(fake: FakeOpenAI, make_cli
     assert fake.requests[0]["body"]["temperature"] == 0.0
     # a new client (a re-run) on the same endpoint replays from the persistent cache without a request
     c2 = make_client()
-    r3 = c2.chat(msgs(), stage="read", round_no=1)
+    r3 = c2.chat(msgs(), stage="read")
     assert r3.cached and r3.text == r1.text and c2.stats()["cache_hits"] == 1 and len(fake.requests) == 2
     assert c.stats() | {} == {"calls": 3, "cache_hits": 1, "cache_misses": 2, "retries": 0, "failures": 0, "echoed": 0, "truncated": 0,
                               "prompt_tokens": 33, "completion_tokens": 15, "cache_hit_rate": 0.3333,
@@ -169,10 +170,11 @@ def test_ledger_records_and_slices(fake: FakeOpenAI, make_client) -> None:
     ledger = TokenLedger()
     c = make_client(ledger=ledger)
     assert c.ledger is ledger
-    c.chat(msgs("a"), stage="read", round_no=0)
+    c.chat(msgs("a"), stage="read")
     mark = ledger.mark()
-    c.chat(msgs("b"), stage="gist", round_no=1)
-    c.chat(msgs("b"), stage="gist", round_no=1)
+    with tags(round=1):  # the round of the method's loop
+        c.chat(msgs("b"), stage="gist")
+        c.chat(msgs("b"), stage="gist")
     recs = ledger.since(mark)
     assert [(r["stage"], r["round"], r["cached"]) for r in recs] == [("gist", 1, False), ("gist", 1, True)]
     assert all(r["prompt_tokens"] == 11 and r["completion_tokens"] == 5 and r["model"] == "fake-model"
@@ -207,8 +209,8 @@ def test_retries_429_and_500_then_success(fake: FakeOpenAI, make_client) -> None
 def test_retries_are_bounded(fake: FakeOpenAI, make_client) -> None:
     fake.actions = [("status", 500)] * 10
     c = make_client(max_retries=2)
-    with pytest.raises(LLMCallError, match="retries exhausted after 3 attempt"):
-        c.chat(msgs(), stage="read", round_no=2)
+    with pytest.raises(LLMCallError, match="retries exhausted after 3 attempt"), tags(round=2):
+        c.chat(msgs(), stage="read")  # a failed call is recorded under the caller's round too
     assert len(fake.requests) == 3
     s = c.stats()
     assert (s["retries"], s["failures"], s["cache_hits"]) == (2, 1, 0)
@@ -275,10 +277,11 @@ def test_tokens_counted_when_usage_absent(fake: FakeOpenAI, make_client) -> None
 def test_chat_many_concurrent_in_order(fake: FakeOpenAI, make_client) -> None:
     fake.actions = [("together",)] * 2
     c = make_client(concurrency=4, timeout_s=60)
-    out = c.chat_many([msgs(f"m{i}") for i in range(8)], stage="read", round_no=3)
+    with tags(round=3, k=5):  # each request's thread records the caller's tags
+        out = c.chat_many([msgs(f"m{i}") for i in range(8)], stage="read")
     assert [r.text for r in out] == [f"echo: m{i}" for i in range(8)]
     assert fake.max_in_flight > 1
-    assert len(c.ledger.since(0)) == 8 and {r["round"] for r in c.ledger.records} == {3}
+    assert len(c.ledger.since(0)) == 8 and {(r["round"], r["k"]) for r in c.ledger.records} == {(3, 5)}
 
 
 def test_chat_many_return_exceptions(fake: FakeOpenAI, make_client) -> None:

@@ -39,12 +39,12 @@ def test_tiny_model_through_harness_started_server(tmp_path: Path) -> None:
     assert client.server is None  # lazily started on the first uncached call
     messages = render("qa_no_passages", question="What is the capital of France?")
     try:
-        r1 = client.chat(messages, stage="qa", round_no=0)
+        r1 = client.chat(messages, stage="qa")
         server = client.server
         assert server is not None and server.alive() and _port_open(server.port)
         assert r1.text.strip() and not r1.cached
         assert r1.prompt_tokens > 0 and r1.completion_tokens > 0 and r1.tokens_source == "usage"
-        r2 = client.chat(messages, stage="qa", round_no=0)
+        r2 = client.chat(messages, stage="qa")
         assert r2.cached and r2.text == r1.text and r2.prompt_tokens == r1.prompt_tokens
         recs = client.ledger.since(0)
         assert [(r["stage"], r["cached"], r["model"]) for r in recs] == [

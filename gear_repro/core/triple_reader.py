@@ -39,10 +39,10 @@ class ReadResult:
                 "dropped": self.dropped, "error": self.error, "passages_dropped": self.passages_dropped}
 
 
-def read_triples(llm: Any, passages: Sequence[Passage], query: str, *, stage: str, round_no: int = 0,
+def read_triples(llm: Any, passages: Sequence[Passage], query: str, *, stage: str,
                  memory: Sequence[Sequence[str]] = (), prompt: str = READER_PROMPT,
                  memory_prompt: str = MEMORY_PROMPT, llm_params: Mapping[str, Any] | None = None) -> ReadResult:
-    """T' = read(passages, query[, memory]) with ``llm.chat(..., stage=stage, round_no=round_no)``.
+    """T' = read(passages, query[, memory]) with ``llm.chat(..., stage=stage)`` (the round: ``ledger.tags``).
 
     Without ``memory`` the ``prompt`` template is used (K.2 plain reader), with it ``memory_prompt`` (K.2 with
     the gist memory). No passages: no call, an empty result. When ``llm.context_window`` is known, the
@@ -57,7 +57,7 @@ def read_triples(llm: Any, passages: Sequence[Passage], query: str, *, stage: st
     facts = {"triples": [tuple(t) for t in memory]} if memory else {}
     messages, cut = fit_passages(llm, lambda docs: render(name, docs=list(docs), query=query, **facts), passages,
                                  llm_params)
-    reply = llm.chat(messages, stage=stage, round_no=round_no, **dict(llm_params or {}))
+    reply = llm.chat(messages, stage=stage, **dict(llm_params or {}))
     parsed = parse_triples(reply.text)
     return ReadResult(triples=[(str(s), str(p), str(o)) for s, p, o in parsed.triples], prompt=name,
                       reply=reply.text, failed=parsed.failed, repaired=parsed.repaired, dropped=parsed.dropped,

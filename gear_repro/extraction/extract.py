@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import statistics
 import time
@@ -71,7 +72,7 @@ def _load_done(out: Path) -> dict[str, dict]:
 
 def _extract_one(llm: LLM, p: Passage, params: Mapping[str, Any]) -> tuple[list[dict], dict]:
     messages = render("extraction", wiki_title=p.title, passage=p.text)
-    reply = llm.chat(messages, stage="extract", round_no=0, **params)
+    reply = llm.chat(messages, stage="extract", **params)
     entities, parsed = parse_extraction(reply.text)
     triples = [{"id": f"{p.id}-{n}", "subject": s, "predicate": r, "object": o, "passage_id": p.id}
                for n, (s, r, o) in enumerate(parsed.triples)]
@@ -121,7 +122,8 @@ def extract_triples(
             next_submit = 0
             for i, p in enumerate(todo):
                 while next_submit < len(todo) and next_submit < i + workers * 2:  # bounded queue: a kill
-                    futures[next_submit] = ex.submit(_extract_one, llm, todo[next_submit], params)  # loses few calls
+                    futures[next_submit] = ex.submit(  # loses few calls; the caller's ledger tags (ledger.tags)
+                        contextvars.copy_context().run, _extract_one, llm, todo[next_submit], params)
                     next_submit += 1
                 fut = futures.pop(i)
                 try:

@@ -13,7 +13,8 @@ from gear_repro.llm.client import LLMReply
 
 
 class LLM(Protocol):
-    """An LLM client: ``chat`` records every call in the run's token ledger under ``stage`` and ``round_no``;
+    """An LLM client: ``chat`` records every call in the run's token ledger under ``stage`` and the active
+    :func:`gear_repro.llm.ledger.tags` (``round``, ``k``);
     ``check_ready`` is the start-up check (credentials, the model file and server flags, a TCP connection to an
     endpoint the harness does not start; no request sent), ``check_params`` that of request params
     (``llm.params``, a component's ``llm_params``: ConfigError naming ``<key>.<name>``); ``stats`` its counters (``llm_stats.json``);
@@ -28,7 +29,7 @@ class LLM(Protocol):
     context_window: int | None
     default_params: Mapping[str, Any]
 
-    def chat(self, messages: Sequence[dict], *, stage: str, round_no: int = 0, **params: Any) -> LLMReply: ...
+    def chat(self, messages: Sequence[dict], *, stage: str, **params: Any) -> LLMReply: ...
 
     def check_ready(self) -> None: ...
 

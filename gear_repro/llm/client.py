@@ -454,9 +454,9 @@ class LLMClient:
         finally:
             self._bump(retries=max(0, self._attempts.n - 1))
 
-    def chat(self, messages: list[dict], *, stage: str, round_no: int = 0, **params: Any) -> LLMReply:
-        """Send chat ``messages`` (cached); record the call under ``stage``/``round_no`` in ``self.ledger``
-        (ledger field ``round``).
+    def chat(self, messages: list[dict], *, stage: str, **params: Any) -> LLMReply:
+        """Send chat ``messages`` (cached); record the call under ``stage`` in ``self.ledger``, with the tags of
+        the caller's :func:`gear_repro.llm.ledger.tags` (the method's ``round``, the runner's ``k``).
 
         ``params`` (temperature, max_tokens, stop, seed, ...) override the configured defaults and are
         part of the cache key. Raises ``LLMCallError`` when the call fails for good.
@@ -485,7 +485,7 @@ class LLMClient:
                     self.cache.put(key, self.model, out)
             except LLMCallError as e:
                 self._bump(failures=1)
-                self.ledger.add(stage=stage, round=round_no, prompt_tokens=0, completion_tokens=0, cached=False,
+                self.ledger.add(stage=stage, prompt_tokens=0, completion_tokens=0, cached=False,
                                 latency_s=round_s(time.perf_counter() - t0), model=self.model,
                                 tokens_source=None, ok=False, error=str(e)[:300], **self._recorded(messages, None))
                 raise
@@ -505,7 +505,7 @@ class LLMClient:
         truncated = reply.finish_reason == "length"
         if truncated:
             self._warn_truncated(stage, req)
-        self.ledger.add(stage=stage, round=round_no, prompt_tokens=reply.prompt_tokens,
+        self.ledger.add(stage=stage, prompt_tokens=reply.prompt_tokens,
                         completion_tokens=reply.completion_tokens, cached=reply.cached, latency_s=reply.latency_s,
                         model=reply.model, tokens_source=reply.tokens_source, ok=True, error=None,
                         **({"echo": True} if echoed else {}), **({"truncated": True} if truncated else {}),
@@ -559,8 +559,8 @@ class LLMClient:
         with self._lock:
             self._in_flight_keys.pop(key).set()
 
-    def chat_many(self, batch: Sequence[list[dict]], *, stage: str, round_no: int = 0,
-                  return_exceptions: bool = False, **params: Any) -> list[Any]:
+    def chat_many(self, batch: Sequence[list[dict]], *, stage: str, return_exceptions: bool = False,
+                  **params: Any) -> list[Any]:
         """``chat`` over many message lists with ``concurrency`` threads; results in input order.
 
         With ``return_exceptions`` a failed call yields its ``LLMCallError`` in place instead of raising.
@@ -572,7 +572,7 @@ class LLMClient:
 
         def one(msgs: list[dict]) -> Any:
             try:
-                return self.chat(msgs, stage=stage, round_no=round_no, **params)
+                return self.chat(msgs, stage=stage, **params)
             except LLMCallError as e:
                 if return_exceptions:
                     return e
@@ -580,7 +580,8 @@ class LLMClient:
 
         if self.concurrency == 1 or len(batch) == 1:
             return [one(m) for m in batch]
-        contexts = [contextvars.copy_context() for _ in batch]  # the caller's ledger scope (ledger.call_scope)
+        # the caller's ledger scope and tags (ledger.call_scope, ledger.tags) in each request's thread
+        contexts = [contextvars.copy_context() for _ in batch]
         with COMPUTE.released(), ThreadPoolExecutor(max_workers=min(self.concurrency, len(batch))) as ex:
             return list(ex.map(lambda cm: cm[0].run(one, cm[1]), zip(contexts, batch, strict=True)))
 

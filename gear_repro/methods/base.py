@@ -91,7 +91,7 @@ class Method(Protocol):
 class Expansion(Protocol):
     """Graph expansion of a base list (GEAR's NoExpansion / NaiveGE / SyncGE, ``methods/gear/expansion.py``).
 
-    ``expand(query, base, *, read_query=None, round_no=0, memory=())``: beams scored against ``query``, a reader
+    ``expand(query, base, *, read_query=None, memory=())``: beams scored against ``query``, a reader
     sees ``read_query`` (None = query) and, when non-empty, the gist memory."""
 
     name: str
@@ -99,7 +99,7 @@ class Expansion(Protocol):
     needs_llm: bool
     needs_vectors: bool
 
-    def expand(self, query: str, base: Ranking, *, read_query: str | None = None, round_no: int = 0,
+    def expand(self, query: str, base: Ranking, *, read_query: str | None = None,
                memory: Sequence[Sequence[str]] = ()) -> ExpansionOutput: ...
 
     def check_prompts(self, questions: Sequence[Question]) -> None: ...
@@ -110,6 +110,6 @@ class Expansion(Protocol):
 class Searcher(Protocol):
     """A retriever that also reports how it found its list (HippoRAG): what IRCoT and HippoRAG's method call."""
 
-    def search(self, query: str, k: int, *, round_no: int = 0) -> SearchResult: ...
+    def search(self, query: str, k: int) -> SearchResult: ...
 
     def describe(self) -> dict[str, Any]: ...

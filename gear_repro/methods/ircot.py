@@ -38,6 +38,7 @@ from typing import Any
 
 from gear_repro.llm.base import LLM
 from gear_repro.llm.context import check_fits, fit_passages, prompt_tokens
+from gear_repro.llm.ledger import tags
 from gear_repro.methods.base import MethodOutput, Searcher, SearchResult
 from gear_repro.methods.report_contract import (
     HIPPORAG_SETTINGS,
@@ -242,9 +243,9 @@ class IRCoTAgent:
         return {}
 
     # -- steps ------------------------------------------------------------------------------------------
-    def search(self, query: str, round_no: int) -> SearchResult:
+    def search(self, query: str) -> SearchResult:
         if self.retriever_kind == "hipporag":
-            return self.hipporag.search(query, self.top_k, round_no=round_no)
+            return self.hipporag.search(query, self.top_k)
         t = time.perf_counter()
         ranking = self.base_retriever.retrieve(query, self.top_k)
         return SearchResult(ranking, {"total_ms": round(1000 * (time.perf_counter() - t), 3)})
@@ -278,15 +279,14 @@ class IRCoTAgent:
         msgs = self.messages(question, [], [], self.pack_demos(question, [], []))
         check_fits(self.llm, msgs, "IRCoT thought", self.cot_params)
 
-    def next_thought(self, question: str, passage_ids: Sequence[str], thoughts: Sequence[str],
-                     round_no: int) -> tuple[str, str, int]:
+    def next_thought(self, question: str, passage_ids: Sequence[str], thoughts: Sequence[str]) -> tuple[str, str, int]:
         """(thought, raw reply, passages dropped to fit ``llm.context_window``)."""
         by_id = self.passage_by_id
         passages = [by_id[p] for p in passage_ids if p in by_id]
         demos = self.pack_demos(question, passages, thoughts)
         msgs, dropped = fit_passages(self.llm, lambda ps: self.messages(question, ps, thoughts, demos),
                                      passages, self.cot_params)
-        reply = self.llm.chat(msgs, stage="cot", round_no=round_no, **self.cot_params)
+        reply = self.llm.chat(msgs, stage="cot", **self.cot_params)
         text = reply.text.strip()
         return (first_sentence(text) if self.thought == "first_sentence" else text), reply.text, dropped
 
@@ -301,35 +301,36 @@ class IRCoTAgent:
         rounds: list[dict[str, Any]] = []
         query, stop, answer = q, "max_rounds", None
         for n in range(1, self.max_rounds + 1):
-            res = self.search(query, n)
-            for key, val in (res.trace.get("counters") or {}).items():
-                bump(counters, key, val)
-            merge_step(merged, res.ranking, self.merge)
-            ranking = merged_ranking(merged)
-            depth = self.round_ranking_depth
-            rec: dict[str, Any] = {"round": n, "query": query, "retrieved": list(res.ranking.ids),
-                                   "retrieval": res.trace, "thought": None,
-                                   "ranking": ranking.ids[:depth] if depth else list(ranking.ids)}
-            rounds.append(rec)
-            if n == self.max_rounds:
-                break
-            t = time.perf_counter()
-            thought, raw, dropped = self.next_thought(q, ranking.ids[: self.top_k], thoughts, n)
-            rec.update(thought=thought, raw_thought=raw, dropped_passages=dropped,
-                       cot_ms=round(1000 * (time.perf_counter() - t), 3))
-            if dropped:
-                bump(counters, "context_fitted_calls")
-                bump(counters, "context_dropped_passages", dropped)
-            thoughts.append(thought)
-            if ANSWER_MARK in thought:
-                stop, answer = "answerable", thought.split(ANSWER_MARK, 1)[1].strip()
-                break
-            if not thought:
-                bump(counters, "empty_thoughts")
-                if self.empty_thought is IRCoTEmptyThought.stop:
-                    stop = "empty_thought"
+            with tags(round=n):  # the retrieval's NER (HippoRAG) and the thought
+                res = self.search(query)
+                for key, val in (res.trace.get("counters") or {}).items():
+                    bump(counters, key, val)
+                merge_step(merged, res.ranking, self.merge)
+                ranking = merged_ranking(merged)
+                depth = self.round_ranking_depth
+                rec: dict[str, Any] = {"round": n, "query": query, "retrieved": list(res.ranking.ids),
+                                       "retrieval": res.trace, "thought": None,
+                                       "ranking": ranking.ids[:depth] if depth else list(ranking.ids)}
+                rounds.append(rec)
+                if n == self.max_rounds:
                     break
-            query = thought  # an empty thought retrieves with "" as the reference does
+                t = time.perf_counter()
+                thought, raw, dropped = self.next_thought(q, ranking.ids[: self.top_k], thoughts)
+                rec.update(thought=thought, raw_thought=raw, dropped_passages=dropped,
+                           cot_ms=round(1000 * (time.perf_counter() - t), 3))
+                if dropped:
+                    bump(counters, "context_fitted_calls")
+                    bump(counters, "context_dropped_passages", dropped)
+                thoughts.append(thought)
+                if ANSWER_MARK in thought:
+                    stop, answer = "answerable", thought.split(ANSWER_MARK, 1)[1].strip()
+                    break
+                if not thought:
+                    bump(counters, "empty_thoughts")
+                    if self.empty_thought is IRCoTEmptyThought.stop:
+                        stop = "empty_thought"
+                        break
+                query = thought  # an empty thought retrieves with "" as the reference does
         trace = {"agent": self.name, "stop": stop, "n_rounds": len(rounds), "max_rounds": self.max_rounds,
                  "thoughts": thoughts, "answer": answer, "demos": [d.qid for d in self.demos],
                  "counters": counters, "timings": {"total_s": round(time.perf_counter() - t_start, 6)}}

@@ -61,7 +61,7 @@ class BaseExpansion:
     needs_llm = False
     needs_vectors = False
 
-    def expand(self, query: str, base: Ranking, *, read_query: str | None = None, round_no: int = 0,
+    def expand(self, query: str, base: Ranking, *, read_query: str | None = None,
                memory: Sequence[Sequence[str]] = ()) -> ExpansionOutput:
         raise NotImplementedError(f"{type(self).__name__}.expand")
 

@@ -149,7 +149,7 @@ class QAReader:
         dataset's answer ``metric``."""
         ids = self.passages_for(question, ranked_ids)
         msgs, dropped = fit_passages(self.llm, lambda ps: self.messages(question, ps), ids, self.llm_params)
-        reply = self.llm.chat(msgs, stage=QA_STAGE, round_no=0, **self.llm_params)
+        reply = self.llm.chat(msgs, stage=QA_STAGE, **self.llm_params)
         ans = extract_answer(reply.text)
         return {**score_answer(question, ans, metric), "qa_raw": reply.text, "qa_mode": self.mode,
                 "qa_passages": ids[: len(ids) - dropped], "qa_dropped": dropped}

@@ -26,6 +26,7 @@ import numpy as np
 
 from gear_repro.embedding.embedder import SentenceEmbedder
 from gear_repro.llm import LLMCallError, LLMReply, TokenLedger
+from gear_repro.llm.ledger import active_tags
 from gear_repro.types import Passage, Ranking
 
 _TITLE = re.compile(r"^Wikipedia Title: (.+)$", re.MULTILINE)
@@ -57,9 +58,10 @@ def template_reply(prompt: str, h: int, entities: Sequence[str]) -> str | None:
     return None
 
 
-def scripted_text(prompt: str, stage: str, round_no: int = 0) -> str:
-    """A reply in the format the prompt asks for; entities are titles shown in the prompt's last passages."""
-    h = _digest(f"{stage}|{round_no}|{prompt}")
+def scripted_text(prompt: str, stage: str, n_round: int = 0) -> str:
+    """A reply in the format the prompt asks for; entities are titles shown in the prompt's last passages (picked by
+    a hash of the stage, the round and the prompt)."""
+    h = _digest(f"{stage}|{n_round}|{prompt}")
     titles = _TITLE.findall(prompt.rsplit("# Your Task", 1)[-1]) or _TITLE.findall(prompt)[-5:] or list(_FALLBACK)
     reply = template_reply(prompt, h, titles)
     if reply is not None:
@@ -90,21 +92,22 @@ class ScriptedLLM:
         self.ledger = TokenLedger()
         self.calls: list[dict] = []
 
-    def _text(self, prompt: str, stage: str, round_no: int) -> str:
+    def _text(self, prompt: str, stage: str, n_round: int) -> str:
         if self.script is None:
-            return scripted_text(prompt, stage, round_no)
+            return scripted_text(prompt, stage, n_round)
         if isinstance(self.script, list):
             return self.script.pop(0) if self.script else ""
-        reply = self.script.get((stage, round_no), self.script.get(stage, ""))
+        reply = self.script.get((stage, n_round), self.script.get(stage, ""))
         return reply(prompt) if callable(reply) else reply
 
-    def chat(self, messages: Sequence[dict], *, stage: str, round_no: int = 0, **params) -> LLMReply:
+    def chat(self, messages: Sequence[dict], *, stage: str, **params) -> LLMReply:
         prompt = "\n".join(str(m["content"]) for m in messages)
-        text = self._text(prompt, stage, round_no)
-        self.calls.append({"stage": stage, "round": round_no, "prompt": prompt, "reply": text,
+        n_round = int(active_tags()["round"])  # the caller's round (ledger.tags), as the real client records it
+        text = self._text(prompt, stage, n_round)
+        self.calls.append({"stage": stage, "round": n_round, "prompt": prompt, "reply": text,
                            "messages": messages, "params": params})
         n_in, n_out = len(prompt.split()), len(text.split())
-        self.ledger.add(stage=stage, round=round_no, prompt_tokens=n_in, completion_tokens=n_out, cached=False,
+        self.ledger.add(stage=stage, prompt_tokens=n_in, completion_tokens=n_out, cached=False,
                         latency_s=0.0, model=self.model)
         return LLMReply(text=text, prompt_tokens=n_in, completion_tokens=n_out, cached=False, latency_s=0.0,
                         model=self.model)
@@ -161,8 +164,8 @@ class ExtractionLLM(ScriptedLLM):
         self.calls: list[str] = []  # type: ignore[assignment]  # titles, not call records
         self._lock = threading.Lock()
 
-    def chat(self, messages: list[dict], *, stage: str, round_no: int = 0, **params: Any) -> LLMReply:
-        assert stage == "extract" and round_no == 0
+    def chat(self, messages: list[dict], *, stage: str, **params: Any) -> LLMReply:
+        assert stage == "extract" and active_tags()["round"] == 0
         text = messages[-1]["content"]
         title = next(t for t in sorted(self.titles, key=len, reverse=True) if f"```\n{t}\n\n" in text)
         with self._lock:
@@ -307,7 +310,7 @@ class FixedExpansion:
     def describe(self) -> dict:
         return {"name": "fixed"}
 
-    def expand(self, query: str, base: Ranking, *, read_query: str | None = None, round_no: int = 0,
+    def expand(self, query: str, base: Ranking, *, read_query: str | None = None,
                memory: Sequence[Sequence[str]] = ()):
         from gear_repro.core.fusion import rrf
         from gear_repro.methods.gear.expansion import ExpansionOutput

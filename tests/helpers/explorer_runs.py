@@ -39,10 +39,10 @@ class FailingLLM(ScriptedLLM):
         super().__init__()
         self.marker = marker
 
-    def chat(self, messages: Sequence[dict], *, stage: str, round_no: int = 0, **params):
+    def chat(self, messages: Sequence[dict], *, stage: str, **params):
         if self.marker and stage == "read" and any(self.marker in str(m["content"]) for m in messages):
             raise RuntimeError(ERROR_MESSAGE)
-        return super().chat(messages, stage=stage, round_no=round_no, **params)
+        return super().chat(messages, stage=stage, **params)
 
 
 def _rows(path: Path) -> list[dict]:

@@ -42,6 +42,7 @@ from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.core.triple_graph import TripleIndex, normalize_entity
 from gear_repro.core.triple_reader import read_triples
 from gear_repro.llm.base import LLM
+from gear_repro.llm.ledger import tags
 from gear_repro.methods.base import Expansion, MethodOutput
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking, Triple3, triple_text
@@ -216,10 +217,10 @@ class GearAgent:
         return {}
 
     # -- LLM steps ----------------------------------------------------------------------------------------
-    def _chat(self, messages: list[dict], stage: str, round_no: int):
-        return self.llm.chat(messages, stage=stage, round_no=round_no, **self.llm_params)
+    def _chat(self, messages: list[dict], stage: str):
+        return self.llm.chat(messages, stage=stage, **self.llm_params)
 
-    def gist_read(self, query: str, passage_ids: Sequence[str], memory: list[Triple3], *, round_no: int,
+    def gist_read(self, query: str, passage_ids: Sequence[str], memory: list[Triple3], *,
                   counters: dict[str, int]) -> tuple[list[Triple3], dict[str, Any]]:
         """Eq. 4: TG_q(n) = read(passages, q[, G(n-1)]) (:func:`gear_repro.core.triple_reader.read_triples`, stage
         ``gist``). The plain reader while the memory is empty."""
@@ -227,7 +228,7 @@ class GearAgent:
         passages = [by_id[p] for p in passage_ids if p in by_id]
         if not passages:
             bump(counters, "gist_no_passages")
-        read = read_triples(self.llm, passages, query, stage="gist", round_no=round_no, memory=memory,
+        read = read_triples(self.llm, passages, query, stage="gist", memory=memory,
                             llm_params=self.llm_params)
         if read.passages_dropped:
             bump(counters, "gist_context_dropped_passages", read.passages_dropped)
@@ -237,27 +238,25 @@ class GearAgent:
             bump(counters, "gist_parse_repaired")
         return read.triples, read.info()
 
-    def reason(self, question: str, memory: list[Triple3], *, round_no: int,
-               counters: dict[str, int]) -> dict[str, Any]:
+    def reason(self, question: str, memory: list[Triple3], *, counters: dict[str, int]) -> dict[str, Any]:
         """Eq. 6: a(n), r(n) = reason(G(n), q). An unparseable reply counts as not answerable."""
         from gear_repro.llm.parsing import parse_reason
         from gear_repro.prompts import render
 
-        reply = self._chat(render("reason", query=question, triples=memory), "reason", round_no)
+        reply = self._chat(render("reason", query=question, triples=memory), "reason")
         answerable, text, ok = parse_reason(reply.text)
         if not ok or answerable is None:
             bump(counters, "reason_unparsed")
         return {"answerable": bool(answerable) if ok and answerable is not None else False, "parsed": ok,
                 "reason": text, "raw": reply.text}
 
-    def rewrite(self, question: str, memory: list[Triple3], reason: str, *, round_no: int,
+    def rewrite(self, question: str, memory: list[Triple3], reason: str, *,
                 counters: dict[str, int]) -> dict[str, Any]:
         """Eq. 7: q(n+1) = rewrite(G(n), q, r(n)); falls back to q when the reply does not parse."""
         from gear_repro.llm.parsing import parse_rewrite
         from gear_repro.prompts import render
 
-        reply = self._chat(render("rewrite", query=question, triples=memory, reason=reason or ""), "rewrite",
-                           round_no)
+        reply = self._chat(render("rewrite", query=question, triples=memory, reason=reason or ""), "rewrite")
         new_q, ok = parse_rewrite(reply.text)
         fallback = not ok or not new_q.strip()
         if fallback:
@@ -303,78 +302,79 @@ class GearAgent:
         final = Ranking()
         links: list[list[str]] = []
         for n in range(1, self.max_rounds + 1):
-            t0 = time.perf_counter()
-            base_q = query if self.query_for_base == "rewritten" else q
-            beam_q = query if self.query_for_beam == "rewritten" else q
-            read_q = q if self.read_with == "original" else query
-            base = self.retriever.retrieve(base_q, self.base_k)
-            t1 = time.perf_counter()
-            out = self.expansion.expand(beam_q, base, read_query=read_q, round_no=n,
-                                        memory=list(memory) if self.reader_memory else [])
-            t2 = time.perf_counter()
-            etrace = out.trace or {}
-            fused = out.ranking
-            expanded = list(etrace.get("expanded", []))
-            round_lists.append(list(fused.ids))
-            for key, val in (etrace.get("counters") or {}).items():
-                if isinstance(val, int):
-                    bump(counters, f"expansion.{key}", val)
-            gist_src = {"fused": fused.ids, "expanded": expanded, "base": base.ids}[self.gist_docs]
-            # gear.py:52 (gear-rag.github.io@39fd9c7): gist_memory_constructor(expanded_passages), no cap
-            gist_ids = list(gist_src[: self.gist_k])
-            if not gist_ids and self.gist_empty == "fused":
-                gist_ids = list(fused.ids[: self.gist_k or self.base_k])
-            if n == 1 and self.gist_first_round == "reuse":
-                new = [tuple(str(x) for x in t) for t in etrace.get("proximal", [])]
-                ginfo = {"prompt": None, "reply": None, "reused": "proximal"}
-            elif not gist_ids:  # gist_empty=skip: the pseudocode's read of an empty list adds nothing
-                bump(counters, "gist_empty_expansion")
-                new, ginfo = [], {"prompt": None, "reply": None, "skipped": "empty_expansion"}
-            else:
-                new, ginfo = self.gist_read(read_q, gist_ids, memory, round_no=n, counters=counters)
-            added = []
-            for t in new:
-                key = triple_key(t)
-                if key in seen:
-                    bump(counters, "memory_duplicates")
-                    if self.dedupe_memory:
-                        continue
-                seen.add(key)
-                memory.append(t)
-                added.append(t)
-            t3 = time.perf_counter()
-            last = n == self.max_rounds
-            verdict = None
-            if not last or self.reason_last_round:
-                verdict = self.reason(q, memory, round_no=n, counters=counters)
-            t4 = time.perf_counter()
-            final, links = self.fuse(memory, round_lists, link_cache)
-            t5 = time.perf_counter()
-            rec = RoundRecord(
-                round=n, query=query, base=list(base.ids), proximal=etrace.get("proximal", []),
-                linked=etrace.get("linked", []), expanded=expanded, fused=list(fused.ids),
-                expansion={k_: v for k_, v in etrace.items() if k_ not in ("proximal", "linked", "expanded", "beams")},
-                beams=etrace.get("beams", []), gist_read={"ids": gist_ids, **ginfo},
-                gist_new=[list(t) for t in added], memory=[list(t) for t in memory], reason=verdict,
-                ranking=final.ids[: self.round_ranking_depth] if self.round_ranking_depth else final.ids)
-            timings = {"base_s": t1 - t0, "expansion_s": t2 - t1, "gist_s": t3 - t2, "reason_s": t4 - t3,
-                       "fusion_s": t5 - t4}
-            rounds.append(rec)
-            if verdict is not None and verdict["answerable"]:
-                stop = "answerable"
+            with tags(round=n):  # every LLM call of round n (read, gist, reason, rewrite)
+                t0 = time.perf_counter()
+                base_q = query if self.query_for_base == "rewritten" else q
+                beam_q = query if self.query_for_beam == "rewritten" else q
+                read_q = q if self.read_with == "original" else query
+                base = self.retriever.retrieve(base_q, self.base_k)
+                t1 = time.perf_counter()
+                out = self.expansion.expand(beam_q, base, read_query=read_q,
+                                            memory=list(memory) if self.reader_memory else [])
+                t2 = time.perf_counter()
+                etrace = out.trace or {}
+                fused = out.ranking
+                expanded = list(etrace.get("expanded", []))
+                round_lists.append(list(fused.ids))
+                for key, val in (etrace.get("counters") or {}).items():
+                    if isinstance(val, int):
+                        bump(counters, f"expansion.{key}", val)
+                gist_src = {"fused": fused.ids, "expanded": expanded, "base": base.ids}[self.gist_docs]
+                # gear.py:52 (gear-rag.github.io@39fd9c7): gist_memory_constructor(expanded_passages), no cap
+                gist_ids = list(gist_src[: self.gist_k])
+                if not gist_ids and self.gist_empty == "fused":
+                    gist_ids = list(fused.ids[: self.gist_k or self.base_k])
+                if n == 1 and self.gist_first_round == "reuse":
+                    new = [tuple(str(x) for x in t) for t in etrace.get("proximal", [])]
+                    ginfo = {"prompt": None, "reply": None, "reused": "proximal"}
+                elif not gist_ids:  # gist_empty=skip: the pseudocode's read of an empty list adds nothing
+                    bump(counters, "gist_empty_expansion")
+                    new, ginfo = [], {"prompt": None, "reply": None, "skipped": "empty_expansion"}
+                else:
+                    new, ginfo = self.gist_read(read_q, gist_ids, memory, counters=counters)
+                added = []
+                for t in new:
+                    key = triple_key(t)
+                    if key in seen:
+                        bump(counters, "memory_duplicates")
+                        if self.dedupe_memory:
+                            continue
+                    seen.add(key)
+                    memory.append(t)
+                    added.append(t)
+                t3 = time.perf_counter()
+                last = n == self.max_rounds
+                verdict = None
+                if not last or self.reason_last_round:
+                    verdict = self.reason(q, memory, counters=counters)
+                t4 = time.perf_counter()
+                final, links = self.fuse(memory, round_lists, link_cache)
+                t5 = time.perf_counter()
+                rec = RoundRecord(
+                    round=n, query=query, base=list(base.ids), proximal=etrace.get("proximal", []),
+                    linked=etrace.get("linked", []), expanded=expanded, fused=list(fused.ids),
+                    expansion={k_: v for k_, v in etrace.items() if k_ not in ("proximal", "linked", "expanded", "beams")},
+                    beams=etrace.get("beams", []), gist_read={"ids": gist_ids, **ginfo},
+                    gist_new=[list(t) for t in added], memory=[list(t) for t in memory], reason=verdict,
+                    ranking=final.ids[: self.round_ranking_depth] if self.round_ranking_depth else final.ids)
+                timings = {"base_s": t1 - t0, "expansion_s": t2 - t1, "gist_s": t3 - t2, "reason_s": t4 - t3,
+                           "fusion_s": t5 - t4}
+                rounds.append(rec)
+                if verdict is not None and verdict["answerable"]:
+                    stop = "answerable"
+                    rec.timings = {k_: seconds(v) for k_, v in timings.items()}
+                    break
+                if last:
+                    rec.timings = {k_: seconds(v) for k_, v in timings.items()}
+                    break
+                t6 = time.perf_counter()
+                rw = self.rewrite(q, memory, verdict["reason"] if verdict else "", counters=counters)
+                timings["rewrite_s"] = time.perf_counter() - t6
+                rec.rewrite = rw
                 rec.timings = {k_: seconds(v) for k_, v in timings.items()}
-                break
-            if last:
-                rec.timings = {k_: seconds(v) for k_, v in timings.items()}
-                break
-            t6 = time.perf_counter()
-            rw = self.rewrite(q, memory, verdict["reason"] if verdict else "", round_no=n, counters=counters)
-            timings["rewrite_s"] = time.perf_counter() - t6
-            rec.rewrite = rw
-            rec.timings = {k_: seconds(v) for k_, v in timings.items()}
-            if normalize_entity(rw["query"]) in {normalize_entity(r.query) for r in rounds}:
-                bump(counters, "rewrite_repeated")
-            query = rw["query"]
+                if normalize_entity(rw["query"]) in {normalize_entity(r.query) for r in rounds}:
+                    bump(counters, "rewrite_repeated")
+                query = rw["query"]
         trace = {
             "agent": self.name,
             "stop": stop,

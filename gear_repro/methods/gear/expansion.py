@@ -16,7 +16,7 @@ C_q = RRF(C'_q, C~_q) (Eq. 3). ``fusion_order`` decides which list comes first, 
 ``expanded_first`` is this harness's earlier reading.
 
 Built by :func:`gear_repro.pipeline.wiring.build_expansion` (the ``expansion`` group with the ``beam`` group) and
-injected into the method. ``expand(query, base, *, read_query, round_no, memory)`` takes everything a call needs as parameters
+injected into the method. ``expand(query, base, *, read_query, memory)`` takes everything a call needs as parameters
 (the method decides which question the reader sees and which memory). Degenerate cases never
 crash and never empty a non-empty base list; each is counted in ``trace['counters']``:
 ``passages_without_triples``, ``hub_entities_capped``, ``no_proximal_triples``, ``link_failed``,
@@ -72,7 +72,7 @@ class NoExpansion:
     def __init__(self, name: str = "none"):
         self.name = name
 
-    def expand(self, query: str, base: Ranking, *, read_query: str | None = None, round_no: int = 0,
+    def expand(self, query: str, base: Ranking, *, read_query: str | None = None,
                memory: Sequence[Sequence[str]] = ()) -> ExpansionOutput:
         """C_q = C'_q (the Expansion protocol's arguments are not read)."""
         return ExpansionOutput(ranking=base, trace={"expansion": self.name})
@@ -140,7 +140,7 @@ class GraphExpansion:
 
     # -- steps ---------------------------------------------------------------------------------------
     def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], *, read_query: str,
-                        round_no: int, memory: Sequence[Sequence[str]]) -> list[str]:
+                        memory: Sequence[Sequence[str]]) -> list[str]:
         """T_q: the triple ids the beam search starts from."""
         raise NotImplementedError
 
@@ -153,20 +153,19 @@ class GraphExpansion:
         lists = [base, list(expanded)] if self.fusion_order == "base_first" else [list(expanded), base]
         return rrf(lists, k_rrf=self.k_rrf, limit=self.output_depth)
 
-    def expand(self, query: str, base: Ranking, *, read_query: str | None = None, round_no: int = 0,
+    def expand(self, query: str, base: Ranking, *, read_query: str | None = None,
                memory: Sequence[Sequence[str]] = ()) -> ExpansionOutput:
         """C_q from the base list ``base`` (C'_q); the beams are scored against ``query``.
 
         Args:
             read_query: the question a reader sees (SyncGE; None = ``query``).
-            round_no: tags LLM calls (GEAR rounds; 0 = single-step).
             memory: the gist memory G(n-1) a reader sees (GEAR rounds >= 2; empty = none).
         """
         t0 = time.perf_counter()
         counters: dict[str, int] = {}
         trace: dict[str, Any] = {"expansion": self.name}
         initial = self.initial_triples(base, counters, trace, read_query=query if read_query is None else read_query,
-                                       round_no=round_no, memory=memory)
+                                       memory=memory)
         t1 = time.perf_counter()
         res = self.search(query, initial, counters)
         t2 = time.perf_counter()
@@ -191,8 +190,8 @@ class NaiveGE(GraphExpansion):
     name = "naive"
 
     def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], *, read_query: str = "",
-                        round_no: int = 0, memory: Sequence[Sequence[str]] = ()) -> list[str]:
-        """T_q = every triple of the base passages (§6.3); no reader, so the question, round and memory are unused."""
+                        memory: Sequence[Sequence[str]] = ()) -> list[str]:
+        """T_q = every triple of the base passages (§6.3); no reader, so the question and memory are unused."""
         out: list[str] = []
         for pid in base.ids:
             ts = self.index.triples_of_passage(pid)
@@ -265,11 +264,11 @@ class SyncGE(GraphExpansion):
         return out
 
     def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], *, read_query: str,
-                        round_no: int, memory: Sequence[Sequence[str]]) -> list[str]:
+                        memory: Sequence[Sequence[str]]) -> list[str]:
         t0 = time.perf_counter()
         by_id = self.passage_by_id
         read = read_triples(self.llm, [by_id[p] for p in base.ids if p in by_id], read_query,
-                            stage="read", round_no=round_no, memory=memory, prompt=self.prompt,
+                            stage="read", memory=memory, prompt=self.prompt,
                             memory_prompt=self.memory_prompt, llm_params=self.llm_params)
         proximal = read.triples
         t1 = time.perf_counter()

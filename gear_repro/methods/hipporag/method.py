@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gear_repro.llm.ledger import tags
 from gear_repro.methods.base import MethodOutput, Searcher
 from gear_repro.types import Question
 
@@ -47,5 +48,6 @@ class HippoRAGMethod:
         return {}
 
     def run(self, question: Question, k: int) -> MethodOutput:
-        res = self.hipporag.search(question.question, max(k, self.depth), round_no=1)
+        with tags(round=1):  # HippoRAG's one retrieval is its first (and only) round
+            res = self.hipporag.search(question.question, max(k, self.depth))
         return MethodOutput(ranking=res.ranking, trace=res.trace)

@@ -205,10 +205,10 @@ class HippoRAG:
     def retrieve_many(self, queries: list[str], k: int) -> list[Ranking]:
         return [self.retrieve(q, k) for q in queries]
 
-    def search(self, query: str, k: int, *, round_no: int = 0) -> SearchResult:
+    def search(self, query: str, k: int) -> SearchResult:
         """Top-``k`` passages for ``query`` and the trace (entities, links, fallback, timings in ms)."""
         t0 = time.perf_counter()
-        res = self._search_v2(query, k) if self.version == "v2" else self._search_v1(query, k, round_no)
+        res = self._search_v2(query, k) if self.version == "v2" else self._search_v1(query, k)
         ner = res.trace.get("ner") or {}
         res.trace["counters"] = {"hipporag_searches": 1, "hipporag_no_entity": int("fallback" in res.trace),
                                  "hipporag_ner_failed": int(bool(ner.get("failed"))),
@@ -216,13 +216,12 @@ class HippoRAG:
         res.trace["total_ms"] = round(1000 * (time.perf_counter() - t0), 3)
         return res
 
-    def ner(self, query: str, round_no: int) -> tuple[list[str], dict[str, Any]]:
+    def ner(self, query: str) -> tuple[list[str], dict[str, Any]]:
         """HippoRAG's query NER (stage ``ner``); the LLM layer caches the reply."""
         from gear_repro.llm.parsing import parse_named_entities
         from gear_repro.prompts import render
 
-        reply = self.llm.chat(render("hipporag_ner", question=query), stage="ner", round_no=round_no,
-                                        **self.ner_params)
+        reply = self.llm.chat(render("hipporag_ner", question=query), stage="ner", **self.ner_params)
         parsed = parse_named_entities(reply.text)
         return parsed.entities, {"reply": reply.text, "failed": parsed.failed, "repaired": parsed.repaired,
                                  "error": parsed.error}
@@ -243,10 +242,10 @@ class HippoRAG:
         trace["ppr_ms"] = round(1000 * (time.perf_counter() - t), 3)
         return ppr
 
-    def _search_v1(self, query: str, k: int, round_no: int) -> SearchResult:
+    def _search_v1(self, query: str, k: int) -> SearchResult:
         g = self.graph
         t = time.perf_counter()
-        raw, ner_info = self.ner(query, round_no)
+        raw, ner_info = self.ner(query)
         entities = list(dict.fromkeys(e for e in (phrase_key(x, self.normalisation) for x in raw) if e))
         trace: dict[str, Any] = {"entities": entities, "ner": ner_info, "ner_ms": round(1000 * (time.perf_counter() - t), 3)}
         if not entities or g.n_phrases == 0:

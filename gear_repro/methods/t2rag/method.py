@@ -79,6 +79,7 @@ from gear_repro.backends.base import Collection
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.embedding.embedder import Embedder
 from gear_repro.llm.base import LLM
+from gear_repro.llm.ledger import tags
 from gear_repro.methods.base import MethodAnswer, MethodOutput
 from gear_repro.methods.t2rag.clues import Clue
 from gear_repro.methods.t2rag.parse import (
@@ -308,8 +309,8 @@ class T2RAGAgent:
         assert self._maps is not None
         return self._retriever, *self._maps
 
-    def _chat(self, messages: list[dict], stage: str, iteration: int) -> str:
-        return self.llm.chat(messages, stage=stage, round_no=iteration, **self.llm_params).text
+    def _chat(self, messages: list[dict], stage: str) -> str:
+        return self.llm.chat(messages, stage=stage, **self.llm_params).text
 
     # -- prompts ----------------------------------------------------------------------------------------------
     def decompose_messages(self, question: str) -> list[dict]:
@@ -363,12 +364,12 @@ class T2RAGAgent:
             if n:
                 counters[key] = counters.get(key, 0) + n
 
-        raw = self._chat(self.decompose_messages(q), "decompose", 0)
+        raw = self._chat(self.decompose_messages(q), "decompose")
         dec = parse_decomposition_code(raw) if self.decompose_parse == "code" else parse_decomposition(raw)
         bump(f"decompose_{dec.status}")
         retry_raw = None
         if dec.status == "failed" and self.decompose_retry == "simple":  # TRAG.py:375-383
-            retry_raw = self._chat(render("t2rag_decompose_simple", query=q), "decompose_retry", 0)
+            retry_raw = self._chat(render("t2rag_decompose_simple", query=q), "decompose_retry")
             dec = parse_simple_decomposition(retry_raw)
             bump(f"decompose_retry_{'ok' if dec.clues else 'failed'}")
         state = TripletState.from_clues(dec.clues)
@@ -393,7 +394,8 @@ class T2RAGAgent:
             rec: dict[str, Any] = {"round": iteration, "queries": queries, "passages": got.passages.ids,
                                    "propositions": got.propositions, "input": state.to_dict()}
             if got.propositions or self.resolve_without_context:
-                reply = self._chat(self.resolve_messages(q, state, got), "resolve", iteration)
+                with tags(round=iteration):  # decomposition and answer are round 0, the resolves 1..N
+                    reply = self._chat(self.resolve_messages(q, state, got), "resolve")
                 res = (parse_resolution_code(reply, NEW_CLUE_HEADERS[self.prompt_text])
                        if self.resolve_parse == "code" else parse_resolution(reply))
                 bump(f"resolve_{res.status}")
@@ -419,7 +421,7 @@ class T2RAGAgent:
             answer = MethodAnswer(text=FAILED_ANSWER, raw="")
         elif self.answers_questions:
             context = state.answer_context()
-            reply = self._chat(self.answer_messages(q, context), "answer", 0)
+            reply = self._chat(self.answer_messages(q, context), "answer")
             text = code_answer(reply) if self.answer_parse == "code" else extract_answer(reply)
             answer = MethodAnswer(text=text, raw=reply)
             trace["answer_context"] = [list(c.parts) for c in context]
