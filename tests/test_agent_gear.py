@@ -83,9 +83,9 @@ def _spy_search(agent) -> list[str]:
     queries: list[str] = []
     search = agent.expansion.search
 
-    def spy(query, initial, counters):
+    def spy(query, initial):
         queries.append(query)
-        return search(query, initial, counters)
+        return search(query, initial)
 
     agent.expansion.search = spy
     return queries

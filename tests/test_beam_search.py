@@ -87,12 +87,10 @@ def ids(index: TripleIndex, beam: Beam) -> tuple[str, ...]:
 
 def run(graph, initial=None, **cfg):
     index, emb = graph
-    counters: dict[str, int] = {}
     bc = BeamConfig(**cfg)
     res = beam_search("q", initial or [t.id for t in TRIPLES], index,
-                      ExactScorer(index, emb, path_cache=bc.path_cache), bc,
-                      counters)
-    return res, [(ids(index, b), b.score) for b in res.beams], counters
+                      ExactScorer(index, emb, path_cache=bc.path_cache), bc)
+    return res, [(ids(index, b), b.score) for b in res.beams], res.counters
 
 
 # -- triple index -------------------------------------------------------------------------------------

@@ -165,8 +165,7 @@ def _naive_runs(index: TripleIndex, n: int = 30) -> list:
         qv = rng.standard_normal(DIM).astype(np.float32)
         qv /= np.linalg.norm(qv)
         initial = [f"t{i}" for i in rng.integers(len(index.ids), size=40)]
-        c: dict[str, int] = {}
-        r = beam_search("q", initial, index, scorer, BeamConfig(scorer="mean", neighbours=20), c, query_vector=qv)
+        r = beam_search("q", initial, index, scorer, BeamConfig(scorer="mean", neighbours=20), query_vector=qv)
         out.append((r.triples, [round(b.score, 12) for b in r.beams], r.counters))
     return out
 

@@ -48,7 +48,7 @@ from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking, Triple3, triple_text
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.settings import Choice, as_dict, choice
-from gear_repro.utils.trace import bump, seconds
+from gear_repro.utils.trace import bump, count, counting, seconds
 
 log = logging.getLogger(__name__)
 
@@ -220,25 +220,26 @@ class GearAgent:
     def _chat(self, messages: list[dict], stage: str):
         return self.llm.chat(messages, stage=stage, **self.llm_params)
 
-    def gist_read(self, query: str, passage_ids: Sequence[str], memory: list[Triple3], *,
-                  counters: dict[str, int]) -> tuple[list[Triple3], dict[str, Any]]:
+    def gist_read(self, query: str, passage_ids: Sequence[str],
+                  memory: list[Triple3]) -> tuple[list[Triple3], dict[str, Any]]:
         """Eq. 4: TG_q(n) = read(passages, q[, G(n-1)]) (:func:`gear_repro.core.triple_reader.read_triples`, stage
-        ``gist``). The plain reader while the memory is empty."""
+        ``gist``). The plain reader while the memory is empty. Empty, cut and unparsed reads are counted
+        (``utils.trace.count``: the run loop's counters)."""
         by_id = self.passage_by_id
         passages = [by_id[p] for p in passage_ids if p in by_id]
         if not passages:
-            bump(counters, "gist_no_passages")
+            count("gist_no_passages")
         read = read_triples(self.llm, passages, query, stage="gist", memory=memory,
                             llm_params=self.llm_params)
         if read.passages_dropped:
-            bump(counters, "gist_context_dropped_passages", read.passages_dropped)
+            count("gist_context_dropped_passages", read.passages_dropped)
         if read.failed:
-            bump(counters, "gist_parse_failed")
+            count("gist_parse_failed")
         if read.repaired:
-            bump(counters, "gist_parse_repaired")
+            count("gist_parse_repaired")
         return read.triples, read.info()
 
-    def reason(self, question: str, memory: list[Triple3], *, counters: dict[str, int]) -> dict[str, Any]:
+    def reason(self, question: str, memory: list[Triple3]) -> dict[str, Any]:
         """Eq. 6: a(n), r(n) = reason(G(n), q). An unparseable reply counts as not answerable."""
         from gear_repro.llm.parsing import parse_reason
         from gear_repro.prompts import render
@@ -246,12 +247,11 @@ class GearAgent:
         reply = self._chat(render("reason", query=question, triples=memory), "reason")
         answerable, text, ok = parse_reason(reply.text)
         if not ok or answerable is None:
-            bump(counters, "reason_unparsed")
+            count("reason_unparsed")
         return {"answerable": bool(answerable) if ok and answerable is not None else False, "parsed": ok,
                 "reason": text, "raw": reply.text}
 
-    def rewrite(self, question: str, memory: list[Triple3], reason: str, *,
-                counters: dict[str, int]) -> dict[str, Any]:
+    def rewrite(self, question: str, memory: list[Triple3], reason: str) -> dict[str, Any]:
         """Eq. 7: q(n+1) = rewrite(G(n), q, r(n)); falls back to q when the reply does not parse."""
         from gear_repro.llm.parsing import parse_rewrite
         from gear_repro.prompts import render
@@ -260,10 +260,10 @@ class GearAgent:
         new_q, ok = parse_rewrite(reply.text)
         fallback = not ok or not new_q.strip()
         if fallback:
-            bump(counters, "rewrite_fallback")
+            count("rewrite_fallback")
             new_q = question
         elif not new_q.rstrip().endswith(("?", "？")):  # prose ("I cannot ...") is still q(n+1), as the
-            bump(counters, "rewrite_not_question")  # paper's loop takes it; counted and warned about
+            count("rewrite_not_question")  # paper's loop takes it; counted and warned about
         return {"query": new_q, "parsed": ok, "fallback": fallback, "raw": reply.text}
 
     # -- passageLink and fusion ---------------------------------------------------------------------------
@@ -302,7 +302,8 @@ class GearAgent:
         final = Ranking()
         links: list[list[str]] = []
         for n in range(1, self.max_rounds + 1):
-            with tags(round=n):  # every LLM call of round n (read, gist, reason, rewrite)
+            # every LLM call of round n (read, gist, reason, rewrite) tagged n; what the steps meet counted
+            with tags(round=n), counting(counters):
                 t0 = time.perf_counter()
                 base_q = query if self.query_for_base == "rewritten" else q
                 beam_q = query if self.query_for_beam == "rewritten" else q
@@ -331,7 +332,7 @@ class GearAgent:
                     bump(counters, "gist_empty_expansion")
                     new, ginfo = [], {"prompt": None, "reply": None, "skipped": "empty_expansion"}
                 else:
-                    new, ginfo = self.gist_read(read_q, gist_ids, memory, counters=counters)
+                    new, ginfo = self.gist_read(read_q, gist_ids, memory)
                 added = []
                 for t in new:
                     key = triple_key(t)
@@ -346,7 +347,7 @@ class GearAgent:
                 last = n == self.max_rounds
                 verdict = None
                 if not last or self.reason_last_round:
-                    verdict = self.reason(q, memory, counters=counters)
+                    verdict = self.reason(q, memory)
                 t4 = time.perf_counter()
                 final, links = self.fuse(memory, round_lists, link_cache)
                 t5 = time.perf_counter()
@@ -368,7 +369,7 @@ class GearAgent:
                     rec.timings = {k_: seconds(v) for k_, v in timings.items()}
                     break
                 t6 = time.perf_counter()
-                rw = self.rewrite(q, memory, verdict["reason"] if verdict else "", counters=counters)
+                rw = self.rewrite(q, memory, verdict["reason"] if verdict else "")
                 timings["rewrite_s"] = time.perf_counter() - t6
                 rec.rewrite = rw
                 rec.timings = {k_: seconds(v) for k_, v in timings.items()}

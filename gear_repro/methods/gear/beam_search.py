@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -171,16 +171,16 @@ def beam_search(
     index: TripleIndex,
     scorer: PathScorer,
     cfg: BeamConfig | Mapping[str, Any] | None = None,
-    counters: MutableMapping[str, int] | None = None,
     query_vector: np.ndarray | None = None,
 ) -> BeamResult:
     """Alg. 1 over ``index`` from the initial triple ids; see the module docstring for the reading.
 
-    Duplicate and unknown initial ids are skipped (counted). Ties keep the order in which candidates are
-    generated (beam order, then within-beam rank), so results are deterministic.
+    Duplicate and unknown initial ids are skipped (counted in ``BeamResult.counters``, with the candidates, caps,
+    dead ends and hub entities met). Ties keep the order in which candidates are generated (beam order, then
+    within-beam rank), so results are deterministic.
     """
     cfg = BeamConfig.from_any(cfg)
-    c: MutableMapping[str, int] = counters if counters is not None else {}
+    c: dict[str, int] = {}
     timings = {"query_s": 0.0, "gather_s": 0.0, "score_s": 0.0}
     t0 = time.perf_counter()
     seen: set[int] = set()

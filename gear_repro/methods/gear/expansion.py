@@ -17,7 +17,8 @@ C_q = RRF(C'_q, C~_q) (Eq. 3). ``fusion_order`` decides which list comes first, 
 
 Built by :func:`gear_repro.pipeline.wiring.build_expansion` (the ``expansion`` group with the ``beam`` group) and
 injected into the method. ``expand(query, base, *, read_query, memory)`` takes everything a call needs as parameters
-(the method decides which question the reader sees and which memory). Degenerate cases never
+(the method decides which question the reader sees and which memory; the round of its LLM calls is the
+caller's ``ledger.tags``). Degenerate cases never
 crash and never empty a non-empty base list; each is counted in ``trace['counters']``:
 ``passages_without_triples``, ``hub_entities_capped``, ``no_proximal_triples``, ``link_failed``,
 ``dead_end_beams``, ``beam_stalled``, ``no_initial_triples``, ``empty_expansion`` (see docs/graph_expansion.md).
@@ -41,7 +42,7 @@ from gear_repro.methods.gear.scorers import PathScorer
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking, Triple3, triple_text
 from gear_repro.utils.settings import Choice, as_dict, choice
-from gear_repro.utils.trace import bump, seconds
+from gear_repro.utils.trace import bump, count, counting, seconds
 
 log = logging.getLogger(__name__)
 
@@ -139,14 +140,14 @@ class GraphExpansion:
                 "output_depth": self.output_depth, "fusion_order": self.fusion_order, "graph": self.index.describe()}
 
     # -- steps ---------------------------------------------------------------------------------------
-    def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], *, read_query: str,
+    def initial_triples(self, base: Ranking, trace: dict[str, Any], *, read_query: str,
                         memory: Sequence[Sequence[str]]) -> list[str]:
-        """T_q: the triple ids the beam search starts from."""
+        """T_q: the triple ids the beam search starts from (what it meets: ``utils.trace.count``)."""
         raise NotImplementedError
 
-    def search(self, query: str, initial: Sequence[str], counters: dict[str, int]) -> BeamResult:
-        """Alg. 1 from the initial triples with q = ``query``."""
-        return beam_search(query, initial, self.index, self.scorer, self.beam, counters)
+    def search(self, query: str, initial: Sequence[str]) -> BeamResult:
+        """Alg. 1 from the initial triples with q = ``query`` (its counters: ``BeamResult.counters``)."""
+        return beam_search(query, initial, self.index, self.scorer, self.beam)
 
     def fuse(self, expanded: Sequence[str], base: Ranking) -> Ranking:
         """Eq. 3: C_q = RRF of C'_q and C~_q in ``fusion_order`` (ties keep first-seen order)."""
@@ -162,13 +163,14 @@ class GraphExpansion:
             memory: the gist memory G(n-1) a reader sees (GEAR rounds >= 2; empty = none).
         """
         t0 = time.perf_counter()
-        counters: dict[str, int] = {}
         trace: dict[str, Any] = {"expansion": self.name}
-        initial = self.initial_triples(base, counters, trace, read_query=query if read_query is None else read_query,
-                                       memory=memory)
+        with counting() as initial_counts:  # the initial triples' counters, then the beam search's
+            initial = self.initial_triples(base, trace, read_query=query if read_query is None else read_query,
+                                           memory=memory)
         t1 = time.perf_counter()
-        res = self.search(query, initial, counters)
+        res = self.search(query, initial)
         t2 = time.perf_counter()
+        counters = {**initial_counts, **res.counters}
         if not res.passages:
             bump(counters, "empty_expansion")
         ranking = self.fuse(res.passages, base)
@@ -177,7 +179,7 @@ class GraphExpansion:
             "beams": res.to_trace(self.index, self.trace_beams),
             "beam_steps": res.steps,
             "expanded": list(res.passages),
-            "counters": {**res.counters, **counters},
+            "counters": counters,
             "timings": {"initial_s": seconds(t1 - t0), **{k: seconds(v) for k, v in res.timings.items()},
                         "search_s": seconds(t2 - t1), "fusion_s": seconds(t3 - t2)},
         })
@@ -189,14 +191,14 @@ class NaiveGE(GraphExpansion):
 
     name = "naive"
 
-    def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], *, read_query: str = "",
+    def initial_triples(self, base: Ranking, trace: dict[str, Any], *, read_query: str = "",
                         memory: Sequence[Sequence[str]] = ()) -> list[str]:
         """T_q = every triple of the base passages (§6.3); no reader, so the question and memory are unused."""
         out: list[str] = []
         for pid in base.ids:
             ts = self.index.triples_of_passage(pid)
             if not ts:
-                bump(counters, "passages_without_triples")
+                count("passages_without_triples")
             out.extend(ts)
         trace["initial_triples"] = len(out)
         return out
@@ -246,24 +248,24 @@ class SyncGE(GraphExpansion):
         """Start-up check: the reader prompt without passages fits ``llm.context_window``."""
         check_reader_fits(self.llm, [q.question for q in questions], prompt=self.prompt, llm_params=self.llm_params)
 
-    def link(self, proximal: Sequence[Triple3], counters: dict[str, int]) -> list[dict[str, Any]]:
+    def link(self, proximal: Sequence[Triple3]) -> list[dict[str, Any]]:
         """Eq. 2: tripleLink each proximal triple (top-1 of h_base(t', T)); failures are counted."""
         texts = [triple_text(p) for p in proximal]
         ids = self.index.link_many(texts, self.triple_retriever)
         out = []
         for p, t, tid in zip(proximal, texts, ids, strict=True):
             if tid is None:
-                bump(counters, "link_failed")
+                count("link_failed")
                 out.append({"proximal": list(p), "text": t, "triple": None})
                 continue
             deg = int(self.index.neighbour_rows(self.index.row[tid]).size)
             if deg == 0:
-                bump(counters, "linked_without_neighbours")
+                count("linked_without_neighbours")
             out.append({"proximal": list(p), "text": t, "triple": tid, "triple_text": self.index.text(tid),
                         "passage": self.index.passage_of[tid], "neighbours": deg})
         return out
 
-    def initial_triples(self, base: Ranking, counters: dict[str, int], trace: dict[str, Any], *, read_query: str,
+    def initial_triples(self, base: Ranking, trace: dict[str, Any], *, read_query: str,
                         memory: Sequence[Sequence[str]]) -> list[str]:
         t0 = time.perf_counter()
         by_id = self.passage_by_id
@@ -273,23 +275,23 @@ class SyncGE(GraphExpansion):
         proximal = read.triples
         t1 = time.perf_counter()
         if read.passages_dropped:
-            bump(counters, "context_dropped_passages", read.passages_dropped)
+            count("context_dropped_passages", read.passages_dropped)
         if read.failed:
-            bump(counters, "parse_failed")
+            count("parse_failed")
         if read.repaired:
-            bump(counters, "parse_repaired")
+            count("parse_repaired")
         if self.max_proximal is not None and len(proximal) > self.max_proximal:
-            counters["proximal_capped"] = len(proximal) - self.max_proximal
+            count("proximal_capped", len(proximal) - self.max_proximal)
             proximal = proximal[: self.max_proximal]
-        counters["proximal_triples"] = len(proximal)
-        linked = self.link(proximal, counters) if proximal else []
+        count("proximal_triples", len(proximal))
+        linked = self.link(proximal) if proximal else []
         initial = [x["triple"] for x in linked if x["triple"] is not None]
         trace.update({"proximal": [list(p) for p in proximal], "linked": linked, "read": read.info(),
                       "read_s": seconds(t1 - t0), "link_s": seconds(time.perf_counter() - t1)})
         if not proximal:
-            bump(counters, "no_proximal_triples")
+            count("no_proximal_triples")
             if self.on_no_proximal == "naive":
-                counters["naive_fallback"] = 1
-                initial = NaiveGE.initial_triples(self, base, counters, trace)  # type: ignore[arg-type]
+                count("naive_fallback")
+                initial = NaiveGE.initial_triples(self, base, trace)  # type: ignore[arg-type]
         trace["initial_triples"] = len(initial)
         return initial
