@@ -145,6 +145,18 @@ def test_fingerprint_uses_the_precision_that_runs(compose, cpu) -> None:
     assert run_fingerprint(compose(["embedder=minilm", "embedder.precision=auto"])) == fp32
 
 
+def test_fingerprint_uses_the_device_auto_resolved_to(compose, monkeypatch) -> None:
+    """``embedder.device=auto`` resumes where it ran on the same device only: a GPU's vectors differ from a CPU's."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cpu_fp = run_fingerprint(compose(["embedder=minilm"]))
+    assert run_fingerprint(compose(["embedder=minilm", "embedder.device=auto"])) == cpu_fp
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert run_fingerprint(compose(["embedder=minilm", "embedder.device=auto"])) == \
+        run_fingerprint(compose(["embedder=minilm", "embedder.device=cuda"])) != cpu_fp
+
+
 def test_bad_precision_fails_at_composition(compose) -> None:
     with pytest.raises(Exception, match="half"):
         compose(["embedder=minilm", "embedder.precision=half"])
