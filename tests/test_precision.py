@@ -50,11 +50,29 @@ def test_resolve_precision(value, cpu, backend, used) -> None:
     ("bf16", SKYLAKE, "torch", "no native bf16 .* emulation, slower than fp32"),  # never a silent slow-down
     ("bf16", EPYC, "onnx", "needs embedder.backend=torch or openvino"),
     ("bf16", SKYLAKE, "openvino", "no native bf16"),
-    ("half", EPYC, "torch", r"embedder.precision must be one of \['fp32', 'bf16', 'auto'\]"),
+    ("half", EPYC, "torch", r"embedder.precision must be one of \['fp32', 'bf16', 'auto', 'fp16'\]"),
+    ("fp16", EPYC, "torch", "fp16 runs with embedder.backend=torch on a CUDA device .* device 'cpu'"),
 ])
 def test_bf16_refused_where_it_would_not_run_natively(value, cpu, backend, msg) -> None:
     with pytest.raises(ConfigError, match=msg):
         resolve_precision(value, "cpu", backend, cpuinfo=cpu)
+
+
+def test_fp16_and_device_auto_on_cuda(monkeypatch) -> None:
+    """fp16 is accepted on a CUDA device with torch only; ``auto`` names the CUDA device where torch sees one."""
+    import torch
+
+    assert resolve_precision("fp16", "cuda", "torch") is Precision.fp16
+    assert resolve_precision("fp16", "cuda:1", "torch") is Precision.fp16
+    with pytest.raises(ConfigError, match="backend 'onnx', device 'cuda'"):
+        resolve_precision("fp16", "cuda", "onnx")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert P.resolve_device("auto") == "cpu" and P.resolve_device("cuda:1") == "cuda:1"
+    with pytest.raises(ConfigError, match="device 'cpu'"):
+        resolve_precision("fp16", "auto", "torch")  # auto without a GPU is the CPU
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert P.resolve_device("auto") == "cuda"
+    assert resolve_precision("fp16", "auto", "torch") is Precision.fp16
 
 
 @pytest.fixture()
@@ -125,6 +143,18 @@ def test_fingerprint_uses_the_precision_that_runs(compose, cpu) -> None:
     assert len({*ov, fp32}) == 3 and ov[0] == run_fingerprint(old_ov)
     cpu(SKYLAKE)  # the same `auto` config on a CPU without bf16 runs fp32: another fingerprint
     assert run_fingerprint(compose(["embedder=minilm", "embedder.precision=auto"])) == fp32
+
+
+def test_fingerprint_uses_the_device_auto_resolved_to(compose, monkeypatch) -> None:
+    """``embedder.device=auto`` resumes where it ran on the same device only: a GPU's vectors differ from a CPU's."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cpu_fp = run_fingerprint(compose(["embedder=minilm"]))
+    assert run_fingerprint(compose(["embedder=minilm", "embedder.device=auto"])) == cpu_fp
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert run_fingerprint(compose(["embedder=minilm", "embedder.device=auto"])) == \
+        run_fingerprint(compose(["embedder=minilm", "embedder.device=cuda"])) != cpu_fp
 
 
 def test_bad_precision_fails_at_composition(compose) -> None:
@@ -252,3 +282,30 @@ def test_fused_mpnet_attention_is_mpnets_attention() -> None:
         beside_others = fused(input_ids=others[[2, 1, 0]], attention_mask=mask).last_hidden_state
     assert torch.allclose(b16[real].float(), want[real], atol=0.02)
     assert torch.equal(b16[1], beside_others[1])  # same row, other companions, same padded shape: same bits
+
+
+@pytest.mark.slow
+def test_a_half_precision_checkpoint_runs_in_the_precision_asked_for(tmp_path) -> None:
+    """transformers loads weights in the dtype they were saved in; embedder.precision=fp32 must still compute in
+    float32 (the GPU bundle carries MiniLM in float16: benchmarks/bench_gpu.py), and give the fp32 checkpoint's
+    vectors up to the weights' rounding."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from gear_repro.embedding.sbert_weights import resolve_model
+
+    src = resolve_model("all-MiniLM-L6-v2")
+    if src == "all-MiniLM-L6-v2":
+        missing("MiniLM not installed offline (make install-test-models)")
+    half = tmp_path / "minilm16"
+    shutil.copytree(src, half, ignore=shutil.ignore_patterns("model.safetensors", "README.md", "*.onnx", "onnx",
+                                                                  "openvino"))
+    save_file({k: v.half() if v.is_floating_point() else v for k, v in load_file(f"{src}/model.safetensors").items()},
+              str(half / "model.safetensors"))
+    emb16 = SentenceEmbedder(str(half), cache=False, show_progress=False)
+    assert {p.dtype for p in emb16.model.parameters()} == {torch.float32}
+    texts = ["Marie Curie won Nobel Prize in Physics", "Who is the spouse of the Green performer?"]
+    cos = (emb16.encode_corpus(texts) * SentenceEmbedder(src, cache=False, show_progress=False).encode_corpus(texts))
+    assert cos.sum(axis=1).min() > 0.9999

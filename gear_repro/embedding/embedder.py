@@ -9,10 +9,11 @@ changes a text's vector in the last bits (~1e-7), enough to flip ties, and so do
 path scorer's batches) runs every batch in one fixed shape chosen by the text alone: a ranking is then
 the same whether a question runs alone, in a sweep or after a resume.
 
-``precision`` (fp32 | bf16 | auto; :mod:`gear_repro.embedding.precision`): bf16 runs the transformer under
-``torch.autocast`` with its linear layers' weights converted to bfloat16 once, at load
+``precision`` (fp32 | bf16 | auto | fp16; :mod:`gear_repro.embedding.precision`): bf16 runs the transformer under
+``torch.autocast`` with its linear layers' weights converted to bfloat16 once, at load, on a CPU
 (:func:`gear_repro.embedding.bf16.pack_linears`), and mpnet's attention fused into one kernel call
-(:func:`gear_repro.embedding.bf16.fuse_mpnet_attention`); the precision that runs is part of
+(:func:`gear_repro.embedding.bf16.fuse_mpnet_attention`); fp16 (CUDA only) runs under ``torch.autocast`` to
+float16 with the same fusion; the precision that runs is part of
 :attr:`SentenceEmbedder.model_id`, the key of every embedding cache (corpus vectors, path vectors, index names).
 It covers the bulk encodes (corpus, triples, paths); the query side (:meth:`SentenceEmbedder.encode`) runs in
 ``query_precision`` (default fp32: a torch fp32 twin of the model, :attr:`SentenceEmbedder.queries`).
@@ -36,6 +37,7 @@ from gear_repro.embedding.precision import (
     QueryPrecision,
     check_device,
     native_bf16,
+    resolve_device,
     resolve_precision,
 )
 from gear_repro.embedding.runtimes import EncoderBackend, RuntimeSentenceModel, missing_modules
@@ -123,7 +125,7 @@ class SentenceEmbedder:
     ):
         self.model_name = model
         self.batch_size = batch_size
-        self.device = device
+        self.device = device = resolve_device(device)  # `auto` decided once: the cache key and the load agree
         self.normalize = normalize
         self.max_seq_length = max_seq_length
         self.cache = cache
@@ -222,9 +224,14 @@ class SentenceEmbedder:
             if self.backend != "torch":
                 model = RuntimeSentenceModel(path, self.backend, self.num_threads, self.precision_used)
             else:
+                import torch
                 from sentence_transformers import SentenceTransformer
 
                 model = SentenceTransformer(path, device=self.device)
+                # transformers loads a checkpoint in the dtype it was saved in (a half-precision copy, e.g. the
+                # 45 MB MiniLM of benchmarks/bench_gpu.py): embedder.precision, not the file, sets the arithmetic
+                if any(p.dtype != torch.float32 for p in model.parameters()):
+                    model.float()
         if self.max_seq_length:
             model.max_seq_length = self.max_seq_length
         if self._fuse_mpnet:
@@ -276,13 +283,14 @@ class SentenceEmbedder:
         return out
 
     def autocast(self) -> AbstractContextManager[object]:
-        """``torch.autocast`` to bfloat16 when bf16 runs (embedder.precision), else nothing: the layers other than
-        the (pre-packed) linear ones run in the precision autocast gives them."""
+        """``torch.autocast`` to bfloat16 (bf16) or float16 (fp16) when one runs (embedder.precision), else nothing:
+        the layers other than the (pre-packed) linear ones run in the precision autocast gives them."""
         if self.precision_used is Precision.fp32:
             return nullcontext()
         import torch
 
-        return torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16)
+        dtype = torch.float16 if self.precision_used is Precision.fp16 else torch.bfloat16
+        return torch.autocast(torch.device(self.device).type, dtype=dtype)
 
     def _unit(self, emb) -> np.ndarray:
         """A torch batch of sentence embeddings as float32 numpy, L2-normalised in float32 when ``normalize``."""
@@ -300,7 +308,7 @@ class SentenceEmbedder:
         if self.precision_used is Precision.fp32 or self.backend != "torch":  # runtimes pool and normalise in f32
             vecs = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=self.normalize,
                                      convert_to_numpy=True, show_progress_bar=bars)
-        else:  # matrix products in bf16; the pooled vector normalised in float32
+        else:  # matrix products in bf16 / fp16; the pooled vector normalised in float32
             with self.autocast():
                 raw = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=False,
                                         convert_to_tensor=True, show_progress_bar=bars)

@@ -1,6 +1,7 @@
 """Encoder precision (``embedder.precision``): fp32, bf16 (``torch.autocast`` with the linear layers converted to
-bfloat16 once, at load: :func:`gear_repro.embedding.bf16.pack_linears`), or bf16 only where the device computes it
-natively (measured speed and agreement with fp32 in docs/encoders.md).
+bfloat16 once, at load: :func:`gear_repro.embedding.bf16.pack_linears`), bf16 only where the device computes it
+natively, or fp16 (``torch.autocast`` to float16; CUDA only) (measured speed and agreement with fp32 in
+docs/encoders.md). ``embedder.device=auto`` is resolved once, here (:func:`resolve_device`).
 
 A CPU without bf16 instructions (x86 ``avx512_bf16`` / ``amx_bf16``, Arm ``bf16``) runs bf16 by emulation, slower
 than fp32: ``auto`` then picks fp32, and an explicit ``bf16`` is a :class:`ConfigError` rather than a silent
@@ -27,6 +28,7 @@ class Precision(str, Enum):
     fp32 = "fp32"  # float32 throughout (default: the recorded numbers, the same on every machine)
     bf16 = "bf16"  # matrix products in bfloat16 (autocast, linear weights packed at load); needs native bf16
     auto = "auto"  # bf16 where the device computes it natively, else fp32 (one log line says which)
+    fp16 = "fp16"  # matrix products in float16 (autocast); CUDA only: CPUs have no fast float16 matrix products
 
     def __str__(self) -> str:
         return self.value
@@ -60,6 +62,16 @@ def _proc_cpuinfo() -> str:
     return p.read_text(encoding="utf-8", errors="replace") if p.exists() else ""
 
 
+def resolve_device(device: str) -> str:
+    """The torch device ``embedder.device`` names: ``auto`` = the first CUDA device where torch sees one, else
+    the CPU (mps is never picked for the user: its bf16 is not detected, docs/encoders.md); anything else as is."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def check_device(device: str, key: str = "embedder.device") -> None:
     """Start-up check that torch can place a tensor on ``device`` (``cpu``, ``cuda``, ``cuda:N``, ``mps``, ...), else a
     ConfigError naming ``key``; without it each question would fail on the model load (``Torch not compiled with
@@ -82,6 +94,7 @@ def native_bf16(device: str, cpuinfo: str | None = None) -> tuple[bool, str]:
     """Whether ``device`` computes bf16 natively, and the evidence (for the log line). CPU: the flags of
     ``cpuinfo`` (default /proc/cpuinfo; none readable = no); CUDA: ``torch.cuda.is_bf16_supported`` without
     emulation; other devices (mps): no."""
+    device = resolve_device(device)
     if device.startswith("cuda"):
         import torch
 
@@ -95,14 +108,22 @@ def native_bf16(device: str, cpuinfo: str | None = None) -> tuple[bool, str]:
 
 def resolve_precision(value: str | Precision, device: str = "cpu", backend: str = "torch",
                       cpuinfo: str | None = None) -> Precision:
-    """The precision that runs (fp32 or bf16) for the setting ``value``: ``auto`` -> bf16 where native, else fp32;
-    ``bf16`` where it is not native, or with a back-end that has no bf16 (onnx, onnx-int8) -> ConfigError. OpenVINO
-    always runs on the CPU, so its native bf16 is the CPU's."""
+    """The precision that runs (fp32, bf16 or fp16) for the setting ``value``: ``auto`` -> bf16 where native, else
+    fp32; ``bf16`` where it is not native, or with a back-end that has no bf16 (onnx, onnx-int8) -> ConfigError;
+    ``fp16`` anywhere but torch on CUDA -> ConfigError (a CPU would emulate it, slower than fp32). OpenVINO always
+    runs on the CPU, so its native bf16 is the CPU's."""
     try:
         want = Precision(value)
     except ValueError:
         raise ConfigError(f"embedder.precision must be one of {[p.value for p in Precision]}, got '{value}'") from None
     if want is Precision.fp32:
+        return want
+    device = resolve_device(device)
+    if want is Precision.fp16:
+        if backend != "torch" or not device.startswith("cuda"):
+            raise ConfigError(f"embedder.precision=fp16 runs with embedder.backend=torch on a CUDA device (got "
+                              f"backend '{backend}', device '{device}'); on a CPU use fp32, or bf16/auto where the "
+                              "CPU has native bf16 (docs/encoders.md)")
         return want
     if backend not in BF16_BACKENDS:
         if want is Precision.bf16:

@@ -10,7 +10,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from gear_repro.config import resolved
-from gear_repro.embedding.precision import Precision, QueryPrecision, resolve_precision
+from gear_repro.embedding.precision import Precision, QueryPrecision, resolve_device, resolve_precision
 from gear_repro.llm.gguf_weights import served_weights
 from gear_repro.pipeline.run_folder import finished_predictions, without_no_result
 from gear_repro.utils.hashing import hash_obj, model_path_identity
@@ -32,6 +32,8 @@ def fingerprint_settings(cfg: DictConfig, with_path: bool = False) -> dict:
     if isinstance(emb, dict):  # the precisions that run (`auto` differs between machines); fp32 (queries too)
         # keeps the fingerprint of run dirs written before the settings existed, and bf16 with bf16 queries that of
         # bf16 runs before query_precision
+        if emb.get("device") == "auto":  # the device it ran on: a GPU's vectors differ from a CPU's in the last bits
+            emb["device"] = resolve_device("auto")
         used = resolve_precision(emb.pop("precision", Precision.fp32), emb.get("device", "cpu"),
                                  emb.get("backend", "torch"))
         queries = QueryPrecision(emb.pop("query_precision", QueryPrecision.same))
