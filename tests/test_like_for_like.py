@@ -79,6 +79,25 @@ def test_the_papers_dated_model_names_are_its_models() -> None:
     assert placement(rec, "GEAR", "Table 2", "MuSiQue").beside
 
 
+def test_in_a_table_of_several_llms_the_cell_names_the_llm_to_match() -> None:
+    """T²RAG Table 1 has GPT-4o-mini and Gemini-2.5-flash rows, GEAR Table 10/11 one row per LLM: a run stands beside
+    the cell of its own LLM only, never beside another LLM's cell of the same table."""
+    gemini = paper_setting_record("T2RAG", "Table 1", "MuSiQue", llm="gemini-2.5-flash")
+    assert placement(gemini, "T2RAG", "Table 1", "MuSiQue", cell="Gemini-2.5-flash T2RAG").beside
+    other = placement(gemini, "T2RAG", "Table 1", "MuSiQue", cell="GPT-4o-mini T2RAG")
+    assert not other.beside and other.differs == ("LLM gemini-2.5-flash vs GPT-4o-mini",)
+    llama = paper_setting_record("GEAR", "Table 10", "MuSiQue", llm="meta-llama/Llama-3.1-8B")
+    assert placement(llama, "GEAR", "Table 10", "MuSiQue", cell="open-weight LLMs GEAR (Llama-3.1-8B)").beside
+    assert placement(llama, "GEAR", "Table 10", "MuSiQue", cell="open-weight LLMs GEAR (GPT-4o mini)").differs == (
+        "LLM meta-llama/Llama-3.1-8B vs gpt-4o-mini-2024-07-18",)
+    instruct = paper_setting_record("GEAR", "Table 11", "2Wiki", llm="Llama-3.1-8B-Instruct")
+    cell = "diversity ablation across LLMs Hybrid + SyncGE (Llama-3.1-8B) w/ diversity"
+    assert placement(instruct, "GEAR", "Table 11", "2Wiki", cell=cell).beside
+    assert not placement(instruct, "GEAR", "Table 11", "2Wiki", cell=cell.replace("Llama-3.1-8B", "GPT-4o mini")).beside
+    # a cell that names no LLM (or none given) accepts any of the table's, as before
+    assert placement(gemini, "T2RAG", "Table 1", "MuSiQue").beside
+
+
 def test_a_run_without_a_recorded_setting_stands_apart(tmp_path: Path) -> None:
     row = r5(fake_run(tmp_path, None))
     assert pd.isna(row.paper) and row.paper_other_setting == 33.8 and "records no setting" in row.setting_differs

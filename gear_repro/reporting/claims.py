@@ -256,7 +256,8 @@ def evaluate_claim(claim: dict, runs: Sequence[RunResult], opts: EvidenceOptions
             row.tested_on = describe_setting(a.run_info.get("setting"))
             cell = (claim.get("paper") or {}).get("a")
             if cell and row.paper_diff is not None:  # a claim "as the paper says" on another setting says so
-                where = placement(a.run_info.get("setting"), cell.get("paper", DEFAULT_PAPER), cell["table"], ds)
+                where = placement(a.run_info.get("setting"), cell.get("paper", DEFAULT_PAPER), cell["table"], ds,
+                                  cell=f"{cell.get('setting') or ''} {cell.get('method') or ''}")
                 row.paper_setting_differs = "" if where.beside else where.why
             if claim.get("within_run"):  # the paper's cells of this run's own setting
                 for key, value in _paper(claim, ds, metric, a).items():

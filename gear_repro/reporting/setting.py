@@ -10,6 +10,7 @@ qwen2.5-coder-1.5b vs gpt-4o-mini"). Nothing here reads a dataset's name or path
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +64,22 @@ def _model_differs(ours: str | None, paper: str | None) -> str | None:
     return " / ".join(theirs)
 
 
+def _cell_llms(options: str | None, cell: str) -> str | None:
+    """The LLM options of a table with several (``a|b``) that the cell's setting or method names ("GPT-4o-mini",
+    "GEAR (Llama-3.1-8B)"), as an options string; all of them when the cell names none (a one-LLM table, or a cell
+    that does not say)."""
+    theirs = model_options(options)
+    if len(theirs) < 2 or not cell:
+        return options
+
+    def words(name: str) -> str:
+        return re.sub(r"[\s_]+", "-", name.strip().lower())
+
+    text = words(cell)
+    named = [t for t in theirs if re.sub(r"-(20\d\d-\d\d-\d\d|instruct|chat)$", "", words(_model_key(t))) in text]
+    return "|".join(named) if named else options
+
+
 def _count(n: Any) -> str:
     return f"{int(n):,}" if isinstance(n, int | float) and n == n else "?"
 
@@ -80,9 +97,11 @@ def _data_differs(setting: dict, ps: PaperSetting) -> tuple[str, str]:
     return data, f"questions {ours_q} vs {_count(ps.questions_count)} {ps.questions_split}".replace("? ", "")
 
 
-def placement(setting: dict | None, paper: str, table: str, dataset: str) -> Placement:
+def placement(setting: dict | None, paper: str, table: str, dataset: str, cell: str = "") -> Placement:
     """Where the paper's cell of ``paper`` ``table`` on ``dataset`` goes for a run whose run.json ``setting`` is
-    ``setting`` (None: a run from before settings were recorded)."""
+    ``setting`` (None: a run from before settings were recorded). ``cell``: the cell's setting and method as
+    paper_results.csv names them; in a table with several LLMs the run must have used the one the cell names
+    (a Llama run never stands beside the GPT-4o-mini column because the table also has a Llama one)."""
     if not setting:
         return Placement(False, ("the run records no setting (run.json from before like-for-like placement; re-run "
                                  "it to compare)",))
@@ -98,7 +117,7 @@ def placement(setting: dict | None, paper: str, table: str, dataset: str) -> Pla
             subset = f"{_count(known['questions'])} of {_count(known['questions_of'])} questions"
     else:
         differs.extend(_data_differs(setting, ps))
-    if theirs := _model_differs(setting.get("llm"), ps.llm):
+    if theirs := _model_differs(setting.get("llm"), _cell_llms(ps.llm, cell)):
         differs.append(f"LLM {setting['llm']} vs {theirs}")
     emb = (setting.get("embedder") or {}).get("model")
     if theirs := _model_differs(emb, ps.embedder):

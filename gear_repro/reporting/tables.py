@@ -71,7 +71,8 @@ def _row(r: RunResult, m: str, ours: float, ci: Interval | None, ref_paper: str,
     table ("<paper> Table 2") of a row added for another paper's table measured on the run's data."""
     table = r.table_for(m)
     method, label = r.label_for(m)
-    where = placement(r.run_info.get("setting"), ref_paper, ref_table, r.dataset)
+    where = placement(r.run_info.get("setting"), ref_paper, ref_table, r.dataset,
+                      cell=f"{setting or ''} {r.method_label_for(m)}")
     own = (ref_paper, ref_table) == (r.paper, table)
     source = "" if paper is None or own else f"{ref_paper} {ref_table}" + (f" ({setting})" if setting else "")
     return {

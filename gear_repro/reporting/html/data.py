@@ -351,8 +351,9 @@ def setting_note(run: RunResult) -> str | None:
     that differ: reporting/setting.py), or that its questions are a subset of the table's; None on the setting."""
     from gear_repro.reporting.setting import placement
 
-    paper, table, _ = run.paper_ref("R@5")
-    where = placement(run.run_info.get("setting"), paper, table, run.dataset)
+    paper, table, setting = run.paper_ref("R@5")
+    where = placement(run.run_info.get("setting"), paper, table, run.dataset,
+                      cell=f"{setting or ''} {run.method_label_for('R@5')}")
     if not where.beside:
         return f"not {paper} {table}'s setting: {where.why}"
     return f"{where.subset} of {paper} {table}'s question set" if where.subset else None
