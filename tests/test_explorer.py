@@ -440,3 +440,13 @@ def test_prompts_and_replies_are_kept_by_default() -> None:
     assert changes_no_result("llm.record_prompts")
     on, off = compose_config(["agent=gear"]), compose_config(["agent=gear", "llm.record_prompts=false"])
     assert run_fingerprint(on) == run_fingerprint(off)
+
+
+def test_the_generated_stamp_follows_source_date_epoch(monkeypatch) -> None:
+    """Two reports of the same runs are byte-identical under SOURCE_DATE_EPOCH (the explorer's stamp was the clock)."""
+    from gear_repro.reporting.html import generated_at
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    assert generated_at() == "2023-11-14 22:13 UTC"
+    monkeypatch.delenv("SOURCE_DATE_EPOCH")
+    assert generated_at().endswith(" UTC") and generated_at()[:4] >= "2026"

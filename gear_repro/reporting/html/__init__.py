@@ -13,6 +13,7 @@ Everything taken from data is JSON inside those files with ``<``, ``>``, ``&``, 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -54,6 +55,14 @@ def js_literal(obj: Any) -> str:
     return json.dumps(clean(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False).translate(_JS_ESCAPES)
 
 
+def generated_at() -> str:
+    """The explorer's "generated" stamp: now, or ``SOURCE_DATE_EPOCH`` where it is set (the reproducible-builds
+    convention, which matplotlib's figure metadata follows too), so two reports of the same runs are byte-identical."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    when = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch.isdigit() else datetime.now(timezone.utc)
+    return when.strftime("%Y-%m-%d %H:%M UTC")
+
+
 def build_summary(runs: Sequence[RunResult], unfinished: Sequence[UnfinishedRun], report_dir: Path,
                   opts: EvidenceOptions, stem: str = "table") -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """(data.js content, {"<d>/<n>": question detail}) for the runs whose report was written to ``report_dir``."""
@@ -86,7 +95,7 @@ def build_summary(runs: Sequence[RunResult], unfinished: Sequence[UnfinishedRun]
     failures = report_dir / "failures.md"
     figure_notes = report_dir / FIGURE_NOTES
     summary = {
-        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "generated": generated_at(),
         "resamples": opts.resamples, "seed": opts.seed, "alpha": opts.alpha,
         "tables": paper_tables(report_dir / f"{stem}.csv", runs), "analyses": analyses,
         "claims": claims_table(claims) if claims.is_file() else None, "cost": csv_table(cost) if cost.is_file() else None,
