@@ -46,7 +46,7 @@ from gear_repro.evaluation.metrics import AnswerMetric
 from gear_repro.llm.cache import LOCK_TIMEOUT_RANGE, LLMCacheMode
 from gear_repro.llm.client import PARAM_RANGES, REPLY_BYTES_RANGE
 from gear_repro.llm.server import PROMPT_CACHE_BYTES, PROMPT_CACHE_BYTES_RANGE, PromptCache
-from gear_repro.methods.gear.agent import GistDocs, GistEmpty, GistFirstRound, QueryChoice
+from gear_repro.methods.gear.agent import GearAgentSettings
 from gear_repro.methods.gear.beam_search import BeamConfig
 from gear_repro.methods.gear.expansion import FusionOrder, OnNoProximal
 from gear_repro.methods.griever.retriever import GrieverSettings
@@ -165,30 +165,6 @@ class SingleStepSchema:
     name: str = "single"
     output_depth: int | None = num(None, ge=1)
     save_depth: int | None = num(None, ge=0)  # ${run.save_depth}; 0 or null: max(run.ks) (run.save_depth has its own >= 1)
-
-
-@dataclass
-class GearAgentSchema:
-    _target_: str = "gear_repro.methods.gear.agent.GearAgent"
-    name: str = "gear"
-    base_k: int = num(10, ge=1)
-    max_rounds: int = num(MISSING, ge=1)  # ${dataset.max_rounds}
-    query_for_base: QueryChoice = QueryChoice.rewritten
-    query_for_beam: QueryChoice = QueryChoice.original
-    reader_memory: bool = True
-    read_with: QueryChoice = QueryChoice.original
-    gist_docs: GistDocs = GistDocs.expanded
-    gist_first_round: GistFirstRound = GistFirstRound.read
-    gist_k: int | None = num(None, ge=1)  # null = the whole list (pseudocode); >= 1 = its top gist_k
-    gist_empty: GistEmpty = GistEmpty.skip
-    dedupe_memory: bool = False  # Eq. 5 / pseudocode gear.py:11 extend keeps repeats
-    reason_last_round: bool = True
-    passage_link: bool = True
-    passage_link_k: int | None = num(None, ge=1)
-    k_rrf: int = num(60, ge=0)
-    output_depth: int | None = num(None, ge=1)
-    round_ranking_depth: int | None = num(None, ge=1)  # ${run.save_depth}
-    llm_params: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -460,7 +436,7 @@ class SentenceEmbedderSchema:
 
 # group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults
 GROUP_SCHEMAS: dict[str, dict[str, type]] = {
-    "agent": {"single_schema": SingleStepSchema, "gear_schema": GearAgentSchema, "t2rag_schema": T2RAGAgentSchema,
+    "agent": {"single_schema": SingleStepSchema, "gear_schema": GearAgentSettings, "t2rag_schema": T2RAGAgentSchema,
               "hipporag_schema": HippoRAGMethodSchema, "ircot_schema": IRCoTAgentSchema},
     "expansion": {"none_schema": NoExpansionSchema, "naive_schema": NaiveGESchema, "sync_schema": SyncGESchema},
     "beam": {"beam_schema": BeamConfig},
