@@ -48,11 +48,12 @@ from gear_repro.llm.client import PARAM_RANGES, REPLY_BYTES_RANGE
 from gear_repro.llm.server import PROMPT_CACHE_BYTES, PROMPT_CACHE_BYTES_RANGE, PromptCache
 from gear_repro.methods.gear.agent import GearAgentSettings
 from gear_repro.methods.gear.beam_search import BeamConfig
-from gear_repro.methods.gear.expansion import FusionOrder, OnNoProximal
+from gear_repro.methods.gear.expansion import NaiveGESettings, NoExpansionSettings, SyncGESettings
 from gear_repro.methods.griever.retriever import GrieverSettings
 from gear_repro.methods.hipporag.phrase_graph import HippoRAGVersion, PhraseNormalisation
 from gear_repro.methods.hipporag.retriever import NoEntityFallback, TieOrder
 from gear_repro.methods.ircot import IRCoTEmptyThought, IRCoTMerge, IRCoTRetrieverKind, IRCoTThought
+from gear_repro.methods.single import SingleStepSettings
 from gear_repro.methods.t2rag.settings import (
     T2RAGAnswerParse,
     T2RAGDecomposeParse,
@@ -159,41 +160,6 @@ class ReportSchema:
 
 
 # -- schemas of the instantiated groups (``_target_`` + constructor arguments) ----------------------------
-@dataclass
-class SingleStepSchema:
-    _target_: str = "gear_repro.methods.single.SingleStep"
-    name: str = "single"
-    output_depth: int | None = num(None, ge=1)
-    save_depth: int | None = num(None, ge=0)  # ${run.save_depth}; 0 or null: max(run.ks) (run.save_depth has its own >= 1)
-
-
-@dataclass
-class NoExpansionSchema:
-    _target_: str = "gear_repro.methods.gear.expansion.NoExpansion"
-    name: str = "none"
-
-
-@dataclass
-class NaiveGESchema:
-    _target_: str = "gear_repro.methods.gear.expansion.NaiveGE"
-    name: str = "naive"
-    k_rrf: int = num(60, ge=0)
-    output_depth: int | None = num(None, ge=1)
-    trace_beams: int | None = num(None, ge=0)
-    fusion_order: FusionOrder = FusionOrder.base_first
-
-
-@dataclass
-class SyncGESchema(NaiveGESchema):
-    _target_: str = "gear_repro.methods.gear.expansion.SyncGE"
-    name: str = "sync"
-    prompt: str = "reader"
-    memory_prompt: str = "reader_gist"
-    max_proximal: int | None = num(None, ge=1)
-    on_no_proximal: OnNoProximal = OnNoProximal.base
-    llm_params: dict[str, Any] = field(default_factory=dict)
-
-
 @dataclass
 class LLMServerSchema:
     model_path: str = "qwen"
@@ -436,9 +402,10 @@ class SentenceEmbedderSchema:
 
 # group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults
 GROUP_SCHEMAS: dict[str, dict[str, type]] = {
-    "agent": {"single_schema": SingleStepSchema, "gear_schema": GearAgentSettings, "t2rag_schema": T2RAGAgentSchema,
+    "agent": {"single_schema": SingleStepSettings, "gear_schema": GearAgentSettings, "t2rag_schema": T2RAGAgentSchema,
               "hipporag_schema": HippoRAGMethodSchema, "ircot_schema": IRCoTAgentSchema},
-    "expansion": {"none_schema": NoExpansionSchema, "naive_schema": NaiveGESchema, "sync_schema": SyncGESchema},
+    "expansion": {"none_schema": NoExpansionSettings, "naive_schema": NaiveGESettings,
+                  "sync_schema": SyncGESettings},
     "beam": {"beam_schema": BeamConfig},
     "retriever": {"bm25_schema": BM25RetrieverSchema, "sbert_schema": DenseRetrieverSchema,
                   "hybrid_schema": HybridRetrieverSchema, "composed_schema": ComposedRetrieverSchema,
