@@ -50,8 +50,8 @@ from gear_repro.methods.gear.agent import GearAgentSettings
 from gear_repro.methods.gear.beam_search import BeamConfig
 from gear_repro.methods.gear.expansion import NaiveGESettings, NoExpansionSettings, SyncGESettings
 from gear_repro.methods.griever.retriever import GrieverSettings
-from gear_repro.methods.hipporag.phrase_graph import HippoRAGVersion, PhraseNormalisation
-from gear_repro.methods.hipporag.retriever import NoEntityFallback, TieOrder
+from gear_repro.methods.hipporag.method import HippoRAGMethodSettings
+from gear_repro.methods.hipporag.retriever import HippoRAGSettings
 from gear_repro.methods.ircot import IRCoTEmptyThought, IRCoTMerge, IRCoTRetrieverKind, IRCoTThought
 from gear_repro.methods.single import SingleStepSettings
 from gear_repro.methods.t2rag.settings import (
@@ -209,32 +209,6 @@ class QAReaderSchema:
 
 
 @dataclass
-class HippoRAGSchema:
-    """The ``hipporag`` group (configs/hipporag/default.yaml documents each value and its source), placed at the
-    top-level ``hipporag`` by agent=hipporag and agent=hipporag_ircot."""
-
-    _target_: str = "gear_repro.methods.hipporag.retriever.HippoRAG"
-    version: HippoRAGVersion = HippoRAGVersion.v1
-    damping: float = num(0.5, gt=0, lt=1)
-    node_specificity: bool = True
-    normalisation: PhraseNormalisation = PhraseNormalisation.hipporag
-    synonyms: bool = True
-    synonym_threshold: float = num(0.8, ge=-1, le=1)
-    synonym_top_k: int = num(100, ge=1)
-    synonym_min_alnum: int = num(3, ge=0)
-    no_entity_fallback: NoEntityFallback = NoEntityFallback.uniform
-    linking_top_k: int = num(5, ge=1)
-    passage_node_weight: float = num(0.05, ge=0)
-    ner_params: dict[str, Any] = field(default_factory=dict)
-    ner_json: bool | None = None  # null = auto: JSON mode for an API LLM (llm.server null), off for the local server
-    cache: bool = True
-    block_rows: int | None = num(None, ge=1)
-    # synonym/linking encoder: null = the run's embedder | a model name | an embedder node (checked as one)
-    encoder: Any = field(default=None, metadata={"group": "embedder"})
-    tie_order: TieOrder = TieOrder.reference
-
-
-@dataclass
 class T2RAGAgentSchema:
     """``configs/agent/t2rag.yaml`` (seed 002, §4.3, Alg. 1-2, §5.2; docs/t2rag.md). Registered in Hydra's
     ConfigStore as ``agent_t2rag_schema`` and named first in that file's defaults list, so a misspelt key or a
@@ -268,15 +242,6 @@ class T2RAGAgentSchema:
     ranking: T2RAGRanking = T2RAGRanking.rrf
     k_rrf: int = num(60, ge=0)
     llm_params: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class HippoRAGMethodSchema:
-    """``configs/agent/hipporag.yaml`` (HippoRAG as GEAR re-ran it; settings in the ``hipporag`` group)."""
-
-    _target_: str = "gear_repro.methods.hipporag.method.HippoRAGMethod"
-    name: str = "hipporag"
-    depth: int = num(100, ge=1)  # passages returned per question
 
 
 @dataclass
@@ -403,7 +368,7 @@ class SentenceEmbedderSchema:
 # group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults
 GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "agent": {"single_schema": SingleStepSettings, "gear_schema": GearAgentSettings, "t2rag_schema": T2RAGAgentSchema,
-              "hipporag_schema": HippoRAGMethodSchema, "ircot_schema": IRCoTAgentSchema},
+              "hipporag_schema": HippoRAGMethodSettings, "ircot_schema": IRCoTAgentSchema},
     "expansion": {"none_schema": NoExpansionSettings, "naive_schema": NaiveGESettings,
                   "sync_schema": SyncGESettings},
     "beam": {"beam_schema": BeamConfig},
@@ -412,7 +377,7 @@ GROUP_SCHEMAS: dict[str, dict[str, type]] = {
                   "griever_schema": GrieverRetrieverSchema},
     "backend": {"memory_schema": MemoryBackendSchema, "elasticsearch_schema": ElasticsearchBackendSchema},
     "embedder": {"embedder_schema": SentenceEmbedderSchema},
-    "hipporag": {"hipporag_schema": HippoRAGSchema},
+    "hipporag": {"hipporag_schema": HippoRAGSettings},
     "llm": {"llm_schema": LLMSchema},
     "dataset": {"dataset_schema": DatasetSchema},
     "qa_reader": {"qa_reader_schema": QAReaderSchema},
