@@ -52,7 +52,7 @@ from gear_repro.methods.gear.expansion import NaiveGESettings, NoExpansionSettin
 from gear_repro.methods.griever.retriever import GrieverSettings
 from gear_repro.methods.hipporag.method import HippoRAGMethodSettings
 from gear_repro.methods.hipporag.retriever import HippoRAGSettings
-from gear_repro.methods.ircot import IRCoTEmptyThought, IRCoTMerge, IRCoTRetrieverKind, IRCoTThought
+from gear_repro.methods.ircot import IRCoTAgentSettings
 from gear_repro.methods.single import SingleStepSettings
 from gear_repro.methods.t2rag.settings import (
     T2RAGAnswerParse,
@@ -244,28 +244,6 @@ class T2RAGAgentSchema:
     llm_params: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class IRCoTAgentSchema:
-    """``configs/agent/ircot.yaml`` and ``hipporag_ircot.yaml`` (IRCoT as HippoRAG runs it; docs/baselines.md)."""
-
-    _target_: str = "gear_repro.methods.ircot.IRCoTAgent"
-    name: str = "ircot"
-    retriever: IRCoTRetrieverKind = IRCoTRetrieverKind.base
-    top_k: int = num(10, ge=1)
-    max_rounds: int = num(4, ge=1)
-    demo_files: dict[str, str] = field(default_factory=dict)  # dataset paper name -> prompts/ircot_demos file
-    demos: str = "musique"
-    num_demo: int | None = num(1, ge=0)
-    thought: IRCoTThought = IRCoTThought.full
-    merge: IRCoTMerge = IRCoTMerge.raw
-    demo_budget: int | None = num(None, ge=1)  # tokens; null = no budget (ircot_hipporag.py), 15000 = baselines/ircot.py
-    cot_params: dict[str, Any] = field(default_factory=dict)
-    round_ranking_depth: int | None = num(None, ge=1)
-    empty_thought: IRCoTEmptyThought = IRCoTEmptyThought.retrieve
-    title_prefixes: dict[str, str] = field(default_factory=dict)  # dataset paper name -> prefix of passage titles
-    paper_name: str = "MuSiQue"
-
-
 # -- retriever group: h_base (configs/retriever/) --------------------------------------------------------------
 @dataclass
 class BM25RetrieverSchema:
@@ -368,7 +346,7 @@ class SentenceEmbedderSchema:
 # group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults
 GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "agent": {"single_schema": SingleStepSettings, "gear_schema": GearAgentSettings, "t2rag_schema": T2RAGAgentSchema,
-              "hipporag_schema": HippoRAGMethodSettings, "ircot_schema": IRCoTAgentSchema},
+              "hipporag_schema": HippoRAGMethodSettings, "ircot_schema": IRCoTAgentSettings},
     "expansion": {"none_schema": NoExpansionSettings, "naive_schema": NaiveGESettings,
                   "sync_schema": SyncGESettings},
     "beam": {"beam_schema": BeamConfig},
