@@ -54,21 +54,7 @@ from gear_repro.methods.hipporag.method import HippoRAGMethodSettings
 from gear_repro.methods.hipporag.retriever import HippoRAGSettings
 from gear_repro.methods.ircot import IRCoTAgentSettings
 from gear_repro.methods.single import SingleStepSettings
-from gear_repro.methods.t2rag.settings import (
-    T2RAGAnswerParse,
-    T2RAGDecomposeParse,
-    T2RAGDecomposeRetry,
-    T2RAGFuzzyMatch,
-    T2RAGOnNoTriplets,
-    T2RAGPromptText,
-    T2RAGPropositionPassage,
-    T2RAGQueryPlaceholders,
-    T2RAGQuestionQuery,
-    T2RAGRanking,
-    T2RAGReading,
-    T2RAGResolvedUpdate,
-    T2RAGResolveParse,
-)
+from gear_repro.methods.t2rag.settings import T2RAGAgentSettings
 from gear_repro.qa.reader import QAMode
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import REPO_DIR, cache_dir
@@ -209,43 +195,6 @@ class QAReaderSchema:
 
 
 @dataclass
-class T2RAGAgentSchema:
-    """``configs/agent/t2rag.yaml`` (seed 002, §4.3, Alg. 1-2, §5.2; docs/t2rag.md). Registered in Hydra's
-    ConfigStore as ``agent_t2rag_schema`` and named first in that file's defaults list, so a misspelt key or a
-    wrong type fails at composition."""
-
-    _target_: str = "gear_repro.methods.t2rag.method.T2RAGAgent"
-    name: str = "t2rag"
-    k: int = num(5, ge=1)  # unique passages per iteration (§5.2)
-    max_iterations: int = num(3, ge=1)  # N (§5.2); 1 = "single round" ablation (Table 2)
-    candidate_depth: int = num(200, ge=1)  # propositions per query before the global ranking (Alg. 2)
-    with_passages: bool = True  # false = "w/o chunk" ablation (Table 2)
-    reading: T2RAGReading = T2RAGReading.code  # which preset set the keys below (a label: t2rag | t2rag_paper)
-    # the paper-vs-code keys: each preset gives all of them (code: t2rag.yaml, paper: t2rag_paper.yaml)
-    question_query: bool = MISSING  # code true (question as an extra query) | paper false
-    question_query_mode: T2RAGQuestionQuery = MISSING  # code substring | paper word
-    carry_fuzzy: bool = MISSING  # code false (emptied) | paper true (Step 2.3)
-    resolve_without_context: bool = MISSING  # code false (skipped) | paper true (Alg. 1)
-    example_propositions_chars: int = num(MISSING, ge=0)  # code 1000 | paper 0 (= whole, App. E)
-    decompose_retry: T2RAGDecomposeRetry = MISSING  # code simple | paper none
-    on_no_triplets: T2RAGOnNoTriplets = MISSING  # code fail | paper answer
-    prompt_text: T2RAGPromptText = MISSING  # code (TRAG.py's decomposition/resolve texts) | paper (App. E)
-    decompose_parse: T2RAGDecomposeParse = MISSING  # code (TRAG.py:319-373) | paper lenient (our repairs)
-    query_placeholders: T2RAGQueryPlaceholders = MISSING  # code (TRAG.py:466-471, 532) | paper strip
-    resolve_parse: T2RAGResolveParse = MISSING  # code (TRAG.py:944-978, strict) | paper lenient (our repairs)
-    resolved_update: T2RAGResolvedUpdate = MISSING  # code (TRAG.py:1231) | paper reclassify (by its '?')
-    proposition_passage: T2RAGPropositionPassage = MISSING  # code (TRAG.py:196-210, last) | paper own
-    fuzzy_match: T2RAGFuzzyMatch = T2RAGFuzzyMatch.placeholder
-    stall_stop: bool = True  # stop when nothing is searchable, retrieved or new (stop = "stalled")
-    answer: bool = True  # T²RAG's own answer (Step 3); false = qa_reader answers
-    answer_parse: T2RAGAnswerParse = T2RAGAnswerParse.code
-    ranking: T2RAGRanking = T2RAGRanking.rrf
-    k_rrf: int = num(60, ge=0)
-    llm_params: dict[str, Any] = field(default_factory=dict)
-
-
-# -- retriever group: h_base (configs/retriever/) --------------------------------------------------------------
-@dataclass
 class BM25RetrieverSchema:
     _target_: str = "gear_repro.retrieval.BM25Retriever"
     name: str = "bm25"
@@ -345,7 +294,7 @@ class SentenceEmbedderSchema:
 
 # group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults
 GROUP_SCHEMAS: dict[str, dict[str, type]] = {
-    "agent": {"single_schema": SingleStepSettings, "gear_schema": GearAgentSettings, "t2rag_schema": T2RAGAgentSchema,
+    "agent": {"single_schema": SingleStepSettings, "gear_schema": GearAgentSettings, "t2rag_schema": T2RAGAgentSettings,
               "hipporag_schema": HippoRAGMethodSettings, "ircot_schema": IRCoTAgentSettings},
     "expansion": {"none_schema": NoExpansionSettings, "naive_schema": NaiveGESettings,
                   "sync_schema": SyncGESettings},
