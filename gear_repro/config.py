@@ -55,7 +55,7 @@ from gear_repro.methods.hipporag.retriever import HippoRAGSettings
 from gear_repro.methods.ircot import IRCoTAgentSettings
 from gear_repro.methods.single import SingleStepSettings
 from gear_repro.methods.t2rag.settings import T2RAGAgentSettings
-from gear_repro.qa.reader import QAMode
+from gear_repro.qa.reader import QAReaderSettings
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import REPO_DIR, cache_dir
 from gear_repro.utils.secrets import MASK, is_header_key, is_query_key, is_secret_key, mask_query, redact_text
@@ -185,16 +185,6 @@ class LLMSchema:
 
 
 @dataclass
-class QAReaderSchema:
-    _target_: str = "gear_repro.qa.QAReader"
-    top_k: int = num(5, ge=1)
-    mode: QAMode = QAMode.retrieved
-    prompt: str = "qa"
-    prompt_no_passages: str = "qa_no_passages"
-    llm_params: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
 class BM25RetrieverSchema:
     _target_: str = "gear_repro.retrieval.BM25Retriever"
     name: str = "bm25"
@@ -307,7 +297,7 @@ GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "hipporag": {"hipporag_schema": HippoRAGSettings},
     "llm": {"llm_schema": LLMSchema},
     "dataset": {"dataset_schema": DatasetSchema},
-    "qa_reader": {"qa_reader_schema": QAReaderSchema},
+    "qa_reader": {"qa_reader_schema": QAReaderSettings},
 }
 # plain top-level nodes: configs/config.yaml puts <name>_schema at package <name>
 NODE_SCHEMAS: dict[str, type] = {"run": RunSchema, "graph": GraphSchema, "extraction": ExtractionSchema,
