@@ -368,10 +368,6 @@ def validate(cfg: DictConfig) -> DictConfig:
         raise ConfigError(f"dataset.name must be a name, not a path: {name!r} (the data folder is dataset.path)")
     if not isinstance(cfg.get("qa", False), bool):  # `qa=yes` would be a truthy string
         raise ConfigError(f"qa must be true or false, got {cfg.get('qa')!r}")
-    if "report" in cfg:
-        from gear_repro.reporting.paper import check_papers
-
-        check_papers(cfg.report)
     if not cfg.run.ks or any(k <= 0 for k in cfg.run.ks):
         raise ConfigError(f"run.ks must be positive ranks, got {list(cfg.run.ks)}")
     twice = sorted({k for k in cfg.run.ks if list(cfg.run.ks).count(k) > 1})
