@@ -49,13 +49,19 @@ from gear_repro.llm.server import PROMPT_CACHE_BYTES, PROMPT_CACHE_BYTES_RANGE, 
 from gear_repro.methods.gear.agent import GearAgentSettings
 from gear_repro.methods.gear.beam_search import BeamConfig
 from gear_repro.methods.gear.expansion import NaiveGESettings, NoExpansionSettings, SyncGESettings
-from gear_repro.methods.griever.retriever import GrieverSettings
+from gear_repro.methods.griever.retriever import GrieverRetrieverSettings
 from gear_repro.methods.hipporag.method import HippoRAGMethodSettings
 from gear_repro.methods.hipporag.retriever import HippoRAGSettings
 from gear_repro.methods.ircot import IRCoTAgentSettings
 from gear_repro.methods.single import SingleStepSettings
 from gear_repro.methods.t2rag.settings import T2RAGAgentSettings
 from gear_repro.qa.reader import QAReaderSettings
+from gear_repro.retrieval.base import (
+    BM25RetrieverSettings,
+    ComposedRetrieverSettings,
+    DenseRetrieverSettings,
+    HybridRetrieverSettings,
+)
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import REPO_DIR, cache_dir
 from gear_repro.utils.secrets import MASK, is_header_key, is_query_key, is_secret_key, mask_query, redact_text
@@ -184,43 +190,6 @@ class LLMSchema:
     context_window: int | None = num(None, ge=1)  # model's window in tokens (prompt + reply); null = unknown, no fitting
 
 
-@dataclass
-class BM25RetrieverSchema:
-    _target_: str = "gear_repro.retrieval.BM25Retriever"
-    name: str = "bm25"
-
-
-@dataclass
-class DenseRetrieverSchema:
-    _target_: str = "gear_repro.retrieval.DenseRetriever"
-    name: str = "sbert"
-
-
-@dataclass
-class HybridRetrieverSchema:
-    _target_: str = "gear_repro.retrieval.HybridRetriever"
-    name: str = "hybrid"
-    fusion_depth: int = num(100, ge=1)  # depth of each list before fusion; >= max(run.ks) (validate)
-    k_rrf: int = num(60, ge=0)
-
-
-@dataclass
-class ComposedRetrieverSchema:
-    _target_: str = "gear_repro.retrieval.ComposedRetriever"
-    name: str = "composed"
-    candidates: int = num(100, ge=1)  # BM25 candidates re-scored densely (GRIEVER §4.2.2); >= max(run.ks) (validate)
-
-
-@dataclass
-class GrieverRetrieverSchema(GrieverSettings):
-    """``configs/retriever/griever*.yaml``: GRIEVER's settings (declared once, by ``GrieverSettings``), the retriever
-    keys, and the retriever config of tripleLink/passageLink (checked as an option of the retriever group)."""
-
-    _target_: str = "gear_repro.methods.griever.GrieverRetriever"
-    name: str = "griever"
-    triple_retriever: Any = field(default=None, metadata={"group": "retriever"})
-
-
 # -- backend group: index engines (configs/backend/) -----------------------------------------------------------
 @dataclass
 class MemoryBM25Schema:
@@ -289,9 +258,9 @@ GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "expansion": {"none_schema": NoExpansionSettings, "naive_schema": NaiveGESettings,
                   "sync_schema": SyncGESettings},
     "beam": {"beam_schema": BeamConfig},
-    "retriever": {"bm25_schema": BM25RetrieverSchema, "sbert_schema": DenseRetrieverSchema,
-                  "hybrid_schema": HybridRetrieverSchema, "composed_schema": ComposedRetrieverSchema,
-                  "griever_schema": GrieverRetrieverSchema},
+    "retriever": {"bm25_schema": BM25RetrieverSettings, "sbert_schema": DenseRetrieverSettings,
+                  "hybrid_schema": HybridRetrieverSettings, "composed_schema": ComposedRetrieverSettings,
+                  "griever_schema": GrieverRetrieverSettings},
     "backend": {"memory_schema": MemoryBackendSchema, "elasticsearch_schema": ElasticsearchBackendSchema},
     "embedder": {"embedder_schema": SentenceEmbedderSchema},
     "hipporag": {"hipporag_schema": HippoRAGSettings},
