@@ -34,10 +34,8 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, ListConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import InterpolationToMissingValueError, MissingMandatoryValue, OmegaConfBaseException
 
-from gear_repro.backends.ann import DenseSettings
-from gear_repro.backends.es_requests import MAX_WINDOW, BM25Settings, BulkSettings, KnnSettings
-from gear_repro.backends.memory import Analyzer, BM25Variant, DenseDtype
-from gear_repro.backends.tokenize import Snowball, StopWords
+from gear_repro.backends.elasticsearch import ElasticsearchBackendSettings
+from gear_repro.backends.memory import MemoryBackendSettings
 from gear_repro.core.triple_graph import Adjacency, HubPolicy
 from gear_repro.data.dataset import MissingGold, Subset
 from gear_repro.embedding.precision import Precision, QueryPrecision
@@ -191,49 +189,6 @@ class LLMSchema:
 
 
 # -- backend group: index engines (configs/backend/) -----------------------------------------------------------
-@dataclass
-class MemoryBM25Schema:
-    k1: float = num(1.2, ge=0)
-    b: float = num(0.75, ge=0, le=1)
-    method: BM25Variant = BM25Variant.lucene
-    # null, null = Elasticsearch's default standard analyzer (GEAR App. B.1), the default of every method
-    stopwords: StopWords | None = None  # bm25s stop-word list (null: keep every token)
-    stemmer: Snowball | None = None  # Snowball language (PyStemmer); null: no stemming
-    analyzer: Analyzer | None = None  # null: stopwords/stemmer above; set: replaces them
-
-
-@dataclass
-class MemoryBackendSchema:
-    _target_: str = "gear_repro.backends.memory.MemoryBackend"
-    bm25: MemoryBM25Schema = field(default_factory=MemoryBM25Schema)
-    dense_dtype: DenseDtype = DenseDtype.float32
-    dense: DenseSettings = field(default_factory=DenseSettings)  # exact | faiss flat/hnsw/ivf (backends/ann.py)
-    cache: bool = True
-
-
-@dataclass
-class ElasticsearchBackendSchema:
-    _target_: str = "gear_repro.backends.elasticsearch.ElasticsearchBackend"
-    url: str | None = None
-    api_key: str | None = None
-    username: str | None = None
-    password: str | None = None
-    ca_certs: str | None = None
-    verify_certs: bool = True
-    request_timeout: float = num(60, gt=0)
-    max_retries: int = num(3, ge=0)
-    index_prefix: str = "gear"
-    shards: int = num(1, ge=1)
-    replicas: int = num(0, ge=0)
-    check_version: bool = True
-    search_batch: int = num(64, ge=1)
-    lookup_batch: int = num(1000, ge=1)
-    lookup_page: int = num(MAX_WINDOW, ge=1, le=MAX_WINDOW)
-    bm25: BM25Settings = field(default_factory=BM25Settings)
-    knn: KnnSettings = field(default_factory=KnnSettings)
-    bulk: BulkSettings = field(default_factory=BulkSettings)
-
-
 # -- embedder group (configs/embedder/) ---------------------------------------------------------------------------
 @dataclass
 class SentenceEmbedderSchema:
@@ -261,7 +216,7 @@ GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "retriever": {"bm25_schema": BM25RetrieverSettings, "sbert_schema": DenseRetrieverSettings,
                   "hybrid_schema": HybridRetrieverSettings, "composed_schema": ComposedRetrieverSettings,
                   "griever_schema": GrieverRetrieverSettings},
-    "backend": {"memory_schema": MemoryBackendSchema, "elasticsearch_schema": ElasticsearchBackendSchema},
+    "backend": {"memory_schema": MemoryBackendSettings, "elasticsearch_schema": ElasticsearchBackendSettings},
     "embedder": {"embedder_schema": SentenceEmbedderSchema},
     "hipporag": {"hipporag_schema": HippoRAGSettings},
     "llm": {"llm_schema": LLMSchema},
