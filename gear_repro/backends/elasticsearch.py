@@ -67,7 +67,6 @@ ENV = {"url": "ES_URL", "api_key": "ES_API_KEY", "username": "ES_USERNAME", "pas
 DEFAULT_URL = "http://localhost:9200"
 
 
-
 class ElasticsearchError(GearError):
     """A cluster-side failure (unreachable, missing index, rejected documents, failed query)."""
 
