@@ -38,8 +38,7 @@ from gear_repro.backends.elasticsearch import ElasticsearchBackendSettings
 from gear_repro.backends.memory import MemoryBackendSettings
 from gear_repro.core.triple_graph import Adjacency, HubPolicy
 from gear_repro.data.dataset import MissingGold, Subset
-from gear_repro.embedding.precision import Precision, QueryPrecision
-from gear_repro.embedding.runtimes import EncoderBackend
+from gear_repro.embedding.embedder import SentenceEmbedderSettings
 from gear_repro.evaluation.metrics import AnswerMetric
 from gear_repro.llm.cache import LOCK_TIMEOUT_RANGE, LLMCacheMode
 from gear_repro.llm.client import PARAM_RANGES, REPLY_BYTES_RANGE
@@ -189,23 +188,6 @@ class LLMSchema:
 
 
 # -- backend group: index engines (configs/backend/) -----------------------------------------------------------
-# -- embedder group (configs/embedder/) ---------------------------------------------------------------------------
-@dataclass
-class SentenceEmbedderSchema:
-    _target_: str = "gear_repro.embedding.SentenceEmbedder"
-    model: str = "all-mpnet-base-v2"  # hub id, alias or local folder
-    batch_size: int = num(32, ge=1)
-    device: str = "cpu"  # a torch device: cpu | cuda | cuda:1 | mps
-    normalize: bool = True
-    max_seq_length: int | None = num(None, ge=1)
-    cache: bool = True
-    num_threads: int | None = num(None, ge=1)
-    show_progress: bool = True
-    backend: EncoderBackend = EncoderBackend.torch
-    precision: Precision = Precision.fp32  # fp32 | bf16 | auto (docs/encoders.md)
-    query_precision: QueryPrecision = QueryPrecision.fp32  # fp32 | same: the query side when precision runs bf16
-
-
 # group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults
 GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "agent": {"single_schema": SingleStepSettings, "gear_schema": GearAgentSettings, "t2rag_schema": T2RAGAgentSettings,
@@ -217,7 +199,7 @@ GROUP_SCHEMAS: dict[str, dict[str, type]] = {
                   "hybrid_schema": HybridRetrieverSettings, "composed_schema": ComposedRetrieverSettings,
                   "griever_schema": GrieverRetrieverSettings},
     "backend": {"memory_schema": MemoryBackendSettings, "elasticsearch_schema": ElasticsearchBackendSettings},
-    "embedder": {"embedder_schema": SentenceEmbedderSchema},
+    "embedder": {"embedder_schema": SentenceEmbedderSettings},
     "hipporag": {"hipporag_schema": HippoRAGSettings},
     "llm": {"llm_schema": LLMSchema},
     "dataset": {"dataset_schema": DatasetSchema},
