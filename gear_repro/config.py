@@ -36,7 +36,7 @@ from omegaconf.errors import InterpolationToMissingValueError, MissingMandatoryV
 
 from gear_repro.backends.elasticsearch import ElasticsearchBackendSettings
 from gear_repro.backends.memory import MemoryBackendSettings
-from gear_repro.core.triple_graph import Adjacency, HubPolicy
+from gear_repro.core.triple_graph import GraphSettings
 from gear_repro.data.dataset import MissingGold, Subset
 from gear_repro.embedding.embedder import SentenceEmbedderSettings
 from gear_repro.evaluation.metrics import AnswerMetric
@@ -105,17 +105,6 @@ class RunSchema:
     fail_fast: bool = False  # re-raise a question's error instead of logging and counting it
     allow_errors: bool = False  # false: a run with errored questions exits non-zero (they are scored as misses)
     workers: int = num(1, ge=1)  # questions in flight; their LLM waits overlap (docs/llm.md, "Concurrency")
-
-
-@dataclass
-class GraphSchema:
-    """``graph:`` -> :class:`gear_repro.core.triple_graph.TripleIndex` (§4.2 entity adjacency)."""
-
-    max_degree: int | None = num(None, ge=1)
-    hub_policy: HubPolicy = HubPolicy.truncate
-    adjacency: Adjacency = Adjacency.records
-    link_empty_entities: bool = False
-    hub_slices_min_degree: int | None = num(256, ge=1)  # entity-ordered float16 copies of larger hubs (core/hub_slices.py)
 
 
 @dataclass
@@ -206,7 +195,7 @@ GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "qa_reader": {"qa_reader_schema": QAReaderSettings},
 }
 # plain top-level nodes: configs/config.yaml puts <name>_schema at package <name>
-NODE_SCHEMAS: dict[str, type] = {"run": RunSchema, "graph": GraphSchema, "extraction": ExtractionSchema,
+NODE_SCHEMAS: dict[str, type] = {"run": RunSchema, "graph": GraphSettings, "extraction": ExtractionSchema,
                                  "report": ReportSchema}
 
 
