@@ -37,9 +37,8 @@ from omegaconf.errors import InterpolationToMissingValueError, MissingMandatoryV
 from gear_repro.backends.elasticsearch import ElasticsearchBackendSettings
 from gear_repro.backends.memory import MemoryBackendSettings
 from gear_repro.core.triple_graph import GraphSettings
-from gear_repro.data.dataset import MissingGold, Subset
+from gear_repro.data.dataset import DatasetSettings
 from gear_repro.embedding.embedder import SentenceEmbedderSettings
-from gear_repro.evaluation.metrics import AnswerMetric
 from gear_repro.llm.cache import LOCK_TIMEOUT_RANGE, LLMCacheMode
 from gear_repro.llm.client import PARAM_RANGES, REPLY_BYTES_RANGE
 from gear_repro.llm.server import PROMPT_CACHE_BYTES, PROMPT_CACHE_BYTES_RANGE, PromptCache
@@ -76,24 +75,6 @@ class Stage(Choice):
 
 
 # -- schemas of the plain nodes ---------------------------------------------------------------------------
-@dataclass
-class DatasetSchema:
-    name: str = "musique_sample"
-    paper_name: str = "MuSiQue"  # the dataset's column name in the paper's tables
-    path: str = "data/musique_sample"
-    limit: int | None = num(None, ge=1)  # first N questions (the corpus stays whole); the subset size with stratified
-    subset: Subset = Subset.first  # first N | stratified (balanced over hop types; data/subset.py)
-    subset_seed: int = num(0, ge=0)  # seed of the stratified order (same ids for every method; larger limits extend it)
-    limit_passages: int | None = num(None, ge=1)  # first N passages (extraction stage only)
-    triples_file: str | None = "triples.jsonl"
-    missing_gold: MissingGold = MissingGold.warn
-    # a folder whose prepare_stats.json names no known source dataset runs (under this group) only when true
-    allow_unknown_source: bool = False
-    max_rounds: int = num(4, ge=1)  # GEAR agent rounds (MuSiQue 4, 2Wiki/HotpotQA 2; §6.3)
-    # EM/F1 script: musique | hotpotqa | twowiki (2Wiki's); null = from paper_name (others: hotpotqa). docs/readings.md
-    answer_metric: AnswerMetric | None = None
-
-
 @dataclass
 class RunSchema:
     ks: list[int] = field(default_factory=lambda: [5, 10, 15])
@@ -191,7 +172,7 @@ GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "embedder": {"embedder_schema": SentenceEmbedderSettings},
     "hipporag": {"hipporag_schema": HippoRAGSettings},
     "llm": {"llm_schema": LLMSchema},
-    "dataset": {"dataset_schema": DatasetSchema},
+    "dataset": {"dataset_schema": DatasetSettings},
     "qa_reader": {"qa_reader_schema": QAReaderSettings},
 }
 # plain top-level nodes: configs/config.yaml puts <name>_schema at package <name>
