@@ -39,9 +39,7 @@ from gear_repro.backends.memory import MemoryBackendSettings
 from gear_repro.core.triple_graph import GraphSettings
 from gear_repro.data.dataset import DatasetSettings
 from gear_repro.embedding.embedder import SentenceEmbedderSettings
-from gear_repro.llm.cache import LOCK_TIMEOUT_RANGE, LLMCacheMode
-from gear_repro.llm.client import PARAM_RANGES, REPLY_BYTES_RANGE
-from gear_repro.llm.server import PROMPT_CACHE_BYTES, PROMPT_CACHE_BYTES_RANGE, PromptCache
+from gear_repro.llm.client import LLMClientSettings
 from gear_repro.methods.gear.agent import GearAgentSettings
 from gear_repro.methods.gear.beam_search import BeamConfig
 from gear_repro.methods.gear.expansion import NaiveGESettings, NoExpansionSettings, SyncGESettings
@@ -119,44 +117,6 @@ class ReportSchema:
 
 
 # -- schemas of the instantiated groups (``_target_`` + constructor arguments) ----------------------------
-@dataclass
-class LLMServerSchema:
-    model_path: str = "qwen"
-    n_threads: int = num(2, ge=1)
-    n_ctx: int = num(8192, ge=1)
-    host: str = "127.0.0.1"
-    port: int | None = num(None, ge=1, le=65535)
-    startup_timeout_s: float = num(300.0, gt=0)
-    extra_args: list[str] = field(default_factory=list)
-    prompt_cache: PromptCache = PromptCache.none  # ram: keep earlier prompts' KV states (llm/server.py)
-    prompt_cache_bytes: int = num(PROMPT_CACHE_BYTES, ge=PROMPT_CACHE_BYTES_RANGE["ge"], le=PROMPT_CACHE_BYTES_RANGE["le"])
-
-
-@dataclass
-class LLMSchema:
-    _target_: str = "gear_repro.llm.LLMClient"
-    model: str = MISSING
-    base_url: str | None = None
-    api_key_env: str | None = "OPENAI_API_KEY"
-    temperature: float | None = num(0.0, **PARAM_RANGES["temperature"])  # also the range of a *params temperature
-    max_tokens: int | None = num(None, **PARAM_RANGES["max_tokens"])
-    params: dict[str, Any] = field(default_factory=dict)
-    timeout_s: float = num(120.0, gt=0)
-    max_reply_bytes: int | None = num(16 * 2**20, **REPLY_BYTES_RANGE)  # a longer response body fails the call (llm/deadline.py)
-    max_retries: int = num(4, ge=0)
-    backoff_base_s: float = num(1.0, ge=0)
-    backoff_max_s: float = num(30.0, ge=0)
-    concurrency: int = num(4, ge=1)  # requests in flight at most (chat_many, run.workers questions)
-    cache: bool = True
-    cache_dir: str | None = None
-    cache_mode: LLMCacheMode = LLMCacheMode.auto  # SQLite journal of the reply cache (llm/cache.py)
-    record_prompts: bool = True  # keep each call's messages and reply in predictions.jsonl (the explorer shows them)
-    cache_lock_timeout_s: float = num(300.0, **LOCK_TIMEOUT_RANGE)  # one cache access's wait for a lock (llm/cache.py)
-    check_endpoint: bool = True  # start-up: a TCP connection to the endpoint (or its proxy) must open (llm/client.py)
-    server: LLMServerSchema | None = None
-    context_window: int | None = num(None, ge=1)  # model's window in tokens (prompt + reply); null = unknown, no fitting
-
-
 # -- backend group: index engines (configs/backend/) -----------------------------------------------------------
 # group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults
 GROUP_SCHEMAS: dict[str, dict[str, type]] = {
@@ -171,7 +131,7 @@ GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "backend": {"memory_schema": MemoryBackendSettings, "elasticsearch_schema": ElasticsearchBackendSettings},
     "embedder": {"embedder_schema": SentenceEmbedderSettings},
     "hipporag": {"hipporag_schema": HippoRAGSettings},
-    "llm": {"llm_schema": LLMSchema},
+    "llm": {"llm_schema": LLMClientSettings},
     "dataset": {"dataset_schema": DatasetSettings},
     "qa_reader": {"qa_reader_schema": QAReaderSettings},
 }
