@@ -1,26 +1,24 @@
-"""Typed configs: structured-config schemas (dataclasses) of every config group and plain node, registered in Hydra's
-ConfigStore; custom resolvers; the start-up validation; secret redaction.
+"""Typed configs: the registration of every component's settings dataclass in Hydra's ConfigStore, the schemas of
+the run-level nodes (``run``, ``extraction``, ``report``), custom resolvers, the start-up validation, secret redaction.
 
-The pattern (docs/ARCHITECTURE.md "Adding a method"): every config group option starts its defaults list
-with the group's schema, e.g. ``configs/agent/gear.yaml``::
+Each component declares its settings once, beside its class (docs/ARCHITECTURE.md "Configs"): one
+:class:`~gear_repro.utils.settings.Settings` dataclass (``GearAgentSettings`` in methods/gear/agent.py,
+``HippoRAGSettings`` in methods/hipporag/retriever.py, ``LLMClientSettings`` in llm/client.py, ...) that is at once
+the config group's Hydra schema, the constructor's settings and what ``describe()`` records. This module only lists
+them (:data:`GROUP_SCHEMAS`, :data:`NODE_SCHEMAS`) and stores each under its schema name. Every config group option
+starts its defaults list with its schema, e.g. ``configs/agent/gear.yaml``::
 
     defaults:
-      - /agent_gear_schema@_here_  # GearAgentSchema below, stored as "agent_gear_schema" (schema_name())
+      - /agent_gear_schema@_here_  # GearAgentSettings, stored as "agent_gear_schema" (schema_name())
       - _self_
 
-and the plain top-level nodes (``run``, ``graph``, ``extraction``, ``report``) get theirs from
-``configs/config.yaml`` (``- /run_schema@run``). The schemas are stored at the ConfigStore's root, in no config
-group: ``gear-repro --help`` lists the groups' options, which are the user's choices, and a schema is none. Hydra merges the YAML onto the schema while composing, so a misspelt key or a value
+and the plain top-level nodes get theirs from ``configs/config.yaml`` (``- /run_schema@run``). The schemas are stored
+at the ConfigStore's root, in no config group: ``gear-repro --help`` lists the groups' options, which are the user's
+choices, and a schema is none. Hydra merges the YAML onto the schema while composing, so a misspelt key or a value
 outside an Enum fails at composition with Hydra's own message (naming the full key), before anything runs;
-:func:`validate` then checks, through the same schemas, what composition cannot: keys added with ``+``, numeric
-ranges (:func:`~gear_repro.utils.settings.num`) and run-level rules. A new method adds a dataclass here
-(``_target_`` + its arguments) and one entry in :data:`GROUP_SCHEMAS`.
-
-Choices are :class:`~gear_repro.utils.settings.Choice` Enums declared beside the code that reads them (the method
-or module) and imported here; classes that are also built directly (tests, scripts) coerce their arguments with
-:func:`~gear_repro.utils.settings.choice`, which raises :class:`ConfigError` naming the setting. A component whose
-settings are a dataclass of its own (``BeamConfig``, ``GrieverSettings``) is its schema (or its schema's base): one
-declaration of each field.
+:func:`validate` then checks, through the same dataclasses, what composition cannot: keys added with ``+``, numeric
+ranges (:func:`~gear_repro.utils.settings.num`) and run-level rules. A new component adds its settings dataclass
+beside its class and one entry in :data:`GROUP_SCHEMAS`.
 """
 
 from __future__ import annotations
@@ -72,7 +70,7 @@ class Stage(Choice):
     extract = "extract"  # offline triple extraction (K.1)
 
 
-# -- schemas of the plain nodes ---------------------------------------------------------------------------
+# -- schemas of the run-level nodes (the graph node's is GraphSettings, beside TripleIndex) ------------------------
 @dataclass
 class RunSchema:
     ks: list[int] = field(default_factory=lambda: [5, 10, 15])
@@ -97,7 +95,7 @@ class ExtractionSchema:
 @dataclass
 class ReportSchema:
     """``report:`` where a run's rows go in the paper's tables (gear_repro/reporting/runs.py). ``paper`` and
-    ``qa_paper`` must name a paper of paper_results.csv (checked at start-up); tables and settings may also name a
+    ``qa_paper`` must name a paper of paper_results.csv (checked by the report CLI); tables and settings may also name a
     block of our own (e.g. "T2RAG Table 2" for an ablation), so they are free text."""
 
     table: str | None = None  # recall metrics' table (null: Table 2)
@@ -116,9 +114,9 @@ class ReportSchema:
     qa_setting: str | None = None
 
 
-# -- schemas of the instantiated groups (``_target_`` + constructor arguments) ----------------------------
-# -- backend group: index engines (configs/backend/) -----------------------------------------------------------
-# group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults
+# -- the registration ---------------------------------------------------------------------------------------
+# group -> {schema name: the components' settings dataclass}; a group option's YAML lists its schema first in its
+# defaults
 GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "agent": {"single_schema": SingleStepSettings, "gear_schema": GearAgentSettings, "t2rag_schema": T2RAGAgentSettings,
               "hipporag_schema": HippoRAGMethodSettings, "ircot_schema": IRCoTAgentSettings},
