@@ -246,4 +246,4 @@ def test_a_directly_built_component_checks_the_declared_range_and_describes_ever
         GearAgentSettings.of(None, "GearAgent", max_rounds=2, base_kk=3)
     s = GearAgentSettings.of(None, "GearAgent", max_rounds=2, query_for_base="original")
     assert s.query_for_base == "original" and s.base_k == 10
-    assert list(s.asdict())[:3] == ["name", "base_k", "max_rounds"] and len(s.asdict()) == 20
+    assert list(s.asdict())[:3] == ["name", "base_k", "max_rounds"] and len(s.asdict()) == 19
