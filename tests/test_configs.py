@@ -203,3 +203,47 @@ def test_help_lists_only_the_users_choices(tmp_path: Path) -> None:
     assert lines["agent"] == "gear, hipporag, hipporag_ircot, ircot, single, t2rag, t2rag_paper"
     assert lines["llm"] == "local, openai, openai_compatible, tiny"
     assert set(lines) == {*C.GROUP_SCHEMAS, "experiment"}
+
+
+def test_each_schema_is_declared_beside_its_class_and_not_restated_by_its_constructor():
+    """A setting is declared once: every registered schema is a settings dataclass from its component's own module
+    (not config.py), and its class's constructor takes the dependencies plus ``settings``/``**given``, never a setting
+    of its own with a default (two exceptions: SentenceEmbedder's positional ``model``; HippoRAG's ``encoder``, the
+    encoder object the wiring builds from the setting of that name)."""
+    import importlib
+    import inspect
+    from dataclasses import fields
+
+    from gear_repro.utils.settings import Settings
+
+    checked = 0
+    for schemas in C.GROUP_SCHEMAS.values():
+        for schema in schemas.values():
+            assert schema.__module__ != "gear_repro.config", schema
+            target = next((f.default for f in fields(schema) if f.name == "_target_"), None)
+            if target is None:
+                continue
+            module, name = target.rsplit(".", 1)
+            cls = getattr(importlib.import_module(module), name)
+            assert issubclass(schema, Settings), schema
+            params = set(inspect.signature(cls.__init__).parameters) - {"model", "encoder"}
+            restated = params & {f.name for f in fields(schema)} - {"_target_"}
+            assert not restated, f"{cls.__name__}.__init__ restates {sorted(restated)} of {schema.__name__}"
+            assert "given" in params, cls
+            checked += 1
+    assert checked == 19
+
+
+def test_a_directly_built_component_checks_the_declared_range_and_describes_every_setting():
+    from gear_repro.methods.gear.agent import GearAgentSettings
+    from gear_repro.utils.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^agent\.base_k must be >= 1 \(got 0\)$"):
+        GearAgentSettings(max_rounds=2, base_k=0)
+    with pytest.raises(ConfigError, match=r"^agent\.max_rounds must be set"):
+        GearAgentSettings()
+    with pytest.raises(ConfigError, match=r"agent\.base_kk is not a setting of agent \(GearAgent; its settings: "):
+        GearAgentSettings.of(None, "GearAgent", max_rounds=2, base_kk=3)
+    s = GearAgentSettings.of(None, "GearAgent", max_rounds=2, query_for_base="original")
+    assert s.query_for_base == "original" and s.base_k == 10
+    assert list(s.asdict())[:3] == ["name", "base_k", "max_rounds"] and len(s.asdict()) == 19

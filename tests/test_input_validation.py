@@ -131,8 +131,6 @@ def test_misspelt_preset_fails(toy_dir: Path, tmp_path: Path) -> None:
      r"hipporag\.encoder\.batch_size must be >= 1 \(got 0\)"),
     # the report node and the top-level switches
     (["+report.tabel=Table 4"], r"report\.tabel is not a setting of report \(its settings: axes, labels, method, paper"),
-    (["report.paper=GEARR"], r"report\.paper='GEARR' is not a paper of paper_results\.csv \(papers: GEAR, GRIEVER"),
-    (["report.qa_paper=T2-RAG"], r"report\.qa_paper='T2-RAG' is not a paper of paper_results\.csv"),
     (["qa=yes"], r"qa must be true or false, got 'yes'"),
     (["dataset.name=../../tmp/escaped"], r"dataset\.name must be a name, not a path: '\.\./\.\./tmp/escaped'"),
     (["run.base_k=3"], r"run\.base_k \(3\) must be >= max\(run\.ks\) \(15\), or null: R@15 would be measured on 3"),

@@ -13,7 +13,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("data", "prompts", "evaluation", "llm", "embedding", "backends"),
     ("core", "retrieval", "qa", "extraction", "testing"),  # testing: a stand-in LLM for examples
     ("methods",),
-    ("config", "pipeline", "reporting"),  # config.py holds the schemas: it imports the Enums of the layers below
+    ("config", "pipeline", "reporting"),  # config.py registers the settings dataclasses of the layers below
     ("cli", "api"),  # api: the Python entry point beside the command line (compose shares cli.run's checks)
 ]
 

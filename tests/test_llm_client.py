@@ -186,14 +186,14 @@ def test_ledger_records_and_slices(fake: FakeOpenAI, make_client) -> None:
 
 
 def test_record_prompts_keeps_messages_and_reply_in_the_ledger(fake: FakeOpenAI, make_client) -> None:
-    plain, recording = make_client(), make_client(record_prompts=True, cache=False)
+    plain, recording = make_client(record_prompts=False), make_client(record_prompts=True, cache=False)
     plain.chat(msgs("a"), stage="read")
     recording.chat(msgs("b"), stage="read")
     fake.actions.append(("status", 400))
     with pytest.raises(LLMCallError):
         recording.chat(msgs("c"), stage="qa")
     (p,), (ok, failed) = plain.ledger.records, recording.ledger.records
-    assert "messages" not in p and "reply" not in p  # off by default: predictions.jsonl stays small
+    assert "messages" not in p and "reply" not in p  # off: predictions.jsonl stays small
     assert ok["messages"] == msgs("b") and ok["reply"] == "echo: b"
     assert failed["messages"] == msgs("c") and failed["reply"] is None and not failed["ok"]
 

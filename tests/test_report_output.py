@@ -280,6 +280,23 @@ def test_a_stem_taken_by_another_file_of_the_report_is_refused(two_widths: Path,
     out = tmp_path / "report"
     assert report_main([str(two_widths), "--out", str(out), "--stem", stem, "--claims"]) == 2
     assert capsys.readouterr().err.startswith(f"error: --stem {stem} is the name of another file of the report")
-    assert not out.exists()
+    assert not (out / "table.md").exists()
     assert report_main([str(two_widths), "--out", str(out), "--stem", "my_table", "--resamples", "100"]) == 0
     assert "BM25" in (out / "my_table.md").read_text()
+
+
+@pytest.mark.parametrize(("override", "msg"), [
+    ("report.paper=GEARR", "report.paper='GEARR' is not a paper of paper_results.csv (papers: GEAR, GRIEVER"),
+    ("report.qa_paper=T2-RAG", "report.qa_paper='T2-RAG' is not a paper of paper_results.csv"),
+])
+def test_report_refuses_a_run_naming_an_unknown_paper(compose, toy_dir: Path, tmp_path: Path, capsys,
+                                                      override: str, msg: str) -> None:
+    """The paper names are the report's concern: the run records them, the report CLI checks them (naming the run's
+    config.yaml) before writing anything."""
+    run = tmp_path / "runs" / "0_toy"
+    Runner(compose(toy_args(toy_dir, override)), run).run()
+    out = tmp_path / "report"
+    assert report_main([str(run), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {run / 'config.yaml'}: {msg}"), err
+    assert not (out / "table.md").exists()

@@ -27,8 +27,8 @@ def test_bm25_run_writes_outputs(compose, toy_dir, tmp_path):
     prov = json.loads((run / "run.json").read_text())
     assert prov["data_hashes"]["corpus"] and prov["environment"]["packages"]["bm25s"]
     assert prov["index_hashes"]["passages"]
-    assert prov["method"] == {"name": "single", "k_dependent": False, "output_depth": None,
-                              "expansion": {"name": "none"}}  # describe() reaches run.json
+    assert prov["method"] == {"name": "single", "output_depth": None, "save_depth": 100, "k_dependent": False,
+                              "expansion": {"name": "none"}}  # describe() (every setting) reaches run.json
     # what the report needs of the run's classes, recorded rather than re-imported later
     assert prov["report_flags"] == {"k_dependent": False, "needs_vectors": False, "figure2_reference": False}
     assert not (run / "config.yaml.json").exists()

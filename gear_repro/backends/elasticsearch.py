@@ -24,8 +24,8 @@ import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import elastic_transport
@@ -53,6 +53,7 @@ from gear_repro.types import Ranking
 from gear_repro.utils.errors import ConfigError, DataError, GearError
 from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.secrets import header_secret, redact_url, register_secret
+from gear_repro.utils.settings import Settings, check_fields, num, refuse_unknown
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +65,6 @@ CLIENT_MAJOR = int(elasticsearch.__versionstr__.split(".")[0])
 ENV = {"url": "ES_URL", "api_key": "ES_API_KEY", "username": "ES_USERNAME", "password": "ES_PASSWORD",
        "ca_certs": "ES_CA_CERTS"}
 DEFAULT_URL = "http://localhost:9200"
-
-DEFAULT_BM25, DEFAULT_KNN, DEFAULT_BULK = asdict(BM25Settings()), asdict(KnnSettings()), asdict(BulkSettings())
 
 
 class ElasticsearchError(GearError):
@@ -110,21 +109,59 @@ def _safe_name(s: str) -> str:
     return out or "x"
 
 
+@dataclass
+class ElasticsearchBackendSettings(Settings):
+    """``backend=elasticsearch`` (configs/backend/elasticsearch.yaml documents each value; docs/elasticsearch.md):
+    the schema and :class:`ElasticsearchBackend`'s settings. ``bm25`` / ``knn`` / ``bulk`` are the request
+    dataclasses of :mod:`gear_repro.backends.es_requests`."""
+
+    config_key: ClassVar[str] = "backend"
+
+    _target_: str = "gear_repro.backends.elasticsearch.ElasticsearchBackend"
+    url: str | None = None  # null: $ES_URL, else http://localhost:9200
+    api_key: str | None = None  # null: $ES_API_KEY
+    username: str | None = None  # null: $ES_USERNAME
+    password: str | None = None  # null: $ES_PASSWORD
+    ca_certs: str | None = None  # null: $ES_CA_CERTS
+    verify_certs: bool = True
+    request_timeout: float = num(60, gt=0)
+    max_retries: int = num(3, ge=0)
+    index_prefix: str = "gear"
+    shards: int = num(1, ge=1)
+    replicas: int = num(0, ge=0)
+    check_version: bool = True
+    search_batch: int = num(64, ge=1)
+    lookup_batch: int = num(1000, ge=1)
+    lookup_page: int = num(MAX_WINDOW, ge=1, le=MAX_WINDOW)
+    bm25: BM25Settings = field(default_factory=BM25Settings)
+    knn: KnnSettings = field(default_factory=KnnSettings)
+    bulk: BulkSettings = field(default_factory=BulkSettings)
+
+    def __post_init__(self) -> None:
+        for key, cls in (("bm25", BM25Settings), ("knn", KnnSettings), ("bulk", BulkSettings)):
+            given = getattr(self, key)
+            if not isinstance(given, cls):
+                refuse_unknown(f"backend.{key}", given or {}, cls, "ElasticsearchBackend")
+                given = cls(**(given or {}))
+                setattr(self, key, given)
+            check_fields(given, f"backend.{key}")
+        super().__post_init__()
+
+
 class ElasticsearchBackend:
     """Opens :class:`ElasticsearchCollection` s on one cluster; connects (and checks it) on first use.
 
-    Credentials come from the arguments or, when those are None, from ES_URL, ES_API_KEY,
-    ES_USERNAME/ES_PASSWORD and ES_CA_CERTS. They are never logged nor returned by ``describe()``.
+    ``settings, **given``: :class:`ElasticsearchBackendSettings`. Credentials come from them or, when those are
+    None, from ES_URL, ES_API_KEY, ES_USERNAME/ES_PASSWORD and ES_CA_CERTS. They are never logged nor returned by
+    ``describe()``.
     """
 
     name = "elasticsearch"
 
-    def __init__(self, url: str | None = None, api_key: str | None = None, username: str | None = None,
-                 password: str | None = None, ca_certs: str | None = None, verify_certs: bool = True,
-                 request_timeout: float = 60.0, max_retries: int = 3, index_prefix: str = "gear",
-                 shards: int = 1, replicas: int = 0, bm25: dict | None = None, knn: dict | None = None,
-                 bulk: dict | None = None, search_batch: int = 64, lookup_batch: int = 1000,
-                 lookup_page: int = MAX_WINDOW, check_version: bool = True, client: Elasticsearch | None = None):
+    def __init__(self, settings: ElasticsearchBackendSettings | None = None, client: Elasticsearch | None = None,
+                 **given: Any):
+        s = ElasticsearchBackendSettings.of(settings, "ElasticsearchBackend", **given)
+        url, api_key, username, password = s.url, s.api_key, s.username, s.password
         self.url = url or os.environ.get(ENV["url"]) or DEFAULT_URL
         # a header value (urllib3's "Invalid header value b'ApiKey <key>\r'" quoted it): stripped, registered, checked
         self._api_key = header_secret(api_key or os.environ.get(ENV["api_key"]), f"backend.api_key (or ${ENV['api_key']})")
@@ -133,26 +170,15 @@ class ElasticsearchBackend:
         register_secret(self._password or "")  # never in an error, log line or failure.json
         if self._password and not self._username:
             self._username = "elastic"
-        self.ca_certs = ca_certs or os.environ.get(ENV["ca_certs"]) or None
-        self.verify_certs = verify_certs
-        self.request_timeout = request_timeout
-        self.max_retries = max_retries
-        self.index_prefix = _safe_name(index_prefix)
-        self.shards, self.replicas = shards, replicas
-        self.bm25_params = {**DEFAULT_BM25, **(bm25 or {})}
-        self.knn_params = {**DEFAULT_KNN, **(knn or {})}
-        self.bulk_params = {**DEFAULT_BULK, **(bulk or {})}
-        for what, given, known in (("bm25", bm25, DEFAULT_BM25), ("knn", knn, DEFAULT_KNN),
-                                   ("bulk", bulk, DEFAULT_BULK)):
-            unknown = set(given or {}) - set(known)
-            if unknown:
-                raise ConfigError(f"backend.{what}: unknown setting(s) {sorted(unknown)}; known: {sorted(known)}")
-        if not 1 <= int(self.knn_params["num_candidates"]) <= MAX_WINDOW:
-            raise ConfigError(f"backend.knn.num_candidates must be in 1..{MAX_WINDOW}")
-        self.search_batch = max(1, int(search_batch))
-        self.lookup_batch = max(1, int(lookup_batch))
-        self.lookup_page = max(1, min(int(lookup_page), MAX_WINDOW))
-        self.check_version = check_version
+        self.ca_certs = s.ca_certs or os.environ.get(ENV["ca_certs"]) or None
+        self.verify_certs = s.verify_certs
+        self.request_timeout = s.request_timeout
+        self.max_retries = s.max_retries
+        self.index_prefix = _safe_name(s.index_prefix)
+        self.shards, self.replicas = s.shards, s.replicas
+        self.bm25_params, self.knn_params, self.bulk_params = asdict(s.bm25), asdict(s.knn), asdict(s.bulk)
+        self.search_batch, self.lookup_batch, self.lookup_page = s.search_batch, s.lookup_batch, s.lookup_page
+        self.check_version = s.check_version
         self._client = client
         self._checked = False
         self.server_version: str | None = None

@@ -12,8 +12,9 @@ import shutil
 import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 import bm25s
 import numpy as np
@@ -33,7 +34,7 @@ from gear_repro.utils.arrays import as_float32
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.io import load_cached
 from gear_repro.utils.paths import cache_dir
-from gear_repro.utils.settings import Choice, choice
+from gear_repro.utils.settings import Choice, Settings, choice, num, refuse_unknown
 
 log = logging.getLogger(__name__)
 
@@ -225,18 +226,53 @@ class MemoryCollection(DocCollection):
         return {v: table.get(v, []) for v in values}
 
 
+@dataclass
+class MemoryBM25Settings(Settings):
+    """``backend.bm25`` of the memory backend (configs/backend/memory.yaml): bm25s's BM25 and text analysis."""
+
+    config_key: ClassVar[str] = "backend.bm25"
+
+    k1: float = num(1.2, ge=0)
+    b: float = num(0.75, ge=0, le=1)
+    method: BM25Variant = BM25Variant.lucene
+    # null, null = Elasticsearch's default standard analyzer (GEAR App. B.1), the default of every method
+    stopwords: StopWords | None = None  # bm25s stop-word list (null: keep every token)
+    stemmer: Snowball | None = None  # Snowball language (PyStemmer); null: no stemming
+    analyzer: Analyzer | None = None  # null: stopwords/stemmer above; set: replaces them
+
+
+@dataclass
+class MemoryBackendSettings(Settings):
+    """``backend=memory`` (configs/backend/memory.yaml): the schema and :class:`MemoryBackend`'s settings."""
+
+    config_key: ClassVar[str] = "backend"
+
+    _target_: str = "gear_repro.backends.memory.MemoryBackend"
+    bm25: MemoryBM25Settings = field(default_factory=MemoryBM25Settings)
+    dense_dtype: DenseDtype = DenseDtype.float32
+    dense: DenseSettings = field(default_factory=DenseSettings)  # exact | faiss flat/hnsw/ivf (backends/ann.py)
+    cache: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.bm25, MemoryBM25Settings):
+            refuse_unknown("backend.bm25", self.bm25 or {}, MemoryBM25Settings, "MemoryBackend")
+            self.bm25 = MemoryBM25Settings(**(self.bm25 or {}))
+        self.dense = DenseSettings.from_config(self.dense)
+        super().__post_init__()
+
+
 class MemoryBackend:
     """Factory for :class:`MemoryCollection` with the BM25, matrix and dense-search settings of the config
-    (``configs/backend/memory.yaml``)."""
+    (``configs/backend/memory.yaml``); ``settings, **given``: :class:`MemoryBackendSettings`."""
 
     name = "memory"
 
-    def __init__(self, bm25: dict | None = None, dense_dtype: str = "float32", cache: bool = True,
-                 dense: DenseSettings | dict | None = None):
-        self.bm25_params = dict(bm25 or {})
-        self.dense_dtype = choice(DenseDtype, dense_dtype, "backend.dense_dtype").value
-        self.dense = DenseSettings.from_config(dense)
-        self.cache = cache
+    def __init__(self, settings: MemoryBackendSettings | None = None, **given: Any):
+        s = self.settings = MemoryBackendSettings.of(settings, "MemoryBackend", **given)
+        self.bm25_params = asdict(s.bm25)
+        self.dense_dtype = s.dense_dtype.value
+        self.dense = s.dense
+        self.cache = s.cache
 
     def open_collection(self, name: str, docs: Sequence[IndexDoc], embedder=None) -> MemoryCollection:
         return MemoryCollection(name, docs, embedder, dtype=self.dense_dtype, cache=self.cache, dense=self.dense,

@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skipped {len(unfinished)} unfinished run(s) (no metrics.json; re-run them to finish, errors in "
                   "failures.md): " + ", ".join(str(u.path) for u in unfinished), file=sys.stderr)
         runs = find_runs(args.runs)
+        check_run_papers(runs)
         report = ReportDir(args.out, args.stem)
         with report as staging:  # the whole folder replaces --out at the end (reporting/output.py)
             write_report(runs, staging, args, opts)
@@ -102,6 +103,18 @@ def main(argv: list[str] | None = None) -> int:
     shown = [f for f in report.files if f not in site] + ([f"explorer/ ({len(site)} files)"] if site else [])
     print(f"\nwrote {len(report.files)} files to {report.out}/ (listed in {MANIFEST}): " + ", ".join(shown))
     return 0
+
+
+def check_run_papers(runs: list) -> None:
+    """Each run's ``report.paper`` / ``report.qa_paper`` must name a paper of paper_results.csv: another name would
+    leave every paper column of its tables empty without a word. The error names the run's config.yaml."""
+    from gear_repro.reporting.paper import check_papers
+
+    for run in runs:
+        try:
+            check_papers(run.config.get("report") or {})
+        except GearError as e:
+            raise GearError(f"{run.path / 'config.yaml'}: {e}") from None
 
 
 def write_report(runs: list, out: Path, args: argparse.Namespace, opts: EvidenceOptions) -> None:

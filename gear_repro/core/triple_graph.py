@@ -27,7 +27,9 @@ import logging
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
 from itertools import compress
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -36,7 +38,7 @@ from gear_repro.core.hub_slices import HubSlices, faiss_available
 from gear_repro.types import Triple, triple_text
 from gear_repro.utils.arrays import row_dots
 from gear_repro.utils.errors import ConfigError, DataError
-from gear_repro.utils.settings import Choice, choice
+from gear_repro.utils.settings import Choice, Settings, num
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +111,25 @@ class EntityRows(Mapping[str, np.ndarray]):
         return {e: self[e] for e in compress(self._ids, keep.tolist())}
 
 
+@dataclass
+class GraphSettings(Settings):
+    """``graph:`` (configs/config.yaml documents each value; docs/graph_expansion.md): the node's schema and
+    :class:`TripleIndex`'s settings (GEAR §4.2 entity adjacency)."""
+
+    config_key: ClassVar[str] = "graph"
+
+    # cap on the triples kept per entity (null = no cap: §4.2 takes every triple sharing the entity)
+    max_degree: int | None = num(None, ge=1)
+    hub_policy: HubPolicy = HubPolicy.truncate  # with max_degree: keep the first max_degree triples | drop the hub
+    # records (the entity map from the records, eager) | lookup (the collection's keyword fields per entity, memoised;
+    # for backends holding T remotely)
+    adjacency: Adjacency = Adjacency.records
+    link_empty_entities: bool = False  # whether an entity that normalises to "" links triples
+    # entities with at least this many triples are scanned as contiguous float16 slices when the beam search picks
+    # neighbours by relevance (same choice, faster; needs faiss and adjacency=records); null = every row exactly
+    hub_slices_min_degree: int | None = num(256, ge=1)
+
+
 class TripleIndex:
     """Triples T over a backend collection, with the passage alignment and the entity graph.
 
@@ -116,29 +137,14 @@ class TripleIndex:
         collection: the backend collection built from :func:`triple_docs` (BM25/kNN over triple texts,
             ``vectors()`` for beam-search scoring). ``None`` is allowed for pure graph use (tests).
         triples: the Triple records (e.g. ``dataset.triples``); ids must be unique.
-        max_degree: cap on the triples kept per entity (``None`` or 0 = no cap: the default, §4.2).
-        hub_policy: ``truncate`` (keep the first ``max_degree`` triples of a hub entity) or ``drop``
-            (a hub entity links nothing).
-        adjacency: ``records`` (build the entity map from the records, eager) or ``lookup`` (ask the
-            collection's keyword fields per entity, lazily and memoised; for backends holding T remotely).
-        link_empty_entities: whether an entity that normalises to "" links triples (default no).
-        hub_slices_min_degree: entities with at least this many triples are scanned as contiguous float16 slices when the
-            beam search picks neighbours by relevance (same choice, faster; needs faiss and ``adjacency=records``);
-            None = score every row exactly.
+        settings, **given: :class:`GraphSettings` (an instance, or its fields as keywords).
     """
 
-    def __init__(
-        self,
-        collection: Collection | None,
-        triples: Sequence[Triple] | None,
-        max_degree: int | None = None,
-        hub_policy: str = "truncate",
-        adjacency: str = "records",
-        link_empty_entities: bool = False,
-        hub_slices_min_degree: int | None = 256,
-    ):
-        hub_policy = choice(HubPolicy, hub_policy, "graph.hub_policy")
-        adjacency = choice(Adjacency, adjacency, "graph.adjacency")
+    def __init__(self, collection: Collection | None, triples: Sequence[Triple] | None,
+                 settings: GraphSettings | None = None, **given: Any):
+        s = self.settings = GraphSettings.of(settings, "TripleIndex", **given)
+        max_degree, hub_policy, adjacency = s.max_degree, s.hub_policy, s.adjacency
+        link_empty_entities, hub_slices_min_degree = s.link_empty_entities, s.hub_slices_min_degree
         if adjacency == "lookup" and collection is None:
             raise ConfigError("graph.adjacency=lookup needs a triple collection")
         if not triples:

@@ -6,13 +6,15 @@ import hashlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from gear_repro.data.canonical import load_corpus, load_questions, load_triples
 from gear_repro.data.subset import stratified_subset
+from gear_repro.evaluation.metrics import AnswerMetric
 from gear_repro.types import Passage, Question, Triple
 from gear_repro.utils.errors import DataError
 from gear_repro.utils.hashing import hash_file
-from gear_repro.utils.settings import Choice, choice
+from gear_repro.utils.settings import Choice, Settings, choice, num
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,29 @@ class MissingGold(Choice):
 
     warn = "warn"  # counted and logged; a miss in recall
     error = "error"  # DataError
+
+
+@dataclass
+class DatasetSettings(Settings):
+    """The ``dataset`` group (configs/dataset/*.yaml documents each value): its schema, read by
+    :func:`load_dataset`'s caller (pipeline/resources.py) and the runner."""
+
+    config_key: ClassVar[str] = "dataset"
+
+    name: str = "musique_sample"
+    paper_name: str = "MuSiQue"  # the dataset's column name in the paper's tables
+    path: str = "data/musique_sample"
+    limit: int | None = num(None, ge=1)  # first N questions (the corpus stays whole); the subset size with stratified
+    subset: Subset = Subset.first  # first N | stratified (balanced over hop types; data/subset.py)
+    subset_seed: int = num(0, ge=0)  # seed of the stratified order (same ids for every method; larger limits extend it)
+    limit_passages: int | None = num(None, ge=1)  # first N passages (extraction stage only)
+    triples_file: str | None = "triples.jsonl"
+    missing_gold: MissingGold = MissingGold.warn
+    # a folder whose prepare_stats.json names no known source dataset runs (under this group) only when true
+    allow_unknown_source: bool = False
+    max_rounds: int = num(4, ge=1)  # GEAR agent rounds (MuSiQue 4, 2Wiki/HotpotQA 2; §6.3)
+    # EM/F1 script: musique | hotpotqa | twowiki (2Wiki's); null = from paper_name (others: hotpotqa). docs/readings.md
+    answer_metric: AnswerMetric | None = None
 
 
 @dataclass

@@ -26,8 +26,9 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -52,7 +53,7 @@ from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj, hash_texts, model_path_identity
 from gear_repro.utils.io import atomic_open, load_cached
 from gear_repro.utils.paths import cache_dir
-from gear_repro.utils.settings import choice
+from gear_repro.utils.settings import Settings, num
 
 log = logging.getLogger(__name__)
 
@@ -105,24 +106,39 @@ def _rows_of(vecs: np.ndarray, n: int) -> np.ndarray:
     return vecs
 
 
-class SentenceEmbedder:
-    """sentence-transformers model resolved offline first (``resolve_model``), on CPU by default."""
+@dataclass
+class SentenceEmbedderSettings(Settings):
+    """The ``embedder`` group (configs/embedder/*.yaml; docs/encoders.md): the schema and :class:`SentenceEmbedder`'s
+    settings. SBERT (Reimers & Gurevych, 2019), all-mpnet-base-v2 as GEAR App. B.1."""
 
-    def __init__(
-        self,
-        model: str = "all-mpnet-base-v2",
-        batch_size: int = 32,
-        device: str = "cpu",
-        normalize: bool = True,
-        max_seq_length: int | None = None,
-        cache: bool = True,
-        query_cache_size: int = 100_000,
-        num_threads: int | None = None,
-        show_progress: bool = True,
-        backend: str = "torch",
-        precision: str = "fp32",
-        query_precision: str = "fp32",
-    ):
+    config_key: ClassVar[str] = "embedder"
+
+    _target_: str = "gear_repro.embedding.SentenceEmbedder"
+    model: str = "all-mpnet-base-v2"  # hub id, alias or local folder
+    batch_size: int = num(32, ge=1)
+    device: str = "cpu"  # a torch device: cpu | cuda | cuda:1 | mps, or auto (CUDA where torch sees it, else cpu)
+    normalize: bool = True
+    max_seq_length: int | None = num(None, ge=1)
+    cache: bool = True
+    num_threads: int | None = num(None, ge=1)
+    show_progress: bool = True
+    backend: EncoderBackend = EncoderBackend.torch
+    precision: Precision = Precision.fp32  # fp32 | bf16 | auto | fp16 (CUDA only) (docs/encoders.md)
+    query_precision: QueryPrecision = QueryPrecision.fp32  # fp32 | same: the query side when precision runs bf16
+
+
+class SentenceEmbedder:
+    """sentence-transformers model resolved offline first (``resolve_model``), on CPU by default. ``model`` (or
+    ``settings``, or keywords): :class:`SentenceEmbedderSettings`."""
+
+    def __init__(self, model: str | None = None, settings: SentenceEmbedderSettings | None = None, *,
+                 query_cache_size: int = 100_000, **given: Any):
+        if model is not None:
+            given["model"] = model
+        s = self.settings = SentenceEmbedderSettings.of(settings, "SentenceEmbedder", **given)
+        model, batch_size, device, normalize = s.model, s.batch_size, s.device, s.normalize
+        max_seq_length, cache, num_threads, show_progress = s.max_seq_length, s.cache, s.num_threads, s.show_progress
+        precision, query_precision = s.precision.value, s.query_precision
         self.model_name = model
         self.batch_size = batch_size
         self.device = device = resolve_device(device)  # `auto` decided once: the cache key and the load agree
@@ -131,7 +147,7 @@ class SentenceEmbedder:
         self.cache = cache
         self.show_progress = show_progress
         self.num_threads = num_threads
-        self.backend = backend = choice(EncoderBackend, backend, "embedder.backend").value
+        self.backend = backend = s.backend.value
         if backend == "onnx-int8":
             log.warning("embedder.backend=onnx-int8 is lossy: cosine with torch fp32 0.96 (MiniLM) / 0.77 (mpnet), "
                         "dense R@5 -3.8 / -8.2 points on the MuSiQue sample (docs/encoders.md); not for reported "
@@ -173,16 +189,15 @@ class SentenceEmbedder:
         # fixed_tokens / fixed_slots: word pieces of the texts encode_fixed encoded, and the rows x length its
         # passes computed (padding and empty rows included): the exact scorer's work (docs/graph_expansion.md)
         self.stats = {"encoded": 0, "query_cache_hits": 0, "corpus_cache_hits": 0, "fixed_tokens": 0, "fixed_slots": 0}
-        self.query_precision = choice(QueryPrecision, query_precision, "embedder.query_precision")
+        self.query_precision = query_precision
         # the query side: this embedder, or (bf16 with query_precision fp32) an fp32 twin loaded on its first query:
         # the reference encoder (torch fp32), so the question vectors are those of an fp32 run whatever back-end
         # encodes the corpus in bf16 (OpenVINO's own f32 differs from torch's in the last bits)
         self.queries: SentenceEmbedder = self
         if self.precision_used is not Precision.fp32 and self.query_precision is QueryPrecision.fp32:
-            self.queries = SentenceEmbedder(model, batch_size=batch_size, device=device, normalize=normalize,
-                                            max_seq_length=max_seq_length, cache=cache,
-                                            query_cache_size=query_cache_size, num_threads=num_threads,
-                                            show_progress=show_progress, backend="torch", precision="fp32")
+            self.queries = SentenceEmbedder(settings=replace(s, backend=EncoderBackend.torch, precision=Precision.fp32,
+                                                             query_precision=QueryPrecision.fp32),
+                                            query_cache_size=query_cache_size)
 
     def _weights(self) -> str:
         """The weights' location: an offline copy or local folder, else the hub id; ConfigError when the back-end

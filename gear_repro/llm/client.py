@@ -27,22 +27,24 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from omegaconf import MISSING
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from gear_repro.llm.cache import LLMCache, endpoint_identity, request_key
+from gear_repro.llm.cache import LOCK_TIMEOUT_RANGE, LLMCache, LLMCacheMode, endpoint_identity, request_key
 from gear_repro.llm.deadline import DeadlineTransport, ReplyTooLarge
 from gear_repro.llm.gguf_weights import served_weights
 from gear_repro.llm.ledger import TokenLedger
 from gear_repro.llm.parsing import strip_echo
+from gear_repro.llm.server import LLMServerSettings
 from gear_repro.llm.tokens import count_messages, count_text
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError, GearError
 from gear_repro.utils.secrets import header_secret, redact_text, register_query_secrets
-from gear_repro.utils.settings import Range, check_number, range_text
+from gear_repro.utils.settings import Range, Settings, check_number, num, range_text, refuse_unknown
 
 if TYPE_CHECKING:
     from gear_repro.llm.server import LlamaServer
@@ -178,41 +180,57 @@ def _well_formed(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+@dataclass
+class LLMClientSettings(Settings):
+    """The ``llm`` group (configs/llm/*.yaml document each value; docs/llm.md): the schema and :class:`LLMClient`'s
+    settings. ``server`` (:class:`~gear_repro.llm.server.LLMServerSettings`) makes the client start its own
+    llama.cpp server, unless ``base_url`` is given."""
+
+    config_key: ClassVar[str] = "llm"
+
+    _target_: str = "gear_repro.llm.LLMClient"
+    model: str = MISSING
+    base_url: str | None = None
+    api_key_env: str | None = "OPENAI_API_KEY"
+    temperature: float | None = num(0.0, **PARAM_RANGES["temperature"])  # also the range of a *params temperature
+    max_tokens: int | None = num(None, **PARAM_RANGES["max_tokens"])
+    params: dict[str, Any] = field(default_factory=dict)  # more chat.completions.create parameters
+    timeout_s: float = num(120.0, gt=0)
+    max_reply_bytes: int | None = num(16 * 2**20, **REPLY_BYTES_RANGE)  # a longer response body fails the call (llm/deadline.py)
+    max_retries: int = num(4, ge=0)
+    backoff_base_s: float = num(1.0, ge=0)
+    backoff_max_s: float = num(30.0, ge=0)
+    concurrency: int = num(4, ge=1)  # requests in flight at most (chat_many, run.workers questions)
+    cache: bool = True
+    cache_dir: str | None = None
+    cache_mode: LLMCacheMode = LLMCacheMode.auto  # SQLite journal of the reply cache (llm/cache.py)
+    record_prompts: bool = True  # keep each call's messages and reply in predictions.jsonl (the explorer shows them)
+    cache_lock_timeout_s: float = num(300.0, **LOCK_TIMEOUT_RANGE)  # one cache access's wait for a lock (llm/cache.py)
+    check_endpoint: bool = True  # start-up: a TCP connection to the endpoint (or its proxy) must open
+    server: LLMServerSettings | None = None
+    context_window: int | None = num(None, ge=1)  # model's window in tokens (prompt + reply); null = unknown, no fitting
+
+    def __post_init__(self) -> None:
+        if not self.model:  # MISSING is reported by the field check; an empty name would reach the API
+            raise ConfigError("llm.model must be set")
+        if self.server is not None and not isinstance(self.server, LLMServerSettings):
+            refuse_unknown("llm.server", self.server, LLMServerSettings, "LlamaServer")
+            self.server = LLMServerSettings(**self.server)
+        super().__post_init__()
+
+
 class LLMClient:
     """Chat client over an OpenAI-compatible endpoint with cache, retries, ledger and stats.
 
-    Built by Hydra ``instantiate(cfg.llm)``; see ``configs/llm/*.yaml`` for every field and its default.
-    ``server`` (a mapping of ``LlamaServer`` settings with ``model_path`` a GGUF path or ``qwen``/``smollm2``)
-    makes the client start its own llama.cpp server, unless ``base_url`` is given. ``context_window`` (tokens;
-    None = unknown) is what methods fit their prompts to (:mod:`gear_repro.llm.context`).
+    Built by Hydra ``instantiate(cfg.llm)``: ``settings, **given`` are :class:`LLMClientSettings`; ``ledger`` the
+    token ledger the calls are recorded in (a new one by default). ``context_window`` (tokens; None = unknown) is
+    what methods fit their prompts to (:mod:`gear_repro.llm.context`).
     """
 
-    def __init__(
-        self,
-        model: str,
-        base_url: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        temperature: float | None = 0.0,
-        max_tokens: int | None = None,
-        params: Mapping[str, Any] | None = None,
-        timeout_s: float = 120.0,
-        max_reply_bytes: int | None = 16 * 2**20,
-        max_retries: int = 4,
-        backoff_base_s: float = 1.0,
-        backoff_max_s: float = 30.0,
-        concurrency: int = 4,
-        cache: bool = True,
-        cache_dir: str | None = None,
-        cache_mode: str = "auto",
-        server: Mapping[str, Any] | None = None,
-        ledger: TokenLedger | None = None,
-        context_window: int | None = None,
-        record_prompts: bool = False,
-        cache_lock_timeout_s: float = 300.0,
-        check_endpoint: bool = True,
-    ):
-        if not model:
-            raise ConfigError("llm.model must be set")
+    def __init__(self, settings: LLMClientSettings | None = None, ledger: TokenLedger | None = None, **given: Any):
+        s = self.settings = LLMClientSettings.of(settings, "LLMClient", **given)
+        model, base_url, api_key_env, params = s.model, s.base_url, s.api_key_env, s.params
+        server = None if s.server is None else asdict(s.server)
         check_env_name(api_key_env)
         self.model = model
         self.base_url = base_url
@@ -221,26 +239,23 @@ class LLMClient:
         self.endpoint = endpoint_identity(base_url) or (
             served_weights({"model": model, "server": server}) if server and not base_url else None)
         self.api_key_env = api_key_env
-        self.default_params: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens,
+        self.default_params: dict[str, Any] = {"temperature": s.temperature, "max_tokens": s.max_tokens,
                                                **dict(params or {})}
         self.check_params(dict(params or {}), "llm.params")
         register_query_secrets(self.default_params)
-        self.timeout_s = float(timeout_s)
-        check_number("llm.max_reply_bytes", max_reply_bytes, REPLY_BYTES_RANGE)
-        self.max_reply_bytes = None if max_reply_bytes is None else int(max_reply_bytes)
-        self.max_retries = int(max_retries)
-        self.backoff_base_s, self.backoff_max_s = float(backoff_base_s), float(backoff_max_s)
-        self.concurrency = max(1, int(concurrency))
+        self.timeout_s = float(s.timeout_s)
+        self.max_reply_bytes = s.max_reply_bytes
+        self.max_retries = s.max_retries
+        self.backoff_base_s, self.backoff_max_s = float(s.backoff_base_s), float(s.backoff_max_s)
+        self.concurrency = s.concurrency
         self._in_flight = threading.BoundedSemaphore(self.concurrency)  # requests in flight, from any thread
         self._in_flight_keys: dict[str, threading.Event] = {}  # cache keys being requested (single flight)
-        self.cache = LLMCache(cache_dir, cache_mode, cache_lock_timeout_s) if cache else None
-        self.check_endpoint = bool(check_endpoint)
+        self.cache = LLMCache(s.cache_dir, s.cache_mode, s.cache_lock_timeout_s) if s.cache else None
+        self.check_endpoint = s.check_endpoint
         self._start_error: GearError | None = None  # a failed server start, raised again instead of retried
-        self.server_cfg = dict(server) if server else None
-        if context_window is not None and int(context_window) < 1:
-            raise ConfigError(f"llm.context_window must be a positive number of tokens or null, got {context_window}")
-        self.context_window = None if context_window is None else int(context_window)  # llm/context.py
-        self.record_prompts = bool(record_prompts)
+        self.server_cfg = server
+        self.context_window = s.context_window  # llm/context.py
+        self.record_prompts = s.record_prompts
         self.server = None
         self.ledger = ledger if ledger is not None else TokenLedger()
         self._client: Any = None
@@ -291,9 +306,7 @@ class LLMClient:
             from gear_repro.llm.server import LlamaServer
 
             check_model_path(str(self.server_cfg.get("model_path")))
-            cfg = dict(self.server_cfg)
-            LlamaServer(str(cfg.pop("model_path")), alias=self.model,
-                        **(cfg | {"extra_args": list(cfg.get("extra_args") or [])})).check_args()
+            LlamaServer(str(self.server_cfg["model_path"]), alias=self.model, settings=self.settings.server).check_args()
         elif self.check_endpoint:
             self.check_reachable()
 
@@ -367,10 +380,8 @@ class LLMClient:
 
         if self.server_cfg is None:
             raise ConfigError("llm.server is not set: this client uses an endpoint it does not start")
-        cfg = dict(self.server_cfg)
-        path = resolve_model_path(str(cfg.pop("model_path")))
-        cfg["extra_args"] = list(cfg.get("extra_args") or [])
-        return LlamaServer(path, alias=self.model, **cfg)
+        path = resolve_model_path(str(self.server_cfg["model_path"]))
+        return LlamaServer(path, alias=self.model, settings=self.settings.server)
 
     def _count_attempt(self, _request: Any) -> None:
         self._attempts.n = getattr(self._attempts, "n", 0) + 1

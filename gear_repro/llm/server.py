@@ -20,11 +20,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 from gear_repro.utils.errors import ConfigError, GearError
 from gear_repro.utils.paths import cache_dir
-from gear_repro.utils.settings import Choice, check_number, choice
+from gear_repro.utils.settings import Choice, Settings, check_number, choice, num
 
 log = logging.getLogger(__name__)
 
@@ -107,19 +109,41 @@ except Exception as e:
 """
 
 
-class LlamaServer:
-    """One harness-managed ``llama_cpp.server`` process; ``start()`` is idempotent and thread-safe."""
+@dataclass
+class LLMServerSettings(Settings):
+    """``llm.server`` (configs/llm/local.yaml and tiny.yaml document each value; docs/llm.md): the node's schema and
+    :class:`LlamaServer`'s settings. Null ``llm.server``: the client uses an endpoint it does not start."""
 
-    def __init__(self, model_path: str | Path, alias: str, n_threads: int = 2, n_ctx: int = 8192,
-                 host: str = "127.0.0.1", port: int | None = None, startup_timeout_s: float = 300.0,
-                 extra_args: list[str] | None = None, prompt_cache: PromptCache | str = PromptCache.none,
-                 prompt_cache_bytes: int = PROMPT_CACHE_BYTES):
+    config_key: ClassVar[str] = "llm.server"
+
+    model_path: str = "qwen"  # a GGUF path, or qwen / smollm2 (packaged weights; llm/gguf_weights.py)
+    n_threads: int = num(2, ge=1)
+    n_ctx: int = num(8192, ge=1)
+    host: str = "127.0.0.1"
+    port: int | None = num(None, ge=1, le=65535)  # null: a free port
+    startup_timeout_s: float = num(300.0, gt=0)
+    extra_args: list[str] = field(default_factory=list)  # more llama_cpp.server flags (part of the reply-cache key)
+    prompt_cache: PromptCache = PromptCache.none  # ram: keep earlier prompts' KV states
+    prompt_cache_bytes: int = num(PROMPT_CACHE_BYTES, ge=PROMPT_CACHE_BYTES_RANGE["ge"], le=PROMPT_CACHE_BYTES_RANGE["le"])
+
+    def __post_init__(self) -> None:
+        self.extra_args = [str(a) for a in self.extra_args or []]
+        super().__post_init__()
+
+
+class LlamaServer:
+    """One harness-managed ``llama_cpp.server`` process; ``start()`` is idempotent and thread-safe. ``model_path`` is
+    the resolved weights file (it replaces the settings' ``model_path``, a name); ``settings, **given``:
+    :class:`LLMServerSettings`."""
+
+    def __init__(self, model_path: str | Path, alias: str, settings: LLMServerSettings | None = None, **given: Any):
+        s = LLMServerSettings.of(settings, "LlamaServer", **given)
         self.model_path = Path(model_path)
         self.alias = alias
-        self.n_threads, self.n_ctx, self.host, self.port = n_threads, n_ctx, host, port
-        self.startup_timeout_s = startup_timeout_s
-        self.extra_args = list(extra_args or [])
-        self.cache_args = prompt_cache_args(prompt_cache, prompt_cache_bytes)
+        self.n_threads, self.n_ctx, self.host, self.port = s.n_threads, s.n_ctx, s.host, s.port
+        self.startup_timeout_s = s.startup_timeout_s
+        self.extra_args = list(s.extra_args)
+        self.cache_args = prompt_cache_args(s.prompt_cache, s.prompt_cache_bytes)
         self.proc: subprocess.Popen | None = None
         self.log_path: Path | None = None
         self._lock = threading.Lock()

@@ -30,11 +30,11 @@ import re
 import time
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from statistics import mean
-from typing import Any
+from typing import Any, ClassVar
 
 from gear_repro.llm.base import LLM
 from gear_repro.llm.context import check_fits, fit_passages, prompt_tokens
@@ -62,7 +62,7 @@ from gear_repro.methods.report_contract import (
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking
 from gear_repro.utils.errors import ConfigError
-from gear_repro.utils.settings import Choice, as_dict, choice
+from gear_repro.utils.settings import Choice, Settings, as_dict, num
 from gear_repro.utils.trace import bump
 
 TITLE_PREFIX = "Wikipedia Title: "  # before each passage title in the thought prompt (baselines/ircot.py:224)
@@ -157,33 +157,47 @@ def merged_ranking(merged: dict[str, float]) -> Ranking:
     return Ranking(order, [merged[p] for p in order])
 
 
+@dataclass
+class IRCoTAgentSettings(Settings):
+    """``agent=ircot`` and ``agent=hipporag_ircot`` (configs/agent/ircot.yaml documents each value and its source;
+    docs/baselines.md): the schema, :class:`IRCoTAgent`'s settings and its describe(). IRCoT (Trivedi et al.,
+    2023) §3 as HippoRAG's ``ircot_hipporag.py`` and ``baselines/ircot.py`` run it."""
+
+    config_key: ClassVar[str] = "agent"
+
+    _target_: str = "gear_repro.methods.ircot.IRCoTAgent"
+    name: str = "ircot"
+    retriever: IRCoTRetrieverKind = IRCoTRetrieverKind.base  # the run's ``retriever`` group | hipporag
+    top_k: int = num(10, ge=1)  # passages per retrieval and shown to the LLM
+    max_rounds: int = num(4, ge=1)  # retrievals at most (YAML: ${dataset.max_rounds})
+    # dataset paper name -> prompts/ircot_demos file, the table ``demos`` picks the run's dataset's file from; each
+    # file must exist (checked when built, so a misspelt entry fails at start-up)
+    demo_files: dict[str, str] = field(default_factory=dict)
+    demos: str = "musique"  # demonstration file
+    # its demonstrations used, in file order, skipping the run's questions (1, as ircot_hipporag.py; null = all)
+    num_demo: int | None = num(1, ge=0)
+    thought: IRCoTThought = IRCoTThought.full  # the reply (the reference code) | its first sentence
+    merge: IRCoTMerge = IRCoTMerge.raw  # max raw score across steps (the reference code) | normalised
+    demo_budget: int | None = num(None, ge=1)  # tokens; null = no budget (ircot_hipporag.py), 15000 = baselines/ircot.py
+    cot_params: dict[str, Any] = field(default_factory=dict)  # extra llm.chat kwargs of the thought call
+    round_ranking_depth: int | None = num(None, ge=1)  # ids kept in each round's ``ranking`` (null = all)
+    empty_thought: IRCoTEmptyThought = IRCoTEmptyThought.retrieve  # retrieve and think again (reference) | stop
+    # dataset paper name -> what precedes a passage's title in the thought prompt (``Wikipedia Title: `` for IRCoT,
+    # baselines/ircot.py:224; none for HippoRAG w/ IRCoT on MuSiQue/2Wiki, ircot_hipporag.py:56)
+    title_prefixes: dict[str, str] = field(default_factory=dict)
+    paper_name: str = "MuSiQue"  # the run's dataset (YAML: ${dataset.paper_name})
+
+
 class IRCoTAgent:
     """IRCoT / HippoRAG w/ IRCoT. Built by the runner from configs/agent/ircot.yaml or hipporag_ircot.yaml.
 
-    Args (each documented with its default and source in configs/agent/ircot.yaml):
+    Args:
         llm: the thought (CoT) calls' client.
         passage_by_id: passage texts of the corpus (shown to the LLM).
         question_ids: the run's evaluated question ids (demonstrations about them are skipped).
         base_retriever: the run's base retriever (``retriever=base``; None otherwise).
         hipporag: the HippoRAG retriever (``retriever=hipporag``; None otherwise).
-        retriever: ``base`` (the run's ``retriever`` group) or ``hipporag``.
-        top_k: passages per retrieval and passages shown to the LLM (10).
-        max_rounds: retrievals at most (``dataset.max_rounds``).
-        demos / num_demo: demonstration file and how many of its demonstrations, in file order, skipping any
-            whose question is among the run's questions (1, as ``ircot_hipporag.py``; null = all).
-        demo_files: dataset paper name -> demonstration file, the table the YAML's ``demos`` picks the run's
-            dataset's file from; each file must exist (checked here, so a misspelt entry fails at start-up).
-        demo_budget: pack those demonstrations, per call, while the whole prompt stays under this many tokens
-            (None = no budget, as ``ircot_hipporag.py``; 15000 = ``baselines/ircot.py``).
-        thought: ``full`` reply (the reference code) or ``first_sentence``.
-        empty_thought: ``retrieve`` (retrieve with the empty thought and think again, the reference code) or
-            ``stop``.
-        title_prefixes / paper_name: dataset paper name -> what precedes a passage's title in the thought prompt,
-            and the run's dataset (``Wikipedia Title: `` for IRCoT, ``baselines/ircot.py:224``; none for
-            HippoRAG w/ IRCoT on MuSiQue/2Wiki, ``ircot_hipporag.py:56``).
-        merge: ``raw`` (max raw score across steps, the reference code) or ``normalised`` (per-step / best).
-        cot_params: extra ``llm.chat`` parameters of the thought call.
-        round_ranking_depth: ids kept in each round's ``ranking`` (None = all).
+        settings, **given: :class:`IRCoTAgentSettings` (an instance, or its fields as keywords).
     """
 
     k_dependent = False
@@ -192,51 +206,40 @@ class IRCoTAgent:
     answers_questions = False
 
     def __init__(self, llm: LLM, passage_by_id: Mapping[str, Passage], question_ids: Collection[str],
-                 base_retriever: Retriever | None = None, hipporag: Searcher | None = None, name: str = "ircot",
-                 retriever: str = "base", top_k: int = 10, max_rounds: int = 4, demos: str = "musique",
-                 demo_files: Mapping[str, str] | None = None, num_demo: int | None = 1, thought: str = "full",
-                 merge: str = "raw", demo_budget: int | None = None, cot_params: Mapping[str, Any] | None = None,
-                 round_ranking_depth: int | None = None, empty_thought: str = "retrieve",
-                 title_prefixes: Mapping[str, str] | None = None, paper_name: str = "MuSiQue"):
-        retriever = choice(IRCoTRetrieverKind, retriever, "agent.retriever").value
-        thought = choice(IRCoTThought, thought, "agent.thought").value
-        for dataset, file in as_dict(demo_files).items():
+                 base_retriever: Retriever | None = None, hipporag: Searcher | None = None,
+                 settings: IRCoTAgentSettings | None = None, **given: Any):
+        s = self.settings = IRCoTAgentSettings.of(settings, "IRCoTAgent", **given)
+        for dataset, file in as_dict(s.demo_files).items():
             if not (DEMO_DIR / f"{file}.txt").is_file():
                 raise ConfigError(f"agent.demo_files.{dataset}: no IRCoT demonstration file '{file}' in {DEMO_DIR}")
-        if int(max_rounds) < 1 or int(top_k) < 1:
-            raise ConfigError(f"agent.max_rounds and agent.top_k must be >= 1 (got {max_rounds}, {top_k})")
-        self.name = name
+        self.name = s.name
         self.llm = llm
         self.passage_by_id = passage_by_id
         self.base_retriever = base_retriever
         self.hipporag = hipporag
-        self.retriever_kind = retriever
-        self.top_k, self.max_rounds = int(top_k), int(max_rounds)
-        self.thought = thought
-        self.merge = choice(IRCoTMerge, merge, "agent.merge").value
-        self.empty_thought = choice(IRCoTEmptyThought, empty_thought, "agent.empty_thought")
-        prefixes = as_dict(title_prefixes) or {paper_name: TITLE_PREFIX}
+        self.retriever_kind = s.retriever.value
+        self.top_k, self.max_rounds = s.top_k, s.max_rounds
+        self.thought = s.thought.value
+        self.merge = s.merge.value
+        self.empty_thought = s.empty_thought
+        paper_name = s.paper_name
+        prefixes = as_dict(s.title_prefixes) or {paper_name: TITLE_PREFIX}
         if paper_name not in prefixes:
             raise ConfigError(f"agent.title_prefixes has no entry for the dataset '{paper_name}' (has "
                               f"{sorted(prefixes)}): add +agent.title_prefixes.{paper_name}='Wikipedia Title: '")
         self.title_prefix = str(prefixes[paper_name])
-        self.cot_params = as_dict(cot_params)
+        self.cot_params = as_dict(s.cot_params)
         llm.check_params(self.cot_params, "agent.cot_params")  # a param the API lacks: one error now, not one per call
-        self.round_ranking_depth = round_ranking_depth
+        self.round_ranking_depth = s.round_ranking_depth
         evaluated = set(question_ids)
-        pool = [d for d in load_demos(demos) if d.qid not in evaluated]
-        self.demos_skipped = len(load_demos(demos)) - len(pool)
-        self.demos = pool if num_demo is None else pool[: int(num_demo)]
-        if demo_budget is not None and int(demo_budget) < 1:
-            raise ConfigError(f"agent.demo_budget must be a positive number of tokens or null, got {demo_budget}")
-        self.demo_budget = None if demo_budget is None else int(demo_budget)
+        pool = [d for d in load_demos(s.demos) if d.qid not in evaluated]
+        self.demos_skipped = len(load_demos(s.demos)) - len(pool)
+        self.demos = pool if s.num_demo is None else pool[: s.num_demo]
+        self.demo_budget = s.demo_budget
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "retriever": self.retriever_kind, "top_k": self.top_k,
-                "max_rounds": self.max_rounds, "demos": [d.qid for d in self.demos],
-                "demos_skipped_as_evaluated": self.demos_skipped, "thought": self.thought, "merge": self.merge,
-                "demo_budget": self.demo_budget, "empty_thought": self.empty_thought.value,
-                "title_prefix": self.title_prefix}
+        return {**self.settings.asdict(), "demo_file": self.settings.demos, "demos": [d.qid for d in self.demos],
+                "demos_skipped_as_evaluated": self.demos_skipped, "title_prefix": self.title_prefix}
 
     def summarize(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """No run statistics beyond metrics.json's."""

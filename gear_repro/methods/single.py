@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from gear_repro.methods.base import Expansion, MethodOutput
 from gear_repro.methods.report_contract import (
@@ -22,6 +23,23 @@ from gear_repro.methods.report_contract import (
 )
 from gear_repro.retrieval.base import BM25Retriever, ComposedRetriever, HybridRetriever, Retriever
 from gear_repro.types import Question
+from gear_repro.utils.settings import Settings, num
+
+
+@dataclass
+class SingleStepSettings(Settings):
+    """``agent=single`` (configs/agent/single.yaml): the schema, :class:`SingleStep`'s settings and describe()."""
+
+    config_key: ClassVar[str] = "agent"
+
+    _target_: str = "gear_repro.methods.single.SingleStep"
+    name: str = "single"  # label in run names and reports
+    output_depth: int | None = num(None, ge=1)  # final ranking cut (null = keep all)
+    # ids a run keeps per question (YAML: ${run.save_depth}; run.save_depth has its own >= 1). When neither the
+    # retriever nor the expansion depends on k (their top k of a longer list is the k-list) the base list is
+    # retrieved this deep, so the saved ranking reaches it with the same top k; a k-dependent method keeps its base
+    # list at k (Table 2's matched k). 0 or null = k
+    save_depth: int | None = num(None, ge=0)
 
 
 class SingleStep:
@@ -30,12 +48,7 @@ class SingleStep:
     Args:
         retriever: the run's base retriever h_base over the passages.
         expansion: the graph expansion (NoExpansion / NaiveGE / SyncGE), built and injected by the wiring.
-        output_depth: truncate the final ranking (None = keep all).
-        name: label in run names and reports.
-        save_depth: ids a run keeps per question (YAML: ``${run.save_depth}``). When neither the retriever nor the
-            expansion depends on k (their top k of a longer list is the k-list), the base list is retrieved this
-            deep, so the saved ranking reaches ``run.save_depth`` (gold ranks and recall@k past max(run.ks)) with the
-            same top k; a k-dependent method keeps its base list at k (the paper's matched k). None or 0 = k.
+        settings, **given: :class:`SingleStepSettings` (an instance, or its fields as keywords).
     """
 
     name = "single"
@@ -43,15 +56,16 @@ class SingleStep:
     answers_questions = False
     max_rounds = None
 
-    def __init__(self, retriever: Retriever, expansion: Expansion, output_depth: int | None = None,
-                 name: str = "single", save_depth: int | None = None):
-        self.name = name
-        self.save_depth = save_depth
+    def __init__(self, retriever: Retriever, expansion: Expansion, settings: SingleStepSettings | None = None,
+                 **given: Any):
+        self.settings = SingleStepSettings.of(settings, "SingleStep", **given)
+        self.name = self.settings.name
+        self.save_depth = self.settings.save_depth
+        self.output_depth = self.settings.output_depth
         self.retriever = retriever
         self.expansion = expansion
         # a retriever whose list depends on k (GRIEVER pools k per iteration) is run once per evaluated k too
         self.k_dependent = bool(expansion.k_dependent or retriever.k_dependent)
-        self.output_depth = output_depth
 
     @property
     def needs_llm(self) -> bool:
@@ -64,8 +78,7 @@ class SingleStep:
 
     def describe(self) -> dict[str, Any]:
         """Settings for run.json (the expansion's include γ and the triple graph's hub statistics)."""
-        return {"name": self.name, "k_dependent": self.k_dependent, "output_depth": self.output_depth,
-                "expansion": self.expansion.describe()}
+        return {**self.settings.asdict(), "k_dependent": self.k_dependent, "expansion": self.expansion.describe()}
 
     def summarize(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """No run statistics beyond metrics.json's."""

@@ -120,7 +120,7 @@ def hipporag(res: Resources) -> Any:
     if node is None:
         raise ConfigError("this run needs HippoRAG but no `hipporag` config is selected (agent=hipporag|hipporag_ircot)")
 
-    def build() -> Any:  # the node went through HippoRAGSchema: every setting is present, with its default
+    def build() -> Any:  # the node went through HippoRAGSettings: every setting is present, with its default
         v2 = node.version == "v2"
         fallback = node.no_entity_fallback == "retriever"
         ds = res.dataset
@@ -161,7 +161,7 @@ def _hipporag_method(node: DictConfig, res: Resources) -> Method:
 
 
 def _ircot(node: DictConfig, res: Resources) -> Method:
-    via_hipporag = node.retriever == "hipporag"  # IRCoTAgentSchema: always set
+    via_hipporag = node.retriever == "hipporag"  # IRCoTAgentSettings: always set
     return _make(node, recursive=False, llm=res.llm, passage_by_id=res.dataset.passage_by_id,
                  question_ids=[q.id for q in res.dataset.questions],
                  base_retriever=None if via_hipporag else passage_retriever(res),

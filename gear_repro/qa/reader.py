@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
 
 from gear_repro.evaluation.metrics import exact_match, f1_score
 from gear_repro.llm.base import LLM
 from gear_repro.llm.context import check_fits, fit_passages
 from gear_repro.types import Passage, Question
-from gear_repro.utils.errors import ConfigError
-from gear_repro.utils.settings import Choice, as_dict, choice
+from gear_repro.utils.settings import Choice, Settings, as_dict, num
 
 PAPER_QA_TOP_K = 5  # GEAR Table 3: "QA top-5 passages" (App. K.3) of the k = 5 pass
 
@@ -95,30 +95,40 @@ class AnswerReader(Protocol):
     def check_prompts(self, questions: Sequence[Question]) -> None: ...
 
 
+@dataclass
+class QAReaderSettings(Settings):
+    """The ``qa_reader`` group (configs/qa_reader/default.yaml): its schema and :class:`QAReader`'s settings
+    (GEAR App. K.3, Table 3)."""
+
+    config_key: ClassVar[str] = "qa_reader"
+
+    _target_: str = "gear_repro.qa.QAReader"
+    top_k: int = num(5, ge=1)  # passages bound in ``retrieved`` mode (5, Table 3)
+    mode: QAMode = QAMode.retrieved  # retrieved | none | gold (Table 3's bounds)
+    prompt: str = "qa"  # App. K.3 template
+    prompt_no_passages: str = "qa_no_passages"  # its variant without passages (mode=none)
+    llm_params: dict[str, Any] = field(default_factory=dict)  # extra llm.chat kwargs (e.g. {max_tokens: 64})
+
+
 class QAReader:
     """K.3 QA over a ranked list (or no passages / the gold passages for Table 3's bounds).
 
     Args:
         llm: the K.3 reader's client.
         passage_by_id: passage texts of the corpus.
-        top_k: passages bound in ``retrieved`` mode (5, Table 3).
-        mode: ``retrieved`` | ``none`` | ``gold``.
-        prompt / prompt_no_passages: App. K.3 template names.
-        llm_params: extra keyword arguments for ``llm.chat`` (e.g. ``{max_tokens: 64}``).
+        settings, **given: :class:`QAReaderSettings` (an instance, or its fields as keywords).
     """
 
-    def __init__(self, llm: LLM, passage_by_id: Mapping[str, Passage], top_k: int = 5, mode: str = "retrieved",
-                 prompt: str = "qa", prompt_no_passages: str = "qa_no_passages", llm_params: Any = None):
-        mode = choice(QAMode, mode, "qa_reader.mode")
-        if top_k < 1:
-            raise ConfigError(f"qa_reader.top_k must be >= 1, got {top_k}")
+    def __init__(self, llm: LLM, passage_by_id: Mapping[str, Passage], settings: QAReaderSettings | None = None,
+                 **given: Any):
+        s = self.settings = QAReaderSettings.of(settings, "QAReader", **given)
         self.llm = llm
         self.passage_by_id = passage_by_id
-        self.top_k = int(top_k)
-        self.mode = mode
-        self.prompt = prompt
-        self.prompt_no_passages = prompt_no_passages
-        self.llm_params = as_dict(llm_params)
+        self.top_k = s.top_k
+        self.mode = s.mode
+        self.prompt = s.prompt
+        self.prompt_no_passages = s.prompt_no_passages
+        self.llm_params = as_dict(s.llm_params)
         llm.check_params(self.llm_params, "qa_reader.llm_params")  # a param the API lacks: one error now, not one per call
 
     def passages_for(self, question: Question, ranked_ids: Sequence[str]) -> list[str]:

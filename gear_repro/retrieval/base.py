@@ -7,13 +7,15 @@ use "the same base retriever type" as the passage retrieval (DESIGN.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from gear_repro.backends.base import Collection
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.types import Ranking
+from gear_repro.utils.settings import Settings, num
 
 
 class Retriever(Protocol):
@@ -30,16 +32,61 @@ class Retriever(Protocol):
     def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]: ...
 
 
+# -- the retriever group's settings (configs/retriever/*.yaml): schema, constructor settings --------------------
+@dataclass
+class BM25RetrieverSettings(Settings):
+    """``retriever=bm25`` (the backend's ``bm25`` settings rank)."""
+
+    config_key: ClassVar[str] = "retriever"
+
+    _target_: str = "gear_repro.retrieval.BM25Retriever"
+    name: str = "bm25"
+
+
+@dataclass
+class DenseRetrieverSettings(Settings):
+    """``retriever=sbert`` (the run's embedder; the backend's dense search)."""
+
+    config_key: ClassVar[str] = "retriever"
+
+    _target_: str = "gear_repro.retrieval.DenseRetriever"
+    name: str = "sbert"
+
+
+@dataclass
+class HybridRetrieverSettings(Settings):
+    """``retriever=hybrid``: RRF of BM25 and SBERT (GEAR §6.2, App. B.1)."""
+
+    config_key: ClassVar[str] = "retriever"
+
+    _target_: str = "gear_repro.retrieval.HybridRetriever"
+    name: str = "hybrid"
+    fusion_depth: int = num(100, ge=1)  # depth of each list before fusion; >= max(run.ks) (config.validate)
+    k_rrf: int = num(RRF_K, ge=0)  # RRF constant (Cormack et al.'s 60)
+
+
+@dataclass
+class ComposedRetrieverSettings(Settings):
+    """``retriever=composed``: BM25 candidates re-scored densely (GRIEVER §4.2.2)."""
+
+    config_key: ClassVar[str] = "retriever"
+
+    _target_: str = "gear_repro.retrieval.ComposedRetriever"
+    name: str = "composed"
+    candidates: int = num(100, ge=1)  # BM25 candidates re-scored; >= max(run.ks) (config.validate)
+
+
 class _Base:
     name = "base"
     k_dependent = False  # the top k of a longer list is the k-list
     needs_vectors = True  # the collection must hold embeddings (dense search)
+    settings_class: type[Settings] = BM25RetrieverSettings
 
-    def __init__(self, collection: Collection, embedder=None, name: str | None = None):
+    def __init__(self, collection: Collection, embedder=None, settings: Settings | None = None, **given: Any):
+        self.settings = self.settings_class.of(settings, type(self).__name__, **given)
         self.collection = collection
         self.embedder = embedder
-        if name:
-            self.name = name
+        self.name = self.settings.name  # type: ignore[attr-defined]
 
     def retrieve(self, query: str, k: int) -> Ranking:
         return self.retrieve_many([query], k)[0]
@@ -53,6 +100,7 @@ class BM25Retriever(_Base):
 
     name = "bm25"
     needs_vectors = False
+    settings_class = BM25RetrieverSettings
 
     def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]:
         return self.collection.bm25(list(queries), k)
@@ -62,11 +110,12 @@ class DenseRetriever(_Base):
     """SBERT dense retrieval by cosine similarity (Reimers & Gurevych, 2019)."""
 
     name = "sbert"
+    settings_class = DenseRetrieverSettings
 
-    def __init__(self, collection: Collection, embedder=None, name: str | None = None):
+    def __init__(self, collection: Collection, embedder=None, settings: Settings | None = None, **given: Any):
         if embedder is None:
             raise ValueError("DenseRetriever needs an embedder")
-        super().__init__(collection, embedder, name)
+        super().__init__(collection, embedder, settings, **given)
 
     def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]:
         if not queries:
@@ -80,14 +129,15 @@ class HybridRetriever(_Base):
     internal list) retrieves each list to k, so the fused list is never shorter than asked."""
 
     name = "hybrid"
+    settings_class = HybridRetrieverSettings
 
-    def __init__(self, collection: Collection, embedder=None, fusion_depth: int = 100, k_rrf: int = RRF_K,
-                 name: str | None = None):
-        super().__init__(collection, embedder, name)
+    def __init__(self, collection: Collection, embedder=None, settings: HybridRetrieverSettings | None = None,
+                 **given: Any):
+        super().__init__(collection, embedder, settings, **given)
         self.sparse = BM25Retriever(collection)
         self.dense = DenseRetriever(collection, embedder)
-        self.fusion_depth = fusion_depth
-        self.k_rrf = k_rrf
+        self.fusion_depth = self.settings.fusion_depth
+        self.k_rrf = self.settings.k_rrf
 
     def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]:
         depth = max(self.fusion_depth, k)
@@ -104,12 +154,14 @@ class ComposedRetriever(_Base):
     embeddings) on every backend."""
 
     name = "composed"
+    settings_class = ComposedRetrieverSettings
 
-    def __init__(self, collection: Collection, embedder=None, candidates: int = 100, name: str | None = None):
+    def __init__(self, collection: Collection, embedder=None, settings: ComposedRetrieverSettings | None = None,
+                 **given: Any):
         if embedder is None:
             raise ValueError("ComposedRetriever needs an embedder")
-        super().__init__(collection, embedder, name)
-        self.candidates = candidates
+        super().__init__(collection, embedder, settings, **given)
+        self.candidates = self.settings.candidates
         self._row: dict[str, int] | None = None
 
     def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]:

@@ -1,7 +1,9 @@
-"""How a component declares its settings (docs/ARCHITECTURE.md "Configs"): choices as ``str`` Enums (:class:`Choice`)
-coerced with :func:`choice`, numeric ranges as dataclass fields (:func:`num`), checked by :func:`check_number` and,
-for a settings dataclass built directly, :func:`check_fields`. The Enums live beside the code that reads them; the
-config schemas (``gear_repro/config.py``) import them, so a value is declared and checked in one place.
+"""How a component declares its settings (docs/ARCHITECTURE.md "Configs"): one :class:`Settings` dataclass beside
+the component, which is at once its config group's Hydra schema, its constructor's settings and what its
+``describe()`` records. Choices are ``str`` Enums (:class:`Choice`) coerced with :func:`choice`, numeric ranges are
+fields declared with :func:`num`, both checked by :func:`check_fields` when the dataclass is built (a component
+built directly) and by ``gear_repro/config.py`` at start-up (a composed config): a value is declared and checked
+in one place.
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ import json
 import math
 import types
 import typing
-from dataclasses import field, fields
+from collections.abc import Mapping
+from dataclasses import asdict, field, fields
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig, ListConfig, OmegaConf
 
 from gear_repro.utils.errors import ConfigError
 
@@ -110,6 +113,8 @@ def check_fields(obj: Any, prefix: str) -> None:
     hints = typing.get_type_hints(type(obj))
     for f in fields(obj):
         value = getattr(obj, f.name)
+        if value is MISSING or (isinstance(value, str) and value == MISSING):  # a mandatory field left unset
+            raise ConfigError(f"{prefix}.{f.name} must be set (it has no default)")
         enum = enum_of(hints[f.name])
         if enum is not None and value is not None:
             setattr(obj, f.name, choice(enum, value, f"{prefix}.{f.name}"))
@@ -122,3 +127,37 @@ def as_dict(value: Any) -> dict[str, Any]:
     if isinstance(value, DictConfig):
         return OmegaConf.to_container(value, resolve=True)  # type: ignore[return-value]
     return dict(value or {})
+
+
+S = TypeVar("S", bound="Settings")
+
+
+class Settings:
+    """Base of a component's settings dataclass (``@dataclass class GearAgentSettings(Settings)``), declared beside
+    the component: its fields (``_target_`` and ``name`` first, where the group instantiates it) are the config
+    group's Hydra schema (registered by ``gear_repro/config.py``), the keyword settings of the constructor
+    (:meth:`of`) and, as :meth:`asdict`, what ``describe()`` records in run.json. ``config_key`` is the config
+    path the errors name (``agent``, ``hipporag``, ``embedder``, ...)."""
+
+    config_key: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        check_fields(self, self.config_key)
+
+    @classmethod
+    def of(cls: type[S], settings: S | Mapping[str, Any] | None = None, owner: str = "", **given: Any) -> S:
+        """The settings of a component built from ``settings`` (an instance, a mapping, a config node) and/or
+        keyword settings (Hydra's instantiate passes them so); an unknown key is refused naming
+        ``<config_key>.<key>`` and ``owner`` (the class), a value outside its choices or range too."""
+        if isinstance(settings, cls) and not given:
+            return settings
+        merged = {k: OmegaConf.to_container(v, resolve=True) if isinstance(v, DictConfig | ListConfig) else v
+                  for k, v in {**(asdict(settings) if isinstance(settings, cls) else as_dict(settings)),
+                               **given}.items()}  # a config node's values as plain data (describe() writes them)
+        merged.pop("_target_", None)  # the class being built is the target
+        refuse_unknown(cls.config_key, merged, cls, owner)
+        return cls(**merged)
+
+    def asdict(self, *skip: str) -> dict[str, Any]:
+        """The settings as a plain dict without ``_target_`` (and ``skip``): ``describe()``'s record."""
+        return {k: v for k, v in asdict(self).items() if k != "_target_" and k not in skip}  # type: ignore[call-overload]

@@ -36,7 +36,9 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+from omegaconf import MISSING
 
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.core.triple_graph import TripleIndex, normalize_entity
@@ -46,8 +48,7 @@ from gear_repro.llm.ledger import tags
 from gear_repro.methods.base import Expansion, MethodOutput
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking, Triple3, triple_text
-from gear_repro.utils.errors import ConfigError
-from gear_repro.utils.settings import Choice, as_dict, choice
+from gear_repro.utils.settings import Choice, Settings, as_dict, num
 from gear_repro.utils.trace import bump, count, counting, seconds
 
 log = logging.getLogger(__name__)
@@ -113,10 +114,40 @@ class RoundRecord:
         return asdict(self)
 
 
+@dataclass
+class GearAgentSettings(Settings):
+    """``agent=gear`` (configs/agent/gear.yaml documents each value and its default): the group's Hydra schema,
+    :class:`GearAgent`'s settings and its ``describe()``. §5 and App. B.2; the pseudocode readings are the
+    authors' ``pseudocode_examples/gear.py`` (docs/agent.md)."""
+
+    config_key: ClassVar[str] = "agent"
+
+    _target_: str = "gear_repro.methods.gear.agent.GearAgent"
+    name: str = "gear"
+    base_k: int = num(10, ge=1)  # k of h_base^k(q(n), C) per round (App. B.2: 10, as IRCoT)
+    max_rounds: int = num(MISSING, ge=1)  # rounds at most (YAML: ${dataset.max_rounds}: MuSiQue 4, 2Wiki/HotpotQA 2)
+    query_for_base: QueryChoice = QueryChoice.rewritten  # q(n) (§5, the paper) | q
+    query_for_beam: QueryChoice = QueryChoice.original  # beam scoring query: q (pseudocode graph_expasion(triples, query))
+    reader_memory: bool = True  # rounds >= 2: the reader sees G(n-1) (pseudocode reader(base, query, gist_memory))
+    read_with: QueryChoice = QueryChoice.original  # question of the reader and gist reader (Eq. 1/4: q)
+    gist_docs: GistDocs = GistDocs.expanded  # list the gist reader reads (pseudocode gist_memory_constructor(expanded))
+    gist_first_round: GistFirstRound = GistFirstRound.read  # read | reuse (round 1's proximal triples: Eq. 1 = Eq. 4)
+    gist_k: int | None = num(None, ge=1)  # null = the whole list (pseudocode); >= 1 = its top gist_k
+    gist_empty: GistEmpty = GistEmpty.skip  # empty list: no gist call (gear.py:52 reads it) | the top of C_q(n)
+    dedupe_memory: bool = False  # Eq. 5 / pseudocode gear.py:11 extend keeps repeats; true drops them
+    reason_last_round: bool = True  # call the reasoner (Eq. 6) in the last allowed round too
+    passage_link: bool = True  # passageLink of G(n) in the final RRF (Eq. 9); false = RRF of C_q(1..n)
+    passage_link_k: int | None = num(None, ge=1)  # k of passageLink's two retrievals (Eq. 8/10; null = base_k)
+    k_rrf: int = num(RRF_K, ge=0)  # RRF constant (DESIGN.md)
+    output_depth: int | None = num(None, ge=1)  # final ranking cut (null = all)
+    round_ranking_depth: int | None = num(None, ge=1)  # ids of each round's ``ranking`` (YAML: ${run.save_depth})
+    llm_params: dict[str, Any] = field(default_factory=dict)  # extra llm.chat kwargs of the gist/reason/rewrite calls
+
+
 class GearAgent:
     """Multi-step GEAR (§5). Built by :func:`gear_repro.pipeline.wiring.build_method`.
 
-    Args (configs/agent/gear.yaml documents each with its default):
+    Args:
         retriever: h_base over the passages C (each round's base retrieval, passageLink).
         triple_retriever: h_base over the triples T (passageLink).
         triple_index: the triple graph T (triple -> passage for passageLink).
@@ -124,31 +155,7 @@ class GearAgent:
         passage_by_id: passage texts of C (the gist reader's input).
         expansion: the graph expansion run in every round (the run's ``expansion`` group, built and injected by
             the wiring; SyncGE by default, NaiveGE/NoExpansion for ablations).
-        max_rounds: rounds at most (YAML: ``${dataset.max_rounds}``: MuSiQue 4, 2Wiki/HotpotQA 2).
-        base_k: passages per round from the base retriever (10).
-        query_for_base: ``rewritten`` (q(n), the paper) or ``original`` (q).
-        query_for_beam: query the beams are scored against: ``original`` (q, the pseudocode's
-            ``graph_expasion(triples, query)``) or ``rewritten`` (q(n)).
-        reader_memory: rounds >= 2 give the SyncGE reader the gist memory G(n-1) (the pseudocode's
-            ``reader(base_passages, query, gist_memory)``); False = the memory-less reader every round.
-        read_with: question shown to the reader and the gist reader: ``original`` (q) or ``rewritten``.
-        gist_docs / gist_k: which list the gist reader reads (``expanded`` = C~_q(n), the pseudocode's
-            ``gist_memory_constructor(expanded_passages)``; ``fused`` = C_q(n); ``base`` = C'_q(n)) and how
-            many of its top passages (None = all, the pseudocode; 10 = the earlier cap).
-        gist_empty: an empty list: ``skip`` (no gist call; the pseudocode reads the empty list) or ``fused``
-            (the top ``gist_k`` of C_q(n), 10 when ``gist_k`` is None).
-        gist_first_round: ``read`` (a gist read in round 1 too, DESIGN.md) or ``reuse`` (TG_q(1) = the
-            proximal triples of the round-1 SyncGE read: "Eq. 1 and 4 are identical" at n = 1; one call less).
-        dedupe_memory: drop gist triples already in G (casefold/space-normalised comparison). False (default) keeps
-            them, as Eq. 5 and the pseudocode's ``gist_memory.extend`` (gear.py:11): a repeat's passageLink list
-            enters the final RRF once per copy. Repeats are counted (``memory_duplicates``) either way.
-        reason_last_round: also call the reasoner in the last allowed round (its verdict is recorded).
-        passage_link: apply passageLink to G(n) in the final RRF (Eq. 9); False = RRF of C_q(1..n) only.
-        passage_link_k: k of the two passageLink retrievals (None = base_k).
-        k_rrf: RRF constant (60).
-        output_depth: truncate the final ranking (None = keep all).
-        round_ranking_depth: ids kept in each round's ``ranking`` (YAML: ``${run.save_depth}``; None = all).
-        llm_params: extra keyword arguments for every ``llm.chat`` call of the agent (gist/reason/rewrite).
+        settings, **given: :class:`GearAgentSettings` (an instance, or its fields as keywords).
     """
 
     name = "gear"
@@ -158,42 +165,16 @@ class GearAgent:
     answers_questions = False
 
     def __init__(self, retriever: Retriever, triple_retriever: Retriever, triple_index: TripleIndex, llm: LLM,
-                 passage_by_id: Mapping[str, Passage], expansion: Expansion, max_rounds: int, name: str = "gear",
-                 base_k: int = 10,
-                 query_for_base: str = "rewritten",
-                 query_for_beam: str = "original", read_with: str = "original", gist_docs: str = "expanded",
-                 gist_k: int | None = None, gist_empty: str = "skip", gist_first_round: str = "read", dedupe_memory: bool = False, reason_last_round: bool = True,
-                 passage_link: bool = True, passage_link_k: int | None = None, k_rrf: int = RRF_K,
-                 output_depth: int | None = None, round_ranking_depth: int | None = None,
-                 llm_params: Mapping[str, Any] | None = None, reader_memory: bool = True):
-        self.name = name
+                 passage_by_id: Mapping[str, Passage], expansion: Expansion,
+                 settings: GearAgentSettings | None = None, **given: Any):
+        self.settings = GearAgentSettings.of(settings, "GearAgent", **given)
+        vars(self).update(self.settings.asdict())  # the loop reads each setting as an attribute
         self.triple_retriever = triple_retriever
         self.triple_index = triple_index
         self.llm = llm
         self.passage_by_id = passage_by_id
-        self.query_for_base = choice(QueryChoice, query_for_base, "agent.query_for_base")
-        self.query_for_beam = choice(QueryChoice, query_for_beam, "agent.query_for_beam")
-        self.read_with = choice(QueryChoice, read_with, "agent.read_with")
-        self.gist_docs = choice(GistDocs, gist_docs, "agent.gist_docs")
-        self.gist_first_round = choice(GistFirstRound, gist_first_round, "agent.gist_first_round")
-        self.reader_memory = bool(reader_memory)
-        if max_rounds is None or int(max_rounds) < 1:
-            raise ConfigError(f"agent.max_rounds (or dataset.max_rounds) must be >= 1, got {max_rounds}")
-        self.max_rounds = int(max_rounds)
-        if base_k < 1 or (gist_k is not None and gist_k < 1):
-            raise ConfigError(f"agent.base_k and agent.gist_k must be >= 1 (gist_k may be null; got {base_k}, "
-                              f"{gist_k})")
-        self.base_k = int(base_k)
-        self.gist_k = None if gist_k is None else int(gist_k)
-        self.gist_empty = choice(GistEmpty, gist_empty, "agent.gist_empty")
-        self.dedupe_memory = dedupe_memory
-        self.reason_last_round = reason_last_round
-        self.passage_link = passage_link
-        self.passage_link_k = int(passage_link_k or base_k)
-        self.k_rrf = k_rrf
-        self.output_depth = output_depth
-        self.round_ranking_depth = round_ranking_depth
-        self.llm_params = as_dict(llm_params)
+        self.passage_link_k = self.settings.passage_link_k or self.base_k
+        self.llm_params = as_dict(self.llm_params)
         llm.check_params(self.llm_params, "agent.llm_params")  # a param the API lacks: one error now, not one per call
         self.expansion = expansion
         self.retriever = retriever
@@ -205,11 +186,7 @@ class GearAgent:
 
     def describe(self) -> dict[str, Any]:
         """Settings for run.json (the expansion's include γ and the triple graph's hub statistics)."""
-        return {"name": self.name, "base_k": self.base_k, "max_rounds": self.max_rounds,
-                "query_for_base": self.query_for_base, "query_for_beam": self.query_for_beam,
-                "read_with": self.read_with, "reader_memory": self.reader_memory, "gist_docs": self.gist_docs,
-                "gist_k": self.gist_k, "gist_empty": self.gist_empty, "gist_first_round": self.gist_first_round,
-                "passage_link": self.passage_link, "passage_link_k": self.passage_link_k,
+        return {**self.settings.asdict(), "passage_link_k": self.passage_link_k,
                 "expansion": self.expansion.describe()}
 
     def summarize(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

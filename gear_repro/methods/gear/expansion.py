@@ -29,7 +29,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.core.triple_graph import TripleIndex
@@ -41,7 +42,7 @@ from gear_repro.methods.gear.beam_search import BeamConfig, BeamResult, beam_sea
 from gear_repro.methods.gear.scorers import PathScorer
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking, Triple3, triple_text
-from gear_repro.utils.settings import Choice, as_dict, choice
+from gear_repro.utils.settings import Choice, Settings, as_dict, num
 from gear_repro.utils.trace import bump, count, counting, seconds
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,44 @@ class OnNoProximal(Choice):
     naive = "naive"  # NaiveGE's initial triples
 
 
+@dataclass
+class NoExpansionSettings(Settings):
+    """``expansion=none`` (configs/expansion/none.yaml): the schema, :class:`NoExpansion`'s settings, describe()."""
+
+    config_key: ClassVar[str] = "expansion"
+
+    _target_: str = "gear_repro.methods.gear.expansion.NoExpansion"
+    name: str = "none"
+
+
+@dataclass
+class NaiveGESettings(Settings):
+    """``expansion=naive`` (configs/expansion/naive.yaml documents each value): the schema, the settings of
+    :class:`NaiveGE` (and of the :class:`GraphExpansion` machinery), and its describe(). §4, Eq. 3; DESIGN.md."""
+
+    config_key: ClassVar[str] = "expansion"
+
+    _target_: str = "gear_repro.methods.gear.expansion.NaiveGE"
+    name: str = "naive"  # label of the expansion in run names and reports
+    k_rrf: int = num(RRF_K, ge=0)  # RRF constant of Eq. 3 (60, DESIGN.md)
+    output_depth: int | None = num(None, ge=1)  # fused list cut (null = every passage of both lists)
+    trace_beams: int | None = num(None, ge=0)  # final beams stored in the trace (null = all b)
+    fusion_order: FusionOrder = FusionOrder.base_first  # Eq. 3 list order: RRF(C'_q, C~_q), the pseudocode's
+
+
+@dataclass
+class SyncGESettings(NaiveGESettings):
+    """``expansion=sync`` (configs/expansion/sync.yaml): NaiveGE's settings and the K.2 reader's (§4.1)."""
+
+    _target_: str = "gear_repro.methods.gear.expansion.SyncGE"
+    name: str = "sync"
+    prompt: str = READER_PROMPT  # reader template (App. K.2 without memory)
+    memory_prompt: str = MEMORY_PROMPT  # reader template with a gist memory G(n-1) (GEAR rounds >= 2, K.2)
+    max_proximal: int | None = num(None, ge=1)  # proximal triples linked per read (null = all parsed)
+    on_no_proximal: OnNoProximal = OnNoProximal.base  # no proximal triple: return C'_q (counted) | NaiveGE's triples
+    llm_params: dict[str, Any] = field(default_factory=dict)  # extra llm.chat kwargs of the reader call
+
+
 class NoExpansion:
     """expansion=none: the base list C'_q unchanged. Its output does not depend on the base k beyond
     truncation, so single-step runs need one pass (``k_dependent = False``)."""
@@ -70,8 +109,9 @@ class NoExpansion:
     needs_vectors = False  # reads no triple vectors
     needs_llm = False
 
-    def __init__(self, name: str = "none"):
-        self.name = name
+    def __init__(self, settings: NoExpansionSettings | None = None, **given: Any):
+        self.settings = NoExpansionSettings.of(settings, "NoExpansion", **given)
+        self.name = self.settings.name
 
     def expand(self, query: str, base: Ranking, *, read_query: str | None = None,
                memory: Sequence[Sequence[str]] = ()) -> ExpansionOutput:
@@ -83,7 +123,7 @@ class NoExpansion:
         return None
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name}
+        return self.settings.asdict()
 
 
 class GraphExpansion:
@@ -93,31 +133,22 @@ class GraphExpansion:
         triple_index: the triple graph T (entity adjacency, triple -> passage).
         embedder: the path scorer's SBERT embedder.
         beam: the ``beam`` config group (:class:`BeamConfig` fields).
-        k_rrf: RRF constant (60, DESIGN.md).
-        output_depth: truncate the fused list (None = keep every passage of both lists).
-        trace_beams: how many final beams to store in the trace (None = all b).
-        name: label of the expansion in run names and reports (default: the class's ``name``).
-        fusion_order: Eq. 3 list order, ``base_first`` (RRF(C'_q, C~_q), the authors' pseudocode) or
-            ``expanded_first`` (RRF(C~_q, C'_q)); decides RRF ties.
+        settings, **given: :attr:`settings_class` (an instance, or its fields as keywords).
     """
 
     name = "graph"
     k_dependent = True  # the base list of size k seeds the expansion (Table 2: one pass per evaluated k)
     needs_vectors = True  # the beam search scores with triple vectors
     needs_llm = False
+    settings_class: type[NaiveGESettings] = NaiveGESettings
 
-    def __init__(self, triple_index: TripleIndex, embedder: Embedder, beam: Any = None, k_rrf: int = RRF_K,
-                 output_depth: int | None = None, trace_beams: int | None = None, name: str | None = None,
-                 fusion_order: str = "base_first"):
-        if name:
-            self.name = name
-        self.fusion_order = choice(FusionOrder, fusion_order, "expansion.fusion_order")
+    def __init__(self, triple_index: TripleIndex, embedder: Embedder, beam: Any = None,
+                 settings: NaiveGESettings | None = None, **given: Any):
+        self.settings = self.settings_class.of(settings, type(self).__name__, **given)
+        vars(self).update(self.settings.asdict())  # the expansion reads each setting as an attribute
         self.triple_index = triple_index
         self.embedder = embedder
         self.beam = BeamConfig.from_any(beam)
-        self.k_rrf = k_rrf
-        self.output_depth = output_depth
-        self.trace_beams = trace_beams
         self._scorer: PathScorer | None = None
 
     # -- resources ---------------------------------------------------------------------------------
@@ -136,8 +167,7 @@ class GraphExpansion:
         return None
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "beam": self.beam.to_dict(), "k_rrf": self.k_rrf,
-                "output_depth": self.output_depth, "fusion_order": self.fusion_order, "graph": self.index.describe()}
+        return {**self.settings.asdict(), "beam": self.beam.to_dict(), "graph": self.index.describe()}
 
     # -- steps ---------------------------------------------------------------------------------------
     def initial_triples(self, base: Ranking, trace: dict[str, Any], *, read_query: str,
@@ -208,41 +238,25 @@ class SyncGE(GraphExpansion):
     """SyncGE (§4.1): LLM read of C'_q (K.2 reader; :func:`gear_repro.core.triple_reader.read_triples`) -> proximal
     triples T'_q -> tripleLink (top-1 of the base retriever over T) -> T_q -> Alg. 1 -> RRF with C'_q.
 
-    Args (besides :class:`GraphExpansion`'s):
+    Args (besides :class:`GraphExpansion`'s; settings: :class:`SyncGESettings`):
         triple_retriever: h_base over T (tripleLink, Eq. 2).
         llm: the K.2 reader's client.
         passage_by_id: passage texts of the corpus C.
-        prompt: the reader template name (``reader``, App. K.2 without memory).
-        memory_prompt: the reader template used when ``expand`` is given a gist memory (``reader_gist``, the
-            K.2 reader with G(n-1): GEAR rounds >= 2, the pseudocode's ``reader(base, query, gist_memory)``).
-        max_proximal: cap on proximal triples linked per read (None = all parsed).
-        on_no_proximal: ``base`` (return C'_q, counted) or ``naive`` (fall back to NaiveGE's initial triples).
-        llm_params: extra keyword arguments for ``llm.chat`` (e.g. temperature, max_tokens).
     """
 
     name = "sync"
     needs_llm = True  # the K.2 reader is an LLM call (start-up checks its credentials)
+    settings_class = SyncGESettings
 
     def __init__(self, triple_index: TripleIndex, embedder: Embedder, triple_retriever: Retriever, llm: LLM,
-                 passage_by_id: Mapping[str, Passage], beam: Any = None, k_rrf: int = RRF_K,
-                 output_depth: int | None = None, trace_beams: int | None = None, name: str | None = None,
-                 prompt: str = READER_PROMPT, max_proximal: int | None = None, on_no_proximal: str = "base",
-                 llm_params: Mapping[str, Any] | None = None, fusion_order: str = "base_first",
-                 memory_prompt: str = MEMORY_PROMPT):
-        super().__init__(triple_index, embedder, beam, k_rrf, output_depth, trace_beams, name, fusion_order)
+                 passage_by_id: Mapping[str, Passage], beam: Any = None, settings: SyncGESettings | None = None,
+                 **given: Any):
+        super().__init__(triple_index, embedder, beam, settings, **given)
         self.triple_retriever = triple_retriever
         self.llm = llm
         self.passage_by_id = passage_by_id
-        self.prompt = prompt
-        self.memory_prompt = memory_prompt
-        self.max_proximal = max_proximal
-        self.on_no_proximal = choice(OnNoProximal, on_no_proximal, "expansion.on_no_proximal")
-        self.llm_params = as_dict(llm_params)
+        self.llm_params = as_dict(self.llm_params)
         llm.check_params(self.llm_params, "expansion.llm_params")  # a param the API lacks: one error now, not one per call
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "prompt": self.prompt, "memory_prompt": self.memory_prompt,
-                "max_proximal": self.max_proximal, "on_no_proximal": self.on_no_proximal}
 
     def check_prompts(self, questions: Sequence[Question]) -> None:
         """Start-up check: the reader prompt without passages fits ``llm.context_window``."""

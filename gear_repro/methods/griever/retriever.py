@@ -38,7 +38,7 @@ import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -52,7 +52,7 @@ from gear_repro.methods.griever.store import GrieverStore, MemoryGrieverStore, P
 from gear_repro.methods.griever.text import DEFAULT_CONNECTORS, rewrite, split_clauses
 from gear_repro.types import Passage, Ranking, Triple
 from gear_repro.utils.errors import ConfigError
-from gear_repro.utils.settings import Choice, check_fields, num
+from gear_repro.utils.settings import Choice, Settings, num
 
 log = logging.getLogger(__name__)
 
@@ -104,9 +104,11 @@ class FinalRanking(Choice):
 
 
 @dataclass
-class GrieverSettings:
+class GrieverSettings(Settings):
     """GRIEVER's hyper-parameters (configs/retriever/griever.yaml documents each; docs/griever.md lists
-    the ones the paper leaves open). The ``retriever=griever`` config schema extends it (``gear_repro/config.py``)."""
+    the ones the paper leaves open). :class:`GrieverRetrieverSettings` adds the retriever keys."""
+
+    config_key: ClassVar[str] = "retriever"
 
     iterations: int = num(2, ge=1)      # n_i of Alg. 1 (§5.2: two iterations, one rewrite)
     inner_k: int | None = num(None, ge=1)  # passages per iteration (None = the requested k; 5 inside GEAR/IRCoT)
@@ -134,7 +136,18 @@ class GrieverSettings:
         if isinstance(self.same_as, Mapping):
             self.same_as = SameAsConfig(**self.same_as)
         self.connectors = list(self.connectors)
-        check_fields(self, "retriever")
+        super().__post_init__()
+
+
+@dataclass
+class GrieverRetrieverSettings(GrieverSettings):
+    """``configs/retriever/griever*.yaml``: the group's schema and :class:`GrieverRetriever`'s settings: GRIEVER's
+    hyper-parameters, the retriever keys, and the retriever config of tripleLink/passageLink (checked as an option
+    of the retriever group; the wiring builds it apart)."""
+
+    _target_: str = "gear_repro.methods.griever.GrieverRetriever"
+    name: str = "griever"
+    triple_retriever: Any = field(default=None, metadata={"group": "retriever"})
 
 
 TIE_EPS = 1e-6  # cosines of one text encoded alone and in a batch differ in the last bits (~1e-7)
@@ -166,7 +179,8 @@ class GrieverRetriever:
     needs_vectors = True  # the passage and unit searches are hybrid (BM25 + dense)
 
     def __init__(self, collection: Collection, embedder: Embedder, passages: Sequence[Passage],
-                 triples: Sequence[Triple] | None, backend: Backend, name: str | None = None, **settings: Any):
+                 triples: Sequence[Triple] | None, backend: Backend, settings: GrieverRetrieverSettings | None = None,
+                 **given: Any):
         if embedder is None:
             raise ConfigError("retriever=griever needs an embedder")
         self.collection = collection
@@ -174,12 +188,8 @@ class GrieverRetriever:
         self.passages = passages
         self.triples = triples
         self.backend = backend
-        try:
-            self.settings = GrieverSettings(**settings)
-        except (TypeError, ValueError) as e:  # unknown key or a bad enum value names the setting
-            raise ConfigError(f"retriever={self.name}: {e}") from e
-        if name:
-            self.name = name
+        self.settings = GrieverRetrieverSettings.of(settings, "GrieverRetriever", **given)
+        self.name = self.settings.name
         # query tokens on the query side of the embedder (embedder.query_precision); doubles encode their own
         encoder = SentenceTokenEncoder(embedder.queries) if isinstance(embedder, SentenceEmbedder) else embedder
         self.matcher = EntityMatcher(encoder, max_ngram=self.settings.max_ngram)

@@ -9,11 +9,25 @@ returns the top ``depth`` passages; R@5/10/15 read prefixes of that list. Its NE
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from gear_repro.llm.ledger import tags
 from gear_repro.methods.base import MethodOutput, Searcher
 from gear_repro.types import Question
+from gear_repro.utils.settings import Settings, num
+
+
+@dataclass
+class HippoRAGMethodSettings(Settings):
+    """``agent=hipporag`` (configs/agent/hipporag.yaml; HippoRAG as GEAR re-ran it, its settings in the ``hipporag``
+    group): the schema, :class:`HippoRAGMethod`'s settings and describe()."""
+
+    config_key: ClassVar[str] = "agent"
+
+    _target_: str = "gear_repro.methods.hipporag.method.HippoRAGMethod"
+    name: str = "hipporag"
+    depth: int = num(100, ge=1)  # passages returned per question (R@k uses the top k)
 
 
 class HippoRAGMethod:
@@ -21,7 +35,7 @@ class HippoRAGMethod:
 
     Args:
         hipporag: the HippoRAG retriever (:class:`gear_repro.methods.hipporag.retriever.HippoRAG`).
-        depth: passages returned per question (100; R@k uses the top k).
+        settings, **given: :class:`HippoRAGMethodSettings` (an instance, or its fields as keywords).
     """
 
     k_dependent = False
@@ -30,10 +44,11 @@ class HippoRAGMethod:
     answers_questions = False
     max_rounds = None
 
-    def __init__(self, hipporag: Searcher, name: str = "hipporag", depth: int = 100):
-        self.name = name
+    def __init__(self, hipporag: Searcher, settings: HippoRAGMethodSettings | None = None, **given: Any):
+        self.settings = HippoRAGMethodSettings.of(settings, "HippoRAGMethod", **given)
+        self.name = self.settings.name
         self.hipporag = hipporag
-        self.depth = int(depth)
+        self.depth = self.settings.depth
 
     def check_prompts(self, questions: Sequence[Question]) -> None:
         """Start-up check of the prompts against ``llm.context_window``: the NER prompt holds no passages."""
@@ -41,7 +56,7 @@ class HippoRAGMethod:
 
     def describe(self) -> dict[str, Any]:
         """Settings for run.json (the graph's own figures are recorded by the runner from ``hipporag``)."""
-        return {"name": self.name, "depth": self.depth}
+        return self.settings.asdict()
 
     def summarize(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """No run statistics beyond metrics.json's."""

@@ -34,8 +34,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -52,8 +53,7 @@ from gear_repro.methods.hipporag.phrase_graph import (
 )
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Ranking, Triple
-from gear_repro.utils.errors import ConfigError
-from gear_repro.utils.settings import Choice, as_dict, choice
+from gear_repro.utils.settings import Choice, Settings, as_dict, num
 
 log = logging.getLogger(__name__)
 
@@ -103,11 +103,41 @@ def ner_json_mode(llm: Any, setting: bool | None) -> bool:
     return llm is not None and getattr(llm, "server_cfg", None) is None
 
 
+@dataclass
+class HippoRAGSettings(Settings):
+    """The ``hipporag`` group (configs/hipporag/default.yaml documents each value and its source in the reference
+    code), placed at the top-level ``hipporag`` by agent=hipporag and agent=hipporag_ircot: the schema,
+    :class:`HippoRAG`'s settings and its describe(). HippoRAG §3 (Gutiérrez et al., 2024) as GEAR §6.1 re-ran it."""
+
+    config_key: ClassVar[str] = "hipporag"
+
+    _target_: str = "gear_repro.methods.hipporag.retriever.HippoRAG"
+    version: HippoRAGVersion = HippoRAGVersion.v1  # v1 (legacy branch) | v2 (HippoRAG 2, main branch)
+    damping: float = num(0.5, gt=0, lt=1)  # PPR damping (run_hipporag_main_exps.sh, v2 default)
+    node_specificity: bool = True  # reset weight of a linked node = 1/|P_i| (v1 hipporag.py)
+    normalisation: PhraseNormalisation = PhraseNormalisation.hipporag  # phrase keys (processing_phrases | GEAR's)
+    synonyms: bool = True  # synonym edges (graph_type facts_and_sim)
+    synonym_threshold: float = num(0.8, ge=-1, le=1)  # encoder cosine of a synonym edge (--sim_threshold 0.8)
+    synonym_top_k: int = num(100, ge=1)  # synonyms kept per phrase
+    synonym_min_alnum: int = num(3, ge=0)  # alphanumeric characters a phrase needs for synonyms (create_graph.py)
+    no_entity_fallback: NoEntityFallback = NoEntityFallback.uniform  # no entity/fact linked (v1 hipporag.py:232-233)
+    linking_top_k: int = num(5, ge=1)  # v2: facts and phrases seeding PPR
+    passage_node_weight: float = num(0.05, ge=0)  # v2: reset weight factor of passage nodes
+    ner_params: dict[str, Any] = field(default_factory=dict)  # llm.chat kwargs of the query NER call
+    ner_json: bool | None = None  # null = auto: JSON mode for an API LLM (llm.server null), off for the local server
+    cache: bool = True  # cache the built graph under $GEAR_CACHE/hipporag
+    block_rows: int | None = num(None, ge=1)  # synonym kNN query rows per block (null = 256 MiB of similarities)
+    # synonym/linking encoder: null = the run's embedder | a model name | an embedder node (checked as one); the
+    # wiring builds it and hands the object over as HippoRAG's ``encoder``
+    encoder: Any = field(default=None, metadata={"group": "embedder"})
+    tie_order: TieOrder = TieOrder.reference  # v1 equal scores: descending corpus order (hipporag.py:264)
+
+
 class HippoRAG:
     """HippoRAG v1/v2 over the run's dataset triples; a retriever (``retrieve(query, k) -> Ranking``) that also
     reports its trace (``search``). Built by the wiring (once per run) from ``configs/hipporag/*.yaml``.
 
-    Args (the settings are documented with their defaults and sources in configs/hipporag/default.yaml):
+    Args (settings, **given: :class:`HippoRAGSettings`, an instance or its fields as keywords):
         passages: the corpus C (the graph's passage nodes; ``uniform`` fallback order).
         triples: the OpenIE triples the phrase graph is built from.
         embedder: query embeddings (and the phrase encoder when ``encoder`` is None).
@@ -117,8 +147,8 @@ class HippoRAG:
         encoder: the phrase encoder of the synonym edges and of v1's entity linking (``hipporag.encoder``, built
             by the wiring; None = ``embedder``). The reference used ColBERTv2 or Contriever (not installable
             here); v2's fact and passage scores always use the run's embedder (the collections' vectors).
-        ner_json: the query NER's JSON mode (:func:`ner_json_mode`; None = auto: on for an API LLM, off for the
-            harness-started local server); on adds ``response_format={"type": "json_object"}`` to ``ner_params``.
+
+    ``ner_json`` (:func:`ner_json_mode`) on adds ``response_format={"type": "json_object"}`` to ``ner_params``.
     """
 
     name = "hipporag"
@@ -128,18 +158,10 @@ class HippoRAG:
     def __init__(self, passages: Sequence[Passage], triples: Sequence[Triple] | None, embedder: Embedder,
                  llm: LLM | None = None, fallback_retriever: Retriever | None = None,
                  passage_collection: Collection | None = None, triple_collection: Collection | None = None,
-                 version: str = "v1", damping: float = 0.5, node_specificity: bool = True,
-                 normalisation: str = "hipporag", synonyms: bool = True, synonym_threshold: float = 0.8,
-                 synonym_top_k: int = 100, synonym_min_alnum: int = 3, no_entity_fallback: str = "uniform",
-                 linking_top_k: int = 5, passage_node_weight: float = 0.05, ner_params: Any = None,
-                 ner_json: bool | None = None, cache: bool = True, block_rows: int | None = None,
-                 encoder: Embedder | None = None, tie_order: str = "reference"):
-        version = choice(HippoRAGVersion, version, "hipporag.version").value
-        self.reverse_ties = choice(TieOrder, tie_order, "hipporag.tie_order") is TieOrder.reference
-        normalisation = choice(PhraseNormalisation, normalisation, "hipporag.normalisation").value
-        no_entity_fallback = choice(NoEntityFallback, no_entity_fallback, "hipporag.no_entity_fallback").value
-        if not 0.0 < damping < 1.0:
-            raise ConfigError(f"hipporag.damping must be in (0, 1), got {damping}")
+                 encoder: Embedder | None = None, settings: HippoRAGSettings | None = None, **given: Any):
+        s = self.settings = HippoRAGSettings.of(settings, "HippoRAG", **given)
+        version, normalisation = s.version.value, s.normalisation.value
+        self.reverse_ties = s.tie_order is TieOrder.reference
         self.passages = passages
         self.triples = triples
         self.embedder = embedder
@@ -148,23 +170,24 @@ class HippoRAG:
         self.passage_collection = passage_collection
         self.triple_collection = triple_collection
         self.version = version
-        self.damping = float(damping)
-        self.node_specificity = node_specificity
+        self.damping = float(s.damping)
+        self.node_specificity = s.node_specificity
         self.normalisation = normalisation
-        self.no_entity_fallback = no_entity_fallback
-        self.linking_top_k = int(linking_top_k)
-        self.passage_node_weight = float(passage_node_weight)
-        self.ner_params = as_dict(ner_params)
-        self.ner_json = ner_json_mode(llm, ner_json)
+        self.no_entity_fallback = s.no_entity_fallback.value
+        self.linking_top_k = s.linking_top_k
+        self.passage_node_weight = float(s.passage_node_weight)
+        self.ner_params = as_dict(s.ner_params)
+        self.ner_json = ner_json_mode(llm, s.ner_json)
         if self.ner_json and "response_format" not in self.ner_params:
             self.ner_params = {**self.ner_params, "response_format": dict(JSON_MODE)}
         if llm is not None:  # v1's query NER (v2 calls no LLM)
             llm.check_params(self.ner_params, "hipporag.ner_params")
-        self.cache = cache
-        self.settings = {"version": version, "normalisation": normalisation, "synonyms": synonyms,
-                         "synonym_threshold": float(synonym_threshold), "synonym_top_k": int(synonym_top_k),
-                         "synonym_min_alnum": int(synonym_min_alnum)}
-        self.block_rows = block_rows
+        self.cache = s.cache
+        # the phrase graph's settings: its cache key (cached_phrase_graph), unchanged so built graphs stay valid
+        self.graph_settings = {"version": version, "normalisation": normalisation, "synonyms": s.synonyms,
+                               "synonym_threshold": float(s.synonym_threshold), "synonym_top_k": s.synonym_top_k,
+                               "synonym_min_alnum": s.synonym_min_alnum}
+        self.block_rows = s.block_rows
         self.encoder = encoder if encoder is not None else embedder
 
     # -- offline ----------------------------------------------------------------------------------------
@@ -177,7 +200,7 @@ class HippoRAG:
 
     @cached_property
     def graph(self) -> PhraseGraph:
-        g = cached_phrase_graph(self.triples or [], [p.id for p in self.passages], self._embed_corpus, self.settings,
+        g = cached_phrase_graph(self.triples or [], [p.id for p in self.passages], self._embed_corpus, self.graph_settings,
                                 embedder_id=self.encoder_id, cache=self.cache,
                                 block_rows=self.block_rows)
         log.info("HippoRAG graph: %s", g.stats)
@@ -193,9 +216,7 @@ class HippoRAG:
         return np.where(counts > 0, 1.0 / np.maximum(counts, 1), 1.0)
 
     def describe(self) -> dict[str, Any]:
-        return {"version": self.version, "damping": self.damping, "node_specificity": self.node_specificity,
-                "no_entity_fallback": self.no_entity_fallback, "ner_json": self.ner_json,
-                "encoder": self.encoder.describe()["model"], **self.settings,
+        return {**self.settings.asdict(), "ner_json": self.ner_json, "encoder": self.encoder.describe()["model"],
                 "graph": self.graph.stats}
 
     # -- online -----------------------------------------------------------------------------------------

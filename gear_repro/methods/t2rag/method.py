@@ -76,7 +76,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from gear_repro.backends.base import Collection
-from gear_repro.core.fusion import RRF_K, rrf
+from gear_repro.core.fusion import rrf
 from gear_repro.embedding.embedder import Embedder
 from gear_repro.llm.base import LLM
 from gear_repro.llm.ledger import tags
@@ -95,27 +95,14 @@ from gear_repro.methods.t2rag.settings import (
     FAILED_ANSWER,
     NEW_CLUE_HEADERS,
     PROMPTS,
-    T2RAGAnswerParse,
-    T2RAGDecomposeParse,
-    T2RAGDecomposeRetry,
-    T2RAGFuzzyMatch,
-    T2RAGOnNoTriplets,
-    T2RAGPromptText,
-    T2RAGPropositionPassage,
-    T2RAGQueryPlaceholders,
-    T2RAGQuestionQuery,
-    T2RAGRanking,
-    T2RAGReading,
-    T2RAGResolvedUpdate,
-    T2RAGResolveParse,
+    T2RAGAgentSettings,
 )
 from gear_repro.methods.t2rag.state import TripletState
 from gear_repro.prompts import render
 from gear_repro.qa.reader import extract_answer
 from gear_repro.retrieval.base import DenseRetriever
 from gear_repro.types import Passage, Question, Ranking, Triple
-from gear_repro.utils.errors import ConfigError
-from gear_repro.utils.settings import as_dict, choice
+from gear_repro.utils.settings import as_dict
 
 log = logging.getLogger(__name__)
 
@@ -155,46 +142,9 @@ class T2RAGAgent:
         triple_collection: the proposition index (the run's triple collection, dense search).
         triples: the dataset's triples (triple -> passage, triple -> text).
         passage_by_id: passage texts of the corpus (resolve context).
-        k: unique passages per iteration (§5.2: k = 5).
-        max_iterations: N, resolve iterations at most (§5.2: 3; 1 = the "single round" ablation, Table 2).
-        candidate_depth: propositions retrieved per query before the global ranking (Alg. 2 ``Search(I, q, N)``).
-        with_passages: give the retrieved passages to the resolve prompt (False = "w/o chunk", Table 2).
-        reading: which preset set the paper-vs-code keys below, recorded for the report: ``code`` (rockcor/T2RAG,
-            behind the published numbers; ``configs/agent/t2rag.yaml``) or ``paper`` (the prose; ``t2rag_paper.yaml``).
-            It changes no behaviour: each key below is given explicitly.
-        carry_fuzzy: carry unresolved fuzzy triplets over (paper §4.3 Step 2.3) or drop them (TRAG.py:738-740).
-        question_query: also retrieve with the question (TRAG.py:478-487) or not (paper, Alg. 2).
-        question_query_mode: ``substring`` (the code) or ``word`` (question words removed on word boundaries).
-        resolve_without_context: call the resolver when nothing was retrieved (paper, Alg. 1) or skip it
-            (TRAG.py:622-629).
-        example_propositions_chars: cut the example's propositions to this many characters (0 = whole, as
-            the paper's template; TRAG.py:668 cuts at 1000).
-        decompose_retry: ``simple`` (retry a failed decomposition with ``t2rag_decompose_simple``, TRAG.py:375-383)
-            or ``none`` (the paper).
-        on_no_triplets: no triplet after the decomposition (and its retry): ``fail`` (the code: no retrieval, no
-            answer call, the answer :data:`FAILED_ANSWER`, TRAG.py:385-396, 1429-1437) or ``answer`` (from no clues).
-        prompt_text: ``code`` (the decomposition and resolve prompts are the code's texts, TRAG.py:264-306,
-            632-725: ``t2rag_decompose_code``, ``t2rag_resolve_code``) or ``paper`` (App. E: ``t2rag_decompose``,
-            ``t2rag_resolve``). The answer prompt is the same in both (TRAG.py:1091-1109).
-        decompose_parse: ``code`` (:func:`parse_decomposition_code`, TRAG.py:319-373) or ``lenient``
-            (:func:`parse_decomposition`, our repairs).
-        query_placeholders: ``code`` (a part starting with '?' left out of the query, the others verbatim,
-            TRAG.py:466-471; candidates with a best similarity <= 0 skipped, 532) or ``strip`` (every '?token' removed).
-        resolve_parse: ``code`` (:func:`parse_resolution_code`, TRAG.py:944-978: headers and field names at the
-            start of a line) or ``lenient`` (:func:`parse_resolution`, our repairs).
-        resolved_update: ``code`` (a clue listed as fully resolved is resolved even with a '?', TRAG.py:1231) or
-            ``reclassify`` (every reply clue classified by its placeholders; :meth:`TripletState.update`).
-        proposition_passage: ``code`` (a proposition text brings one passage, the last it was extracted from in the
-            triples' order, TRAG.py:196-210 ``proposition_to_passage[proposition] = ...``) or ``own`` (each triple
-            its own passage).
-        fuzzy_match: ``placeholder`` or ``words`` (:meth:`TripletState.update`).
-        stall_stop: stop when nothing is searchable, nothing was retrieved and the last step added no clue.
-        answer: produce T²RAG's own answer (Step 3); False leaves answering to ``qa_reader`` (qa=true).
-        answer_parse: ``code`` (text after the last "Answer:", else the whole reply; TRAG.py:1117-1119) or
-            ``reader`` (the K.3 reader's first line, ``qa.reader.extract_answer``).
-        ranking: ``rrf`` (RRF of the iteration lists) or ``concat`` (iteration lists in order).
-        k_rrf: RRF constant.
-        llm_params: extra ``llm.chat`` keyword arguments (temperature 0 comes from the llm group, App. B.1).
+        settings, **given: :class:`~gear_repro.methods.t2rag.settings.T2RAGAgentSettings` (an instance, or its
+            fields as keywords). What each reading key selects: ``code`` is rockcor/T2RAG (behind the published
+            numbers), ``paper`` the prose; the choices' Enums (methods/t2rag/settings.py) cite both.
     """
 
     name = "t2rag"
@@ -204,58 +154,35 @@ class T2RAGAgent:
     needs_vectors = True  # the proposition search is dense (§4.2)
 
     def __init__(self, llm: LLM, embedder: Embedder, triple_collection: Collection, triples: Sequence[Triple],
-                 passage_by_id: Mapping[str, Passage], *, question_query: bool, question_query_mode: str,
-                 carry_fuzzy: bool, resolve_without_context: bool, example_propositions_chars: int,
-                 decompose_retry: str, on_no_triplets: str, prompt_text: str, decompose_parse: str,
-                 query_placeholders: str, resolve_parse: str, resolved_update: str, proposition_passage: str,
-                 name: str = "t2rag", k: int = 5, max_iterations: int = 3, candidate_depth: int = 200,
-                 with_passages: bool = True, reading: str = "code", fuzzy_match: str = "placeholder",
-                 stall_stop: bool = True, answer: bool = True, answer_parse: str = "code", ranking: str = "rrf",
-                 k_rrf: int = RRF_K, llm_params: Any = None):
-        if k < 1 or max_iterations < 1 or candidate_depth < 1:
-            raise ConfigError(f"agent.k, agent.max_iterations and agent.candidate_depth must be >= 1 "
-                              f"(got {k}, {max_iterations}, {candidate_depth})")
-        self.name = name
+                 passage_by_id: Mapping[str, Passage], settings: T2RAGAgentSettings | None = None, **given: Any):
+        s = self.settings = T2RAGAgentSettings.of(settings, "T2RAGAgent", **given)
+        self.name = s.name
         self.llm = llm
         self.embedder = embedder
         self.triple_collection = triple_collection
         self.triples = triples
         self.passage_by_id = passage_by_id
-        self.k, self.max_iterations, self.candidate_depth = int(k), int(max_iterations), int(candidate_depth)
-        self.reading = choice(T2RAGReading, reading, "agent.reading").value
-        given = {"question_query": question_query, "question_query_mode": question_query_mode,
-                 "carry_fuzzy": carry_fuzzy, "resolve_without_context": resolve_without_context,
-                 "example_propositions_chars": example_propositions_chars, "decompose_retry": decompose_retry,
-                 "on_no_triplets": on_no_triplets, "prompt_text": prompt_text, "decompose_parse": decompose_parse,
-                 "query_placeholders": query_placeholders, "resolve_parse": resolve_parse,
-                 "resolved_update": resolved_update, "proposition_passage": proposition_passage}
-        unset = [key for key, v in given.items() if v is None]
-        if unset:
-            raise ConfigError(f"agent.{', agent.'.join(unset)} not set: configs/agent/t2rag.yaml gives the code "
-                              "reading's values, configs/agent/t2rag_paper.yaml the paper's")
-        if int(example_propositions_chars) < 0:
-            raise ConfigError(f"agent.example_propositions_chars must be >= 0 (0 = whole), got "
-                              f"{example_propositions_chars}")
-        self.with_passages = with_passages
-        self.carry_fuzzy, self.question_query = bool(carry_fuzzy), bool(question_query)
-        self.question_query_mode = choice(T2RAGQuestionQuery, question_query_mode, "agent.question_query_mode").value
-        self.resolve_without_context = bool(resolve_without_context)
-        self.example_propositions_chars = int(example_propositions_chars)
-        self.decompose_retry = choice(T2RAGDecomposeRetry, decompose_retry, "agent.decompose_retry").value
-        self.on_no_triplets = choice(T2RAGOnNoTriplets, on_no_triplets, "agent.on_no_triplets").value
-        self.prompt_text = choice(T2RAGPromptText, prompt_text, "agent.prompt_text").value
-        self.decompose_parse = choice(T2RAGDecomposeParse, decompose_parse, "agent.decompose_parse").value
-        self.query_placeholders = choice(T2RAGQueryPlaceholders, query_placeholders, "agent.query_placeholders").value
-        self.resolve_parse = choice(T2RAGResolveParse, resolve_parse, "agent.resolve_parse").value
-        self.resolved_update = choice(T2RAGResolvedUpdate, resolved_update, "agent.resolved_update").value
-        self.proposition_passage = choice(T2RAGPropositionPassage, proposition_passage,
-                                          "agent.proposition_passage").value
-        self.fuzzy_match = choice(T2RAGFuzzyMatch, fuzzy_match, "agent.fuzzy_match").value
-        self.stall_stop = bool(stall_stop)
-        self.answers_questions = answer  # the runner scores EM/F1 of this method's own answers
-        self.answer_parse = choice(T2RAGAnswerParse, answer_parse, "agent.answer_parse").value
-        self.ranking, self.k_rrf = choice(T2RAGRanking, ranking, "agent.ranking").value, k_rrf
-        self.llm_params = as_dict(llm_params)
+        self.k, self.max_iterations, self.candidate_depth = s.k, s.max_iterations, s.candidate_depth
+        self.reading = s.reading.value
+        self.with_passages = s.with_passages
+        self.carry_fuzzy, self.question_query = bool(s.carry_fuzzy), bool(s.question_query)
+        self.question_query_mode = s.question_query_mode.value
+        self.resolve_without_context = bool(s.resolve_without_context)
+        self.example_propositions_chars = s.example_propositions_chars
+        self.decompose_retry = s.decompose_retry.value
+        self.on_no_triplets = s.on_no_triplets.value
+        self.prompt_text = s.prompt_text.value
+        self.decompose_parse = s.decompose_parse.value
+        self.query_placeholders = s.query_placeholders.value
+        self.resolve_parse = s.resolve_parse.value
+        self.resolved_update = s.resolved_update.value
+        self.proposition_passage = s.proposition_passage.value
+        self.fuzzy_match = s.fuzzy_match.value
+        self.stall_stop = s.stall_stop
+        self.answers_questions = s.answer  # the runner scores EM/F1 of this method's own answers
+        self.answer_parse = s.answer_parse.value
+        self.ranking, self.k_rrf = s.ranking.value, s.k_rrf
+        self.llm_params = as_dict(s.llm_params)
         llm.check_params(self.llm_params, "agent.llm_params")  # a param the API lacks: one error now, not one per call
         self._maps: tuple[dict[str, str], dict[str, str]] | None = None
         self._retriever: DenseRetriever | None = None
@@ -266,19 +193,7 @@ class T2RAGAgent:
 
     def describe(self) -> dict[str, Any]:
         """Settings for run.json (§5.2 / B.1 defaults, the preset's ``reading`` and its paper-vs-code switches)."""
-        return {"name": self.name, "k": self.k, "max_iterations": self.max_iterations,
-                "candidate_depth": self.candidate_depth, "with_passages": self.with_passages,
-                "reading": self.reading, "carry_fuzzy": self.carry_fuzzy, "question_query": self.question_query,
-                "question_query_mode": self.question_query_mode,
-                "resolve_without_context": self.resolve_without_context,
-                "example_propositions_chars": self.example_propositions_chars,
-                "decompose_retry": self.decompose_retry, "on_no_triplets": self.on_no_triplets,
-                "prompt_text": self.prompt_text, "decompose_parse": self.decompose_parse,
-                "query_placeholders": self.query_placeholders, "resolve_parse": self.resolve_parse,
-                "resolved_update": self.resolved_update, "proposition_passage": self.proposition_passage,
-                "fuzzy_match": self.fuzzy_match,
-                "stall_stop": self.stall_stop, "answer": self.answers_questions, "answer_parse": self.answer_parse,
-                "ranking": self.ranking, "k_rrf": self.k_rrf}
+        return self.settings.asdict()
 
     def summarize(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """For run.json after the questions: the iteration histogram ({iterations: questions}) and stop reasons of

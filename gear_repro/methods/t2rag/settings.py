@@ -1,9 +1,17 @@
-"""T²RAG's settings: the values each ``agent.*`` choice takes (``configs/agent/t2rag.yaml`` sets the code
-reading's, ``configs/agent/t2rag_paper.yaml`` the paper's; docs/t2rag.md) and the constants they select."""
+"""T²RAG's settings (:class:`T2RAGAgentSettings`, the ``agent=t2rag`` schema), the values each ``agent.*`` choice
+takes (``configs/agent/t2rag.yaml`` sets the code reading's, ``configs/agent/t2rag_paper.yaml`` the paper's;
+docs/t2rag.md) and the constants they select."""
 
 from __future__ import annotations
 
-from gear_repro.utils.settings import Choice
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from omegaconf import MISSING
+
+from gear_repro.core.fusion import RRF_K
+from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.settings import Choice, Settings, num
 
 
 class T2RAGRanking(Choice):
@@ -114,3 +122,48 @@ NEW_CLUE_HEADERS = {"code": ("Newly Traceable Clue",), "paper": ("Newly Traceabl
 READING_KEYS = ("question_query", "question_query_mode", "carry_fuzzy", "resolve_without_context",
                 "example_propositions_chars", "decompose_retry", "on_no_triplets", "prompt_text", "decompose_parse",
                 "query_placeholders", "resolve_parse", "resolved_update", "proposition_passage")
+
+
+@dataclass
+class T2RAGAgentSettings(Settings):
+    """``agent=t2rag`` / ``agent=t2rag_paper`` (configs/agent/t2rag.yaml documents each value; seed 002 §4.3,
+    Alg. 1-2, §5.2; docs/t2rag.md): the schema, :class:`~gear_repro.methods.t2rag.method.T2RAGAgent`'s settings
+    and its describe(). The :data:`READING_KEYS` have no default: each preset gives all of them."""
+
+    config_key: ClassVar[str] = "agent"
+
+    _target_: str = "gear_repro.methods.t2rag.method.T2RAGAgent"
+    name: str = "t2rag"
+    k: int = num(5, ge=1)  # unique passages per iteration (§5.2)
+    max_iterations: int = num(3, ge=1)  # N (§5.2); 1 = "single round" ablation (Table 2)
+    candidate_depth: int = num(200, ge=1)  # propositions per query before the global ranking (Alg. 2 Search(I, q, N))
+    with_passages: bool = True  # passages in the resolve prompt; false = "w/o chunk" ablation (Table 2)
+    reading: T2RAGReading = T2RAGReading.code  # which preset set the keys below (a label for the report)
+    # the paper-vs-code keys: each preset gives all of them (code: t2rag.yaml, paper: t2rag_paper.yaml)
+    question_query: bool = MISSING  # code true (question as an extra query, TRAG.py:478-487) | paper false (Alg. 2)
+    question_query_mode: T2RAGQuestionQuery = MISSING  # code substring | paper word
+    carry_fuzzy: bool = MISSING  # code false (TRAG.py:738-740) | paper true (Step 2.3)
+    resolve_without_context: bool = MISSING  # code false (TRAG.py:622-629) | paper true (Alg. 1)
+    example_propositions_chars: int = num(MISSING, ge=0)  # code 1000 (TRAG.py:668) | paper 0 (= whole, App. E)
+    decompose_retry: T2RAGDecomposeRetry = MISSING  # code simple (TRAG.py:375-383) | paper none
+    on_no_triplets: T2RAGOnNoTriplets = MISSING  # code fail (TRAG.py:385-396) | paper answer
+    prompt_text: T2RAGPromptText = MISSING  # code (TRAG.py's decomposition/resolve texts) | paper (App. E)
+    decompose_parse: T2RAGDecomposeParse = MISSING  # code (TRAG.py:319-373) | paper lenient (our repairs)
+    query_placeholders: T2RAGQueryPlaceholders = MISSING  # code (TRAG.py:466-471, 532) | paper strip
+    resolve_parse: T2RAGResolveParse = MISSING  # code (TRAG.py:944-978, strict) | paper lenient (our repairs)
+    resolved_update: T2RAGResolvedUpdate = MISSING  # code (TRAG.py:1231) | paper reclassify (by its '?')
+    proposition_passage: T2RAGPropositionPassage = MISSING  # code (TRAG.py:196-210, last) | paper own
+    fuzzy_match: T2RAGFuzzyMatch = T2RAGFuzzyMatch.placeholder
+    stall_stop: bool = True  # stop when nothing is searchable, retrieved or new (stop = "stalled")
+    answer: bool = True  # T²RAG's own answer (Step 3); false = qa_reader answers
+    answer_parse: T2RAGAnswerParse = T2RAGAnswerParse.code  # code (TRAG.py:1117-1119) | reader (K.3's first line)
+    ranking: T2RAGRanking = T2RAGRanking.rrf
+    k_rrf: int = num(RRF_K, ge=0)
+    llm_params: dict[str, Any] = field(default_factory=dict)  # extra llm.chat kwargs (temperature 0: the llm group)
+
+    def __post_init__(self) -> None:
+        unset = [key for key in READING_KEYS if getattr(self, key) is None or getattr(self, key) == MISSING]
+        if unset:  # the presets are where these come from: say so rather than "must be set"
+            raise ConfigError(f"agent.{', agent.'.join(unset)} not set: configs/agent/t2rag.yaml gives the code "
+                              "reading's values, configs/agent/t2rag_paper.yaml the paper's")
+        super().__post_init__()
