@@ -11,7 +11,7 @@ import pytest
 from gear_repro.cli.report import main as report_main
 from gear_repro.pipeline.runner import Runner
 from gear_repro.reporting.output import MANIFEST
-from tests.helpers.cli import toy_args
+from tests.helpers.cli import run_cli, toy_args
 
 
 @pytest.fixture
@@ -210,7 +210,7 @@ def test_a_sweep_stopped_by_a_job_refused_at_start_up_is_listed_by_the_report(to
     never starts job 2; the report listed neither, so the sweep read as one finished run. Now job 1 has its
     failure.json and the sweep says how many of its jobs have no dir."""
     from gear_repro.reporting.runs import find_unfinished, sweep_size
-    from tests.helpers.cli import run_cli
+
 
     sweep = tmp_path / "sweep"
     proc = run_cli(["-m", *toy_args(toy_dir, "dataset.limit=2,-1,3"), f"hydra.sweep.dir={sweep}"], tmp_path)
@@ -240,7 +240,7 @@ def test_passages_dropped_to_fit_the_context_window_are_warned_and_noted(toy_dir
     """With llm.context_window just above the QA prompt's demonstrations, the K.3 reader saw 0-1 of its top-5
     passages: counted in metrics.json only, while the run printed no warning and the report tabled its EM/F1 as the
     paper's row without a word. Now both say so."""
-    from tests.helpers.cli import run_cli
+
     from tests.helpers.standin_server import StandInServer
 
     run = tmp_path / "run"
@@ -261,7 +261,7 @@ def test_a_refusal_at_start_up_leaves_a_live_runs_dir_alone(toy_dir: Path, tmp_p
     """The start-up failure.json is never written into a dir another live process holds (its report would show
     the refused command's error as that run's)."""
     from gear_repro.utils.lock import RunDirLock
-    from tests.helpers.cli import run_cli
+
 
     sweep = tmp_path / "sweep"
     run = sweep / "0_toy_bm25+none+single"  # the job's dir (configs/config.yaml hydra.sweep.subdir)
@@ -283,6 +283,19 @@ def test_a_stem_taken_by_another_file_of_the_report_is_refused(two_widths: Path,
     assert not (out / "table.md").exists()
     assert report_main([str(two_widths), "--out", str(out), "--stem", "my_table", "--resamples", "100"]) == 0
     assert "BM25" in (out / "my_table.md").read_text()
+
+
+def test_a_run_naming_an_unknown_paper_fails_before_any_work(toy_dir: Path, tmp_path: Path) -> None:
+    """The run CLI and the Python API refuse a misspelt paper at start-up, not after the run at its report."""
+    from gear_repro.api import compose as api_compose
+    from gear_repro.utils.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="report.paper='GEARR' is not a paper of paper_results.csv"):
+        api_compose(*toy_args(toy_dir, "report.paper=GEARR"))
+    run = tmp_path / "run"
+    proc = run_cli([*toy_args(toy_dir, "report.paper=GEARR"), f"hydra.run.dir={run}"], tmp_path)
+    assert proc.returncode == 2 and "report.paper='GEARR' is not a paper" in proc.stderr, proc.stderr
+    assert not (run / "predictions.jsonl").exists()
 
 
 @pytest.mark.parametrize(("override", "msg"), [

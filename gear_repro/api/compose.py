@@ -30,6 +30,7 @@ def compose(*overrides: str, config_name: str = "config") -> DictConfig:
     from gear_repro.cli.run import protect_argv
     from gear_repro.config import validate
     from gear_repro.llm.server import check_server_overrides
+    from gear_repro.reporting.paper import check_papers
     from gear_repro.utils.paths import cache_dir, config_dir
 
     args = protect_argv([str(o) for o in overrides], os.environ)
@@ -37,4 +38,6 @@ def compose(*overrides: str, config_name: str = "config") -> DictConfig:
     cache_dir()
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = hydra_compose(config_name, overrides=args)
-    return validate(cfg)
+    validate(cfg)
+    check_papers(cfg.get("report") or {})  # as the CLI: a misspelt report.paper fails before any work
+    return cfg

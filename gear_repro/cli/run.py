@@ -52,11 +52,13 @@ _ERRORED_RUNS: list[str] = []  # run dirs with errored questions (a sweep goes o
 @hydra.main(version_base="1.3", config_path=str(config_dir()), config_name="config")
 def _main(cfg: DictConfig) -> float | None:
     from gear_repro.pipeline.runner import Runner
+    from gear_repro.reporting.paper import check_papers
 
     install_log_redaction()  # Hydra has set up the console and run.log handlers by now
     run_dir = HydraConfig.get().runtime.output_dir
     started = time.time()
     try:
+        check_papers(cfg.get("report") or {})  # a misspelt report.paper fails now, not after the run at the report
         metrics = Runner(cfg, run_dir, on_start=lambda: save_hydra_copies(cfg, run_dir)).run()
     except KeyboardInterrupt:
         print(f"\ninterrupted: finished questions are saved in {run_dir}; re-run the same command to resume",
