@@ -45,6 +45,7 @@ from gear_repro.embedding.runtimes import EncoderBackend
 from gear_repro.evaluation.metrics import AnswerMetric
 from gear_repro.llm.cache import LOCK_TIMEOUT_RANGE, LLMCacheMode
 from gear_repro.llm.client import PARAM_RANGES, REPLY_BYTES_RANGE
+from gear_repro.llm.estimate import ESTIMATE_LATENCY_RANGE, ESTIMATE_OUTPUT_RANGE, ESTIMATE_WARN_RANGE
 from gear_repro.llm.server import PROMPT_CACHE_BYTES, PROMPT_CACHE_BYTES_RANGE, PromptCache
 from gear_repro.methods.gear.agent import GistDocs, GistEmpty, GistFirstRound, QueryChoice
 from gear_repro.methods.gear.beam_search import BeamConfig
@@ -254,6 +255,13 @@ class LLMSchema:
     check_endpoint: bool = True  # start-up: a TCP connection to the endpoint (or its proxy) must open (llm/client.py)
     server: LLMServerSchema | None = None
     context_window: int | None = num(None, ge=1)  # model's window in tokens (prompt + reply); null = unknown, no fitting
+    # the estimate said before a batch of calls (llm/estimate.py; docs/llm.md, "Before a large run"): seconds per call
+    # assumed until the first calls are measured, output tokens per call when the data give none, and the $ / seconds
+    # past which it is a WARNING (never a prompt)
+    estimate_latency_s: float = num(2.0, **ESTIMATE_LATENCY_RANGE)
+    estimate_output_tokens: int = num(200, **ESTIMATE_OUTPUT_RANGE)
+    estimate_warn_usd: float = num(5.0, **ESTIMATE_WARN_RANGE)
+    estimate_warn_s: float = num(3600.0, **ESTIMATE_WARN_RANGE)
 
 
 @dataclass

@@ -35,6 +35,12 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from gear_repro.llm.cache import LLMCache, endpoint_identity, request_key
 from gear_repro.llm.deadline import DeadlineTransport, ReplyTooLarge
+from gear_repro.llm.estimate import (
+    ESTIMATE_LATENCY_RANGE,
+    ESTIMATE_OUTPUT_RANGE,
+    ESTIMATE_WARN_RANGE,
+    EstimateSettings,
+)
 from gear_repro.llm.gguf_weights import served_weights
 from gear_repro.llm.ledger import TokenLedger
 from gear_repro.llm.parsing import strip_echo
@@ -210,6 +216,10 @@ class LLMClient:
         record_prompts: bool = False,
         cache_lock_timeout_s: float = 300.0,
         check_endpoint: bool = True,
+        estimate_latency_s: float = 2.0,
+        estimate_output_tokens: int = 200,
+        estimate_warn_usd: float = 5.0,
+        estimate_warn_s: float = 3600.0,
     ):
         if not model:
             raise ConfigError("llm.model must be set")
@@ -241,6 +251,12 @@ class LLMClient:
             raise ConfigError(f"llm.context_window must be a positive number of tokens or null, got {context_window}")
         self.context_window = None if context_window is None else int(context_window)  # llm/context.py
         self.record_prompts = bool(record_prompts)
+        check_number("llm.estimate_latency_s", estimate_latency_s, ESTIMATE_LATENCY_RANGE)
+        check_number("llm.estimate_output_tokens", estimate_output_tokens, ESTIMATE_OUTPUT_RANGE)
+        check_number("llm.estimate_warn_usd", estimate_warn_usd, ESTIMATE_WARN_RANGE)
+        check_number("llm.estimate_warn_s", estimate_warn_s, ESTIMATE_WARN_RANGE)
+        self.estimate = EstimateSettings(float(estimate_latency_s), int(estimate_output_tokens),
+                                         float(estimate_warn_usd), float(estimate_warn_s))  # llm/estimate.py
         self.server = None
         self.ledger = ledger if ledger is not None else TokenLedger()
         self._client: Any = None
@@ -583,6 +599,12 @@ class LLMClient:
         contexts = [contextvars.copy_context() for _ in batch]  # the caller's ledger scope (ledger.call_scope)
         with COMPUTE.released(), ThreadPoolExecutor(max_workers=min(self.concurrency, len(batch))) as ex:
             return list(ex.map(lambda cm: cm[0].run(one, cm[1]), zip(contexts, batch, strict=True)))
+
+    def is_cached(self, messages: list[dict], **params: Any) -> bool:
+        """Whether the reply cache already answers ``messages`` with ``params`` (no request would be sent)."""
+        if self.cache is None:
+            return False
+        return self.cache.get(request_key(self.model, messages, self._params(params), self.endpoint)) is not None
 
     def _ensure_client_if_needed(self, batch: Sequence[list[dict]], params: Mapping[str, Any]) -> None:
         """Start a local server from the calling thread when some request misses the cache."""
