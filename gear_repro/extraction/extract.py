@@ -121,7 +121,7 @@ def extract_triples(
     settings = settings_of(llm)
     est = extraction_estimate(todo, llm, params, workers, reference, settings)
     announce(est, settings, log)
-    probe = max(20, 2 * workers)  # uncached calls after which the estimate is said again, measured
+    probe = max(100, 8 * workers)  # uncached calls after which the estimate is said again, measured
     revised: RunEstimate | None = None
     probe_tokens = n_probe = 0
     call_errors: list[str] = []

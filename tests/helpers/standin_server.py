@@ -69,8 +69,8 @@ def standin_reply(prompt: str) -> str:
     m = _PARAGRAPH.search(prompt)
     if m and "named entity list and a triple list" in prompt:
         title, text = m.group(1).strip(), m.group(2)
-        ents = [e for e in _names(text, 6) if e != title] or [text.split()[0] if text.split() else "it"]
-        triples = [[title, "mentions", e] for e in ents[:4]]
+        ents = [e for e in _names(text, 10) if e != title] or [text.split()[0] if text.split() else "it"]
+        triples = [[title, "mentions", e] for e in ents[:9]]
         return json.dumps({"named_entities": [title, *ents], "triples": triples})
     question = prompt.rsplit("Question:", 1)[-1] if "Question:" in prompt else ""
     if '"named_entities"' in prompt and question:
@@ -188,6 +188,7 @@ class StandInServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive: the SDK's pooled connections are reused, as with an API
+            disable_nagle_algorithm = True  # else a kept-alive reply's body waits ~40 ms on the client's delayed ACK
 
             def log_message(self, *args: Any) -> None:
                 pass
