@@ -14,6 +14,8 @@ measured, not a model's):
    (SIGKILL) once half of it is done, then the same command again: retries, failures (must be 0), requests the
    endpoint saw after the kill for prompts already in the reply cache at the kill (must be 0);
 4. the estimate said before the first call (the same function the CLI logs) against what the run took;
+   and the estimate the runner says before GEAR (with QA) on ``--questions`` questions, whose K.3 QA calls are
+   then sent through the real client on the fault schedule;
 5. the reply cache's size on disk and its lookup time (p50/p99 over ``--lookups`` hits) at the corpus size.
 
     nice -n 10 python -m benchmarks.bench_llm_fullsize --passages 148793 --out bench_llm_fullsize.json
@@ -202,6 +204,55 @@ def full_run(data: Path, root: Path, n: int, kill_frac: float, cache_entries: in
     return res
 
 
+def question_run(data: Path, root: Path, n_questions: int) -> dict:
+    """GEAR with QA on ``n_questions`` (the sample's questions repeated under new ids) over the whole corpus: the
+    estimate the runner says before its first call (``llm=openai``'s model, GEAR's per-question upper bound), and
+    the K.3 QA calls of that estimate sent through the real client at concurrency 16 on the fault schedule (the
+    agent's own calls take the same ``LLMClient.chat`` path; GEAR's retrieval at this size is not run here)."""
+    from dataclasses import replace
+
+    from hydra import compose, initialize_config_dir
+
+    import gear_repro.config  # noqa: F401  (registers the schemas)
+    from gear_repro.config import validate
+    from gear_repro.data.dataset import load_dataset
+    from gear_repro.llm import LLMClient
+    from gear_repro.llm.estimate import EstimateSettings, estimate_calls, question_estimate, question_prompts
+    from gear_repro.utils.paths import config_dir
+
+    ds = load_dataset(str(data))
+    questions = [replace(q, id=f"{q.id}#{i}") for i in range(-(-n_questions // len(ds.questions)))
+                 for q in ds.questions][:n_questions]
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        cfg = validate(compose("config", overrides=["agent=gear", "qa=true", "dataset=musique_sample",
+                                                    f"dataset.path={data}", "llm=openai", "run.workers=16",
+                                                    "llm.concurrency=16"]))
+    ep = Endpoint(*FAULTS)
+    try:
+        client = LLMClient(model=MODEL, base_url=ep.url, cache_dir=str(root / "cache_qa"), concurrency=16,
+                           max_tokens=1024, estimate_latency_s=1.0)
+        t0 = time.perf_counter()
+        est = question_estimate(cfg, questions, ds.passages, client)
+        est_s = time.perf_counter() - t0
+        qa = list(question_prompts([("qa", 1, 5)], questions, list(ds.passages)))
+        qa_est = estimate_calls(qa, stage="qa", model=MODEL, concurrency=16, settings=EstimateSettings(latency_s=1.0))
+        t0 = time.perf_counter()
+        replies = client.chat_many(qa, stage="qa", return_exceptions=True)
+        wall = time.perf_counter() - t0
+        st = client.stats()
+        client.close()
+        s = ep.stats()
+    finally:
+        ep.close()
+    return {"questions": n_questions, "estimate_s": round(est_s, 1), "estimate": est.to_dict() if est else None,
+            "line": est.line() if est else None,
+            "qa": {"calls": len(qa), "wall_s": round(wall, 1), "calls_per_s": round(len(qa) / wall, 1),
+                   "retries": st["retries"], "failures": st["failures"],
+                   "errors": sum(isinstance(r, Exception) for r in replies), "status": s["status"],
+                   "estimate_prompt_tokens": qa_est.prompt_tokens, "actual_prompt_tokens": st["prompt_tokens"],
+                   "actual_completion_tokens": st["completion_tokens"]}}
+
+
 def cache_figures(path: Path, fill: list, endpoint: str | None, lookups: int = 5000, seed: int = 0) -> dict:
     """Entries, bytes on disk (with the WAL), and get() time of ``lookups`` random hits and as many misses, after the
     replies of the passages of ``fill`` not yet in the cache are put in it (their real keys, the stand-in's replies
@@ -256,9 +307,11 @@ def main() -> None:
     ap.add_argument("--run-passages", type=int, default=None,
                     help="passages the killed-and-resumed run extracts (default all; less where time is short)")
     ap.add_argument("--cache-entries", type=int, default=None, help="fill the reply cache to this many (default all)")
+    ap.add_argument("--questions", type=int, default=500, help="questions of the GEAR estimate and QA calls")
     ap.add_argument("--kill-at", type=float, default=0.5, help="fraction done at the SIGKILL (default 0.5)")
     ap.add_argument("--work", default="/tmp/bench_llm_fullsize", help="scratch folder (emptied)")
     ap.add_argument("--skip-rates", action="store_true")
+    ap.add_argument("--skip-full", action="store_true", help="no killed-and-resumed run (rates and questions only)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     import shutil
@@ -272,7 +325,10 @@ def main() -> None:
     report: dict = {"cpus": os.cpu_count(), "passages": a.passages}
     if not a.skip_rates:
         report["rates"] = rate_runs(data, root, min(a.rate_passages, a.passages), a.concurrency)
-    report["full"] = full_run(data, root, a.run_passages or a.passages, a.kill_at, a.cache_entries or a.passages)
+    report["questions"] = question_run(data, root, a.questions)
+    print(json.dumps(report["questions"]), flush=True)
+    if not a.skip_full:
+        report["full"] = full_run(data, root, a.run_passages or a.passages, a.kill_at, a.cache_entries or a.passages)
     print(json.dumps(report, indent=1))
     if a.out:
         Path(a.out).write_text(json.dumps(report, indent=1))
