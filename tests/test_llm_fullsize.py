@@ -84,6 +84,9 @@ def test_sigkilled_extraction_resumes_without_resending_a_finished_prompt(tmp_pa
             time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        while server.in_flight:  # requests of the killed client still being answered count as before the kill
+            time.sleep(0.01)
+        time.sleep(0.1)
         import sqlite3
 
         with sqlite3.connect(cache / "cache.sqlite3") as con:
@@ -99,7 +102,8 @@ def test_sigkilled_extraction_resumes_without_resending_a_finished_prompt(tmp_pa
               if request_key(MODEL, m, {"temperature": 0.0, "max_tokens": 1024}, endpoint) in keys]
     assert len(cached) == len(keys)
     assert sum(server.served[d] - before.get(d, 0) for d in cached) == 0
-    assert sum(server.served.values()) == n  # each prompt answered once over both runs
+    lost = sum(before.values()) - len(keys)  # answered while the client was being killed: never cached
+    assert 0 <= lost <= 4 and sum(server.served.values()) == n + lost  # otherwise each prompt answered once
     stats = json.loads((out / "extraction_stats.json").read_text())
     assert stats["n_done"] == n and stats["llm_stats"]["cache_hits"] == len(keys) - logged
     ids = [json.loads(x)["passage_id"] for x in log.read_text().splitlines()]

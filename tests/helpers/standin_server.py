@@ -20,6 +20,7 @@ with the per-prompt counts, ``&reset=1`` zeroes them), for a server run in its o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import random
@@ -194,13 +195,14 @@ class StandInServer:
                 pass
 
             def _send(self, code: int, out: bytes, headers: dict[str, str] | None = None) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(out)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a client killed mid-request
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(out)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(out)
 
             def do_GET(self) -> None:  # noqa: N802
                 q = parse_qs(urlsplit(self.path).query)
