@@ -147,8 +147,7 @@ def extract_triples(
                     log.debug("extraction of passage %s failed: %s", p.id, e)
                     bar.update(1)
                     continue
-                for t in triples:
-                    t_out.write(t)
+                t_out.write_many(triples)  # durable before the log line that marks the passage done
                 l_out.write(rec)  # written last: the passage is done only once this line exists
                 done[p.id] = rec
                 n_new += 1
