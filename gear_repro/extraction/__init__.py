@@ -7,7 +7,9 @@ same work without a config. Outputs in the run dir:
 - ``extraction_log.jsonl``   one record per finished passage (entities, parse outcome, tokens, cached)
 - ``extraction_stats.json``  triples-per-passage distribution, passages with none, parse failures/repairs/
                              dropped, tokens, passages/min, and counts against the dataset's own triples
-                             (e.g. HippoRAG's GPT-3.5 OpenIE) on the same passages when it has them.
+                             (e.g. HippoRAG's GPT-3.5 OpenIE) on the same passages when it has them, and the
+                             cost/time estimate said before the first call (``estimate``, ``estimate_revised``
+                             after the first calls: llm/estimate.py).
 
 Resumable: a passage counts as done once its log record is written (after its triples); a re-run skips
 done passages and first drops triples of a passage whose log record never made it (killed in between).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
 import statistics
 import time
@@ -18,6 +19,14 @@ from tqdm import tqdm
 from gear_repro.data import Dataset
 from gear_repro.llm.base import LLM
 from gear_repro.llm.context import check_fits
+from gear_repro.llm.estimate import (
+    EstimateSettings,
+    RunEstimate,
+    announce,
+    estimate_calls,
+    reply_tokens,
+    settings_of,
+)
 from gear_repro.llm.parsing import parse_extraction
 from gear_repro.prompts import render
 from gear_repro.types import Passage, Triple
@@ -29,6 +38,7 @@ log = logging.getLogger(__name__)
 TRIPLES_FILE = "triples.jsonl"
 LOG_FILE = "extraction_log.jsonl"
 STATS_FILE = "extraction_stats.json"
+_REFERENCE_SAMPLE = 5000  # passages whose reference triples measure the output tokens of an extraction reply
 
 
 class ExtractionError(GearError):
@@ -109,6 +119,12 @@ def extract_triples(
     workers = max(1, int(concurrency or llm.concurrency))
     log.info("extraction: %d passages, %d already done, %d to go (%d worker(s))", len(passages),
              len(passages) - len(todo), len(todo), workers)
+    settings = settings_of(llm)
+    est = extraction_estimate(todo, llm, params, workers, reference, settings)
+    announce(est, settings, log)
+    probe = max(100, 8 * workers)  # uncached calls after which the estimate is said again, measured
+    revised: RunEstimate | None = None
+    probe_tokens = n_probe = 0
     call_errors: list[str] = []
     t0 = time.perf_counter()
     n_new = 0
@@ -133,12 +149,17 @@ def extract_triples(
                     log.debug("extraction of passage %s failed: %s", p.id, e)
                     bar.update(1)
                     continue
-                for t in triples:
-                    t_out.write(t)
+                t_out.write_many(triples)  # durable before the log line that marks the passage done
                 l_out.write(rec)  # written last: the passage is done only once this line exists
                 done[p.id] = rec
                 n_new += 1
                 bar.update(1)
+                if not rec["cached"] and revised is None:
+                    probe_tokens += int(rec["completion_tokens"] or 0)
+                    n_probe += 1
+                    if n_probe >= probe:
+                        revised = est.revised(n_probe, time.perf_counter() - t0, probe_tokens)
+                        log.info("%s", revised.line())
         finally:
             ex.shutdown(wait=True, cancel_futures=True)
     wall = time.perf_counter() - t0
@@ -148,6 +169,8 @@ def extract_triples(
     stats["session"] = {"passages_processed": n_new, "wall_s": round(wall, 2),
                         "passages_per_min": round(60 * n_new / wall, 2) if wall > 0 and n_new else None,
                         "call_errors": len(call_errors), "call_error_examples": call_errors[:5]}
+    stats["estimate"] = est.to_dict()
+    stats["estimate_revised"] = revised.to_dict() if revised is not None else None
     stats["llm_stats"] = llm.stats()
     write_json(out / STATS_FILE, stats)
     log.info("extraction: %d/%d passages done, %d triples (%.2f/passage), %d parse failures, %d repairs; %s",
@@ -157,6 +180,43 @@ def extract_triples(
         log.warning("extraction: %d of %d replies did not parse (no triples from those passages; first: %s)",
                     stats["parse"]["failures"], stats["n_done"], stats["parse"]["failure_examples"][0])
     return stats
+
+
+def reference_reply(triples: Sequence[Triple]) -> str:
+    """One passage's reference triples written as the K.1 reply that would give them (entities, then triples)."""
+    ents = list(dict.fromkeys(x for t in triples for x in (t.subject, t.object)))
+    return json.dumps({"named_entities": ents, "triples": [[t.subject, t.predicate, t.object] for t in triples]},
+                      ensure_ascii=False)
+
+
+def extraction_estimate(todo: Sequence[Passage], llm: LLM, params: Mapping[str, Any], workers: int,
+                        reference: Sequence[Triple] | None, settings: EstimateSettings) -> RunEstimate:
+    """The estimate of extracting ``todo`` (llm/estimate.py): the K.1 prompts of these passages as they will be
+    sent, less those the reply cache answers; output tokens per call measured on the reference triples of up to
+    ``_REFERENCE_SAMPLE`` of these passages written as K.1 replies (:func:`reference_reply`; e.g. HippoRAG's GPT-3.5
+    OpenIE of the MuSiQue sample), else ``llm.estimate_output_tokens``, capped at ``max_tokens``."""
+    model = str(getattr(llm, "model", "?"))
+    output: float | None = None
+    source = None
+    if reference:
+        by: dict[str, list[Triple]] = {}
+        for t in reference:
+            by.setdefault(t.passage_id, []).append(t)
+        sample = [by[p.id] for p in todo if p.id in by][:_REFERENCE_SAMPLE]
+        measured = reply_tokens((reference_reply(ts) for ts in sample), model)
+        if measured is not None:
+            output, n = measured
+            source = f"{output:.1f} per call, the dataset's reference triples of {n} passages as K.1 replies"
+    cap = params.get("max_tokens", (getattr(llm, "default_params", None) or {}).get("max_tokens"))
+    if cap:
+        per_call = output if output is not None else settings.output_tokens
+        if per_call > int(cap):
+            output, source = int(cap), f"{cap} per call, the max_tokens cap"
+    is_cached = getattr(llm, "is_cached", None)
+    prompts = (render("extraction", wiki_title=p.title, passage=p.text) for p in todo)
+    return estimate_calls(prompts, stage="extraction", model=model, concurrency=workers, settings=settings,
+                          output_tokens=output, output_source=source,
+                          is_cached=(lambda m: is_cached(m, **params)) if callable(is_cached) else None)
 
 
 def extraction_error(stats: Mapping[str, Any]) -> ExtractionError | None:

@@ -36,6 +36,12 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from gear_repro.llm.cache import LOCK_TIMEOUT_RANGE, LLMCache, LLMCacheMode, endpoint_identity, request_key
 from gear_repro.llm.deadline import DeadlineTransport, ReplyTooLarge
+from gear_repro.llm.estimate import (
+    ESTIMATE_LATENCY_RANGE,
+    ESTIMATE_OUTPUT_RANGE,
+    ESTIMATE_WARN_RANGE,
+    EstimateSettings,
+)
 from gear_repro.llm.gguf_weights import served_weights
 from gear_repro.llm.ledger import TokenLedger
 from gear_repro.llm.parsing import strip_echo
@@ -209,6 +215,13 @@ class LLMClientSettings(Settings):
     check_endpoint: bool = True  # start-up: a TCP connection to the endpoint (or its proxy) must open
     server: LLMServerSettings | None = None
     context_window: int | None = num(None, ge=1)  # model's window in tokens (prompt + reply); null = unknown, no fitting
+    # the estimate said before a batch of calls (llm/estimate.py; docs/llm.md, "Before a large run"): seconds per call
+    # assumed until the first calls are measured, output tokens per call when the data give none, and the $ / seconds
+    # past which it is a WARNING (never a prompt)
+    estimate_latency_s: float = num(2.0, **ESTIMATE_LATENCY_RANGE)
+    estimate_output_tokens: int = num(200, **ESTIMATE_OUTPUT_RANGE)
+    estimate_warn_usd: float = num(5.0, **ESTIMATE_WARN_RANGE)
+    estimate_warn_s: float = num(3600.0, **ESTIMATE_WARN_RANGE)
 
     def __post_init__(self) -> None:
         if not self.model:  # MISSING is reported by the field check; an empty name would reach the API
@@ -256,6 +269,8 @@ class LLMClient:
         self.server_cfg = server
         self.context_window = s.context_window  # llm/context.py
         self.record_prompts = s.record_prompts
+        self.estimate = EstimateSettings(s.estimate_latency_s, s.estimate_output_tokens, s.estimate_warn_usd,
+                                         s.estimate_warn_s)  # llm/estimate.py
         self.server = None
         self.ledger = ledger if ledger is not None else TokenLedger()
         self._client: Any = None
@@ -595,6 +610,12 @@ class LLMClient:
         contexts = [contextvars.copy_context() for _ in batch]
         with COMPUTE.released(), ThreadPoolExecutor(max_workers=min(self.concurrency, len(batch))) as ex:
             return list(ex.map(lambda cm: cm[0].run(one, cm[1]), zip(contexts, batch, strict=True)))
+
+    def is_cached(self, messages: list[dict], **params: Any) -> bool:
+        """Whether the reply cache already answers ``messages`` with ``params`` (no request would be sent)."""
+        if self.cache is None:
+            return False
+        return self.cache.get(request_key(self.model, messages, self._params(params), self.endpoint)) is not None
 
     def _ensure_client_if_needed(self, batch: Sequence[list[dict]], params: Mapping[str, Any]) -> None:
         """Start a local server from the calling thread when some request misses the cache."""

@@ -317,6 +317,10 @@ class Runner:
         if not cfg.run.resume and pred_path.exists():
             pred_path.unlink()
         todo = [q for q in questions if q.id not in finished]
+        if todo and (llm := self.res.built("llm")) is not None:  # calls, tokens, $, time: before the first call
+            from gear_repro.llm.estimate import announce_questions
+
+            announce_questions(cfg, todo, self.res.dataset.passages, llm)
         if finished:
             log.info("resuming %s: %d of %d questions already done", self.run_dir, len(questions) - len(todo),
                      len(questions))

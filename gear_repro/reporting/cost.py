@@ -59,6 +59,22 @@ def load_prices(path: str | Path | None = None, model: str | None = None) -> dic
     return out
 
 
+def price_for_model(model: str, path: str | Path | None = None) -> dict | None:
+    """The price table's row (:func:`load_prices`) for a served model name: the name itself, else the longest table
+    name it extends by a dated or versioned suffix (``gpt-4o-mini-2024-07-18`` -> ``gpt-4o-mini``); None when the table
+    prices no such model (a local or self-hosted model: no list price)."""
+    p = Path(path) if path else PRICES_YAML
+    load_prices(p)  # the table's own checks, with its errors
+    doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    names = sorted((n for n in doc["models"] if model == n or model.startswith(f"{n}-")), key=len, reverse=True)
+    return load_prices(p, names[0]) if names else None
+
+
+def usd(prompt_tokens: float, completion_tokens: float, prices: dict) -> float:
+    """Dollars for ``prompt_tokens`` input and ``completion_tokens`` output tokens at ``prices`` ($ per 1M tokens)."""
+    return (prompt_tokens * prices["input"] + completion_tokens * prices["output"]) / 1e6
+
+
 def _pct(xs: list[float], q: float) -> float | None:
     return float(np.percentile(xs, q)) if xs else None
 
@@ -85,7 +101,7 @@ def cost_table(runs: Sequence[RunResult], prices: dict) -> pd.DataFrame:
             "retrieval_ms_p50": _pct(ret, 50), "retrieval_ms_p95": _pct(ret, 95),
             "e2e_s_mean": float(np.mean(e2e)) if e2e else None,
             "llm_calls_per_q": calls, "input_tokens_per_q": tin, "output_tokens_per_q": tout,
-            "usd_per_1000_q": 1000 * (tin * prices["input"] + tout * prices["output"]) / 1e6,
+            "usd_per_1000_q": 1000 * usd(tin, tout, prices),
             "price_model": prices["model"], "price_date": prices["date"],
             "approx_split": pass_share(preds), "run_dir": str(run.path),
         })

@@ -240,9 +240,16 @@ class JsonlAppender:
             raise output_error(self.path, e) from None
 
     def write(self, rec: dict) -> None:
-        line = json.dumps(rec, ensure_ascii=False, default=str) + "\n"
+        self.write_many([rec])
+
+    def write_many(self, recs: list[dict]) -> None:
+        """Append ``recs`` and make them durable with one fsync (an fsync costs ~3 ms on a local disk: one per line
+        capped the extraction at ~30 passages/s, its ~9 triples a passage each synced alone)."""
+        if not recs:
+            return
+        text = "".join(json.dumps(rec, ensure_ascii=False, default=str) + "\n" for rec in recs)
         try:
-            self._f.write(line)
+            self._f.write(text)
             self._f.flush()
             os.fsync(self._f.fileno())
         except OSError as e:  # a partial line is cut by the next open (repair_jsonl_tail)
