@@ -217,7 +217,8 @@ def question_run(data: Path, root: Path, n_questions: int) -> dict:
     from gear_repro.config import validate
     from gear_repro.data.dataset import load_dataset
     from gear_repro.llm import LLMClient
-    from gear_repro.llm.estimate import EstimateSettings, estimate_calls, question_estimate, question_prompts
+    from gear_repro.llm.estimate import EstimateSettings, estimate_calls
+    from gear_repro.pipeline.estimate import question_estimate, question_prompts
     from gear_repro.utils.paths import config_dir
 
     ds = load_dataset(str(data))

@@ -22,8 +22,8 @@ from gear_repro.extraction.extract import extraction_estimate, reference_reply
 from gear_repro.llm import LLMClient, tokens
 from gear_repro.llm.cache import request_key
 from gear_repro.llm.estimate import EstimateSettings, announce, estimate_calls
+from gear_repro.llm.prices import price_for_model
 from gear_repro.prompts import render
-from gear_repro.reporting.cost import price_for_model
 from gear_repro.types import Passage, Triple
 from gear_repro.utils.errors import ConfigError
 from tests.helpers.standin_server import Faults, StandInServer, prompt_digest, standin_reply
@@ -206,7 +206,7 @@ def test_a_question_run_says_its_estimate_before_the_first_call(compose, toy_dir
     seen no request; its calls are the plan's upper bound (max_rounds CoT steps + 1 QA call a question), at least
     the calls the run then made; its input tokens those of the real templates (K.3 QA, IRCoT) it rendered."""
     from gear_repro.config import validate
-    from gear_repro.llm.estimate import question_plan
+    from gear_repro.pipeline.estimate import question_plan
     from gear_repro.pipeline.resources import Resources
     from gear_repro.pipeline.runner import Runner
     from tests.helpers.doubles import template_reply
@@ -225,12 +225,12 @@ def test_a_question_run_says_its_estimate_before_the_first_call(compose, toy_dir
                     seen.append(server.n_requests)
 
         handler = Snapshot()
-        logging.getLogger("gear_repro.llm.estimate").addHandler(handler)
+        logging.getLogger("gear_repro.pipeline.estimate").addHandler(handler)
         try:
             with caplog.at_level(logging.INFO, logger="gear_repro"):
                 Runner(cfg, tmp_path / "run", resources=Resources(cfg, embedder=None)).run()
         finally:
-            logging.getLogger("gear_repro.llm.estimate").removeHandler(handler)
+            logging.getLogger("gear_repro.pipeline.estimate").removeHandler(handler)
         made = server.n_requests
     assert seen == [0]
     line = next(r.getMessage() for r in caplog.records if "questions estimate" in r.getMessage())

@@ -318,7 +318,7 @@ class Runner:
             pred_path.unlink()
         todo = [q for q in questions if q.id not in finished]
         if todo and (llm := self.res.built("llm")) is not None:  # calls, tokens, $, time: before the first call
-            from gear_repro.llm.estimate import announce_questions
+            from gear_repro.pipeline.estimate import announce_questions
 
             announce_questions(cfg, todo, self.res.dataset.passages, llm)
         if finished:
