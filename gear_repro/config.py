@@ -456,6 +456,7 @@ class SentenceEmbedderSchema:
     backend: EncoderBackend = EncoderBackend.torch
     precision: Precision = Precision.fp32  # fp32 | bf16 | auto (docs/encoders.md)
     query_precision: QueryPrecision = QueryPrecision.fp32  # fp32 | same: the query side when precision runs bf16
+    cache_chunk_rows: int | None = num(32_768, ge=1)  # resumable corpus-encode parts (embedding/corpus_parts.py)
 
 
 # group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults
