@@ -115,6 +115,7 @@ class RunSchema:
     fail_fast: bool = False  # re-raise a question's error instead of logging and counting it
     allow_errors: bool = False  # false: a run with errored questions exits non-zero (they are scored as misses)
     workers: int = num(1, ge=1)  # questions in flight; their LLM waits overlap (docs/llm.md, "Concurrency")
+    capacity_check: bool = True  # refuse at start-up a run whose embedding caches exceed free disk/memory
 
 
 @dataclass
@@ -456,7 +457,7 @@ class SentenceEmbedderSchema:
     backend: EncoderBackend = EncoderBackend.torch
     precision: Precision = Precision.fp32  # fp32 | bf16 | auto (docs/encoders.md)
     query_precision: QueryPrecision = QueryPrecision.fp32  # fp32 | same: the query side when precision runs bf16
-    cache_chunk_rows: int | None = num(32_768, ge=1)  # resumable corpus-encode parts (embedding/corpus_parts.py)
+    cache_chunk_rows: int | None = num(4096, ge=1)  # resumable corpus-encode parts (embedding/corpus_parts.py)
 
 
 # group -> {schema name: dataclass}; a group option's YAML lists its schema first in its defaults

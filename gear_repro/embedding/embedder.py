@@ -120,7 +120,7 @@ class SentenceEmbedder:
         backend: str = "torch",
         precision: str = "fp32",
         query_precision: str = "fp32",
-        cache_chunk_rows: int | None = 32_768,
+        cache_chunk_rows: int | None = 4096,
     ):
         self.cache_chunk_rows = cache_chunk_rows  # encode_corpus: rows per resumable part (None: one piece)
         self.model_name = model
