@@ -68,6 +68,11 @@ def test_index_stage_stops_before_encoding(cache, tmp_path, monkeypatch) -> None
     cfg = compose_config([*over, "run.capacity_check=false"])
     out = Runner(cfg, tmp_path / "index2", resources=Resources(cfg, embedder=HashEmbedder())).run()
     assert out["passages"] == 1890 and out["triples"] == 17204
+    # both matrices cached now: the same build needs no disk, so 1 MiB free passes the check
+    cfg = compose_config(over)
+    emb = HashEmbedder()
+    assert Runner(cfg, tmp_path / "index3", resources=Resources(cfg, embedder=emb)).run()["triples"] == 17204
+    assert emb.stats["encoded"] == 0 and emb.stats["corpus_cache_hits"] == 2
 
 
 def test_retrieval_run_without_vectors_is_not_checked(cache, tmp_path, monkeypatch) -> None:

@@ -87,11 +87,12 @@ def embedder_dim(node: DictConfig) -> int:
     return KNOWN_DIMS.get(Path(name).name.lower(), 768)
 
 
-def cached_rows(model_id: str, rows: int, dim: int) -> bool:
-    """Whether $GEAR_CACHE/embeddings holds a finished ``rows`` x ``dim`` matrix of this embedder."""
+def cached_rows(model_id: str, rows: int) -> bool:
+    """Whether $GEAR_CACHE/embeddings holds a finished matrix of ``rows`` vectors of this embedder (its
+    ``model_id``, the key's first part, implies the dimension)."""
     for f in (cache_dir() / "embeddings").glob(f"{model_id}-*.npy"):
         try:
-            if np.load(f, mmap_mode="r").shape == (rows, dim):
+            if np.load(f, mmap_mode="r").shape[0] == rows:
                 return True
         except (OSError, ValueError):
             continue
@@ -105,7 +106,7 @@ def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | 
     encode_buffer = 0
     for name, (rows, chars) in collections.items():
         vec = rows * dim * 4
-        cached = model_id is not None and cached_rows(model_id, rows, dim)
+        cached = model_id is not None and cached_rows(model_id, rows)
         objects = rows * BYTES_PER_RECORD + 2 * chars
         est.memory += rows * dim * dense_bytes + objects
         if not cached:
@@ -153,8 +154,7 @@ def run_estimate(cfg: DictConfig, res, *, triples: bool) -> Estimate | None:
     if triples and ds.triples:
         collections["triples"] = (len(ds.triples), sum(len(t.subject) + len(t.predicate) + len(t.object) + 2
                                                         for t in ds.triples))
-    emb = res.built("embedder")
-    model_id = getattr(emb, "model_id", None) if emb is not None else None
+    model_id = getattr(res.embedder, "model_id", None)  # the run builds it anyway; no model is loaded for its key
     dense_bytes = 2 if str(cfg.backend.dense_dtype) == "float16" else 4
     return estimate(collections, embedder_dim(cfg.embedder), model_id, dense_bytes)
 
