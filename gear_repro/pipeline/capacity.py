@@ -1,0 +1,175 @@
+"""Start-up capacity check: a run whose embedding caches need more free disk or memory than the machine has
+stops before it starts encoding (docs/scale.md, "Full-size dress rehearsal"), not after an hour of encoding.
+
+The estimate is from the corpus size alone (no model is loaded): each collection the run embeds and whose
+vectors are not yet cached needs rows x dim x 4 bytes (float32, :meth:`SentenceEmbedder.encode_corpus`) twice on
+disk while its resumable parts are assembled into the final file (:mod:`gear_repro.embedding.corpus_parts`), and
+in memory the float32 matrix being encoded plus each embedded collection's matrix as the backend holds it
+(``backend.dense_dtype``), plus the corpus as Python objects (:data:`BYTES_PER_RECORD` per passage or triple
+and its text twice) and the process itself (:data:`BASE_BYTES`: interpreter, torch, the encoder). At MuSiQue's
+size (docs/scale.md, the rehearsal) this gives 2.4 GiB before the first vector, where the measured peak RSS was
+1.8 GiB for a BM25 run (dataset and index, no model) and 2.3 GiB for the index build during its passage encode;
+the check asks for :data:`MARGIN` of headroom.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.paths import cache_dir
+
+log = logging.getLogger(__name__)
+
+GIB = 1024 ** 3
+BYTES_PER_RECORD = 400  # a Passage/Triple and its IndexDoc as Python objects, ids and fields included
+BASE_BYTES = int(1.5 * GIB)  # interpreter, torch, transformers and the encoder's weights
+MARGIN = 1.1  # ask for 10 % more than the estimate
+KNOWN_DIMS = {"all-minilm-l6-v2": 384, "all-mpnet-base-v2": 768}
+
+
+@dataclass
+class Estimate:
+    """What a run's embedding caches need: bytes of disk in ``folder`` and of memory, with the lines that explain
+    them (one per collection)."""
+
+    folder: Path
+    disk: int = 0
+    memory: int = BASE_BYTES
+    lines: list[str] = field(default_factory=list)
+
+
+def available_memory() -> int:
+    """Bytes of memory available to a new process (``MemAvailable`` of /proc/meminfo, else physical pages)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def free_disk(folder: Path) -> int:
+    """Free bytes on the file system of ``folder`` (its nearest existing parent)."""
+    p = Path(folder)
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return shutil.disk_usage(p).free
+
+
+def embedder_dim(node: DictConfig) -> int:
+    """The embedder's vector size without loading it: its folder's config (sentence-transformers' pooling
+    config, else transformers' ``hidden_size``), else the known models' sizes, else 768."""
+    from gear_repro.embedding.sbert_weights import resolve_model
+
+    name = str(node.get("model", ""))
+    try:
+        path = Path(resolve_model(name))
+    except Exception:  # an unknown name: check_ready says so; the estimate takes the larger size
+        path = Path(name)
+    for sub, key in (("1_Pooling/config.json", "word_embedding_dimension"), ("config.json", "hidden_size")):
+        f = path / sub
+        if f.is_file():
+            try:
+                return int(json.loads(f.read_text())[key])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+    return KNOWN_DIMS.get(Path(name).name.lower(), 768)
+
+
+def cached_rows(model_id: str, rows: int) -> bool:
+    """Whether $GEAR_CACHE/embeddings holds a finished matrix of ``rows`` vectors of this embedder (its
+    ``model_id``, the key's first part, implies the dimension)."""
+    for f in (cache_dir() / "embeddings").glob(f"{model_id}-*.npy"):
+        try:
+            if np.load(f, mmap_mode="r").shape[0] == rows:
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | None, dense_bytes: int = 4) -> Estimate:
+    """The needs of embedding ``collections`` (name -> (rows, characters of text)) at ``dim``; a collection whose
+    matrix is cached (``model_id``) needs no disk and no encode buffer."""
+    est = Estimate(cache_dir() / "embeddings")
+    encode_buffer = 0
+    for name, (rows, chars) in collections.items():
+        vec = rows * dim * 4
+        cached = model_id is not None and cached_rows(model_id, rows)
+        objects = rows * BYTES_PER_RECORD + 2 * chars
+        est.memory += rows * dim * dense_bytes + objects
+        if not cached:
+            est.disk += 2 * vec
+            encode_buffer = max(encode_buffer, vec)
+        est.lines.append(f"{name}: {rows:,} x {dim} float32 = {vec / GIB:.2f} GiB"
+                         + (" (cached)" if cached else f", {2 * vec / GIB:.2f} GiB on disk while its parts are "
+                            "assembled") + f"; {objects / GIB:.2f} GiB of records")
+    est.memory += encode_buffer
+    return est
+
+
+def check(est: Estimate, *, disk_free: Callable[[Path], int] | None = None,
+          memory_free: Callable[[], int] | None = None) -> None:
+    """ConfigError when ``est`` (with :data:`MARGIN`) exceeds the free disk of its folder or the available memory
+    (measured by :func:`free_disk` and :func:`available_memory` unless given)."""
+    disk_free, memory_free = disk_free or free_disk, memory_free or available_memory
+    detail = "; ".join(est.lines)
+    have_disk = disk_free(est.folder)
+    if est.disk * MARGIN > have_disk:
+        raise ConfigError(
+            f"not enough free disk for the embedding caches in {est.folder}: they need about "
+            f"{est.disk / GIB:.1f} GiB ({detail}), {have_disk / GIB:.1f} GiB free. Free space there, point "
+            "GEAR_CACHE at a larger disk, or set run.capacity_check=false to start anyway")
+    have_mem = memory_free()
+    if est.memory * MARGIN > have_mem:
+        raise ConfigError(
+            f"not enough memory for this run's corpus and vectors: it needs about {est.memory / GIB:.1f} GiB "
+            f"({detail}; {BASE_BYTES / GIB:.1f} GiB for the process and model), {have_mem / GIB:.1f} GiB available. "
+            "Use backend.dense_dtype=float16 (half the vector memory), a machine with more memory, or set "
+            "run.capacity_check=false to start anyway")
+    log.info("capacity: the embedding caches need ~%.1f GiB of disk in %s (%.1f GiB free) and ~%.1f GiB of "
+             "memory (%.1f GiB available)", est.disk / GIB, est.folder, have_disk / GIB, est.memory / GIB,
+             have_mem / GIB)
+
+
+def run_estimate(cfg: DictConfig, res, *, triples: bool) -> Estimate | None:
+    """The estimate of a run (``res``: its :class:`~gear_repro.pipeline.resources.Resources`) that embeds its
+    passages and, with ``triples``, its triples; None when it embeds nothing or the backend keeps no vectors
+    here (Elasticsearch stores them on its server)."""
+    if not res.needs_vectors or OmegaConf.select(cfg, "backend.dense_dtype") is None:
+        return None
+    ds = res.dataset
+    collections = {"passages": (len(ds.passages), sum(len(p.content) for p in ds.passages))}
+    if triples and ds.triples:
+        collections["triples"] = (len(ds.triples), sum(len(t.subject) + len(t.predicate) + len(t.object) + 2
+                                                        for t in ds.triples))
+    model_id = getattr(res.embedder, "model_id", None)  # the run builds it anyway; no model is loaded for its key
+    dense_bytes = 2 if str(cfg.backend.dense_dtype) == "float16" else 4
+    return estimate(collections, embedder_dim(cfg.embedder), model_id, dense_bytes)
+
+
+def check_run(cfg: DictConfig, res, *, triples: bool, **free) -> None:
+    """The start-up check of a run (``run.capacity_check``, default true)."""
+    if not bool(OmegaConf.select(cfg, "run.capacity_check", default=True)):
+        return
+    est = run_estimate(cfg, res, triples=triples)
+    if est is not None:
+        check(est, **free)
+
+
+def uses_triples(cfg: DictConfig) -> bool:
+    """Whether a retrieval run embeds the triples: graph expansion, or an agent other than single-step."""
+    expansion = OmegaConf.select(cfg, "expansion.name", default="none")
+    agent = OmegaConf.select(cfg, "agent.name", default="single")
+    return str(expansion) != "none" or str(agent) != "single"

@@ -1,0 +1,87 @@
+"""Start-up capacity check (gear_repro/pipeline/capacity.py): a run whose embedding caches need more free disk or
+memory than the machine has stops before it encodes, with the estimate, the folder and the setting to skip it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gear_repro.pipeline import capacity
+from gear_repro.utils.errors import ConfigError
+from tests.helpers.doubles import HashEmbedder
+from tests.helpers.runs import compose_config
+
+GIB = 1024 ** 3
+MUSIQUE = {"passages": (148_793, 148_793 * 450), "triples": (1_520_000, 1_520_000 * 40)}
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_estimate_of_musique_size_with_minilm(cache) -> None:
+    est = capacity.estimate(MUSIQUE, 384, "m")
+    vec = (148_793 + 1_520_000) * 384 * 4
+    assert est.disk == 2 * vec  # parts and the assembled file side by side
+    assert est.folder == cache / "embeddings"
+    records = (148_793 + 1_520_000) * capacity.BYTES_PER_RECORD + 2 * (148_793 * 450 + 1_520_000 * 40)
+    assert est.memory == capacity.BASE_BYTES + vec + records + 1_520_000 * 384 * 4  # + the triples' encode buffer
+    assert "triples: 1,520,000 x 384 float32 = 2.17 GiB" in est.lines[1]
+
+
+def test_a_cached_matrix_needs_no_disk(cache) -> None:
+    (cache / "embeddings").mkdir(parents=True)
+    np.save(cache / "embeddings" / "m-abc.npy", np.zeros((1000, 8), np.float32))
+    est = capacity.estimate({"passages": (1000, 10)}, 8, "m")
+    assert est.disk == 0 and "(cached)" in est.lines[0]
+    assert capacity.estimate({"passages": (1000, 10)}, 8, "other").disk == 2 * 1000 * 8 * 4
+
+
+def test_too_little_disk_is_refused_with_the_numbers(cache) -> None:
+    est = capacity.estimate(MUSIQUE, 384, "m")
+    with pytest.raises(ConfigError, match=r"not enough free disk for the embedding caches in .*cache/embeddings: "
+                                          r"they need about 4\.8 GiB .*, 2\.0 GiB free.*run\.capacity_check=false"):
+        capacity.check(est, disk_free=lambda _: 2 * GIB, memory_free=lambda: 64 * GIB)
+    capacity.check(est, disk_free=lambda _: 6 * GIB, memory_free=lambda: 64 * GIB)  # enough: no error
+
+
+def test_too_little_memory_is_refused(cache) -> None:
+    est = capacity.estimate(MUSIQUE, 768, "m")
+    with pytest.raises(ConfigError, match=r"not enough memory .*needs about 1[0-9]\.\d GiB.*4\.0 GiB available.*"
+                                          r"backend\.dense_dtype=float16"):
+        capacity.check(est, disk_free=lambda _: 100 * GIB, memory_free=lambda: 4 * GIB)
+
+
+def test_index_stage_stops_before_encoding(cache, tmp_path, monkeypatch) -> None:
+    from gear_repro.pipeline.resources import Resources
+    from gear_repro.pipeline.runner import Runner
+
+    monkeypatch.setattr(capacity, "free_disk", lambda _: 1024 ** 2)  # 1 MiB free
+    over = ["stage=index", "retriever=hybrid", "expansion=naive", "run.progress=false"]
+    emb = HashEmbedder()
+    cfg = compose_config(over)
+    with pytest.raises(ConfigError, match=r"not enough free disk for the embedding caches in .*embeddings"):
+        Runner(cfg, tmp_path / "index", resources=Resources(cfg, embedder=emb)).run()
+    assert emb.stats["encoded"] == 0  # stopped before the first text
+    cfg = compose_config([*over, "run.capacity_check=false"])
+    out = Runner(cfg, tmp_path / "index2", resources=Resources(cfg, embedder=HashEmbedder())).run()
+    assert out["passages"] == 1890 and out["triples"] == 17204
+    # both matrices cached now: the same build needs no disk, so 1 MiB free passes the check
+    cfg = compose_config(over)
+    emb = HashEmbedder()
+    assert Runner(cfg, tmp_path / "index3", resources=Resources(cfg, embedder=emb)).run()["triples"] == 17204
+    assert emb.stats["encoded"] == 0 and emb.stats["corpus_cache_hits"] == 2
+
+
+def test_retrieval_run_without_vectors_is_not_checked(cache, tmp_path, monkeypatch) -> None:
+    from gear_repro.pipeline.resources import Resources
+    from gear_repro.pipeline.runner import Runner
+
+    monkeypatch.setattr(capacity, "free_disk", lambda _: 0)
+    cfg = compose_config(["retriever=bm25", "run.progress=false", "dataset.limit=2"])
+    assert "recall@5" in Runner(cfg, tmp_path / "bm25", resources=Resources(cfg, embedder=None)).run()
+    cfg = compose_config(["retriever=sbert", "run.progress=false", "dataset.limit=2"])
+    with pytest.raises(ConfigError, match="not enough free disk"):
+        Runner(cfg, tmp_path / "sbert", resources=Resources(cfg, embedder=HashEmbedder())).run()

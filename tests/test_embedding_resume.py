@@ -1,0 +1,156 @@
+"""Resumable corpus encodes (gear_repro/embedding/corpus_parts.py): a killed encode loses at most one part, and
+the vectors equal, bit for bit, those of an encode in one piece."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gear_repro.embedding.corpus_parts import part_rows
+from tests.helpers.doubles import HashEmbedder
+from tests.helpers.requirements import missing
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def sample_triples(n: int) -> list[str]:
+    """The first ``n`` triples of the bundled MuSiQue sample as the text the triple collection embeds."""
+    out = []
+    with open(REPO / "data" / "musique_sample" / "triples.jsonl") as f:
+        for line in f:
+            r = json.loads(line)
+            out.append(f"{r['subject']} {r['predicate']} {r['object']}")
+            if len(out) == n:
+                break
+    return out
+
+
+class Crash(RuntimeError):
+    pass
+
+
+class CrashingEmbedder(HashEmbedder):
+    """A hash embedder whose model dies (as a kill -9 would) once ``crash_after`` texts were encoded."""
+
+    def __init__(self, crash_after: int | None = None, **kw) -> None:
+        super().__init__(**kw)
+        self.crash_after = crash_after
+
+    def _encode(self, texts, progress: bool = False) -> np.ndarray:
+        if self.crash_after is not None and self.stats["encoded"] + len(texts) > self.crash_after:
+            raise Crash("killed")
+        return super()._encode(texts, progress)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "embeddings"
+
+
+def parts_of(cache: Path) -> list[str]:
+    return sorted(p.name for p in cache.glob("*.parts/rows-*.npy"))
+
+
+def test_part_rows_are_whole_batches() -> None:
+    assert part_rows(100, 32) == 128
+    assert part_rows(64, 32) == 64
+    assert part_rows(1, 8) == 8
+
+
+def test_crash_after_part_two_then_rerun_encodes_only_the_rest(cache) -> None:
+    texts = sample_triples(200)
+    whole = HashEmbedder()
+    whole.cache = False
+    expected = whole._encode(texts)
+    # batch 8, parts of 40 rows: 5 parts; the model dies inside the third
+    dying = CrashingEmbedder(crash_after=95)
+    dying.batch_size, dying.cache_chunk_rows = 8, 40
+    with pytest.raises(Crash):
+        dying.encode_corpus(texts, "triples")
+    assert parts_of(cache) == ["rows-000000000-000000040.npy", "rows-000000040-000000080.npy"]
+    assert not list(cache.glob("*.npy"))  # no final matrix yet
+    rerun = CrashingEmbedder()
+    rerun.batch_size, rerun.cache_chunk_rows = 8, 40
+    vecs = rerun.encode_corpus(texts, "triples")
+    assert rerun.stats["encoded"] == 120  # the three parts not finished, not the 80 rows of parts 1-2
+    assert np.array_equal(vecs, expected)
+    assert parts_of(cache) == [] and not list(cache.glob("*.parts"))  # assembled, parts removed
+    final = list(cache.glob("*.npy"))
+    assert len(final) == 1 and np.array_equal(np.load(final[0]), expected)
+
+
+def test_damaged_part_is_encoded_again(cache) -> None:
+    texts = sample_triples(120)
+    first = CrashingEmbedder(crash_after=119)  # dies in the last part: parts 1-2 of 3 written
+    first.batch_size, first.cache_chunk_rows = 8, 40
+    with pytest.raises(Crash):
+        first.encode_corpus(texts, "triples")
+    part = next(cache.glob("*.parts")) / "rows-000000040-000000080.npy"
+    part.write_bytes(part.read_bytes()[:300])  # a part cut short (a disk full, a copy broken off)
+    rerun = CrashingEmbedder()
+    rerun.batch_size, rerun.cache_chunk_rows = 8, 40
+    vecs = rerun.encode_corpus(texts, "triples")
+    assert rerun.stats["encoded"] == 80  # the damaged part and the unfinished one
+    ref = HashEmbedder()
+    assert np.array_equal(vecs, ref._encode(texts))
+
+
+def test_parts_of_another_batch_size_are_not_mixed_in(cache) -> None:
+    texts = sample_triples(120)
+    first = CrashingEmbedder(crash_after=100)
+    first.batch_size, first.cache_chunk_rows = 8, 40
+    with pytest.raises(Crash):
+        first.encode_corpus(texts, "triples")
+    other = CrashingEmbedder()
+    other.batch_size, other.cache_chunk_rows = 20, 40  # other batches: other last bits, so no part is reused
+    other.encode_corpus(texts, "triples")
+    assert other.stats["encoded"] == 120
+
+
+def test_one_bar_over_the_whole_corpus(cache, capsys) -> None:
+    texts = sample_triples(120)
+    first = CrashingEmbedder(crash_after=100)
+    first.batch_size, first.cache_chunk_rows = 8, 40
+    with pytest.raises(Crash):
+        first.encode_corpus(texts, "triples")
+    capsys.readouterr()
+    rerun = CrashingEmbedder()
+    rerun.batch_size, rerun.cache_chunk_rows, rerun.show_progress = 8, 40, True
+    rerun.encode_corpus(texts, "triples")
+    err = capsys.readouterr().err
+    assert "embedding triples" in err and "120/120" in err and "text/s" in err
+    assert re.search(r"\b80(\.0)?/120 ", err)  # started at the rows of the two finished parts
+    assert "/40" not in err  # no bar per part
+
+
+def test_small_collection_is_one_piece(cache) -> None:
+    emb = HashEmbedder()
+    emb.cache_chunk_rows = 1000
+    emb.encode_corpus(sample_triples(50), "triples")
+    assert not list(cache.glob("*.parts")) and len(list(cache.glob("*.npy"))) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["fp32", "auto"])
+def test_minilm_parts_are_bit_identical_to_one_piece(cache, precision) -> None:
+    from gear_repro.embedding import SentenceEmbedder
+    from gear_repro.embedding.sbert_weights import resolve_model
+
+    if resolve_model("all-MiniLM-L6-v2") == "all-MiniLM-L6-v2":
+        missing("MiniLM not installed offline (make install-test-models)")
+    texts = sample_triples(400)
+    one = SentenceEmbedder("all-MiniLM-L6-v2", batch_size=16, show_progress=False, cache=False,
+                           precision=precision)
+    expected = one._encode(texts)
+    parts = SentenceEmbedder("all-MiniLM-L6-v2", batch_size=16, show_progress=False, cache_chunk_rows=50,
+                             precision=precision)  # 50 -> 64 rows: whole batches of the length-sorted order
+    vecs = parts.encode_corpus(texts, "triples")
+    assert np.array_equal(vecs, expected)
+    # the same key as the encode in one piece: a cache written before parts existed is read as it is
+    assert parts.encode_corpus(texts, "triples") is not None and parts.stats["corpus_cache_hits"] == 1
+    assert one.model_id == parts.model_id
