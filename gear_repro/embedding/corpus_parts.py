@@ -22,17 +22,32 @@ import logging
 import re
 import shutil
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from gear_repro.utils.io import atomic_open, load_cached
 
-if TYPE_CHECKING:
-    from gear_repro.embedding.embedder import SentenceEmbedder
-
 log = logging.getLogger(__name__)
+
+class PartEncoder(Protocol):
+    """What :func:`encode_in_parts` uses of :class:`~gear_repro.embedding.embedder.SentenceEmbedder` (a protocol, so
+    that the embedder can import this module)."""
+
+    batch_size: int
+    show_progress: bool
+
+    @property
+    def dim(self) -> int: ...
+
+    def batch_order(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def autocast(self) -> AbstractContextManager[object]: ...
+
+    def _encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray: ...
+
 
 PLAN = "plan.json"  # the parts' grid (batch size, rows per part, corpus rows): parts of another grid are not reused
 PART = re.compile(r"rows-(\d{9})-(\d{9})\.npy")
@@ -95,7 +110,7 @@ def _open_parts(folder: Path, plan: dict) -> None:
             json.dump(plan, f)
 
 
-def encode_in_parts(embedder: SentenceEmbedder, texts: Sequence[str], folder: Path, chunk_rows: int,
+def encode_in_parts(embedder: PartEncoder, texts: Sequence[str], folder: Path, chunk_rows: int,
                     desc: str = "") -> np.ndarray:
     """Encode ``texts`` part by part into ``folder`` (reusing finished parts) and return the assembled vectors.
 
