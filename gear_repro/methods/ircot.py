@@ -43,7 +43,7 @@ from gear_repro.methods.base import MethodOutput, Searcher, SearchResult
 from gear_repro.methods.report_contract import (
     HIPPORAG_SETTINGS,
     PAPER_MAX_ROUNDS,
-    PaperSetting,
+    PaperValue,
     ReportHooks,
     RowParts,
     class_path,
@@ -421,16 +421,16 @@ REFERENCE_DEMOS = {"MuSiQue": "musique", "2Wiki": "2wikimultihopqa", "HotpotQA":
 IRCOT_SETTINGS = (
     # the run's dataset's own demonstrations (data/ircot_prompts/<dataset>/...): agent.demos=hotpotqa on MuSiQue sat as
     # "IRCoT (BM25)" beside the paper's cell
-    PaperSetting("agent.demos", "{value} demonstrations", per_dataset=REFERENCE_DEMOS),
-    PaperSetting("agent.max_rounds", rounds_note, per_dataset=PAPER_MAX_ROUNDS),
-    PaperSetting("agent.top_k", "top_k {value}", 10),
-    PaperSetting("agent.merge", "{value} merge", "raw"),
-    PaperSetting("agent.thought", "{value} thought", "full"),
-    PaperSetting("agent.empty_thought", "empty thought: {value}", "retrieve"),
-    PaperSetting("agent.title_prefixes.{paper}", lambda p: f"title prefix {p.strip() or 'none'!r}",
+    PaperValue("agent.demos", "{value} demonstrations", per_dataset=REFERENCE_DEMOS),
+    PaperValue("agent.max_rounds", rounds_note, per_dataset=PAPER_MAX_ROUNDS),
+    PaperValue("agent.top_k", "top_k {value}", 10),
+    PaperValue("agent.merge", "{value} merge", "raw"),
+    PaperValue("agent.thought", "{value} thought", "full"),
+    PaperValue("agent.empty_thought", "empty thought: {value}", "retrieve"),
+    PaperValue("agent.title_prefixes.{paper}", lambda p: f"title prefix {p.strip() or 'none'!r}",
                  of_config=reference_title_prefix),
-    PaperSetting("agent.num_demo", lambda n: f"{n} demonstration{'' if n == 1 else 's'}", 1, null="all"),
-    PaperSetting("agent.demo_budget", "demonstrations within {value} tokens", 0, null=0),  # null = no budget
+    PaperValue("agent.num_demo", lambda n: f"{n} demonstration{'' if n == 1 else 's'}", 1, null="all"),
+    PaperValue("agent.demo_budget", "demonstrations within {value} tokens", 0, null=0),  # null = no budget
     # IRCoT (BM25)'s text analysis (the reference index's ES standard analyzer, src/elastic_search_tool.py:6-28) is
     # the BM25 base retriever's paper setting (methods/report_contract.py BM25_SETTINGS), as for every BM25 row
     *HIPPORAG_SETTINGS,

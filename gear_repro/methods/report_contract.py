@@ -50,7 +50,7 @@ def config_value(cfg: Mapping[str, Any], dotted: str, missing: Any = None) -> An
 
 
 @dataclass(frozen=True)
-class PaperSetting:
+class PaperValue:
     """One setting of a method's paper row (``ReportHooks.paper_settings``): the dotted config ``key``, the paper's
     ``value`` (``per_dataset``: dataset paper name -> value; ``of_config``: a function of the run's config), and the
     ``note`` naming a run's other value ("{value}" is replaced by it, or a function of it). ``{paper}`` in ``key``
@@ -76,14 +76,14 @@ def _analysis_unless_analyzer(config: Mapping[str, Any]) -> str | None:
 # configs/backend/*.yaml), Lucene's formula (bm25s's ``lucene``; the ES backend has no other) and ES's default text
 # analysis, the standard analyzer (no stop words, no stemming; HippoRAG legacy src/elastic_search_tool.py:6-28 maps
 # a text field with no analyzer); a base retriever that ranks with BM25 declares these as its paper settings
-BM25_SETTINGS = (PaperSetting("backend.bm25.k1", "BM25 k1 {value}", 1.2),
-                 PaperSetting("backend.bm25.b", "BM25 b {value}", 0.75),
-                 PaperSetting("backend.bm25.method", "BM25 variant {value}", "lucene"),  # ES's BM25 is Lucene's
+BM25_SETTINGS = (PaperValue("backend.bm25.k1", "BM25 k1 {value}", 1.2),
+                 PaperValue("backend.bm25.b", "BM25 b {value}", 0.75),
+                 PaperValue("backend.bm25.method", "BM25 variant {value}", "lucene"),  # ES's BM25 is Lucene's
                  # the memory backend's null analyzer defers to its stop words and stemmer, compared below
-                 PaperSetting("backend.bm25.analyzer", "{value} analyzer", "standard"),
-                 PaperSetting("backend.bm25.stopwords", "stop words {value}", of_config=_analysis_unless_analyzer,
+                 PaperValue("backend.bm25.analyzer", "{value} analyzer", "standard"),
+                 PaperValue("backend.bm25.stopwords", "stop words {value}", of_config=_analysis_unless_analyzer,
                               null="none"),
-                 PaperSetting("backend.bm25.stemmer", "{value} stemmer", of_config=_analysis_unless_analyzer,
+                 PaperValue("backend.bm25.stemmer", "{value} stemmer", of_config=_analysis_unless_analyzer,
                               null="none"))
 
 def hipporag_uses_retriever(config: Mapping[str, Any]) -> bool:
@@ -94,7 +94,7 @@ def hipporag_uses_retriever(config: Mapping[str, Any]) -> bool:
 _UNRECORDED = object()  # a key the run's config does not hold
 
 
-def variant_notes(config: Mapping[str, Any], settings: Sequence[PaperSetting],
+def variant_notes(config: Mapping[str, Any], settings: Sequence[PaperValue],
                   paper_config: Mapping[str, Any] | None = None, skip: Collection[str] = ()) -> tuple[str, ...]:
     """The notes of the ``settings`` a run's config differs in from the paper's row; ``paper_config`` (a preset's
     ``report.paper_config``) overrides the paper's value of a key (GRIEVER Table 4 runs IRCoT with top_k 5); the
@@ -148,7 +148,7 @@ class ReportHooks:
         IRCoT's thoughts, ...): a list of :func:`detail_table` blocks, or None when the record holds nothing of it.
     reply_failures: its ``agent_stats`` counters of LLM replies that did not parse (handled as its reading says, and
         counted): the run command warns when one is non-zero.
-    paper_settings: the settings of its paper row (:class:`PaperSetting`): a run that differs in one is named by its
+    paper_settings: the settings of its paper row (:class:`PaperValue`): a run that differs in one is named by its
         label (``RowParts.notes``) and never stands for the paper's row in a claim (``paper_row: true``); a
         retriever's count for the runs of a method that retrieves with it (``uses_retriever``).
     uses_retriever: methods: whether a run's ``retriever`` feeds its rankings, given its config (None: always;
@@ -167,21 +167,21 @@ class ReportHooks:
     trace_lines: Callable[[dict, Any, Any], list[str] | None] | None = None
     question_detail: Callable[[dict], list[dict] | None] | None = None
     reply_failures: tuple[str, ...] = ()
-    paper_settings: tuple[PaperSetting, ...] = ()
+    paper_settings: tuple[PaperValue, ...] = ()
     uses_retriever: Callable[[Mapping[str, Any]], bool] | None = None
 
 
 # HippoRAG v1 as GEAR re-ran it (configs/hipporag/default.yaml: the scripts' values): agent=hipporag|hipporag_ircot
 HIPPORAG_SETTINGS = (
-    PaperSetting("hipporag.node_specificity", "no node specificity", True),
-    PaperSetting("hipporag.synonyms", "no synonym edges", True),
-    PaperSetting("hipporag.damping", "damping {value}", 0.5),
-    PaperSetting("hipporag.synonym_threshold", "synonym threshold {value}", 0.8),
-    PaperSetting("hipporag.normalisation", "{value} phrase keys", "hipporag"),
-    PaperSetting("hipporag.no_entity_fallback", "{value} fallback", "uniform"),
-    PaperSetting("hipporag.tie_order", "{value} tie order", "reference"),
+    PaperValue("hipporag.node_specificity", "no node specificity", True),
+    PaperValue("hipporag.synonyms", "no synonym edges", True),
+    PaperValue("hipporag.damping", "damping {value}", 0.5),
+    PaperValue("hipporag.synonym_threshold", "synonym threshold {value}", 0.8),
+    PaperValue("hipporag.normalisation", "{value} phrase keys", "hipporag"),
+    PaperValue("hipporag.no_entity_fallback", "{value} fallback", "uniform"),
+    PaperValue("hipporag.tie_order", "{value} tie order", "reference"),
     # the query NER's JSON mode: the reference's for its OpenAI client, none for its local ones (null = auto = that)
-    PaperSetting("hipporag.ner_json", lambda on: "NER JSON mode" if on else "NER without JSON mode",
+    PaperValue("hipporag.ner_json", lambda on: "NER JSON mode" if on else "NER without JSON mode",
                  of_config=lambda c: not (c.get("llm") or {}).get("server")),
 )
 

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from gear_repro.methods.base import Expansion, MethodOutput
 from gear_repro.methods.report_contract import (
     BM25_SETTINGS,
-    PaperSetting,
+    PaperValue,
     ReportHooks,
     RowParts,
     class_path,
@@ -120,7 +120,7 @@ def row_label(config: Mapping[str, Any], parts: RowParts) -> str:
 BASE_RETRIEVER_HOOKS = (
     ReportHooks(targets=(class_path(BM25Retriever), "gear_repro.retrieval.BM25Retriever"), paper_settings=BM25_SETTINGS),
     ReportHooks(targets=(class_path(HybridRetriever), "gear_repro.retrieval.HybridRetriever"),
-                paper_settings=(*BM25_SETTINGS, PaperSetting("retriever.k_rrf", "RRF k {value}", 60))),
+                paper_settings=(*BM25_SETTINGS, PaperValue("retriever.k_rrf", "RRF k {value}", 60))),
     # GRIEVER's Composed baseline (§4.2.2): BM25 candidates re-scored densely
     ReportHooks(targets=(class_path(ComposedRetriever), "gear_repro.retrieval.ComposedRetriever"),
                 paper_settings=BM25_SETTINGS),

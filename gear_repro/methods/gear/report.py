@@ -13,7 +13,7 @@ from gear_repro.methods.gear.detail import agent_detail, expansion_detail
 from gear_repro.methods.gear.expansion import NaiveGE, NoExpansion, SyncGE
 from gear_repro.methods.report_contract import (
     PAPER_MAX_ROUNDS,
-    PaperSetting,
+    PaperValue,
     ReportHooks,
     RowParts,
     class_path,
@@ -27,44 +27,44 @@ PAPER_EXPANSION = "SyncGE"  # GEAR's graph expansion (§5: SyncGE inside the age
 PAPER_BASE = "hybrid"  # the base retriever of GEAR's own paper rows; any other base is named in the label
 # Alg. 1's settings of the paper's rows (App. B.2, §6.2; Table 9 varies the length under its own preset)
 BEAM_SETTINGS = (
-    PaperSetting("beam.length", "beam length {value}", 2),
-    PaperSetting("beam.width", "beam width {value}", 10),
-    PaperSetting("beam.diversity", "no diversity", True),
-    PaperSetting("beam.gamma", "gamma {value}", 20),
-    PaperSetting("beam.neighbours", lambda n: f"{n or 'all'} neighbours", 100, null=0),  # null/0 = every neighbour
-    PaperSetting("beam.scorer", "{value} scorer", "exact"),
+    PaperValue("beam.length", "beam length {value}", 2),
+    PaperValue("beam.width", "beam width {value}", 10),
+    PaperValue("beam.diversity", "no diversity", True),
+    PaperValue("beam.gamma", "gamma {value}", 20),
+    PaperValue("beam.neighbours", lambda n: f"{n or 'all'} neighbours", 100, null=0),  # null/0 = every neighbour
+    PaperValue("beam.scorer", "{value} scorer", "exact"),
     # the readings of Alg. 1 (docs/readings.md, docs/graph_expansion.md): a switch names its row
-    PaperSetting("beam.exists", "exists rule: {value}", "previous_step"),  # Alg. 1 line 11
-    PaperSetting("beam.dead_ends", "dead ends: {value}", "fallback"),
-    PaperSetting("beam.neighbour_selection", "neighbours by {value}", "relevance"),
+    PaperValue("beam.exists", "exists rule: {value}", "previous_step"),  # Alg. 1 line 11
+    PaperValue("beam.dead_ends", "dead ends: {value}", "fallback"),
+    PaperValue("beam.neighbour_selection", "neighbours by {value}", "relevance"),
 )
 EXPANSION_SETTINGS = (  # Eq. 3 (NaiveGE and SyncGE): RRF constant (DESIGN.md) and list order (the pseudocode's)
-    PaperSetting("expansion.k_rrf", "Eq. 3 k_rrf {value}", 60),
-    PaperSetting("expansion.fusion_order", "{value} fusion", "base_first"),
+    PaperValue("expansion.k_rrf", "Eq. 3 k_rrf {value}", 60),
+    PaperValue("expansion.fusion_order", "{value} fusion", "base_first"),
 )
 SYNC_SETTINGS = (  # SyncGE's reader (K.2 prompts, every proximal triple linked, the base list when none parse)
-    PaperSetting("expansion.prompt", "{value} reader prompt", "reader"),
-    PaperSetting("expansion.memory_prompt", "{value} memory prompt", "reader_gist"),
-    PaperSetting("expansion.max_proximal", "at most {value} proximal triples", "all", null="all"),
-    PaperSetting("expansion.on_no_proximal", "no proximal triples: {value}", "base"),
+    PaperValue("expansion.prompt", "{value} reader prompt", "reader"),
+    PaperValue("expansion.memory_prompt", "{value} memory prompt", "reader_gist"),
+    PaperValue("expansion.max_proximal", "at most {value} proximal triples", "all", null="all"),
+    PaperValue("expansion.on_no_proximal", "no proximal triples: {value}", "base"),
 )
 GEAR_SETTINGS = (  # §5: passageLink (Eq. 8-10), the dataset's rounds (§6.3), App. B.2, the pseudocode (gear.py)
-    PaperSetting("agent.passage_link", "no passageLink", True),
-    PaperSetting("agent.max_rounds", rounds_note, per_dataset=PAPER_MAX_ROUNDS),
-    PaperSetting("agent.base_k", "base k {value}", 10),
-    PaperSetting("agent.query_for_base", "base query: {value}", "rewritten"),
-    PaperSetting("agent.query_for_beam", "beam query: {value}", "original"),
-    PaperSetting("agent.reader_memory", "reader without memory", True),
-    PaperSetting("agent.read_with", "reads the {value} question", "original"),
-    PaperSetting("agent.gist_docs", "gist of the {value} list", "expanded"),
-    PaperSetting("agent.gist_first_round", "round-1 gist: {value}", "read"),
-    PaperSetting("agent.gist_k", "gist of the top {value}", "all", null="all"),  # null = the whole list (gear.py:52)
-    PaperSetting("agent.gist_empty", "empty gist list: {value}", "skip"),
-    PaperSetting("agent.k_rrf", "k_rrf {value}", 60),
+    PaperValue("agent.passage_link", "no passageLink", True),
+    PaperValue("agent.max_rounds", rounds_note, per_dataset=PAPER_MAX_ROUNDS),
+    PaperValue("agent.base_k", "base k {value}", 10),
+    PaperValue("agent.query_for_base", "base query: {value}", "rewritten"),
+    PaperValue("agent.query_for_beam", "beam query: {value}", "original"),
+    PaperValue("agent.reader_memory", "reader without memory", True),
+    PaperValue("agent.read_with", "reads the {value} question", "original"),
+    PaperValue("agent.gist_docs", "gist of the {value} list", "expanded"),
+    PaperValue("agent.gist_first_round", "round-1 gist: {value}", "read"),
+    PaperValue("agent.gist_k", "gist of the top {value}", "all", null="all"),  # null = the whole list (gear.py:52)
+    PaperValue("agent.gist_empty", "empty gist list: {value}", "skip"),
+    PaperValue("agent.k_rrf", "k_rrf {value}", 60),
     # Eq. 5 and the pseudocode's extend (gear.py:11) keep repeats; docs/readings.md "memory de-duplication"
-    PaperSetting("agent.dedupe_memory", "memory de-duplicated", False),
+    PaperValue("agent.dedupe_memory", "memory de-duplicated", False),
     # Eq. 10's h_base^k: the run's base k (null = base_k)
-    PaperSetting("agent.passage_link_k", "passageLink k {value}", of_config=lambda c: (c.get("agent") or {}).get("base_k")),
+    PaperValue("agent.passage_link_k", "passageLink k {value}", of_config=lambda c: (c.get("agent") or {}).get("base_k")),
 )
 STAGES = ("read", "gist", "reason", "rewrite")  # the K.2 reader, gist memory, reasoner, rewriter (§5)
 

@@ -12,7 +12,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from gear_repro.methods.report_contract import (
-    PaperSetting,
+    PaperValue,
     ReportHooks,
     RowParts,
     class_path,
@@ -47,13 +47,13 @@ def _reading_value(key: str) -> Any:
 # iteration (§5.2, main.py:99-100), the reference code's reading (the default, DESIGN.md; docs/readings.md) and each
 # of its behaviours, its answer parse, the default fuzzy match and stall stop, and the proposition pool per query
 T2RAG_SETTINGS = (
-    PaperSetting("agent.k", "k = {value}", 5),
-    PaperSetting("agent.candidate_depth", "{value} candidates per query", 200),
-    PaperSetting("agent.reading", "reading: {value}", "code"),
-    *(PaperSetting(f"agent.{key}", f"{key} {{value}}", of_config=_reading_value(key)) for key in READING_KEYS),
-    PaperSetting("agent.answer_parse", "{value} answer parse", "code"),
-    PaperSetting("agent.fuzzy_match", "fuzzy match: {value}", "placeholder"),
-    PaperSetting("agent.stall_stop", "no stall stop", True),
+    PaperValue("agent.k", "k = {value}", 5),
+    PaperValue("agent.candidate_depth", "{value} candidates per query", 200),
+    PaperValue("agent.reading", "reading: {value}", "code"),
+    *(PaperValue(f"agent.{key}", f"{key} {{value}}", of_config=_reading_value(key)) for key in READING_KEYS),
+    PaperValue("agent.answer_parse", "{value} answer parse", "code"),
+    PaperValue("agent.fuzzy_match", "fuzzy match: {value}", "placeholder"),
+    PaperValue("agent.stall_stop", "no stall stop", True),
 )
 
 
