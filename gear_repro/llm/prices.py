@@ -51,6 +51,8 @@ def price_for_model(model: str, path: str | Path | None = None) -> dict | None:
     return load_prices(p, names[0]) if names else None
 
 
-def usd(prompt_tokens: float, completion_tokens: float, prices: dict) -> float:
-    """Dollars for ``prompt_tokens`` input and ``completion_tokens`` output tokens at ``prices`` ($ per 1M tokens)."""
-    return (prompt_tokens * prices["input"] + completion_tokens * prices["output"]) / 1e6
+def usd(prompt_tokens: float, completion_tokens: float, prices: dict, per: float = 1) -> float:
+    """Dollars for ``prompt_tokens`` input and ``completion_tokens`` output tokens at ``prices`` ($ per 1M tokens),
+    times ``per`` (the cost table's $ per 1,000 questions: multiplied before the division, as that table always
+    computed it, so its figures keep their last digit)."""
+    return per * (prompt_tokens * prices["input"] + completion_tokens * prices["output"]) / 1e6

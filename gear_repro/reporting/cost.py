@@ -54,7 +54,7 @@ def cost_table(runs: Sequence[RunResult], prices: dict) -> pd.DataFrame:
             "retrieval_ms_p50": _pct(ret, 50), "retrieval_ms_p95": _pct(ret, 95),
             "e2e_s_mean": float(np.mean(e2e)) if e2e else None,
             "llm_calls_per_q": calls, "input_tokens_per_q": tin, "output_tokens_per_q": tout,
-            "usd_per_1000_q": 1000 * usd(tin, tout, prices),
+            "usd_per_1000_q": usd(tin, tout, prices, per=1000),
             "price_model": prices["model"], "price_date": prices["date"],
             "approx_split": pass_share(preds), "run_dir": str(run.path),
         })
