@@ -5,7 +5,10 @@ Two steps: ``pack`` here writes one folder (under 64 MiB) that a bare GPU machin
 the package, this benchmark, the prepared sample, MiniLM's weights stored in float16 (45 MB; the embedder
 computes in ``embedder.precision`` whatever the file's dtype), and the pure-Python packages it needs beyond torch,
 transformers and sentence-transformers (omegaconf and its antlr4 runtime, copied from this environment into
-``site/``; the antlr4 runtime has no wheel). ``run`` there reports, per precision:
+``site/``; the antlr4 runtime has no wheel), bm25s, tenacity, json_repair and attrs beside them, and PyStemmer's binary wheels for CPython 3.10-3.13
+on x86-64 Linux in ``wheels/`` (downloaded from PyPI by ``pack``; ``run`` unpacks the one matching its Python).
+faiss is not needed: the sample is below ``backend.dense.auto_min_vectors``, so dense search is exact numpy.
+``run`` there reports, per precision:
 
   * passages/s and triples/s (the corpus encoder, batch ``--batch-size``, wall clock, the GPU synchronised by the
     copy of the vectors to the host) and query encodes/s (one question at a time, as retrieval asks);
@@ -44,7 +47,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 HERE = Path(__file__).resolve().parent.parent
-VENDORED = ("omegaconf", "antlr4")  # pure Python; what gear_repro needs beyond a GPU image with torch
+VENDORED = ("omegaconf", "antlr4", "bm25s", "tenacity", "json_repair", "attr")  # pure Python, beyond a torch image
+BINARY_WHEELS = ("PyStemmer",)  # C extensions: a wheel per CPython version, unpacked by ``run``
+WHEEL_PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 MODEL_FILES = ("1_Pooling", "config.json", "config_sentence_transformers.json", "modules.json",
                "sentence_bert_config.json", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json",
                "vocab.txt")
@@ -77,6 +82,10 @@ def pack(out: Path) -> None:
     for name in VENDORED:
         module = __import__(name)
         shutil.copytree(Path(module.__file__).parent, out / "site" / name, ignore=skip)
+    for version in WHEEL_PYTHONS:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
+                        "--python-version", version, "--platform", "manylinux2014_x86_64", "--platform",
+                        "manylinux_2_28_x86_64", "-d", str(out / "wheels"), *BINARY_WHEELS], check=True)
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     print(f"{out}: {size / 2**20:.1f} MiB")
     if size > BUNDLE_LIMIT:
@@ -84,11 +93,21 @@ def pack(out: Path) -> None:
 
 
 def use_vendored(folder: Path) -> None:
-    """The bundle's ``site/`` on ``sys.path`` where the environment lacks its packages."""
-    try:
-        import omegaconf  # noqa: F401
-    except ImportError:
+    """The bundle's ``site/`` on ``sys.path`` where the environment lacks its packages, and its binary wheel for
+    this CPython unpacked into ``site-cpXY/``."""
+    import importlib.util
+    import zipfile
+
+    if any(importlib.util.find_spec(name) is None for name in VENDORED):
         sys.path.append(str(folder / "site"))
+    if importlib.util.find_spec("Stemmer") is not None:
+        return
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    target = folder / f"site-{tag}"
+    for wheel in sorted((folder / "wheels").glob(f"*-{tag}-*.whl")):
+        with zipfile.ZipFile(wheel) as z:
+            z.extractall(target)
+    sys.path.append(str(target))
 
 
 def pct(xs: list[float], p: float) -> float:
