@@ -23,7 +23,7 @@ from gear_repro.data.openie import import_hipporag_openie
 from gear_repro.types import Passage, Question
 from gear_repro.utils.errors import DataError, GearError
 from gear_repro.utils.hashing import hash_file
-from gear_repro.utils.io import require_dir_target, require_file, write_json
+from gear_repro.utils.io import progress_bars, require_dir_target, require_file, write_json
 
 log = logging.getLogger("gear_repro.prepare")
 _N_IDS = 20  # question ids listed in prepare_stats.json per warning
@@ -202,14 +202,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--title-similarity", type=float, default=TITLE_SIMILARITY,
                     help=f"difflib ratio a close spelling needs, in [0.5, 1.0] (default {TITLE_SIMILARITY})")
     ap.add_argument("--out", required=True, help="output dataset folder")
+    ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                    help="bars (rate, ETA) over reading, matching, checking and writing a large dataset (default on)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        stats = prepare(args.format, args.questions, args.out, corpus=args.corpus,
-                        triples_hipporag=args.triples_hipporag, limit=args.limit,
-                        chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, dataset=args.dataset,
-                        keep_unanswerable=args.keep_unanswerable, match_titles=args.match_titles,
-                        title_similarity=args.title_similarity)
+        with progress_bars(args.progress):
+            stats = prepare(args.format, args.questions, args.out, corpus=args.corpus,
+                            triples_hipporag=args.triples_hipporag, limit=args.limit,
+                            chunk_size=args.chunk_size, chunk_overlap=args.chunk_overlap, dataset=args.dataset,
+                            keep_unanswerable=args.keep_unanswerable, match_titles=args.match_titles,
+                            title_similarity=args.title_similarity)
     except GearError as e:
         print(f"gear-repro-prepare: error: {e}", file=sys.stderr)
         return 2

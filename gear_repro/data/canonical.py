@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from pathlib import Path
 from typing import Any
 
 from gear_repro.types import Passage, Question, Triple
 from gear_repro.utils.errors import DataError
-from gear_repro.utils.io import iter_jsonl, json_kind, write_jsonl
+from gear_repro.utils.io import iter_jsonl, json_kind, record_bar, write_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -139,30 +139,39 @@ def load_triples(path: str | Path) -> list[Triple]:
     return unique_records(_file_rows(Path(path)), triple_record, "triple")
 
 
-def check_records(passages: Iterable[Passage], questions: Iterable[Question], triples: Iterable[Triple] | None,
+def _count(items: Iterable[Any]) -> int:
+    """How many ``items`` there are where that is known without consuming them (a bar's total), else 0."""
+    return len(items) if isinstance(items, Sized) else 0
+
+
+def check_records(passages: Sequence[Passage], questions: Sequence[Question], triples: Sequence[Triple] | None,
                   source: str) -> None:
     """The loader's record checks on converted data before it is written (gear-repro-prepare): a folder prepare
     writes always loads, and what a hand-made folder may not hold, prepare may not write. ``source`` names the
     input in messages."""
-    for p in passages:
-        passage_record({"id": p.id, "title": p.title, "text": p.text}, f"{source}: passage '{p.id}'")
-    for q in questions:
-        question_record(q.to_dict(), f"{source}: question '{q.id}'")
-    for t in triples or ():
-        triple_record({"id": t.id, "subject": t.subject, "predicate": t.predicate, "object": t.object,
-                       "passage_id": t.passage_id}, f"{source}: triple '{t.id}'")
+    with record_bar(len(passages) + len(questions) + len(triples or ()), "checking records") as bar:
+        for p in passages:
+            passage_record({"id": p.id, "title": p.title, "text": p.text}, f"{source}: passage '{p.id}'")
+            bar.update()
+        for q in questions:
+            question_record(q.to_dict(), f"{source}: question '{q.id}'")
+            bar.update()
+        for t in triples or ():
+            triple_record({"id": t.id, "subject": t.subject, "predicate": t.predicate, "object": t.object,
+                           "passage_id": t.passage_id}, f"{source}: triple '{t.id}'")
+            bar.update()
 
 
 def save_corpus(path: str | Path, passages: Iterable[Passage]) -> int:
-    return write_jsonl(path, ({"id": p.id, "title": p.title, "text": p.text} for p in passages))
+    return write_jsonl(path, ({"id": p.id, "title": p.title, "text": p.text} for p in passages), _count(passages))
 
 
 def save_questions(path: str | Path, questions: Iterable[Question]) -> int:
-    return write_jsonl(path, (q.to_dict() for q in questions))
+    return write_jsonl(path, (q.to_dict() for q in questions), _count(questions))
 
 
 def save_triples(path: str | Path, triples: Iterable[Triple]) -> int:
     return write_jsonl(path, (
         {"id": t.id, "subject": t.subject, "predicate": t.predicate, "object": t.object, "passage_id": t.passage_id}
         for t in triples
-    ))
+    ), _count(triples))

@@ -14,6 +14,7 @@ from gear_repro.evaluation.metrics import AnswerMetric
 from gear_repro.types import Passage, Question, Triple
 from gear_repro.utils.errors import DataError
 from gear_repro.utils.hashing import hash_file
+from gear_repro.utils.io import progress_bars
 from gear_repro.utils.settings import Choice, Settings, choice, num
 
 log = logging.getLogger(__name__)
@@ -183,13 +184,15 @@ def load_dataset(
     missing_gold: str = "warn",
     subset: str = "first",
     subset_seed: int = 0,
+    progress: bool = False,
 ) -> Dataset:
     """Load DIR/corpus.jsonl, DIR/questions.jsonl and DIR/<triples_file> if present.
 
     Gold ids absent from the corpus are counted and logged (``missing_gold='warn'``) or raise
     (``'error'``); they stay in ``gold_ids`` so recall is never silently inflated.
     ``limit`` keeps N questions (the corpus is always complete): the first N (``subset='first'``) or the
-    stratified subset of size N (``subset='stratified'``, :mod:`gear_repro.data.subset`).
+    stratified subset of size N (``subset='stratified'``, :mod:`gear_repro.data.subset`). ``progress``: reading
+    bars for the large files (run.progress).
     """
     root = Path(path)
     if not root.is_dir():
@@ -197,7 +200,8 @@ def load_dataset(
                 else "prepare one with gear-repro-prepare")
         raise DataError(f"dataset folder not found: {root} ({hint})")
     corpus_path, q_path = root / "corpus.jsonl", root / "questions.jsonl"
-    passages = load_corpus(corpus_path)
+    with progress_bars(progress):
+        passages = load_corpus(corpus_path)
     questions = load_questions(q_path)
     n_all = len(questions)
     subset = choice(Subset, subset, "dataset.subset")
@@ -211,7 +215,8 @@ def load_dataset(
     if triples_file:
         t_path = root / triples_file
         if t_path.exists():
-            triples = load_triples(t_path)
+            with progress_bars(progress):
+                triples = load_triples(t_path)
             hashes["triples"] = hash_file(t_path)
         else:
             t_path = None

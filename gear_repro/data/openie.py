@@ -12,7 +12,7 @@ from typing import Any
 from gear_repro.data.converters import _N_EXAMPLES, _NFC, CorpusIndex, norm_text, norm_title
 from gear_repro.types import Passage, Triple
 from gear_repro.utils.errors import DataError
-from gear_repro.utils.io import read_json, require_file
+from gear_repro.utils.io import read_json, record_bar, require_file
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,9 @@ def import_hipporag_openie(path: str | Path, passages: list[Passage]) -> tuple[l
     per_passage: dict[str, set[tuple[str, str, str]]] = defaultdict(set)
     n_in = 0
     unmatched_examples: list[str] = []
+    bar = record_bar(len(data["docs"]), f"matching {p.name} docs", "doc")
     for i, doc in enumerate(data["docs"]):
+        bar.update()
         ref = f"{p} docs[{i}]"
         if not isinstance(doc, dict):
             raise DataError(f"{ref}: expected an object")
@@ -70,6 +72,7 @@ def import_hipporag_openie(path: str | Path, passages: list[Passage]) -> tuple[l
                     continue
                 triples.append(Triple(f"{pid}-{len(seen)}", s, r, o, pid))
                 seen.add((s, r, o))
+    bar.close()
     docs_matched = sum(v for k, v in matched_by.items() if k != "none")
     with_triples = sum(1 for s in per_passage.values() if s)
     stats = {

@@ -99,7 +99,7 @@ class Resources:
                 f"dataset={group} dataset.path={d.path}")
         return load_dataset(d.path, name=d.name, limit=d.get("limit"), triples_file=d.get("triples_file"),
                             missing_gold=d.get("missing_gold", "warn"), subset=d.get("subset", "first"),
-                            subset_seed=d.get("subset_seed", 0))
+                            subset_seed=d.get("subset_seed", 0), progress=self.cfg.run.progress)
 
     @cached_property
     def backend(self) -> Backend:

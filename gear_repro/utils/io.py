@@ -11,6 +11,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -72,10 +73,51 @@ def _not_utf8(p: Path, data: bytes, e: UnicodeDecodeError, line_offset: int = 0)
                      "re-encode the file as UTF-8")
 
 
+BAR_MIN_BYTES = 32 * 2**20  # a file read or written in about a second: no bar
+BAR_MIN_RECORDS = 100_000  # a loop over fewer records: no bar
+_BARS: ContextVar[bool] = ContextVar("gear_repro_progress_bars", default=False)
+
+
+@contextmanager
+def progress_bars(enabled: bool = True) -> Iterator[None]:
+    """Inside the block, reading or writing a file of at least BAR_MIN_BYTES and the record loops that ask
+    :func:`record_bar` show tqdm bars with rate and ETA (run.progress; gear-repro-prepare): at the paper's corpus
+    size these steps take tens of seconds each (docs/scale.md)."""
+    token = _BARS.set(enabled)
+    try:
+        yield
+    finally:
+        _BARS.reset(token)
+
+
+def file_bar(path: Path, verb: str) -> Any:
+    """A tqdm bar over the bytes of ``path`` (``verb`` it: reading), shown under :func:`progress_bars` when the
+    file is large."""
+    from tqdm import tqdm
+
+    size = path.stat().st_size
+    return tqdm(total=size, desc=f"{verb} {path.name}", unit="B", unit_scale=True, unit_divisor=1024,
+                disable=not _BARS.get() or size < BAR_MIN_BYTES)
+
+
+def record_bar(total: int, desc: str, unit: str = "record") -> Any:
+    """A tqdm bar over ``total`` records, shown under :func:`progress_bars` when there are many."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True,
+                disable=not _BARS.get() or total < BAR_MIN_RECORDS)
+
+
 def read_text(path: str | Path) -> str:
-    """A UTF-8 text file; bytes that are not UTF-8 raise DataError naming file and line."""
+    """A UTF-8 text file; bytes that are not UTF-8 raise DataError naming file and line. Under
+    :func:`progress_bars`, a large file is read in pieces under a bar."""
     p = require_file(path)
-    data = p.read_bytes()
+    with open(p, "rb") as f, file_bar(p, "reading") as bar:
+        pieces = []
+        while piece := f.read(8 * 2**20):
+            pieces.append(piece)
+            bar.update(len(piece))
+    data = b"".join(pieces)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -121,10 +163,12 @@ def read_json_object(path: str | Path) -> dict:
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
-    """Yield (line number, record); a malformed or non-UTF-8 line raises DataError naming file and line."""
+    """Yield (line number, record); a malformed or non-UTF-8 line raises DataError naming file and line. Under
+    :func:`progress_bars`, a large file is read under a bar over its bytes."""
     p = require_file(path)
-    with open(p, "rb") as f:
+    with open(p, "rb") as f, file_bar(p, "reading") as bar:
         for lineno, raw in enumerate(f, start=1):
+            bar.update(len(raw))
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
@@ -201,12 +245,15 @@ def write_json(path: str | Path, obj: Any, indent: int = 2) -> None:
         f.write("\n")
 
 
-def write_jsonl(path: str | Path, records: Iterable[dict]) -> int:
+def write_jsonl(path: str | Path, records: Iterable[dict], total: int = 0) -> int:
+    """Write ``records`` one per line, atomically; the count written. ``total`` (when known) sizes the bar that
+    :func:`progress_bars` shows for many records."""
     n = 0
-    with atomic_open(path) as f:
+    with atomic_open(path) as f, record_bar(total, f"writing {Path(path).name}") as bar:
         for rec in records:
             f.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
             n += 1
+            bar.update()
     return n
 
 
