@@ -159,6 +159,21 @@ def test_same_as_threshold_and_token_overlap():
     assert "helen pitts" not in strict.same_as_entity
 
 
+def test_a_huge_entity_set_gets_smaller_cosine_blocks_and_the_same_aliases(monkeypatch):
+    from gear_repro.methods.griever import index
+
+    # at MuSiQue's full size (1.48M entity and predicate names) 2,048-row blocks would be 11 GiB: a run died there
+    assert index.block_rows(2048, 1_482_622) == 90 and index.block_rows(2048, 20_000) == 2048
+    assert index.block_rows(2048, 10**9) == 1
+    onehot = lambda i: [0.0] * i + [1.0]  # noqa: E731
+    emb = bow_embedder(table={"helen": onehot(10), "pitts": onehot(11), "douglass": onehot(12)})
+    whole = GrieverData.build(PASSAGES, TRIPLES, emb, same_as=SameAsConfig(threshold=0.8)).same_as_entity
+    monkeypatch.setattr(index, "SIMS_BYTES", 4 * 10 * 3)  # 3 rows a block on these ~10 entities
+    assert index.block_rows(2048, 10) == 3
+    assert GrieverData.build(PASSAGES, TRIPLES, emb, same_as=SameAsConfig(threshold=0.8)).same_as_entity == whole
+    assert whole["helen pitts"] == ["helen pitts douglass"]
+
+
 # -- §4.3 matcher ------------------------------------------------------------------------------------
 def test_matcher_ngram_scores():
     emb = bow_embedder()

@@ -66,6 +66,15 @@ class Unit:
     triple_ids: tuple[str, ...]
 
 
+SIMS_BYTES = 512 * 2**20  # one block of all-pairs cosines at most: 2,048 rows x 1.48M entities would be 11 GiB
+
+
+def block_rows(block: int, entities: int) -> int:
+    """Rows per block of the all-pairs cosine: ``same_as.block``, fewer where a block of ``entities``-wide float32
+    rows would pass SIMS_BYTES (each row is computed alike whatever the block; memory only)."""
+    return max(1, min(block, SIMS_BYTES // (4 * max(entities, 1))))
+
+
 @dataclass
 class SameAsConfig:
     """Alias clustering of the ``same_as`` index (our choice; the paper is silent)."""
@@ -73,7 +82,7 @@ class SameAsConfig:
     threshold: float = num(0.8, ge=-1, le=1)  # cosine of entity-name embeddings
     require_token_overlap: bool = True
     max_aliases: int = num(5, ge=0)
-    block: int = num(2048, ge=1)  # rows per block of the all-pairs cosine computation
+    block: int = num(2048, ge=1)  # rows per block of the all-pairs cosine computation (at most SIMS_BYTES)
 
     def __post_init__(self) -> None:
         check_fields(self, "retriever.same_as")
@@ -189,8 +198,9 @@ class GrieverData:
             for t in ts:
                 by_tok[t].append(i)
         out: dict[str, list[str]] = {}
-        for start in range(0, len(keys), cfg.block):
-            sims = m[start:start + cfg.block] @ m.T
+        block = block_rows(cfg.block, len(keys))
+        for start in range(0, len(keys), block):
+            sims = m[start:start + block] @ m.T
             for r, row in enumerate(sims):
                 i = start + r
                 if cfg.require_token_overlap:
