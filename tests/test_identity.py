@@ -105,6 +105,18 @@ def test_counts_only_recognition() -> None:
     assert recognise({"passages": 139417, "content_sha256": "0" * 64}) is None
 
 
+def test_questions_known_by_their_ids_are_no_count_subset_of_another_set(sample_dir: Path) -> None:
+    """The bundled sample's 100 train questions over a generated corpus of GEAR's chunk count (the full-size
+    rehearsal, scripts/make_fullsize_corpus.py) are not "100 of GEAR's 500 test questions"."""
+    sample = questions_identity(load_dataset(sample_dir).questions)
+    known = recognise({"passages": 148793, "content_sha256": "0" * 64}, sample)
+    assert known is not None and known.name == "gear_musique_chunks"
+    assert known.questions_matched_by == "none" and not known.is_subset
+    other = recognise({"passages": 148793, "content_sha256": "0" * 64},
+                      {"questions": 100, "ids_sha256": "2" * 64, "ids": [f"q{i}" for i in range(100)]})
+    assert other is not None and other.questions_matched_by == "count_subset"  # ids the registry does not know
+
+
 def test_same_counts_name_the_other_candidates() -> None:
     """HippoRAG's and HippoRAG 2's MuSiQue sets have the same counts: the first registered is returned and the
     other named, never silently taken for the same data."""

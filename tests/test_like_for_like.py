@@ -98,6 +98,22 @@ def test_in_a_table_of_several_llms_the_cell_names_the_llm_to_match() -> None:
     assert placement(gemini, "T2RAG", "Table 1", "MuSiQue").beside
 
 
+def test_a_run_recorded_before_the_ids_rule_stands_apart_and_names_its_questions() -> None:
+    """run.json of the full-size rehearsal's BM25 run as it was written: the bundled sample's train questions
+    (their ids hash) over a generated corpus of GEAR's 148,793-chunk count, taken then for "100 of 500"."""
+    rec = {"corpus": {"passages": 148793, "content_sha256": "655c" + "0" * 60},
+           "questions": {"questions": 100, "in_file": 100,
+                         "ids_sha256": "dcdae8fc1d3b2b99cd9071e601e1ac9bd0436e5c0104d66646d5c51e848ef4e7"},
+           "known": {"name": "gear_musique_chunks", "names": ["gear_musique_chunks"],
+                     "source": "GEAR's chunks of IRCoT's MuSiQue corpus", "split": "test (IRCoT test_subsampled)",
+                     "corpus_matched_by": "count", "questions_matched_by": "count_subset", "questions": 100,
+                     "questions_of": 500, "used_by": ["GEAR Table 2"]}}
+    where = placement(rec, "GEAR", "Table 2", "MuSiQue")
+    assert not where.beside and where.subset is None
+    assert where.differs[0].startswith("corpus of 148,793 passages (the known count; content unchecked) vs ")
+    assert where.differs[1].startswith("questions 100 train vs 500 test")
+
+
 def test_a_run_without_a_recorded_setting_stands_apart(tmp_path: Path) -> None:
     row = r5(fake_run(tmp_path, None))
     assert pd.isna(row.paper) and row.paper_other_setting == 33.8 and "records no setting" in row.setting_differs

@@ -228,23 +228,38 @@ def _questions_match(k: KnownSet, questions_id: dict[str, Any] | None) -> str:
     return "count_subset" if isinstance(n, int) and 0 < n < k.questions else "none"
 
 
+def owners(questions_id: dict[str, Any] | None, registry: Sequence[KnownSet] | None = None) -> frozenset[str]:
+    """The registry entries these questions are known to be by their ids (the same ids, or a subset of the listed
+    ones), with the sets those are registered subsets of. Such questions match no other entry by count: the
+    bundled MuSiQue train sample over a generated 148,793-passage corpus is not "100 of GEAR's 500 test
+    questions"."""
+    sets = tuple(registry) if registry is not None else known_sets()
+    by_name = {k.name: k for k in sets}
+    own = {k.name for k in sets if _questions_match(k, questions_id) in ("ids", "ids_subset")}
+    return frozenset(own | {by_name[n].subset_of for n in own if by_name[n].subset_of})
+
+
 def recognise(corpus_id: dict[str, Any], questions_id: dict[str, Any] | None = None,
               registry: Sequence[KnownSet] | None = None) -> KnownData | None:
     """The known data set a corpus (and question set) is, or None when the corpus is none the registry knows.
 
     A registry entry with a content hash matches only a corpus with that hash; one without matches a corpus with
     exactly its passage count. The questions then match by ids (the same set, or a subset of the ids the registry
-    lists), else by count (the same count, or fewer: "n of N" by count only), else "none". Of several matching
+    lists), else by count (the same count, or fewer: "n of N" by count only; not when the ids are another
+    entry's, :func:`owners`), else "none". Of several matching
     entries the strongest match is returned (:attr:`KnownData.score`; ties: registry order), the others named in
     ``alternatives``."""
     sets = tuple(registry) if registry is not None else known_sets()
     by_name = {k.name: k for k in sets}
+    owned = owners(questions_id, sets)
     found: list[KnownData] = []
     for k in sets:
         cm = _corpus_match(k, corpus_id)
         if cm is None:
             continue
         qm = _questions_match(k, questions_id)
+        if owned and k.name not in owned and qm in ("count", "count_subset"):  # known to be other questions
+            qm = "none"
         n = int(questions_id["questions"]) if questions_id else k.questions
         of = by_name[k.subset_of].questions if k.subset_of else k.questions
         found.append(KnownData(name=k.name, dataset=k.dataset, source=k.source, split=k.split,

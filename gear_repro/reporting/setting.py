@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gear_repro.data.identity import known_sets, owners
 from gear_repro.reporting.paper import PaperSetting, paper_setting, paper_setting_rows
 
 NOT_A_MODEL = ("", "unstated", "none", "n/a", "nan")  # paper_settings.csv words (and their "(...)" glosses)
@@ -90,10 +91,14 @@ def _data_differs(setting: dict, ps: PaperSetting) -> tuple[str, str]:
     corpus, questions = setting.get("corpus") or {}, setting.get("questions") or {}
     known = setting.get("known") or {}
     n, theirs = corpus.get("passages"), ps.corpus_passages
+    ours_c = (f"of {_count(n)} passages (the known count; content unchecked)" if known.get("corpus_matched_by") ==
+              "count" else known.get("source") or f"of {_count(n)} passages, not a known data set")
     data = (f"corpus {_count(n)} vs {_count(theirs)} passages" if theirs and n != theirs
-            else f"corpus {known.get('source') or f'of {_count(n)} passages, not a known data set'} vs "
-                 f"{ps.corpus_source}")
-    ours_q = f"{_count(questions.get('questions'))} {known.get('split') or ''}".strip()
+            else f"corpus {ours_c} vs {ps.corpus_source}")
+    split = known.get("split") or ""
+    if (owned := owners(questions) - set(known.get("names") or ())) and known.get("questions_matched_by") == "none":
+        split = "/".join(sorted({k.split for k in known_sets() if k.name in owned}))  # the ids' own set
+    ours_q = f"{_count(questions.get('questions'))} {split}".strip()
     return data, f"questions {ours_q} vs {_count(ps.questions_count)} {ps.questions_split}".replace("? ", "")
 
 
@@ -110,13 +115,16 @@ def placement(setting: dict | None, paper: str, table: str, dataset: str, cell: 
     if ps is None:
         return Placement(False, (f"{key}'s setting on {dataset} is not recorded (paper_settings.csv)",))
     known = setting.get("known") or {}
+    if known.get("questions_matched_by") in ("count", "count_subset") and \
+            (owned := owners(setting.get("questions"))) and not set(known.get("names") or ()) & owned:
+        known = {**known, "questions_matched_by": "none"}  # recorded before identity.owners: other questions
     differs: list[str] = []
     subset = None
     if set(known.get("names") or ()) & set(ps.known_datasets) and known.get("questions_matched_by") not in (None, "none"):
         if known.get("questions", 0) < known.get("questions_of", 0):
             subset = f"{_count(known['questions'])} of {_count(known['questions_of'])} questions"
     else:
-        differs.extend(_data_differs(setting, ps))
+        differs.extend(_data_differs({**setting, "known": known}, ps))
     if theirs := _model_differs(setting.get("llm"), _cell_llms(ps.llm, cell)):
         differs.append(f"LLM {setting['llm']} vs {theirs}")
     emb = (setting.get("embedder") or {}).get("model")
