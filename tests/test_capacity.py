@@ -85,3 +85,25 @@ def test_retrieval_run_without_vectors_is_not_checked(cache, tmp_path, monkeypat
     cfg = compose_config(["retriever=sbert", "run.progress=false", "dataset.limit=2"])
     with pytest.raises(ConfigError, match="not enough free disk"):
         Runner(cfg, tmp_path / "sbert", resources=Resources(cfg, embedder=HashEmbedder())).run()
+
+
+def test_a_griever_run_counts_its_names_and_units(cache, tmp_path, monkeypatch) -> None:
+    """GRIEVER embeds its entity/predicate names and units beyond the passages: at full size 5.4 GiB the check
+    did not see, and the run died after an hour (docs/scale.md)."""
+    from gear_repro.methods.griever.retriever import GrieverRetriever
+    from gear_repro.pipeline.resources import Resources
+    from gear_repro.pipeline.runner import Runner
+
+    cfg = compose_config(["retriever=griever", "run.progress=false", "dataset.limit=2"])
+    res = Resources(cfg, embedder=HashEmbedder())
+    cols = GrieverRetriever.capacity_collections(cfg.retriever, res.dataset.triples)
+    names = {x for t in res.dataset.triples for x in (t.subject, t.object, t.predicate)}
+    assert cols["griever names"][0] == len(names) and cols["griever units"][0] > len(res.dataset.triples)
+    est = capacity.run_estimate(cfg, res, triples=False)
+    plain = capacity.run_estimate(compose_config(["retriever=sbert", "run.progress=false"]), res, triples=False)
+    units = cols["griever names"][0] + cols["griever units"][0]
+    assert est.memory - plain.memory >= 2 * units * 384 * 4  # float32, twice while stacked
+    assert [line.split(":")[0] for line in est.lines] == ["passages", "griever names", "griever units"]
+    monkeypatch.setattr(capacity, "available_memory", lambda: est.memory)  # under the 10 % margin
+    with pytest.raises(ConfigError, match=r"not enough memory .*griever units: "):
+        Runner(cfg, tmp_path / "griever", resources=res).run()

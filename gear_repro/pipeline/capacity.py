@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from gear_repro.pipeline.resources import target_class
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import cache_dir
 
@@ -156,7 +157,17 @@ def run_estimate(cfg: DictConfig, res, *, triples: bool) -> Estimate | None:
                                                         for t in ds.triples))
     model_id = getattr(res.embedder, "model_id", None)  # the run builds it anyway; no model is loaded for its key
     dense_bytes = 2 if str(cfg.backend.dense_dtype) == "float16" else 4
-    return estimate(collections, embedder_dim(cfg.embedder), model_id, dense_bytes)
+    dim = embedder_dim(cfg.embedder)
+    est = estimate(collections, dim, model_id, dense_bytes)
+    retriever = target_class(cfg.get("retriever"))
+    if (own := getattr(retriever, "capacity_collections", None)) is not None and ds.triples:
+        # a retriever's own matrices (GRIEVER's names and units): float32, stacked into one at the end of its
+        # build, so held twice at the peak
+        more = estimate(own(cfg.retriever, ds.triples), dim, model_id, dense_bytes=2 * 4)
+        est.disk += more.disk
+        est.memory += more.memory - BASE_BYTES
+        est.lines += more.lines
+    return est
 
 
 def check_run(cfg: DictConfig, res, *, triples: bool, **free) -> None:

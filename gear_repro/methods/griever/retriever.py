@@ -197,6 +197,22 @@ class GrieverRetriever:
         self._units: dict[str, Unit] = {}
         self.build_stats: dict = {}
 
+    @staticmethod
+    def capacity_collections(node: Any, triples: Sequence[Triple]) -> dict[str, tuple[int, int]]:
+        """What the build embeds beyond the passages, as (rows, characters) per matrix, for the start-up capacity
+        check (:mod:`gear_repro.pipeline.capacity`; ``node``: this retriever's config): the distinct entity and
+        predicate names and the units (§4.2.4: "s p" / "p o" partials, or whole triples), counted on the raw
+        strings, at least as many as the normalised ones the build keeps. At MuSiQue's full size: 1.48M names and
+        2.28M partial units, 5.4 GiB of float32 (docs/scale.md)."""
+        names = {x for t in triples for x in (t.subject, t.object, t.predicate)}
+        if str(node.get("shortlist_index", ShortlistIndex.partial.value)) == ShortlistIndex.full.value:
+            units = {(t.subject, t.predicate, t.object) for t in triples}
+        else:
+            units = {(t.subject, t.predicate, False) for t in triples} | {(t.object, t.predicate, True)
+                                                                          for t in triples}
+        return {"griever names": (len(names), sum(map(len, names))),
+                "griever units": (len(units), sum(len(u[0]) + len(u[1]) + 1 for u in units))}
+
     # -- offline ------------------------------------------------------------------------------
     def build(self) -> dict:
         """Build (or load) the three indexes; returns sizes and seconds."""
