@@ -198,22 +198,26 @@ class GrieverData:
             for t in ts:
                 by_tok[t].append(i)
         out: dict[str, list[str]] = {}
-        block = block_rows(cfg.block, len(keys))
-        for start in range(0, len(keys), block):
-            sims = m[start:start + block] @ m.T
-            for r, row in enumerate(sims):
-                i = start + r
-                if cfg.require_token_overlap:
-                    cand = np.asarray(sorted({j for t in toks[i] for j in by_tok[t]} - {i}), dtype=np.int64)
-                else:
-                    cand = np.flatnonzero(row >= cfg.threshold)
-                    cand = cand[cand != i]
-                if cand.size == 0:
-                    continue
-                cand = cand[row[cand] >= cfg.threshold]
+
+        def keep(i: int, cand: np.ndarray, sims: np.ndarray) -> None:
+            """Row i's aliases: candidates at or above the threshold, best first (ties: earlier entity)."""
+            above = sims >= cfg.threshold
+            cand, sims = cand[above], sims[above]
+            if cand.size:
+                out[keys[i]] = [keys[j] for j in cand[np.lexsort((cand, -sims))][: cfg.max_aliases]]
+
+        if cfg.require_token_overlap:  # only names sharing a token: 485M pairs at full size, not 1.4M² (docs/scale.md)
+            for i in range(len(keys)):
+                cand = np.asarray(sorted({j for t in toks[i] for j in by_tok[t]} - {i}), dtype=np.int64)
                 if cand.size:
-                    best = cand[np.lexsort((cand, -row[cand]))][: cfg.max_aliases]
-                    out[keys[i]] = [keys[j] for j in best]
+                    keep(i, cand, m[cand] @ m[i])
+        else:
+            block = block_rows(cfg.block, len(keys))
+            for start in range(0, len(keys), block):
+                for r, row in enumerate(m[start:start + block] @ m.T):
+                    cand = np.flatnonzero(row >= cfg.threshold)
+                    cand = cand[cand != start + r]
+                    keep(start + r, cand, row[cand])
         self.same_as_entity = out
         log.info("griever same_as: %d of %d entities have aliases (cos >= %.2f)", len(out), len(keys), cfg.threshold)
 
