@@ -494,6 +494,7 @@ def test_the_docs_first_slurm_command_finishes_with_the_default_settings(cluster
         assert f"cpus_per_task 4 -> {cpus}, mem_gb 32 -> {min(32, mem // 1024)}" in log
     array = _job(runs[0]).split("_")[0]
     _wait_for_array(array)
+    _sacct(array)  # the accounting lags squeue: a task gone from the queue may still read RUNNING there
     out = subprocess.run(["sacct", "-X", "-n", "-P", "-j", array, "-o", "JobID,State,AllocCPUS"], capture_output=True,
                          text=True, timeout=60, check=True).stdout
     assert {tuple(line.split("|")[1:]) for line in out.splitlines()} == {("COMPLETED", str(min(4, cpus)))}, out
