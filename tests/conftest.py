@@ -113,4 +113,5 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+from tests.helpers.cpus import cpu, no_isa_cap  # noqa: E402, F401  (pretend /proc/cpuinfo: tests of CPU-dependent choices)
 from tests.helpers.gear_slice import slice_env  # noqa: E402, F401  (module fixture of the GEAR/QA/T²RAG logic tests)

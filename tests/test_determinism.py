@@ -88,3 +88,33 @@ def test_path_vectors_in_fixed_shape_batches_do_not_depend_on_the_batch(embedder
         assert np.array_equal(alone, other)  # bit for bit, not just close
     lone = fresh().encode(PATHS)  # each alone at its own length: the same text, the same meaning
     assert ((alone * lone).sum(axis=1) > 0.9999).all()
+
+
+def test_identical_rows_score_exactly_alike_wherever_they_stand() -> None:
+    """A BLAS product rounds a row by its place in the block (AVX2 and AVX-512 kernels block differently), so two
+    triples or paths of one text could score apart and the tie between them flip by CPU. The scorers sum each row
+    on its own: identical rows score identically, and the tie goes to the lower row."""
+    from gear_repro.methods.gear.scorers import cosines
+
+    rng = np.random.default_rng(0)
+    v, q = (x / np.linalg.norm(x) for x in rng.standard_normal((2, 384)).astype(np.float32))
+    m = np.vstack([rng.standard_normal((5, 384)).astype(np.float32), np.tile(v, (37, 1))])
+    scores = cosines(m, np.arange(m.shape[0]), q)
+    assert len(set(scores[5:].tolist())) == 1
+    assert np.array_equal(cosines(m, np.arange(5, 42)[::-1], q), scores[5:])
+
+
+@pytest.mark.slow
+def test_a_repeated_text_gets_one_vector_in_a_corpus_encode(embedder, tmp_path, monkeypatch) -> None:
+    """encode_corpus encodes each distinct text once: its copies at other places (other batches, other padding)
+    share its vector bit for bit, so ties between duplicate triples are decided by row, not by float noise."""
+    from gear_repro.embedding import SentenceEmbedder
+
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path))
+    e = SentenceEmbedder("all-MiniLM-L6-v2", cache=False, show_progress=False, batch_size=3)
+    e._model = embedder.model
+    dup = "Virginia is bordered by West Virginia"
+    texts = [dup, *TEXTS[:4], dup, *TEXTS[4:], "a", dup]
+    vecs = e.encode_corpus(texts)
+    assert e.stats["encoded"] == len(set(texts))
+    assert np.array_equal(vecs[0], vecs[5]) and np.array_equal(vecs[0], vecs[-1])

@@ -7,6 +7,7 @@ import pytest
 from gear_repro.embedding import SentenceEmbedder
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj
+from tests.helpers.cpus import AVX2_ONLY, EPYC
 
 
 def test_backend_in_the_cache_key_and_torch_key_unchanged():
@@ -26,9 +27,14 @@ def test_lossy_int8_backend_warns(caplog):
     assert len(caplog.records) == 1 and "lossy" in caplog.records[0].getMessage()
 
 
-def test_openvino_backend_keys_its_precision():
+def test_openvino_backend_keys_its_precision(cpu):
     """OpenVINO's own default precision is bf16 on a CPU with native bf16: its key names the precision that runs,
-    so vectors of an explicit f32 and of bf16 never share a cache entry (nor those of older runs, keyed without the precision)."""
+    so vectors of an explicit f32 and of bf16 never share a cache entry (nor those of older runs, keyed without the
+    precision). On a CPU without native bf16 (AVX2 only), bf16 is refused, naming the CPU's lack."""
+    cpu(AVX2_ONLY)
+    with pytest.raises(ConfigError, match="no native bf16"):
+        SentenceEmbedder("all-MiniLM-L6-v2", backend="openvino", precision="bf16")
+    cpu(EPYC)
     ids = {p: SentenceEmbedder("all-MiniLM-L6-v2", backend="openvino", precision=p).model_id for p in ("fp32", "bf16")}
     assert ids["fp32"] != ids["bf16"]
     assert ids["fp32"] != hash_obj({"model": "all-MiniLM-L6-v2", "normalize": True, "max_seq_length": None,

@@ -19,14 +19,12 @@ from gear_repro.pipeline.runner import Runner
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.io import read_json
+from tests.helpers.cpus import EPYC, GRAVITON, SKYLAKE
 from tests.helpers.doubles import HashEmbedder
 from tests.helpers.requirements import missing
 
-# abridged /proc/cpuinfo texts: this project's AMD EPYC (avx512_bf16), an AVX-512 CPU without bf16, an Arm CPU
-EPYC = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_vnni avx512_bf16 vaes\nmodel name\t: AMD EPYC\n"
-SKYLAKE = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512bw avx512vl\n"
-GRAVITON = "processor\t: 0\nFeatures\t: fp asimd sve bf16 i8mm\n"
 
+pytestmark = pytest.mark.usefixtures("no_isa_cap")
 
 def test_cpu_flags_and_native_bf16() -> None:
     assert {"avx512_bf16", "avx512f"} <= cpu_flags(EPYC) and "bf16" in cpu_flags(GRAVITON)
@@ -73,14 +71,6 @@ def test_fp16_and_device_auto_on_cuda(monkeypatch) -> None:
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert P.resolve_device("auto") == "cuda"
     assert resolve_precision("fp16", "auto", "torch") is Precision.fp16
-
-
-@pytest.fixture()
-def cpu(monkeypatch):
-    """Pretend /proc/cpuinfo says ``text``."""
-    def set_cpu(text: str) -> None:
-        monkeypatch.setattr(P, "_proc_cpuinfo", lambda: text)
-    return set_cpu
 
 
 def test_precision_in_every_cache_key_fp32_key_unchanged(cpu, caplog) -> None:
@@ -309,3 +299,16 @@ def test_a_half_precision_checkpoint_runs_in_the_precision_asked_for(tmp_path) -
     texts = ["Marie Curie won Nobel Prize in Physics", "Who is the spouse of the Green performer?"]
     cos = (emb16.encode_corpus(texts) * SentenceEmbedder(src, cache=False, show_progress=False).encode_corpus(texts))
     assert cos.sum(axis=1).min() > 0.9999
+
+
+@pytest.mark.parametrize(("cap", "native"), [("AVX2", False), ("avx512_core", False), ("AVX512_CORE_AMX", True),
+                                             ("", True)])
+def test_a_onednn_isa_cap_below_bf16_means_no_native_bf16(cpu, monkeypatch, cap, native) -> None:
+    """ONEDNN_MAX_CPU_ISA=AVX2 (how an AVX-512 machine runs an AVX2-only CPU's kernels) makes torch's bf16 linears
+    fail whatever /proc/cpuinfo says: bf16 then counts as not native (auto -> fp32, bf16 refused)."""
+    cpu(EPYC)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap)
+    ok, why = native_bf16("cpu")
+    assert ok is native
+    assert ("ONEDNN_MAX_CPU_ISA" in why) is not native
+    assert resolve_precision("auto", "cpu", "torch") is (Precision.bf16 if native else Precision.fp32)

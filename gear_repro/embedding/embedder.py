@@ -452,21 +452,30 @@ class SentenceEmbedder:
 
         With the cache on and more than ``cache_chunk_rows`` texts, the encode is written in resumable parts
         (:mod:`gear_repro.embedding.corpus_parts`: ``<key>.parts/``, bit-identical to an encode in one piece): a
-        killed run's rerun loses at most one part of finished work."""
+        killed run's rerun loses at most one part of finished work.
+
+        Each distinct text is encoded once and its vector repeated: a repeated text (two triples "Virginia is
+        bordered by West Virginia") in another batch row would get other low bits on some instruction sets (AVX2
+        kernels block rows differently from AVX-512), and an exact tie between the two would be decided by float
+        noise instead of document order."""
         from gear_repro.embedding.corpus_parts import encode_in_parts, remove_parts
 
-        key = f"{self.model_id}-{hash_texts(texts)}"
+        key = f"{self.model_id}-{hash_texts(texts)}-distinct"
         path = cache_dir() / "embeddings" / f"{key}.npy"
         if self.cache and path.exists():
             vecs = load_cached(path, lambda p: _rows_of(np.load(p), len(texts)), "corpus embedding")
             if vecs is not None:
                 self.stats["corpus_cache_hits"] += 1
                 return vecs
-        log.info("embedding %d %s texts with %s", len(texts), desc or "", self.model_name)
+        distinct = list(dict.fromkeys(texts))
+        log.info("embedding %d %s texts (%d distinct) with %s", len(texts), desc or "", len(distinct), self.model_name)
         parts = path.with_suffix(".parts")
-        chunked = self.cache and self.cache_chunk_rows is not None and len(texts) > self.cache_chunk_rows
-        vecs = encode_in_parts(self, texts, parts, self.cache_chunk_rows, desc) if chunked \
-            else self._encode(texts, progress=True)
+        chunked = self.cache and self.cache_chunk_rows is not None and len(distinct) > self.cache_chunk_rows
+        vecs = encode_in_parts(self, distinct, parts, self.cache_chunk_rows, desc) if chunked \
+            else self._encode(distinct, progress=True)
+        if len(distinct) < len(texts):
+            row = {t: i for i, t in enumerate(distinct)}
+            vecs = vecs[np.fromiter((row[t] for t in texts), np.int64, len(texts))]
         if self.cache:
             with atomic_open(path, "wb") as f:  # unique temp file: concurrent runs never share one
                 np.save(f, vecs)

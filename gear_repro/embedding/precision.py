@@ -10,6 +10,7 @@ slow-down. The precision that runs is part of the embedding cache key (``Sentenc
 
 from __future__ import annotations
 
+import os
 from enum import Enum
 from functools import cache
 from pathlib import Path
@@ -18,6 +19,11 @@ from gear_repro.utils.errors import ConfigError
 
 # /proc/cpuinfo flags of native bf16 arithmetic: x86 AVX512-BF16 and AMX-BF16, Arm's BF16 extension
 NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
+# oneDNN ISA caps (ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA) under which its kernels still compute bf16 natively; any
+# other cap (AVX2, AVX512_CORE, ...) makes torch's bf16 linears fail or emulate, whatever the CPU's flags say
+ONEDNN_BF16_ISAS = ("ALL", "DEFAULT", "AVX2_VNNI_2", "AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX512_CORE_AMX",
+                    "AVX512_CORE_AMX_FP16", "AVX10_1_512", "AVX10_1_512_AMX", "AVX10_1_512_AMX_FP16", "AVX10_2_512",
+                    "AVX10_2_512_AMX_2")
 # back-ends that run bf16: torch (autocast, packed linears) and OpenVINO (its CPU plugin's bf16 inference precision)
 BF16_BACKENDS = ("torch", "openvino")
 
@@ -103,7 +109,13 @@ def native_bf16(device: str, cpuinfo: str | None = None) -> tuple[bool, str]:
     if device != "cpu":
         return False, f"no bf16 detection for device '{device}'"
     hits = sorted(cpu_flags(_proc_cpuinfo() if cpuinfo is None else cpuinfo) & set(NATIVE_BF16_FLAGS))
-    return bool(hits), f"CPU flags {', '.join(hits)}" if hits else "no avx512_bf16/amx_bf16/bf16 CPU flag"
+    if not hits:
+        return False, "no avx512_bf16/amx_bf16/bf16 CPU flag"
+    for var in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
+        cap = os.environ.get(var, "").strip().upper()
+        if cap and cap not in ONEDNN_BF16_ISAS:
+            return False, f"CPU flags {', '.join(hits)}, but {var}={cap} keeps oneDNN's kernels below bf16"
+    return True, f"CPU flags {', '.join(hits)}"
 
 
 def resolve_precision(value: str | Precision, device: str = "cpu", backend: str = "torch",

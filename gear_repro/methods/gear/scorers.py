@@ -25,7 +25,7 @@ import numpy as np
 
 from gear_repro.core.triple_graph import TripleIndex
 from gear_repro.embedding.embedder import LENGTH_STEP
-from gear_repro.utils.arrays import as_float32
+from gear_repro.utils.arrays import as_float32, row_dots
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_texts
 from gear_repro.utils.io import atomic_open
@@ -76,10 +76,10 @@ class CascadeOptions(ExactOptions):
 
 
 def cosines(vectors: np.ndarray, rows: np.ndarray, qv: np.ndarray) -> np.ndarray:
-    """q · v for the given rows of a unit-vector matrix, computed in float32 (a float16 or memory-mapped
-    matrix's rows are converted by :func:`~gear_repro.utils.arrays.as_float32`, exactly; numpy has no fast float16
-    product)."""
-    return as_float32(vectors[rows]) @ np.asarray(qv, dtype=np.float32)
+    """q · v for the given rows of a unit-vector matrix (:func:`~gear_repro.utils.arrays.row_dots`: each row on
+    its own, so two triples of one text score exactly alike on every instruction set and their tie is broken by
+    row, not by where a BLAS kernel placed them)."""
+    return row_dots(vectors, np.asarray(rows, dtype=np.int64), qv)
 
 
 class PathScorer(Protocol):
@@ -210,7 +210,8 @@ class ExactScorer(_VectorScorer):
         if not paths:
             return np.zeros(0)
         self.stats["paths_scored"] += len(paths)
-        return (self._encode([self.path_text(p) for p in paths]) @ qv).astype(np.float64)
+        vecs = self._encode([self.path_text(p) for p in paths])
+        return row_dots(vecs, np.arange(len(vecs)), qv)
 
 
 class SumScorer(_VectorScorer):
@@ -232,7 +233,7 @@ class SumScorer(_VectorScorer):
             summed = as_float32(v[rows]).sum(axis=1)  # (m, d)
             norms = np.linalg.norm(summed, axis=1)
             norms[norms == 0] = 1.0
-            out[sel] = (summed @ qv) / norms
+            out[sel] = row_dots(summed, np.arange(len(summed)), qv) / norms
         return out
 
 
@@ -321,7 +322,8 @@ class CascadeScorer(ExactScorer):
             pick = order[: max(pick.size, min(near, self.rescore_max))]
         if pick.size == 0:
             return cheap
-        exact = (self._memo_encode([self.path_text(paths[i]) for i in pick]) @ qv).astype(np.float64)
+        vecs = self._memo_encode([self.path_text(paths[i]) for i in pick])
+        exact = row_dots(vecs, np.arange(len(vecs)), qv)
         self.stats["paths_rescored"] += int(pick.size)
         out = cheap + float(np.median(exact - cheap[pick]))
         out[pick] = exact
