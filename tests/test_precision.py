@@ -24,8 +24,7 @@ from tests.helpers.doubles import HashEmbedder
 from tests.helpers.requirements import missing
 
 
-pytestmark = pytest.mark.usefixtures("no_isa_cap")
-
+@pytest.mark.usefixtures("no_isa_cap")
 def test_cpu_flags_and_native_bf16() -> None:
     assert {"avx512_bf16", "avx512f"} <= cpu_flags(EPYC) and "bf16" in cpu_flags(GRAVITON)
     assert native_bf16("cpu", EPYC) == (True, "CPU flags avx512_bf16")
@@ -34,6 +33,7 @@ def test_cpu_flags_and_native_bf16() -> None:
     assert native_bf16("mps", EPYC) == (False, "no bf16 detection for device 'mps'")
 
 
+@pytest.mark.usefixtures("no_isa_cap")
 @pytest.mark.parametrize("value, cpu, backend, used", [
     ("fp32", EPYC, "torch", "fp32"), ("auto", EPYC, "torch", "bf16"), ("bf16", EPYC, "torch", "bf16"),
     ("auto", SKYLAKE, "torch", "fp32"), ("fp32", SKYLAKE, "torch", "fp32"), ("auto", GRAVITON, "torch", "bf16"),
@@ -44,6 +44,7 @@ def test_resolve_precision(value, cpu, backend, used) -> None:
     assert resolve_precision(value, "cpu", backend, cpuinfo=cpu) is Precision(used)
 
 
+@pytest.mark.usefixtures("no_isa_cap")
 @pytest.mark.parametrize("value, cpu, backend, msg", [
     ("bf16", SKYLAKE, "torch", "no native bf16 .* emulation, slower than fp32"),  # never a silent slow-down
     ("bf16", EPYC, "onnx", "needs embedder.backend=torch or openvino"),
