@@ -293,3 +293,34 @@ def test_dataframe_questions_with_missing_cells():
     pipe = gear_repro.Pipeline.from_config(gear_repro.compose(*BM25), passages=PASSAGES, questions=frame)
     assert [(q.id, q.type, q.gold_ids) for q in pipe.resources.dataset.questions] == [("q1", "2hop", ["2", "3"]),
                                                                                        ("q2", "", ["1"])]
+
+
+def test_data_dir_never_pairs_new_passages_with_old_triples_nor_overwrites_a_prepared_folder(tmp_path: Path):
+    """``data_dir=D`` reused D as it was: new passages without triples were read with the earlier corpus's triples,
+    and a prepared folder as D had its corpus and questions overwritten. Triples of earlier records are now removed
+    from a folder the API wrote; a prepared folder, or one holding other data the API did not write, is refused
+    before anything is written."""
+    d = tmp_path / "data"
+    cfg = gear_repro.compose(*BM25)
+    first = gear_repro.Pipeline.from_config(cfg, passages=PASSAGES, questions=TOY_QUESTIONS, triples=TRIPLES,
+                                            data_dir=d)
+    assert len(first.resources.dataset.triples) == 6
+    other = [{"id": p["id"], "title": p["title"], "text": p["text"] + " (revised)"} for p in PASSAGES]
+    second = gear_repro.Pipeline.from_config(cfg, passages=other, questions=TOY_QUESTIONS, data_dir=d)
+    assert second.resources.dataset.triples is None
+    assert not (d / "triples.jsonl").exists()
+    assert "(revised)" in (d / "corpus.jsonl").read_text(encoding="utf-8")
+
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    for name in ("corpus.jsonl", "questions.jsonl", "prepare_stats.json"):
+        (prepared / name).write_bytes((d / name).read_bytes() if name != "prepare_stats.json" else b"{}")
+    before = {p.name: p.read_bytes() for p in prepared.iterdir()}
+    with pytest.raises(DataError, match=rf"data_dir {prepared} is a folder gear-repro-prepare wrote"):
+        gear_repro.Pipeline.from_config(cfg, passages=PASSAGES, questions=TOY_QUESTIONS, data_dir=prepared)
+    (prepared / "prepare_stats.json").unlink()
+    del before["prepare_stats.json"]
+    with pytest.raises(DataError, match=rf"data_dir {prepared} holds corpus.jsonl of other records, not written "
+                                        "by Pipeline.from_config"):
+        gear_repro.Pipeline.from_config(cfg, passages=PASSAGES, questions=TOY_QUESTIONS, data_dir=prepared)
+    assert {p.name: p.read_bytes() for p in prepared.iterdir()} == before

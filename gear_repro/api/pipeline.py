@@ -173,8 +173,9 @@ class Pipeline:
                 questions.jsonl, triples.jsonl; a question's ``answers`` and ``gold_ids`` may be left out), checked
                 as the loaders check files (an error names the record) and written as a canonical folder (``data_dir``,
                 default ``$GEAR_CACHE/datasets/<content hash>``) that ``dataset.path`` then names, so caches,
-                fingerprints and the report's recognition of the data work as for a folder. Without ``passages``
-                the config's ``dataset.path`` is read.
+                fingerprints and the report's recognition of the data work as for a folder (a ``data_dir`` reused
+                with other records loses the earlier ones' triples; one gear-repro-prepare wrote, or holding other
+                data the API did not write, is refused). Without ``passages`` the config's ``dataset.path`` is read.
             llm, embedder, backend: objects to use instead of building them from the config (a hosted client you
                 made, a stand-in LLM, an embedder shared across pipelines); ``embedder=None``: no embedder.
             retriever, method: objects of your own in place of the config's passage retriever / method (see
