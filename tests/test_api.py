@@ -324,3 +324,44 @@ def test_data_dir_never_pairs_new_passages_with_old_triples_nor_overwrites_a_pre
                                         "by Pipeline.from_config"):
         gear_repro.Pipeline.from_config(cfg, passages=PASSAGES, questions=TOY_QUESTIONS, data_dir=prepared)
     assert {p.name: p.read_bytes() for p in prepared.iterdir()} == before
+
+
+class IntIdRetriever(TitleRetriever):
+    """TitleRetriever returning the corpus's ids as integers (``6`` for ``"6"``): a user's mistake."""
+
+    def retrieve(self, query: str, k: int) -> Ranking:
+        r = super().retrieve(query, k)
+        return Ranking([int(i) for i in r.ids], r.scores)
+
+
+class OtherCorpusRetriever(TitleRetriever):
+    """TitleRetriever over another corpus's ids (``doc-0``, ...)."""
+
+    def retrieve(self, query: str, k: int) -> Ranking:
+        r = super().retrieve(query, k)
+        return Ranking([f"doc-{i}" for i in r.ids], r.scores)
+
+
+def test_a_user_retrievers_ids_are_checked_against_the_corpus(tmp_path: Path):
+    """A user retriever's ids were not checked: integer ids (gold "6" ranked as ``6``) or ids of another corpus gave
+    R@k 0.0 with exit 0 and no warning. Integer ids stop the run naming the class; unknown ids fail the question."""
+    cfg = gear_repro.compose(*BM25, "retriever._target_=tests.test_api.IntIdRetriever")
+    pipe = gear_repro.Pipeline.from_config(cfg, passages=PASSAGES, questions=TOY_QUESTIONS)
+    assert isinstance(pipe.method.retriever, IntIdRetriever)
+    with pytest.raises(ConfigError, match=r"^tests\.test_api\.IntIdRetriever ranked the id \d of type int \('\d' is "
+                                          r"the id of one of its passages\): ids are the strings of the passages it "
+                                          r"ranks"):
+        pipe.evaluate(run_dir=tmp_path / "ints")
+    assert (tmp_path / "ints" / "predictions.jsonl").read_text() == ""
+    obj = IntIdRetriever(pipe.resources.dataset.passages)
+    hit = gear_repro.Pipeline.from_config(gear_repro.compose(*BM25), passages=PASSAGES, retriever=obj).retrieve(
+        "Berlin", k=1)
+    assert hit.error.startswith("ComponentError: tests.test_api.IntIdRetriever ranked the id 1 of type int")
+
+    cfg = gear_repro.compose(*BM25, "retriever._target_=tests.test_api.OtherCorpusRetriever")
+    ev = gear_repro.Pipeline.from_config(cfg, passages=PASSAGES, questions=TOY_QUESTIONS).evaluate(
+        run_dir=tmp_path / "other")
+    assert ev.metrics["n_errors"] == 3
+    assert ev.questions["error"].tolist()[0].startswith(
+        "DataError: tests.test_api.OtherCorpusRetriever ranked 6 id(s) that are none of the run's passages (first: "
+        "'doc-")

@@ -185,6 +185,7 @@ class Pipeline:
             ConfigError / DataError: a check failed (the message names the setting or the record).
         """
         from gear_repro.config import validate
+        from gear_repro.pipeline.components import CheckedRetriever
         from gear_repro.pipeline.resources import Resources
         from gear_repro.pipeline.runner import preflight
         from gear_repro.pipeline.wiring import build_method, build_qa_reader
@@ -203,8 +204,9 @@ class Pipeline:
             with open_dict(cfg.llm):
                 cfg.llm.model = str(llm.model)
         res = Resources(cfg, dataset=dataset, **given)
-        if retriever is not None:
-            res.shared("passage_retriever", lambda: retriever)
+        if retriever is not None:  # its rankings checked against the corpus (pipeline/components.py)
+            res.shared("passage_retriever",
+                       lambda: CheckedRetriever(retriever, res.dataset.passage_by_id, "passages"))
         built = res.shared("method", lambda: method if method is not None else build_method(cfg, res))
         qa_reader = build_qa_reader(cfg, res)
         preflight(cfg, res, built, qa_reader, gold=False)

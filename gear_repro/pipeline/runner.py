@@ -43,7 +43,7 @@ from gear_repro.prompts import prompts_hash
 from gear_repro.qa.reader import AnswerReader, pass_for_qa, score_answer
 from gear_repro.types import Question
 from gear_repro.utils.concurrency import COMPUTE
-from gear_repro.utils.errors import ConfigError, OutputError
+from gear_repro.utils.errors import ComponentError, ConfigError, OutputError
 from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.io import JsonlAppender, require_writable_dir, write_failure
 from gear_repro.utils.lock import RunDirLock, RunDirTaken
@@ -465,8 +465,8 @@ def _question_body(cfg: DictConfig, q: Question, method: Method, qa_reader: Answ
         if cfg.run.fail_fast:
             raise
         failed = write_failure(e)
-        if failed is e:  # a full disk: every later question would redo its work (a corpus encode) and fail again
-            raise
+        if failed is e or isinstance(e, ComponentError):  # every later question would fail the same way (after
+            raise  # redoing its work: a corpus encode)
         if failed is not None:
             raise failed from e
         log.error("question %s failed: %s", q.id, e)
