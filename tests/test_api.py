@@ -293,3 +293,75 @@ def test_dataframe_questions_with_missing_cells():
     pipe = gear_repro.Pipeline.from_config(gear_repro.compose(*BM25), passages=PASSAGES, questions=frame)
     assert [(q.id, q.type, q.gold_ids) for q in pipe.resources.dataset.questions] == [("q1", "2hop", ["2", "3"]),
                                                                                        ("q2", "", ["1"])]
+
+
+def test_data_dir_never_pairs_new_passages_with_old_triples_nor_overwrites_a_prepared_folder(tmp_path: Path):
+    """``data_dir=D`` reused D as it was: new passages without triples were read with the earlier corpus's triples,
+    and a prepared folder as D had its corpus and questions overwritten. Triples of earlier records are now removed
+    from a folder the API wrote; a prepared folder, or one holding other data the API did not write, is refused
+    before anything is written."""
+    d = tmp_path / "data"
+    cfg = gear_repro.compose(*BM25)
+    first = gear_repro.Pipeline.from_config(cfg, passages=PASSAGES, questions=TOY_QUESTIONS, triples=TRIPLES,
+                                            data_dir=d)
+    assert len(first.resources.dataset.triples) == 6
+    other = [{"id": p["id"], "title": p["title"], "text": p["text"] + " (revised)"} for p in PASSAGES]
+    second = gear_repro.Pipeline.from_config(cfg, passages=other, questions=TOY_QUESTIONS, data_dir=d)
+    assert second.resources.dataset.triples is None
+    assert not (d / "triples.jsonl").exists()
+    assert "(revised)" in (d / "corpus.jsonl").read_text(encoding="utf-8")
+
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    for name in ("corpus.jsonl", "questions.jsonl", "prepare_stats.json"):
+        (prepared / name).write_bytes((d / name).read_bytes() if name != "prepare_stats.json" else b"{}")
+    before = {p.name: p.read_bytes() for p in prepared.iterdir()}
+    with pytest.raises(DataError, match=rf"data_dir {prepared} is a folder gear-repro-prepare wrote"):
+        gear_repro.Pipeline.from_config(cfg, passages=PASSAGES, questions=TOY_QUESTIONS, data_dir=prepared)
+    (prepared / "prepare_stats.json").unlink()
+    del before["prepare_stats.json"]
+    with pytest.raises(DataError, match=rf"data_dir {prepared} holds corpus.jsonl of other records, not written "
+                                        "by Pipeline.from_config"):
+        gear_repro.Pipeline.from_config(cfg, passages=PASSAGES, questions=TOY_QUESTIONS, data_dir=prepared)
+    assert {p.name: p.read_bytes() for p in prepared.iterdir()} == before
+
+
+class IntIdRetriever(TitleRetriever):
+    """TitleRetriever returning the corpus's ids as integers (``6`` for ``"6"``): a user's mistake."""
+
+    def retrieve(self, query: str, k: int) -> Ranking:
+        r = super().retrieve(query, k)
+        return Ranking([int(i) for i in r.ids], r.scores)
+
+
+class OtherCorpusRetriever(TitleRetriever):
+    """TitleRetriever over another corpus's ids (``doc-0``, ...)."""
+
+    def retrieve(self, query: str, k: int) -> Ranking:
+        r = super().retrieve(query, k)
+        return Ranking([f"doc-{i}" for i in r.ids], r.scores)
+
+
+def test_a_user_retrievers_ids_are_checked_against_the_corpus(tmp_path: Path):
+    """A user retriever's ids were not checked: integer ids (gold "6" ranked as ``6``) or ids of another corpus gave
+    R@k 0.0 with exit 0 and no warning. Integer ids stop the run naming the class; unknown ids fail the question."""
+    cfg = gear_repro.compose(*BM25, "retriever._target_=tests.test_api.IntIdRetriever")
+    pipe = gear_repro.Pipeline.from_config(cfg, passages=PASSAGES, questions=TOY_QUESTIONS)
+    assert isinstance(pipe.method.retriever, IntIdRetriever)
+    with pytest.raises(ConfigError, match=r"^tests\.test_api\.IntIdRetriever ranked the id \d of type int \('\d' is "
+                                          r"the id of one of its passages\): ids are the strings of the passages it "
+                                          r"ranks"):
+        pipe.evaluate(run_dir=tmp_path / "ints")
+    assert (tmp_path / "ints" / "predictions.jsonl").read_text() == ""
+    obj = IntIdRetriever(pipe.resources.dataset.passages)
+    hit = gear_repro.Pipeline.from_config(gear_repro.compose(*BM25), passages=PASSAGES, retriever=obj).retrieve(
+        "Berlin", k=1)
+    assert hit.error.startswith("ComponentError: tests.test_api.IntIdRetriever ranked the id 1 of type int")
+
+    cfg = gear_repro.compose(*BM25, "retriever._target_=tests.test_api.OtherCorpusRetriever")
+    ev = gear_repro.Pipeline.from_config(cfg, passages=PASSAGES, questions=TOY_QUESTIONS).evaluate(
+        run_dir=tmp_path / "other")
+    assert ev.metrics["n_errors"] == 3
+    assert ev.questions["error"].tolist()[0].startswith(
+        "DataError: tests.test_api.OtherCorpusRetriever ranked 6 id(s) that are none of the run's passages (first: "
+        "'doc-")

@@ -288,3 +288,19 @@ def test_hand_made_folders_get_prepares_checks(toy_dir: Path, file: str, change:
            "triples.jsonl": lambda: ([ok_p], [ok_q], [Triple("t", value, "p", "o", passage_id="p")])}[file]()
     with pytest.raises(DataError, match=rf"in\.json: (passage|question|triple) '.*': field '{field}'"):
         check_records(*bad, source="in.json")
+
+
+@pytest.mark.parametrize("part, value, kind", [("subject", "NaN", r"number \(NaN\)"),
+                                               ("object", '""', r'an empty string \(""\)'),
+                                               ("subject", "1977", r"number \(1977\)"),
+                                               ("object", '["Paris"]', r'array \(\["Paris"\]\)')])
+def test_a_triple_part_that_is_no_text_names_file_and_line(tmp_path: Path, part: str, value: str, kind: str) -> None:
+    """A triple whose subject was NaN loaded as the entity "nan" (an empty one as "", a number as its digits): a
+    graph node no passage names. Each part must be a non-empty string; the error names file, line and field."""
+    path = tmp_path / "triples.jsonl"
+    good = {"id": "0-0", "subject": "Paris", "predicate": "capital of", "object": "France", "passage_id": "0"}
+    bad = json.dumps({**good, "id": "0-1"}).replace(json.dumps(good[part]), value, 1)
+    path.write_text(json.dumps(good) + "\n" + bad + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"^{path}:2: field '{part}' should be a non-empty string, "
+                                        rf"got {kind}$"):
+        load_triples(path)

@@ -313,3 +313,46 @@ def test_report_refuses_a_run_naming_an_unknown_paper(compose, toy_dir: Path, tm
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {run / 'config.yaml'}: {msg}"), err
     assert not (out / "table.md").exists()
+
+
+def test_a_file_written_into_out_while_the_report_runs_is_kept(two_widths: Path, tmp_path: Path, capsys,
+                                                              monkeypatch) -> None:
+    """Ownership of ``--out`` was checked only at the start: a file written into it while the report ran was
+    deleted with the earlier report. It is checked again before publishing (the report stops, naming the file), and
+    a file that slips in between that check and the swap is moved into the new report folder, never deleted."""
+    import os
+
+    import gear_repro.cli.report as R
+    import gear_repro.reporting.output as O
+
+    out = tmp_path / "report"
+    assert report_main([str(two_widths), "--out", str(out), "--resamples", "100"]) == 0
+    earlier = (out / "table.md").read_text()
+    real_write = R.write_report
+
+    def user_writes_meanwhile(*a, **k):
+        real_write(*a, **k)
+        (out / "notes.txt").write_text("my notes")
+
+    monkeypatch.setattr(R, "write_report", user_writes_meanwhile)
+    assert report_main([str(two_widths), "--out", str(out), "--resamples", "100"]) == 2
+    assert (f"--out {out} holds {out / 'notes.txt'}, which no report wrote (written while this report ran; the "
+            "report was not written)") in capsys.readouterr().err
+    assert (out / "notes.txt").read_text() == "my notes" and (out / "table.md").read_text() == earlier
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".report")] == []
+
+    (out / "notes.txt").unlink()
+    monkeypatch.setattr(R, "write_report", real_write)
+    real_rename = os.rename
+
+    def written_at_the_swap(src, dst):  # the user's write lands just after the check, before the rename
+        if Path(src) == out:
+            (out / "sub").mkdir()
+            (out / "sub" / "late.txt").write_text("late")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(O.os, "rename", written_at_the_swap)
+    assert report_main([str(two_widths), "--out", str(out), "--resamples", "100"]) == 0
+    assert (out / "sub" / "late.txt").read_text() == "late"
+    assert "sub/late.txt" not in json.loads((out / MANIFEST).read_text())["files"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".report")] == []

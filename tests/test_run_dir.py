@@ -96,3 +96,50 @@ def test_gear_cache_with_a_tilde_or_empty_is_not_a_folder_in_the_working_dir(val
     monkeypatch.chdir(tmp_path)
     want = tmp_path / "home" / ("gear cache" if value else ".cache/gear_repro")
     assert cache_dir() == want and want.is_dir() and not (tmp_path / "~").exists()
+
+
+def test_a_disk_that_fills_during_the_corpus_encode_stops_the_run_at_the_first_question(
+        toy_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    """With the capacity check off, a disk that filled while the corpus encode was saved failed the question and
+    the next one encoded the corpus again: 9 encodes of ~20 s, 9 failed questions, and the error the run stopped
+    with named failure.json (the disk still full). The run now stops at the first failed write, with its error."""
+    import errno
+    import json
+
+    import numpy as np
+
+    from gear_repro.utils.errors import OutputError
+    from tests.helpers.doubles import HashEmbedder, ScriptedLLM
+    from tests.helpers.runs import run_with_doubles
+
+    cache, run = tmp_path / "cache", tmp_path / "run"
+    monkeypatch.setenv("GEAR_CACHE", str(cache))
+    full = {"now": False, "stays": True}
+    real_fsync = os.fsync
+
+    def save_on_a_full_disk(*a, **k):
+        full["now"] = full["stays"]
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def fsync(fd):  # every later write fails too (failure.json included)
+        if full["now"]:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    monkeypatch.setattr(np, "save", save_on_a_full_disk)
+    monkeypatch.setattr(os, "fsync", fsync)
+    embedder = HashEmbedder()
+    overrides = toy_args(toy_dir, "retriever=sbert", "run.capacity_check=false")
+    with pytest.raises(OutputError, match=rf"^cannot write {cache}/embeddings/\w+-\w+\.npy: No space left on "
+                                          "device$"):
+        run_with_doubles(overrides, run, llm=ScriptedLLM(), embedder=embedder)
+    assert embedder.stats["encoded"] == 6 + 1  # the 6 passages once (not once per question), the first query
+    assert (run / "predictions.jsonl").read_text() == ""
+    assert not (run / "failure.json").exists()
+
+    full.update(now=False, stays=False)  # only the encode's file fails: failure.json records it
+    with pytest.raises(OutputError, match=r"embeddings/\w+-\w+\.npy: No space left"):
+        run_with_doubles(overrides, tmp_path / "run2", llm=ScriptedLLM(), embedder=HashEmbedder())
+    error = json.loads((tmp_path / "run2" / "failure.json").read_text())["error"]
+    assert error.startswith(f"OutputError: cannot write {cache}/embeddings/") and error.endswith(
+        ".npy: No space left on device")

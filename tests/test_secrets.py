@@ -127,3 +127,17 @@ def test_an_api_key_with_a_carriage_return_is_used_and_never_quoted(toy_dir: Pat
     for part in (key, key[8:]):
         assert files_with(tmp_path, part) == [], part
         assert part not in ok.stdout + ok.stderr + bad.stdout + bad.stderr, part
+
+
+def test_a_reply_echoing_the_api_key_is_stored_without_it(toy_dir: Path, tmp_path: Path) -> None:
+    """A reply that echoed the API key was stored as it came in the LLM reply cache ($GEAR_CACHE/llm) and written
+    to predictions.jsonl. Registered secrets are masked in the reply before it is cached or used."""
+    key = "sk-ECHO-sentinel-81d2"
+    with StandInServer(latency_s=0.0, reply=lambda prompt: f"Amiens (my key is {key})") as server:
+        args = toy_args(toy_dir, "qa=true", "llm=openai_compatible", "llm.model=standin", f"llm.base_url={server.url}",
+                        "llm.api_key_env=GEAR_TEST_ECHO_KEY", f"hydra.run.dir={tmp_path / 'run'}")
+        r = run_cli(args, tmp_path, env={"GEAR_TEST_ECHO_KEY": key})
+        assert r.returncode == 0 and server.n_requests == 3, r.stderr
+    assert (tmp_path / "cache" / "llm_cache" / "cache.sqlite3").is_file()  # the replies were cached
+    assert files_with(tmp_path, key) == []
+    assert "Amiens (my key is ***)" in (tmp_path / "run" / "predictions.jsonl").read_text()

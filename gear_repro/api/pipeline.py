@@ -173,8 +173,9 @@ class Pipeline:
                 questions.jsonl, triples.jsonl; a question's ``answers`` and ``gold_ids`` may be left out), checked
                 as the loaders check files (an error names the record) and written as a canonical folder (``data_dir``,
                 default ``$GEAR_CACHE/datasets/<content hash>``) that ``dataset.path`` then names, so caches,
-                fingerprints and the report's recognition of the data work as for a folder. Without ``passages``
-                the config's ``dataset.path`` is read.
+                fingerprints and the report's recognition of the data work as for a folder (a ``data_dir`` reused
+                with other records loses the earlier ones' triples; one gear-repro-prepare wrote, or holding other
+                data the API did not write, is refused). Without ``passages`` the config's ``dataset.path`` is read.
             llm, embedder, backend: objects to use instead of building them from the config (a hosted client you
                 made, a stand-in LLM, an embedder shared across pipelines); ``embedder=None``: no embedder.
             retriever, method: objects of your own in place of the config's passage retriever / method (see
@@ -184,6 +185,7 @@ class Pipeline:
             ConfigError / DataError: a check failed (the message names the setting or the record).
         """
         from gear_repro.config import validate
+        from gear_repro.pipeline.components import CheckedRetriever
         from gear_repro.pipeline.resources import Resources
         from gear_repro.pipeline.runner import preflight
         from gear_repro.pipeline.wiring import build_method, build_qa_reader
@@ -202,8 +204,9 @@ class Pipeline:
             with open_dict(cfg.llm):
                 cfg.llm.model = str(llm.model)
         res = Resources(cfg, dataset=dataset, **given)
-        if retriever is not None:
-            res.shared("passage_retriever", lambda: retriever)
+        if retriever is not None:  # its rankings checked against the corpus (pipeline/components.py)
+            res.shared("passage_retriever",
+                       lambda: CheckedRetriever(retriever, res.dataset.passage_by_id, "passages"))
         built = res.shared("method", lambda: method if method is not None else build_method(cfg, res))
         qa_reader = build_qa_reader(cfg, res)
         preflight(cfg, res, built, qa_reader, gold=False)

@@ -11,8 +11,12 @@ DIR/prepare_stats.json, and prints the counts.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import logging
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +61,19 @@ def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path
         if path is not None:
             require_file(path, what)
     require_dir_target(out, "--out")
+    with prepare_lock(Path(out)):
+        return _prepare(fmt, questions, Path(out), corpus, triples_hipporag, limit, chunk_size, chunk_overlap,
+                        dataset, keep_unanswerable, match_titles, title_similarity)
+
+
+def _prepare(fmt: str, questions: str | Path, out: Path, corpus: str | Path | None,
+             triples_hipporag: str | Path | None, limit: int | None, chunk_size: int, chunk_overlap: int,
+             dataset: str | None, keep_unanswerable: bool, match_titles: bool,
+             title_similarity: float) -> dict[str, Any]:
     conv = get_converter(fmt)(questions, corpus=corpus, limit=limit, dataset=dataset,
                               keep_unanswerable=keep_unanswerable, match_titles=match_titles,
                               title_similarity=title_similarity)
     _check_unique(conv.passages, conv.questions)
-    out = Path(out)
     stats: dict[str, Any] = dict(conv.stats)
     stats["inputs_sha256_16"] = {k: hash_file(v) for k, v in
                                  (("questions", questions), ("corpus", corpus), ("triples_hipporag", triples_hipporag))
@@ -80,9 +92,58 @@ def prepare(fmt: str, questions: str | Path, out: str | Path, corpus: str | Path
         log.warning("%d questions have no gold answer (first: '%s'): EM/F1 cannot score them and qa=true will "
                     "refuse this dataset", len(no_answer), no_answer[0])
         stats["questions_without_answers_ids"] = no_answer[:_N_IDS]
-    out.mkdir(parents=True, exist_ok=True)
     _write_folder(out, passages, qs, triples, stats)
     return stats
+
+
+LOCK = ".prepare.lock"  # flock'ed by the prepare writing the folder
+
+
+@contextlib.contextmanager
+def prepare_lock(out: Path) -> Iterator[None]:
+    """Hold an exclusive flock of ``out/.prepare.lock`` for the whole prepare, or raise a DataError naming the
+    process that holds it: two prepares into one folder interleaved their files (both exited 0, the folder mixed
+    two data sets). A killed holder releases the flock with its process. The folder is created here and removed
+    again when the prepare fails before writing anything into it."""
+    import fcntl
+
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / LOCK
+    fd = -1
+    try:
+        for _ in range(10):
+            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+                raise DataError(f"--out {out} is being written by another gear-repro-prepare (process {holder}; "
+                                f"{path}): wait for it to finish, or prepare into another folder") from None
+            except OSError as e:
+                if e.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                    raise
+                log.warning("%s: no flock on this file system (%s): a concurrent prepare into it is not refused",
+                            path, e)
+            try:  # the file we locked may have been removed by the holder that just finished: lock the new one
+                same = os.path.samestat(os.fstat(fd), os.stat(path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+            fd = -1
+        else:
+            raise DataError(f"could not lock {path}: other prepares keep replacing it")
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        yield
+    finally:
+        if fd >= 0:
+            path.unlink(missing_ok=True)  # while still held: a prepare waiting on it re-checks the path
+            os.close(fd)
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
 
 
 STAGING = ".prepare-tmp-"  # the folder inside --out the files are written into before they replace the old ones
@@ -91,11 +152,10 @@ STAGING = ".prepare-tmp-"  # the folder inside --out the files are written into 
 def _write_folder(out: Path, passages: list[Passage], questions: list[Question], triples: list | None,
                   stats: dict[str, Any]) -> None:
     """Write the folder's files into a staging folder inside ``out``, record their hashes in prepare_stats.json
-    (``files_sha256_16``; the loader refuses a folder whose corpus or questions disagree), then move them into
-    place with prepare_stats.json last: a prepare killed before the end leaves the old folder, or files that
-    disagree with the recorded hashes, never a new corpus silently beside old questions. A staging folder left
-    by a killed prepare is removed."""
-    import os
+    (``files_sha256_16``), then move prepare_stats.json into place first and the data files after it. The loader
+    refuses a folder whose recorded files are not those (data/dataset.py ``check_prepared_files``), so a prepare
+    killed at any point leaves the old folder or one that is refused, never a corpus beside another data set's
+    questions or triples. A staging folder left by a killed prepare is removed."""
     import shutil
     import tempfile
 
@@ -114,15 +174,15 @@ def _write_folder(out: Path, passages: list[Passage], questions: list[Question],
             save_triples(staging / "triples.jsonl", triples)
             names.append("triples.jsonl")
         stats["files_sha256_16"] = {name: hash_file(staging / name) for name in names}
-        write_json(staging / "prepare_stats.json", stats)
         if triples is None and (out / "triples.jsonl").exists():  # another dataset's triples with this corpus
-            (out / "triples.jsonl").unlink()
             stats["removed_stale"] = ["triples.jsonl"]
-            write_json(staging / "prepare_stats.json", stats)
+        write_json(staging / "prepare_stats.json", stats)
+        if triples is None and (out / "triples.jsonl").exists():
+            # before the new record: unrecorded, they would load as a stage=extract's copied in
+            (out / "triples.jsonl").unlink()
             log.warning("removed %s left by an earlier prepare (this one imports no triples)", out / "triples.jsonl")
-        for name in ["triples.jsonl", "questions.jsonl", "corpus.jsonl", "prepare_stats.json"]:
-            if (staging / name).exists():
-                os.replace(staging / name, out / name)
+        for name in ["prepare_stats.json", *names]:
+            os.replace(staging / name, out / name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

@@ -83,7 +83,18 @@ def question_record(rec: dict, where: str) -> Question:
 def triple_record(rec: dict, where: str) -> Triple:
     """One triples.jsonl record as a Triple, validated (the loader's and gear-repro-prepare's one check)."""
     tid = _id(rec, "id", where)
-    vals = [str(_need(rec, k, (str, int, float), where)) for k in ("subject", "predicate", "object")]
+    vals = []
+    for key in ("subject", "predicate", "object"):
+        if key not in rec:
+            raise DataError(f"{where}: record lacks field '{key}'")
+        val = rec[key]
+        # a NaN, a number or an empty part would be a graph entity named "nan", "1977" or "" (every empty
+        # subject one node): the triple says nothing a reader can use
+        if not isinstance(val, str) or not val.strip():
+            kind = "an empty string" if isinstance(val, str) else json_kind(val)
+            raise DataError(f"{where}: field '{key}' should be a non-empty string, got {kind} "
+                            f"({json.dumps(val, default=str)[:60]})")
+        vals.append(val)
     return Triple(tid, *vals, passage_id=_id(rec, "passage_id", where))
 
 

@@ -95,12 +95,14 @@ def prepared_as(root: str | Path) -> tuple[str, str] | None:
     return PREPARED.get((prepared_from(root) or "").lower())
 
 
-def check_prepared_files(root: Path, hashes: dict[str, str]) -> None:
-    """DataError when the corpus or questions file of a folder gear-repro-prepare wrote is not the one it recorded
-    (prepare_stats.json ``files_sha256_16``): a prepare killed between moving its files into place, or a file
-    edited by hand, would pair a new corpus with old questions (BM25 then scores R@5 = 0.0). A folder without the
-    record (hand-made, or prepared before it existed) is not checked; triples.jsonl is not either (a stage=extract's
-    triples are copied in by design; the loader checks that they point into the corpus)."""
+def check_prepared_files(root: Path, hashes: dict[str, str | None]) -> None:
+    """DataError when a file a run reads from a folder gear-repro-prepare wrote is not the one it recorded
+    (prepare_stats.json ``files_sha256_16``), or is missing: a prepare killed between moving its files into place,
+    two prepares into one folder, or a file edited by hand would pair a corpus with another data set's questions
+    (BM25 then scores R@5 = 0.0) or triples (NaiveGE lost 17-23 recall points, exit 0). ``hashes``: the files read
+    (names relative to ``root``), None for one absent. A folder without the record (hand-made, or prepared before
+    it existed) is not checked, nor is a file the record does not name (a stage=extract's triples.jsonl copied
+    into a folder prepared without triples; the loader checks that they point into the corpus)."""
     stats_path = root / "prepare_stats.json"
     if not stats_path.is_file():
         return
@@ -109,12 +111,20 @@ def check_prepared_files(root: Path, hashes: dict[str, str]) -> None:
     recorded = read_json_object(stats_path).get("files_sha256_16")
     if not isinstance(recorded, dict):
         return
+    redo = ("re-run gear-repro-prepare into the folder (or delete its "
+            f"{stats_path.name} to use hand-edited files)")
     for name, digest in hashes.items():
-        if name in recorded and recorded[name] != digest:
+        if name not in recorded:
+            continue
+        if digest is None:
+            raise DataError(f"{root / name} is missing, but gear-repro-prepare wrote it with {stats_path.name}: a "
+                            f"prepare killed before it finished; {redo}")
+        if recorded[name] != digest:
+            other = (" (triples of a stage=extract: keep them under another name and set dataset.triples_file)"
+                     if name == "triples.jsonl" else "")
             raise DataError(f"{root / name} is not the file gear-repro-prepare wrote with {stats_path.name} "
                             f"(sha256 {digest} != recorded {recorded[name]}): a prepare killed before it finished, "
-                            "or an edited file; re-run gear-repro-prepare into the folder (or delete its "
-                            f"{stats_path.name} to use hand-edited files)")
+                            f"two prepares into this folder, or an edited file{other}; {redo}")
 
 
 def check_gold_answers(dataset: Dataset, switch: str = "qa=true") -> None:
@@ -200,6 +210,16 @@ def load_dataset(
                 else "prepare one with gear-repro-prepare")
         raise DataError(f"dataset folder not found: {root} ({hint})")
     corpus_path, q_path = root / "corpus.jsonl", root / "questions.jsonl"
+    t_path = root / triples_file if triples_file else None
+    # hashed before parsing: a folder mixing two data sets is refused as such, not by a record that does not fit
+    hashes = {"corpus": hash_file(corpus_path) if corpus_path.is_file() else None,
+              "questions": hash_file(q_path) if q_path.is_file() else None}
+    read = {"corpus.jsonl": hashes["corpus"], "questions.jsonl": hashes["questions"]}
+    if t_path is not None:
+        hashes["triples"] = hash_file(t_path) if t_path.is_file() else None
+        read[str(triples_file)] = hashes["triples"]
+    check_prepared_files(root, read)
+    hashes = {k: v for k, v in hashes.items() if v is not None}
     with progress_bars(progress):
         passages = load_corpus(corpus_path)
     questions = load_questions(q_path)
@@ -208,18 +228,12 @@ def load_dataset(
     missing_gold = choice(MissingGold, missing_gold, "dataset.missing_gold")
     if limit is not None and limit > 0:
         questions = questions[:limit] if subset == "first" else stratified_subset(questions, limit, subset_seed)
-    hashes = {"corpus": hash_file(corpus_path), "questions": hash_file(q_path)}
-    check_prepared_files(root, {"corpus.jsonl": hashes["corpus"], "questions.jsonl": hashes["questions"]})
     triples = None
-    t_path = None
-    if triples_file:
-        t_path = root / triples_file
-        if t_path.exists():
-            with progress_bars(progress):
-                triples = load_triples(t_path)
-            hashes["triples"] = hash_file(t_path)
-        else:
-            t_path = None
+    if t_path is not None and "triples" in hashes:
+        with progress_bars(progress):
+            triples = load_triples(t_path)
+    else:
+        t_path = None
     warnings = check_links(passages, questions, triples, missing_gold, questions_ref=str(q_path),
                            corpus_ref=corpus_path.name, triples_ref=str(t_path))
     log.info("dataset %s: %d/%d questions, %d passages, %s triples", name or root.name, len(questions), n_all,

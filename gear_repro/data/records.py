@@ -105,21 +105,39 @@ def content_hash(records: Iterable[dict], n: int = 16) -> str:
     return h.hexdigest()[:n]
 
 
+WRITTEN_BY = ".written_by_api"  # marks a folder write_dataset owns: its files may be replaced by other records
+
+
 def write_dataset(folder: str | Path, passages: list[Passage], questions: list[Question] | None,
                   triples: list[Triple] | None) -> Path:
     """The canonical folder of these records (corpus.jsonl, questions.jsonl, triples.jsonl), written only when its
     files are not there already with the same content (a content-addressed folder is shared by every pipeline on
-    the same data)."""
+    the same data). A file of the three that these records do not have (no triples given) is removed: another
+    corpus's triples would be read with these passages. A DataError, before anything is written, for a folder
+    gear-repro-prepare wrote or one whose files hold other records and that this function did not write (a user's
+    data_dir: its corpus and questions would be overwritten)."""
     from gear_repro.utils.hashing import hash_file
 
     root = Path(folder)
-    root.mkdir(parents=True, exist_ok=True)
+    if (root / "prepare_stats.json").is_file():
+        raise DataError(f"data_dir {root} is a folder gear-repro-prepare wrote (prepare_stats.json): the records "
+                        "given would overwrite its corpus and questions; pass a new or empty data_dir, or leave "
+                        f"passages= out to read it (dataset.path={root})")
     parts = [("corpus.jsonl", passage_dicts, save_corpus, passages), ("questions.jsonl", question_dicts,
              save_questions, questions), ("triples.jsonl", triple_dicts, save_triples, triples)]
-    for name, dicts, save, items in parts:
-        path = root / name
+    stale = [(root / name, items) for name, dicts, _, items in parts if (root / name).is_file() and (
+        items is None or hash_file(root / name) != content_hash(dicts(items)))]
+    if stale and not (root / WRITTEN_BY).is_file():
+        raise DataError(f"data_dir {root} holds {stale[0][0].name} of other records, not written by "
+                        "Pipeline.from_config: the records given would overwrite or sit beside it; pass a new or "
+                        "empty data_dir")
+    root.mkdir(parents=True, exist_ok=True)
+    (root / WRITTEN_BY).touch()
+    for path, items in stale:
         if items is None:
-            continue
-        if not (path.is_file() and hash_file(path) == content_hash(dicts(items))):
+            path.unlink()
+    for name, _, save, items in parts:
+        path = root / name
+        if items is not None and (not path.is_file() or path in {p for p, _ in stale}):
             save(path, items)
     return root

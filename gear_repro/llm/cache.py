@@ -234,7 +234,10 @@ class LLMCache:
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, model: str, value: dict[str, Any]) -> None:
-        row = (key, model, json.dumps(value, ensure_ascii=False), time.time())
+        """Store a reply, the registered secrets in it masked (a reply echoing the API key)."""
+        from gear_repro.utils.secrets import redact_strings
+
+        row = (key, model, json.dumps(redact_strings(value), ensure_ascii=False), time.time())
         self._retry(lambda: self._conn().execute(
             "INSERT OR REPLACE INTO replies (key, model, value, created) VALUES (?, ?, ?, ?)", row))
 

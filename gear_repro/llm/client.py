@@ -49,7 +49,7 @@ from gear_repro.llm.server import LLMServerSettings
 from gear_repro.llm.tokens import count_messages, count_text
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError, GearError
-from gear_repro.utils.secrets import header_secret, redact_text, register_query_secrets
+from gear_repro.utils.secrets import header_secret, redact_strings, redact_text, register_query_secrets
 from gear_repro.utils.settings import Range, Settings, check_number, num, range_text, refuse_unknown
 
 if TYPE_CHECKING:
@@ -506,7 +506,8 @@ class LLMClient:
             self._bump(cache_misses=1)
             try:
                 with COMPUTE.released():  # other questions compute while this one waits (run.workers)
-                    out = self._call_with_retries(messages, req)
+                    # a secret the reply echoes is masked as the cache stores it: a replay reads the same text
+                    out = redact_strings(self._call_with_retries(messages, req))
                 if self.cache is not None and key:
                     self.cache.put(key, self.model, out)
             except LLMCallError as e:

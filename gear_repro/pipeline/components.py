@@ -10,13 +10,14 @@ defaults, so a subclass writes ``run`` / ``retrieve`` / ``expand`` and nothing e
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
 from gear_repro.methods.base import ExpansionOutput, MethodOutput
 from gear_repro.types import Question, Ranking
+from gear_repro.utils.errors import ComponentError, DataError
 
-__all__ = ["DEPENDENCIES", "BaseExpansion", "BaseMethod", "BaseRetriever"]
+__all__ = ["DEPENDENCIES", "BaseExpansion", "BaseMethod", "BaseRetriever", "CheckedRetriever", "check_ranking"]
 
 # constructor argument name -> what the wiring hands over (pipeline/wiring.py:_dependency)
 DEPENDENCIES: Mapping[str, str] = {
@@ -95,3 +96,59 @@ class BaseMethod:
 
     def summarize(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         return {}
+
+
+def _class_name(obj: object) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+def check_ranking(ranking: Ranking, known: Container[str], owner: object, what: str) -> Ranking:
+    """``ranking`` when each of its ids is a string of ``known`` (the ids of the ``what`` ranked: "passages",
+    "triples"). An id of another type (``6`` for the corpus's ``"6"``) is a ComponentError naming ``owner``'s class
+    (the run stops: every question would miss the same way, scored R@k 0.0); a string id not in ``known`` a
+    DataError naming it (the question fails: it is not counted as a miss, which would hide another corpus or id
+    format)."""
+    bad = next((i for i in ranking.ids if not isinstance(i, str) or i not in known), None)
+    if bad is None:
+        return ranking
+    if not isinstance(bad, str):
+        same = f" ('{bad}' is the id of one of its {what})" if str(bad) in known else ""
+        raise ComponentError(f"{_class_name(owner)} ranked the id {bad!r} of type {type(bad).__name__}{same}: ids "
+                             f"are the strings of the {what} it ranks; return str ids as the corpus has them")
+    unknown = sum(1 for i in ranking.ids if i not in known)
+    raise DataError(f"{_class_name(owner)} ranked {unknown} id(s) that are none of the run's {what} (first: {bad!r}): "
+                    "another corpus or id format? (the question fails rather than counting them as misses)")
+
+
+class CheckedRetriever:
+    """A retriever of the user's whose rankings are checked against the ids of what it ranks (:func:`check_ranking`);
+    everything else is the wrapped retriever's (``inner``: its attributes, and its class for ``isinstance``, so a
+    method of the user's sees its own retriever)."""
+
+    def __init__(self, inner: Any, known: Container[str], what: str) -> None:
+        self.inner, self.known, self.what = inner, known, what
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return type(self.inner)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def k_dependent(self) -> bool:
+        return self.inner.k_dependent
+
+    @property
+    def needs_vectors(self) -> bool:
+        return self.inner.needs_vectors
+
+    def retrieve(self, query: str, k: int) -> Ranking:
+        return check_ranking(self.inner.retrieve(query, k), self.known, self.inner, self.what)
+
+    def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        return [check_ranking(r, self.known, self.inner, self.what) for r in self.inner.retrieve_many(queries, k)]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

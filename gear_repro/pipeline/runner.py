@@ -43,9 +43,9 @@ from gear_repro.prompts import prompts_hash
 from gear_repro.qa.reader import AnswerReader, pass_for_qa, score_answer
 from gear_repro.types import Question
 from gear_repro.utils.concurrency import COMPUTE
-from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.errors import ComponentError, ConfigError, OutputError
 from gear_repro.utils.hashing import hash_obj
-from gear_repro.utils.io import JsonlAppender, require_writable_dir
+from gear_repro.utils.io import JsonlAppender, require_writable_dir, write_failure
 from gear_repro.utils.lock import RunDirLock, RunDirTaken
 from gear_repro.utils.provenance import environment
 from gear_repro.utils.secrets import redact_text
@@ -236,10 +236,13 @@ class Runner:
                 try:
                     result = self._run_stage()
                 except (Exception, KeyboardInterrupt) as e:
-                    if not (self.run_dir / rf.CONFIG).exists() and not (self.run_dir / rf.RUN_INFO).exists():
-                        self._write_config()  # the report labels the failed run by it (a dir of another run: not)
-                    record_failure(self.run_dir, e)
-                    raise
+                    try:
+                        if not (self.run_dir / rf.CONFIG).exists() and not (self.run_dir / rf.RUN_INFO).exists():
+                            self._write_config()  # the report labels the failed run by it (another run's dir: not)
+                        record_failure(self.run_dir, e)
+                    except (OSError, OutputError) as not_recorded:  # often the full disk that stopped the run
+                        log.warning("could not record the failure in %s: %s", self.run_dir, not_recorded)
+                    raise  # the error that stopped the run, not failure.json's
                 (self.run_dir / rf.FAILURE).unlink(missing_ok=True)
                 return result
         finally:
@@ -461,6 +464,11 @@ def _question_body(cfg: DictConfig, q: Question, method: Method, qa_reader: Answ
     except Exception as e:  # one bad question never loses the run; scored as a miss, retried on resume
         if cfg.run.fail_fast:
             raise
+        failed = write_failure(e)
+        if failed is e or isinstance(e, ComponentError):  # every later question would fail the same way (after
+            raise  # redoing its work: a corpus encode)
+        if failed is not None:
+            raise failed from e
         log.error("question %s failed: %s", q.id, e)
         rec["error"] = redact_text(f"{type(e).__name__}: {e}")
         rec["traceback"] = redact_text(traceback.format_exc(limit=5))

@@ -68,8 +68,11 @@ def _griever_retriever(node: DictConfig, res: Resources, collection: Any) -> Ret
 
 def _user_retriever(node: DictConfig, res: Resources, collection: Any) -> Retriever:
     """A user's retriever (a :class:`~gear_repro.pipeline.components.BaseRetriever`): its constructor's dependencies by
-    name, the collection among them."""
-    return _make(_retriever_node(node), **_dependencies(node, res, collection=collection))
+    name, the collection among them), its rankings checked against the collection's ids."""
+    from gear_repro.pipeline.components import CheckedRetriever
+
+    return CheckedRetriever(_make(_retriever_node(node), **_dependencies(node, res, collection=collection)),
+                            frozenset(collection.ids), collection.name)
 
 
 def _retriever_wirings() -> dict[type, Callable[[DictConfig, Resources, Any], Retriever]]:

@@ -15,3 +15,8 @@ class ConfigError(GearError):
 
 class OutputError(GearError):
     """A file or folder could not be written (disk full, read-only, a file in the way); the message names it."""
+
+
+class ComponentError(ConfigError):
+    """A component of the user's broke its contract (ids of another type than the corpus's): every question would
+    fail the same way, so a run stops at it; the message names the component's class."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -63,6 +64,25 @@ def require_writable_dir(path: str | Path, what: str = "output folder", create: 
 def output_error(path: str | Path, e: OSError) -> OutputError:
     """One line naming the file a write failed on and why (``[Errno 28] ...`` becomes "No space left on device")."""
     return OutputError(f"cannot write {e.filename or path}: {e.strerror or e}")
+
+
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)  # a full disk, a full quota, a read-only file system
+
+
+def write_failure(e: BaseException | None) -> OutputError | None:
+    """The failed write behind ``e``, if any (through its causes): an OutputError, or an OSError of :data:`NO_ROOM`
+    as one naming its file. A run stops at it: every later question would redo its work (a corpus encode) and fail
+    at the same write."""
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OutputError):
+            return e
+        if isinstance(e, OSError) and e.errno in NO_ROOM:
+            return output_error(e.filename, e) if e.filename else OutputError(
+                f"a write failed: {e.strerror or e} (the traceback in the run's log shows where)")
+        e = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
+    return None
 
 
 def _not_utf8(p: Path, data: bytes, e: UnicodeDecodeError, line_offset: int = 0) -> DataError:

@@ -17,6 +17,7 @@ import logging
 import re
 import threading
 from collections.abc import Mapping
+from typing import Any
 
 MASK = "***"
 # userinfo up to the authority's *last* @ (as urllib and httpx split it: a password holding an @ is masked whole)
@@ -130,6 +131,18 @@ def redact_text(text: str) -> str:
         if secret in text:
             text = text.replace(secret, MASK)
     return text
+
+
+def redact_strings(value: Any) -> Any:
+    """``value`` with :func:`redact_text` applied to every string in it (dicts and lists walked): an LLM reply that
+    echoes the key is stored and returned without it."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: redact_strings(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_strings(v) for v in value]
+    return value
 
 
 class RedactingFilter(logging.Filter):
