@@ -19,6 +19,7 @@ import pytest
 
 from gear_repro.backends.base import Backend, Collection, IndexDoc
 from gear_repro.backends.elasticsearch import ElasticsearchBackend, ElasticsearchCollection
+from gear_repro.backends.lucene_bm25 import LuceneBM25
 from gear_repro.backends.memory import MemoryBackend, MemoryCollection
 from gear_repro.core.triple_graph import TripleIndex, triple_docs
 from gear_repro.retrieval import BM25Retriever, DenseRetriever, HybridRetriever
@@ -122,14 +123,15 @@ def _es_case(kind: str, url: str) -> Iterator[Case]:
 def case(request: pytest.FixtureRequest, module_cache: Path) -> Iterator[Case]:
     if request.param == "memory":
         calls = [0]
-        orig = bm25s.BM25.index
-
-        def counting(self, *a, **k):
-            calls[0] += 1
-            return orig(self, *a, **k)
-
         mp = pytest.MonkeyPatch()
-        mp.setattr(bm25s.BM25, "index", counting)
+        def counting(orig):
+            def count(self, *a, **k):
+                calls[0] += 1
+                return orig(self, *a, **k)
+            return count
+
+        mp.setattr(bm25s.BM25, "index", counting(bm25s.BM25.index))  # either BM25 index build counts
+        mp.setattr(LuceneBM25, "__init__", counting(LuceneBM25.__init__))
         try:
             # the memory backend builds lazily: count a build once a query has run
             yield Case("memory", lambda **kw: MemoryBackend(**kw), lambda: calls[0],

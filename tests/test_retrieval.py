@@ -7,7 +7,7 @@ import pytest
 
 from gear_repro.backends.base import IndexDoc
 from gear_repro.backends.memory import MemoryBackend, top_k_dense
-from gear_repro.backends.tokenize import tokenize
+from gear_repro.backends.tokenize import analyse, tokenize
 from gear_repro.data import load_dataset
 from gear_repro.embedding import SentenceEmbedder
 from gear_repro.retrieval import BM25Retriever, DenseRetriever, HybridRetriever
@@ -27,8 +27,12 @@ def isolated_cache(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
-def test_tokenize_stems_and_drops_stopwords():
-    assert tokenize(["The rivers are flowing"]) == [["river", "flow"]]
+def test_tokenize_stems_and_drops_stopwords_only_when_asked():
+    """The analysis functions default to ES's standard analysis, as the backend does (no English trap for a caller)."""
+    assert tokenize(["The rivers are flowing"], "en", "english") == [["river", "flow"]]
+    assert tokenize(["The rivers are flowing"]) == [["the", "rivers", "are", "flowing"]]
+    assert analyse(["The rivers' O'Neil"], "standard", "en", "english") == [["river", "o'neil"]]
+    assert analyse(["The rivers' O'Neil"]) == [["the", "rivers", "o'neil"]]
 
 
 def test_bm25_ranks_and_scores(isolated_cache):
@@ -106,7 +110,7 @@ BM25_SAMPLE_R15 = 64.4167
 
 
 def test_top_k_ties_at_the_cut_go_to_the_lowest_index():
-    from gear_repro.backends.memory import top_k_row
+    from gear_repro.utils.arrays import top_k_row
 
     rng = np.random.default_rng(0)
     for _ in range(200):

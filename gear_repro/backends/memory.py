@@ -28,35 +28,16 @@ from gear_repro.backends.ann import (
     resolve_kind,
 )
 from gear_repro.backends.base import DocCollection, IndexDoc
-from gear_repro.backends.tokenize import Snowball, StopWords, tokenize, tokenize_ids
+from gear_repro.backends.lucene_bm25 import LuceneBM25
+from gear_repro.backends.tokenize import Snowball, StopWords, Tokenizer, analyse, tokenize_ids
 from gear_repro.types import Ranking
-from gear_repro.utils.arrays import as_float32
+from gear_repro.utils.arrays import as_float32, top_k_row
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.io import load_cached
 from gear_repro.utils.paths import cache_dir
 from gear_repro.utils.settings import Choice, Settings, choice, num, refuse_unknown
 
 log = logging.getLogger(__name__)
-
-
-def top_k_row(row: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k best scores of ``row``, best first; ties (also at the k-th place) by lowest index.
-
-    O(n): partition to find the k-th score v, keep every index above v, fill with the lowest-index
-    rows scoring exactly v.
-    """
-    n = row.shape[0]
-    k = min(k, n)
-    if k <= 0:
-        return np.zeros(0, np.int64)
-    if k < n:
-        v = row[np.argpartition(-row, k - 1)[k - 1]]
-        above = np.flatnonzero(row > v)
-        tied = np.flatnonzero(row == v)[: k - above.size]
-        part = np.concatenate([above, tied])
-    else:
-        part = np.arange(n)
-    return part[np.lexsort((part, -row[part]))]
 
 
 def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int,
@@ -83,9 +64,13 @@ def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int,
 
 
 class BM25Variant(Choice):
-    """The bm25s scoring variant (backend.bm25.method); ``bm25+`` is not an identifier."""
+    """The BM25 formula (backend.bm25.method): ``lucene`` is Lucene's BM25Similarity computed as Lucene computes it
+    (:mod:`gear_repro.backends.lucene_bm25`: one-byte length norms, float32); the others are bm25s's variants,
+    ``bm25s_lucene`` its approximation of Lucene's (exact lengths, the earlier default); ``bm25+`` is not an
+    identifier."""
 
     lucene = "lucene"
+    bm25s_lucene = "bm25s_lucene"
     robertson = "robertson"
     atire = "atire"
     bm25l = "bm25l"
@@ -118,7 +103,8 @@ class MemoryCollection(DocCollection):
     missing faiss fails when the collection opens."""
 
     def __init__(self, name: str, docs: Sequence[IndexDoc], embedder=None, *, k1: float = 1.2, b: float = 0.75,
-                 method: str = "lucene", stopwords: str | None = None, stemmer: str | None = None,
+                 method: str = "lucene", tokenizer: str = "standard", stopwords: str | None = None,
+                 stemmer: str | None = None,
                  dtype: str = "float32", cache: bool = True, analyzer: str | None = None,
                  dense: DenseSettings | None = None):
         if not docs:
@@ -128,8 +114,10 @@ class MemoryCollection(DocCollection):
         stopwords = None if stopwords is None else choice(StopWords, stopwords, "backend.bm25.stopwords").value
         stemmer = None if stemmer is None else choice(Snowball, stemmer, "backend.bm25.stemmer").value
         method = choice(BM25Variant, method, "backend.bm25.method").value
+        tokenizer = choice(Tokenizer, tokenizer, "backend.bm25.tokenizer").value
         super().__init__(name, docs, embedder)
-        self.bm25_params = {"k1": k1, "b": b, "method": method, "stopwords": stopwords, "stemmer": stemmer}
+        self.bm25_params = {"k1": k1, "b": b, "method": method, "tokenizer": tokenizer, "stopwords": stopwords,
+                            "stemmer": stemmer}
         self.dtype = np.dtype(choice(DenseDtype, dtype, "backend.dense_dtype").value)
         self.cache = cache
         self.content_hash = hash_texts(d.id + "\t" + d.text for d in self._docs)
@@ -137,44 +125,57 @@ class MemoryCollection(DocCollection):
         self.dense_kind = resolve_kind(self.dense, len(self._docs))
         if self.dense_kind != DenseIndex.exact and embedder is not None:
             import_faiss()
-        self._bm25: bm25s.BM25 | None = None
+        self._bm25: bm25s.BM25 | LuceneBM25 | None = None
         self._ann: AnnIndex | None = None
         self._lookup: dict[str, dict[str, list[str]]] = {}
 
     # -- BM25 --------------------------------------------------------------------------------
-    def _bm25_index(self) -> bm25s.BM25:
+    def _analyse(self, texts: Sequence[str]) -> list[list[str]]:
+        p = self.bm25_params
+        return analyse(texts, p["tokenizer"], p["stopwords"], p["stemmer"])
+
+    def _bm25_index(self) -> bm25s.BM25 | LuceneBM25:
         if self._bm25 is not None:
             return self._bm25
-        key = hash_obj({"docs": self.content_hash, **self.bm25_params, "v": 1})
+        p = self.bm25_params
+        key = hash_obj({"docs": self.content_hash, **p, "v": 2})
         path = cache_dir() / "indexes" / f"bm25-{self.name}-{key}"
+        exact = p["method"] == BM25Variant.lucene.value
         if self.cache and path.exists():
-            self._bm25 = load_cached(path, lambda p: bm25s.BM25.load(str(p)), "BM25 index")
+            self._bm25 = load_cached(path, LuceneBM25.load if exact else lambda q: bm25s.BM25.load(str(q)),
+                                     "BM25 index")
             if self._bm25 is not None:
                 return self._bm25
-        p = self.bm25_params
-        tokens = tokenize_ids([d.text for d in self._docs], p["stopwords"], p["stemmer"])
-        retr = bm25s.BM25(k1=p["k1"], b=p["b"], method=p["method"])
-        retr.index(tokens, show_progress=False)
+        texts = [d.text for d in self._docs]
+        method = "lucene" if p["method"] == BM25Variant.bm25s_lucene.value else p["method"]
+        if exact:
+            index: bm25s.BM25 | LuceneBM25 = LuceneBM25(self._analyse(texts), k1=p["k1"], b=p["b"])
+        else:
+            index = bm25s.BM25(k1=p["k1"], b=p["b"], method=method)
+            index.index(tokenize_ids(texts, p["stopwords"], p["stemmer"]) if p["tokenizer"] == Tokenizer.word2.value
+                        else self._analyse(texts), show_progress=False)
         if self.cache:
             # concurrent runs (hydra/launcher=joblib) may build the same index: each saves to its own temp
             # directory and renames it into place; a loser of the race drops its copy (same content hash)
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=path.name + ".tmp"))
-            retr.save(str(tmp))
+            index.save(str(tmp))
             try:
                 os.rename(tmp, path)
             except OSError:  # the index appeared meanwhile
                 shutil.rmtree(tmp, ignore_errors=True)
-        self._bm25 = retr
-        return retr
+        self._bm25 = index
+        return index
 
     def bm25_scores(self, queries: Sequence[str]) -> list[np.ndarray | None]:
         """Full BM25 score vector per query (rows aligned with ``ids``); None for a query with no indexed
         token. For in-process filtered search (GRIEVER's entity and novelty filters)."""
         index = self._bm25_index()
-        p = self.bm25_params
+        toks = self._analyse(list(queries))
+        if isinstance(index, LuceneBM25):
+            return [index.scores(t) for t in toks]
         vocab = index.vocab_dict
-        toks = [[t for t in q if t in vocab] for q in tokenize(list(queries), p["stopwords"], p["stemmer"])]
+        toks = [[t for t in q if t in vocab] for q in toks]
         return [np.asarray(index.get_scores(t), dtype=np.float32) if t else None for t in toks]
 
     def bm25(self, queries: Sequence[str], k: int) -> list[Ranking]:
@@ -228,13 +229,14 @@ class MemoryCollection(DocCollection):
 
 @dataclass
 class MemoryBM25Settings(Settings):
-    """``backend.bm25`` of the memory backend (configs/backend/memory.yaml): bm25s's BM25 and text analysis."""
+    """``backend.bm25`` of the memory backend (configs/backend/memory.yaml): the BM25 formula and text analysis."""
 
     config_key: ClassVar[str] = "backend.bm25"
 
     k1: float = num(1.2, ge=0)
     b: float = num(0.75, ge=0, le=1)
     method: BM25Variant = BM25Variant.lucene
+    tokenizer: Tokenizer = Tokenizer.standard  # standard: Lucene's StandardAnalyzer; word2: the earlier \\w\\w+
     # null, null = Elasticsearch's default standard analyzer (GEAR App. B.1), the default of every method
     stopwords: StopWords | None = None  # bm25s stop-word list (null: keep every token)
     stemmer: Snowball | None = None  # Snowball language (PyStemmer); null: no stemming

@@ -64,6 +64,7 @@ class PaperValue:
     per_dataset: Mapping[str, Any] | None = None
     null: Any = None
     of_config: Callable[[Mapping[str, Any]], Any] | None = None  # the paper's value where more than the dataset decides it
+    unrecorded: Any = None  # what a run recorded before the key existed ran with (None: not compared)
 
 
 def _analysis_unless_analyzer(config: Mapping[str, Any]) -> str | None:
@@ -72,14 +73,24 @@ def _analysis_unless_analyzer(config: Mapping[str, Any]) -> str | None:
     return "none" if config_value(config, "backend.bm25.analyzer") is None else None
 
 
+def _memory_backend_tokenizer(config: Mapping[str, Any]) -> str | None:
+    """The paper's tokenizer where the memory backend ranks: ES's standard analyzer; other backends run a real
+    analyzer and have no such setting."""
+    target = config_value(config, "backend._target_", missing=None)
+    return "standard" if target == "gear_repro.backends.memory.MemoryBackend" else None
+
+
 # BM25 as the papers ran it: Elasticsearch's BM25 similarity at its defaults (GEAR App. B.1; the backends' defaults,
-# configs/backend/*.yaml), Lucene's formula (bm25s's ``lucene``; the ES backend has no other) and ES's default text
+# configs/backend/*.yaml), Lucene's formula (``lucene``: backends/lucene_bm25.py; the ES backend has no other) and ES's default text
 # analysis, the standard analyzer (no stop words, no stemming; HippoRAG legacy src/elastic_search_tool.py:6-28 maps
 # a text field with no analyzer); a base retriever that ranks with BM25 declares these as its paper settings
 BM25_SETTINGS = (PaperValue("backend.bm25.k1", "BM25 k1 {value}", 1.2),
                  PaperValue("backend.bm25.b", "BM25 b {value}", 0.75),
                  PaperValue("backend.bm25.method", "BM25 variant {value}", "lucene"),  # ES's BM25 is Lucene's
                  # the memory backend's null analyzer defers to its stop words and stemmer, compared below
+                 # the memory backend's analysis; its runs recorded before the setting split with \w\w+
+                 PaperValue("backend.bm25.tokenizer", "{value} tokenizer", of_config=_memory_backend_tokenizer,
+                            unrecorded="word2"),
                  PaperValue("backend.bm25.analyzer", "{value} analyzer", "standard"),
                  PaperValue("backend.bm25.stopwords", "stop words {value}", of_config=_analysis_unless_analyzer,
                               null="none"),
@@ -105,7 +116,7 @@ def variant_notes(config: Mapping[str, Any], settings: Sequence[PaperValue],
         if s.key in skip:
             continue
         have = config_value(config, s.key.format(paper=paper), missing=_UNRECORDED)
-        have = None if have is _UNRECORDED else s.null if have is None else have
+        have = s.unrecorded if have is _UNRECORDED else s.null if have is None else have
         want = (s.of_config(config) if s.of_config is not None
                 else s.per_dataset.get(paper) if s.per_dataset is not None else s.value)
         if paper_config and s.key in paper_config:

@@ -32,3 +32,23 @@ def row_dots(matrix: np.ndarray, rows: np.ndarray, q: np.ndarray, block: int = 4
         x *= q64
         out[a:a + block] = x.sum(axis=1)
     return out
+
+
+def top_k_row(row: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k best scores of ``row``, best first; ties (also at the k-th place) by lowest index.
+
+    O(n): partition to find the k-th score v, keep every index above v, fill with the lowest-index
+    rows scoring exactly v.
+    """
+    n = row.shape[0]
+    k = min(k, n)
+    if k <= 0:
+        return np.zeros(0, np.int64)
+    if k < n:
+        v = row[np.argpartition(-row, k - 1)[k - 1]]
+        above = np.flatnonzero(row > v)
+        tied = np.flatnonzero(row == v)[: k - above.size]
+        part = np.concatenate([above, tied])
+    else:
+        part = np.arange(n)
+    return part[np.lexsort((part, -row[part]))]

@@ -19,9 +19,10 @@ from typing import Protocol
 import numpy as np
 
 from gear_repro.backends.base import IndexDoc
-from gear_repro.backends.memory import MemoryBackend, MemoryCollection, top_k_row
+from gear_repro.backends.memory import MemoryBackend, MemoryCollection
 from gear_repro.methods.griever.index import GrieverData
 from gear_repro.types import Ranking
+from gear_repro.utils.arrays import top_k_row
 from gear_repro.utils.errors import ConfigError
 
 
