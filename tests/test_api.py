@@ -86,6 +86,20 @@ def test_retrieve_a_question_without_gold_from_memory():
     assert res.error is None and res.em is None and res.id.startswith("q-")
 
 
+def test_retrieve_refuses_a_depth_below_one():
+    pipe = gear_repro.Pipeline.from_config(gear_repro.compose(*BM25), passages=PASSAGES)
+    assert len(pipe.retrieve("Who is the president of France?", k=2).ranking) == 2
+    for bad in (-3, 0, 2.5, True):  # -3 returned all but the last 3 passages; 0 the default depth
+        with pytest.raises(ConfigError, match=rf"Pipeline.retrieve: k must be a whole number >= 1 .*got {bad!r}$"):
+            pipe.retrieve("Who is the president of France?", k=bad)
+    with pytest.raises(ConfigError, match=r"k must be a whole number >= 1 .*got -1"):
+        Ranking(["a", "b", "c"], [3.0, 2.0, 1.0]).top(-1)
+    with pytest.raises(ConfigError, match=r"k must be a whole number >= 1 .*got 0"):
+        TitleRetriever([]).retrieve_many(["q"], 0)
+    with pytest.raises(ConfigError, match=r"run.ks must be positive ranks, got \[-3, 5\]"):
+        gear_repro.compose("run.ks=[-3,5]")
+
+
 def test_memory_data_is_checked_naming_the_record():
     cfg = gear_repro.compose(*BM25)
     with pytest.raises(DataError, match=r"passages\[2\]: duplicate passage id '0' \(first at passages\[0\]\)"):

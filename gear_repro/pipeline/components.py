@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gear_repro.methods.base import ExpansionOutput, MethodOutput
-from gear_repro.types import Question, Ranking
+from gear_repro.types import Question, Ranking, check_k
 
 __all__ = ["DEPENDENCIES", "BaseExpansion", "BaseMethod", "BaseRetriever"]
 
@@ -50,6 +50,7 @@ class BaseRetriever:
         raise NotImplementedError(f"{type(self).__name__}.retrieve")
 
     def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        k = check_k(k)
         return [self.retrieve(q, k) for q in queries]
 
 
