@@ -15,7 +15,7 @@ import gear_repro
 from gear_repro.api import BaseMethod, BaseRetriever
 from gear_repro.methods.base import MethodOutput
 from gear_repro.types import Question, Ranking
-from gear_repro.utils.errors import ConfigError, DataError
+from gear_repro.utils.errors import ConfigError, DataError, GearError
 from tests.conftest import TOY_PASSAGES, TOY_QUESTIONS, TOY_TRIPLES
 from tests.helpers.cli import run_cli, toy_args
 from tests.helpers.doubles import HashEmbedder, ScriptedLLM
@@ -231,6 +231,12 @@ def test_load_runs_and_compare(tmp_path: Path):
     diff = (df[df.run_dir == str(tmp_path / "a")].set_index("id")["recall@5"]
             - df[df.run_dir == str(tmp_path / "b")].set_index("id")["recall@5"]).mean()
     assert res.diff == pytest.approx(diff) and 0.0 < res.p_value <= 1.0 and not math.isnan(res.low)
+    two = gear_repro.compose(*BM25, "dataset.limit=2")
+    gear_repro.Pipeline.from_config(two, passages=PASSAGES, questions=TOY_QUESTIONS).evaluate(run_dir=tmp_path / "c")
+    with pytest.raises(GearError, match=r"\(3 vs 2 questions, 2 shared\).* or pass intersect=True to compare") as e:
+        gear_repro.compare(tmp_path / "a", tmp_path / "c", "recall@5")
+    assert "--intersect" not in str(e.value)  # the CLI's flag, not this function's argument
+    assert gear_repro.compare(tmp_path / "a", tmp_path / "c", "recall@5", intersect=True).n == 2
 
 
 def test_public_names_are_typed_and_exported():
