@@ -12,7 +12,14 @@ import pytest
 
 from gear_repro.cli.report import main as report_main
 from gear_repro.evaluation.per_question import call_counts, question_values, timing
-from gear_repro.reporting.claims import VERDICTS, claims_markdown, decide, evaluate_claims, load_claims, matches
+from gear_repro.reporting.claims import (
+    VERDICTS,
+    claims_markdown,
+    decide,
+    evaluate_claims,
+    load_claims,
+    matches,
+)
 from gear_repro.reporting.cost import cost_table, load_prices
 from gear_repro.reporting.evidence import EvidenceOptions, QuestionSetMismatch, paired
 from gear_repro.reporting.paper import paper_value
