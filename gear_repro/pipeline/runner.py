@@ -117,6 +117,37 @@ def preflight(cfg: DictConfig, res: Resources, method: Method, qa_reader: Answer
     capacity.check_run(cfg, res, triples=capacity.uses_triples(cfg))  # disk and memory for the caches, before encoding
 
 
+class QuestionBar:
+    """The per-question progress bar: questions done, elapsed time, seconds per question and the ETA, both measured
+    from the first finished question on. The first question also pays the run's lazy set-up (an embedder loaded, a
+    corpus encoded, an index built: minutes), so an ETA from it would say hundreds of hours; until a second
+    question has finished the ETA reads "?"."""
+
+    def __init__(self, total: int, desc: str, *, disable: bool = False, clock: Callable[[], float] = time.monotonic,
+                 file: object = None) -> None:
+        self.total, self.clock = total, clock
+        self.first: float | None = None  # when the first question finished
+        self.bar = tqdm(total=total, desc=desc, disable=disable, unit="q", dynamic_ncols=True, file=file,
+                        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]", postfix="eta ?")
+
+    def done(self) -> None:
+        """One more question finished."""
+        now, finished = self.clock(), self.bar.n + 1
+        if self.first is None:
+            self.first = now
+        else:
+            per = (now - self.first) / (finished - 1)
+            eta = tqdm.format_interval(per * (self.total - finished))
+            self.bar.set_postfix_str(f"{per:.1f} s/q, eta {eta}", refresh=False)
+        self.bar.update(1)
+
+    def __enter__(self) -> QuestionBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.close()
+
+
 class Runner:
     def __init__(self, cfg: DictConfig, run_dir: str | Path, resources: Resources | None = None,
                  on_start: Callable[[], object] | None = None):
@@ -334,9 +365,9 @@ class Runner:
         self._start()
         self._write_provenance(fp, provenance)
         t_loop = time.perf_counter()
-        with JsonlAppender(pred_path) as out, tqdm(total=len(todo), desc=f"{cfg.dataset.name} {cfg.get('name', '')}",
-                                                   disable=not cfg.run.progress, unit="q", dynamic_ncols=True) as bar:
-            for rec in self._records(todo, method, qa_reader, int(cfg.run.workers), done=bar.update):
+        with JsonlAppender(pred_path) as out, QuestionBar(len(todo), f"{cfg.dataset.name} {cfg.get('name', '')}",
+                                                          disable=not cfg.run.progress) as bar:
+            for rec in self._records(todo, method, qa_reader, int(cfg.run.workers), done=bar.done):
                 out.write(rec)  # an errored record is scored as a miss now and retried by a resume
                 finished[rec["id"]] = rec
         self.timings["questions_s"] = time.perf_counter() - t_loop
