@@ -86,6 +86,43 @@ def test_retrieve_a_question_without_gold_from_memory():
     assert res.error is None and res.em is None and res.id.startswith("q-")
 
 
+def test_compose_wraps_hydras_errors_naming_the_override():
+    with pytest.raises(ConfigError, match=r"^compose: Error merging override dataset.limit=abc: Value 'abc' of type "
+                                          r"'str' could not be converted to Integer$"):
+        gear_repro.compose("dataset.limit=abc")
+    with pytest.raises(ConfigError, match=r"^compose: no viable alternative at input '\[1' \(override "
+                                          r"dataset.limit=\[1\)$"):
+        gear_repro.compose("retriever=bm25", "dataset.limit=[1")
+    with pytest.raises(ConfigError, match=r"Could not find 'retriever/nosuch'; Available options in 'retriever': "
+                                          r"bm25, composed, "):
+        gear_repro.compose("retriever=nosuch")
+
+
+def test_a_component_class_that_is_no_subclass_of_its_base_is_named():
+    with pytest.raises(ConfigError, match=r"^retriever._target_=tests.helpers.doubles.PlainRetriever: PlainRetriever "
+                                          r"does not subclass gear_repro.BaseRetriever; a retriever of your own must"):
+        gear_repro.compose("retriever=bm25", "retriever._target_=tests.helpers.doubles.PlainRetriever")
+    with pytest.raises(ConfigError, match=r"^agent._target_=tests.helpers.doubles.PlainRetriever: PlainRetriever does "
+                                          r"not subclass gear_repro.BaseMethod"):
+        gear_repro.compose("agent._target_=tests.helpers.doubles.PlainRetriever")
+
+
+def test_a_bad_component_path_is_one_line_before_the_data_loads(tmp_path: Path):
+    run = tmp_path / "run"
+    r = run_cli([f"dataset.path={tmp_path / 'no_such_data'}", "dataset.name=toy", "retriever=bm25",
+                 "retriever._target_=nosuchpkg.retrievers.TitleRetriever", f"hydra.run.dir={run}"], tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert r.stderr.strip().splitlines()[-1] == (
+        "error: retriever._target_=nosuchpkg.retrievers.TitleRetriever: no module named 'nosuchpkg' on the import "
+        "path (a module of your own: run gear-repro from the folder that holds it, install it, or add its folder to "
+        "PYTHONPATH)")
+    r = run_cli([f"dataset.path={tmp_path / 'no_such_data'}", "dataset.name=toy", "retriever=bm25",
+                 "retriever._target_=gear_repro.retrieval.base.BM25Retrieverr", f"hydra.run.dir={run}"], tmp_path)
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1] == (
+        "error: retriever._target_=gear_repro.retrieval.base.BM25Retrieverr: gear_repro.retrieval.base has no "
+        "'BM25Retrieverr'"), r.stderr[-3000:]
+
+
 def test_retrieve_refuses_a_depth_below_one():
     pipe = gear_repro.Pipeline.from_config(gear_repro.compose(*BM25), passages=PASSAGES)
     assert len(pipe.retrieve("Who is the president of France?", k=2).ranking) == 2

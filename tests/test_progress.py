@@ -41,6 +41,10 @@ def test_the_question_bar_gives_no_eta_from_the_first_question_alone() -> None:
         now[0] += 18.0
         bar.done()
         assert str(bar.bar).endswith("3/100 [00:00, 15.0 s/q, eta 24:15]")
+    with QuestionBar(3, "toy", clock=lambda: now[0], disable=True) as quiet:  # run.progress=false
+        for _ in range(3):
+            quiet.done()
+        assert quiet.finished == 3
 
 
 def test_the_runner_shows_the_question_bar(compose, toy_dir: Path, tmp_path: Path, capsys) -> None:

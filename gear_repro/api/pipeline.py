@@ -186,9 +186,10 @@ class Pipeline:
         from gear_repro.config import validate
         from gear_repro.pipeline.resources import Resources
         from gear_repro.pipeline.runner import preflight
-        from gear_repro.pipeline.wiring import build_method, build_qa_reader
+        from gear_repro.pipeline.wiring import build_method, build_qa_reader, check_components
 
         cfg = validate(copy.deepcopy(cfg))
+        check_components(cfg)
         dataset = None
         if passages is not None:
             dataset = _memory_dataset(cfg, passages, questions, triples, data_dir)

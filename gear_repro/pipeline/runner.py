@@ -38,7 +38,7 @@ from gear_repro.pipeline.resources import Resources
 from gear_repro.pipeline.resume import code_history, data_fingerprint, load_finished, what_differs
 from gear_repro.pipeline.run_folder import PREDICTIONS
 from gear_repro.pipeline.setting import data_setting, run_setting
-from gear_repro.pipeline.wiring import build_method, build_qa_reader
+from gear_repro.pipeline.wiring import build_method, build_qa_reader, check_components
 from gear_repro.prompts import prompts_hash
 from gear_repro.qa.reader import AnswerReader, pass_for_qa, score_answer
 from gear_repro.types import Question
@@ -126,18 +126,20 @@ class QuestionBar:
     def __init__(self, total: int, desc: str, *, disable: bool = False, clock: Callable[[], float] = time.monotonic,
                  file: object = None) -> None:
         self.total, self.clock = total, clock
+        self.finished = 0  # counted here: a disabled tqdm counts nothing
         self.first: float | None = None  # when the first question finished
         self.bar = tqdm(total=total, desc=desc, disable=disable, unit="q", dynamic_ncols=True, file=file,
                         bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]", postfix="eta ?")
 
     def done(self) -> None:
         """One more question finished."""
-        now, finished = self.clock(), self.bar.n + 1
+        now = self.clock()
+        self.finished += 1
         if self.first is None:
             self.first = now
         else:
-            per = (now - self.first) / (finished - 1)
-            eta = tqdm.format_interval(per * (self.total - finished))
+            per = (now - self.first) / (self.finished - 1)
+            eta = tqdm.format_interval(per * (self.total - self.finished))
             self.bar.set_postfix_str(f"{per:.1f} s/q, eta {eta}", refresh=False)
         self.bar.update(1)
 
@@ -153,6 +155,7 @@ class Runner:
                  on_start: Callable[[], object] | None = None):
         """``on_start`` runs once the run dir is locked and checked, before the first write (the CLI's .hydra copies)."""
         self.cfg = validate(cfg)
+        check_components(self.cfg)  # the classes it names, before the data loads
         self.on_start = on_start
         self.run_dir = require_writable_dir(run_dir, "run dir")
         self.res = resources or Resources(self.cfg)

@@ -257,6 +257,16 @@ class TerminatingEmbedder(PaddedHashEmbedder):
         return super()._encode(texts, progress)
 
 
+class PlainRetriever:
+    """A retriever of a user's package that does not subclass ``gear_repro.BaseRetriever`` (the wiring refuses it)."""
+
+    def __init__(self, passages: list, name: str = "plain") -> None:
+        self.passages = passages
+
+    def retrieve(self, query: str, k: int) -> Ranking:
+        return Ranking([p.id for p in self.passages[:k]], [1.0] * min(k, len(self.passages)))
+
+
 class TableEmbedder:
     """Embedder double without a model or a cache (what retrievers, scorers and indexes call: ``encode``,
     ``encode_corpus``, ``dim``, ``model_id``): every unit has a fixed unit vector, its ``table`` entry (zero-padded
