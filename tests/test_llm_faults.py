@@ -12,7 +12,14 @@ from gear_repro.llm import LLMCallError, LLMClient
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.io import read_json
 from tests.helpers.cli import run_cli, toy_args
-from tests.helpers.llm_servers import FloodServer, NullContentServer, TrickleServer, _Server, elapsed, hang_network
+from tests.helpers.llm_servers import (
+    FloodServer,
+    NullContentServer,
+    TrickleServer,
+    _Server,
+    elapsed,
+    hang_network,
+)
 from tests.helpers.standin_server import StandInServer
 
 MSGS = [{"role": "user", "content": "Capital of France?"}]
