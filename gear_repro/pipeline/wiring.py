@@ -51,8 +51,9 @@ def _wire(node: DictConfig, res: Resources, group: str) -> Any:
 
 
 # -- the config's classes, checked before any data loads ------------------------------------------------------
+# group -> (the class a component of that group must subclass, what it is)
 _BASES = {"retriever": ("gear_repro.BaseRetriever", "retriever"), "expansion": ("gear_repro.BaseExpansion", "expansion"),
-          "agent": ("gear_repro.BaseMethod", "method"), "qa_reader": ("gear_repro.BaseMethod", "QA reader")}
+          "agent": ("gear_repro.BaseMethod", "method"), "qa_reader": ("gear_repro.qa.QAReader", "QA reader")}
 
 
 def locate(path: str, key: str) -> Any:
