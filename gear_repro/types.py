@@ -7,9 +7,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from numbers import Integral
 from typing import Any
 
 Triple3 = tuple[str, str, str]  # a triple as (subject, predicate, object) strings (e.g. an LLM's proximal triple)
+
+
+def check_k(k: Any, what: str = "k") -> int:
+    """``k`` as a ranking depth: a whole number >= 1, else a ConfigError naming ``what`` (a slice by a negative or
+    zero k would return all but the last passages, or nothing)."""
+    from gear_repro.utils.errors import ConfigError
+
+    if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
+        raise ConfigError(f"{what} must be a whole number >= 1 (how many passages to return), got {k!r}")
+    return int(k)
 
 
 def triple_text(spo: Sequence[Any]) -> str:
@@ -80,6 +91,7 @@ class Ranking:
         return len(self.ids)
 
     def top(self, k: int) -> Ranking:
+        k = check_k(k)
         return Ranking(self.ids[:k], self.scores[:k])
 
     def to_dict(self) -> dict[str, list]:

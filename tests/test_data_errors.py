@@ -258,8 +258,27 @@ def test_lone_surrogate_escapes_name_the_file_and_line(toy_dir: Path) -> None:
     q = toy_dir / "questions.jsonl"
     q.write_text('{"id": "a", "question": "smile \\ud83d\\ude00", "answers": ["x"], "gold_ids": ["0"]}\n'
                  '{"id": "b", "question": "bad \\ud800 q", "answers": ["x"], "gold_ids": ["0"]}\n')
-    with pytest.raises(DataError, match=r"questions\.jsonl:2: a \\uXXXX escape encodes a lone UTF-16 surrogate"):
+    with pytest.raises(DataError, match=r"questions\.jsonl:2: question: a \\uXXXX escape encodes a lone UTF-16 "
+                                        r"surrogate"):
         load_dataset(toy_dir)
+
+
+def test_lone_surrogates_from_memory_or_a_json_file_name_the_record_and_field(tmp_path: Path) -> None:
+    import gear_repro
+    from gear_repro.cli.prepare import prepare
+
+    cfg = gear_repro.compose("retriever=bm25", "dataset.name=toy", "run.progress=false")
+    passages = [{"id": "0", "title": "Paris", "text": "ok"}, {"id": "1", "title": "Lille", "text": "cut \ud800 here"}]
+    with pytest.raises(DataError, match=r"^passages\[1\]: text: a \\uXXXX escape encodes a lone UTF-16 surrogate"):
+        gear_repro.Pipeline.from_config(cfg, passages=passages, data_dir=tmp_path / "mem")
+    with pytest.raises(DataError, match=r"^questions\[0\]: question: a \\uXXXX escape"):
+        gear_repro.Pipeline.from_config(cfg, passages=passages[:1], data_dir=tmp_path / "mem",
+                                        questions=[{"id": "q", "question": "x \udc00"}])
+    src = tmp_path / "hipporag.json"
+    src.write_text(json.dumps([{"_id": "q1", "question": "ok?", "answer": "x", "supporting_facts": [],
+                                "context": [["Paris", ["fine."]], ["Lille", ["cut \ud800 here"]]]}]))
+    with pytest.raises(DataError, match=r"hipporag\.json: \[0\]\.context\[1\]\[1\]\[0\]: a \\uXXXX escape"):
+        prepare("hotpotqa", src, tmp_path / "prepared")
 
 
 @pytest.mark.parametrize("file, change, msg", [

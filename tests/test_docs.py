@@ -3,6 +3,8 @@ exists, the README's Python examples run."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from pathlib import Path
 
@@ -73,6 +75,35 @@ def test_readme_component_example_runs():
     r = scope["TitleRetriever"](ps, boost=2.0).retrieve("where is the berlin wall", 1)
     assert r.ids == ["1"] and r.scores == [4.0]
     assert issubclass(scope["TitleRetriever"], gear_repro.BaseRetriever)
+
+
+def test_readme_component_command_runs_through_the_console_script(tmp_path: Path):
+    """The README's `gear-repro ... retriever._target_=mypkg.retrievers.TitleRetriever` command, as printed, from a
+    folder holding the README's mypkg/retrievers.py, through the installed console script (whose import path starts
+    at its bin folder, not at the working directory)."""
+    import shlex
+    import subprocess
+    import sys
+
+    from tests.helpers.requirements import missing
+
+    script = Path(sys.executable).with_name("gear-repro")
+    if not script.is_file():
+        missing(f"the gear-repro console script beside {sys.executable} (make install)")
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(# mypkg/retrievers\.py\n.*?)```", text, re.S).group(1)
+    command = re.search(r"```bash\n(gear-repro [^\n]*mypkg\.retrievers\.TitleRetriever[^\n]*)\n```", text).group(1)
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "retrievers.py").write_text(code, encoding="utf-8")
+    run = tmp_path / "run"
+    args = [*shlex.split(command)[1:], "dataset.limit=3", "run.progress=false", f"hydra.run.dir={run}"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "GEAR_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run([str(script), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    config = (run / "config.yaml").read_text(encoding="utf-8")
+    assert "_target_: mypkg.retrievers.TitleRetriever" in config and "boost: 2.0" in config
+    records = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines()]
+    assert len(records) == 3 and all(len(r["rankings"]["final"]) >= 15 and "error" not in r for r in records)
 
 
 def test_readme_python_names_exist():

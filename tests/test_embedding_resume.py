@@ -1,17 +1,22 @@
-"""Resumable corpus encodes (gear_repro/embedding/corpus_parts.py): a killed encode loses at most one part, and
-the vectors equal, bit for bit, those of an encode in one piece."""
+"""Resumable corpus encodes (gear_repro/embedding/corpus_parts.py): a killed encode loses at most one part (an
+exception or SIGTERM only the batch in flight), and the vectors equal, bit for bit, those of an encode in one piece
+whatever the parts' sizes."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from gear_repro.embedding.corpus_parts import part_rows
-from tests.helpers.doubles import HashEmbedder
+from tests.helpers.doubles import HashEmbedder, PaddedHashEmbedder
 from tests.helpers.requirements import missing
 
 REPO = Path(__file__).resolve().parent.parent
@@ -34,7 +39,7 @@ class Crash(RuntimeError):
 
 
 class CrashingEmbedder(HashEmbedder):
-    """A hash embedder whose model dies (as a kill -9 would) once ``crash_after`` texts were encoded."""
+    """A hash embedder whose model raises once ``crash_after`` texts were encoded."""
 
     def __init__(self, crash_after: int | None = None, **kw) -> None:
         super().__init__(**kw)
@@ -62,22 +67,24 @@ def test_part_rows_are_whole_batches() -> None:
     assert part_rows(1, 8) == 8
 
 
-def test_crash_after_part_two_then_rerun_encodes_only_the_rest(cache) -> None:
+def test_crash_in_part_three_then_rerun_encodes_only_the_rest(cache) -> None:
     texts = sample_triples(200)
     whole = HashEmbedder()
     whole.cache = False
     expected = whole._encode(texts)
-    # batch 8, parts of 40 rows: 5 parts; the model dies inside the third
+    # batch 8, parts of 40 rows: 5 parts; the model dies inside the third, in the batch of rows 88-96
     dying = CrashingEmbedder(crash_after=95)
     dying.batch_size, dying.cache_chunk_rows = 8, 40
     with pytest.raises(Crash):
         dying.encode_corpus(texts, "triples")
-    assert parts_of(cache) == ["rows-000000000-000000040.npy", "rows-000000040-000000080.npy"]
+    # the third part's finished batches are saved on the way out
+    assert parts_of(cache) == ["rows-000000000-000000040.npy", "rows-000000040-000000080.npy",
+                               "rows-000000080-000000088.npy"]
     assert not list(cache.glob("*.npy"))  # no final matrix yet
     rerun = CrashingEmbedder()
     rerun.batch_size, rerun.cache_chunk_rows = 8, 40
     vecs = rerun.encode_corpus(texts, "triples")
-    assert rerun.stats["encoded"] == 120  # the three parts not finished, not the 80 rows of parts 1-2
+    assert rerun.stats["encoded"] == 112  # rows 88-200, not the 88 finished ones
     assert np.array_equal(vecs, expected)
     assert parts_of(cache) == [] and not list(cache.glob("*.parts"))  # assembled, parts removed
     final = list(cache.glob("*.npy"))
@@ -86,7 +93,7 @@ def test_crash_after_part_two_then_rerun_encodes_only_the_rest(cache) -> None:
 
 def test_damaged_part_is_encoded_again(cache) -> None:
     texts = sample_triples(120)
-    first = CrashingEmbedder(crash_after=119)  # dies in the last part: parts 1-2 of 3 written
+    first = CrashingEmbedder(crash_after=119)  # dies in the last batch: parts 0-40, 40-80 and 80-112 written
     first.batch_size, first.cache_chunk_rows = 8, 40
     with pytest.raises(Crash):
         first.encode_corpus(texts, "triples")
@@ -95,7 +102,7 @@ def test_damaged_part_is_encoded_again(cache) -> None:
     rerun = CrashingEmbedder()
     rerun.batch_size, rerun.cache_chunk_rows = 8, 40
     vecs = rerun.encode_corpus(texts, "triples")
-    assert rerun.stats["encoded"] == 80  # the damaged part and the unfinished one
+    assert rerun.stats["encoded"] == 48  # the damaged part and the last batch
     ref = HashEmbedder()
     assert np.array_equal(vecs, ref._encode(texts))
 
@@ -124,8 +131,82 @@ def test_one_bar_over_the_whole_corpus(cache, capsys) -> None:
     rerun.encode_corpus(texts, "triples")
     err = capsys.readouterr().err
     assert "embedding triples" in err and "120/120" in err and "text/s" in err
-    assert re.search(r"\b80(\.0)?/120 ", err)  # started at the rows of the two finished parts
+    assert re.search(r"\b96(\.0)?/120 ", err)  # started at the rows finished before the crash
     assert "/40" not in err  # no bar per part
+
+
+def test_vectors_are_the_same_whatever_the_part_size(cache) -> None:
+    texts = sample_triples(120)
+    one = PaddedHashEmbedder()
+    one.batch_size, one.cache = 8, False
+    expected = one._encode(texts)  # one call: the encoder's own batches
+    assert not np.array_equal(np.concatenate([one._encode(texts[:40]), one._encode(texts[40:])]), expected)
+    for rows in (8, 24, 40, 64, 119):
+        emb = PaddedHashEmbedder()
+        emb.batch_size, emb.cache_chunk_rows = 8, rows
+        assert np.array_equal(emb.encode_corpus(texts, "triples"), expected), rows
+        for f in cache.glob("*.npy"):
+            f.unlink()
+
+
+def test_a_part_is_written_per_n_rows_and_reused_by_another_part_size(cache) -> None:
+    texts = sample_triples(120)
+    first = CrashingEmbedder(crash_after=100)
+    first.batch_size, first.cache_chunk_rows = 8, 24
+    with pytest.raises(Crash):
+        first.encode_corpus(texts, "triples")
+    assert parts_of(cache) == [f"rows-{a:09d}-{a + 24:09d}.npy" for a in (0, 24, 48, 72)]  # 96-104 raised
+    rerun = CrashingEmbedder()
+    rerun.batch_size, rerun.cache_chunk_rows = 8, 64
+    vecs = rerun.encode_corpus(texts, "triples")
+    assert rerun.stats["encoded"] == 24  # rows 96-120: parts of 24 rows read under parts of 64
+    whole = HashEmbedder()
+    whole.cache = False
+    assert np.array_equal(vecs, whole._encode(texts))
+
+
+def test_a_part_is_written_after_cache_chunk_s_seconds(cache, monkeypatch) -> None:
+    from gear_repro.embedding import corpus_parts
+
+    now = [0.0]
+    monkeypatch.setattr(corpus_parts, "_clock", lambda: now[0])
+
+    class TenSecondBatches(CrashingEmbedder):
+        def _encode(self, texts, progress: bool = False) -> np.ndarray:
+            out = super()._encode(texts, progress)
+            now[0] += 10.0
+            return out
+
+    texts = sample_triples(120)
+    slow = TenSecondBatches(crash_after=60)
+    slow.batch_size, slow.cache_chunk_rows, slow.cache_chunk_s = 8, 100, 25.0
+    with pytest.raises(Crash):
+        slow.encode_corpus(texts, "triples")
+    # 3 batches (30 s) per part; the batches of rows 48-56 finished before the crash are saved too
+    assert parts_of(cache) == ["rows-000000000-000000024.npy", "rows-000000024-000000048.npy",
+                               "rows-000000048-000000056.npy"]
+
+
+def test_sigterm_saves_the_finished_batches_and_ends_the_run(cache, tmp_path) -> None:
+    script = ("from tests.helpers.doubles import TerminatingEmbedder\n"
+              "from tests.test_embedding_resume import sample_triples\n"
+              "emb = TerminatingEmbedder(after=56)\n"
+              "emb.batch_size, emb.cache_chunk_rows = 8, 40\n"
+              "emb.encode_corpus(sample_triples(120), 'triples')\n")
+    env = {**os.environ, "GEAR_CACHE": str(cache.parent), "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr[-2000:]
+    # the part of rows 0-40, and the two batches finished after it (the third, in flight, is lost)
+    assert parts_of(cache) == ["rows-000000000-000000040.npy", "rows-000000040-000000056.npy"]
+    assert "encoding stopped; rows 40-56 saved as a part, the same command goes on from there" in done.stderr
+    rerun = PaddedHashEmbedder()
+    rerun.batch_size, rerun.cache_chunk_rows = 8, 40
+    vecs = rerun.encode_corpus(sample_triples(120), "triples")
+    assert rerun.stats["encoded"] == 64
+    one = PaddedHashEmbedder()
+    one.batch_size, one.cache = 8, False
+    assert np.array_equal(vecs, one._encode(sample_triples(120)))
 
 
 def test_small_collection_is_one_piece(cache) -> None:

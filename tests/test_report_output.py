@@ -356,3 +356,33 @@ def test_a_file_written_into_out_while_the_report_runs_is_kept(two_widths: Path,
     assert (out / "sub" / "late.txt").read_text() == "late"
     assert "sub/late.txt" not in json.loads((out / MANIFEST).read_text())["files"]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".report")] == []
+
+
+def test_table_tex_holds_only_what_pdflatex_reads(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    import pandas as pd
+
+    from gear_repro.reporting.tables import write_tables
+
+    cell = {"block": "Table 2", "dataset": "2Wiki", "ci_low": 50.0, "ci_high": 60.0, "n": 300, "n_questions": 300,
+            "subset": None, "paper_other_setting": None, "n_errors": 0}
+    long = pd.DataFrame([
+        {**cell, "method": "T²RAG", "label": "T²RAG", "metric": "R@5", "ours": 55.0, "paper": 61.9, "delta": -6.9,
+         "recall_ceiling": 87.3},
+        {**cell, "method": "BM25", "label": "BM25 (Müller’s γ)", "metric": "R@2", "ours": 51.0, "paper": None,
+         "delta": None, "recall_ceiling": 100.0, "paper_other_setting": 51.8},
+    ])
+    tex = write_tables(long, tmp_path)["tex"].read_text(encoding="utf-8")
+    assert r"55.0 [50.0, 60.0] n=300 $\leq$87.3 (61.9, -6.9)" in tex  # the recall ceiling
+    assert r"T$^{2}$RAG" in tex and r"BM25 (Müller's $\gamma$)" in tex and " -- " in tex  # the empty cell's dash
+    assert r"\{paper, other setting: 51.8\}" in tex
+    assert not [ch for ch in tex if not (ch.isascii() or "\u00c0" <= ch <= "\u00ff")]  # pdflatex's utf8 input
+    if shutil.which("pdflatex"):
+        doc = tmp_path / "doc.tex"
+        doc.write_text("\\documentclass{article}\\usepackage[T1]{fontenc}\\usepackage{booktabs}\\usepackage{multirow}"
+                       f"\\begin{{document}}\n{tex}\n\\end{{document}}\n", encoding="utf-8")
+        done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout[-2000:]

@@ -188,9 +188,10 @@ class Pipeline:
         from gear_repro.pipeline.components import CheckedRetriever
         from gear_repro.pipeline.resources import Resources
         from gear_repro.pipeline.runner import preflight
-        from gear_repro.pipeline.wiring import build_method, build_qa_reader
+        from gear_repro.pipeline.wiring import build_method, build_qa_reader, check_components
 
         cfg = validate(copy.deepcopy(cfg))
+        check_components(cfg)
         dataset = None
         if passages is not None:
             dataset = _memory_dataset(cfg, passages, questions, triples, data_dir)
@@ -214,13 +215,17 @@ class Pipeline:
 
     # -- one question --------------------------------------------------------------------------------------
     def retrieve(self, question: str | Question | Mapping[str, Any], k: int | None = None) -> Result:
-        """The method's ranking of one question at depth ``k`` (default: the largest of ``run.ks``), no QA."""
+        """The method's ranking of one question at depth ``k`` (default: the largest of ``run.ks``), no QA.
+
+        Raises:
+            ConfigError: ``k`` is not a whole number >= 1."""
         from gear_repro.llm.ledger import call_scope
+        from gear_repro.types import check_k
         from gear_repro.utils.concurrency import COMPUTE
         from gear_repro.utils.secrets import redact_text
 
         q = as_question(question)
-        k = int(k or max(self.cfg.run.ks))
+        k = max(self.cfg.run.ks) if k is None else check_k(k, "Pipeline.retrieve: k")
         t0 = time.perf_counter()
         rec: dict[str, Any] = {"id": q.id, "question": q.question}
         out = None

@@ -89,7 +89,7 @@ def compare(a: str | Path | Any, b: str | Path | Any, metric: str = "recall@5", 
     va, vb = values(ra, metric), values(rb, metric)
     if not va or not vb:
         raise GearError(f"compare: no per-question {metric} in {ra.path if not va else rb.path}")
-    pairing = align(va, vb, intersect, f"compare {metric}")
+    pairing = align(va, vb, intersect, f"compare {metric}", option="intersect=True")
     failed = errored(ra) | errored(rb)
     kept = [q for q in pairing.ids if q not in failed]
     if not kept:

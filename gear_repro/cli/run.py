@@ -1,5 +1,8 @@
 """`gear-repro`: run one experiment (or a -m sweep) from Hydra configs in configs/.
 
+The working directory is on the import path (as with ``python -m``), so a ``_target_`` may name a module of your
+own in it.
+
 Before Hydra sees the command line: a secret given as an override (``backend.password=...``,
 ``llm.params.extra_headers={...}``, a URL with ``user:KEY@``) is moved into a process-private environment variable
 and replaced by an ``${oc.env:...}`` reference, so ``.hydra/`` copies and ``multirun.yaml`` never hold it; log
@@ -314,7 +317,21 @@ def submits_to_slurm(argv: list[str]) -> bool:
                          for a in argv if "=" in a)
 
 
+def import_from_cwd(environ: dict[str, str] | os._Environ = os.environ) -> None:
+    """The working directory on the import path, as ``python -m`` has it, so that a ``_target_`` naming a module
+    of your own beside you (``retriever._target_=mypkg.retrievers.TitleRetriever``) imports: a console script's path
+    starts at its own bin folder instead. Appended, so an installed package of the same name still wins; also on
+    ``PYTHONPATH``, for the jobs a sweep launcher starts in other processes."""
+    cwd = os.getcwd()
+    if not any(p in ("", ".", cwd) for p in sys.path):
+        sys.path.append(cwd)
+    paths = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if cwd not in paths:
+        environ["PYTHONPATH"] = os.pathsep.join([*paths, cwd])
+
+
 def main() -> None:
+    import_from_cwd()
     try:
         sys.argv[1:] = protect_argv(sys.argv[1:])
         check_server_overrides(sys.argv[1:])  # llm.server.* under an LLM without one: Hydra's traceback otherwise

@@ -27,6 +27,7 @@ from gear_repro.data.canonical import (
 )
 from gear_repro.types import Passage, Question, Triple
 from gear_repro.utils.errors import DataError
+from gear_repro.utils.io import check_text
 
 Records = Any  # a list (or iterable) of dicts, or a pandas DataFrame with one row per record
 
@@ -58,7 +59,9 @@ def _rows(data: Records, what: str) -> Iterator[tuple[str, str, dict]]:
         where = f"{what}[{i}]"
         if not isinstance(rec, Mapping):
             raise DataError(f"{where}: a record must be a dict (a DataFrame row), got {type(rec).__name__}")
-        yield where, where, {str(k): _clean(v) for k, v in rec.items() if _clean(v) is not None}
+        clean = {str(k): _clean(v) for k, v in rec.items() if _clean(v) is not None}
+        check_text(clean, where)  # a lone surrogate: no UTF-8 text, the folder written from it would fail
+        yield where, where, clean
 
 
 def passages_from(data: Records, what: str = "passages") -> list[Passage]:

@@ -1,10 +1,11 @@
 """Resumable corpus encodes: the vectors written in parts, so a killed encode loses at most one part.
 
 :meth:`gear_repro.embedding.embedder.SentenceEmbedder.encode_corpus` encodes a collection of more than
-``embedder.cache_chunk_rows`` texts in parts of that many rows, each saved atomically under
-``$GEAR_CACHE/embeddings/<key>.parts/rows-<a>-<b>.npy`` as soon as it is encoded; a rerun of the same command
-loads the finished parts and encodes the rest. At the end the parts are assembled into the usual
-``<key>.npy`` (the same cache key as an encode in one piece) and removed.
+``embedder.cache_chunk_rows`` texts in parts of at most that many rows and at most ``embedder.cache_chunk_s``
+seconds of encoding, each saved atomically under ``$GEAR_CACHE/embeddings/<key>.parts/rows-<a>-<b>.npy`` as soon
+as it is encoded; an exception, Ctrl-C or SIGTERM saves the batches finished since the last part (a kill -9
+loses them). A rerun of the same command loads the finished parts and encodes the rest. At the end the parts are
+assembled into the usual ``<key>.npy`` (the same cache key as an encode in one piece) and removed.
 
 Why the vectors are bit-identical to an encode in one piece: the encoder sorts a call's texts by length and
 cuts the sorted list into batches of ``batch_size`` (sentence-transformers' ``encode``,
@@ -21,8 +22,11 @@ import json
 import logging
 import re
 import shutil
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+import signal
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -49,8 +53,9 @@ class PartEncoder(Protocol):
     def _encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray: ...
 
 
-PLAN = "plan.json"  # the parts' grid (batch size, rows per part, corpus rows): parts of another grid are not reused
+PLAN = "plan.json"  # the batch grid (batch size, corpus rows, dim): parts of another grid are not reused
 PART = re.compile(r"rows-(\d{9})-(\d{9})\.npy")
+_clock = time.monotonic  # a part's age (tests step it)
 
 
 def part_rows(chunk_rows: int, batch_size: int) -> int:
@@ -92,7 +97,7 @@ def _load_part(path: Path, rows: int, dim: int) -> np.ndarray | None:
 
 def _open_parts(folder: Path, plan: dict) -> None:
     """The parts folder ready for ``plan``: created, left-over temp files of a killed writer removed, and emptied
-    when its parts were cut on another grid (another batch size or part size: other batches, other bits)."""
+    when its parts were cut on another grid (another batch size: other batches, other bits)."""
     folder.mkdir(parents=True, exist_ok=True)
     for tmp in folder.glob(".*.tmp"):
         tmp.unlink(missing_ok=True)
@@ -101,6 +106,8 @@ def _open_parts(folder: Path, plan: dict) -> None:
         old = json.loads(plan_file.read_text()) if plan_file.is_file() else None
     except (OSError, ValueError):
         old = None
+    if old is not None:
+        old.pop("part_rows", None)  # the grid of parts of one fixed size: any whole batches are this grid's
     if old != plan:
         if old is not None or any(folder.glob("rows-*.npy")):
             log.warning("%s: parts of another grid (%s, now %s): encoding from the start", folder, old, plan)
@@ -110,12 +117,59 @@ def _open_parts(folder: Path, plan: dict) -> None:
             json.dump(plan, f)
 
 
+def _finished_parts(folder: Path, n: int, bs: int) -> list[tuple[int, int]]:
+    """The parts in ``folder`` that are runs of whole batches of ``n`` rows, by first row; a part overlapping an
+    earlier one (two writers' grids) is removed."""
+    spans = []
+    for p in folder.glob("rows-*.npy"):
+        m = PART.fullmatch(p.name)
+        if m is None:
+            continue
+        a, b = int(m[1]), int(m[2])
+        if a % bs == 0 and a < b <= n and (b % bs == 0 or b == n):
+            spans.append((a, b))
+        else:
+            p.unlink(missing_ok=True)
+    kept: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if kept and a < kept[-1][1]:
+            (folder / _part_name(a, b)).unlink(missing_ok=True)
+        else:
+            kept.append((a, b))
+    return kept
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """Inside the block a SIGTERM raises SystemExit(143) in the main thread, so the encode loop saves the rows it
+    finished before the process ends (by default SIGTERM ends it at once). A second SIGTERM ends it at once. Only
+    where SIGTERM has its default action: a handler someone installed, or an ignored SIGTERM, is kept."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def terminate(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def encode_in_parts(embedder: PartEncoder, texts: Sequence[str], folder: Path, chunk_rows: int,
-                    desc: str = "") -> np.ndarray:
+                    desc: str = "", chunk_s: float | None = None) -> np.ndarray:
     """Encode ``texts`` part by part into ``folder`` (reusing finished parts) and return the assembled vectors.
 
-    One tqdm bar over the whole collection (rate and ETA), started at the rows of the parts already done.
-    The folder is left in place: the caller removes it once the assembled matrix is saved."""
+    A part is written once it holds ``chunk_rows`` rows (rounded up to whole batches) or, at the end of a batch,
+    once it is ``chunk_s`` seconds old (None: no time bound); an exception, Ctrl-C or SIGTERM writes the rows of
+    the batches finished so far before it goes on. Parts are runs of whole batches of one order, so a part of any
+    size is reused by a rerun with other part settings. One tqdm bar over the whole collection (rate and ETA),
+    started at the rows already done. The folder is left in place: the caller removes it once the assembled
+    matrix is saved."""
     from tqdm import tqdm
 
     texts = list(texts)
@@ -123,37 +177,52 @@ def encode_in_parts(embedder: PartEncoder, texts: Sequence[str], folder: Path, c
     rows = part_rows(chunk_rows, bs)
     dim = int(embedder.dim)
     order = embedder.batch_order(texts)
-    _open_parts(folder, {"rows": n, "batch_size": bs, "part_rows": rows, "dim": dim})
+    _open_parts(folder, {"rows": n, "batch_size": bs, "dim": dim})
     out = np.empty((n, dim), dtype=np.float32)
-    todo: list[tuple[int, int]] = []
-    reused = 0
-    for a in range(0, n, rows):
-        b = min(n, a + rows)
-        path = folder / _part_name(a, b)
-        part = _load_part(path, b - a, dim) if path.exists() else None
+    todo: list[tuple[int, int]] = []  # the spans no finished part covers
+    reused = parts = start = 0
+    for a, b in _finished_parts(folder, n, bs):
+        part = _load_part(folder / _part_name(a, b), b - a, dim)
         if part is None:
-            todo.append((a, b))
-        else:
-            out[order[a:b]] = part
-            reused += b - a
+            continue
+        if start < a:
+            todo.append((start, a))
+        out[order[a:b]] = part
+        reused, parts, start = reused + b - a, parts + 1, b
+    if start < n:
+        todo.append((start, n))
     if reused:
-        log.info("%s: %d of %d rows already encoded in %d parts; encoding the other %d", folder, reused, n,
-                 n // rows + (n % rows > 0) - len(todo), n - reused)
+        log.info("%s: %d of %d rows already encoded in %d parts; encoding the other %d", folder, reused, n, parts,
+                 n - reused)
     bar = tqdm(total=n, initial=reused, desc=f"embedding {desc}".strip(), unit="text", unit_scale=True,
                smoothing=0.05, disable=not embedder.show_progress)
+
+    def save(a: int, b: int) -> None:
+        with atomic_open(folder / _part_name(a, b), "wb") as f:  # a kill leaves a temp file, never a part
+            np.save(f, out[order[a:b]])
+
+    first = done = 0  # the part being encoded: rows [first, done) finished
     try:
         # one autocast context around the batches: its cast cache then lives across them (an exit per call of
         # _encode would clear it), and nested contexts do not change what each batch computes
-        with embedder.autocast():
+        with _sigterm_raises(), embedder.autocast():
             for a, b in todo:
-                part = np.empty((b - a, dim), dtype=np.float32)
+                first = done = a
+                born = _clock()
                 for s in range(a, b, bs):
                     batch = order[s:min(b, s + bs)]
-                    part[s - a:s - a + len(batch)] = embedder._encode([texts[i] for i in batch])
+                    out[batch] = embedder._encode([texts[i] for i in batch])
+                    done = s + len(batch)
                     bar.update(len(batch))
-                with atomic_open(folder / _part_name(a, b), "wb") as f:  # a kill leaves a temp file, never a part
-                    np.save(f, part)
-                out[order[a:b]] = part
+                    if done - first >= rows or done == b or (chunk_s is not None and _clock() - born >= chunk_s):
+                        save(first, done)
+                        first, born = done, _clock()
+    except BaseException:
+        if done > first:  # the batches finished since the last part: a rerun starts after them
+            save(first, done)
+            log.warning("%s: encoding stopped; rows %d-%d saved as a part, the same command goes on from there",
+                        folder, first, done)
+        raise
     finally:
         bar.close()
     return out

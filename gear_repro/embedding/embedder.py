@@ -125,7 +125,8 @@ class SentenceEmbedderSettings(Settings):
     backend: EncoderBackend = EncoderBackend.torch
     precision: Precision = Precision.fp32  # fp32 | bf16 | auto | fp16 (CUDA only) (docs/encoders.md)
     query_precision: QueryPrecision = QueryPrecision.fp32  # fp32 | same: the query side when precision runs bf16
-    cache_chunk_rows: int | None = num(4096, ge=1)  # resumable corpus-encode parts (embedding/corpus_parts.py)
+    cache_chunk_rows: int | None = num(1024, ge=1)  # resumable corpus-encode parts (embedding/corpus_parts.py)
+    cache_chunk_s: float | None = num(60.0, gt=0)  # and a part's most seconds of encoding (null: rows only)
 
 
 class SentenceEmbedder:
@@ -141,6 +142,7 @@ class SentenceEmbedder:
         max_seq_length, cache, num_threads, show_progress = s.max_seq_length, s.cache, s.num_threads, s.show_progress
         precision, query_precision = s.precision.value, s.query_precision
         self.cache_chunk_rows = s.cache_chunk_rows  # encode_corpus: rows per resumable part (None: one piece)
+        self.cache_chunk_s = s.cache_chunk_s  # and seconds per part (None: rows only)
         self.model_name = model
         self.batch_size = batch_size
         self.device = device = resolve_device(device)  # `auto` decided once: the cache key and the load agree
@@ -452,7 +454,8 @@ class SentenceEmbedder:
 
         With the cache on and more than ``cache_chunk_rows`` texts, the encode is written in resumable parts
         (:mod:`gear_repro.embedding.corpus_parts`: ``<key>.parts/``, bit-identical to an encode in one piece): a
-        killed run's rerun loses at most one part of finished work.
+        killed run's rerun loses at most one part of finished work (``cache_chunk_rows`` rows or ``cache_chunk_s``
+        seconds), a SIGTERM or Ctrl-C only the batch in flight.
 
         Each distinct text is encoded once and its vector repeated: a repeated text (two triples "Virginia is
         bordered by West Virginia") in another batch row would get other low bits on some instruction sets (AVX2
@@ -471,7 +474,7 @@ class SentenceEmbedder:
         log.info("embedding %d %s texts (%d distinct) with %s", len(texts), desc or "", len(distinct), self.model_name)
         parts = path.with_suffix(".parts")
         chunked = self.cache and self.cache_chunk_rows is not None and len(distinct) > self.cache_chunk_rows
-        vecs = encode_in_parts(self, distinct, parts, self.cache_chunk_rows, desc) if chunked \
+        vecs = encode_in_parts(self, distinct, parts, self.cache_chunk_rows, desc, self.cache_chunk_s) if chunked \
             else self._encode(distinct, progress=True)
         if len(distinct) < len(texts):
             row = {t: i for i, t in enumerate(distinct)}

@@ -14,7 +14,7 @@ from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
 from gear_repro.methods.base import ExpansionOutput, MethodOutput
-from gear_repro.types import Question, Ranking
+from gear_repro.types import Question, Ranking, check_k
 from gear_repro.utils.errors import ComponentError, DataError
 
 __all__ = ["DEPENDENCIES", "BaseExpansion", "BaseMethod", "BaseRetriever", "CheckedRetriever", "check_ranking"]
@@ -51,6 +51,7 @@ class BaseRetriever:
         raise NotImplementedError(f"{type(self).__name__}.retrieve")
 
     def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        k = check_k(k)
         return [self.retrieve(q, k) for q in queries]
 
 

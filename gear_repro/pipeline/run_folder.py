@@ -52,7 +52,8 @@ NO_RESULT_SETTINGS: dict[str, frozenset[str] | None] = {
     "report": None,  # where the report places and labels a row (a tag still shows it, after the run's settings)
     "run": frozenset({"progress", "resume", "fail_fast", "allow_errors", "workers", "capacity_check"}),
     "dataset": frozenset({"allow_unknown_source"}),  # a start-up check: the data and the results are the same
-    "embedder": frozenset({"num_threads", "show_progress", "batch_size", "cache", "cache_chunk_rows"}),
+    "embedder": frozenset({"num_threads", "show_progress", "batch_size", "cache", "cache_chunk_rows",
+                            "cache_chunk_s"}),
     "llm": frozenset({"timeout_s", "max_reply_bytes", "max_retries", "backoff_base_s", "backoff_max_s", "concurrency",
                       "cache", "cache_dir", "cache_mode", "server", "record_prompts", "base_url",
                       "cache_lock_timeout_s", "check_endpoint", "estimate_latency_s", "estimate_output_tokens",

@@ -38,7 +38,7 @@ from gear_repro.pipeline.resources import Resources
 from gear_repro.pipeline.resume import code_history, data_fingerprint, load_finished, what_differs
 from gear_repro.pipeline.run_folder import PREDICTIONS
 from gear_repro.pipeline.setting import data_setting, run_setting
-from gear_repro.pipeline.wiring import build_method, build_qa_reader
+from gear_repro.pipeline.wiring import build_method, build_qa_reader, check_components
 from gear_repro.prompts import prompts_hash
 from gear_repro.qa.reader import AnswerReader, pass_for_qa, score_answer
 from gear_repro.types import Question
@@ -117,11 +117,45 @@ def preflight(cfg: DictConfig, res: Resources, method: Method, qa_reader: Answer
     capacity.check_run(cfg, res, triples=capacity.uses_triples(cfg))  # disk and memory for the caches, before encoding
 
 
+class QuestionBar:
+    """The per-question progress bar: questions done, elapsed time, seconds per question and the ETA, both measured
+    from the first finished question on. The first question also pays the run's lazy set-up (an embedder loaded, a
+    corpus encoded, an index built: minutes), so an ETA from it would say hundreds of hours; until a second
+    question has finished the ETA reads "?"."""
+
+    def __init__(self, total: int, desc: str, *, disable: bool = False, clock: Callable[[], float] = time.monotonic,
+                 file: object = None) -> None:
+        self.total, self.clock = total, clock
+        self.finished = 0  # counted here: a disabled tqdm counts nothing
+        self.first: float | None = None  # when the first question finished
+        self.bar = tqdm(total=total, desc=desc, disable=disable, unit="q", dynamic_ncols=True, file=file,
+                        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]", postfix="eta ?")
+
+    def done(self) -> None:
+        """One more question finished."""
+        now = self.clock()
+        self.finished += 1
+        if self.first is None:
+            self.first = now
+        else:
+            per = (now - self.first) / (self.finished - 1)
+            eta = tqdm.format_interval(per * (self.total - self.finished))
+            self.bar.set_postfix_str(f"{per:.1f} s/q, eta {eta}", refresh=False)
+        self.bar.update(1)
+
+    def __enter__(self) -> QuestionBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.close()
+
+
 class Runner:
     def __init__(self, cfg: DictConfig, run_dir: str | Path, resources: Resources | None = None,
                  on_start: Callable[[], object] | None = None):
         """``on_start`` runs once the run dir is locked and checked, before the first write (the CLI's .hydra copies)."""
         self.cfg = validate(cfg)
+        check_components(self.cfg)  # the classes it names, before the data loads
         self.on_start = on_start
         self.run_dir = require_writable_dir(run_dir, "run dir")
         self.res = resources or Resources(self.cfg)
@@ -337,9 +371,9 @@ class Runner:
         self._start()
         self._write_provenance(fp, provenance)
         t_loop = time.perf_counter()
-        with JsonlAppender(pred_path) as out, tqdm(total=len(todo), desc=f"{cfg.dataset.name} {cfg.get('name', '')}",
-                                                   disable=not cfg.run.progress, unit="q", dynamic_ncols=True) as bar:
-            for rec in self._records(todo, method, qa_reader, int(cfg.run.workers), done=bar.update):
+        with JsonlAppender(pred_path) as out, QuestionBar(len(todo), f"{cfg.dataset.name} {cfg.get('name', '')}",
+                                                          disable=not cfg.run.progress) as bar:
+            for rec in self._records(todo, method, qa_reader, int(cfg.run.workers), done=bar.done):
                 out.write(rec)  # an errored record is scored as a miss now and retried by a resume
                 finished[rec["id"]] = rec
         self.timings["questions_s"] = time.perf_counter() - t_loop

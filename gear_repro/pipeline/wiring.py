@@ -28,8 +28,8 @@ from gear_repro.qa.reader import AnswerReader
 from gear_repro.retrieval.base import Retriever
 from gear_repro.utils.errors import ConfigError
 
-__all__ = ["Method", "MethodOutput", "build_expansion", "build_method", "build_qa_reader", "hipporag",
-           "passage_retriever", "target_class", "triple_retriever", "wirings"]
+__all__ = ["Method", "MethodOutput", "build_expansion", "build_method", "build_qa_reader", "check_components",
+           "hipporag", "locate", "passage_retriever", "target_class", "triple_retriever", "wirings"]
 
 Wiring = Callable[[DictConfig, Resources], Any]  # (the component's config node, the run's resources) -> object
 
@@ -48,6 +48,69 @@ def _wire(node: DictConfig, res: Resources, group: str) -> Any:
     raise ConfigError(f"{group}: no wiring for {node.get('_target_')!r}; subclass gear_repro.api.BaseMethod "
                       "(or BaseExpansion) for a component of your own, or add its class to "
                       "gear_repro/pipeline/wiring.py:wirings()")
+
+
+# -- the config's classes, checked before any data loads ------------------------------------------------------
+# group -> (the class a component of that group must subclass, what it is)
+_BASES = {"retriever": ("gear_repro.BaseRetriever", "retriever"), "expansion": ("gear_repro.BaseExpansion", "expansion"),
+          "agent": ("gear_repro.BaseMethod", "method"), "qa_reader": ("gear_repro.qa.QAReader", "QA reader")}
+
+
+def locate(path: str, key: str) -> Any:
+    """The object ``path`` (``pkg.module.Class``) names, imported; else a one-line ConfigError naming ``key`` (the
+    setting), the path and why (no such module, no such name in it, or the module's own error while importing)."""
+    import importlib
+
+    parts = path.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        module = ".".join(parts[:i])
+        try:
+            obj = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name is not None and (module == e.name or module.startswith(f"{e.name}.")):
+                continue  # not a module: a shorter prefix may be, the rest then names attributes
+            raise ConfigError(f"{key}={path}: importing {module} failed: {type(e).__name__}: {e}") from None
+        except Exception as e:  # the user's module itself fails (a syntax error, an exception at import)
+            raise ConfigError(f"{key}={path}: importing {module} failed: {type(e).__name__}: {e}") from None
+        for j, name in enumerate(parts[i:]):
+            if not hasattr(obj, name):
+                raise ConfigError(f"{key}={path}: {'.'.join(parts[:i + j])} has no {name!r}") from None
+            obj = getattr(obj, name)
+        return obj
+    raise ConfigError(f"{key}={path}: no module named {parts[0]!r} on the import path (a module of your own: run "
+                      "gear-repro from the folder that holds it, install it, or add its folder to PYTHONPATH)")
+
+
+def _targets(node: Any, key: str = "") -> list[tuple[str, str]]:
+    """(setting, path) of every string ``_target_`` in a config container, outside ``hydra``."""
+    if isinstance(node, dict):
+        found = [(key, node["_target_"])] if isinstance(node.get("_target_"), str) else []
+        for k, v in node.items():
+            if k != "hydra":
+                found += _targets(v, f"{key}.{k}" if key else str(k))
+        return found
+    if isinstance(node, list):
+        return [t for i, v in enumerate(node) for t in _targets(v, f"{key}[{i}]")]
+    return []
+
+
+def check_components(cfg: DictConfig) -> None:
+    """Every ``_target_`` of ``cfg`` imports, and each class the wiring builds by its base (retriever, expansion,
+    agent, qa_reader) has a wiring: ConfigError of one line naming the setting, the path and the base class to
+    subclass. Run at start-up, before the data loads (a bad path otherwise failed after it, in a traceback)."""
+    for key, path in _targets(OmegaConf.to_container(cfg, resolve=False)):
+        if "${" in path:
+            continue
+        obj = locate(path, f"{key}._target_")
+        group = "retriever" if key == "retriever.triple_retriever" else key
+        if group not in _BASES or not isinstance(obj, type):
+            continue
+        table = _retriever_wirings() if group == "retriever" else wirings()
+        if not any(klass in table for klass in obj.__mro__):
+            base, what = _BASES[group]
+            raise ConfigError(f"{key}._target_={path}: {obj.__name__} does not subclass {base}; a {what} of your own "
+                              f"must, so the wiring can hand its constructor what it names (gear_repro/pipeline/"
+                              f"components.py)")
 
 
 # -- retrievers ---------------------------------------------------------------------------------------------

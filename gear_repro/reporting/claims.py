@@ -315,17 +315,33 @@ def _n_needed(row: ClaimRow) -> str:
     return f"{int(row.n_needed)}" + (" (decided)" if row.verdict in ("holds", "contradicted") else "")
 
 
+def _no_runs_line(r: ClaimRow) -> tuple[str, str, str]:
+    """The table line a "no runs" row is listed on: one per claim, dataset and note (its metrics joined)."""
+    return (r.claim, r.dataset, r.note)
+
+
+def _verdict_counts(rows: Sequence[ClaimRow]) -> str:
+    """Lines of the table by verdict, as listed; the "no runs" lines say how many dataset × metric rows they hold."""
+    counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
+    untested = counts["no runs"]
+    counts["no runs"] = len({_no_runs_line(r) for r in rows if r.verdict == "no runs"})
+    text = ", ".join(f"{v} {n}" for v, n in counts.items())
+    if untested != counts["no runs"]:
+        text += f" (holding {untested} dataset × metric rows, one line per claim, dataset and reason)"
+    return text
+
+
 def _table_rows(rows: Sequence[ClaimRow]) -> list[str]:
     """One line per tested row; a claim's "no runs" rows collapse into one line per dataset and note."""
     out: list[str] = []
     done: set[tuple] = set()
     for r in rows:
         if r.verdict == "no runs":
-            key = (r.claim, r.dataset, r.note)
+            key = _no_runs_line(r)
             if key in done:
                 continue
             done.add(key)
-            metrics = ", ".join(x.metric for x in rows if (x.claim, x.dataset, x.note, x.verdict) == (*key, "no runs"))
+            metrics = ", ".join(x.metric for x in rows if x.verdict == "no runs" and _no_runs_line(x) == key)
             out.append(f"| {r.claim} | {r.dataset} | {metrics} | no runs | – | – | – | – | – | – | {r.note} |")
             continue
         ours = "–" if r.diff is None else f"{r.diff:+.1f} [{r.low:+.1f}, {r.high:+.1f}]"
@@ -344,7 +360,6 @@ def _table_rows(rows: Sequence[ClaimRow]) -> list[str]:
 
 
 def claims_markdown(rows: Sequence[ClaimRow], opts: EvidenceOptions = DEFAULT_OPTIONS) -> str:
-    counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
     lines = [
         "# Claims scoreboard",
         "",
@@ -359,7 +374,7 @@ def claims_markdown(rows: Sequence[ClaimRow], opts: EvidenceOptions = DEFAULT_OP
         "No multiple-testing correction. "
         "Rules: docs/evidence.md.",
         "",
-        "Rows by verdict: " + ", ".join(f"{v} {n}" for v, n in counts.items()),
+        "Lines by verdict: " + _verdict_counts(rows),
         "",
         "| claim | dataset | metric | verdict | ours Δ [95% CI] | N | p | ours a / b | paper Δ (a / b) | N needed | "
         "runs (a vs b) / note |",

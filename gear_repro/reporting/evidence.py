@@ -112,14 +112,16 @@ class Pairing:
     dropped_b: int
 
 
-def align(va: dict[str, float], vb: dict[str, float], intersect: bool, what: str = "") -> Pairing:
-    """The ids to pair: all of them when both sets are equal; the shared ones with ``intersect``; else refuse."""
+def align(va: dict[str, float], vb: dict[str, float], intersect: bool, what: str = "",
+          option: str = "--intersect") -> Pairing:
+    """The ids to pair: all of them when both sets are equal; the shared ones with ``intersect``; else refuse,
+    naming ``option``, the caller's way to set ``intersect`` (the report's flag, the API's argument)."""
     sa, sb = set(va), set(vb)
     if sa != sb and not intersect:
         raise QuestionSetMismatch(
             f"{what}: the runs hold different question sets ({len(sa)} vs {len(sb)} questions, {len(sa & sb)} shared); "
             "a paired comparison needs the same question ids. Run both on the same subset "
-            "(dataset.subset=stratified dataset.limit=N) or pass --intersect to compare the shared questions only")
+            f"(dataset.subset=stratified dataset.limit=N) or pass {option} to compare the shared questions only")
     ids = sorted(sa & sb)
     if not ids:
         raise QuestionSetMismatch(f"{what}: the runs share no question")

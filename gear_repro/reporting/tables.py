@@ -179,6 +179,33 @@ def sources_note(long: pd.DataFrame) -> str:
     return "\n".join(f"- {n}" for n in notes)
 
 
+# characters of the cells and labels that pdflatex's default input encoding does not set ("Unicode character ≤
+# (U+2264) not set up for use with LaTeX"), written as LaTeX; Latin-1 letters (é, ü) it sets as they are
+_TEX = {"≤": r"$\leq$", "≥": r"$\geq$", "–": "--", "—": "---", "−": "$-$", "±": r"$\pm$", "×": r"$\times$",
+        "÷": r"$\div$", "²": "$^{2}$", "³": "$^{3}$", "¹": "$^{1}$", "…": r"\ldots{}", "·": r"$\cdot$",
+        "∞": r"$\infty$", "≈": r"$\approx$", "→": r"$\rightarrow$", "‘": "`", "’": "'", "“": "``", "”": "''",
+        "Δ": r"$\Delta$", "δ": r"$\delta$", "γ": r"$\gamma$", "ρ": r"$\rho$", "α": r"$\alpha$", "β": r"$\beta$",
+        "λ": r"$\lambda$", "μ": r"$\mu$", "µ": r"$\mu$", "σ": r"$\sigma$", "τ": r"$\tau$", "θ": r"$\theta$",
+        "\u00a0": "~"}
+
+
+def tex_text(text: str) -> str:
+    """``text`` (LaTeX already escaped) with every character pdflatex cannot read as it is written as LaTeX:
+    :data:`_TEX`, else the character's ASCII letters (NFKD, accents dropped), else ``?``."""
+    import unicodedata
+
+    out = []
+    for ch in text:
+        if ch.isascii() or ("\u00c0" <= ch <= "\u00ff" and ch not in "×÷"):
+            out.append(ch)
+        elif ch in _TEX:
+            out.append(_TEX[ch])
+        else:
+            plain = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode()
+            out.append(plain or "?")
+    return "".join(out)
+
+
 def write_tables(long: pd.DataFrame, out_dir: str | Path, stem: str = "table") -> dict[str, Path]:
     """Write <stem>.csv (long), <stem>.md and <stem>.tex (wide, one block per paper table)."""
     out = Path(out_dir)
@@ -196,7 +223,8 @@ def write_tables(long: pd.DataFrame, out_dir: str | Path, stem: str = "table") -
         notes = sources_note(sub)
         md_parts.append(f"### {table}: ours [95% bootstrap CI] n=questions (paper, Δ on the paper's setting) — "
                         f"questions per run: {n}\n\n" + flat.to_markdown() + "\n" + (f"\n{notes}\n" if notes else ""))
-        tex_parts.append(f"% {table}: ours [95% bootstrap CI] n=questions (paper, delta)\n" + wide.to_latex(multicolumn=True, escape=True))
+        tex_parts.append(tex_text(f"% {table}: ours [95% bootstrap CI] n=questions (paper, delta)\n"
+                                  + wide.to_latex(multicolumn=True, escape=True)))
     paths["md"].write_text("\n".join(md_parts), encoding="utf-8")
     paths["tex"].write_text("\n".join(tex_parts), encoding="utf-8")
     return paths

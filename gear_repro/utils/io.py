@@ -156,13 +156,36 @@ def read_json(path: str | Path) -> Any:
     return data
 
 
+def _surrogate_at(data: Any, at: str = "") -> str | None:
+    """Where in ``data`` a string holds a lone UTF-16 surrogate (``[3].text``, ``text``), else None."""
+    if isinstance(data, str):
+        try:
+            data.encode("utf-8")
+        except UnicodeEncodeError:
+            return at or "the value"
+        return None
+    if isinstance(data, dict):
+        items = ((f"{at}.{k}" if at else str(k), v) for k, v in data.items())
+    elif isinstance(data, list | tuple):
+        items = ((f"{at}[{i}]", v) for i, v in enumerate(data))
+    else:
+        return None
+    return next((found for key, v in items if (found := _surrogate_at(v, key)) is not None), None)
+
+
 def _check_surrogates(data: Any, where: str) -> None:
-    """DataError naming ``where`` when a ``\\ud800``-``\\udfff`` escape decoded to a lone surrogate (no UTF-8 text:
-    every later write or hash of it would fail)."""
-    try:
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise DataError(f"{where}: a \\uXXXX escape encodes a lone UTF-16 surrogate (not text)") from None
+    """DataError naming ``where`` and the record and field when a ``\\ud800``-``\\udfff`` escape (or a Python string)
+    holds a lone surrogate: no UTF-8 text, so every later write or hash of it would fail."""
+    found = _surrogate_at(data)
+    if found is not None:
+        raise DataError(f"{where}: {found}: a \\uXXXX escape encodes a lone UTF-16 surrogate (not text; a character "
+                        "cut in half where the data was made: fix or drop it)")
+
+
+def check_text(record: Any, where: str) -> None:
+    """DataError naming ``where`` and the field when a record from memory holds a lone surrogate (as
+    :func:`iter_jsonl` checks a file's lines)."""
+    _check_surrogates(record, where)
 
 
 def json_kind(value: Any) -> str:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import re
+import signal
 import threading
 import time
 from collections import Counter
@@ -225,6 +227,44 @@ class HashEmbedder(SentenceEmbedder):
     def batch_order(self, texts: Sequence[str]) -> np.ndarray:
         """Longest first, as sentence-transformers batches (no model to ask)."""
         return np.argsort([-len(t) for t in texts], kind="stable")
+
+
+class PaddedHashEmbedder(HashEmbedder):
+    """A :class:`HashEmbedder` whose vectors depend on the batch a text meets, as a real model's do through
+    padding: a call is sorted longest first and cut into ``batch_size`` batches (as sentence-transformers does), and
+    each vector's first component gets its batch's longest text length × 1e-3."""
+
+    def _encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        texts = list(texts)
+        out = super()._encode(texts)
+        order = self.batch_order(texts)
+        for s in range(0, len(texts), self.batch_size):
+            batch = order[s:s + self.batch_size]
+            out[batch, 0] += max(len(texts[i]) for i in batch) * 1e-3
+        return out
+
+
+class TerminatingEmbedder(PaddedHashEmbedder):
+    """Sends SIGTERM to its own process (as a scheduler or ``kill`` does) when a call would pass ``after`` texts."""
+
+    def __init__(self, after: int) -> None:
+        super().__init__()
+        self.after = after
+
+    def _encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        if self.stats["encoded"] + len(texts) > self.after:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return super()._encode(texts, progress)
+
+
+class PlainRetriever:
+    """A retriever of a user's package that does not subclass ``gear_repro.BaseRetriever`` (the wiring refuses it)."""
+
+    def __init__(self, passages: list, name: str = "plain") -> None:
+        self.passages = passages
+
+    def retrieve(self, query: str, k: int) -> Ranking:
+        return Ranking([p.id for p in self.passages[:k]], [1.0] * min(k, len(self.passages)))
 
 
 class TableEmbedder:

@@ -156,3 +156,25 @@ def elapsed(fn: Any) -> tuple[float, BaseException | None]:
     except Exception as e:
         return time.monotonic() - t0, e
     return time.monotonic() - t0, None
+
+
+def hang_network(monkeypatch, calls: list[str], seconds: float = 5.0) -> None:
+    """Every way out of the process (a socket's connect, requests, urllib) hangs ``seconds``, as behind a proxy that
+    never answers, then fails; each attempt is recorded in ``calls``."""
+    import socket
+    import urllib.request
+
+    import requests
+
+    def hang(what: str):
+        def blocked(*args, **kwargs):
+            calls.append(f"{what} {args[1] if what == 'connect' and len(args) > 1 else args[:1]}")
+            time.sleep(seconds)
+            raise OSError(f"{what}: no answer after {seconds} s")
+        return blocked
+
+    monkeypatch.setattr(socket.socket, "connect", hang("connect"))
+    monkeypatch.setattr(socket, "create_connection", hang("create_connection"))
+    monkeypatch.setattr(requests, "get", hang("requests.get"))
+    monkeypatch.setattr(requests.Session, "request", hang("requests.Session.request"))
+    monkeypatch.setattr(urllib.request, "urlopen", hang("urlopen"))
