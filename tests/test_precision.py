@@ -23,7 +23,6 @@ from tests.helpers.cpus import EPYC, GRAVITON, SKYLAKE
 from tests.helpers.doubles import HashEmbedder
 from tests.helpers.requirements import missing
 
-
 pytestmark = pytest.mark.usefixtures("no_isa_cap")
 
 def test_cpu_flags_and_native_bf16() -> None:
