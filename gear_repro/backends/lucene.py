@@ -50,6 +50,7 @@ MIN_JAVA = 17
 FIELD = "text"  # the analysed, stored text field (norms on)
 ID_FIELD = "id"  # stored only: checks a reopened index
 SCHEMA_VERSION = 1
+LUCENE_TARGET = "gear_repro.backends.lucene.LuceneBackend"
 
 _JVM: dict[str, Any] = {}  # "classes", "jar", "heap_mb": the one JVM of this process
 _JVM_LOCK = threading.Lock()
@@ -186,6 +187,12 @@ def jar_identity(path: Path) -> dict[str, Any]:
     """Name, size and sha256 of the jar (the sha256 is computed once per process: ~0.3 s for 145 MB)."""
     st = path.stat()
     return {"name": path.name, "size": st.st_size, "sha256": _sha256(str(path), st.st_size, st.st_mtime_ns)}
+
+
+def jar_fingerprint(setting: str | None = None) -> dict[str, Any]:
+    """What a run's fingerprint holds of the jar that will rank (:func:`find_jar`, no JVM): name and size."""
+    path = find_jar(setting)
+    return {"name": path.name, "size": path.stat().st_size}
 
 
 # -- collections --------------------------------------------------------------------------------------------------
@@ -385,7 +392,7 @@ class LuceneBackendSettings(Settings):
 
     config_key: ClassVar[str] = "backend"
 
-    _target_: str = "gear_repro.backends.lucene.LuceneBackend"
+    _target_: str = LUCENE_TARGET
     bm25: LuceneBM25Settings = field(default_factory=LuceneBM25Settings)
     jar: str | None = None  # null: $GEAR_LUCENE_JAR, $GEAR_CACHE/lucene/*.jar, an installed pyserini's jar
     heap_mb: int = num(1024, ge=64)  # the JVM's -Xmx (one JVM a process: the first backend's value holds)
