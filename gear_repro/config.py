@@ -33,6 +33,7 @@ from omegaconf import MISSING, DictConfig, ListConfig, OmegaConf, open_dict, rea
 from omegaconf.errors import InterpolationToMissingValueError, MissingMandatoryValue, OmegaConfBaseException
 
 from gear_repro.backends.elasticsearch import ElasticsearchBackendSettings
+from gear_repro.backends.lucene import LuceneBackendSettings
 from gear_repro.backends.memory import MemoryBackendSettings
 from gear_repro.core.triple_graph import GraphSettings
 from gear_repro.data.dataset import DatasetSettings
@@ -127,7 +128,8 @@ GROUP_SCHEMAS: dict[str, dict[str, type]] = {
     "retriever": {"bm25_schema": BM25RetrieverSettings, "sbert_schema": DenseRetrieverSettings,
                   "hybrid_schema": HybridRetrieverSettings, "composed_schema": ComposedRetrieverSettings,
                   "griever_schema": GrieverRetrieverSettings},
-    "backend": {"memory_schema": MemoryBackendSettings, "elasticsearch_schema": ElasticsearchBackendSettings},
+    "backend": {"memory_schema": MemoryBackendSettings, "elasticsearch_schema": ElasticsearchBackendSettings,
+                "lucene_schema": LuceneBackendSettings},
     "embedder": {"embedder_schema": SentenceEmbedderSettings},
     "hipporag": {"hipporag_schema": HippoRAGSettings},
     "llm": {"llm_schema": LLMClientSettings},

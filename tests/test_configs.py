@@ -231,7 +231,7 @@ def test_each_schema_is_declared_beside_its_class_and_not_restated_by_its_constr
             assert not restated, f"{cls.__name__}.__init__ restates {sorted(restated)} of {schema.__name__}"
             assert "given" in params, cls
             checked += 1
-    assert checked == 19
+    assert checked == 20
 
 
 def test_a_directly_built_component_checks_the_declared_range_and_describes_every_setting():

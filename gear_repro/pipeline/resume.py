@@ -9,6 +9,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from gear_repro.backends.lucene import LUCENE_TARGET, jar_fingerprint
 from gear_repro.config import resolved
 from gear_repro.embedding.precision import Precision, QueryPrecision, resolve_device, resolve_precision
 from gear_repro.llm.gguf_weights import served_weights
@@ -52,6 +53,8 @@ def fingerprint_settings(cfg: DictConfig, with_path: bool = False) -> dict:
         c["llm"]["endpoint"] = redact_url(str(url))  # so a rotated key is the same endpoint); unset: as before
     elif (weights := served_weights(OmegaConf.select(cfg, "llm", default=None))):
         c["llm"]["weights"] = weights  # what the harness-started server serves (the shipped pairings: as before)
+    if OmegaConf.select(cfg, "backend._target_", default=None) == LUCENE_TARGET:  # the Lucene that ranks, found
+        c["backend"]["lucene_jar"] = jar_fingerprint(OmegaConf.select(cfg, "backend.jar", default=None))  # as it runs
     if (files := model_path_identity(OmegaConf.select(cfg, "embedder.model", default=None))):
         c["embedder"]["files"] = files  # a local model folder by content, as its vectors' key
     return c

@@ -52,8 +52,9 @@ NO_RESULT_SETTINGS: dict[str, frozenset[str] | None] = {
     "report": None,  # where the report places and labels a row (a tag still shows it, after the run's settings)
     "run": frozenset({"progress", "resume", "fail_fast", "allow_errors", "workers", "capacity_check"}),
     "dataset": frozenset({"allow_unknown_source"}),  # a start-up check: the data and the results are the same
+    "backend": frozenset({"heap_mb", "ram_buffer_mb", "jar"}),  # backend=lucene's JVM and writer memory; its jar
     "embedder": frozenset({"num_threads", "show_progress", "batch_size", "cache", "cache_chunk_rows",
-                            "cache_chunk_s"}),
+                           "cache_chunk_s"}),
     "llm": frozenset({"timeout_s", "max_reply_bytes", "max_retries", "backoff_base_s", "backoff_max_s", "concurrency",
                       "cache", "cache_dir", "cache_mode", "server", "record_prompts", "base_url",
                       "cache_lock_timeout_s", "check_endpoint", "estimate_latency_s", "estimate_output_tokens",
@@ -61,8 +62,8 @@ NO_RESULT_SETTINGS: dict[str, frozenset[str] | None] = {
 }
 # Of those, the settings that name what serves the model: the fingerprint holds their identity instead of their
 # value (resume.fingerprint_settings: the endpoint without secrets, the weights served and the server flags that
-# change replies), and a tag names them, since two values may be two models.
-BY_IDENTITY = frozenset({"llm.base_url", "llm.server.model_path", "llm.server.extra_args"})
+# change replies, backend=lucene's jar by name and size), and a tag names them, since two values may be two models.
+BY_IDENTITY = frozenset({"llm.base_url", "llm.server.model_path", "llm.server.extra_args", "backend.jar"})
 
 
 def changes_no_result(key: str) -> bool:

@@ -253,6 +253,9 @@ class Runner:
             self._data_setting = data_setting(self.res)
         rec["setting"] = run_setting(self.res, self._data_setting)  # what the report's placement compares
         rec.update(self.res.provenance())  # e.g. HippoRAG's graph size, build/load time (docs/baselines.md "Costs")
+        backend = self.res.built("backend")
+        if backend is not None and callable(getattr(backend, "describe", None)):
+            rec["backend"] = backend.describe()  # the engine that ranked (backend=lucene: Lucene's version, its jar)
         emb = self.res.built("embedder")
         if emb is not None:
             rec["embedder_stats"] = emb.stats
