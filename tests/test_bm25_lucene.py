@@ -67,11 +67,11 @@ def jar() -> str:
 
 def test_smallfloat_length_norms_round_trip_as_lucenes(jar) -> None:
     """One-byte document lengths: our SmallFloat against Lucene's, for every length up to 5,000 and every byte."""
-    from jnius import autoclass
-
     from tests.helpers.lucene_ref import classes
 
-    classes(jar)
+    classes(jar)  # the JVM starts with the jar on its class path
+    from jnius import autoclass
+
     small = autoclass("org.apache.lucene.util.SmallFloat")
     assert [int_to_byte4(n) for n in range(5000)] == [small.intToByte4(n) & 0xFF for n in range(5000)]
     assert [byte4_to_int(b) for b in range(256)] == [small.byte4ToInt(b if b < 128 else b - 256) for b in range(256)]

@@ -130,7 +130,7 @@ def test_the_bundled_sample_through_the_runner_stands_apart_with_its_sizes(sampl
     assert setting["known"]["name"] == "musique_train_100" and setting["known"]["corpus_matched_by"] == "content"
     assert setting["corpus"]["passages"] == 1890 and "llm" not in setting and "embedder" not in setting
     row = r5(tmp_path / "bm25")
-    assert pd.isna(row.paper) and row.paper_other_setting == 33.8 and row.ours == pytest.approx(49.42, abs=0.01)  # ES standard analysis
+    assert pd.isna(row.paper) and row.paper_other_setting == 33.8 and row.ours == pytest.approx(46.83, abs=0.01)  # ES standard analysis
     assert row.setting_differs == ("corpus 1,890 vs 148,793 passages; "
                                    "questions 100 train vs 500 test (IRCoT's sub-sampled test cases)")
     assert describe_setting(setting).startswith("bundled MuSiQue sample")
