@@ -56,7 +56,6 @@ def _sample(folder: Path) -> tuple[list[tuple[str, str]], list[str], list[str]]:
 @pytest.fixture(scope="module")
 def jar() -> str:
     from gear_repro.backends.lucene import find_jar
-
     from gear_repro.utils.errors import ConfigError
 
     try:
