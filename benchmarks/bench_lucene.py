@@ -1,10 +1,14 @@
 #!/usr/bin/env python
-"""Time backend=lucene on the bundled MuSiQue sample (not a test; figures go to docs/ARCHITECTURE.md's backend row):
-JVM start, Lucene index build (no cache: written to a temp $GEAR_CACHE), reopening the cached index, BM25 query
-latency p50/p95 (k=15, one query a call, the sample's 100 questions x 5 repeats), and the full score vectors of
-``bm25_scores``; the memory backend (bm25s) beside it, and how many of the 100 top-15 rankings the two share.
+"""BM25 of the memory backend against the real Lucene (``backend=lucene``), in one run (not a test): index build
+(cold: a fresh $GEAR_CACHE), reopening the cached index, BM25 query latency p50/p95 (k=15, one query a call, the
+two backends alternating query by query so that a drift of the machine's speed hits both), the full score vectors
+of ``bm25_scores`` (GRIEVER's filtered search), how many top-15 rankings are identical, and the earlier analysis
+(``tokenizer=word2 method=bm25s_lucene``) beside them.
 
-  python -m benchmarks.bench_lucene [--repeats 5]     # needs make install-lucene (or $GEAR_LUCENE_JAR)
+  python -m benchmarks.bench_lucene [--data DIR] [--queries N] [--repeats R]   # needs make install-lucene
+
+``--data`` is a prepared dataset folder (default the bundled MuSiQue sample; the full-size corpus of
+``make fullsize-rehearsal`` is ``outputs/fullsize/prepared``).
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ def _ms(xs: list[float]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--data", type=Path, default=SAMPLE)
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
 
     from gear_repro.backends import lucene as L
@@ -39,45 +45,49 @@ def main() -> None:
     from gear_repro.backends.memory import MemoryBackend
     from gear_repro.data.dataset import load_dataset
 
-    ds = load_dataset(SAMPLE, name="musique")
+    ds = load_dataset(args.data, name="musique")
     docs = [IndexDoc(p.id, p.content) for p in ds.passages]
-    queries = [q.question for q in ds.questions]
+    queries = [q.question for q in ds.questions][: args.queries]
+    print(f"{args.data}: {len(docs):,} passages, {len(queries)} queries x {args.repeats}")
 
     t = time.perf_counter()
-    backend = L.LuceneBackend()
-    print(f"JVM start + Lucene {backend.version}: {time.perf_counter() - t:.2f} s")
-    coll = backend.open_collection("passages", docs)
-    t = time.perf_counter()
-    coll.bm25(queries[:1], 15)
-    print(f"Lucene index build, {len(docs)} passages: {time.perf_counter() - t:.2f} s")
-    t = time.perf_counter()
-    again = backend.open_collection("passages", docs)
-    again.bm25(queries[:1], 15)
-    print(f"reopen cached index: {time.perf_counter() - t:.3f} s")
+    lucene = L.LuceneBackend()
+    print(f"JVM start + Lucene {lucene.version}: {time.perf_counter() - t:.2f} s")
+    backends = {"memory": MemoryBackend(), "lucene": lucene,
+                "memory word2+bm25s": MemoryBackend(bm25={"tokenizer": "word2", "method": "bm25s_lucene"})}
+    colls = {}
+    for name, backend in backends.items():
+        t = time.perf_counter()
+        colls[name] = backend.open_collection("passages", docs)
+        colls[name].bm25(queries[:1], 15)
+        build = time.perf_counter() - t
+        t = time.perf_counter()
+        backend.open_collection("passages", docs).bm25(queries[:1], 15)
+        print(f"{name}: index build {build:.2f} s, reopen cached {time.perf_counter() - t:.3f} s")
 
-    def per_query(fn) -> list[float]:
-        times = []
-        for _ in range(args.repeats):
-            for q in queries:
+    times: dict[str, list[float]] = {n: [] for n in colls}
+    scores: dict[str, list[float]] = {n: [] for n in ("memory", "lucene")}
+    for _ in range(args.repeats):
+        for q in queries:
+            for name, coll in colls.items():
                 t = time.perf_counter()
-                fn([q])
-                times.append(time.perf_counter() - t)
-        return times
-
-    print(f"Lucene bm25 k=15: {_ms(per_query(lambda q: coll.bm25(q, 15)))}")
-    print(f"Lucene bm25_scores (full vector): {_ms(per_query(coll.bm25_scores))}")
-
-    mem = MemoryBackend().open_collection("passages", docs)
-    t = time.perf_counter()
-    mem.bm25(queries[:1], 15)
-    print(f"bm25s index build: {time.perf_counter() - t:.2f} s")
-    print(f"bm25s bm25 k=15: {_ms(per_query(lambda q: mem.bm25(q, 15)))}")
-    luc, bms = coll.bm25(queries, 15), mem.bm25(queries, 15)
-    same = sum(a.ids == b.ids for a, b in zip(luc, bms, strict=True))
-    top1 = sum(a.ids[:1] == b.ids[:1] for a, b in zip(luc, bms, strict=True))
-    diff = max(abs(x - y) for a, b in zip(luc, bms, strict=True) for x, y in zip(a.scores, b.scores, strict=False))
-    print(f"memory (bm25s lucene) vs Lucene: identical top-15 {same}/100, same top-1 {top1}/100, "
-          f"max |score diff| at equal ranks {diff:.4g}")
+                coll.bm25([q], 15)
+                times[name].append(time.perf_counter() - t)
+            for name in scores:
+                t = time.perf_counter()
+                colls[name].bm25_scores([q])
+                scores[name].append(time.perf_counter() - t)
+    for name in colls:
+        print(f"{name} bm25 k=15: {_ms(times[name])}")
+    for name in scores:
+        print(f"{name} bm25_scores (full vector): {_ms(scores[name])}")
+    ratio = np.asarray(times["memory"]) / np.asarray(times["lucene"])
+    print(f"memory / lucene query time, pair by pair: median {np.median(ratio):.2f}")
+    ranked = {n: c.bm25(queries, 15) for n, c in colls.items()}
+    for other in ("memory", "memory word2+bm25s"):
+        same = sum(a.ids == b.ids for a, b in zip(ranked[other], ranked["lucene"], strict=True))
+        exact = sum((a.ids, a.scores) == (b.ids, b.scores) for a, b in zip(ranked[other], ranked["lucene"], strict=True))
+        print(f"{other} vs lucene: identical top-15 ids {same}/{len(queries)}, ids and scores {exact}/{len(queries)}")
 
 
 if __name__ == "__main__":
