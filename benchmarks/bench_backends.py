@@ -224,7 +224,7 @@ def main() -> None:
     server = None
     url = a.es_url
     if url is None:
-        from tests.es_fixtures import NoidaServer
+        from tests.helpers.es_fixtures import NoidaServer
 
         server = NoidaServer(Path(tempfile.mkdtemp(prefix="bench-noida-")))
         url = server.start()

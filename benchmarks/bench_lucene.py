@@ -3,9 +3,11 @@
 (cold: a fresh $GEAR_CACHE), reopening the cached index, BM25 query latency p50/p95 (k=15, one query a call, the
 two backends alternating query by query so that a drift of the machine's speed hits both), the full score vectors
 of ``bm25_scores`` (GRIEVER's filtered search), how many top-15 rankings are identical, and the earlier analysis
-(``tokenizer=word2 method=bm25s_lucene``) beside them.
+(``tokenizer=word2 method=bm25s_lucene``) beside them; with ``--es`` also ``backend=elasticsearch`` (standard analyzer)
+on a cluster (``--es-url``) or the noida-db emulator the tests use, for the three-way check (rankings only: the
+emulator's timings are not Elasticsearch's).
 
-  python -m benchmarks.bench_lucene [--data DIR] [--queries N] [--repeats R]   # needs make install-lucene
+  python -m benchmarks.bench_lucene [--data DIR] [--queries N] [--repeats R] [--es [--es-url URL]]
 
 ``--data`` is a prepared dataset folder (default the bundled MuSiQue sample; the full-size corpus of
 ``make fullsize-rehearsal`` is ``outputs/fullsize/prepared``).
@@ -34,6 +36,8 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=SAMPLE)
     ap.add_argument("--queries", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--es", action="store_true", help="also rank with backend=elasticsearch")
+    ap.add_argument("--es-url", default=None, help="a running cluster (default: spawn the noida-db emulator)")
     args = ap.parse_args()
 
     from gear_repro.backends import lucene as L
@@ -84,10 +88,34 @@ def main() -> None:
     ratio = np.asarray(times["memory"]) / np.asarray(times["lucene"])
     print(f"memory / lucene query time, pair by pair: median {np.median(ratio):.2f}")
     ranked = {n: c.bm25(queries, 15) for n, c in colls.items()}
-    for other in ("memory", "memory word2+bm25s"):
+    if args.es:
+        ranked["elasticsearch"] = _es_rankings(args.es_url, docs, queries)
+    for other in [n for n in ranked if n != "lucene"]:
         same = sum(a.ids == b.ids for a, b in zip(ranked[other], ranked["lucene"], strict=True))
         exact = sum((a.ids, a.scores) == (b.ids, b.scores) for a, b in zip(ranked[other], ranked["lucene"], strict=True))
         print(f"{other} vs lucene: identical top-15 ids {same}/{len(queries)}, ids and scores {exact}/{len(queries)}")
+
+
+def _es_rankings(url: str | None, docs, queries: list[str]):
+    """Top-15 of ``backend=elasticsearch`` with ES's standard analyzer, on ``url`` or a spawned emulator."""
+    import uuid
+
+    from gear_repro.backends.elasticsearch import ElasticsearchBackend
+
+    server = None
+    if url is None:
+        from tests.helpers.es_fixtures import NoidaServer
+
+        server = NoidaServer(Path(tempfile.mkdtemp(prefix="bench-noida-")))
+        url = server.start()
+    try:
+        be = ElasticsearchBackend(url=url, index_prefix=f"gear-bench-{uuid.uuid4().hex[:6]}",
+                                  bm25={"analyzer": "standard"}, bulk={"progress": False})
+        print(f"elasticsearch at {url} ({'a real cluster' if server is None else 'the noida-db emulator'})")
+        return be.open_collection("passages", docs).bm25(queries, 15)
+    finally:
+        if server is not None:
+            server.stop()
 
 
 if __name__ == "__main__":
