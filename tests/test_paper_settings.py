@@ -110,3 +110,31 @@ def test_bad_settings_file_names_the_row(tmp_path: Path, monkeypatch: pytest.Mon
             paper_setting_rows()
     finally:
         paper_setting_rows.cache_clear()
+
+
+def test_flagged_numbers_are_printed_cells_the_paper_contradicts(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """paper_flags.csv marks GEAR Table 2's IRCoT (ColBERTv2) 2Wiki R@10, printed above its R@15; a flag naming no
+    number of paper_results.csv (a renamed method, a typo) is refused rather than marking nothing."""
+    from gear_repro.reporting.paper import paper_flag, paper_flags
+
+    flags = paper_flags()
+    assert list(zip(flags.method, flags.dataset, flags.metric, strict=True)) == [("IRCoT (ColBERTv2)", "2Wiki", "R@10")]
+    r10, r15 = (paper_value("Table 2", "IRCoT (ColBERTv2)", "2Wiki", m) for m in ("R@10", "R@15"))
+    assert (r10, r15) == (86.6, 69.7)
+    flag = paper_flag("Table 2", "IRCoT (ColBERTv2)", "2Wiki", "R@10")
+    assert flag is not None and flag.mark == "†" and "likely a typo" in flag.reason
+    assert paper_flag("Table 2", "IRCoT (ColBERTv2)", "2Wiki", "R@15") is None
+    assert paper_flag("Table 2", "IRCoT (ColBERTv2)", "2Wiki", "R@10", setting="single-step, gpt-4o-mini") is None
+    text = paper_mod.FLAGS_CSV.read_text(encoding="utf-8").splitlines()
+    bad = tmp_path / "paper_flags.csv"
+    bad.write_text("\n".join([text[0], text[1].replace("IRCoT (ColBERTv2)", "IRCoT (ColBERT)")]) + "\n",
+                   encoding="utf-8")
+    monkeypatch.setattr(paper_mod, "FLAGS_CSV", bad)
+    paper_flags.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match=r"paper_flags\.csv:2: no number in paper_results\.csv for GEAR Table 2 "
+                                              r"\(multi-step, gpt-4o-mini\) IRCoT \(ColBERT\) 2Wiki R@10"):
+            paper_flags()
+    finally:
+        paper_flags.cache_clear()
