@@ -1,5 +1,6 @@
 """The papers' published numbers (gear_repro/resources/paper_results.csv: shared/paper/paper_results.csv, plus the 18
-cells of T²RAG's Table 2, its ablations, transcribed from seed 002 §5.3 and checked against it, and Gutiérrez et al. (2024)'s Table 2,
+cells of T²RAG's Table 2, its ablations, transcribed from seed 002 §5.3 and checked against it, the 28 cells of
+T²RAG Table 1's Average column as printed (dataset :data:`AVERAGE`), and Gutiérrez et al. (2024)'s Table 2,
 single-step R@2/R@5, transcribed from arXiv 2405.14831 and checked against a second copy, see each row's note), and
 the settings each table was measured on (gear_repro/resources/paper_settings.csv, one row per paper × table ×
 dataset, every value cited; ``unstated`` where the paper does not say): :func:`paper_setting`; and the printed
@@ -21,6 +22,9 @@ PAPER_CSV = Path(__file__).resolve().parent.parent / "resources" / "paper_result
 SETTINGS_CSV = PAPER_CSV.with_name("paper_settings.csv")
 FLAGS_CSV = PAPER_CSV.with_name("paper_flags.csv")  # printed numbers that are likely wrong: marked wherever shown
 UNSTATED = "unstated"  # paper_settings.csv's word for a value the paper does not give (never a guess)
+# the dataset name of a column averaging a table's datasets (T²RAG Table 1's "Average"): no setting of its own (its
+# datasets' paper_settings.csv rows are it) and no run is on it
+AVERAGE = "Average"
 DEFAULT_PAPER = "GEAR"  # report.paper's default (configs/config.yaml): the paper whose tables and figures the report lays out
 
 
@@ -164,7 +168,8 @@ def _count(value: str, ref: str, column: str) -> int | None:
 @lru_cache(maxsize=1)
 def paper_setting_rows() -> dict[tuple[str, str, str], PaperSetting]:
     """paper_settings.csv by (paper, table, dataset), checked: every column filled (``unstated`` where the paper
-    says nothing), counts whole numbers, no key twice, the paper one of paper_results.csv's."""
+    says nothing), counts whole numbers, no key twice, the paper one of paper_results.csv's. An :data:`AVERAGE`
+    column has no row."""
     df = pd.read_csv(SETTINGS_CSV, dtype=str, keep_default_na=False)
     names = [f.name for f in fields(PaperSetting)]
     missing = [c for c in names if c not in df.columns]
