@@ -20,6 +20,17 @@ def test_config_selects_sync_expansion_and_dataset_rounds(slice_env):
     assert type(build(slice_env, {}, ["expansion=none"])[2].expansion).__name__ == "NoExpansion"
 
 
+def test_docstring_says_the_memory_keeps_repeats_as_the_default_does():
+    """The agent's description of Eq. 5 matches its default (the pseudocode's ``extend``, gear.py:11): a repeated
+    gist triple is kept, and ``dedupe_memory`` is the switch that drops it."""
+    from gear_repro.methods.gear import agent as gear_agent
+
+    assert gear_agent.GearAgentSettings.__dataclass_fields__["dedupe_memory"].default is False
+    doc = " ".join(gear_agent.__doc__.split())
+    step = doc[doc.index("G(n) = G(n-1)"):doc.index("4. a(n), r(n)")]
+    assert "repeats kept" in step and "dedupe_memory=true" in step and "de-duplicated" not in step
+
+
 @pytest.mark.slow
 def test_stops_when_reasoner_says_yes(slice_env):
     script = {"read": READ, ("gist", 1): GIST_1, ("gist", 2): GIST_2, ("reason", 1): NO, ("reason", 2): YES,

@@ -51,6 +51,27 @@ def test_ircot_with_a_dense_stand_in_is_not_labelled_colbert(compose, tmp_path) 
     assert long_table([run])["paper"].isna().all()
 
 
+def test_a_flagged_paper_number_is_marked_beside_its_cell_and_footnoted(compose, tmp_path) -> None:
+    """GEAR Table 2 prints IRCoT (ColBERTv2)'s 2Wiki R@10 as 86.6, above its R@15 69.7 (one ranking's recall cannot
+    fall as k grows: likely a typo, paper_flags.csv): the report keeps the number and marks it, in every format."""
+    from gear_repro.reporting.tables import write_tables
+
+    run = run_of(compose, ["experiment=table2_baselines", "agent=ircot", "dataset=2wiki",
+                           "report.method='IRCoT (ColBERTv2)'"], tmp_path / "run")
+    assert run.method == "IRCoT (ColBERTv2)" and run.dataset == "2Wiki"
+    long = long_table([run])
+    cells = long.set_index(["table", "metric"])
+    assert cells.loc[("Table 2", "R@10"), "paper"] == 86.6 and cells.loc[("Table 2", "R@10"), "paper_flag"] == "†"
+    assert cells.loc[("Table 2", "R@15"), "paper"] == 69.7 and pd.isna(cells.loc[("Table 2", "R@15"), "paper_flag"])
+    files = write_tables(long, tmp_path / "report")
+    md = files["md"].read_text(encoding="utf-8")
+    assert "(86.6†, -41.6)" in md and "(69.7, -19.7)" in md
+    assert "- † IRCoT (ColBERTv2) on 2Wiki, R@10: the paper's number, shown as printed, is likely a typo" in md
+    assert r"86.6\textdagger{}" in files["tex"].read_text(encoding="utf-8")
+    flags = pd.read_csv(files["csv"]).set_index(["table", "metric"])["paper_flag"]
+    assert flags[("Table 2", "R@10")] == "†" and flags.drop(("Table 2", "R@10")).isna().all()
+
+
 @pytest.mark.parametrize(("agent", "prompt", "label", "paper_r15"), [
     ("hipporag", "hipporag", "HippoRAG (HippoRAG prompt)", 51.1),
     ("hipporag", "gear", "HippoRAG (GEAR prompt)", 51.4),

@@ -206,6 +206,22 @@ def test_v1_links_entities_and_ranks_by_ppr() -> None:
     assert h.specificity[h.graph.phrase_index["france"]] == pytest.approx(0.5)
 
 
+def test_query_entities_come_from_the_runs_llm_for_every_query_as_the_reading_says() -> None:
+    """HippoRAG legacy takes a question's entities from its NER file before asking the LLM (hipporag.py:85-94,
+    302-306); the harness reads no such file: every search, a repeated question too, asks the run's LLM, and
+    docs/readings.md says so where it names that difference."""
+    row = next(line for line in (Path(__file__).parent.parent / "docs" / "readings.md").read_text(
+        encoding="utf-8").splitlines() if line.startswith("| HippoRAG v1 | query NER source |"))
+    assert "src/hipporag.py:85-94" in row and "302-303" in row and "`HippoRAG.ner`" in row
+    res = toy_resources('{"named_entities": ["France"]}')
+    h = hippo(res, cache=False, synonyms=False)
+    question = res.dataset.questions[0].question
+    first, again = h.search(question, 3), h.search(question, 3)
+    assert [s for s, _ in res.llm.stages()] == ["ner", "ner"]
+    assert all(f"Question: {question}" in c["prompt"] for c in res.llm.calls)
+    assert first.trace["ner"]["reply"] == again.trace["ner"]["reply"] == '{"named_entities": ["France"]}'
+
+
 def test_v1_passages_out_of_reach_tie_in_descending_corpus_order() -> None:
     # Berlin's component holds passage 1 alone: the other five score 0 and come as hipporag.py:264's
     # argsort(kind='mergesort')[::-1] lists them (tie_order=reference, the default), or in corpus order

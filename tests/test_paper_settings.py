@@ -9,6 +9,7 @@ import pytest
 from gear_repro.data.identity import known_sets
 from gear_repro.reporting import paper as paper_mod
 from gear_repro.reporting.paper import (
+    AVERAGE,
     UNSTATED,
     check_papers,
     paper_results,
@@ -22,7 +23,7 @@ from gear_repro.utils.errors import ConfigError
 def test_every_paper_table_has_its_settings() -> None:
     """Each (paper, table, dataset) with numbers has a settings row, and no settings row lacks numbers."""
     df = paper_results()
-    cells = set(zip(df.paper, df.table, df.dataset, strict=True))
+    cells = set(zip(df.paper, df.table, df.dataset, strict=True)) - {("T2RAG", "Table 1", AVERAGE)}
     assert cells == set(paper_setting_rows())
     per_paper = {p: sum(1 for k in cells if k[0] == p) for p in ("GEAR", "GRIEVER", "T2RAG", "HippoRAG")}
     # GEAR: 8 tables over three datasets + Tables 9, 12 and Figure 2 on MuSiQue; T²RAG: 6 + 3 datasets
@@ -64,6 +65,28 @@ def test_t2rag_and_hipporag_samples() -> None:
     assert h is not None and (h.questions_count, h.corpus_passages, h.questions_split, h.llm) == (
         1000, 6119, "dev", "gpt-3.5-turbo-1106")
     assert h.embedder_options == ("Contriever", "GTR", "ColBERTv2")
+
+
+def test_t2rag_table1_average_columns_as_printed() -> None:
+    """T²RAG Table 1's Average EM / F1 of every method under both LLMs (seed 002 §5.3), as printed: each is the
+    mean of the row's six dataset cells (PopQA, 2Wiki, MuSiQue, HotpotQA, Story, Medical) to the printed decimal,
+    so a slip in either transcription shows; the column has no setting of its own."""
+    df = paper_results()
+    t1 = df[(df.paper == "T2RAG") & (df.table == "Table 1")]
+    avg = t1[t1.dataset == AVERAGE]
+    assert len(avg) == 28 and avg.value.notna().all() and set(avg.metric) == {"EM", "F1"}
+    assert set(avg.setting) == {"Gemini-2.5-flash", "GPT-4o-mini"} and avg.note.str.contains("as printed").all()
+    printed = {("Gemini-2.5-flash", "T2RAG"): (51.7, 63.9), ("Gemini-2.5-flash", "NOR"): (28.4, 38.9),
+               ("GPT-4o-mini", "T2RAG"): (47.2, 60.2), ("GPT-4o-mini", "HippoRAG2"): (45.6, 61.1),
+               ("GPT-4o-mini", "BM25"): (34.7, 44.0)}
+    for (setting, method), (em, f1) in printed.items():
+        assert [paper_value("Table 1", method, AVERAGE, m, paper="T2RAG", setting=setting) for m in ("EM", "F1")] \
+            == [em, f1]
+    six = t1[t1.dataset != AVERAGE].groupby(["setting", "method", "metric"]).value.agg(["mean", "count"])
+    for r in avg.itertuples():
+        mean, count = six.loc[(r.setting, r.method, r.metric)]
+        assert count == 6 and abs(r.value - mean) <= 0.05 + 1e-9, (r.setting, r.method, r.metric, r.value, mean)
+    assert paper_setting("T2RAG", "Table 1", AVERAGE) is None
 
 
 def test_settings_agree_with_the_known_datasets_registry() -> None:
@@ -110,3 +133,31 @@ def test_bad_settings_file_names_the_row(tmp_path: Path, monkeypatch: pytest.Mon
             paper_setting_rows()
     finally:
         paper_setting_rows.cache_clear()
+
+
+def test_flagged_numbers_are_printed_cells_the_paper_contradicts(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """paper_flags.csv marks GEAR Table 2's IRCoT (ColBERTv2) 2Wiki R@10, printed above its R@15; a flag naming no
+    number of paper_results.csv (a renamed method, a typo) is refused rather than marking nothing."""
+    from gear_repro.reporting.paper import paper_flag, paper_flags
+
+    flags = paper_flags()
+    assert list(zip(flags.method, flags.dataset, flags.metric, strict=True)) == [("IRCoT (ColBERTv2)", "2Wiki", "R@10")]
+    r10, r15 = (paper_value("Table 2", "IRCoT (ColBERTv2)", "2Wiki", m) for m in ("R@10", "R@15"))
+    assert (r10, r15) == (86.6, 69.7)
+    flag = paper_flag("Table 2", "IRCoT (ColBERTv2)", "2Wiki", "R@10")
+    assert flag is not None and flag.mark == "†" and "likely a typo" in flag.reason
+    assert paper_flag("Table 2", "IRCoT (ColBERTv2)", "2Wiki", "R@15") is None
+    assert paper_flag("Table 2", "IRCoT (ColBERTv2)", "2Wiki", "R@10", setting="single-step, gpt-4o-mini") is None
+    text = paper_mod.FLAGS_CSV.read_text(encoding="utf-8").splitlines()
+    bad = tmp_path / "paper_flags.csv"
+    bad.write_text("\n".join([text[0], text[1].replace("IRCoT (ColBERTv2)", "IRCoT (ColBERT)")]) + "\n",
+                   encoding="utf-8")
+    monkeypatch.setattr(paper_mod, "FLAGS_CSV", bad)
+    paper_flags.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match=r"paper_flags\.csv:2: no number in paper_results\.csv for GEAR Table 2 "
+                                              r"\(multi-step, gpt-4o-mini\) IRCoT \(ColBERT\) 2Wiki R@10"):
+            paper_flags()
+    finally:
+        paper_flags.cache_clear()

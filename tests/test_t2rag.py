@@ -512,6 +512,34 @@ def test_code_reading_skips_the_resolver_when_nothing_was_retrieved(toy_env, mon
     assert res.llm.stages() == [("decompose", 0), ("answer", 0)]
 
 
+def test_code_ranking_joins_the_iterations_and_drops_repeated_texts(toy_env, monkeypatch) -> None:
+    """TRAG.py:1392-1398: a query's documents are the iterations' passages in order, a text already listed dropped;
+    the paper preset keeps the RRF of the iteration lists."""
+    from gear_repro.methods.t2rag import method as m
+    from gear_repro.types import Passage, Ranking
+
+    lists = iter([["3", "1", "dup"], ["1", "2", "0"]])  # "dup" holds passage 2's text under another id
+
+    def scripted(*args, **kwargs):
+        ids = next(lists)
+        return m.Retrieved([{"text": "France president Emmanuel Macron", "score": 0.9, "passage_ids": ids}],
+                           Ranking(ids, [1.0 - i / 10 for i in range(len(ids))]))
+
+    monkeypatch.setattr(m, "adaptive_retrieve", scripted)
+    stuck = {"decompose": "Triples:\nFrance | president | ?", "answer": "x",
+             "resolve": "Newly Traceable Clue 1:\nSubject: France\nPredicate: president\nObject: ?"}
+    res, agent = build(toy_env, stuck, ["agent.max_iterations=2"])
+    france = agent.passage_by_id["2"]
+    agent.passage_by_id = {**agent.passage_by_id, "dup": Passage("dup", france.title, france.text)}
+    out = agent.run(res.dataset.questions[0], 15)
+    assert [r["passages"] for r in out.rounds] == [["3", "1", "dup"], ["1", "2", "0"]]
+    assert out.ranking.ids == ["3", "1", "dup", "0"]  # "1" listed, "2"'s text listed (as "dup")
+    assert out.rounds[0]["ranking"] == ["3", "1", "dup"] and out.rounds[1]["ranking"] == out.ranking.ids
+    lists = iter([["3", "1", "dup"], ["1", "2", "0"]])
+    res, agent = build(toy_env, stuck, ["agent=t2rag_paper", "agent.max_iterations=2"])
+    assert agent.run(res.dataset.questions[0], 15).ranking.ids[0] == "1"  # RRF: in both lists
+
+
 @pytest.mark.slow
 def test_failed_decomposition_is_retried_with_the_simple_prompt(toy_env) -> None:
     simple = ("1. France | president | ?\n- ? | related to | a very long generic object that says nothing useful\n"

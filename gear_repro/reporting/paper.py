@@ -1,8 +1,10 @@
 """The papers' published numbers (gear_repro/resources/paper_results.csv: shared/paper/paper_results.csv, plus the 18
-cells of T²RAG's Table 2, its ablations, transcribed from seed 002 §5.3 and checked against it, and Gutiérrez et al. (2024)'s Table 2,
+cells of T²RAG's Table 2, its ablations, transcribed from seed 002 §5.3 and checked against it, the 28 cells of
+T²RAG Table 1's Average column as printed (dataset :data:`AVERAGE`), and Gutiérrez et al. (2024)'s Table 2,
 single-step R@2/R@5, transcribed from arXiv 2405.14831 and checked against a second copy, see each row's note), and
 the settings each table was measured on (gear_repro/resources/paper_settings.csv, one row per paper × table ×
-dataset, every value cited; ``unstated`` where the paper does not say): :func:`paper_setting`."""
+dataset, every value cited; ``unstated`` where the paper does not say): :func:`paper_setting`; and the printed
+numbers the paper itself contradicts (gear_repro/resources/paper_flags.csv, marked beside them): :func:`paper_flag`."""
 
 from __future__ import annotations
 
@@ -18,7 +20,11 @@ from gear_repro.utils.errors import ConfigError
 
 PAPER_CSV = Path(__file__).resolve().parent.parent / "resources" / "paper_results.csv"
 SETTINGS_CSV = PAPER_CSV.with_name("paper_settings.csv")
+FLAGS_CSV = PAPER_CSV.with_name("paper_flags.csv")  # printed numbers that are likely wrong: marked wherever shown
 UNSTATED = "unstated"  # paper_settings.csv's word for a value the paper does not give (never a guess)
+# the dataset name of a column averaging a table's datasets (T²RAG Table 1's "Average"): no setting of its own (its
+# datasets' paper_settings.csv rows are it) and no run is on it
+AVERAGE = "Average"
 DEFAULT_PAPER = "GEAR"  # report.paper's default (configs/config.yaml): the paper whose tables and figures the report lays out
 
 
@@ -28,6 +34,10 @@ def paper_results() -> pd.DataFrame:
     df = pd.read_csv(PAPER_CSV)
     df["value"] = pd.to_numeric(df["value"], errors="coerce")
     return df
+
+
+def _cell_mask(df: pd.DataFrame, paper: str, table: str, method: str, dataset: str, metric: str) -> pd.Series:
+    return (df.paper == paper) & (df.table == table) & (df.method == method) & (df.dataset == dataset) & (df.metric == metric)
 
 
 def check_papers(report: Mapping[str, Any]) -> None:
@@ -43,7 +53,7 @@ def check_papers(report: Mapping[str, Any]) -> None:
 def paper_settings(table: str, method: str, dataset: str, metric: str, paper: str = DEFAULT_PAPER) -> list[str]:
     """The settings under which the paper gives this cell a number (one per LLM, per beam length and round count, ...)."""
     df = paper_results()
-    m = (df.paper == paper) & (df.table == table) & (df.method == method) & (df.dataset == dataset) & (df.metric == metric)
+    m = _cell_mask(df, paper, table, method, dataset, metric)
     return list(dict.fromkeys(str(s) for s in df[m & df.value.notna()].setting))
 
 
@@ -53,13 +63,50 @@ def paper_value(table: str, method: str, dataset: str, metric: str, paper: str =
     under several settings (:func:`paper_settings`): the first row's was another setting's number (a run naming
     no ``report.qa_setting`` got the first LLM's cell of a table with two LLMs)."""
     df = paper_results()
-    m = (df.paper == paper) & (df.table == table) & (df.method == method) & (df.dataset == dataset) & (df.metric == metric)
+    m = _cell_mask(df, paper, table, method, dataset, metric)
     if setting:
         m &= df.setting == setting
     hit = df[m & df.value.notna()]
     if hit.empty or (not setting and hit.setting.nunique(dropna=False) > 1):
         return None
     return float(hit.iloc[0]["value"])
+
+
+@dataclass(frozen=True)
+class PaperFlag:
+    """A printed number of paper_results.csv that the paper itself contradicts (paper_flags.csv): the report shows
+    ``mark`` beside it and ``reason`` in a footnote, and keeps the number as printed."""
+
+    mark: str
+    reason: str
+
+
+@lru_cache(maxsize=1)
+def paper_flags() -> pd.DataFrame:
+    """paper_flags.csv, checked: every flag names a cell of paper_results.csv that has a number (a flag whose cell
+    was renamed would mark nothing without a word), with a mark and a reason."""
+    flags = pd.read_csv(FLAGS_CSV, dtype=str, keep_default_na=False)
+    results = paper_results()
+    for i, rec in enumerate(flags.to_dict("records")):
+        ref = f"{FLAGS_CSV.name}:{i + 2}"
+        if not rec["mark"].strip() or not rec["reason"].strip():
+            raise ConfigError(f"{ref}: a flag needs a mark and a reason")
+        cell = _cell_mask(results, rec["paper"], rec["table"], rec["method"], rec["dataset"], rec["metric"])
+        if not (cell & (results.setting == rec["setting"]) & results.value.notna()).any():
+            raise ConfigError(f"{ref}: no number in {PAPER_CSV.name} for {rec['paper']} {rec['table']} "
+                              f"({rec['setting']}) {rec['method']} {rec['dataset']} {rec['metric']}")
+    return flags
+
+
+def paper_flag(table: str, method: str, dataset: str, metric: str, paper: str = DEFAULT_PAPER,
+               setting: str | None = None) -> PaperFlag | None:
+    """The flag of the cell :func:`paper_value` reads (``setting`` narrows it the same way), None when unflagged."""
+    flags = paper_flags()
+    m = _cell_mask(flags, paper, table, method, dataset, metric)
+    if setting:
+        m &= flags.setting == setting
+    hit = flags[m]
+    return None if hit.empty else PaperFlag(hit.iloc[0]["mark"], hit.iloc[0]["reason"])
 
 
 @dataclass(frozen=True)
@@ -121,7 +168,8 @@ def _count(value: str, ref: str, column: str) -> int | None:
 @lru_cache(maxsize=1)
 def paper_setting_rows() -> dict[tuple[str, str, str], PaperSetting]:
     """paper_settings.csv by (paper, table, dataset), checked: every column filled (``unstated`` where the paper
-    says nothing), counts whole numbers, no key twice, the paper one of paper_results.csv's."""
+    says nothing), counts whole numbers, no key twice, the paper one of paper_results.csv's. An :data:`AVERAGE`
+    column has no row."""
     df = pd.read_csv(SETTINGS_CSV, dtype=str, keep_default_na=False)
     names = [f.name for f in fields(PaperSetting)]
     missing = [c for c in names if c not in df.columns]

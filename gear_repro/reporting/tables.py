@@ -23,7 +23,7 @@ from gear_repro.reporting.evidence import (
     metric_order,
     run_metrics,
 )
-from gear_repro.reporting.paper import DEFAULT_PAPER, paper_settings, paper_value
+from gear_repro.reporting.paper import DEFAULT_PAPER, paper_flag, paper_settings, paper_value
 from gear_repro.reporting.runs import RunResult
 from gear_repro.reporting.setting import placement, tables_on
 from gear_repro.utils.errors import GearError
@@ -75,6 +75,7 @@ def _row(r: RunResult, m: str, ours: float, ci: Interval | None, ref_paper: str,
                       cell=f"{setting or ''} {r.method_label_for(m)}")
     own = (ref_paper, ref_table) == (r.paper, table)
     source = "" if paper is None or own else f"{ref_paper} {ref_table}" + (f" ({setting})" if setting else "")
+    flag = None if paper is None else paper_flag(ref_table, r.method_label_for(m), r.dataset, m, ref_paper, setting)
     return {
         "table": table if extra is None else extra, "block": block_name(ref_paper, ref_table),
         "method": method, "label": label, "dataset": r.dataset, "metric": m, "ours": round(ours, 2),
@@ -87,6 +88,8 @@ def _row(r: RunResult, m: str, ours: float, ci: Interval | None, ref_paper: str,
         "subset": where.subset if paper is not None else None,
         "recall_ceiling": r.recall_ceiling if m.startswith("R@") else None,
         "paper_source": source,
+        # a printed number the paper contradicts (paper_flags.csv): its mark beside it, the reason in a footnote
+        "paper_flag": None if flag is None else flag.mark, "paper_flag_reason": None if flag is None else flag.reason,
         "n_questions": r.metrics.get("n_scored", r.metrics.get("n_questions")),
         "n_errors": int(r.metrics.get("n_errors") or 0),  # scored as misses
         "dataset_name": r.config.get("dataset", {}).get("name"), "run_dir": str(r.path),
@@ -119,6 +122,12 @@ def ci_text(ours: float, low: float | None, high: float | None, n: int | None) -
     return f"{ours:.1f} [{low:.1f}, {high:.1f}] n={n_txt}"
 
 
+def flag_mark(row: pd.Series | dict) -> str:
+    """The mark of a flagged paper number (``paper_flag``), "" for an unflagged one."""
+    mark = row.get("paper_flag")
+    return mark if isinstance(mark, str) else ""
+
+
 def _cell(row: pd.Series) -> str:
     n = row.get("n")
     ours = ci_text(row["ours"], row.get("ci_low"), row.get("ci_high"), row["n_questions"] if pd.isna(n) else n)
@@ -129,10 +138,10 @@ def _cell(row: pd.Series) -> str:
         other = row.get("paper_other_setting")
         if other is None or pd.isna(other):
             return ours
-        return f"{ours} {{paper, other setting: {other:.1f}}}"  # no Δ: not the paper's setting (setting_differs)
+        return f"{ours} {{paper, other setting: {other:.1f}{flag_mark(row)}}}"  # no Δ: not the paper's setting
     subset = row.get("subset")
     on = "" if subset is None or pd.isna(subset) else f"; {subset}"
-    return f"{ours} ({row['paper']:.1f}, {row['delta']:+.1f}{on})"
+    return f"{ours} ({row['paper']:.1f}{flag_mark(row)}, {row['delta']:+.1f}{on})"
 
 
 def wide_table(long: pd.DataFrame) -> pd.DataFrame:
@@ -161,8 +170,9 @@ def wide_table(long: pd.DataFrame) -> pd.DataFrame:
 
 
 def sources_note(long: pd.DataFrame) -> str:
-    """Footnotes: the paper table of rows whose bracketed numbers come from another paper, and what differs from
-    the paper's setting where its number stands apart ("{paper, other setting: ...}")."""
+    """Footnotes: the paper table of rows whose bracketed numbers come from another paper, what differs from the
+    paper's setting where its number stands apart ("{paper, other setting: ...}"), and why a marked paper number
+    (paper_flags.csv) is suspect."""
     notes = []
     if "paper_source" in long.columns:
         src = long[long["paper_source"].fillna("") != ""].drop_duplicates(["method", "paper_source"])
@@ -176,6 +186,10 @@ def sources_note(long: pd.DataFrame) -> str:
         other = long[long["setting_differs"].fillna("") != ""].drop_duplicates(["label", "dataset", "setting_differs"])
         notes += [f"{r.label} on {r.dataset}: the paper's number is on another setting ({r.setting_differs}), "
                   "so no Δ." for r in other.itertuples()]
+    if "paper_flag" in long.columns:
+        flagged = long[long["paper_flag"].notna()].drop_duplicates(["method", "dataset", "metric", "paper_flag"])
+        notes += [f"{r.paper_flag} {r.method} on {r.dataset}, {r.metric}: the paper's number, shown as printed, is "
+                  f"{r.paper_flag_reason}." for r in flagged.itertuples()]
     return "\n".join(f"- {n}" for n in notes)
 
 
@@ -184,6 +198,7 @@ def sources_note(long: pd.DataFrame) -> str:
 _TEX = {"≤": r"$\leq$", "≥": r"$\geq$", "–": "--", "—": "---", "−": "$-$", "±": r"$\pm$", "×": r"$\times$",
         "÷": r"$\div$", "²": "$^{2}$", "³": "$^{3}$", "¹": "$^{1}$", "…": r"\ldots{}", "·": r"$\cdot$",
         "∞": r"$\infty$", "≈": r"$\approx$", "→": r"$\rightarrow$", "‘": "`", "’": "'", "“": "``", "”": "''",
+        "†": r"\textdagger{}", "‡": r"\textdaggerdbl{}",
         "Δ": r"$\Delta$", "δ": r"$\delta$", "γ": r"$\gamma$", "ρ": r"$\rho$", "α": r"$\alpha$", "β": r"$\beta$",
         "λ": r"$\lambda$", "μ": r"$\mu$", "µ": r"$\mu$", "σ": r"$\sigma$", "τ": r"$\tau$", "θ": r"$\theta$",
         "\u00a0": "~"}

@@ -11,7 +11,9 @@ Per round n (q(1) = q):
    and GEAR share one implementation of read / tripleLink / beam search;
 3. gist read (Eq. 4) of the expanded passages C~_q(n) (``gist_docs``; all, or the top ``gist_k``) with the original q and
    the memory G(n-1) (K.2 reader with the gist-memory parts; the plain reader while G is empty) -> TG_q(n);
-   G(n) = G(n-1) ∘ TG_q(n), de-duplicated (Eq. 5);
+   G(n) = G(n-1) ∘ TG_q(n) (Eq. 5), repeats kept: the pseudocode's ``gist_memory.extend`` (gear.py:11; docs/readings.md
+   "memory de-duplication"), so a triple already in G(n-1) is appended again and adds its passageLink list to the
+   final RRF once more (counted ``memory_duplicates``; ``dedupe_memory=true`` drops it instead);
 4. a(n), r(n) = reason(G(n), q) (Eq. 6) -> stop when answerable;
 5. otherwise, if a round is left, q(n+1) = rewrite(q, G(n), r(n)) (Eq. 7).
 
@@ -103,7 +105,7 @@ class RoundRecord:
     expansion: dict[str, Any]  # the expansion trace without the keys above and the beams
     beams: list[dict[str, Any]]
     gist_read: dict[str, Any]  # ids read, prompt, reply, parse info
-    gist_new: list[list[str]]  # TG_q(n) after de-duplication
+    gist_new: list[list[str]]  # TG_q(n) as appended to G: its repeats too, unless dedupe_memory
     memory: list[list[str]]  # G(n)
     reason: dict[str, Any] | None  # Eq. 6 verdict (None: not called)
     rewrite: dict[str, Any] | None = None  # Eq. 7 (None: stopped)

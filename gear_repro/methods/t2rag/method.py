@@ -52,8 +52,9 @@ nothing is searchable, nothing was retrieved and the previous step added no clue
 resolver with no context up to N times.
 
 Retrieval output (not evaluated by the paper, §5.2; needed to report Recall@k beside GEAR): each iteration's
-passages in retrieval order; the method's ranking is the RRF of the iteration lists (``ranking: rrf``, as
-GEAR fuses its rounds, Eq. 9) or their concatenation (``ranking: concat``). Each round record carries the
+passages in retrieval order; the method's ranking is their concatenation with repeated texts dropped, as the code
+records a query's documents (``ranking: concat``, TRAG.py:1392-1398, the code preset), or the RRF of the iteration
+lists (``ranking: rrf``, as GEAR fuses its rounds, Eq. 9; the paper preset). Each round record carries the
 ranking had T²RAG stopped there (Figure-2-style per-iteration recall).
 
 T²RAG answers by itself: :class:`~gear_repro.methods.base.MethodOutput` carries the answer and the runner
@@ -346,8 +347,18 @@ class T2RAGAgent:
                             answer=answer)
 
     def _fuse(self, lists: Sequence[Ranking]) -> Ranking:
+        """The method's ranking of the iteration lists so far (``ranking``): ``concat`` as TRAG.py:1392-1398 builds the
+        documents of a query, every iteration's passages in order, one whose text is already listed dropped (a
+        corpus may hold one text under two ids: the first listed stays); ``rrf`` their RRF."""
         if self.ranking == "concat":
-            ids = list(dict.fromkeys(p for lst in lists for p in lst.ids))
+            by_id = self.passage_by_id
+            seen: set[str] = set()
+            ids = []
+            for pid in (p for lst in lists for p in lst.ids):
+                text = by_id[pid].content if pid in by_id else pid
+                if text not in seen:
+                    seen.add(text)
+                    ids.append(pid)
             return Ranking(ids, [float(len(ids) - i) for i in range(len(ids))])
         return rrf(list(lists), k_rrf=self.k_rrf) if lists else Ranking()
 

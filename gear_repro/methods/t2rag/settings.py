@@ -15,10 +15,13 @@ from gear_repro.utils.settings import Choice, Settings, num
 
 
 class T2RAGRanking(Choice):
-    """How T²RAG's iteration lists become the method's ranking (agent.ranking)."""
+    """How T²RAG's iteration lists become the method's ranking (agent.ranking; the paper evaluates no retrieval,
+    §5.2, so only Recall@k and the K.3 reader's passages depend on it, never T²RAG's own EM/F1)."""
 
-    rrf = "rrf"        # RRF of the iteration lists (as GEAR fuses its rounds, Eq. 9)
-    concat = "concat"  # iteration lists in order, de-duplicated
+    concat = "concat"  # the code: the iteration lists joined in order, a passage whose text is already listed
+                       # dropped (TRAG.py:1392-1398, the documents rag_qa records)
+    rrf = "rrf"        # the paper reading (ours, the prose has no ranking): RRF of the iteration lists, as GEAR
+                       # fuses its rounds (Eq. 9)
 
 
 class T2RAGReading(Choice):
@@ -157,7 +160,8 @@ class T2RAGAgentSettings(Settings):
     stall_stop: bool = True  # stop when nothing is searchable, retrieved or new (stop = "stalled")
     answer: bool = True  # T²RAG's own answer (Step 3); false = qa_reader answers
     answer_parse: T2RAGAnswerParse = T2RAGAnswerParse.code  # code (TRAG.py:1117-1119) | reader (K.3's first line)
-    ranking: T2RAGRanking = T2RAGRanking.rrf
+    # not a READING_KEYS key: it moves no EM/F1, the paper's only numbers, so it never keeps a run from their cells
+    ranking: T2RAGRanking = T2RAGRanking.concat  # code concat (TRAG.py:1392-1398) | paper rrf
     k_rrf: int = num(RRF_K, ge=0)
     llm_params: dict[str, Any] = field(default_factory=dict)  # extra llm.chat kwargs (temperature 0: the llm group)
 

@@ -21,7 +21,7 @@ import pandas as pd
 from gear_repro.pipeline import run_folder as rf
 from gear_repro.reporting.evidence import predictions
 from gear_repro.reporting.runs import RunResult, UnfinishedRun, different_data
-from gear_repro.reporting.tables import ci_text
+from gear_repro.reporting.tables import ci_text, flag_mark
 from gear_repro.utils.errors import DataError
 from gear_repro.utils.hashing import hash_file
 from gear_repro.utils.io import iter_jsonl
@@ -395,12 +395,14 @@ def paper_tables(table_csv: Path, runs: Sequence[RunResult]) -> list[dict[str, A
                 paper, delta = _num(r["paper"]), _num(r["delta"])
                 other = _num(r.get("paper_other_setting"))  # the paper's number on another setting: no Δ, no colour
                 differs, subset = _text(r.get("setting_differs")), _text(r.get("subset"))
-                paper_text = (f"({paper:.1f}, {delta:+.1f})" if paper is not None
-                              else f"{{paper, other setting: {other:.1f}}}" if other is not None else None)
+                mark = flag_mark(r)  # a printed number the paper contradicts (paper_flags.csv)
+                paper_text = (f"({paper:.1f}{mark}, {delta:+.1f})" if paper is not None
+                              else f"{{paper, other setting: {other:.1f}{mark}}}" if other is not None else None)
                 cells.append({"ours": ours, "lo": low, "hi": high, "n": n, "paper": paper if paper is not None else other,
                               "delta": delta, "paper_text": paper_text,
                               "text": ci_text(ours, low, high, int(n) if n is not None else _num(r["n_questions"])),
                               "source": r.get("paper_source") if isinstance(r.get("paper_source"), str) else "",
+                              "flag": _text(r.get("paper_flag_reason")),
                               "errors": int(_num(r.get("n_errors")) or 0),
                               "sample": (f"not the paper's setting: {differs}" if differs
                                          else f"{subset} of the paper's question set" if subset and paper is not None
