@@ -19,7 +19,8 @@ from tests.helpers.paper_setting import paper_setting_record
 PAPER_BM25 = {"R@5": 33.8, "R@10": 38.5, "R@15": 41.3}  # GEAR Table 2, BM25, MuSiQue
 
 
-def fake_run(root: Path, setting: dict | None, name: str = "run", retriever: str = "bm25") -> Path:
+def fake_run(root: Path, setting: dict | None, name: str = "run", retriever: str = "bm25",
+             dataset: str = "MuSiQue") -> Path:
     """A finished BM25 run on 4 questions (R@5 = 50) whose run.json records ``setting``."""
     run = root / name
     run.mkdir(parents=True)
@@ -28,7 +29,7 @@ def fake_run(root: Path, setting: dict | None, name: str = "run", retriever: str
     (run / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
     (run / "metrics.json").write_text(json.dumps({"recall@5": 25.0, "n_questions": 4,
                                                   "question_ids": [p["id"] for p in preds]}))
-    cfg = {"dataset": {"name": "anything", "paper_name": "MuSiQue"}, "run": {"ks": [5]},
+    cfg = {"dataset": {"name": "anything", "paper_name": dataset}, "run": {"ks": [5]},
            "retriever": {"_target_": "gear_repro.retrieval.base.BM25Retriever", "name": retriever},
            "expansion": {"_target_": "gear_repro.methods.gear.expansion.NoExpansion", "name": "none"},
            "agent": {"_target_": "gear_repro.methods.single.SingleStep", "name": "single"}, "report": {}}
@@ -110,8 +111,75 @@ def test_a_run_recorded_before_the_ids_rule_stands_apart_and_names_its_questions
                      "questions_of": 500, "used_by": ["GEAR Table 2"]}}
     where = placement(rec, "GEAR", "Table 2", "MuSiQue")
     assert not where.beside and where.subset is None
-    assert where.differs[0].startswith("corpus of 148,793 passages (the known count; content unchecked) vs ")
+    assert where.differs[0] == "corpus of 148,793 passages (the known count; content unchecked)"
     assert where.differs[1].startswith("questions 100 train vs 500 test")
+
+
+def _setting_of(passages: int, questions: list, content: str = "f" * 64) -> dict:
+    """run.json ``setting`` of a run over a corpus of ``passages`` (of no registered content) and ``questions``, as
+    the runner records it (pipeline/setting.py)."""
+    from gear_repro.data.identity import questions_identity
+    from gear_repro.pipeline.setting import identity_setting
+
+    return {**identity_setting({"passages": passages, "content_sha256": content}, questions_identity(questions)),
+            "gold": {"recall_ceiling": 100.0}}
+
+
+def _no_delta(run: Path) -> pd.DataFrame:
+    df = long_table(find_runs([run]))
+    assert df.paper.isna().all() and df.delta.isna().all() and df.subset.isna().all()
+    return df
+
+
+def test_relabelled_questions_over_a_corpus_of_the_papers_passage_count_get_no_delta(shared_data: Path,
+                                                                                     tmp_path: Path) -> None:
+    """25 relabelled HotpotQA train questions over 8,971 filler passages (= 9,221, HippoRAG's HotpotQA corpus size)
+    stood beside GEAR's HotpotQA BM25 as "25 of 1,000 questions"."""
+    from gear_repro.data.converters import FORMATS
+    from gear_repro.types import Question
+
+    hotpot = FORMATS["hotpotqa"](shared_data / "hotpotqa_sample" / "hotpotqa_train_25.json")
+    relabelled = [Question(f"dev_{i}", q.question, q.answers, q.gold_ids) for i, q in enumerate(hotpot.questions)]
+    setting = _setting_of(250 + 8971, relabelled)
+    assert setting["known"]["name"] == "hipporag_hotpotqa" and setting["known"]["matched"] == []
+    df = _no_delta(fake_run(tmp_path, setting, dataset="HotpotQA"))
+    row = df[(df.table == "Table 2") & (df.metric == "R@5")].iloc[0]
+    assert row.paper_other_setting == 74.2
+    assert row.setting_differs == ("corpus of 9,221 passages (the known count; content unchecked); questions 25 vs "
+                                   "1,000 HippoRAG's dev sample (GEAR Table 5: 'test queries') (the registry has no "
+                                   "ids of the 1,000 questions of hipporag_hotpotqa: a count is no match)")
+
+
+def test_musique_questions_over_a_padded_corpus_run_as_hotpotqa_get_no_delta(sample_dir: Path,
+                                                                            tmp_path: Path) -> None:
+    from gear_repro.data import load_dataset
+
+    setting = _setting_of(9221, load_dataset(sample_dir).questions)
+    df = _no_delta(fake_run(tmp_path, setting, dataset="HotpotQA"))
+    assert "questions 100 train vs 1,000" in df[df.table == "Table 2"].iloc[0].setting_differs
+
+
+def test_the_2wiki_corpus_with_copied_or_swapped_questions_gets_no_hipporag_delta(shared_data: Path,
+                                                                                   sample_dir: Path,
+                                                                                   tmp_path: Path) -> None:
+    """HippoRAG's 2Wiki corpus (its content hash) under 300 `_copy` ids, or under the sample's ids asking MuSiQue
+    questions, was "300 of HippoRAG's 1,000 questions" with HippoRAG's Δ."""
+    from gear_repro.data import load_dataset
+    from gear_repro.data.converters import FORMATS
+    from gear_repro.data.identity import corpus_identity
+    from gear_repro.types import Question
+
+    d = shared_data / "2wiki_sample"
+    conv = FORMATS["2wiki_hipporag"](d / "2wikimultihopqa_questions_300.json", corpus=d / "2wikimultihopqa_corpus.json")
+    corpus = corpus_identity(conv.passages)
+    musique = load_dataset(sample_dir).questions
+    copies = [Question(f"{q.id}_copy", q.question, q.answers, q.gold_ids) for q in conv.questions]
+    swapped = [Question(q.id, musique[i % 100].question, q.answers, q.gold_ids) for i, q in enumerate(conv.questions)]
+    for name, questions in (("copies", copies), ("swapped", swapped)):
+        setting = _setting_of(6119, questions, corpus["content_sha256"])
+        df = _no_delta(fake_run(tmp_path, setting, name=name, dataset="2Wiki"))
+        hippo = df[df.table == "HippoRAG Table 2"].iloc[0]
+        assert hippo.paper_other_setting == 61.9 and "questions 300 vs 1,000 dev (" in hippo.setting_differs
 
 
 def test_a_run_without_a_recorded_setting_stands_apart(tmp_path: Path) -> None:

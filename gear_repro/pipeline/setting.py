@@ -54,24 +54,33 @@ def gold_ceiling(questions: Sequence[Question], corpus: Mapping[str, Any]) -> di
             "questions_fully_mapped": sum(s == 1 for s in shares), "questions_with_gold": len(golds)}
 
 
-def data_setting(res: Resources) -> dict[str, Any]:
-    """The corpus and questions by content and the known data set they are, with the paper tables measured on it
-    (a pass over the corpus: computed once per run)."""
-    ds = res.dataset
-    ident = dataset_identity(ds)
-    known = recognise(ident["corpus"], ident["questions"])
-    questions = {k: v for k, v in ident["questions"].items() if k != "ids" and v is not None}  # the hash stands for them
-    questions["in_file"] = int((ds.selection or {}).get("of") or questions["questions"])
-    out: dict[str, Any] = {"corpus": ident["corpus"], "questions": questions, "known": None,
-                           "gold": gold_ceiling(ds.questions, ds.passage_by_id)}
+def identity_setting(corpus_id: dict[str, Any], questions_id: dict[str, Any]) -> dict[str, Any]:
+    """run.json ``setting``'s ``corpus``, ``questions`` and ``known`` of a corpus and question set identity
+    (gear_repro/data/identity.py): the known data set they are, with the paper tables measured on it."""
+    known = recognise(corpus_id, questions_id)
+    questions = {k: v for k, v in questions_id.items()  # the hashes stand for the ids and texts
+                 if k not in ("ids", "texts") and v is not None}
+    out: dict[str, Any] = {"corpus": corpus_id, "questions": questions, "known": None}
     if known is not None:
         tables = {k.name: k.used_by for k in known_sets()}
         out["known"] = {"name": known.name, "names": [known.name, *known.alternatives], "source": known.source,
                         "split": known.split,
                         "corpus_matched_by": known.corpus_matched_by,
                         "questions_matched_by": known.questions_matched_by, "questions": known.questions,
-                        "questions_of": known.questions_of,
+                        "questions_of": known.questions_of, "matched": list(known.matched),
+                        **({"why_not": known.why_not} if known.why_not else {}),
                         "used_by": sorted({t for n in (known.name, *known.alternatives) for t in tables.get(n, ())})}
+    return out
+
+
+def data_setting(res: Resources) -> dict[str, Any]:
+    """The corpus and questions by content and the known data set they are, with the paper tables measured on it
+    (a pass over the corpus: computed once per run)."""
+    ds = res.dataset
+    ident = dataset_identity(ds)
+    out = identity_setting(ident["corpus"], ident["questions"])
+    out["questions"]["in_file"] = int((ds.selection or {}).get("of") or out["questions"]["questions"])
+    out["gold"] = gold_ceiling(ds.questions, ds.passage_by_id)
     return out
 
 

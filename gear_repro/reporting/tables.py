@@ -85,6 +85,8 @@ def _row(r: RunResult, m: str, ours: float, ci: Interval | None, ref_paper: str,
         "paper_other_setting": None if where.beside else paper,
         "setting_differs": None if where.beside or paper is None else where.why,
         "subset": where.subset if paper is not None else None,
+        "setting_unchecked": "; ".join(where.unchecked) if where.beside and paper is not None and where.unchecked
+        else None,
         "recall_ceiling": r.recall_ceiling if m.startswith("R@") else None,
         "paper_source": source,
         "n_questions": r.metrics.get("n_scored", r.metrics.get("n_questions")),
@@ -176,6 +178,10 @@ def sources_note(long: pd.DataFrame) -> str:
         other = long[long["setting_differs"].fillna("") != ""].drop_duplicates(["label", "dataset", "setting_differs"])
         notes += [f"{r.label} on {r.dataset}: the paper's number is on another setting ({r.setting_differs}), "
                   "so no Δ." for r in other.itertuples()]
+    if "setting_unchecked" in long.columns:
+        loose = long[long["setting_unchecked"].fillna("") != ""].drop_duplicates(["label", "dataset", "setting_unchecked"])
+        notes += [f"{r.label} on {r.dataset}: beside the paper's number, but not fully checked: {r.setting_unchecked}."
+                  for r in loose.itertuples()]
     return "\n".join(f"- {n}" for n in notes)
 
 
