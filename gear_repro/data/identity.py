@@ -50,7 +50,7 @@ def _nfc(s: str) -> str:
     return s if unicodedata.is_normalized("NFC", s) else unicodedata.normalize("NFC", s)
 
 
-def _pair_key(title: str, text: str) -> str:
+def passage_key(title: str, text: str) -> str:
     """One passage's hashed form: its NFC, trimmed (title, text) as a JSON list (unambiguous: no separator a text
     could contain)."""
     return json.dumps([_nfc(title).strip(), _nfc(text).strip()], ensure_ascii=False)
@@ -60,7 +60,7 @@ def corpus_identity(passages: Iterable[Passage]) -> dict[str, Any]:
     """``{"passages": n, "content_sha256": hex}`` of a corpus. The hash is over the sorted (title, text) pairs,
     NFC-normalised and trimmed (the forms gear-repro-prepare writes), one a line: independent of passage ids, file
     format and order; repeated passages count (the corpus is a multiset, as its size is)."""
-    keys = sorted(_pair_key(p.title, p.text) for p in passages)
+    keys = sorted(passage_key(p.title, p.text) for p in passages)
     h = hashlib.sha256()
     for k in keys:
         h.update(k.encode("utf-8"))
@@ -339,4 +339,4 @@ def recognise(corpus_id: dict[str, Any], questions_id: dict[str, Any] | None = N
 
 
 __all__ = ["MATCHED_QUESTIONS", "KnownData", "KnownSet", "corpus_identity", "dataset_identity", "known_sets",
-           "owners", "question_text_sha", "questions_identity", "recognise", "write_known_ids"]
+           "owners", "passage_key", "question_text_sha", "questions_identity", "recognise", "write_known_ids"]

@@ -138,6 +138,35 @@ def _data_differs(setting: dict, ps: PaperSetting) -> tuple[str, str]:
     return data, _questions_vs(setting, ps)
 
 
+PAPER_CEILING = 100.0  # a paper's gold passages are all in its corpus (none of the papers reports a ceiling)
+
+
+def gold_differs(setting: dict | None) -> str | None:
+    """Why a run's gold is not the paper's, or None: its recall ceiling is below the paper's (gold references in no
+    passage of the corpus) or some of its gold was mapped by loose title matching (``--match-titles``). E.g. "gold
+    by evidence subject, 75 of 737 references unmapped (56 in the corpus under another title, e.g. Godomar ->
+    Godomar II; 19 not in the corpus): recall ceiling 87.3"."""
+    gold = (setting or {}).get("gold") or {}
+    ceiling = gold.get("recall_ceiling")
+    parts = []
+    if isinstance(ceiling, int | float) and ceiling < PAPER_CEILING:
+        how = f"gold by {gold['derived']}" if gold.get("derived") else "gold"
+        refs = (f"{_count(gold['refs_unmapped'])} of {_count(gold['refs'])} references unmapped"
+                if gold.get("refs") else "some gold passages not in the corpus")
+        causes = gold.get("causes") or {}
+        named = []
+        if causes.get("other_title"):
+            eg = f", e.g. {gold['example']}" if gold.get("example") else ""
+            named.append(f"{_count(causes['other_title'])} in the corpus under another title{eg}")
+        if causes.get("not_in_corpus"):
+            named.append(f"{_count(causes['not_in_corpus'])} not in the corpus")
+        parts.append(f"{how}, {refs}" + (f" ({'; '.join(named)})" if named else "") + f": recall ceiling {ceiling:.1f}")
+    if gold.get("title_matched"):
+        parts.append(f"gold by title matching (--match-titles: {_count(gold['title_matched'])} references mapped to a "
+                     "page of another title)")
+    return "; ".join(parts) or None
+
+
 def placement(setting: dict | None, paper: str, table: str, dataset: str, cell: str = "") -> Placement:
     """Where the paper's cell of ``paper`` ``table`` on ``dataset`` goes for a run whose run.json ``setting`` is
     ``setting`` (None: a run from before settings were recorded). ``cell``: the cell's setting and method as
@@ -170,6 +199,8 @@ def placement(setting: dict | None, paper: str, table: str, dataset: str, cell: 
         if known.get("questions_matched_by") in ("count", "count_subset"):  # recorded before the ids rule
             known = {**known, "questions_matched_by": "none"}
         differs.extend(_data_differs({**setting, "known": known}, ps))
+    if gold := gold_differs(setting):
+        differs.append(gold)
     if theirs := _model_differs(setting.get("llm"), _cell_llms(ps.llm, cell)):
         differs.append(f"LLM {setting['llm']} vs {theirs}")
     emb = (setting.get("embedder") or {}).get("model")

@@ -25,7 +25,7 @@ from gear_repro.reporting.evidence import (
 )
 from gear_repro.reporting.paper import DEFAULT_PAPER, paper_settings, paper_value
 from gear_repro.reporting.runs import RunResult
-from gear_repro.reporting.setting import placement, tables_on
+from gear_repro.reporting.setting import gold_differs, placement, tables_on
 from gear_repro.utils.errors import GearError
 
 DATASET_ORDER = ["MuSiQue", "2Wiki", "HotpotQA"]
@@ -88,6 +88,7 @@ def _row(r: RunResult, m: str, ours: float, ci: Interval | None, ref_paper: str,
         "setting_unchecked": "; ".join(where.unchecked) if where.beside and paper is not None and where.unchecked
         else None,
         "recall_ceiling": r.recall_ceiling if m.startswith("R@") else None,
+        "gold_note": gold_differs(r.run_info.get("setting")) if m.startswith("R@") else None,
         "paper_source": source,
         "n_questions": r.metrics.get("n_scored", r.metrics.get("n_questions")),
         "n_errors": int(r.metrics.get("n_errors") or 0),  # scored as misses
@@ -172,7 +173,8 @@ def sources_note(long: pd.DataFrame) -> str:
     if "recall_ceiling" in long.columns:
         capped = long[long["recall_ceiling"].fillna(100) < 100].drop_duplicates(["label", "dataset"])
         notes += [f"{r.label} on {r.dataset}: ≤{r.recall_ceiling:.1f} is the recall ceiling, gold passages of some "
-                  "questions are not in the corpus (counted as misses, as the reference evaluations do)."
+                  "questions are not in the corpus (counted as misses, as the reference evaluations do)"
+                  + (f": {r.gold_note}." if isinstance(getattr(r, "gold_note", None), str) else ".")
                   for r in capped.itertuples()]
     if "setting_differs" in long.columns:
         other = long[long["setting_differs"].fillna("") != ""].drop_duplicates(["label", "dataset", "setting_differs"])
