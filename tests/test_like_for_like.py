@@ -349,3 +349,39 @@ def test_the_triples_source_names_the_llm_that_extracted_them(sample_dir: Path, 
     rec = paper_setting_record(triples={"source": "HippoRAG OpenIE", "llm": "gpt-3.5-turbo-1106"})
     assert placement(rec, "GEAR", "Table 2", "MuSiQue").differs == (
         "triples by gpt-3.5-turbo-1106 (HippoRAG OpenIE) vs gpt-4o-mini-2024-07-18",)
+
+
+def _with_config(run: Path, **nodes: dict) -> Path:
+    cfg = json.loads((run / "config.yaml").read_text())
+    for key, node in nodes.items():
+        group, _, field = key.partition("__")
+        cfg[group] = {**cfg.get(group, {}), **node} if not field else {**cfg[group], field: node}
+    (run / "config.yaml").write_text(json.dumps(cfg))
+    return run
+
+
+def test_a_users_retriever_under_a_builtin_name_is_the_users_row(tmp_path: Path) -> None:
+    """`retriever=bm25 retriever._target_=mypkg.retrievers.TitleRetriever` (the README's) was the "BM25" row with
+    GEAR's BM25 number and a Δ; the row is the user's class, by its `name`, with no paper number."""
+    run = _with_config(fake_run(tmp_path, paper_setting_record()),
+                       retriever={"_target_": "tests.helpers.doubles.TitleRetriever", "name": "bm25"})
+    found = find_runs([run])[0]
+    assert found.method == "title (user's retriever tests.helpers.doubles.TitleRetriever)"
+    row = r5(run)
+    assert pd.isna(row.paper) and pd.isna(row.delta) and pd.isna(row.paper_other_setting)
+    # another built-in class under the bm25 name is not BM25 either; the class path of the same class is
+    other = _with_config(fake_run(tmp_path, paper_setting_record(), name="dense"),
+                         retriever={"_target_": "gear_repro.retrieval.DenseRetriever", "name": "bm25"})
+    assert "user's retriever gear_repro.retrieval.DenseRetriever" in find_runs([other])[0].method
+    same = _with_config(fake_run(tmp_path, paper_setting_record(), name="same"),
+                        retriever={"_target_": "gear_repro.retrieval.BM25Retriever", "name": "bm25"})
+    assert find_runs([same])[0].method == "BM25" and r5(same).paper == 33.8
+
+
+def test_report_method_naming_another_method_is_not_the_row(tmp_path: Path) -> None:
+    """`report.method=GEAR` on a BM25 run gave a "GEAR" row with BM25's numbers beside GEAR's."""
+    run = _with_config(fake_run(tmp_path, paper_setting_record()), report={"method": "GEAR"})
+    found = find_runs([run])[0]
+    assert found.method == "BM25" and any("report.method=GEAR names another method" in n for n in found.notes)
+    row = r5(run)
+    assert row.paper == 33.8  # BM25's own number, not GEAR's
