@@ -220,7 +220,7 @@ def test_a_renamed_copy_of_the_sample_is_still_the_sample(sample_dir: Path, tmp_
     assert pd.isna(row.paper) and row.paper_other_setting == 33.8 and "corpus 1,890 vs 148,793" in row.setting_differs
 
 
-def test_a_run_on_the_hipporag_2wiki_set_gets_that_papers_table_with_a_delta(shared_data: Path, tmp_path: Path,
+def test_a_run_on_the_hipporag_2wiki_sample_stands_apart_on_its_gold(shared_data: Path, tmp_path: Path,
                                                                               compose) -> None:
     """HippoRAG's own 2Wiki set (its 6,119 passages, 300 of its 1,000 questions): GEAR's Table 2 cell apart (its 490,454
     chunks of IRCoT's corpus), HippoRAG's Table 2 BM25 R@2/R@5 beside, "300 of 1,000 questions"; R@2 a column."""
