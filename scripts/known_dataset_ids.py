@@ -4,7 +4,8 @@
 
 converts each sample with the project's own converters (as scripts/prepare_samples.sh does), prints its
 corpus_identity / questions_identity (gear_repro/data/identity.py), and with --write-ids writes the sorted question
-ids to gear_repro/resources/known_question_ids/<name>.txt. The bundled MuSiQue sample is read from
+ids, each with its question text's hash, to gear_repro/resources/known_question_ids/<name>.txt (a question
+set is recognised by its ids and texts, never by its count). The bundled MuSiQue sample is read from
 data/musique_sample (its prepared form); its raw files in SHARED_DATA/musique_sample must give the same hashes.
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from gear_repro.data import load_dataset
 from gear_repro.data.converters import FORMATS
-from gear_repro.data.identity import KNOWN_IDS, corpus_identity, questions_identity
+from gear_repro.data.identity import corpus_identity, questions_identity, write_known_ids
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -36,10 +37,9 @@ def main(argv: list[str]) -> int:
     for name, data in sets.items():
         c, q = corpus_identity(data.passages), questions_identity(data.questions)
         print(f"{name}: passages {c['passages']} corpus_sha256 {c['content_sha256']}  "
-              f"questions {q['questions']} ids_sha256 {q['ids_sha256']}")
+              f"questions {q['questions']} ids_sha256 {q['ids_sha256']} texts_sha256 {q['texts_sha256']}")
         if "--write-ids" in argv and "(raw)" not in name:
-            KNOWN_IDS.mkdir(parents=True, exist_ok=True)
-            (KNOWN_IDS / f"{name}.txt").write_text("".join(i + "\n" for i in q["ids"]), encoding="utf-8")
+            write_known_ids(name, q)
     return 0
 
 

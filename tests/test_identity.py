@@ -87,34 +87,35 @@ def test_limit_is_a_subset_checked_by_ids(sample_dir: Path) -> None:
     assert "30 of 100 questions, by ids" in known.label
 
 
-def test_counts_only_recognition() -> None:
-    """The papers' full sets are not on these machines: their counts decide, and the match says so."""
+def test_a_count_never_matches_a_question_set() -> None:
+    """The papers' full sets are not on these machines: their corpora are recognised by their counts (and the match
+    says so), their questions never are: 500 questions over 139,416 passages were "IRCoT's 500 test questions"."""
     corpus = {"passages": 139416, "content_sha256": "0" * 64}
     full = recognise(corpus, {"questions": 500, "ids_sha256": "1" * 64, "ids": [f"q{i}" for i in range(500)]})
     assert full is not None and full.name == "ircot_musique"
-    assert (full.corpus_matched_by, full.questions_matched_by, full.questions_of) == ("count", "count", 500)
+    assert (full.corpus_matched_by, full.questions_matched_by, full.matched) == ("count", "none", ())
+    assert "no ids" in full.why_not and "a count is no match" in full.why_not
     assert "GEAR Table 2" in full.used_by and "GRIEVER Table 1" in full.used_by
     part = recognise(corpus, {"questions": 100, "ids_sha256": "2" * 64, "ids": [f"q{i}" for i in range(100)]})
-    assert part is not None and (part.questions_matched_by, part.questions, part.questions_of) == (
-        "count_subset", 100, 500)
-    assert "100 of 500 questions, by count only" in part.label
-    more = recognise(corpus, {"questions": 501, "ids_sha256": "3" * 64, "ids": []})
-    assert more is not None and more.questions_matched_by == "none" and not more.is_subset
+    assert part is not None and part.questions_matched_by == "none" and not part.is_subset
     chunks = recognise({"passages": 148793, "content_sha256": "0" * 64})
     assert chunks is not None and chunks.name == "gear_musique_chunks"
     assert recognise({"passages": 139417, "content_sha256": "0" * 64}) is None
 
 
-def test_questions_known_by_their_ids_are_no_count_subset_of_another_set(sample_dir: Path) -> None:
-    """The bundled sample's 100 train questions over a generated corpus of GEAR's chunk count (the full-size
-    rehearsal, scripts/make_fullsize_corpus.py) are not "100 of GEAR's 500 test questions"."""
-    sample = questions_identity(load_dataset(sample_dir).questions)
-    known = recognise({"passages": 148793, "content_sha256": "0" * 64}, sample)
-    assert known is not None and known.name == "gear_musique_chunks"
-    assert known.questions_matched_by == "none" and not known.is_subset
-    other = recognise({"passages": 148793, "content_sha256": "0" * 64},
-                      {"questions": 100, "ids_sha256": "2" * 64, "ids": [f"q{i}" for i in range(100)]})
-    assert other is not None and other.questions_matched_by == "count_subset"  # ids the registry does not know
+def test_a_full_set_registered_by_its_ids_hash_is_matched_by_it(tmp_path: Path) -> None:
+    """Where a full set's ids cannot ship, the hash of its sorted ids (and texts) recognises that whole set; a
+    subset of it cannot be checked and is no match."""
+    qs = [Question(f"q{i}", f"question {i}?", ["a"], []) for i in range(5)]
+    ident = questions_identity(qs)
+    reg = tmp_path / "known.yaml"
+    reg.write_text("datasets:\n  - {name: full, dataset: MuSiQue, source: s, split: test, questions: 5, passages: 7,"
+                   f" ids_sha256: {ident['ids_sha256']}, texts_sha256: {ident['texts_sha256']}}}\n")
+    corpus = {"passages": 7, "content_sha256": "0" * 64}
+    assert recognise(corpus, ident, known_sets(reg)).questions_matched_by == "ids"
+    other_text = questions_identity([*qs[:4], Question("q4", "another question?", ["a"], [])])
+    assert recognise(corpus, other_text, known_sets(reg)).questions_matched_by == "none"
+    assert recognise(corpus, questions_identity(qs[:3]), known_sets(reg)).questions_matched_by == "none"
 
 
 def test_same_counts_name_the_other_candidates() -> None:
@@ -136,14 +137,50 @@ def test_shared_2wiki_sample_is_300_of_hipporags_1000(shared_data: Path) -> None
         "content", "ids", 300, 1000)
     assert known.subset_of == "hipporag_2wiki" and known.is_subset
     assert known.alternatives[:2] == ("hipporag_2wiki", "hipporag2_2wiki")
+    # HippoRAG 2's set (T²RAG) has the same counts but no ids here: its corpus matches, its questions do not
+    assert known.matched == ("hipporag_2wiki_300", "hipporag_2wiki")
+
+
+def _2wiki_sample(shared_data: Path):
+    d = shared_data / "2wiki_sample"
+    return FORMATS["2wiki_hipporag"](d / "2wikimultihopqa_questions_300.json", corpus=d / "2wikimultihopqa_corpus.json")
+
+
+def test_copies_of_the_2wiki_sample_under_other_ids_are_not_its_questions(shared_data: Path) -> None:
+    """A file that leaves out all 300 registered ids and repeats 300 questions under `_copy` ids was "300 of
+    HippoRAG's 1,000" by count."""
+    conv = _2wiki_sample(shared_data)
+    copies = [Question(f"{q.id}_copy", q.question, q.answers, q.gold_ids) for q in conv.questions]
+    known = recognise(corpus_identity(conv.passages), questions_identity(copies))
+    assert known is not None and known.name in ("hipporag_2wiki_300", "hipporag_2wiki")
+    assert known.questions_matched_by == "none" and known.matched == () and not known.is_subset
+    assert "300 of its 300 question ids are not" in known.why_not
+    # one foreign id in a subset: not a subset of the set
+    some = [*conv.questions[:9], copies[9]]
+    assert recognise(corpus_identity(conv.passages), questions_identity(some)).matched == ()
+
+
+def test_the_2wiki_sample_ids_with_other_question_texts_are_not_its_questions(shared_data: Path,
+                                                                              sample_dir: Path) -> None:
+    """HippoRAG's 2Wiki corpus with the sample's ids but MuSiQue question texts."""
+    conv = _2wiki_sample(shared_data)
+    musique = load_dataset(sample_dir).questions
+    swapped = [Question(q.id, musique[i % len(musique)].question, q.answers, q.gold_ids)
+               for i, q in enumerate(conv.questions)]
+    known = recognise(corpus_identity(conv.passages), questions_identity(swapped))
+    assert known is not None and known.questions_matched_by == "none" and known.matched == ()
+    assert "300 of its 300 questions ask other questions" in known.why_not
+    one = [*conv.questions[:50], swapped[50]]
+    assert recognise(corpus_identity(conv.passages), questions_identity(one)).why_not.startswith("1 of its 51")
 
 
 def test_registry_hashes_match_the_bundled_sample(sample_dir: Path) -> None:
     """A stale registry hash (the sample re-prepared another way) fails here, not as a silent 'unknown data'."""
     entry = next(k for k in known_sets() if k.name == "musique_train_100")
     ident = dataset_identity(load_dataset(sample_dir))
-    assert (entry.corpus_sha256, entry.ids_sha256) == (ident["corpus"]["content_sha256"],
-                                                       ident["questions"]["ids_sha256"])
+    assert (entry.corpus_sha256, entry.ids_sha256, entry.texts_sha256) == (
+        ident["corpus"]["content_sha256"], ident["questions"]["ids_sha256"], ident["questions"]["texts_sha256"])
+    assert entry.texts == ident["questions"]["texts"]
 
 
 def test_bad_registry_names_the_entry(tmp_path: Path) -> None:

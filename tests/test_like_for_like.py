@@ -19,7 +19,8 @@ from tests.helpers.paper_setting import paper_setting_record
 PAPER_BM25 = {"R@5": 33.8, "R@10": 38.5, "R@15": 41.3}  # GEAR Table 2, BM25, MuSiQue
 
 
-def fake_run(root: Path, setting: dict | None, name: str = "run", retriever: str = "bm25") -> Path:
+def fake_run(root: Path, setting: dict | None, name: str = "run", retriever: str = "bm25",
+             dataset: str = "MuSiQue") -> Path:
     """A finished BM25 run on 4 questions (R@5 = 50) whose run.json records ``setting``."""
     run = root / name
     run.mkdir(parents=True)
@@ -28,7 +29,7 @@ def fake_run(root: Path, setting: dict | None, name: str = "run", retriever: str
     (run / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
     (run / "metrics.json").write_text(json.dumps({"recall@5": 25.0, "n_questions": 4,
                                                   "question_ids": [p["id"] for p in preds]}))
-    cfg = {"dataset": {"name": "anything", "paper_name": "MuSiQue"}, "run": {"ks": [5]},
+    cfg = {"dataset": {"name": "anything", "paper_name": dataset}, "run": {"ks": [5]},
            "retriever": {"_target_": "gear_repro.retrieval.base.BM25Retriever", "name": retriever},
            "expansion": {"_target_": "gear_repro.methods.gear.expansion.NoExpansion", "name": "none"},
            "agent": {"_target_": "gear_repro.methods.single.SingleStep", "name": "single"}, "report": {}}
@@ -110,8 +111,75 @@ def test_a_run_recorded_before_the_ids_rule_stands_apart_and_names_its_questions
                      "questions_of": 500, "used_by": ["GEAR Table 2"]}}
     where = placement(rec, "GEAR", "Table 2", "MuSiQue")
     assert not where.beside and where.subset is None
-    assert where.differs[0].startswith("corpus of 148,793 passages (the known count; content unchecked) vs ")
+    assert where.differs[0] == "corpus of 148,793 passages (the known count; content unchecked)"
     assert where.differs[1].startswith("questions 100 train vs 500 test")
+
+
+def _setting_of(passages: int, questions: list, content: str = "f" * 64) -> dict:
+    """run.json ``setting`` of a run over a corpus of ``passages`` (of no registered content) and ``questions``, as
+    the runner records it (pipeline/setting.py)."""
+    from gear_repro.data.identity import questions_identity
+    from gear_repro.pipeline.setting import identity_setting
+
+    return {**identity_setting({"passages": passages, "content_sha256": content}, questions_identity(questions)),
+            "gold": {"recall_ceiling": 100.0}}
+
+
+def _no_delta(run: Path) -> pd.DataFrame:
+    df = long_table(find_runs([run]))
+    assert df.paper.isna().all() and df.delta.isna().all() and df.subset.isna().all()
+    return df
+
+
+def test_relabelled_questions_over_a_corpus_of_the_papers_passage_count_get_no_delta(shared_data: Path,
+                                                                                     tmp_path: Path) -> None:
+    """25 relabelled HotpotQA train questions over 8,971 filler passages (= 9,221, HippoRAG's HotpotQA corpus size)
+    stood beside GEAR's HotpotQA BM25 as "25 of 1,000 questions"."""
+    from gear_repro.data.converters import FORMATS
+    from gear_repro.types import Question
+
+    hotpot = FORMATS["hotpotqa"](shared_data / "hotpotqa_sample" / "hotpotqa_train_25.json")
+    relabelled = [Question(f"dev_{i}", q.question, q.answers, q.gold_ids) for i, q in enumerate(hotpot.questions)]
+    setting = _setting_of(250 + 8971, relabelled)
+    assert setting["known"]["name"] == "hipporag_hotpotqa" and setting["known"]["matched"] == []
+    df = _no_delta(fake_run(tmp_path, setting, dataset="HotpotQA"))
+    row = df[(df.table == "Table 2") & (df.metric == "R@5")].iloc[0]
+    assert row.paper_other_setting == 74.2
+    assert row.setting_differs == ("corpus of 9,221 passages (the known count; content unchecked); questions 25 vs "
+                                   "1,000 HippoRAG's dev sample (GEAR Table 5: 'test queries') (the registry has no "
+                                   "ids of the 1,000 questions of hipporag_hotpotqa: a count is no match)")
+
+
+def test_musique_questions_over_a_padded_corpus_run_as_hotpotqa_get_no_delta(sample_dir: Path,
+                                                                            tmp_path: Path) -> None:
+    from gear_repro.data import load_dataset
+
+    setting = _setting_of(9221, load_dataset(sample_dir).questions)
+    df = _no_delta(fake_run(tmp_path, setting, dataset="HotpotQA"))
+    assert "questions 100 train vs 1,000" in df[df.table == "Table 2"].iloc[0].setting_differs
+
+
+def test_the_2wiki_corpus_with_copied_or_swapped_questions_gets_no_hipporag_delta(shared_data: Path,
+                                                                                   sample_dir: Path,
+                                                                                   tmp_path: Path) -> None:
+    """HippoRAG's 2Wiki corpus (its content hash) under 300 `_copy` ids, or under the sample's ids asking MuSiQue
+    questions, was "300 of HippoRAG's 1,000 questions" with HippoRAG's Δ."""
+    from gear_repro.data import load_dataset
+    from gear_repro.data.converters import FORMATS
+    from gear_repro.data.identity import corpus_identity
+    from gear_repro.types import Question
+
+    d = shared_data / "2wiki_sample"
+    conv = FORMATS["2wiki_hipporag"](d / "2wikimultihopqa_questions_300.json", corpus=d / "2wikimultihopqa_corpus.json")
+    corpus = corpus_identity(conv.passages)
+    musique = load_dataset(sample_dir).questions
+    copies = [Question(f"{q.id}_copy", q.question, q.answers, q.gold_ids) for q in conv.questions]
+    swapped = [Question(q.id, musique[i % 100].question, q.answers, q.gold_ids) for i, q in enumerate(conv.questions)]
+    for name, questions in (("copies", copies), ("swapped", swapped)):
+        setting = _setting_of(6119, questions, corpus["content_sha256"])
+        df = _no_delta(fake_run(tmp_path, setting, name=name, dataset="2Wiki"))
+        hippo = df[df.table == "HippoRAG Table 2"].iloc[0]
+        assert hippo.paper_other_setting == 61.9 and "questions 300 vs 1,000 dev (" in hippo.setting_differs
 
 
 def test_a_run_without_a_recorded_setting_stands_apart(tmp_path: Path) -> None:
@@ -152,7 +220,7 @@ def test_a_renamed_copy_of_the_sample_is_still_the_sample(sample_dir: Path, tmp_
     assert pd.isna(row.paper) and row.paper_other_setting == 33.8 and "corpus 1,890 vs 148,793" in row.setting_differs
 
 
-def test_a_run_on_the_hipporag_2wiki_set_gets_that_papers_table_with_a_delta(shared_data: Path, tmp_path: Path,
+def test_a_run_on_the_hipporag_2wiki_sample_stands_apart_on_its_gold(shared_data: Path, tmp_path: Path,
                                                                               compose) -> None:
     """HippoRAG's own 2Wiki set (its 6,119 passages, 300 of its 1,000 questions): GEAR's Table 2 cell apart (its 490,454
     chunks of IRCoT's corpus), HippoRAG's Table 2 BM25 R@2/R@5 beside, "300 of 1,000 questions"; R@2 a column."""
@@ -171,12 +239,38 @@ def test_a_run_on_the_hipporag_2wiki_set_gets_that_papers_table_with_a_delta(sha
     assert pd.isna(gear.paper) and gear.paper_other_setting == 59.5 and "6,119 vs 490,454" in gear.setting_differs
     hippo = df[df.table == "HippoRAG Table 2"].set_index("metric")
     assert list(hippo.index) == ["R@2", "R@5"]
-    assert hippo.loc["R@2", "paper"] == 51.8 and hippo.loc["R@5", "paper"] == 61.9
-    assert hippo.loc["R@5", "subset"] == "300 of 1,000 questions"
-    assert hippo.loc["R@5", "delta"] == pytest.approx(hippo.loc["R@5", "ours"] - 61.9, abs=0.01)
+    # its questions are 300 of HippoRAG's 1,000, but its gold is not HippoRAG's: 75 of 737 references unmapped
+    assert hippo.paper.isna().all() and hippo.delta.isna().all()
+    assert hippo.loc["R@2", "paper_other_setting"] == 51.8 and hippo.loc["R@5", "paper_other_setting"] == 61.9
+    gold = ("gold by evidence subject, 75 of 737 references unmapped (56 in the corpus under another title, e.g. "
+            "Aleksander Koniecpolski -> Aleksander Koniecpolski (1555–1609); 19 not in the corpus): recall ceiling ")
+    assert hippo.loc["R@5", "setting_differs"].startswith(gold)
     ceiling = runs[0].recall_ceiling
     assert ceiling is not None and 85 < ceiling < 100  # 75 of 737 gold references are not in the corpus
     assert hippo.loc["R@5", "recall_ceiling"] == ceiling
+    md = write_tables(df, tmp_path / "rep")["md"].read_text()
+    assert f"≤{ceiling:.1f} is the recall ceiling, gold passages of some questions are not in the corpus (counted " \
+           f"as misses, as the reference evaluations do): {gold}" in md
+    # the same run prepared with --match-titles: its gold is mapped by title matching, also not the paper's
+    matched = tmp_path / "2wiki_matched"
+    prepare("2wiki_hipporag", shared_data / "2wiki_sample" / "2wikimultihopqa_questions_300.json", matched,
+            corpus=shared_data / "2wiki_sample" / "2wikimultihopqa_corpus.json", match_titles=True)
+    cfg = compose(["dataset=2wiki", f"dataset.path={matched}", "dataset.name=2wiki_matched", "retriever=bm25",
+                   "run.ks=[5]", "run.progress=false"])
+    Runner(cfg, tmp_path / "matched").run()
+    df = long_table(find_runs([tmp_path / "matched"]))
+    hippo = df[df.table == "HippoRAG Table 2"].iloc[0]
+    assert pd.isna(hippo.delta) and "gold by title matching (--match-titles: 52 references" in hippo.setting_differs
+
+
+def test_a_paper_setting_with_the_full_gold_stands_beside(tmp_path: Path) -> None:
+    """The gold rule is no blanket refusal: a run whose gold reaches recall 100 and was not title-matched is placed."""
+    rec = paper_setting_record(questions=100)
+    rec["gold"] = {"recall_ceiling": 100.0, "refs": 237, "refs_unmapped": 0, "derived": "evidence subject"}
+    assert placement(rec, "GEAR", "Table 2", "MuSiQue").beside
+    rec["gold"] = {"recall_ceiling": 87.3, "refs": 737, "refs_unmapped": 75}
+    assert placement(rec, "GEAR", "Table 2", "MuSiQue").differs == (
+        "gold, 75 of 737 references unmapped: recall ceiling 87.3",)
 
 
 def test_a_claim_names_the_setting_it_was_tested_on(tmp_path: Path) -> None:
@@ -255,3 +349,39 @@ def test_the_triples_source_names_the_llm_that_extracted_them(sample_dir: Path, 
     rec = paper_setting_record(triples={"source": "HippoRAG OpenIE", "llm": "gpt-3.5-turbo-1106"})
     assert placement(rec, "GEAR", "Table 2", "MuSiQue").differs == (
         "triples by gpt-3.5-turbo-1106 (HippoRAG OpenIE) vs gpt-4o-mini-2024-07-18",)
+
+
+def _with_config(run: Path, **nodes: dict) -> Path:
+    cfg = json.loads((run / "config.yaml").read_text())
+    for key, node in nodes.items():
+        group, _, field = key.partition("__")
+        cfg[group] = {**cfg.get(group, {}), **node} if not field else {**cfg[group], field: node}
+    (run / "config.yaml").write_text(json.dumps(cfg))
+    return run
+
+
+def test_a_users_retriever_under_a_builtin_name_is_the_users_row(tmp_path: Path) -> None:
+    """`retriever=bm25 retriever._target_=mypkg.retrievers.TitleRetriever` (the README's) was the "BM25" row with
+    GEAR's BM25 number and a Δ; the row is the user's class, by its `name`, with no paper number."""
+    run = _with_config(fake_run(tmp_path, paper_setting_record()),
+                       retriever={"_target_": "tests.helpers.doubles.TitleRetriever", "name": "bm25"})
+    found = find_runs([run])[0]
+    assert found.method == "title (user's retriever tests.helpers.doubles.TitleRetriever)"
+    row = r5(run)
+    assert pd.isna(row.paper) and pd.isna(row.delta) and pd.isna(row.paper_other_setting)
+    # another built-in class under the bm25 name is not BM25 either; the class path of the same class is
+    other = _with_config(fake_run(tmp_path, paper_setting_record(), name="dense"),
+                         retriever={"_target_": "gear_repro.retrieval.DenseRetriever", "name": "bm25"})
+    assert "user's retriever gear_repro.retrieval.DenseRetriever" in find_runs([other])[0].method
+    same = _with_config(fake_run(tmp_path, paper_setting_record(), name="same"),
+                        retriever={"_target_": "gear_repro.retrieval.BM25Retriever", "name": "bm25"})
+    assert find_runs([same])[0].method == "BM25" and r5(same).paper == 33.8
+
+
+def test_report_method_naming_another_method_is_not_the_row(tmp_path: Path) -> None:
+    """`report.method=GEAR` on a BM25 run gave a "GEAR" row with BM25's numbers beside GEAR's."""
+    run = _with_config(fake_run(tmp_path, paper_setting_record()), report={"method": "GEAR"})
+    found = find_runs([run])[0]
+    assert found.method == "BM25" and any("report.method=GEAR names another method" in n for n in found.notes)
+    row = r5(run)
+    assert row.paper == 33.8  # BM25's own number, not GEAR's

@@ -54,3 +54,59 @@ def is_figure2_reference(config: Any) -> bool:
         return False
     exp = hooks_for((config or {}).get("expansion"))
     return bool(exp is not None and exp.figure2_reference)
+
+
+COMPONENT_GROUPS = ("retriever", "expansion", "agent")  # the config groups whose class makes a row's method
+
+
+@cache
+def _config_target(group: str, name: str) -> str | None:
+    """The ``_target_`` of the bundled config ``configs/<group>/<name>.yaml`` (None without one)."""
+    import yaml
+
+    from gear_repro.utils.paths import config_dir
+
+    path = config_dir() / group / f"{name}.yaml"
+    if not name or not path.is_file():
+        return None
+    node = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return str(node["_target_"]) if isinstance(node, dict) and node.get("_target_") else None
+
+
+def _same_class(a: str, b: str) -> bool:
+    """Whether two class paths are one class: equal, the same hooks' paths (a former path), or one imported object."""
+    if a == b or any(a in h.targets and b in h.targets for h in report_hooks()):
+        return True
+    from hydra.utils import get_class
+
+    try:
+        return get_class(a) is get_class(b)
+    except Exception:  # a class that cannot be imported here is no built-in one
+        return False
+
+
+def user_target(group: str, node: Any) -> str | None:
+    """The ``_target_`` of a run's config node when it is not the built-in class its ``name`` stands for
+    (``retriever=bm25 retriever._target_=mypkg.TitleRetriever``; a built-in of another name counts too: the row
+    would carry the config name's label and the paper's number), else None. A node whose name has no bundled
+    config is the user's unless its class is the project's."""
+    if not node or not hasattr(node, "get") or not node.get("_target_"):
+        return None
+    target = str(node["_target_"])
+    builtin = _config_target(group, str(node.get("name") or ""))
+    if builtin is not None:
+        return None if _same_class(target, builtin) else target
+    return None if target.startswith("gear_repro.") else target
+
+
+def class_label(target: str) -> str:
+    """A user's class as its row names it: its ``name`` attribute (the README's TitleRetriever: "title"), else its
+    class name; the path's last part when it cannot be imported here."""
+    from hydra.utils import get_class
+
+    try:
+        cls = get_class(target)
+    except Exception:
+        return target.rsplit(".", 1)[-1]
+    name = getattr(cls, "name", None)
+    return name if isinstance(name, str) and name else cls.__name__

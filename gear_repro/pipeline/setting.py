@@ -10,12 +10,15 @@ paper's.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gear_repro.data.identity import dataset_identity, known_sets, recognise
+from gear_repro.data.identity import dataset_identity, known_sets, passage_key, recognise
 from gear_repro.pipeline.resources import Resources
 from gear_repro.types import Question
 from gear_repro.utils.io import read_json_object
@@ -45,13 +48,71 @@ def triples_source(dataset_path: Path, triples_path: Path | None) -> dict[str, A
     return {"source": "unrecorded", "llm": None}
 
 
+# how a converter derives gold passages where they are not the source's own supporting passages
+# (gear-repro-prepare --format; docs/data.md)
+GOLD_DERIVED = {"2wiki_hipporag": "evidence subject"}
+
+
 def gold_ceiling(questions: Sequence[Question], corpus: Mapping[str, Any]) -> dict[str, Any]:
     """The recall no method can exceed on these questions over this corpus: the mean share of each question's gold
-    ids that are in the corpus (recall@k's own average, docs/data.md), and how many questions have all of theirs."""
+    ids that are in the corpus (recall@k's own average, docs/data.md), how many questions have all of theirs, the
+    gold references and how many of them are in no passage (``refs``, ``refs_unmapped``), and ``sha256``: a hash of
+    each question's gold by passage content (ids and order aside), so two runs are known to be scored against the
+    same gold."""
     golds = [q.gold_ids for q in questions if q.gold_ids]
     shares = [sum(g in corpus for g in gold) / len(gold) for gold in golds]
+    h = hashlib.sha256()
+    for q in sorted(questions, key=lambda q: str(q.id)):
+        keys = sorted(passage_key(corpus[g].title, corpus[g].text) if g in corpus else f"missing:{g}"
+                      for g in q.gold_ids)
+        h.update(json.dumps([str(q.id), keys], ensure_ascii=False).encode("utf-8") + b"\n")
     return {"recall_ceiling": round(100 * sum(shares) / len(shares), 2) if shares else None,
-            "questions_fully_mapped": sum(s == 1 for s in shares), "questions_with_gold": len(golds)}
+            "questions_fully_mapped": sum(s == 1 for s in shares), "questions_with_gold": len(golds),
+            "refs": sum(len(g) for g in golds), "refs_unmapped": sum(g not in corpus for gold in golds for g in gold),
+            "sha256": h.hexdigest()}
+
+
+def gold_derivation(dataset_path: Path, question_ids: set[str]) -> dict[str, Any]:
+    """How the prepared data set's gold was derived, for these questions (its prepare_stats.json; {} without one):
+    ``derived`` (GOLD_DERIVED of its format: "evidence subject"), ``title_matched`` (references mapped by
+    ``--match-titles``), and the unmapped references' causes (``other_title``: a page under another title,
+    ``not_in_corpus``) with an ``example`` of a title mismatch."""
+    stats_path = Path(dataset_path) / "prepare_stats.json"
+    stats = read_json_object(stats_path) if stats_path.is_file() else {}
+    if not stats:
+        return {}
+    out: dict[str, Any] = {}
+    if stats.get("format") in GOLD_DERIVED:
+        out["derived"] = GOLD_DERIVED[stats["format"]]
+    mappings = [m for m in (stats.get("title_matching") or {}).get("mappings") or [] if m.get("question") in question_ids]
+    if mappings:
+        out["title_matched"] = len(mappings)
+    refs = [u for u in stats.get("gold_not_found_refs") or [] if u.get("question") in question_ids]
+    if refs:
+        out["causes"] = dict(Counter(str(u.get("cause")) for u in refs))
+        other = next((u for u in refs if u.get("corpus_title")), None)
+        if other:
+            out["example"] = f"{other['title']} -> {other['corpus_title']}"
+    return out
+
+
+def identity_setting(corpus_id: dict[str, Any], questions_id: dict[str, Any]) -> dict[str, Any]:
+    """run.json ``setting``'s ``corpus``, ``questions`` and ``known`` of a corpus and question set identity
+    (gear_repro/data/identity.py): the known data set they are, with the paper tables measured on it."""
+    known = recognise(corpus_id, questions_id)
+    questions = {k: v for k, v in questions_id.items()  # the hashes stand for the ids and texts
+                 if k not in ("ids", "texts") and v is not None}
+    out: dict[str, Any] = {"corpus": corpus_id, "questions": questions, "known": None}
+    if known is not None:
+        tables = {k.name: k.used_by for k in known_sets()}
+        out["known"] = {"name": known.name, "names": [known.name, *known.alternatives], "source": known.source,
+                        "split": known.split,
+                        "corpus_matched_by": known.corpus_matched_by,
+                        "questions_matched_by": known.questions_matched_by, "questions": known.questions,
+                        "questions_of": known.questions_of, "matched": list(known.matched),
+                        **({"why_not": known.why_not} if known.why_not else {}),
+                        "used_by": sorted({t for n in (known.name, *known.alternatives) for t in tables.get(n, ())})}
+    return out
 
 
 def data_setting(res: Resources) -> dict[str, Any]:
@@ -59,19 +120,10 @@ def data_setting(res: Resources) -> dict[str, Any]:
     (a pass over the corpus: computed once per run)."""
     ds = res.dataset
     ident = dataset_identity(ds)
-    known = recognise(ident["corpus"], ident["questions"])
-    questions = {k: v for k, v in ident["questions"].items() if k != "ids" and v is not None}  # the hash stands for them
-    questions["in_file"] = int((ds.selection or {}).get("of") or questions["questions"])
-    out: dict[str, Any] = {"corpus": ident["corpus"], "questions": questions, "known": None,
-                           "gold": gold_ceiling(ds.questions, ds.passage_by_id)}
-    if known is not None:
-        tables = {k.name: k.used_by for k in known_sets()}
-        out["known"] = {"name": known.name, "names": [known.name, *known.alternatives], "source": known.source,
-                        "split": known.split,
-                        "corpus_matched_by": known.corpus_matched_by,
-                        "questions_matched_by": known.questions_matched_by, "questions": known.questions,
-                        "questions_of": known.questions_of,
-                        "used_by": sorted({t for n in (known.name, *known.alternatives) for t in tables.get(n, ())})}
+    out = identity_setting(ident["corpus"], ident["questions"])
+    out["questions"]["in_file"] = int((ds.selection or {}).get("of") or out["questions"]["questions"])
+    out["gold"] = {**gold_ceiling(ds.questions, ds.passage_by_id),
+                   **gold_derivation(Path(ds.path), {str(q.id) for q in ds.questions})}
     return out
 
 

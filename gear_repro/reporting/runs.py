@@ -202,14 +202,48 @@ class RunResult:
         paper, table, _ = self.paper_ref("R@5")
         return model_notes(self.run_info.get("setting"), paper, table, self.dataset)
 
+    @cached_property
+    def user_components(self) -> dict[str, str]:
+        """The run's components whose class is not the built-in one its config name stands for ({group: class
+        path}; methods.user_target): the row is then the user's, never a paper method's row."""
+        from gear_repro.methods import COMPONENT_GROUPS, user_target
+
+        return {g: t for g in COMPONENT_GROUPS if (t := user_target(g, self.config.get(g)))}
+
     @property
     def method_label(self) -> str:
+        """Row label of what ran (:meth:`_method_label`): a run with a user's class is named by it, "title (user's
+        retriever mypkg.retrievers.TitleRetriever)", never by the built-in's label (no paper row has that name,
+        so no paper number stands beside it)."""
+        if self.user_components:
+            from gear_repro.methods import class_label
+
+            return "; ".join(f"{class_label(t)} (user's {g} {t})" for g, t in self.user_components.items())
+        return self._method_label
+
+    def _report_method_ran(self) -> bool:
+        """Whether ``report.method`` can name what ran: a method name (its first word: "GEAR", "HippoRAG") is the
+        run's own agent's, not another method's label on, e.g., a BM25 run (``report.method=GEAR`` gave a "GEAR" row
+        with BM25's numbers and GEAR's Δ)."""
+        from gear_repro.methods import agent_hooks, report_hooks
+
+        first = str(self.report["method"]).split(" ", 1)[0].strip().lower()
+        own = agent_hooks(self.config.get("agent") or {})
+        claims = [h for h in report_hooks() if first in h.names and h.label is not None]
+        # HippoRAG w/ IRCoT runs IRCoT's agent under the name hipporag_ircot: a name's first part counts
+        return not claims or own in claims or (own is not None and any(n.split("_")[0] == first for n in own.names))
+
+    @property
+    def _method_label(self) -> str:
         """Row label without the models: report.method if set (a preset's row name; "<it> on <base + expansion>" when the run's retriever
         or expansion is not the one ``report.paper_config`` says the paper's row used; the paper settings it differs
         in beyond the preset's ``report.axes`` in brackets, "w/ diversity (fast scorer)"), else the method's own
         label (its report hooks' ``label``, found by the class of ``agent._target_``) from the base retriever's label
         and the expansion's."""
-        if self.report.get("method"):
+        if self.report.get("method") and not self._report_method_ran():
+            self._note_once(f"{self.path}: report.method={self.report['method']} names another method than the one "
+                            "that ran: the row is named by what ran, with no paper number of that method")
+        elif self.report.get("method"):
             axes = tuple(self.report.get("axes") or ())
             parts = self._row_parts(skip=axes)
             off = {k: v for k, v in (self.report.get("paper_config") or {}).items()
@@ -233,6 +267,10 @@ class RunResult:
             return hooks.label(self.config, parts)
         label = parts.base + (f" + {parts.expansion}" if parts.expansion else "")
         return f"{label} ({agent.get('name', '?')})"  # an agent class without report hooks
+
+    def _note_once(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
 
     def _row_parts(self, skip: tuple[str, ...] = ()) -> RowParts:
         """The base retriever's and the expansion's labels and what differs from the paper's row (``RowParts``; not

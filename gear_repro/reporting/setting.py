@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gear_repro.data.identity import known_sets, owners
+from gear_repro.data.identity import MATCHED_QUESTIONS, known_sets, owners
 from gear_repro.reporting.paper import PaperSetting, paper_setting, paper_setting_rows
 
 NOT_A_MODEL = ("", "unstated", "none", "n/a", "nan")  # paper_settings.csv words (and their "(...)" glosses)
@@ -29,6 +29,7 @@ class Placement:
     beside: bool
     differs: tuple[str, ...] = ()
     subset: str | None = None
+    unchecked: tuple[str, ...] = ()  # what the match did not check (a corpus known by its count only): a footnote
 
     @property
     def why(self) -> str:
@@ -85,21 +86,85 @@ def _count(n: Any) -> str:
     return f"{int(n):,}" if isinstance(n, int | float) and n == n else "?"
 
 
+def matched_sets(known: dict) -> set[str]:
+    """The registry entries a run's data is, corpus and questions both (run.json ``setting.known.matched``). A run
+    recorded before that field: its best entry and the sets that one is a registered subset of, when its questions
+    matched by ids; a count match ("count", "count_subset") no longer matches a question set (25 relabelled questions
+    over a corpus of a paper's passage count are not that paper's questions)."""
+    if isinstance(known.get("matched"), list):
+        return set(known["matched"])
+    if known.get("questions_matched_by") not in MATCHED_QUESTIONS or not known.get("name"):
+        return set()
+    by_name = {k.name: k for k in known_sets()}
+    out, name = {known["name"]}, known["name"]
+    while name in by_name and by_name[name].subset_of:
+        name = by_name[name].subset_of
+        out.add(name)
+    return out
+
+
+def _questions_why(setting: dict, ps: PaperSetting) -> str:
+    """Why the run's questions are not the table's, for a corpus the table's: "questions 25 vs 1,000 dev (not
+    HippoRAG's HotpotQA set: the registry has no ids of its questions, a count is no match)"."""
+    known = setting.get("known") or {}
+    why = known.get("why_not") or ("matched by count only, before question sets were checked by ids: re-run it"
+                                   if known.get("questions_matched_by") in ("count", "count_subset") else
+                                   "not the table's question set")
+    return f"{_questions_vs(setting, ps)} ({why})"
+
+
+def _questions_vs(setting: dict, ps: PaperSetting) -> str:
+    """ "questions 100 train vs 500 test (IRCoT's ...)": the run's count and split (of the set its ids are, where
+    the registry knows them) against the table's."""
+    questions, known = setting.get("questions") or {}, setting.get("known") or {}
+    split = known.get("split") or ""
+    if (owned := owners(questions)) and not owned & matched_sets(known):
+        split = "/".join(sorted({k.split for k in known_sets() if k.name in owned}))  # the ids' own set
+    elif not matched_sets(known):
+        split = ""  # not the known set's questions: its split says nothing of them
+    ours_q = f"{_count(questions.get('questions'))} {split}".strip()
+    return f"questions {ours_q} vs {_count(ps.questions_count)} {ps.questions_split}".replace("? ", "")
+
+
 def _data_differs(setting: dict, ps: PaperSetting) -> tuple[str, str]:
     """How the run's corpus and questions differ from the table's (its known data set is none the table was
     measured on): "corpus 1,890 vs 148,793 passages", "questions 100 train vs 500 test (...)"."""
-    corpus, questions = setting.get("corpus") or {}, setting.get("questions") or {}
-    known = setting.get("known") or {}
+    corpus, known = setting.get("corpus") or {}, setting.get("known") or {}
     n, theirs = corpus.get("passages"), ps.corpus_passages
     ours_c = (f"of {_count(n)} passages (the known count; content unchecked)" if known.get("corpus_matched_by") ==
               "count" else known.get("source") or f"of {_count(n)} passages, not a known data set")
     data = (f"corpus {_count(n)} vs {_count(theirs)} passages" if theirs and n != theirs
             else f"corpus {ours_c} vs {ps.corpus_source}")
-    split = known.get("split") or ""
-    if (owned := owners(questions) - set(known.get("names") or ())) and known.get("questions_matched_by") == "none":
-        split = "/".join(sorted({k.split for k in known_sets() if k.name in owned}))  # the ids' own set
-    ours_q = f"{_count(questions.get('questions'))} {split}".strip()
-    return data, f"questions {ours_q} vs {_count(ps.questions_count)} {ps.questions_split}".replace("? ", "")
+    return data, _questions_vs(setting, ps)
+
+
+PAPER_CEILING = 100.0  # a paper's gold passages are all in its corpus (none of the papers reports a ceiling)
+
+
+def gold_differs(setting: dict | None) -> str | None:
+    """Why a run's gold is not the paper's, or None: its recall ceiling is below the paper's (gold references in no
+    passage of the corpus) or some of its gold was mapped by loose title matching (``--match-titles``). E.g. "gold
+    by evidence subject, 75 of 737 references unmapped (56 in the corpus under another title, e.g. Godomar ->
+    Godomar II; 19 not in the corpus): recall ceiling 87.3"."""
+    gold = (setting or {}).get("gold") or {}
+    ceiling = gold.get("recall_ceiling")
+    parts = []
+    if isinstance(ceiling, int | float) and ceiling < PAPER_CEILING:
+        how = f"gold by {gold['derived']}" if gold.get("derived") else "gold"
+        refs = (f"{_count(gold['refs_unmapped'])} of {_count(gold['refs'])} references unmapped"
+                if gold.get("refs") else "some gold passages not in the corpus")
+        causes = gold.get("causes") or {}
+        named = []
+        if causes.get("other_title"):
+            eg = f", e.g. {gold['example']}" if gold.get("example") else ""
+            named.append(f"{_count(causes['other_title'])} in the corpus under another title{eg}")
+        if causes.get("not_in_corpus"):
+            named.append(f"{_count(causes['not_in_corpus'])} not in the corpus")
+        parts.append(f"{how}, {refs}" + (f" ({'; '.join(named)})" if named else "") + f": recall ceiling {ceiling:.1f}")
+    if gold.get("title_matched"):
+        parts.append(f"gold by title matching (--match-titles: {_count(gold['title_matched'])} references mapped to a "
+                     "page of another title)")
+    return "; ".join(parts) or None
 
 
 def placement(setting: dict | None, paper: str, table: str, dataset: str, cell: str = "") -> Placement:
@@ -115,16 +180,27 @@ def placement(setting: dict | None, paper: str, table: str, dataset: str, cell: 
     if ps is None:
         return Placement(False, (f"{key}'s setting on {dataset} is not recorded (paper_settings.csv)",))
     known = setting.get("known") or {}
-    if known.get("questions_matched_by") in ("count", "count_subset") and \
-            (owned := owners(setting.get("questions"))) and not set(known.get("names") or ()) & owned:
-        known = {**known, "questions_matched_by": "none"}  # recorded before identity.owners: other questions
     differs: list[str] = []
+    unchecked: list[str] = []
     subset = None
-    if set(known.get("names") or ()) & set(ps.known_datasets) and known.get("questions_matched_by") not in (None, "none"):
+    table_sets = set(ps.known_datasets)
+    if matched_sets(known) & table_sets:
         if known.get("questions", 0) < known.get("questions_of", 0):
             subset = f"{_count(known['questions'])} of {_count(known['questions_of'])} questions"
+        if known.get("corpus_matched_by") == "count":
+            unchecked.append(f"corpus recognised by its passage count ({_count((setting.get('corpus') or {}).get('passages'))}) "
+                             "only: its content was not checked (the registry has no hash of it)")
+    elif set(known.get("names") or ()) & table_sets:  # the table's corpus, not its questions
+        differs.append(_questions_why(setting, ps))
+        if known.get("corpus_matched_by") == "count":
+            differs.insert(0, f"corpus of {_count((setting.get('corpus') or {}).get('passages'))} passages (the known "
+                              "count; content unchecked)")
     else:
+        if known.get("questions_matched_by") in ("count", "count_subset"):  # recorded before the ids rule
+            known = {**known, "questions_matched_by": "none"}
         differs.extend(_data_differs({**setting, "known": known}, ps))
+    if gold := gold_differs(setting):
+        differs.append(gold)
     if theirs := _model_differs(setting.get("llm"), _cell_llms(ps.llm, cell)):
         differs.append(f"LLM {setting['llm']} vs {theirs}")
     emb = (setting.get("embedder") or {}).get("model")
@@ -135,7 +211,7 @@ def placement(setting: dict | None, paper: str, table: str, dataset: str, cell: 
         ours = triples.get("llm")
         if not ours or _model_differs(ours, ps.triples_llm):
             differs.append(f"triples by {ours or 'an unrecorded LLM'} ({triples.get('source')}) vs {theirs}")
-    return Placement(not differs, tuple(differs), subset)
+    return Placement(not differs, tuple(differs), subset, tuple(unchecked))
 
 
 def model_notes(setting: dict | None, paper: str, table: str, dataset: str) -> tuple[str, ...]:

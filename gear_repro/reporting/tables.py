@@ -25,7 +25,7 @@ from gear_repro.reporting.evidence import (
 )
 from gear_repro.reporting.paper import DEFAULT_PAPER, paper_flag, paper_settings, paper_value
 from gear_repro.reporting.runs import RunResult
-from gear_repro.reporting.setting import placement, tables_on
+from gear_repro.reporting.setting import gold_differs, placement, tables_on
 from gear_repro.utils.errors import GearError
 
 DATASET_ORDER = ["MuSiQue", "2Wiki", "HotpotQA"]
@@ -86,7 +86,10 @@ def _row(r: RunResult, m: str, ours: float, ci: Interval | None, ref_paper: str,
         "paper_other_setting": None if where.beside else paper,
         "setting_differs": None if where.beside or paper is None else where.why,
         "subset": where.subset if paper is not None else None,
+        "setting_unchecked": "; ".join(where.unchecked) if where.beside and paper is not None and where.unchecked
+        else None,
         "recall_ceiling": r.recall_ceiling if m.startswith("R@") else None,
+        "gold_note": gold_differs(r.run_info.get("setting")) if m.startswith("R@") else None,
         "paper_source": source,
         # a printed number the paper contradicts (paper_flags.csv): its mark beside it, the reason in a footnote
         "paper_flag": None if flag is None else flag.mark, "paper_flag_reason": None if flag is None else flag.reason,
@@ -180,7 +183,8 @@ def sources_note(long: pd.DataFrame) -> str:
     if "recall_ceiling" in long.columns:
         capped = long[long["recall_ceiling"].fillna(100) < 100].drop_duplicates(["label", "dataset"])
         notes += [f"{r.label} on {r.dataset}: ≤{r.recall_ceiling:.1f} is the recall ceiling, gold passages of some "
-                  "questions are not in the corpus (counted as misses, as the reference evaluations do)."
+                  "questions are not in the corpus (counted as misses, as the reference evaluations do)"
+                  + (f": {r.gold_note}." if isinstance(getattr(r, "gold_note", None), str) else ".")
                   for r in capped.itertuples()]
     if "setting_differs" in long.columns:
         other = long[long["setting_differs"].fillna("") != ""].drop_duplicates(["label", "dataset", "setting_differs"])
@@ -190,6 +194,10 @@ def sources_note(long: pd.DataFrame) -> str:
         flagged = long[long["paper_flag"].notna()].drop_duplicates(["method", "dataset", "metric", "paper_flag"])
         notes += [f"{r.paper_flag} {r.method} on {r.dataset}, {r.metric}: the paper's number, shown as printed, is "
                   f"{r.paper_flag_reason}." for r in flagged.itertuples()]
+    if "setting_unchecked" in long.columns:
+        loose = long[long["setting_unchecked"].fillna("") != ""].drop_duplicates(["label", "dataset", "setting_unchecked"])
+        notes += [f"{r.label} on {r.dataset}: beside the paper's number, but not fully checked: {r.setting_unchecked}."
+                  for r in loose.itertuples()]
     return "\n".join(f"- {n}" for n in notes)
 
 

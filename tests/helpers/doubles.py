@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from gear_repro import BaseRetriever
 from gear_repro.embedding.embedder import SentenceEmbedder
 from gear_repro.llm import LLMCallError, LLMReply, TokenLedger
 from gear_repro.llm.ledger import active_tags
@@ -265,6 +266,21 @@ class PlainRetriever:
 
     def retrieve(self, query: str, k: int) -> Ranking:
         return Ranking([p.id for p in self.passages[:k]], [1.0] * min(k, len(self.passages)))
+
+
+class TitleRetriever(BaseRetriever):
+    """The README's user retriever: ranks passages by the words their title shares with the query."""
+
+    name = "title"
+
+    def __init__(self, passages: list, boost: float = 1.0, name: str = "title") -> None:
+        self.passages, self.boost = passages, boost
+
+    def retrieve(self, query: str, k: int) -> Ranking:
+        words = set(query.lower().split())
+        scored = sorted(((self.boost * len(words & set(p.title.lower().split())), p.id)
+                         for p in self.passages), reverse=True)[:k]
+        return Ranking([pid for _, pid in scored], [float(s) for s, _ in scored])
 
 
 class TableEmbedder:

@@ -1,5 +1,5 @@
-"""Put a test's run on a paper table's setting: its run.json ``setting`` as a run on the table's own data set and
-models would record it (reporting/setting.py places the paper's number beside such a run with a Δ).
+"""Put a test's run on a paper table's setting: its run.json ``setting`` as a run on the table's own data set (its
+corpus hash and question ids registered) and models would record it (reporting/setting.py places the paper's number beside such a run with a Δ).
 
 Toy runs are not on any paper's setting; tests of which paper cell a row gets (labels, presets, QA reads) use this
 to look at the cell with the placement rule out of the way, and tests of the placement rule itself do not."""
@@ -25,9 +25,9 @@ def paper_setting_record(paper: str = "GEAR", table: str = "Table 2", dataset: s
     rec: dict[str, Any] = {
         "corpus": {"passages": ps.corpus_passages or 1000}, "questions": {"questions": n},
         "known": {"name": ps.known_datasets[0], "names": list(ps.known_datasets), "source": ps.corpus_source,
-                  "split": ps.questions_split, "corpus_matched_by": "count",
-                  "questions_matched_by": "count" if n == n_all else "count_subset", "questions": n,
-                  "questions_of": n_all, "used_by": [f"{paper} {table}"]},
+                  "split": ps.questions_split, "corpus_matched_by": "content",
+                  "questions_matched_by": "ids" if n == n_all else "ids_subset", "questions": n,
+                  "questions_of": n_all, "matched": list(ps.known_datasets), "used_by": [f"{paper} {table}"]},
         "gold": {"recall_ceiling": 100.0}}
     for key, value in models.items():
         if value is not None:
