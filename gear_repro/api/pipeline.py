@@ -249,13 +249,13 @@ class Pipeline:
         own). EM/F1 only for a question with gold answers."""
         from gear_repro.llm.ledger import call_scope
         from gear_repro.pipeline.runner import run_question
-        from gear_repro.pipeline.wiring import _wire
+        from gear_repro.pipeline.wiring import build
         from gear_repro.utils.concurrency import COMPUTE
 
         q = as_question(question)
         reader = self.qa_reader
         if reader is None and not self.method.answers_questions:
-            reader = self.resources.shared("qa_reader", lambda: _wire(self.cfg.qa_reader, self.resources, "qa_reader"))
+            reader = self.resources.shared("qa_reader", lambda: build(self.cfg.qa_reader, self.resources, "qa_reader"))
         with COMPUTE.hold(), call_scope() as calls:
             rec, out = run_question(self.cfg, self.resources, q, self.method, reader, calls, self.answer_metric)
         return self._result(q, rec, out)
