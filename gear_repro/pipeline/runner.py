@@ -39,7 +39,7 @@ from gear_repro.pipeline.resources import Resources
 from gear_repro.pipeline.resume import code_history, data_fingerprint, load_finished, what_differs
 from gear_repro.pipeline.run_folder import PREDICTIONS
 from gear_repro.pipeline.setting import data_setting, run_setting
-from gear_repro.pipeline.wiring import build_method, build_qa_reader, check_components
+from gear_repro.pipeline.wiring import build_qa_reader, check_components, run_method
 from gear_repro.prompts import prompts_hash
 from gear_repro.qa.reader import AnswerReader
 from gear_repro.types import Question
@@ -287,7 +287,7 @@ class Runner:
         if done is not None:
             return done
         # a method object given to the API (gear_repro.api.Pipeline) is the run's method; else the config's
-        method = self.res.shared("method", lambda: build_method(cfg, self.res))
+        method = run_method(self.res)
         qa_reader = build_qa_reader(cfg, self.res)
         self.preflight(method, qa_reader)
         prompts = self._check_prompts(previous, PREDICTIONS) if qa_reader is not None or method.needs_llm else {}

@@ -31,7 +31,7 @@ from gear_repro.retrieval.base import Retriever
 from gear_repro.utils.component import Component
 from gear_repro.utils.errors import ConfigError
 
-__all__ = ["Method", "MethodOutput", "build", "build_expansion", "build_method", "build_qa_reader", "build_retriever",
+__all__ = ["Method", "MethodOutput", "answer_reader", "build", "build_expansion", "carry_over", "provide", "run_method", "build_method", "build_qa_reader", "build_retriever",
            "check_components", "declaration", "hipporag", "locate", "passage_retriever", "target_class",
            "triple_retriever"]
 
@@ -73,6 +73,11 @@ def build(node: DictConfig, res: Resources, group: str, **given: Any) -> Any:
     base = _BASES.get(group, ("gear_repro.BaseMethod", ""))[0]
     raise ConfigError(f"{group}: no wiring for {node.get('_target_')!r}; subclass {base} for a component of your "
                       "own, or declare its class in the registry (gear_repro/registry.py)")
+
+
+# the keys of the objects the wiring builds once per run (Resources.shared)
+_PASSAGE_RETRIEVER, _TRIPLE_RETRIEVER, _HIPPORAG, _METHOD, _QA_READER = (
+    "passage_retriever", "triple_retriever", "hipporag", "method", "qa_reader")
 
 
 # -- the config's classes, checked before any data loads ------------------------------------------------------
@@ -161,7 +166,7 @@ def build_retriever(node: DictConfig, res: Resources, collection: Any) -> Retrie
 
 def passage_retriever(res: Resources) -> Retriever:
     """h_base over the passages C: the ``retriever`` group (built once per run)."""
-    return res.shared("passage_retriever", lambda: build_retriever(res.cfg.retriever, res, res.passages))
+    return res.shared(_PASSAGE_RETRIEVER, lambda: build_retriever(res.cfg.retriever, res, res.passages))
 
 
 def triple_retriever(res: Resources) -> Retriever:
@@ -169,7 +174,7 @@ def triple_retriever(res: Resources) -> Retriever:
     config when it has one (GRIEVER retrieves passages only; its YAML names the hybrid retriever for T)."""
     rcfg = res.cfg.retriever
     node = rcfg.triple_retriever if rcfg.get("triple_retriever") else rcfg
-    return res.shared("triple_retriever", lambda: build_retriever(node, res, res.triples))
+    return res.shared(_TRIPLE_RETRIEVER, lambda: build_retriever(node, res, res.triples))
 
 
 def hipporag(res: Resources) -> Any:
@@ -177,7 +182,7 @@ def hipporag(res: Resources) -> Any:
     node = res.cfg.get("hipporag")
     if node is None:
         raise ConfigError("this run needs HippoRAG but no `hipporag` config is selected (agent=hipporag|hipporag_ircot)")
-    return res.shared("hipporag", lambda: build(node, res, "hipporag"), provenance=True)
+    return res.shared(_HIPPORAG, lambda: build(node, res, "hipporag"), provenance=True)
 
 
 # -- expansions and methods ---------------------------------------------------------------------------------
@@ -225,9 +230,38 @@ def build_expansion(res: Resources) -> Expansion:
 
 
 def build_method(cfg: DictConfig, res: Resources) -> Method:
-    """The run's method from ``cfg.agent`` (``res.cfg`` is the config the resources build from; ``cfg`` is kept
-    for the callers' symmetry and must be the same run's)."""
+    """A method from ``cfg.agent`` (``res.cfg`` is the config the resources build from; ``cfg`` is kept for the
+    callers' symmetry and must be the same run's); :func:`run_method` is the run's, built once."""
     return build(cfg.agent, res, "agent")
+
+
+def run_method(res: Resources) -> Method:
+    """The run's method: the one handed to :func:`provide`, else built from ``agent`` once."""
+    return res.shared(_METHOD, lambda: build_method(res.cfg, res))
+
+
+def answer_reader(res: Resources) -> AnswerReader:
+    """The ``qa_reader`` config's reader, built once, whether or not the run has ``qa=true`` (the API's one-off
+    answers)."""
+    return res.shared(_QA_READER, lambda: build(res.cfg.qa_reader, res, "qa_reader"))
+
+
+def provide(res: Resources, *, retriever: Retriever | None = None, triple_retriever: Retriever | None = None,
+            method: Method | None = None) -> None:
+    """Objects of the caller's own in place of the config's passage retriever, triple retriever or method (the
+    Python API's ``retriever=``/``method=``), before anything is built from ``res``. A retriever of your own is
+    handed over as it is: wrap it in :class:`~gear_repro.pipeline.components.CheckedRetriever` to have its rankings
+    checked."""
+    for key, value in ((_PASSAGE_RETRIEVER, retriever), (_TRIPLE_RETRIEVER, triple_retriever), (_METHOD, method)):
+        if value is not None:
+            res.shared(key, lambda value=value: value)
+
+
+def carry_over(old: Resources, new: Resources, *, method: bool) -> None:
+    """Hand ``new`` (the same config over other questions) the retrievers ``old`` built (an index built once) and,
+    with ``method``, its method."""
+    provide(new, retriever=old.built(_PASSAGE_RETRIEVER), triple_retriever=old.built(_TRIPLE_RETRIEVER),
+            method=old.built(_METHOD) if method else None)
 
 
 def build_qa_reader(cfg: DictConfig, res: Resources) -> AnswerReader | None:
