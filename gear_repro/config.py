@@ -4,8 +4,10 @@ the run-level nodes (``run``, ``extraction``, ``report``), custom resolvers, the
 Each component declares its settings once, beside its class (docs/ARCHITECTURE.md "Configs"): one
 :class:`~gear_repro.utils.settings.Settings` dataclass (``GearAgentSettings`` in methods/gear/agent.py,
 ``HippoRAGSettings`` in methods/hipporag/retriever.py, ``LLMClientSettings`` in llm/client.py, ...) that is at once
-the config group's Hydra schema, the constructor's settings and what ``describe()`` records. This module only lists
-them (:data:`GROUP_SCHEMAS`, :data:`NODE_SCHEMAS`) and stores each under its schema name. Every config group option
+the config group's Hydra schema, the constructor's settings and what ``describe()`` records. The component's
+declaration (gear_repro/registry.py) names it by path; this module reads the registry when it is asked (the
+schemas of a config's classes when validating it, all of them when composing: :func:`register_configs`) and
+stores each under its schema name, with the run-level nodes' (:data:`NODE_SCHEMAS`). Every config group option
 starts its defaults list with its schema, e.g. ``configs/agent/gear.yaml``::
 
     defaults:
@@ -18,7 +20,7 @@ choices, and a schema is none. Hydra merges the YAML onto the schema while compo
 outside an Enum fails at composition with Hydra's own message (naming the full key), before anything runs;
 :func:`validate` then checks, through the same dataclasses, what composition cannot: keys added with ``+``, numeric
 ranges (:func:`~gear_repro.utils.settings.num`) and run-level rules. A new component adds its settings dataclass
-beside its class and one entry in :data:`GROUP_SCHEMAS`.
+beside its class and its declaration (``COMPONENTS``) in its folder.
 """
 
 from __future__ import annotations
@@ -32,35 +34,14 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, ListConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import InterpolationToMissingValueError, MissingMandatoryValue, OmegaConfBaseException
 
-from gear_repro.backends.elasticsearch import ElasticsearchBackendSettings
-from gear_repro.backends.lucene import LuceneBackendSettings
-from gear_repro.backends.memory import MemoryBackendSettings
 from gear_repro.core.triple_graph import GraphSettings
-from gear_repro.data.dataset import DatasetSettings
-from gear_repro.embedding.embedder import SentenceEmbedderSettings
-from gear_repro.llm.client import LLMClientSettings
-from gear_repro.methods.gear.agent import GearAgentSettings
-from gear_repro.methods.gear.beam_search import BeamConfig
-from gear_repro.methods.gear.expansion import NaiveGESettings, NoExpansionSettings, SyncGESettings
-from gear_repro.methods.griever.retriever import GrieverRetrieverSettings
-from gear_repro.methods.hipporag.method import HippoRAGMethodSettings
-from gear_repro.methods.hipporag.retriever import HippoRAGSettings
-from gear_repro.methods.ircot import IRCoTAgentSettings
-from gear_repro.methods.single import SingleStepSettings
-from gear_repro.methods.t2rag.settings import T2RAGAgentSettings
-from gear_repro.qa.reader import QAReaderSettings
-from gear_repro.retrieval.base import (
-    BM25RetrieverSettings,
-    ComposedRetrieverSettings,
-    DenseRetrieverSettings,
-    HybridRetrieverSettings,
-)
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import REPO_DIR, cache_dir
 from gear_repro.utils.secrets import MASK, is_header_key, is_query_key, is_secret_key, mask_query, redact_text
 from gear_repro.utils.settings import Choice, check_number, choice, enum_of, num, refuse_unknown
 
-__all__ = ["GROUP_SCHEMAS", "NODE_SCHEMAS", "choice", "group_config", "num", "redact", "to_container", "validate"]
+__all__ = ["NODE_SCHEMAS", "choice", "group_config", "group_schemas", "num", "redact", "register_configs",
+           "to_container", "validate"]
 
 
 class Stage(Choice):
@@ -117,25 +98,24 @@ class ReportSchema:
 
 
 # -- the registration ---------------------------------------------------------------------------------------
-# group -> {schema name: the components' settings dataclass}; a group option's YAML lists its schema first in its
-# defaults
-GROUP_SCHEMAS: dict[str, dict[str, type]] = {
-    "agent": {"single_schema": SingleStepSettings, "gear_schema": GearAgentSettings, "t2rag_schema": T2RAGAgentSettings,
-              "hipporag_schema": HippoRAGMethodSettings, "ircot_schema": IRCoTAgentSettings},
-    "expansion": {"none_schema": NoExpansionSettings, "naive_schema": NaiveGESettings,
-                  "sync_schema": SyncGESettings},
-    "beam": {"beam_schema": BeamConfig},
-    "retriever": {"bm25_schema": BM25RetrieverSettings, "sbert_schema": DenseRetrieverSettings,
-                  "hybrid_schema": HybridRetrieverSettings, "composed_schema": ComposedRetrieverSettings,
-                  "griever_schema": GrieverRetrieverSettings},
-    "backend": {"memory_schema": MemoryBackendSettings, "elasticsearch_schema": ElasticsearchBackendSettings,
-                "lucene_schema": LuceneBackendSettings},
-    "embedder": {"embedder_schema": SentenceEmbedderSettings},
-    "hipporag": {"hipporag_schema": HippoRAGSettings},
-    "llm": {"llm_schema": LLMClientSettings},
-    "dataset": {"dataset_schema": DatasetSettings},
-    "qa_reader": {"qa_reader_schema": QAReaderSettings},
-}
+def group_schemas() -> dict[str, dict[str, type]]:
+    """group -> {schema name: the components' settings dataclass}, from the registry's declarations (imports every
+    declared component's settings); a group option's YAML lists its schema first in its defaults."""
+    from gear_repro.registry import components
+
+    out: dict[str, dict[str, type]] = {}
+    for c in components():
+        out.setdefault(c.group, {})[c.schema] = c.settings_class()
+    return out
+
+
+def __getattr__(name: str) -> Any:
+    """``GROUP_SCHEMAS`` (:func:`group_schemas`), made when asked: importing this module imports no component."""
+    if name == "GROUP_SCHEMAS":
+        return group_schemas()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # plain top-level nodes: configs/config.yaml puts <name>_schema at package <name>
 NODE_SCHEMAS: dict[str, type] = {"run": RunSchema, "graph": GraphSettings, "extraction": ExtractionSchema,
                                  "report": ReportSchema}
@@ -147,13 +127,22 @@ def schema_name(group: str, name: str) -> str:
     return name if name == f"{group}_schema" else f"{group}_{name}"
 
 
+_REGISTERED: set[tuple[str, str]] = set()  # (group, schema) of the schemas stored so far
+
+
 def register_configs() -> None:
-    """Store every schema in Hydra's ConfigStore (idempotent; called on import of this module), at its root: a
-    schema in a config group would be listed by ``gear-repro --help`` among that group's options."""
+    """Store every schema in Hydra's ConfigStore, at its root (a schema in a config group would be listed by
+    ``gear-repro --help`` among that group's options). Called on import of this module, which every composer
+    (the CLI, ``api.compose``, :func:`group_config`, scripts and tests composing with Hydra's API) relies on, and by
+    :func:`group_config` and ``api.compose``; idempotent; a component registered since (``registry.register``) is
+    stored on the next call."""
+    from gear_repro.registry import components
+
     cs = ConfigStore.instance()
-    for group, schemas in GROUP_SCHEMAS.items():
-        for name, node in schemas.items():
-            cs.store(name=schema_name(group, name), node=node)
+    for c in components():
+        if (c.group, c.schema) not in _REGISTERED:
+            cs.store(name=schema_name(c.group, c.schema), node=c.settings_class())
+            _REGISTERED.add((c.group, c.schema))
     for name, node in NODE_SCHEMAS.items():
         cs.store(name=f"{name}_schema", node=node)
 
@@ -165,6 +154,7 @@ def group_config(group: str, option: str, overrides: list[str] | tuple[str, ...]
 
     from gear_repro.utils.paths import config_dir
 
+    register_configs()
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=[f"{group}={option}", *overrides])
     return cfg[group]
@@ -234,13 +224,16 @@ def schema_of(key: str, node: Any) -> type | None:
     """The schema of a config node at ``key`` (a plain node or a config group): the plain node's, or the group
     option's whose ``_target_`` the node names (the group's only schema for a node without ``_target_``); None for
     a class no schema names (a user's own component: its constructor checks it)."""
+    from gear_repro.registry import group_components
+
     if key in NODE_SCHEMAS:
         return NODE_SCHEMAS[key]
-    options = list(GROUP_SCHEMAS.get(key, {}).values())
+    options = group_components(key)
     target = node.get("_target_") if isinstance(node, DictConfig) else None
     if target is None:
-        return options[0] if len(options) == 1 else None
-    return next((sc for sc in options if getattr(sc, "_target_", None) == target), None)
+        return options[0].settings_class() if len(options) == 1 else None
+    # only the named class's settings are imported
+    return next((c.settings_class() for c in options if c.target == target), None)
 
 
 def check_settings(cfg: DictConfig) -> None:

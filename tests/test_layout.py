@@ -12,7 +12,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("types", "utils"),
     ("data", "prompts", "evaluation", "llm", "embedding", "backends"),
     ("core", "retrieval", "qa", "extraction", "testing"),  # testing: a stand-in LLM for examples
-    ("methods",),
+    ("methods", "registry"),  # registry: the declarations of every component, by module path
     ("config", "pipeline", "reporting"),  # config.py registers the settings dataclasses of the layers below
     ("cli", "api"),  # api: the Python entry point beside the command line (compose shares cli.run's checks)
 ]

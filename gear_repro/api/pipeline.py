@@ -188,7 +188,7 @@ class Pipeline:
         from gear_repro.pipeline.components import CheckedRetriever
         from gear_repro.pipeline.resources import Resources
         from gear_repro.pipeline.runner import preflight
-        from gear_repro.pipeline.wiring import build_method, build_qa_reader, check_components
+        from gear_repro.pipeline.wiring import build_qa_reader, check_components, provide, run_method
 
         cfg = validate(copy.deepcopy(cfg))
         check_components(cfg)
@@ -205,10 +205,10 @@ class Pipeline:
             with open_dict(cfg.llm):
                 cfg.llm.model = str(llm.model)
         res = Resources(cfg, dataset=dataset, **given)
-        if retriever is not None:  # its rankings checked against the corpus (pipeline/components.py)
-            res.shared("passage_retriever",
-                       lambda: CheckedRetriever(retriever, res.dataset.passage_by_id, "passages"))
-        built = res.shared("method", lambda: method if method is not None else build_method(cfg, res))
+        # a retriever of the user's: its rankings checked against the corpus (pipeline/components.py)
+        provide(res, retriever=None if retriever is None else CheckedRetriever(
+            retriever, res.dataset.passage_by_id, "passages"), method=method)
+        built = run_method(res)
         qa_reader = build_qa_reader(cfg, res)
         preflight(cfg, res, built, qa_reader, gold=False)
         return cls(cfg, res, built, qa_reader)
@@ -249,13 +249,13 @@ class Pipeline:
         own). EM/F1 only for a question with gold answers."""
         from gear_repro.llm.ledger import call_scope
         from gear_repro.pipeline.runner import run_question
-        from gear_repro.pipeline.wiring import _wire
+        from gear_repro.pipeline.wiring import answer_reader
         from gear_repro.utils.concurrency import COMPUTE
 
         q = as_question(question)
         reader = self.qa_reader
         if reader is None and not self.method.answers_questions:
-            reader = self.resources.shared("qa_reader", lambda: _wire(self.cfg.qa_reader, self.resources, "qa_reader"))
+            reader = answer_reader(self.resources)
         with COMPUTE.hold(), call_scope() as calls:
             rec, out = run_question(self.cfg, self.resources, q, self.method, reader, calls, self.answer_metric)
         return self._result(q, rec, out)
@@ -286,6 +286,7 @@ class Pipeline:
         applied)."""
         from gear_repro.pipeline.resources import Resources
         from gear_repro.pipeline.runner import Runner
+        from gear_repro.pipeline.wiring import carry_over
 
         res, cfg = self.resources, self.cfg
         if questions is not None:
@@ -296,11 +297,8 @@ class Pipeline:
             given = {name: res.built(name) for name in ("llm", "embedder", "backend", "passages", "triples",
                                                         "triple_index") if res.built(name) is not None}
             res = Resources(cfg, dataset=dataset, **given)
-            for key in ("passage_retriever", "triple_retriever"):  # the same objects (an index built once)
-                if self.resources.built(key) is not None:
-                    res.shared(key, lambda key=key: self.resources.built(key))
-            if not _from_config(self.cfg, self.method):  # an object of the user's stays the run's method
-                res.shared("method", lambda: self.method)
+            # the same retrievers (an index built once); an object of the user's stays the run's method
+            carry_over(self.resources, res, method=not _from_config(self.cfg, self.method))
         elif not res.dataset.questions:
             raise DataError("evaluate: this pipeline's data has no questions; pass questions=[...]")
         # else the pipeline's method is the run's (registered in its resources by from_config)

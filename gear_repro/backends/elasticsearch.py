@@ -50,6 +50,7 @@ from gear_repro.backends.es_requests import (
     terms_body,
 )
 from gear_repro.types import Ranking
+from gear_repro.utils.component import Component
 from gear_repro.utils.errors import ConfigError, DataError, GearError
 from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.secrets import header_secret, redact_url, register_secret
@@ -538,3 +539,7 @@ class ElasticsearchCollection(DocCollection):
                         break
                     after = hs[-1]["sort"]
         return {v: list(table.get(v, [])) for v in values}
+
+# the registry's declaration (gear_repro/registry.py); Resources builds the backend from its node
+COMPONENTS = (Component("backend", "elasticsearch_schema", ElasticsearchBackendSettings,
+                        ElasticsearchBackendSettings._target_),)

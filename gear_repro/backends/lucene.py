@@ -37,6 +37,7 @@ from gear_repro.backends.ann import DenseSettings
 from gear_repro.backends.base import IndexDoc
 from gear_repro.backends.memory import DenseDtype, MemoryCollection
 from gear_repro.types import Ranking
+from gear_repro.utils.component import Component
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.paths import cache_dir
@@ -434,3 +435,6 @@ class LuceneBackend:
         return {"name": self.name, "lucene": self.version, "jar": jar_identity(self.jar),
                 "bm25": {**self.bm25_params, "analyzer": "standard"}, "dense_dtype": self.dense_dtype,
                 "dense": asdict(self.dense)}
+
+# the registry's declaration (gear_repro/registry.py); Resources builds the backend from its node
+COMPONENTS = (Component("backend", "lucene_schema", LuceneBackendSettings, LuceneBackendSettings._target_),)

@@ -32,6 +32,7 @@ from gear_repro.backends.lucene_bm25 import LuceneBM25
 from gear_repro.backends.tokenize import Snowball, StopWords, Tokenizer, analyse, tokenize_ids
 from gear_repro.types import Ranking
 from gear_repro.utils.arrays import as_float32, top_k_row
+from gear_repro.utils.component import Component
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.io import load_cached
 from gear_repro.utils.paths import cache_dir
@@ -283,3 +284,6 @@ class MemoryBackend:
     def describe(self) -> dict:
         return {"name": self.name, "bm25": self.bm25_params, "dense_dtype": self.dense_dtype,
                 "dense": asdict(self.dense)}
+
+# the registry's declaration (gear_repro/registry.py); Resources builds the backend from its node
+COMPONENTS = (Component("backend", "memory_schema", MemoryBackendSettings, MemoryBackendSettings._target_),)

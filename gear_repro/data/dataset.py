@@ -12,6 +12,7 @@ from gear_repro.data.canonical import load_corpus, load_questions, load_triples
 from gear_repro.data.subset import stratified_subset
 from gear_repro.evaluation.metrics import AnswerMetric
 from gear_repro.types import Passage, Question, Triple
+from gear_repro.utils.component import Component
 from gear_repro.utils.errors import DataError
 from gear_repro.utils.hashing import hash_file
 from gear_repro.utils.io import progress_bars
@@ -244,3 +245,6 @@ def load_dataset(
     selection = question_selection(questions, subset, limit if limit and limit > 0 else None, subset_seed, n_all)
     return Dataset(name=name or root.name, path=root, passages=passages, questions=questions, triples=triples,
                    triples_path=t_path, hashes=hashes, warnings=warnings, selection=selection)
+
+# the registry's declaration (gear_repro/registry.py): the dataset node's settings; Resources loads the data
+COMPONENTS = (Component("dataset", "dataset_schema", DatasetSettings),)

@@ -49,6 +49,7 @@ from gear_repro.embedding.sbert_weights import (
     looks_like_path,
     resolve_model,
 )
+from gear_repro.utils.component import Component
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj, hash_texts, model_path_identity
 from gear_repro.utils.io import atomic_open, load_cached
@@ -485,3 +486,6 @@ class SentenceEmbedder:
             if chunked:
                 remove_parts(parts)
         return vecs
+
+# the registry's declaration (gear_repro/registry.py); Resources builds the embedder from its node
+COMPONENTS = (Component("embedder", "embedder_schema", SentenceEmbedderSettings, SentenceEmbedderSettings._target_),)

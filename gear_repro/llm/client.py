@@ -47,6 +47,7 @@ from gear_repro.llm.ledger import TokenLedger
 from gear_repro.llm.parsing import strip_echo
 from gear_repro.llm.server import LLMServerSettings
 from gear_repro.llm.tokens import count_messages, count_text
+from gear_repro.utils.component import Component
 from gear_repro.utils.concurrency import COMPUTE
 from gear_repro.utils.errors import ConfigError, GearError
 from gear_repro.utils.secrets import header_secret, redact_strings, redact_text, register_query_secrets
@@ -656,3 +657,6 @@ def check_env_name(api_key_env: object) -> None:
 
 def round_s(x: float) -> float:
     return round(x, 4)
+
+# the registry's declaration (gear_repro/registry.py); Resources builds the client from its node
+COMPONENTS = (Component("llm", "llm_schema", LLMClientSettings, LLMClientSettings._target_),)

@@ -5,33 +5,36 @@ never the pipeline or another method's internals."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
 from gear_repro.methods.report_contract import ReportHooks
+from gear_repro.utils.component import Component, load
+
+
+def report_hooks() -> tuple[ReportHooks, ...]:
+    """Every component's report hooks, in the registry's order (the display order of stages and tables): each
+    declaration's ``report`` (gear_repro/registry.py), its ``targets`` the declaration's paths."""
+    from gear_repro.registry import components
+
+    return _hooks(components())
 
 
 @cache
-def report_hooks() -> tuple[ReportHooks, ...]:
-    """Every component's report hooks (docs/ARCHITECTURE.md "Adding a method"), in display order (stages)."""
-    from gear_repro.methods.gear.report import HOOKS as GEAR
-    from gear_repro.methods.griever.report import HOOKS as GRIEVER
-    from gear_repro.methods.hipporag.report import HOOKS as HIPPORAG
-    from gear_repro.methods.ircot import REPORT_HOOKS as IRCOT
-    from gear_repro.methods.single import REPORT_HOOKS as SINGLE
-    from gear_repro.methods.t2rag.report import HOOKS as T2RAG
-
-    return (*GEAR, *SINGLE, *HIPPORAG, *IRCOT, *GRIEVER, *T2RAG)
+def _hooks(declared: tuple[Component, ...]) -> tuple[ReportHooks, ...]:
+    """Per tuple of declarations (a component registered later gives a new tuple)."""
+    return tuple(replace(load(c.report), targets=c.targets) for c in declared if c.report)
 
 
 def agent_hooks(node: Any) -> ReportHooks | None:
     """The hooks of a run's ``agent`` config node; a config without one (or with neither ``_target_`` nor ``name``)
     ran the single-step method."""
-    from gear_repro.methods.report_contract import class_path
-    from gear_repro.methods.single import SingleStep
+    from gear_repro.registry import find
 
     node = node or {}
-    return hooks_for(node if node.get("_target_") or node.get("name") else {"_target_": class_path(SingleStep)})
+    return hooks_for(node if node.get("_target_") or node.get("name") else
+                     {"_target_": find("agent", "single_schema").target})
 
 
 def hooks_for(node: Any) -> ReportHooks | None:

@@ -46,7 +46,6 @@ from gear_repro.methods.report_contract import (
     PaperValue,
     ReportHooks,
     RowParts,
-    class_path,
     detail_table,
     hipporag_label,
     hipporag_uses_retriever,
@@ -61,6 +60,7 @@ from gear_repro.methods.report_contract import (
 )
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Question, Ranking
+from gear_repro.utils.component import Component, Dependency, PlannedCall, PromptSample
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.settings import Choice, Settings, as_dict, num
 from gear_repro.utils.trace import bump
@@ -436,11 +436,45 @@ IRCOT_SETTINGS = (
     *HIPPORAG_SETTINGS,
 )
 
-REPORT_HOOKS = (ReportHooks(targets=(class_path(IRCoTAgent), "gear_repro.methods.ircot.IRCoTAgent"),
-                            names=("ircot", "hipporag_ircot"), label=row_label, stages=("cot",), figure4_stages=("cot",),
-                            summaries=(("ircot_stats", "IRCoT loop statistics", summary_row),),
-                            trace_lines=trace_lines,
-                            question_detail=question_detail, reply_failures=("empty_thoughts",),
-                            paper_settings=IRCOT_SETTINGS,
-                            uses_retriever=lambda c: c.get("agent", {}).get("retriever") != "hipporag"
-                            or hipporag_uses_retriever(c)),)
+REPORT_HOOKS = ReportHooks(names=("ircot", "hipporag_ircot"), label=row_label, stages=("cot",), figure4_stages=("cot",),
+                           summaries=(("ircot_stats", "IRCoT loop statistics", summary_row),),
+                           trace_lines=trace_lines,
+                           question_detail=question_detail, reply_failures=("empty_thoughts",),
+                           paper_settings=IRCOT_SETTINGS,
+                           uses_retriever=lambda c: c.get("agent", {}).get("retriever") != "hipporag"
+                           or hipporag_uses_retriever(c))
+
+
+def ircot_dependencies(node: Any, dep: Dependency) -> dict[str, Any]:
+    """The constructor's dependencies: the run's passage retriever, or HippoRAG for ``agent.retriever=hipporag``
+    (HippoRAG w/ IRCoT; IRCoTAgentSettings always sets it)."""
+    via_hipporag = node.retriever == "hipporag"
+    return {"llm": dep("llm"), "passage_by_id": dep("passage_by_id"), "question_ids": dep("question_ids"),
+            "base_retriever": None if via_hipporag else dep("retriever"),
+            "hipporag": dep("hipporag") if via_hipporag else None}
+
+
+def ircot_plan(cfg: Any) -> list[PlannedCall]:
+    """A question's CoT calls at most: one per round to ``agent.max_rounds``, each over ``agent.top_k`` passages
+    and the demonstrations the agent puts in every prompt."""
+    from omegaconf import OmegaConf
+
+    rounds = int(OmegaConf.select(cfg, "agent.max_rounds", default=1) or 1)
+    top_k = int(OmegaConf.select(cfg, "agent.top_k", default=10) or 10)
+    num_demo = OmegaConf.select(cfg, "agent.num_demo", default=1)
+    pool = str(OmegaConf.select(cfg, "agent.demos", default="musique"))
+
+    @cache  # read when the first prompt is made (a plan is also asked for its counts only)
+    def demos() -> str:
+        demos = load_demos(pool)
+        return format_demos(demos if num_demo is None else demos[: int(num_demo)])
+
+    def values(s: PromptSample) -> dict[str, Any]:
+        return {"demos": demos(), "passages": s.passages, "question": s.question, "thoughts": ""}
+
+    return [PlannedCall("ircot", rounds, top_k, values)]
+
+
+# the registry's declaration (gear_repro/registry.py)
+COMPONENTS = (Component("agent", "ircot_schema", IRCoTAgentSettings, IRCoTAgentSettings._target_,
+                        wiring=ircot_dependencies, report=f"{__name__}:REPORT_HOOKS", llm_plan=ircot_plan),)

@@ -1,4 +1,4 @@
-"""The report contract of the methods (docs/ARCHITECTURE.md "Adding a method"): :class:`ReportHooks`, which every
+"""The report contract of the methods (docs/ARCHITECTURE.md "Add a method"): :class:`ReportHooks`, which every
 method declares in its folder, and the helpers its hooks build labels, paper settings and walk-throughs with.
 
 A leaf of the methods layer (it imports none of it; only the metrics below), so the methods that declare hooks and

@@ -18,11 +18,11 @@ from gear_repro.methods.report_contract import (
     PaperValue,
     ReportHooks,
     RowParts,
-    class_path,
     with_notes,
 )
-from gear_repro.retrieval.base import BM25Retriever, ComposedRetriever, HybridRetriever, Retriever
+from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Question
+from gear_repro.utils.component import Component
 from gear_repro.utils.settings import Settings, num
 
 
@@ -116,15 +116,14 @@ def row_label(config: Mapping[str, Any], parts: RowParts) -> str:
 
 # The base retrievers of Table 2's rows, as GEAR App. B.1 ran them on Elasticsearch: BM25 at ES's k1/b, the hybrid's
 # RRF with k = 60 (Cormack et al., as Eq. 3), and GRIEVER's Composed (its BM25); their settings count for every
-# method that retrieves with them (targets: the class and the package path the retriever configs name)
-BASE_RETRIEVER_HOOKS = (
-    ReportHooks(targets=(class_path(BM25Retriever), "gear_repro.retrieval.BM25Retriever"), paper_settings=BM25_SETTINGS),
-    ReportHooks(targets=(class_path(HybridRetriever), "gear_repro.retrieval.HybridRetriever"),
-                paper_settings=(*BM25_SETTINGS, PaperValue("retriever.k_rrf", "RRF k {value}", 60))),
-    # GRIEVER's Composed baseline (§4.2.2): BM25 candidates re-scored densely
-    ReportHooks(targets=(class_path(ComposedRetriever), "gear_repro.retrieval.ComposedRetriever"),
-                paper_settings=BM25_SETTINGS),
-)
+# method that retrieves with them (their declarations, retrieval/base.py, name these hooks and give their targets)
+BM25_HOOKS = ReportHooks(paper_settings=BM25_SETTINGS)
+HYBRID_HOOKS = ReportHooks(paper_settings=(*BM25_SETTINGS, PaperValue("retriever.k_rrf", "RRF k {value}", 60)))
+COMPOSED_HOOKS = ReportHooks(paper_settings=BM25_SETTINGS)  # GRIEVER's Composed baseline (§4.2.2): BM25 re-scored densely
 
-REPORT_HOOKS = (ReportHooks(targets=(class_path(SingleStep), "gear_repro.methods.single.SingleStep"), names=("single",),
-                            label=row_label), *BASE_RETRIEVER_HOOKS)
+REPORT_HOOKS = ReportHooks(names=("single",), label=row_label)
+
+# the registry's declaration (gear_repro/registry.py): built with the run's retriever and expansion (by name); no
+# LLM call of its own (a SyncGE expansion's reads are not estimated)
+COMPONENTS = (Component("agent", "single_schema", SingleStepSettings, SingleStepSettings._target_,
+                        report=f"{__name__}:REPORT_HOOKS", llm_plan=lambda cfg: []),)

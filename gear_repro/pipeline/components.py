@@ -35,6 +35,8 @@ DEPENDENCIES: Mapping[str, str] = {
     "triple_collection": "the indexed triples (a Collection)",
     "triple_index": "the triple graph (core/triple_graph.py)",
     "question_ids": "the run's question ids, in order",
+    "hipporag": "the run's HippoRAG retriever (`hipporag` group; a Searcher)",
+    "beam": "the `beam` group's settings (GEAR's triple beam search, Alg. 1)",
 }
 
 

@@ -22,33 +22,37 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
-from tqdm import tqdm
 
 from gear_repro.config import to_container, validate
-from gear_repro.data.dataset import check_gold_answers
 from gear_repro.evaluation.aggregate import aggregate
 from gear_repro.evaluation.metrics import answer_metric_for
 from gear_repro.extraction import EXTRACTION_LOG
-from gear_repro.llm.ledger import call_scope, tags
+from gear_repro.llm.ledger import call_scope
 from gear_repro.methods import is_figure2_reference
-from gear_repro.methods.base import Method, MethodOutput
+from gear_repro.methods.base import Method
 from gear_repro.pipeline import capacity
 from gear_repro.pipeline import run_folder as rf
+from gear_repro.pipeline.preflight import preflight
+from gear_repro.pipeline.progress import QuestionBar
+from gear_repro.pipeline.question import run_question
 from gear_repro.pipeline.resources import Resources
 from gear_repro.pipeline.resume import code_history, data_fingerprint, load_finished, what_differs
 from gear_repro.pipeline.run_folder import PREDICTIONS
 from gear_repro.pipeline.setting import data_setting, run_setting
-from gear_repro.pipeline.wiring import build_method, build_qa_reader, check_components
+from gear_repro.pipeline.wiring import build_qa_reader, check_components, run_method
 from gear_repro.prompts import prompts_hash
-from gear_repro.qa.reader import AnswerReader, pass_for_qa, score_answer
+from gear_repro.qa.reader import AnswerReader
 from gear_repro.types import Question
 from gear_repro.utils.concurrency import COMPUTE
-from gear_repro.utils.errors import ComponentError, ConfigError, OutputError
+from gear_repro.utils.errors import ConfigError, OutputError
 from gear_repro.utils.hashing import hash_obj
-from gear_repro.utils.io import JsonlAppender, require_writable_dir, write_failure
+from gear_repro.utils.io import JsonlAppender, require_writable_dir
 from gear_repro.utils.lock import RunDirLock, RunDirTaken
 from gear_repro.utils.provenance import environment
 from gear_repro.utils.secrets import redact_text
+
+__all__ = ["QUESTION_THREADS", "QuestionBar", "Runner", "preflight", "question_ids_hash", "record_failure",
+           "run_question"]
 
 log = logging.getLogger("gear_repro")
 
@@ -81,73 +85,6 @@ def record_failure(run_dir: Path, exc: BaseException) -> None:
         "error": redact_text(f"{type(exc).__name__}: {exc}"), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "traceback": redact_text("".join(traceback.format_exception(exc, limit=-8))),
         "host": socket.gethostname(), "slurm": slurm_job()})
-
-
-def preflight(cfg: DictConfig, res: Resources, method: Method, qa_reader: AnswerReader | None, *,
-              gold: bool = True) -> None:
-    """Configuration errors found at start-up, before any question runs (issue 9 §2): beam options,
-    scorer name and scorer options, ``run.workers``, the LLM's credentials when the method (``needs_llm``) or QA uses it, that the
-    prompts of the method and the QA reader fit ``llm.context_window`` without passages, and (last: the machine,
-    not the config) that the embedder's weights can be found when the run embeds. ``gold=False`` (the API's
-    one-off questions) skips the check that every question has a gold answer."""
-    from gear_repro.methods.gear.beam_search import BeamConfig
-    from gear_repro.methods.gear.scorers import scorer_options
-
-    if cfg.get("beam") is not None:
-        beam = BeamConfig.from_any(cfg.beam)
-        scorer_options(beam.scorer, beam.scorer_options)
-    if int(cfg.run.workers) < 1:
-        raise ConfigError(f"run.workers must be >= 1 (got {cfg.run.workers})")
-    if method.answers_questions and qa_reader is not None and \
-            str(OmegaConf.select(cfg, "qa_reader.mode", default="retrieved")) != "retrieved":
-        raise ConfigError(f"qa_reader.mode={cfg.qa_reader.mode} is a bound of the K.3 reader, but this method "
-                          "answers with its own prompt (the reader is not used; its row would stand as the paper's "
-                          "bound): run the bound with agent=single, or drop qa_reader.mode")
-    if gold and (qa_reader is not None or method.answers_questions):
-        check_gold_answers(res.dataset, "qa=true" if qa_reader is not None and not method.answers_questions
-                           else "agent.answer=false")
-    if cfg.get("llm") is not None and (qa_reader is not None or method.needs_llm):
-        res.llm.check_ready()
-    # the prompts without passages must fit llm.context_window (llm/context.py)
-    method.check_prompts(res.dataset.questions)
-    if qa_reader is not None:
-        qa_reader.check_prompts(res.dataset.questions)
-    if res.needs_vectors and (embedder := res.built("embedder")) is not None:
-        embedder.check_ready()  # the weights exist, before every question fails on the same missing model
-    capacity.check_run(cfg, res, triples=capacity.uses_triples(cfg))  # disk and memory for the caches, before encoding
-
-
-class QuestionBar:
-    """The per-question progress bar: questions done, elapsed time, seconds per question and the ETA, both measured
-    from the first finished question on. The first question also pays the run's lazy set-up (an embedder loaded, a
-    corpus encoded, an index built: minutes), so an ETA from it would say hundreds of hours; until a second
-    question has finished the ETA reads "?"."""
-
-    def __init__(self, total: int, desc: str, *, disable: bool = False, clock: Callable[[], float] = time.monotonic,
-                 file: object = None) -> None:
-        self.total, self.clock = total, clock
-        self.finished = 0  # counted here: a disabled tqdm counts nothing
-        self.first: float | None = None  # when the first question finished
-        self.bar = tqdm(total=total, desc=desc, disable=disable, unit="q", dynamic_ncols=True, file=file,
-                        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]", postfix="eta ?")
-
-    def done(self) -> None:
-        """One more question finished."""
-        now = self.clock()
-        self.finished += 1
-        if self.first is None:
-            self.first = now
-        else:
-            per = (now - self.first) / (self.finished - 1)
-            eta = tqdm.format_interval(per * (self.total - self.finished))
-            self.bar.set_postfix_str(f"{per:.1f} s/q, eta {eta}", refresh=False)
-        self.bar.update(1)
-
-    def __enter__(self) -> QuestionBar:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.bar.close()
 
 
 class Runner:
@@ -350,7 +287,7 @@ class Runner:
         if done is not None:
             return done
         # a method object given to the API (gear_repro.api.Pipeline) is the run's method; else the config's
-        method = self.res.shared("method", lambda: build_method(cfg, self.res))
+        method = run_method(self.res)
         qa_reader = build_qa_reader(cfg, self.res)
         self.preflight(method, qa_reader)
         prompts = self._check_prompts(previous, PREDICTIONS) if qa_reader is not None or method.needs_llm else {}
@@ -450,64 +387,3 @@ class Runner:
     def _one(self, q: Question, method, qa_reader, calls: list[dict]) -> dict:
         """One question's record; ``calls`` collects its LLM calls (:func:`~gear_repro.llm.ledger.call_scope`)."""
         return run_question(self.cfg, self.res, q, method, qa_reader, calls, self.answer_metric)[0]
-
-
-def run_question(cfg: DictConfig, res: Resources, q: Question, method: Method, qa_reader: AnswerReader | None,
-                 calls: list[dict], answer_metric: str) -> tuple[dict, MethodOutput | None]:
-    """One question's predictions.jsonl record and the method's final output (its ranking's scores, which the
-    record does not keep; None when the question errored): the runner's per-question step, which the Python API
-    (:class:`gear_repro.api.Pipeline`) calls too, so one question gives the same record either way. ``calls``
-    collects its LLM calls (:func:`~gear_repro.llm.ledger.call_scope`)."""
-    rec: dict = {"id": q.id, "question": q.question, "gold_ids": q.gold_ids, "answers": q.answers, "type": q.type}
-    t0 = time.perf_counter()
-    with tags(k=None):  # Fig. 4: each call is tagged with the k of its matched-k pass (None outside one)
-        final = _question_body(cfg, q, method, qa_reader, answer_metric, rec)
-    if res.built("llm") is not None:  # `calls` holds this question's own copies of the records
-        rec["llm_calls"] = calls
-    rec["timings"] = {"total_s": time.perf_counter() - t0}
-    return rec, (final if "error" not in rec else None)
-
-
-def _question_body(cfg: DictConfig, q: Question, method: Method, qa_reader: AnswerReader | None,
-                   answer_metric: str, rec: dict) -> MethodOutput | None:
-    """Fill ``rec`` with the method's rankings, rounds, trace and answer (or the error); the final output."""
-    final = None
-    ks = sorted(cfg.run.ks)
-    try:
-        rankings: dict[str, list[str]] = {}
-        if method.k_dependent and cfg.run.matched_k:
-            outs = {}
-            for k in ks:
-                with tags(k=k):
-                    outs[k] = method.run(q, k)
-            for k, o in outs.items():
-                rankings[str(k)] = o.ranking.ids[: cfg.run.save_depth]
-            final = outs[ks[-1]]
-            # Table 3: QA reads the top passages of the pass whose k matches them (k=5), not the k=15 pass
-            qa_source = outs[pass_for_qa(ks, qa_reader.top_k)] if qa_reader else final
-            rec["trace"] = {str(k): o.trace for k, o in outs.items()}
-        else:
-            final = method.run(q, cfg.run.base_k or ks[-1])
-            qa_source = final
-            rec["trace"] = final.trace
-        rankings["final"] = final.ranking.ids[: cfg.run.save_depth]
-        rec["rankings"] = rankings
-        rec["rounds"] = final.rounds
-        if final.answer is not None:  # the method answered by itself (T²RAG): score that answer
-            rec.update(score_answer(q, final.answer.text, answer_metric), qa_raw=final.answer.raw,
-                       qa_mode="method")
-        elif qa_reader is not None:
-            rec.update(qa_reader.answer(q, qa_source.ranking.ids, answer_metric))
-    except Exception as e:  # one bad question never loses the run; scored as a miss, retried on resume
-        if cfg.run.fail_fast:
-            raise
-        failed = write_failure(e)
-        if failed is e or isinstance(e, ComponentError):  # every later question would fail the same way (after
-            raise  # redoing its work: a corpus encode)
-        if failed is not None:
-            raise failed from e
-        log.error("question %s failed: %s", q.id, e)
-        rec["error"] = redact_text(f"{type(e).__name__}: {e}")
-        rec["traceback"] = redact_text(traceback.format_exc(limit=5))
-        rec.setdefault("rankings", {"final": []})
-    return final

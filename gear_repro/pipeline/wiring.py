@@ -1,12 +1,15 @@
 """Wiring: the one place that turns the run config into objects (docs/ARCHITECTURE.md "Contracts").
 
 Every component takes what it uses as named constructor arguments; this module hands them over. A config node's
-``_target_`` class picks its wiring function from :func:`wirings` (the first class of its MRO with an entry, so a
-subclass inherits its parent's wiring); the function builds the object as
-``instantiate(node, _partial_=True)(**dependencies)``: the node's own settings converted exactly as Hydra does,
-the dependencies (retrievers, collections, the LLM, dataset pieces) passed as they are, never copied into a config.
-Shared objects come from :class:`~gear_repro.pipeline.resources.Resources` (built lazily, cached); objects the
-wiring builds once per run (retrievers, HippoRAG's graph) are cached there too (``Resources.shared``).
+``_target_`` class finds its declaration in the registry (:mod:`gear_repro.registry`; the first class of its MRO
+declared there, so a subclass is wired as its parent), which says how: a function of the node giving the
+dependencies, or the constructor's argument names (:data:`~gear_repro.pipeline.components.DEPENDENCIES`). The
+object is built as ``instantiate(node, _partial_=True)(**dependencies)``: the node's own settings converted exactly
+as Hydra does, the dependencies (retrievers, collections, the LLM, dataset pieces) passed as they are, never copied
+into a config. A user's class of no declaration that subclasses its group's base
+(:mod:`gear_repro.pipeline.components`) is built by argument name too. Shared objects come from
+:class:`~gear_repro.pipeline.resources.Resources` (built lazily, cached); objects the wiring builds once per run
+(retrievers, HippoRAG's graph) are cached there too (``Resources.shared``).
 
 Run-level values reach a component by interpolation in its YAML (``max_rounds: ${dataset.max_rounds}``); no
 component receives the config or ``Resources``.
@@ -15,23 +18,23 @@ component receives the config or ``Resources``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
 from typing import Any
 
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from gear_repro.embedding.embedder import Embedder, SentenceEmbedder
 from gear_repro.methods.base import Expansion, Method, MethodOutput
 from gear_repro.pipeline.resources import Resources, target_class
 from gear_repro.qa.reader import AnswerReader
+from gear_repro.registry import component_for, find
 from gear_repro.retrieval.base import Retriever
+from gear_repro.utils.component import Component
 from gear_repro.utils.errors import ConfigError
 
-__all__ = ["Method", "MethodOutput", "build_expansion", "build_method", "build_qa_reader", "check_components",
-           "hipporag", "locate", "passage_retriever", "target_class", "triple_retriever", "wirings"]
+__all__ = ["Method", "MethodOutput", "answer_reader", "build", "build_expansion", "carry_over", "provide", "run_method", "build_method", "build_qa_reader", "build_retriever",
+           "check_components", "declaration", "hipporag", "locate", "passage_retriever", "target_class",
+           "triple_retriever"]
 
-Wiring = Callable[[DictConfig, Resources], Any]  # (the component's config node, the run's resources) -> object
 
 
 def _make(node: DictConfig, recursive: bool = True, **deps: Any) -> Any:
@@ -39,21 +42,57 @@ def _make(node: DictConfig, recursive: bool = True, **deps: Any) -> Any:
     return instantiate(node, _partial_=True, _recursive_=recursive)(**deps)
 
 
-def _wire(node: DictConfig, res: Resources, group: str) -> Any:
-    cls = target_class(node)
-    table = wirings()
+def declaration(cls: type | None) -> Component | None:
+    """The registry's declaration of ``cls`` or, for a subclass of a declared class, of the first such class of its
+    MRO (a subclass is wired as its parent)."""
     for klass in (cls.__mro__ if cls is not None else ()):
-        if klass in table:
-            return table[klass](node, res)
-    raise ConfigError(f"{group}: no wiring for {node.get('_target_')!r}; subclass gear_repro.api.BaseMethod "
-                      "(or BaseExpansion) for a component of your own, or add its class to "
-                      "gear_repro/pipeline/wiring.py:wirings()")
+        found = component_for(f"{klass.__module__}.{klass.__qualname__}")
+        if found is not None:
+            return found
+    return None
+
+
+def build(node: DictConfig, res: Resources, group: str, **given: Any) -> Any:
+    """The component a config node names, built from its declaration: its ``wiring`` or its constructor's argument
+    names (``given``: dependencies the caller has, e.g. a retriever's collection); a class of no declaration that
+    subclasses the group's user base is built by argument name too (a retriever's rankings then checked)."""
+    cls = target_class(node)
+    found = declaration(cls)
+    if found is not None and found.group == group:
+        deps = (found.wiring(node, lambda name: _dependency(name, res)) if found.wiring is not None
+                else _dependencies(node, res, **given))
+        return _make(node, recursive=found.recursive, **{**given, **deps})
+    if cls is not None and _user_base(group) is not None and issubclass(cls, _user_base(group)):
+        if group == "retriever":
+            from gear_repro.pipeline.components import CheckedRetriever
+
+            collection = given["collection"]
+            return CheckedRetriever(_make(node, **_dependencies(node, res, **given)), frozenset(collection.ids),
+                                    collection.name)
+        return _make(node, recursive=False, **_dependencies(node, res))
+    base = _BASES.get(group, ("gear_repro.BaseMethod", ""))[0]
+    raise ConfigError(f"{group}: no wiring for {node.get('_target_')!r}; subclass {base} for a component of your "
+                      "own, or declare its class in the registry (gear_repro/registry.py)")
+
+
+# the keys of the objects the wiring builds once per run (Resources.shared)
+_PASSAGE_RETRIEVER, _TRIPLE_RETRIEVER, _HIPPORAG, _METHOD, _QA_READER = (
+    "passage_retriever", "triple_retriever", "hipporag", "method", "qa_reader")
 
 
 # -- the config's classes, checked before any data loads ------------------------------------------------------
 # group -> (the class a component of that group must subclass, what it is)
 _BASES = {"retriever": ("gear_repro.BaseRetriever", "retriever"), "expansion": ("gear_repro.BaseExpansion", "expansion"),
           "agent": ("gear_repro.BaseMethod", "method"), "qa_reader": ("gear_repro.qa.QAReader", "QA reader")}
+
+
+def _user_base(group: str) -> type | None:
+    """The base class a user's component of ``group`` subclasses to be wired by argument name (None: the group has
+    none: its components are the registry's only)."""
+    from gear_repro.pipeline import components
+
+    return {"retriever": components.BaseRetriever, "expansion": components.BaseExpansion,
+            "agent": components.BaseMethod}.get(group)
 
 
 def locate(path: str, key: str) -> Any:
@@ -105,8 +144,9 @@ def check_components(cfg: DictConfig) -> None:
         group = "retriever" if key == "retriever.triple_retriever" else key
         if group not in _BASES or not isinstance(obj, type):
             continue
-        table = _retriever_wirings() if group == "retriever" else wirings()
-        if not any(klass in table for klass in obj.__mro__):
+        found = declaration(obj)
+        base = _user_base(group)
+        if not (found is not None and found.group == group) and not (base is not None and issubclass(obj, base)):
             base, what = _BASES[group]
             raise ConfigError(f"{key}._target_={path}: {obj.__name__} does not subclass {base}; a {what} of your own "
                               f"must, so the wiring can hand its constructor what it names (gear_repro/pipeline/"
@@ -119,48 +159,14 @@ def _retriever_node(node: DictConfig) -> DictConfig:
     return OmegaConf.masked_copy(node, [k for k in node if k != "triple_retriever"])
 
 
-def _base_retriever(node: DictConfig, res: Resources, collection: Any) -> Retriever:
-    return _make(_retriever_node(node), collection=collection, embedder=res.embedder)
-
-
-def _griever_retriever(node: DictConfig, res: Resources, collection: Any) -> Retriever:
-    ds = res.dataset
-    return _make(_retriever_node(node), collection=collection, embedder=res.embedder, passages=ds.passages,
-                 triples=ds.triples, backend=res.backend)
-
-
-def _user_retriever(node: DictConfig, res: Resources, collection: Any) -> Retriever:
-    """A user's retriever (a :class:`~gear_repro.pipeline.components.BaseRetriever`): its constructor's dependencies by
-    name, the collection among them), its rankings checked against the collection's ids."""
-    from gear_repro.pipeline.components import CheckedRetriever
-
-    return CheckedRetriever(_make(_retriever_node(node), **_dependencies(node, res, collection=collection)),
-                            frozenset(collection.ids), collection.name)
-
-
-def _retriever_wirings() -> dict[type, Callable[[DictConfig, Resources, Any], Retriever]]:
-    from gear_repro.methods.griever.retriever import GrieverRetriever
-    from gear_repro.pipeline.components import BaseRetriever
-    from gear_repro.retrieval.base import BM25Retriever, ComposedRetriever, DenseRetriever, HybridRetriever
-
-    return {BM25Retriever: _base_retriever, DenseRetriever: _base_retriever, HybridRetriever: _base_retriever,
-            ComposedRetriever: _base_retriever, GrieverRetriever: _griever_retriever, BaseRetriever: _user_retriever}
-
-
 def build_retriever(node: DictConfig, res: Resources, collection: Any) -> Retriever:
     """A retriever config over ``collection`` (passages or triples)."""
-    cls = target_class(node)
-    table = _retriever_wirings()
-    for klass in (cls.__mro__ if cls is not None else ()):
-        if klass in table:
-            return table[klass](node, res, collection)
-    raise ConfigError(f"retriever: no wiring for {node.get('_target_')!r}; subclass gear_repro.api.BaseRetriever "
-                      "for a retriever of your own, or add its class to gear_repro/pipeline/wiring.py:_retriever_wirings()")
+    return build(_retriever_node(node), res, "retriever", collection=collection)
 
 
 def passage_retriever(res: Resources) -> Retriever:
     """h_base over the passages C: the ``retriever`` group (built once per run)."""
-    return res.shared("passage_retriever", lambda: build_retriever(res.cfg.retriever, res, res.passages))
+    return res.shared(_PASSAGE_RETRIEVER, lambda: build_retriever(res.cfg.retriever, res, res.passages))
 
 
 def triple_retriever(res: Resources) -> Retriever:
@@ -168,16 +174,7 @@ def triple_retriever(res: Resources) -> Retriever:
     config when it has one (GRIEVER retrieves passages only; its YAML names the hybrid retriever for T)."""
     rcfg = res.cfg.retriever
     node = rcfg.triple_retriever if rcfg.get("triple_retriever") else rcfg
-    return res.shared("triple_retriever", lambda: build_retriever(node, res, res.triples))
-
-
-def _phrase_encoder(setting: Any) -> Embedder | None:
-    """``hipporag.encoder``: None (the run's embedder), a model name, or an embedder config node."""
-    if setting is None:
-        return None
-    if isinstance(setting, str):
-        return SentenceEmbedder(model=setting, show_progress=False)
-    return instantiate(setting)
+    return res.shared(_TRIPLE_RETRIEVER, lambda: build_retriever(node, res, res.triples))
 
 
 def hipporag(res: Resources) -> Any:
@@ -185,61 +182,10 @@ def hipporag(res: Resources) -> Any:
     node = res.cfg.get("hipporag")
     if node is None:
         raise ConfigError("this run needs HippoRAG but no `hipporag` config is selected (agent=hipporag|hipporag_ircot)")
-
-    def build() -> Any:  # the node went through HippoRAGSettings: every setting is present, with its default
-        v2 = node.version == "v2"
-        fallback = node.no_entity_fallback == "retriever"
-        ds = res.dataset
-        return _make(node, recursive=False, passages=ds.passages, triples=ds.triples, embedder=res.embedder,
-                     llm=None if v2 else res.llm, fallback_retriever=passage_retriever(res) if fallback else None,
-                     passage_collection=res.passages if v2 else None, triple_collection=res.triples if v2 else None,
-                     encoder=_phrase_encoder(node.get("encoder")))
-
-    return res.shared("hipporag", build, provenance=True)
+    return res.shared(_HIPPORAG, lambda: build(node, res, "hipporag"), provenance=True)
 
 
 # -- expansions and methods ---------------------------------------------------------------------------------
-def _no_expansion(node: DictConfig, res: Resources) -> Expansion:
-    return _make(node)
-
-
-def _graph_expansion(node: DictConfig, res: Resources) -> Expansion:
-    return _make(node, triple_index=res.triple_index, embedder=res.embedder, beam=res.cfg.get("beam"))
-
-
-def _sync_expansion(node: DictConfig, res: Resources) -> Expansion:
-    return _make(node, triple_index=res.triple_index, embedder=res.embedder, beam=res.cfg.get("beam"),
-                 triple_retriever=triple_retriever(res), llm=res.llm, passage_by_id=res.dataset.passage_by_id)
-
-
-def _single_step(node: DictConfig, res: Resources) -> Method:
-    return _make(node, recursive=False, retriever=passage_retriever(res), expansion=build_expansion(res))
-
-
-def _gear(node: DictConfig, res: Resources) -> Method:
-    return _make(node, recursive=False, retriever=passage_retriever(res), triple_retriever=triple_retriever(res),
-                 triple_index=res.triple_index, llm=res.llm, passage_by_id=res.dataset.passage_by_id,
-                 expansion=build_expansion(res))
-
-
-def _hipporag_method(node: DictConfig, res: Resources) -> Method:
-    return _make(node, recursive=False, hipporag=hipporag(res))
-
-
-def _ircot(node: DictConfig, res: Resources) -> Method:
-    via_hipporag = node.retriever == "hipporag"  # IRCoTAgentSettings: always set
-    return _make(node, recursive=False, llm=res.llm, passage_by_id=res.dataset.passage_by_id,
-                 question_ids=[q.id for q in res.dataset.questions],
-                 base_retriever=None if via_hipporag else passage_retriever(res),
-                 hipporag=hipporag(res) if via_hipporag else None)
-
-
-def _t2rag(node: DictConfig, res: Resources) -> Method:
-    ds = res.dataset
-    return _make(node, recursive=False, llm=res.llm, embedder=res.embedder, triple_collection=res.triples,
-                 triples=ds.triples, passage_by_id=ds.passage_by_id)
-
-
 def _dependency(name: str, res: Resources) -> Any:
     """The object a user component's constructor argument ``name`` asks for (pipeline/components.py:DEPENDENCIES)."""
     ds = res.dataset
@@ -249,7 +195,8 @@ def _dependency(name: str, res: Resources) -> Any:
         "backend": lambda: res.backend, "passages": lambda: ds.passages, "triples": lambda: ds.triples,
         "passage_by_id": lambda: ds.passage_by_id, "passage_collection": lambda: res.passages,
         "triple_collection": lambda: res.triples, "triple_index": lambda: res.triple_index,
-        "question_ids": lambda: [q.id for q in ds.questions]}
+        "question_ids": lambda: [q.id for q in ds.questions], "beam": lambda: res.cfg.get("beam"),
+        "hipporag": lambda: hipporag(res)}
     return build[name]()
 
 
@@ -268,55 +215,55 @@ def _dependencies(node: DictConfig, res: Resources, **given: Any) -> dict[str, A
             continue
         if name in given:
             out[name] = given[name]
-        elif name in DEPENDENCIES and name != "collection":
+        elif name in DEPENDENCIES and name != "collection":  # a retriever's collection is given
             out[name] = _dependency(name, res)
     return out
 
 
-def _user_component(node: DictConfig, res: Resources) -> Any:
-    """A user's method or expansion (:mod:`gear_repro.pipeline.components` base classes): dependencies by name."""
-    return _make(node, recursive=False, **_dependencies(node, res))
-
-
-def _qa_reader(node: DictConfig, res: Resources) -> AnswerReader:
-    return _make(node, recursive=False, llm=res.llm, passage_by_id=res.dataset.passage_by_id)
-
-
-@cache
-def wirings() -> dict[type, Wiring]:
-    """Component class -> its wiring function: every class a config's ``_target_`` may name (methods, expansions,
-    the QA reader). A new method of the harness adds one entry here; a user's own method or expansion subclasses
-    :class:`~gear_repro.pipeline.components.BaseMethod` / ``BaseExpansion`` and is found by that base class."""
-    from gear_repro.methods.gear.agent import GearAgent
-    from gear_repro.methods.gear.expansion import GraphExpansion, NoExpansion, SyncGE
-    from gear_repro.methods.hipporag.method import HippoRAGMethod
-    from gear_repro.methods.ircot import IRCoTAgent
-    from gear_repro.methods.single import SingleStep
-    from gear_repro.methods.t2rag.method import T2RAGAgent
-    from gear_repro.pipeline.components import BaseExpansion, BaseMethod
-    from gear_repro.qa.reader import QAReader
-
-    return {NoExpansion: _no_expansion, GraphExpansion: _graph_expansion, SyncGE: _sync_expansion,
-            SingleStep: _single_step, GearAgent: _gear, HippoRAGMethod: _hipporag_method, IRCoTAgent: _ircot,
-            T2RAGAgent: _t2rag, QAReader: _qa_reader, BaseMethod: _user_component, BaseExpansion: _user_component}
-
-
 def build_expansion(res: Resources) -> Expansion:
-    """The run's graph expansion (``expansion`` group with the ``beam`` group); NoExpansion when unset."""
-    from gear_repro.methods.gear.expansion import NoExpansion
-
+    """The run's graph expansion (``expansion`` group with the ``beam`` group); the ``none`` option's class when
+    unset."""
     node = res.cfg.get("expansion")
     if not node:
-        return NoExpansion()
-    return _wire(node, res, "expansion")
+        return locate(find("expansion", "none_schema").target, "expansion._target_")()
+    return build(node, res, "expansion")
 
 
 def build_method(cfg: DictConfig, res: Resources) -> Method:
-    """The run's method from ``cfg.agent`` (``res.cfg`` is the config the resources build from; ``cfg`` is kept
-    for the callers' symmetry and must be the same run's)."""
-    return _wire(cfg.agent, res, "agent")
+    """A method from ``cfg.agent`` (``res.cfg`` is the config the resources build from; ``cfg`` is kept for the
+    callers' symmetry and must be the same run's); :func:`run_method` is the run's, built once."""
+    return build(cfg.agent, res, "agent")
+
+
+def run_method(res: Resources) -> Method:
+    """The run's method: the one handed to :func:`provide`, else built from ``agent`` once."""
+    return res.shared(_METHOD, lambda: build_method(res.cfg, res))
+
+
+def answer_reader(res: Resources) -> AnswerReader:
+    """The ``qa_reader`` config's reader, built once, whether or not the run has ``qa=true`` (the API's one-off
+    answers)."""
+    return res.shared(_QA_READER, lambda: build(res.cfg.qa_reader, res, "qa_reader"))
+
+
+def provide(res: Resources, *, retriever: Retriever | None = None, triple_retriever: Retriever | None = None,
+            method: Method | None = None) -> None:
+    """Objects of the caller's own in place of the config's passage retriever, triple retriever or method (the
+    Python API's ``retriever=``/``method=``), before anything is built from ``res``. A retriever of your own is
+    handed over as it is: wrap it in :class:`~gear_repro.pipeline.components.CheckedRetriever` to have its rankings
+    checked."""
+    for key, value in ((_PASSAGE_RETRIEVER, retriever), (_TRIPLE_RETRIEVER, triple_retriever), (_METHOD, method)):
+        if value is not None:
+            res.shared(key, lambda value=value: value)
+
+
+def carry_over(old: Resources, new: Resources, *, method: bool) -> None:
+    """Hand ``new`` (the same config over other questions) the retrievers ``old`` built (an index built once) and,
+    with ``method``, its method."""
+    provide(new, retriever=old.built(_PASSAGE_RETRIEVER), triple_retriever=old.built(_TRIPLE_RETRIEVER),
+            method=old.built(_METHOD) if method else None)
 
 
 def build_qa_reader(cfg: DictConfig, res: Resources) -> AnswerReader | None:
     """The K.3 QA reader when ``qa=true`` (else None)."""
-    return _wire(cfg.qa_reader, res, "qa_reader") if cfg.get("qa") else None
+    return build(cfg.qa_reader, res, "qa_reader") if cfg.get("qa") else None

@@ -24,6 +24,7 @@ from gear_repro.evaluation.metrics import exact_match, f1_score
 from gear_repro.llm.base import LLM
 from gear_repro.llm.context import check_fits, fit_passages
 from gear_repro.types import Passage, Question
+from gear_repro.utils.component import Component, PlannedCall
 from gear_repro.utils.settings import Choice, Settings, as_dict, num
 
 PAPER_QA_TOP_K = 5  # GEAR Table 3: "QA top-5 passages" (App. K.3) of the k = 5 pass
@@ -163,3 +164,16 @@ class QAReader:
         ans = extract_answer(reply.text)
         return {**score_answer(question, ans, metric), "qa_raw": reply.text, "qa_mode": self.mode,
                 "qa_passages": ids[: len(ids) - dropped], "qa_dropped": dropped}
+
+
+def qa_plan(cfg: Any) -> list[PlannedCall]:
+    """The reader's LLM call of a question (``qa=true``): one K.3 prompt over ``qa_reader.top_k`` passages."""
+    from omegaconf import OmegaConf
+
+    top_k = int(OmegaConf.select(cfg, "qa_reader.top_k", default=5) or 5)
+    return [PlannedCall("qa", 1, top_k, lambda s: {"passages": s.passages, "question": s.question})]
+
+
+# the registry's declaration (gear_repro/registry.py)
+COMPONENTS = (Component("qa_reader", "qa_reader_schema", QAReaderSettings, QAReaderSettings._target_,
+                        aliases=("gear_repro.qa.reader.QAReader",), llm_plan=qa_plan),)

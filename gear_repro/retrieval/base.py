@@ -15,6 +15,7 @@ import numpy as np
 from gear_repro.backends.base import Collection
 from gear_repro.core.fusion import RRF_K, rrf
 from gear_repro.types import Ranking
+from gear_repro.utils.component import Component
 from gear_repro.utils.settings import Settings, num
 
 
@@ -178,3 +179,19 @@ class ComposedRetriever(_Base):
             order = np.argsort(-sims, kind="stable")[:k]
             out.append(Ranking([cands.ids[i] for i in order], [float(sims[i]) for i in order]))
         return out
+
+
+def _retriever(schema: str, settings: type, hooks: str | None = None) -> Component:
+    """A base retriever's declaration: its configs name the package path, its class lives here; the wiring hands it
+    ``collection`` and ``embedder`` by name. Its report hooks (BM25's paper settings) are with the single-step
+    method's (methods/single.py), above this layer."""
+    name = settings._target_.rsplit(".", 1)[-1]
+    return Component("retriever", schema, settings, settings._target_, aliases=(f"{__name__}.{name}",), recursive=True,
+                     report=hooks and f"gear_repro.methods.single:{hooks}")
+
+
+# the registry's declarations (gear_repro/registry.py)
+COMPONENTS = (_retriever("bm25_schema", BM25RetrieverSettings, "BM25_HOOKS"),
+              _retriever("sbert_schema", DenseRetrieverSettings),
+              _retriever("hybrid_schema", HybridRetrieverSettings, "HYBRID_HOOKS"),
+              _retriever("composed_schema", ComposedRetrieverSettings, "COMPOSED_HOOKS"))

@@ -1,5 +1,5 @@
 """How the report shows GEAR (seed 000): its row labels, LLM stages, Table 9 and Fig. 2 roles, its loop statistics
-(``agent_stats``) and the Table 6 walk-through of one record (registered in :func:`gear_repro.methods.report_hooks`)."""
+(``agent_stats``) and the Table 6 walk-through of one record (named by its declarations, methods/gear/spec.py)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,12 @@ from collections.abc import Mapping
 from statistics import mean
 from typing import Any
 
-from gear_repro.methods.gear.agent import GearAgent
 from gear_repro.methods.gear.detail import agent_detail, expansion_detail
-from gear_repro.methods.gear.expansion import NaiveGE, NoExpansion, SyncGE
 from gear_repro.methods.report_contract import (
     PAPER_MAX_ROUNDS,
     PaperValue,
     ReportHooks,
     RowParts,
-    class_path,
     format_triple_list,
     result_lines,
     rounds_note,
@@ -141,19 +138,15 @@ def trace_lines(pred: dict, plist: Any, recall_line: Any) -> list[str] | None:
     return lines + result_lines(pred, plist, recall_line)
 
 
-HOOKS = (
-    ReportHooks(targets=(class_path(GearAgent), "gear_repro.methods.gear.agent.GearAgent"), names=("gear",),
-                label=agent_label, stages=STAGES, figure4_stages=STAGES, rounds_table=True, paper_settings=GEAR_SETTINGS,
-                summaries=(("agent_stats", "GEAR loop statistics", summary_row),), trace_lines=trace_lines,
-                question_detail=agent_detail,
-                reply_failures=("gist_parse_failed", "reason_unparsed", "rewrite_fallback", "rewrite_not_question",
-                                "expansion.parse_failed")),
-    ReportHooks(targets=(class_path(NoExpansion), "gear_repro.methods.gear.expansion.NoExpansion"), names=("none",)),
-    ReportHooks(targets=(class_path(NaiveGE), "gear_repro.methods.gear.expansion.NaiveGE"), names=("naive",),
-                expansion_label="NaiveGE", question_detail=expansion_detail,
-                paper_settings=(*BEAM_SETTINGS, *EXPANSION_SETTINGS)),
-    ReportHooks(targets=(class_path(SyncGE), "gear_repro.methods.gear.expansion.SyncGE"), names=("sync",),
-                expansion_label="SyncGE", figure2_reference=True,
-                paper_settings=(*BEAM_SETTINGS, *EXPANSION_SETTINGS, *SYNC_SETTINGS),
-                question_detail=expansion_detail, reply_failures=("parse_failed",)),
-)
+AGENT_HOOKS = ReportHooks(names=("gear",), label=agent_label, stages=STAGES, figure4_stages=STAGES, rounds_table=True,
+                          paper_settings=GEAR_SETTINGS,
+                          summaries=(("agent_stats", "GEAR loop statistics", summary_row),), trace_lines=trace_lines,
+                          question_detail=agent_detail,
+                          reply_failures=("gist_parse_failed", "reason_unparsed", "rewrite_fallback",
+                                          "rewrite_not_question", "expansion.parse_failed"))
+NO_EXPANSION_HOOKS = ReportHooks(names=("none",))
+NAIVE_HOOKS = ReportHooks(names=("naive",), expansion_label="NaiveGE", question_detail=expansion_detail,
+                          paper_settings=(*BEAM_SETTINGS, *EXPANSION_SETTINGS))
+SYNC_HOOKS = ReportHooks(names=("sync",), expansion_label="SyncGE", figure2_reference=True,
+                         paper_settings=(*BEAM_SETTINGS, *EXPANSION_SETTINGS, *SYNC_SETTINGS),
+                         question_detail=expansion_detail, reply_failures=("parse_failed",))

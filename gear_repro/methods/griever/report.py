@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from gear_repro.methods.griever.retriever import GrieverRetriever
-from gear_repro.methods.report_contract import BM25_SETTINGS, ReportHooks, class_path
+from gear_repro.methods.report_contract import BM25_SETTINGS, ReportHooks
 
 PAPER_NAMES = {"griever": "GRIEVER", "griever_k5": "GRIEVER"}  # config names whose runs are the paper's GRIEVER rows
 
@@ -15,7 +14,4 @@ def retriever_label(name: str) -> str:
 
 # GRIEVER ranks passages and units with the backend's BM25 (store.py, elasticsearch.py): its settings are those of
 # the BM25 of the paper's rows, as for the base retrievers (methods/single.py BASE_RETRIEVER_HOOKS)
-HOOKS = (
-    ReportHooks(targets=(class_path(GrieverRetriever), "gear_repro.methods.griever.GrieverRetriever"),
-                names=tuple(PAPER_NAMES), label=retriever_label, paper_settings=BM25_SETTINGS),
-)
+HOOKS = ReportHooks(names=tuple(PAPER_NAMES), label=retriever_label, paper_settings=BM25_SETTINGS)

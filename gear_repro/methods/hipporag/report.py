@@ -7,11 +7,9 @@ from typing import Any
 
 from gear_repro.evaluation.aggregate import agent_stats
 from gear_repro.methods.hipporag.detail import question_detail
-from gear_repro.methods.hipporag.method import HippoRAGMethod
 from gear_repro.methods.report_contract import (
     HIPPORAG_SETTINGS,
     ReportHooks,
-    class_path,
     hipporag_label,
     hipporag_uses_retriever,
     with_notes,
@@ -31,11 +29,8 @@ def summary_row(predictions: list[dict]) -> dict[str, Any] | None:
             "no_entity_rate": round(stats["hipporag_no_entity_rate"], 4)}
 
 
-HOOKS = (
-    ReportHooks(targets=(class_path(HippoRAGMethod), "gear_repro.methods.hipporag.method.HippoRAGMethod"), names=("hipporag",),
-                label=lambda config, parts: with_notes(hipporag_label(config), parts.notes), stages=("ner",),
-                figure4_stages=("ner",), paper_settings=HIPPORAG_SETTINGS,
-                uses_retriever=hipporag_uses_retriever,
-                summaries=(("hipporag_stats", "HippoRAG query NER", summary_row),), question_detail=question_detail,
-                reply_failures=("hipporag_ner_failed",)),
-)
+HOOKS = ReportHooks(names=("hipporag",), label=lambda config, parts: with_notes(hipporag_label(config), parts.notes),
+                    stages=("ner",), figure4_stages=("ner",), paper_settings=HIPPORAG_SETTINGS,
+                    uses_retriever=hipporag_uses_retriever,
+                    summaries=(("hipporag_stats", "HippoRAG query NER", summary_row),), question_detail=question_detail,
+                    reply_failures=("hipporag_ner_failed",))

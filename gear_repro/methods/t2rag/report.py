@@ -15,13 +15,12 @@ from gear_repro.methods.report_contract import (
     PaperValue,
     ReportHooks,
     RowParts,
-    class_path,
     format_triple_list,
     node_setting,
     with_notes,
 )
 from gear_repro.methods.t2rag.detail import question_detail
-from gear_repro.methods.t2rag.method import T2RAGAgent, loop_counts, t2rag_trace
+from gear_repro.methods.t2rag.method import loop_counts, t2rag_trace
 from gear_repro.methods.t2rag.settings import READING_KEYS
 from gear_repro.utils.paths import config_dir
 
@@ -149,11 +148,9 @@ def trace_lines(pred: dict, plist: Any, recall_line: Any) -> list[str] | None:
 
 
 STAGES = ("decompose", "decompose_retry", "resolve", "answer")
-HOOKS = (
-    ReportHooks(targets=(class_path(T2RAGAgent), "gear_repro.methods.t2rag.method.T2RAGAgent"), names=("t2rag",),
-                label=agent_label, stages=STAGES, paper_settings=T2RAG_SETTINGS, uses_retriever=lambda config: False,
-                summaries=(("t2rag_stats", "T²RAG loop statistics (EM/F1 by final resolution status: T²RAG Figure 3)",
-                            summary_row),),
-                trace_lines=trace_lines, question_detail=question_detail,
-                reply_failures=("decompose_failed", "decompose_retry_failed", "resolve_failed")),
-)
+HOOKS = ReportHooks(names=("t2rag",), label=agent_label, stages=STAGES, paper_settings=T2RAG_SETTINGS,
+                    uses_retriever=lambda config: False,
+                    summaries=(("t2rag_stats", "T²RAG loop statistics (EM/F1 by final resolution status: T²RAG Figure 3)",
+                                summary_row),),
+                    trace_lines=trace_lines, question_detail=question_detail,
+                    reply_failures=("decompose_failed", "decompose_retry_failed", "resolve_failed"))

@@ -1,0 +1,64 @@
+"""GEAR's declarations (gear_repro/registry.py): the agent (§5), the graph expansions (§4) and the beam search's
+settings (Alg. 1), by path: reading them imports none of GEAR's code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gear_repro.utils.component import Component, PlannedCall, PromptSample
+
+_HERE = "gear_repro.methods.gear"
+
+
+def gear_plan(cfg: Any) -> list[PlannedCall]:
+    """A question's calls at most (every round to ``agent.max_rounds``; the agent stops earlier when its reasoner
+    says the facts suffice): SyncGE's reads of the base passages, the gist-memory reads, the reasoner, and the
+    rewriter between rounds."""
+    from omegaconf import OmegaConf
+
+    rounds = int(OmegaConf.select(cfg, "agent.max_rounds", default=1) or 1)
+    base_k = int(OmegaConf.select(cfg, "agent.base_k", default=10) or 10)
+    gist_k = OmegaConf.select(cfg, "agent.gist_k", default=None)
+    reads = rounds if str(OmegaConf.select(cfg, "expansion.name", default="sync")) == "sync" else 0
+
+    def read(s: PromptSample) -> dict[str, Any]:
+        return {"docs": s.passages, "query": s.question}
+
+    def read_gist(s: PromptSample) -> dict[str, Any]:
+        return {"docs": s.passages, "query": s.question, "triples": s.triples}
+
+    def reason(s: PromptSample) -> dict[str, Any]:
+        return {"query": s.question, "triples": s.triples}
+
+    def rewrite(s: PromptSample) -> dict[str, Any]:
+        return {"query": s.question, "triples": s.triples, "reason": "The facts do not say."}
+
+    return [PlannedCall("reader", reads, base_k, read), PlannedCall("reader_gist", rounds, int(gist_k or 2 * base_k),
+                                                                    read_gist),
+            PlannedCall("reason", rounds, 0, reason), PlannedCall("rewrite", rounds - 1, 0, rewrite)]
+
+
+def check_beam(node: Any) -> None:
+    """The beam's scorer and its options, at start-up (a misspelt scorer option fails before any question)."""
+    from gear_repro.methods.gear.beam_search import BeamConfig
+    from gear_repro.methods.gear.scorers import scorer_options
+
+    beam = BeamConfig.from_any(node)
+    scorer_options(beam.scorer, beam.scorer_options)
+
+
+def _expansion(schema: str, cls: str, hooks: str) -> Component:
+    """An expansion: built with what its constructor names (the triple index, the embedder, the ``beam`` settings;
+    SyncGE also the triple retriever, the LLM and the passages)."""
+    return Component("expansion", schema, f"{_HERE}.expansion.{cls}Settings", f"{_HERE}.expansion.{cls}",
+                     recursive=True, report=f"{_HERE}.report:{hooks}")
+
+
+COMPONENTS = (
+    Component("agent", "gear_schema", f"{_HERE}.agent.GearAgentSettings", f"{_HERE}.agent.GearAgent",
+              report=f"{_HERE}.report:AGENT_HOOKS", llm_plan=gear_plan),
+    _expansion("none_schema", "NoExpansion", "NO_EXPANSION_HOOKS"),
+    _expansion("naive_schema", "NaiveGE", "NAIVE_HOOKS"),
+    _expansion("sync_schema", "SyncGE", "SYNC_HOOKS"),
+    Component("beam", "beam_schema", f"{_HERE}.beam_search.BeamConfig", preflight=check_beam),
+)
