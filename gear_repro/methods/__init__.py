@@ -92,14 +92,17 @@ def user_target(group: str, node: Any) -> str | None:
     """The ``_target_`` of a run's config node when it is not the built-in class its ``name`` stands for
     (``retriever=bm25 retriever._target_=mypkg.TitleRetriever``; a built-in of another name counts too: the row
     would carry the config name's label and the paper's number), else None. A node whose name has no bundled
-    config is the user's unless its class is the project's."""
+    config is the user's unless its class is the project's or declared in the registry (a registered method
+    reports through its own hooks, gear_repro/registry.py)."""
+    from gear_repro.registry import component_for
+
     if not node or not hasattr(node, "get") or not node.get("_target_"):
         return None
     target = str(node["_target_"])
     builtin = _config_target(group, str(node.get("name") or ""))
     if builtin is not None:
         return None if _same_class(target, builtin) else target
-    return None if target.startswith("gear_repro.") else target
+    return None if target.startswith("gear_repro.") or component_for(target) is not None else target
 
 
 def class_label(target: str) -> str:

@@ -222,7 +222,7 @@ class RunResult:
         return self._method_label
 
     def _report_method_ran(self) -> bool:
-        """Whether ``report.method`` can name what ran: a method name (its first word: "GEAR", "HippoRAG") is the
+        """Whether ``report.method`` can name what ran: a method name (its first word, e.g. "GEAR") is the
         run's own agent's, not another method's label on, e.g., a BM25 run (``report.method=GEAR`` gave a "GEAR" row
         with BM25's numbers and GEAR's Δ)."""
         from gear_repro.methods import agent_hooks, report_hooks
@@ -230,7 +230,7 @@ class RunResult:
         first = str(self.report["method"]).split(" ", 1)[0].strip().lower()
         own = agent_hooks(self.config.get("agent") or {})
         claims = [h for h in report_hooks() if first in h.names and h.label is not None]
-        # HippoRAG w/ IRCoT runs IRCoT's agent under the name hipporag_ircot: a name's first part counts
+        # a combined method runs another method's agent under a name "<first>_<second>": its first part counts
         return not claims or own in claims or (own is not None and any(n.split("_")[0] == first for n in own.names))
 
     @property

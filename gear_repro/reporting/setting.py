@@ -105,7 +105,7 @@ def matched_sets(known: dict) -> set[str]:
 
 def _questions_why(setting: dict, ps: PaperSetting) -> str:
     """Why the run's questions are not the table's, for a corpus the table's: "questions 25 vs 1,000 dev (not
-    HippoRAG's HotpotQA set: the registry has no ids of its questions, a count is no match)"."""
+    <the paper's set>: the registry has no ids of its questions, a count is no match)"."""
     known = setting.get("known") or {}
     why = known.get("why_not") or ("matched by count only, before question sets were checked by ids: re-run it"
                                    if known.get("questions_matched_by") in ("count", "count_subset") else
@@ -114,7 +114,7 @@ def _questions_why(setting: dict, ps: PaperSetting) -> str:
 
 
 def _questions_vs(setting: dict, ps: PaperSetting) -> str:
-    """ "questions 100 train vs 500 test (IRCoT's ...)": the run's count and split (of the set its ids are, where
+    """ "questions 100 train vs 500 test (<the set's source> ...)": the run's count and split (of the set its ids are, where
     the registry knows them) against the table's."""
     questions, known = setting.get("questions") or {}, setting.get("known") or {}
     split = known.get("split") or ""
