@@ -9,6 +9,7 @@ message, on that question's first GEAR read, so one run has an errored question.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Sequence
@@ -33,16 +34,22 @@ METHODS: dict[str, list[str]] = {  # run folder -> overrides (tests/test_golden_
 
 
 class FailingLLM(ScriptedLLM):
-    """The scripted LLM, except that a K.2 read whose prompt holds ``marker`` raises (a dead endpoint)."""
+    """The scripted LLM, except that a K.2 read whose prompt holds ``marker`` raises (a dead endpoint), and that a
+    reply to a prompt holding the hostile question quotes the hostile title in its free text (a "Why:" or a
+    "Thought:"), so markup reaches the page through an LLM reply whatever the retrieval put in the prompt."""
 
     def __init__(self, marker: str | None) -> None:
         super().__init__()
         self.marker = marker
 
     def chat(self, messages: Sequence[dict], *, stage: str, **params):
+        hostile = any(HOSTILE_HTML in str(m["content"]) for m in messages)
         if self.marker and stage == "read" and any(self.marker in str(m["content"]) for m in messages):
             raise RuntimeError(ERROR_MESSAGE)
-        return super().chat(messages, stage=stage, **params)
+        reply = super().chat(messages, stage=stage, **params)
+        if hostile and "Why: " in reply.text:
+            reply = dataclasses.replace(reply, text=reply.text.replace("Why: ", f"Why:{HOSTILE_TITLE} ", 1))
+        return reply
 
 
 def _rows(path: Path) -> list[dict]:
