@@ -112,3 +112,17 @@ def test_the_earlier_analysis_stays_selectable(tmp_path, monkeypatch) -> None:
     assert old.bm25(["love"], 3)[0].ids == ["a"]  # word2 cut "Love's" into "love" (and dropped "s")
     assert new.bm25(["love"], 3)[0].ids == []  # Lucene keeps "love's" whole
     assert new.bm25(["u.s."], 3)[0].ids == ["b"] and old.bm25(["y"], 3)[0].ids == []  # one-character tokens
+
+
+def test_the_ascii_fast_path_segments_as_the_general_one() -> None:
+    """ASCII text takes a one-regex path; it must cut exactly where the UAX#29 path cuts, also on the separators
+    whose joining depends on both neighbours (``a:b``, ``10:30``, ``1,000``, ``a.1``, ``a_.b``, ``'90s``)."""
+    import random
+
+    from gear_repro.backends.tokenize import unicode_standard_tokens
+
+    rng = random.Random(0)
+    texts = ["a:b 10:30 1,000 1;2 a,b a.1 1.a a_.b __init__ _ 3rd a1.2 students' '90s e.g. U.S. " + "y" * 300,
+             *("".join(rng.choice("aB1_.,;:' -") for _ in range(40)) for _ in range(5000))]
+    for t in texts:
+        assert standard_tokens(t) == unicode_standard_tokens(t), t

@@ -105,6 +105,7 @@ class LuceneBM25:
         self.idf = np.log(1.0 + (doc_count - df + 0.5) / (df + 0.5)).astype(np.float32)
         # every posting's score at boost 1: what nearly every query clause adds
         self.unit = self._term_scores(np.repeat(self.idf, df), self.freqs, self.norms[self.docs])
+        self._boost_memo: dict[tuple[int, int], np.ndarray] = {}
 
     def _term_scores(self, weight: np.ndarray, freqs: np.ndarray, norm_bytes: np.ndarray) -> np.ndarray:
         """``BM25Scorer.score``: ``w - w / (1f + freq * cache[norm])`` in float32."""
@@ -114,29 +115,40 @@ class LuceneBM25:
     def scores(self, query_tokens: Sequence[str]) -> np.ndarray | None:
         """The query's score of every document (float32; 0 where no token matches), or None when no query
         token is indexed."""
-        acc: np.ndarray | None = None
+        docs, vals = [], []
         for term, count in Counter(query_tokens).items():
             t = self.vocab.get(term)
             if t is None:
                 continue
             a, z = self.indptr[t], self.indptr[t + 1]
-            docs = self.docs[a:z]
-            if count == 1:
-                vals = self.unit[a:z]
-            else:  # one clause with boost = count (BooleanQuery.rewrite), weight = boost * idf in float32
-                vals = self._term_scores(np.full(z - a, np.float32(count) * self.idf[t], np.float32),
-                                         self.freqs[a:z], self.norms[docs])
-            if acc is None:
-                acc = np.zeros(self.n_docs, dtype=np.float64)
-            acc[docs] += vals  # a term's postings name each document once
-        return None if acc is None else acc.astype(np.float32)
+            docs.append(self.docs[a:z])
+            vals.append(self.unit[a:z] if count == 1 else self._boosted(t, count))
+        if not docs:
+            return None
+        # per document, the clause scores summed in double in clause order, as sequential adds from 0 would
+        summed = np.bincount(np.concatenate(docs), weights=np.concatenate(vals), minlength=self.n_docs)
+        return summed.astype(np.float32)
+
+    def _boosted(self, t: int, count: int) -> np.ndarray:
+        """A repeated token's clause (BooleanQuery.rewrite: boost = count, weight = boost * idf in float32);
+        memoised, since questions repeat the same common words ("the", "of")."""
+        memo = self._boost_memo
+        vals = memo.get((t, count))
+        if vals is None:
+            a, z = self.indptr[t], self.indptr[t + 1]
+            vals = self._term_scores(np.full(z - a, np.float32(count) * self.idf[t], np.float32), self.freqs[a:z],
+                                     self.norms[self.docs[a:z]])
+            if len(memo) >= 256:
+                memo.pop(next(iter(memo)))
+            memo[(t, count)] = vals
+        return vals
 
     _ARRAYS = ("docs", "freqs", "indptr", "norms", "cache", "idf", "unit")
 
     def save(self, folder: str) -> None:
-        """Write the index into ``folder`` (one .npz; the vocabulary in id order)."""
-        terms = sorted(self.vocab, key=self.vocab.__getitem__)
-        np.savez(Path(folder) / "lucene_bm25.npz", terms=np.asarray(terms, dtype=str),
+        """Write the index into ``folder`` (one .npz; the vocabulary in id order, as one UTF-8 text)."""
+        terms = sorted(self.vocab, key=self.vocab.__getitem__)  # no token holds a line break (a word boundary)
+        np.savez(Path(folder) / "lucene_bm25.npz", terms=np.frombuffer("\n".join(terms).encode("utf-8"), np.uint8),
                  meta=np.asarray([self.k1, self.b, self.n_docs, self.doc_count], dtype=np.float64),
                  **{a: getattr(self, a) for a in self._ARRAYS})
 
@@ -147,7 +159,9 @@ class LuceneBM25:
             self = cls.__new__(cls)
             for a in cls._ARRAYS:
                 setattr(self, a, z[a])
-            self.vocab = {t: i for i, t in enumerate(z["terms"].tolist())}
+            terms = z["terms"].tobytes().decode("utf-8").split("\n") if z["terms"].size else []
+            self.vocab = {t: i for i, t in enumerate(terms)}
+            self._boost_memo = {}
             k1, b, n_docs, doc_count = z["meta"].tolist()
         self.k1, self.b, self.n_docs, self.doc_count = k1, b, int(n_docs), int(doc_count)
         return self
