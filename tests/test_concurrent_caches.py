@@ -123,9 +123,9 @@ def test_damaged_cache_entries_are_rebuilt_and_named(tmp_path, caplog):
 
         ids = _build_bm25(str(tmp_path))
         (index,) = (tmp_path / "indexes").iterdir()
-        (index / "vocab.index.json").unlink()
+        (index / "lucene_bm25.npz").unlink()
         assert _build_bm25(str(tmp_path)) == ids and "damaged BM25 index cache entry" in caplog.text
-        assert (index / "vocab.index.json").exists()
+        assert (index / "lucene_bm25.npz").exists()
 
         triples = [Triple(f"t{i}", f"entity {i}", "near", f"entity {i + 1}", str(i)) for i in range(5)]
         args = (triples, [str(i) for i in range(5)], None)

@@ -130,7 +130,7 @@ def test_a_disk_that_fills_during_the_corpus_encode_stops_the_run_at_the_first_q
     monkeypatch.setattr(os, "fsync", fsync)
     embedder = HashEmbedder()
     overrides = toy_args(toy_dir, "retriever=sbert", "run.capacity_check=false")
-    with pytest.raises(OutputError, match=rf"^cannot write {cache}/embeddings/\w+-\w+\.npy: No space left on "
+    with pytest.raises(OutputError, match=rf"^cannot write {cache}/embeddings/[\w-]+\.npy: No space left on "
                                           "device$"):
         run_with_doubles(overrides, run, llm=ScriptedLLM(), embedder=embedder)
     assert embedder.stats["encoded"] == 6 + 1  # the 6 passages once (not once per question), the first query
@@ -138,7 +138,7 @@ def test_a_disk_that_fills_during_the_corpus_encode_stops_the_run_at_the_first_q
     assert not (run / "failure.json").exists()
 
     full.update(now=False, stays=False)  # only the encode's file fails: failure.json records it
-    with pytest.raises(OutputError, match=r"embeddings/\w+-\w+\.npy: No space left"):
+    with pytest.raises(OutputError, match=r"embeddings/[\w-]+\.npy: No space left"):
         run_with_doubles(overrides, tmp_path / "run2", llm=ScriptedLLM(), embedder=HashEmbedder())
     error = json.loads((tmp_path / "run2" / "failure.json").read_text())["error"]
     assert error.startswith(f"OutputError: cannot write {cache}/embeddings/") and error.endswith(
