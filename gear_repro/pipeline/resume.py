@@ -5,6 +5,8 @@ versions that ran its questions, and the questions it already finished (the runn
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -12,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from gear_repro.backends.lucene import LUCENE_TARGET, jar_fingerprint
 from gear_repro.config import resolved
 from gear_repro.embedding.precision import Precision, QueryPrecision, resolve_device, resolve_precision
+from gear_repro.llm.cache import served_base_url
 from gear_repro.llm.gguf_weights import served_weights
 from gear_repro.pipeline.run_folder import finished_predictions, without_no_result
 from gear_repro.utils.hashing import hash_obj, model_path_identity
@@ -22,12 +25,13 @@ from gear_repro.utils.settings import flat_settings
 log = logging.getLogger("gear_repro")
 
 
-def fingerprint_settings(cfg: DictConfig, with_path: bool = False) -> dict:
+def fingerprint_settings(cfg: DictConfig, with_path: bool = False, environ: Mapping[str, str] | None = None) -> dict:
     """What :func:`run_fingerprint` hashes: the resolved config less the settings that change no result
     (``run_folder.NO_RESULT_SETTINGS``), plus the identities of what serves the LLM and of a local model folder. ``dataset.path`` is left out: the data are
     identified by their content (:func:`data_fingerprint`), so a byte-identical copy of them, or another clone or
     mount of the repo (``${repo:}/data/...``), resumes. ``with_path`` keeps it: the fingerprint run dirs were given
-    before (accepted by :meth:`Runner._check_resume` when the run dir's own path gives it)."""
+    before (accepted by :meth:`Runner._check_resume` when the run dir's own path gives it). ``environ``: where
+    ``OPENAI_BASE_URL`` is read (default: this process's environment; a run dir's recorded one, :func:`what_differs`)."""
     c = resolved(cfg, enum_to_str=False)
     emb = c.get("embedder")
     if isinstance(emb, dict):  # the precisions that run (`auto` differs between machines); fp32 (queries too)
@@ -48,9 +52,10 @@ def fingerprint_settings(cfg: DictConfig, with_path: bool = False) -> dict:
     c.get("dataset", {}).pop("limit", None)  # a larger limit extends a run; finished questions stay valid
     if not with_path:
         c.get("dataset", {}).pop("path", None)  # the files' content is in data_fingerprint
-    url = OmegaConf.select(cfg, "llm.base_url", default=None)
+    url = served_base_url(OmegaConf.select(cfg, "llm.base_url", default=None),
+                          bool(OmegaConf.select(cfg, "llm.server", default=None)), environ)
     if url:  # another server may serve another model: a resume never mixes two servers' replies (secrets masked,
-        c["llm"]["endpoint"] = redact_url(str(url))  # so a rotated key is the same endpoint); unset: as before
+        c["llm"]["endpoint"] = redact_url(url)  # so a rotated key is the same endpoint); the hosted API: as before
     elif (weights := served_weights(OmegaConf.select(cfg, "llm", default=None))):
         c["llm"]["weights"] = weights  # what the harness-started server serves (the shipped pairings: as before)
     if OmegaConf.select(cfg, "backend._target_", default=None) == LUCENE_TARGET:  # the Lucene that ranks, found
@@ -73,18 +78,40 @@ def data_fingerprint(cfg: DictConfig, data_hashes: dict, with_path: bool = False
     return hash_obj({"config": run_fingerprint(cfg, with_path), "data": dict(sorted(data_hashes.items()))})
 
 
+# the environment variables the fingerprint reads (fingerprint_settings), recorded in run.json ``environ``
+# (credentials and secret query parameters masked) so a refused resume names the run dir's value beside this one's
+FINGERPRINTED_ENVIRON = ("OPENAI_BASE_URL",)
+
+
+def fingerprinted_environ() -> dict[str, str | None]:
+    """run.json ``environ``: this process's :data:`FINGERPRINTED_ENVIRON`, secrets masked (None: unset)."""
+    return {k: redact_url(v) if (v := os.environ.get(k)) else None for k in FINGERPRINTED_ENVIRON}
+
+
+def recorded_environ(run_info: dict) -> dict[str, str] | None:
+    """The fingerprinted environment a run dir's run read (its run.json ``environ``); None for a run.json from before
+    it was recorded (then this process's stands in)."""
+    rec = run_info.get("environ")
+    if not isinstance(rec, dict):
+        return None
+    return {k: str(v) for k, v in rec.items() if k in FINGERPRINTED_ENVIRON and v}
+
+
 _DIFFS_SHOWN = 8  # differing settings a refused resume names at most
 
 
-def what_differs(old_cfg: DictConfig | None, new_cfg: DictConfig, old_data: dict, new_data: dict) -> list[str]:
+def what_differs(old_cfg: DictConfig | None, new_cfg: DictConfig, old_data: dict, new_data: dict,
+                 old_environ: Mapping[str, str] | None = None) -> list[str]:
     """What tells a run dir's run from this one, for a refused resume: each fingerprinted setting that differs
     (``run.ks: [5, 10, 15] → [5, 10]``; secrets shown as ``***``, as in config.yaml) and each data file whose
-    content hash differs. ``old_cfg``: the dir's config.yaml (None when it has none)."""
+    content hash differs. ``old_cfg``: the dir's config.yaml (None when it has none); ``old_environ``: the
+    environment its run read (:func:`recorded_environ`; None: this process's)."""
     from gear_repro.config import redact
 
     out = []
     if old_cfg is not None:
-        old, new = (flat_settings(redact(fingerprint_settings(c))) for c in (old_cfg, new_cfg))
+        old, new = (flat_settings(redact(fingerprint_settings(c, environ=e)))
+                    for c, e in ((old_cfg, old_environ), (new_cfg, None)))
         for key in sorted(old.keys() | new.keys()):
             if old.get(key) != new.get(key):
                 out.append(f"{key}: {old.get(key, '(unset)')} → {new.get(key, '(unset)')}")

@@ -36,7 +36,14 @@ from gear_repro.pipeline.preflight import preflight
 from gear_repro.pipeline.progress import QuestionBar
 from gear_repro.pipeline.question import run_question
 from gear_repro.pipeline.resources import Resources
-from gear_repro.pipeline.resume import code_history, data_fingerprint, load_finished, what_differs
+from gear_repro.pipeline.resume import (
+    code_history,
+    data_fingerprint,
+    fingerprinted_environ,
+    load_finished,
+    recorded_environ,
+    what_differs,
+)
 from gear_repro.pipeline.run_folder import PREDICTIONS
 from gear_repro.pipeline.setting import data_setting, run_setting
 from gear_repro.pipeline.wiring import build_qa_reader, check_components, run_method
@@ -133,7 +140,7 @@ class Runner:
                          as_before.dataset.path)
                 return fp
         try:
-            diffs = what_differs(old_cfg, cfg, previous.get("data_hashes") or {}, hashes)
+            diffs = what_differs(old_cfg, cfg, previous.get("data_hashes") or {}, hashes, recorded_environ(previous))
         except Exception:  # a config.yaml of an older layout: the refusal without its details
             diffs = what_differs(None, cfg, previous.get("data_hashes") or {}, hashes)
         why = ("; ".join(diffs) if diffs else "no setting of its config.yaml and no data file differs: what does "
@@ -177,7 +184,8 @@ class Runner:
 
     def _write_provenance(self, fp: str, extra: dict | None = None) -> None:
         self._write_config()
-        rec = {"fingerprint": fp, "environment": environment(), "data_hashes": self.res.dataset.hashes,
+        rec = {"fingerprint": fp, "environment": environment(), "environ": fingerprinted_environ(),
+               "data_hashes": self.res.dataset.hashes,
                "data_warnings": self.res.dataset.warnings, "subset": self.res.dataset.selection,
                "timings": self.timings,
                "cwd": str(Path.cwd()),  # a relative dataset.path is read against it (hydra.job.chdir=false; the explorer)
