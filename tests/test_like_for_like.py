@@ -421,3 +421,26 @@ def test_an_llm_object_that_names_no_model_is_unknown_and_stands_apart(tmp_path:
     assert setting["llm"] == "unknown" and setting["llm_served"] == {"alias": None}
     row = r5(fake_run(tmp_path, paper_setting_record(llm=setting["llm"])))
     assert pd.isna(row.paper) and row.setting_differs == "LLM unknown vs gpt-4o-mini-2024-07-18"
+
+
+def test_an_embedder_folder_counts_as_the_papers_only_by_its_weights(tmp_path: Path) -> None:
+    """A folder named all-mpnet-base-v2 holding MiniLM's files is MiniLM (its weights identity is the shipped
+    MiniLM's): the paper's number stands apart; a folder of other weights under the name is named by its files."""
+    from gear_repro.embedding.embedder import SentenceEmbedder
+    from gear_repro.embedding.sbert_weights import MINILM, resolve_model
+    from gear_repro.pipeline.setting import embedder_model
+
+    minilm = Path(resolve_model(MINILM))
+    if not minilm.is_dir():
+        pytest.skip("MiniLM's offline copy is not installed")
+    fake = shutil.copytree(minilm, tmp_path / "models" / "all-mpnet-base-v2")
+    desc = SentenceEmbedder(str(fake), cache=False, show_progress=False).describe()
+    assert desc["files"] and embedder_model(desc) == MINILM
+    row = r5(fake_run(tmp_path, paper_setting_record(embedder={"model": embedder_model(desc)}), name="copy"))
+    assert pd.isna(row.paper) and row.setting_differs == "embedder all-minilm-l6-v2 vs all-mpnet-base-v2"
+    weights = next(p for p in fake.rglob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes()[:-1024] + b"\0" * 1024)  # other weights, same name and size
+    other = embedder_model(SentenceEmbedder(str(fake), cache=False, show_progress=False).describe())
+    assert other.startswith("all-mpnet-base-v2 (local files ")
+    row = r5(fake_run(tmp_path, paper_setting_record(embedder={"model": other}), name="other"))
+    assert pd.isna(row.paper) and row.setting_differs.startswith("embedder all-mpnet-base-v2 (local files ")

@@ -152,6 +152,19 @@ def llm_setting(llm: Any) -> tuple[str, dict[str, Any]]:
     return (str(alias) if alias else UNKNOWN_LLM), served
 
 
+def embedder_model(desc: Mapping[str, Any]) -> str:
+    """The embedder as run.json ``setting.embedder.model`` records it (what placement compares): a model given by
+    name as named; one given by path by its weights (``files``, :func:`~gear_repro.embedding.sbert_weights.
+    shipped_by_weights`): the shipped model whose files it holds, else its folder's name with its weights' identity
+    ("all-mpnet-base-v2 (local files 3f2a...)"), which is no paper's model whatever the folder is called."""
+    from gear_repro.embedding.sbert_weights import shipped_by_weights
+
+    model, files = str(desc.get("model")), desc.get("files")
+    if not files:
+        return model
+    return shipped_by_weights(files) or f"{Path(model).expanduser().name} (local files {files})"
+
+
 def run_setting(res: Resources, data: dict[str, Any]) -> dict[str, Any]:
     """run.json ``setting``: ``data`` (:func:`data_setting`), and the LLM, embedder and triples the run used."""
     out = dict(data)
@@ -160,7 +173,8 @@ def run_setting(res: Resources, data: dict[str, Any]) -> dict[str, Any]:
     emb = res.built("embedder")
     if emb is not None and res.needs_vectors:
         desc = emb.describe()
-        out["embedder"] = {"model": str(desc.get("model")), "precision": desc.get("precision_used"),
+        out["embedder"] = {"model": embedder_model(desc), **({"files": desc["files"]} if desc.get("files") else {}),
+                           "precision": desc.get("precision_used"),
                            "query_precision": desc.get("query_precision_used")}
         approx = {name: getattr(res.built(name), "approximation", None) for name in ("passages", "triples")}
         if any(approx.values()):  # an approximate kNN is a lossy setting the row label names
