@@ -70,12 +70,17 @@ def run_fingerprint(cfg: DictConfig, with_path: bool = False) -> str:
     return hash_obj(fingerprint_settings(cfg, with_path))
 
 
-def data_fingerprint(cfg: DictConfig, data_hashes: dict, with_path: bool = False) -> str:
+def data_fingerprint(cfg: DictConfig, data_hashes: dict, with_path: bool = False,
+                     classes: Mapping[str, str] | None = None) -> str:
     """Resume fingerprint: the result-relevant config plus the hashes of the data files (corpus, questions,
     triples), so editing the data and re-running into the same dir never reuses old predictions. Indexes are
     built from these files with settings that are part of the config, so they are covered too. ``with_path``:
-    the fingerprint of run dirs written before ``dataset.path`` was left out."""
-    return hash_obj({"config": run_fingerprint(cfg, with_path), "data": dict(sorted(data_hashes.items()))})
+    the fingerprint of run dirs written before ``dataset.path`` was left out. ``classes``: role -> class of the
+    user's objects the API handed the run (:func:`gear_repro.pipeline.user_code.given_classes`; none: as before)."""
+    rec = {"config": run_fingerprint(cfg, with_path), "data": dict(sorted(data_hashes.items()))}
+    if classes:
+        rec["classes"] = dict(sorted(classes.items()))
+    return hash_obj(rec)
 
 
 # the environment variables the fingerprint reads (fingerprint_settings), recorded in run.json ``environ``
@@ -122,12 +127,14 @@ def what_differs(old_cfg: DictConfig | None, new_cfg: DictConfig, old_data: dict
     return out[:_DIFFS_SHOWN] + ([f"{len(out) - _DIFFS_SHOWN} more"] if len(out) > _DIFFS_SHOWN else [])
 
 
-def code_history(previous: dict, done: int, todo: int) -> list[dict]:
+def code_history(previous: dict, done: int, todo: int, user_code: Mapping[str, str | None] | None = None) -> list[dict]:
     """run.json ``code_history``: the code of every start that ran questions (``git_commit``, ``-dirty`` for
     uncommitted edits, and ``source``, the hash of the package's files, which tells two edits of one dirty tree
-    apart), with how many were finished before it; a resume after a code change appends a second entry, which the
-    report names (the fingerprint leaves code out, so a changed method would otherwise mix two methods' records).
-    A run.json from before the history counts as one start of its own code."""
+    apart; ``user_code``: class -> hash of its source file of each class of the user's in the run,
+    :func:`gear_repro.pipeline.user_code.user_sources`), with how many were finished before it; a resume after a code
+    change (the harness's or a user's class) appends a second entry, which the report names (the fingerprint leaves
+    code out, so a changed method would otherwise mix two methods' records). A run.json from before the history
+    counts as one start of its own code."""
     history = [dict(h) for h in previous.get("code_history") or [] if isinstance(h, dict)] if done else []
     if not history and done:
         env = previous.get("environment") or {}
@@ -139,8 +146,15 @@ def code_history(previous: dict, done: int, todo: int) -> list[dict]:
         if last.get("source") and env.get("source") and last["source"] != env["source"]:
             log.warning("resuming a run whose %d finished questions were run by other code (source %s, now %s): "
                         "the report names both versions", done, last["source"], env["source"])
+        user = dict(sorted((user_code or {}).items()))
+        if history and ("user_code" in last or not user) and last.get("user_code", {}) != user:
+            edited = sorted(k for k in last.get("user_code", {}).keys() | user.keys()
+                            if last.get("user_code", {}).get(k) != user.get(k))
+            log.warning("resuming a run whose %d finished questions were run by another version of the user's code "
+                        "(%s): the report names both versions", done, ", ".join(edited))
         history.append({"git_commit": env.get("git_commit"),
-                        **({"source": env["source"]} if env.get("source") else {}), "finished_before": done})
+                        **({"source": env["source"]} if env.get("source") else {}),
+                        **({"user_code": user} if user else {}), "finished_before": done})
     return history
 
 
