@@ -436,3 +436,59 @@ def test_a_user_retrievers_ids_are_checked_against_the_corpus(tmp_path: Path):
     assert ev.questions["error"].tolist()[0].startswith(
         "DataError: tests.test_api.OtherCorpusRetriever ranked 6 id(s) that are none of the run's passages (first: "
         "'doc-")
+
+
+_MY_RETRIEVERS = '''
+from gear_repro.api import BaseRetriever
+from gear_repro.types import Ranking
+
+
+class ByTitle(BaseRetriever):
+    name = "by_title"
+
+    def __init__(self, passages):
+        self.passages = passages
+
+    def retrieve(self, query, k):
+        words = set(query.lower().replace("?", "").split())
+        scored = sorted(((len(words & set(p.title.lower().split())), -i, p.id) for i, p in enumerate(self.passages)),
+                        reverse=True)[:k]
+        return Ranking([s[2] for s in scored], [float(s[0]) for s in scored])
+
+
+class Reversed(ByTitle):
+    name = "reversed"
+
+    def retrieve(self, query, k):
+        ranking = super().retrieve(query, len(self.passages))
+        return Ranking(list(reversed(ranking.ids))[:k], list(reversed(ranking.scores))[:k])
+'''
+
+
+def test_a_users_component_is_fingerprinted_by_its_class_and_source(tmp_path: Path, monkeypatch, caplog):
+    """A retriever object of the user's is in no config setting: a resume with another class is refused naming
+    both; an edit of the class's file is warned about and run.json's code history names both versions."""
+    import importlib
+    import logging
+
+    from gear_repro.pipeline.run_folder import code_versions
+
+    (tmp_path / "my_retrievers.py").write_text(_MY_RETRIEVERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mine = importlib.import_module("my_retrievers")
+    passages = gear_repro.Pipeline.from_config(gear_repro.compose(*BM25), passages=PASSAGES).resources.dataset.passages
+
+    def evaluate(cls, *overrides):
+        cfg = gear_repro.compose(*BM25, *overrides)
+        return gear_repro.Pipeline.from_config(cfg, passages=PASSAGES, questions=TOY_QUESTIONS,
+                                               retriever=cls(passages)).evaluate(run_dir=tmp_path / "run")
+
+    evaluate(mine.ByTitle, "dataset.limit=2")
+    with pytest.raises(ConfigError, match="user's retriever: my_retrievers.ByTitle → my_retrievers.Reversed"):
+        evaluate(mine.Reversed)
+    (tmp_path / "my_retrievers.py").write_text(_MY_RETRIEVERS + "\n# tuned\n")
+    with caplog.at_level(logging.WARNING, logger="gear_repro"):
+        evaluate(mine.ByTitle)  # the third question, run by the edited file
+    assert "another version of the user's code (my_retrievers.ByTitle)" in caplog.text
+    history = json.loads((tmp_path / "run" / "run.json").read_text())["code_history"]
+    assert len(code_versions(history)) == 2 and [h["finished_before"] for h in history] == [0, 2]

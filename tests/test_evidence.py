@@ -23,7 +23,7 @@ from gear_repro.reporting.claims import (
 from gear_repro.reporting.cost import cost_table, load_prices
 from gear_repro.reporting.evidence import EvidenceOptions, QuestionSetMismatch, paired
 from gear_repro.reporting.paper import paper_value
-from gear_repro.reporting.runs import find_runs
+from gear_repro.reporting.runs import find_runs, load_predictions
 from gear_repro.reporting.tables import long_table
 from tests.helpers.paper_setting import put_on_paper_setting
 
@@ -940,3 +940,61 @@ def test_the_report_takes_the_flags_run_json_records_not_todays_classes(tmp_path
     # the SyncGE expansion of a single-step config is Fig. 2's reference)
     assert (runs["old"].k_dependent, runs["old"].needs_vectors) == (True, True)
     assert _is_figure2_reference(runs["old"])
+
+
+def _scored_run(root: Path, name: str, order: list[int]) -> Path:
+    """A finished BM25 run on 40 questions whose predictions.jsonl and metrics.json list them in ``order``."""
+    run = root / name
+    run.mkdir(parents=True)
+    gold = [[f"g{j}" for j in range(1 + i % 7)] for i in range(40)]  # recalls of many values: 0, 1/7 ... 1
+    preds = [{"id": f"q{i:02d}", "gold_ids": gold[i], "answers": ["x"], "type": "2hop" if i % 2 else "3hop",
+              "rankings": {"final": [*gold[i][:i % 4], "y1", "y2", "y3", "y4", "y5"][:5]}} for i in range(40)]
+    preds = [preds[i] for i in order]
+    (run / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
+    (run / "metrics.json").write_text(json.dumps({"n_questions": 40, "question_ids": [p["id"] for p in preds]}))
+    (run / "config.yaml").write_text(json.dumps({
+        "dataset": {"name": "toy"}, "run": {"ks": [5]},
+        "retriever": {"_target_": "gear_repro.retrieval.base.BM25Retriever", "name": "bm25"},
+        "agent": {"_target_": "gear_repro.methods.single.SingleStep", "name": "single"}}))
+    return run
+
+
+def test_a_reordered_predictions_file_gives_the_same_interval(tmp_path: Path) -> None:
+    """The bootstrap resamples questions by id: the same run listed in another order has the same interval, in the
+    tables' intervals and the explorer's curves alike."""
+    from gear_repro.reporting.evidence import interval
+    from gear_repro.reporting.html.plots import recall_by_type, recall_curve
+
+    order = list(range(40))
+    shuffled = order[::-1][::2] + order[::-1][1::2]
+    a, b = find_runs([_scored_run(tmp_path, "a", order)])[0], find_runs([_scored_run(tmp_path, "b", shuffled)])[0]
+    ia, ib = interval(a, "recall@5"), interval(b, "recall@5")
+    assert ia == ib and ia.low < ia.mean < ia.high
+    opts = EvidenceOptions()
+    curve = lambda run: recall_curve(run, load_predictions(run), opts)  # noqa: E731
+    assert {k: v for k, v in curve(a).items() if k != "label"} == {k: v for k, v in curve(b).items() if k != "label"}
+    assert recall_by_type(a, load_predictions(a), opts)["types"] == recall_by_type(b, load_predictions(b), opts)["types"]
+
+
+def test_a_reordered_copy_of_the_questions_is_paired_with_them(compose, toy_dir: Path, tmp_path: Path) -> None:
+    """The same-questions check reads content: a copy of the questions file in another order (other file hashes) is
+    the same question set, so compare() and the claims pair its run with the original's."""
+    from gear_repro.api import runs as api_runs
+    from gear_repro.pipeline.runner import Runner
+    from gear_repro.reporting.runs import check_same_data, different_data
+
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for f in ("corpus.jsonl", "triples.jsonl"):
+        (copy / f).write_bytes((toy_dir / f).read_bytes())
+    lines = (toy_dir / "questions.jsonl").read_text().splitlines()
+    (copy / "questions.jsonl").write_text("\n".join(reversed(lines)) + "\n")
+    for data, run in ((toy_dir, "a"), (copy, "b")):
+        Runner(compose([f"dataset.path={data}", "dataset.name=toy", "run.progress=false", "retriever=bm25"]),
+               tmp_path / run).run()
+    a, b = find_runs([tmp_path / "a"])[0], find_runs([tmp_path / "b"])[0]
+    assert a.data["questions"] != b.data["questions"]  # other files
+    assert different_data(a, b) is None
+    check_same_data([a, b])
+    assert not [n for n in b.notes if "not comparable" in n]
+    assert api_runs.compare(tmp_path / "a", tmp_path / "b").n == 3

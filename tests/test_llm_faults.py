@@ -94,6 +94,28 @@ def test_cache_key_includes_the_endpoint(tmp_path: Path) -> None:
             assert again.chat(MSGS, stage="qa").text == "from A" and a.n_requests == 1  # credentials do not count
 
 
+def test_an_endpoint_given_by_openai_base_url_is_part_of_the_cache_key(tmp_path: Path, monkeypatch) -> None:
+    """No llm.base_url: the SDK sends to OPENAI_BASE_URL, so a second server named there is asked, not served the
+    first one's cached reply; the hosted API (the variable unset or naming it) keeps the keys of the model name."""
+    monkeypatch.setenv("GEAR_TEST_KEY", "sk-test-dummy")
+    with StandInServer(latency_s=0, reply=lambda p: "from A") as a, \
+            StandInServer(latency_s=0, reply=lambda p: "from B") as b:
+        for server, text in ((a, "from A"), (b, "from B")):
+            monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+            with _client(None, tmp_path, api_key_env="GEAR_TEST_KEY") as c:
+                reply = c.chat(MSGS, stage="qa")
+                assert (reply.text, reply.cached, server.n_requests) == (text, False, 1)
+        assert (a.n_requests, b.n_requests) == (1, 1)
+    hosted = []
+    for url in (None, "https://api.openai.com/v1/"):
+        monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+        if url:
+            monkeypatch.setenv("OPENAI_BASE_URL", url)
+        with _client(None, tmp_path, api_key_env="GEAR_TEST_KEY") as c:
+            hosted.append(c.endpoint)
+    assert hosted == [None, None]
+
+
 def test_run_reports_its_cache_hit_rate(toy_dir: Path, tmp_path: Path) -> None:
     with StandInServer(latency_s=0) as server:
         args = toy_args(toy_dir, "qa=true", "llm=openai_compatible", "llm.model=standin", f"llm.base_url={server.url}",

@@ -157,6 +157,24 @@ def test_resume_fingerprint_covers_the_llm_endpoint(compose, toy_dir):
     assert fp("llm.base_url='http://u:k1@a:8000/v1?key=s1'") == fp("llm.base_url='http://u:k2@a:8000/v1?key=s2'")
 
 
+def test_a_resume_over_another_openai_base_url_is_refused_naming_both(compose, toy_dir, tmp_path, monkeypatch):
+    """llm.base_url unset: the endpoint the SDK reads from OPENAI_BASE_URL is part of the fingerprint, recorded in
+    run.json (masked), so a resume over another one is refused naming both, with no credential or key printed."""
+    run = tmp_path / "run"
+    cfg = lambda: _cfg(compose, toy_dir, "llm=openai")  # noqa: E731
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://user:S3KRETPW@llm-a.example:8000/v1?key=S3KRETQ")
+    Runner(cfg(), run).run()
+    assert "S3KRET" not in (run / "run.json").read_text()
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://llm-b.example:8000/v1")
+    with pytest.raises(ConfigError) as refused:
+        Runner(cfg(), run).run()
+    message = str(refused.value)
+    assert 'llm.endpoint: "http://***@llm-a.example:8000/v1?key=***" → "http://llm-b.example:8000/v1"' in message
+    assert "S3KRET" not in message
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://user:ROTATED@llm-a.example:8000/v1?key=ROTATED")
+    assert Runner(cfg(), run).run()["n_questions"] == 3  # a rotated key is the same endpoint: resumed
+
+
 def test_models_given_by_path_are_identified_by_content(compose, toy_dir, tmp_path):
     """Two local model folders with one name, a folder retrained in place and another GGUF under the local server's
     alias never share embeddings, replies or a resume (hostile probe s19 1.1, 1.2); names and the packaged models

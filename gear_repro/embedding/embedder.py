@@ -167,7 +167,7 @@ class SentenceEmbedder:
         self._load_error: RuntimeError | None = None  # a failed load, raised again instead of retried per question
         self._qcache: OrderedDict[str | tuple[int, str], np.ndarray] = OrderedDict()  # encode, encode_fixed
         self._qcache_size = query_cache_size
-        files = model_path_identity(model)
+        self.files = files = model_path_identity(model)  # the weights' identity of a model given by path
         key = {"model": Path(model).expanduser().name if files else model, "normalize": normalize,
                "max_seq_length": max_seq_length}
         if files:  # a local folder by its content: two ".../model" folders, or one retrained in place, never
@@ -298,6 +298,8 @@ class SentenceEmbedder:
         out = {"model": self.model_name, "backend": self.backend, "precision": self.precision.value,
                "precision_used": self.precision_used.value, "query_precision": self.query_precision.value,
                "query_precision_used": self.queries.precision_used.value, "model_id": self.model_id}
+        if self.files:  # a folder given by path: its weights say which model it is (pipeline/setting.py)
+            out["files"] = self.files
         if self.queries is not self:
             out["query_stats"] = self.queries.stats
         return out

@@ -58,6 +58,22 @@ def resolve_model(name: str) -> str:
     return name
 
 
+def shipped_by_weights(files: str | None) -> str | None:
+    """The shipped embedder (``all-mpnet-base-v2``, ``all-MiniLM-L6-v2``) whose installed offline copy has the
+    weights identity ``files`` (:func:`~gear_repro.utils.hashing.model_path_identity` of a folder given by path),
+    else None: a folder counts as a known model by its weights, never by its name (a folder named
+    ``all-mpnet-base-v2`` holding MiniLM's files is MiniLM). A copy that is not installed is matched by nothing."""
+    from gear_repro.utils.hashing import model_path_identity
+
+    if not files:
+        return None
+    for name in (MPNET, MINILM):
+        local = resolve_model(name)
+        if local != name and model_path_identity(local) == files:
+            return name
+    return None
+
+
 def hub_offline() -> bool:
     """The hub may not be asked: huggingface_hub's own reading of ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``
     (the Makefile sets both)."""

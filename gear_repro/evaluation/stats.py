@@ -15,6 +15,8 @@ uncertainty is estimated by resampling questions:
   n = ceil(((z_{1-α/2} + z_{1-β}) · sd / |d|)^2)   (normal approximation; α=0.05, power 0.8 by default).
 
 All draws are vectorised numpy over a seeded ``numpy.random.Generator`` (same inputs + seed -> same numbers).
+Given the questions' ``ids``, the values are put in the order of their ids before the draws (:func:`by_ids`), so the
+resampling is keyed by question id: a reordered predictions or questions file gives the same interval.
 Resampling is done in chunks so memory stays bounded (resamples × n indices per chunk <= ~4M).
 """
 
@@ -75,6 +77,19 @@ def _as_array(values: Sequence[float] | np.ndarray) -> np.ndarray:
     return arr
 
 
+def by_ids(values: Sequence[float] | np.ndarray, ids: Sequence[object] | None) -> np.ndarray:
+    """``values`` (one per question, or rows of an n × m matrix) in the order of their question ``ids`` (as text;
+    equal ids keep their order); unchanged without ``ids``. The draws then depend on which question has which value,
+    never on the order a file lists them in."""
+    x = np.asarray(values, dtype=np.float64)
+    if ids is None:
+        return x
+    keys = [str(i) for i in ids]
+    if len(keys) != x.shape[0]:
+        raise ValueError(f"{len(keys)} question ids for {x.shape[0]} values")
+    return x[sorted(range(len(keys)), key=keys.__getitem__)]
+
+
 def bootstrap_means(values: Sequence[float] | np.ndarray, resamples: int = DEFAULT_RESAMPLES,
                     seed: int = DEFAULT_SEED) -> np.ndarray:
     """Means of ``resamples`` with-replacement resamples of ``values`` (shape [resamples])."""
@@ -98,9 +113,10 @@ def _percentiles(draws: np.ndarray, alpha: float) -> tuple[float, float]:
 
 
 def bootstrap_ci(values: Sequence[float] | np.ndarray, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-                 alpha: float = DEFAULT_ALPHA) -> Interval:
-    """Mean and (1-α) percentile-bootstrap interval over questions."""
-    x = _as_array(values)
+                 alpha: float = DEFAULT_ALPHA, ids: Sequence[object] | None = None) -> Interval:
+    """Mean and (1-α) percentile-bootstrap interval over questions; ``ids``: the questions' ids, which key the
+    resampling (:func:`by_ids`)."""
+    x = _as_array(by_ids(values, ids))
     if x.size == 0:
         raise ValueError("bootstrap of an empty sample")
     lo, hi = _percentiles(bootstrap_means(x, resamples, seed), alpha)
@@ -110,11 +126,12 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, resamples: int = DEFAULT_
 
 
 def bootstrap_cis(columns: np.ndarray, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
-                  alpha: float = DEFAULT_ALPHA) -> list[Interval]:
+                  alpha: float = DEFAULT_ALPHA, ids: Sequence[object] | None = None) -> list[Interval]:
     """:func:`bootstrap_ci` of every column of an (n questions × m) matrix in one pass: the same resampled question
     indices as :func:`bootstrap_ci` draws for n values with this seed, so column j's interval equals
-    ``bootstrap_ci(columns[:, j])`` (to float rounding); a recall@k curve over k = 1..100 costs one draw."""
-    x = np.asarray(columns, dtype=np.float64)
+    ``bootstrap_ci(columns[:, j])`` (to float rounding); a recall@k curve over k = 1..100 costs one draw. ``ids``:
+    the rows' question ids, which key the resampling (:func:`by_ids`)."""
+    x = by_ids(columns, ids)
     if x.ndim != 2 or x.shape[0] == 0:
         raise ValueError(f"expected an (n questions × m) matrix with n > 0, got shape {x.shape}")
     if not np.all(np.isfinite(x)):

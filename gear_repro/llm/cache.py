@@ -6,7 +6,8 @@ at once. ``llm.cache_mode`` picks SQLite's journal (docs/sweeps.md, "The LLM rep
 process is on one machine), ``journal`` (rollback journal under POSIX file locks, which NFSv4/Lustre/GPFS honour
 across machines) or ``auto`` (default: ``journal`` when the cache directory is on a network file system, else
 ``wal``). Every process that shares a cache file must use the same journal. Keys are sha256 of the canonical JSON of the request. What identifies a model
-(docs/llm.md, "Cache"): its served name plus the endpoint that serves it (``llm.base_url`` without credentials),
+(docs/llm.md, "Cache"): its served name plus the endpoint that serves it (``llm.base_url``, else ``OPENAI_BASE_URL``,
+without credentials: :func:`served_base_url`),
 so two servers serving the same model name never share replies; the hosted OpenAI API and the harness-started
 local server (``llm.server``) are identified by the model name alone. No API key enters the key or the row.
 """
@@ -20,6 +21,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,23 @@ def endpoint_identity(base_url: str | None) -> str | None:
     if parts.port:
         host += f":{parts.port}"
     return mask_url_params(urlunsplit((parts.scheme.lower(), host.lower(), parts.path.rstrip("/"), parts.query, "")))
+
+
+HOSTED_URL = "https://api.openai.com/v1"  # the OpenAI SDK's endpoint when neither base_url nor OPENAI_BASE_URL is set
+
+
+def served_base_url(base_url: str | None, starts_server: bool = False,
+                    environ: Mapping[str, str] | None = None) -> str | None:
+    """The URL that serves the model, as the OpenAI SDK picks it: ``llm.base_url``, else (no harness-started server)
+    the ``OPENAI_BASE_URL`` of ``environ`` (default: this process's); None for the hosted API (the variable unset or
+    naming it), whose model name alone identifies it. So a second endpoint given by the environment is never served
+    the first one's cached replies, nor resumes its run."""
+    if base_url:
+        return str(base_url)
+    if starts_server:
+        return None
+    url = (os.environ if environ is None else environ).get("OPENAI_BASE_URL") or None
+    return None if url is None or endpoint_identity(url) == endpoint_identity(HOSTED_URL) else url
 
 
 # file system types (/proc/mounts) shared between machines: SQLite's WAL index does not work on them

@@ -34,7 +34,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from omegaconf import MISSING
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from gear_repro.llm.cache import LOCK_TIMEOUT_RANGE, LLMCache, LLMCacheMode, endpoint_identity, request_key
+from gear_repro.llm.cache import (
+    HOSTED_URL,
+    LOCK_TIMEOUT_RANGE,
+    LLMCache,
+    LLMCacheMode,
+    endpoint_identity,
+    request_key,
+    served_base_url,
+)
 from gear_repro.llm.deadline import DeadlineTransport, ReplyTooLarge
 from gear_repro.llm.estimate import (
     ESTIMATE_LATENCY_RANGE,
@@ -250,7 +258,7 @@ class LLMClient:
         self.base_url = base_url
         # part of the cache key: what serves `model` (a URL, or the weights and reply-changing flags of the server the
         # harness starts: gguf_weights.served_weights)
-        self.endpoint = endpoint_identity(base_url) or (
+        self.endpoint = endpoint_identity(served_base_url(base_url, server is not None)) or (
             served_weights({"model": model, "server": server}) if server and not base_url else None)
         self.api_key_env = api_key_env
         self.default_params: dict[str, Any] = {"temperature": s.temperature, "max_tokens": s.max_tokens,
@@ -328,7 +336,7 @@ class LLMClient:
 
     def target_url(self) -> str:
         """The URL requests go to: ``llm.base_url``, else the SDK's (``OPENAI_BASE_URL``, else the hosted API)."""
-        return self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or HOSTED_URL
 
     def check_reachable(self, timeout_s: float = 10.0) -> None:
         """ConfigError naming ``llm.base_url`` and the route (proxy or not) unless a TCP connection to the endpoint, or

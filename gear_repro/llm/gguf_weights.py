@@ -169,6 +169,19 @@ def served_weights(llm: Mapping[str, Any] | None) -> str | None:
     return weights + (f" args:{json.dumps(args)}" if args else "")
 
 
+def served_file(server: Mapping[str, Any]) -> tuple[str, str]:
+    """The GGUF file the harness-started server (``llm.server``) serves and its identity, found without assembling or
+    reading it whole: (file name, ``pkg:<distribution>==<version>/<file>`` of a packaged model or ``gguf:<content>``
+    of a file given by path). What answered, whatever alias ``llm.model`` gives it (run.json ``setting.llm``)."""
+    name = str(server.get("model_path") or "")
+    kind = _ALIASES.get(name.lower())
+    if kind is None:
+        return Path(name).expanduser().name, local_weights_identity(name) or f"file:{name} (missing)"
+    weights = packaged_identity(kind)
+    shipped = SHIPPED[kind][1]
+    return (weights or shipped).rsplit("/", 1)[-1], weights or f"pkg:{kind} (not installed)"
+
+
 def resolve_model_path(name: str, assemble: bool = True) -> Path:
     """A ``.gguf`` path for ``name``: an existing file, ``qwen`` (assembled on demand) or ``smollm2``."""
     p = Path(name).expanduser()

@@ -27,6 +27,7 @@ from typing import Any
 
 from gear_repro.evaluation.aggregate import check_record
 from gear_repro.utils.errors import DataError
+from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.io import atomic_open, read_json_object, write_json
 from gear_repro.utils.lock import LOCK_FILE
 
@@ -172,9 +173,12 @@ def code_versions(history: object) -> list[str]:
         if not isinstance(h, dict):
             continue
         commit, source = str(h.get("git_commit")), h.get("source")
+        user = h.get("user_code") if isinstance(h.get("user_code"), dict) else {}
+        user_id = hash_obj(user, 8) if user else ""  # the user's classes' sources, edited between two starts
         label = commit[:12] + ("-dirty" if commit.endswith("-dirty") else "") + (f" source {str(source)[:8]}"
                                                                                 if source else "")
-        seen.setdefault(str(source) if source else commit, label)
+        label += f" user code {user_id}" if user_id else ""
+        seen.setdefault((str(source) if source else commit) + user_id, label)
     return list(seen.values())
 
 

@@ -36,9 +36,17 @@ from gear_repro.pipeline.preflight import preflight
 from gear_repro.pipeline.progress import QuestionBar
 from gear_repro.pipeline.question import run_question
 from gear_repro.pipeline.resources import Resources
-from gear_repro.pipeline.resume import code_history, data_fingerprint, load_finished, what_differs
+from gear_repro.pipeline.resume import (
+    code_history,
+    data_fingerprint,
+    fingerprinted_environ,
+    load_finished,
+    recorded_environ,
+    what_differs,
+)
 from gear_repro.pipeline.run_folder import PREDICTIONS
 from gear_repro.pipeline.setting import data_setting, run_setting
+from gear_repro.pipeline.user_code import classes_differ, given_classes, user_sources
 from gear_repro.pipeline.wiring import build_qa_reader, check_components, run_method
 from gear_repro.prompts import prompts_hash
 from gear_repro.qa.reader import AnswerReader
@@ -118,7 +126,8 @@ class Runner:
         config.yaml path gives it (same settings, same data content); the run then records the new one."""
         cfg = cfg if cfg is not None else self.cfg
         hashes = self.res.dataset.hashes
-        fp = data_fingerprint(cfg, hashes)
+        classes = given_classes(self.res)
+        fp = data_fingerprint(cfg, hashes, classes=classes)
         old = previous.get(key)
         if not old or old == fp:
             return fp
@@ -127,15 +136,16 @@ class Runner:
             as_before = copy.deepcopy(cfg)
             with open_dict(as_before):
                 as_before.dataset.path = OmegaConf.select(old_cfg, "dataset.path", default=None)
-            if old == data_fingerprint(as_before, hashes, with_path=True):
+            if old == data_fingerprint(as_before, hashes, with_path=True, classes=classes):
                 log.info("%s: run.json's fingerprint is of the format that held dataset.path (%s); same settings "
                          "and data content: resuming, recorded under the new fingerprint", self.run_dir,
                          as_before.dataset.path)
                 return fp
         try:
-            diffs = what_differs(old_cfg, cfg, previous.get("data_hashes") or {}, hashes)
+            diffs = what_differs(old_cfg, cfg, previous.get("data_hashes") or {}, hashes, recorded_environ(previous))
         except Exception:  # a config.yaml of an older layout: the refusal without its details
             diffs = what_differs(None, cfg, previous.get("data_hashes") or {}, hashes)
+        diffs = classes_differ(previous.get("components"), classes) + diffs
         why = ("; ".join(diffs) if diffs else "no setting of its config.yaml and no data file differs: what does "
                "is not recorded there (the files of a model given by path, a secret shown as ***)")
         raise ConfigError(
@@ -177,7 +187,9 @@ class Runner:
 
     def _write_provenance(self, fp: str, extra: dict | None = None) -> None:
         self._write_config()
-        rec = {"fingerprint": fp, "environment": environment(), "data_hashes": self.res.dataset.hashes,
+        rec = {"fingerprint": fp, "environment": environment(), "environ": fingerprinted_environ(),
+               "components": given_classes(self.res),  # the user's objects the API handed the run, by class
+               "data_hashes": self.res.dataset.hashes,
                "data_warnings": self.res.dataset.warnings, "subset": self.res.dataset.selection,
                "timings": self.timings,
                "cwd": str(Path.cwd()),  # a relative dataset.path is read against it (hydra.job.chdir=false; the explorer)
@@ -307,7 +319,8 @@ class Runner:
         flags = {"k_dependent": bool(method.k_dependent), "needs_vectors": self.res.needs_vectors,
                  "figure2_reference": is_figure2_reference(cfg)}
         provenance = {"method": method.describe(), **prompts, rf.REPORT_FLAGS: flags,  # hub statistics, γ, switches
-                      "code_history": code_history(previous, len(questions) - len(todo), len(todo))}
+                      "code_history": code_history(previous, len(questions) - len(todo), len(todo),
+                                                   user_sources(cfg, self.res))}
         self._start()
         self._write_provenance(fp, provenance)
         t_loop = time.perf_counter()

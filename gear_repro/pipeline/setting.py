@@ -127,15 +127,54 @@ def data_setting(res: Resources) -> dict[str, Any]:
     return out
 
 
+UNKNOWN_LLM = "unknown"  # an LLM object that names no model: never the paper's
+
+
+def llm_setting(llm: Any) -> tuple[str, dict[str, Any]]:
+    """The answering LLM as run.json ``setting`` records it: the model placement compares (``llm``) and what served it
+    (``llm_served``). A server the harness starts is named by the GGUF file it serves, with the weights' identity
+    (:func:`~gear_repro.llm.gguf_weights.served_file`), never by the alias ``llm.model`` gives it (``llm=tiny
+    llm.model=gpt-4o-mini-2024-07-18`` is SmolLM2); another endpoint by its model name, with the names its replies
+    reported (``reported``, this process's calls); an object whose ``model`` is None: ``unknown``."""
+    from gear_repro.llm.gguf_weights import served_file
+
+    alias = getattr(llm, "model", None)
+    served: dict[str, Any] = {"alias": str(alias) if alias else None}
+    server = getattr(llm, "server_cfg", None)
+    if server and not getattr(llm, "base_url", None):
+        file, served["weights"] = served_file(server)
+        served["file"] = file
+        return re.sub(r"(?i)\.gguf$", "", file), served
+    records = getattr(getattr(llm, "ledger", None), "records", None) or []
+    reported = sorted({str(r["model"]) for r in list(records) if r.get("ok") and r.get("model")})
+    if reported:
+        served["reported"] = reported
+    return (str(alias) if alias else UNKNOWN_LLM), served
+
+
+def embedder_model(desc: Mapping[str, Any]) -> str:
+    """The embedder as run.json ``setting.embedder.model`` records it (what placement compares): a model given by
+    name as named; one given by path by its weights (``files``, :func:`~gear_repro.embedding.sbert_weights.
+    shipped_by_weights`): the shipped model whose files it holds, else its folder's name with its weights' identity
+    ("all-mpnet-base-v2 (local files 3f2a...)"), which is no paper's model whatever the folder is called."""
+    from gear_repro.embedding.sbert_weights import shipped_by_weights
+
+    model, files = str(desc.get("model")), desc.get("files")
+    if not files:
+        return model
+    return shipped_by_weights(files) or f"{Path(model).expanduser().name} (local files {files})"
+
+
 def run_setting(res: Resources, data: dict[str, Any]) -> dict[str, Any]:
     """run.json ``setting``: ``data`` (:func:`data_setting`), and the LLM, embedder and triples the run used."""
     out = dict(data)
-    if res.built("llm") is not None:
-        out["llm"] = str(res.cfg.llm.get("model"))
+    if (llm := res.built("llm")) is not None:
+        out["llm"], out["llm_served"] = llm_setting(llm)
     emb = res.built("embedder")
     if emb is not None and res.needs_vectors:
         desc = emb.describe()
-        out["embedder"] = {"model": str(desc.get("model")), "precision": desc.get("precision_used"),
+        out["embedder"] = {"model": embedder_model(desc), **({"files": desc["files"]} if desc.get("files") else {}),
+                           "precision": desc.get("precision_used"),
                            "query_precision": desc.get("query_precision_used")}
         approx = {name: getattr(res.built(name), "approximation", None) for name in ("passages", "triples")}
         if any(approx.values()):  # an approximate kNN is a lossy setting the row label names

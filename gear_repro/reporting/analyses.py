@@ -104,12 +104,12 @@ def density_table(runs: Sequence[RunResult], k: int = 15, opts: EvidenceOptions 
         per_passage = _triples_per_passage(str(tf))
         where = placement(run.run_info.get("setting"), DEFAULT_PAPER, "Table 12", run.dataset)
         recall = question_values(preds, f"recall@{k}")
-        bins: dict[str, list[float]] = defaultdict(list)
+        bins: dict[str, dict[str, float]] = defaultdict(dict)
         for p in preds:
             rho = triple_density(p["gold_ids"], per_passage)
-            bins[density_bin(rho)].append(recall[str(p["id"])])
+            bins[density_bin(rho)][str(p["id"])] = recall[str(p["id"])]
         for label, _, _ in DENSITY_BINS:
-            vals = bins.get(label, [])
+            vals = bins.get(label, {})
             metric = f"R@{k} {label}"
             cell = paper_value("Table 12", run.method_label, run.dataset, metric)
             paper = cell if where.beside else None  # like for like (reporting/setting.py)
@@ -156,7 +156,7 @@ def rounds_table(runs: Sequence[RunResult], ks: Sequence[int] = (5, 10, 15),
             key = (run.label, run.method_label, run.dataset, length, n)
             if key in cells and derived and not cells[key]["derived"]:
                 continue  # an explicit max_rounds=n run wins over a derived column
-            vals = {k: values_interval(list(question_values(preds, f"recall@{k}@round{n}").values()), opts)
+            vals = {k: values_interval(question_values(preds, f"recall@{k}@round{n}"), opts)
                     for k in ks if run.evaluates(k)}
             cells[key] = {"derived": derived, "vals": vals, "n_questions": len(preds), "run_dir": str(run.path),
                           "where": placement(run.run_info.get("setting"), DEFAULT_PAPER, "Table 9", run.dataset)}

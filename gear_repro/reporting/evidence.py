@@ -8,7 +8,7 @@ sets differ unless ``intersect`` is set (then it pairs the shared ids and says h
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,11 +96,18 @@ def interval(run: RunResult, key: str, opts: EvidenceOptions = DEFAULT_OPTIONS) 
     v = values(run, key)
     if not v:
         return None
-    return bootstrap_ci(np.fromiter(v.values(), float, len(v)), opts.resamples, opts.seed, opts.alpha)
+    return values_interval(v, opts)
 
 
-def values_interval(vals: Sequence[float], opts: EvidenceOptions = DEFAULT_OPTIONS) -> Interval | None:
-    return bootstrap_ci(np.asarray(vals, float), opts.resamples, opts.seed, opts.alpha) if len(vals) else None
+def values_interval(vals: Mapping[str, float] | Sequence[float], opts: EvidenceOptions = DEFAULT_OPTIONS) -> Interval | None:
+    """Mean and bootstrap interval of per-question values: ``{question id: value}`` resamples by id (the same
+    interval whatever order the questions come in); a plain sequence in its own order."""
+    if not len(vals):
+        return None
+    if isinstance(vals, Mapping):
+        return bootstrap_ci(np.fromiter(vals.values(), float, len(vals)), opts.resamples, opts.seed, opts.alpha,
+                            ids=list(vals))
+    return bootstrap_ci(np.asarray(vals, float), opts.resamples, opts.seed, opts.alpha)
 
 
 @dataclass(frozen=True)

@@ -248,7 +248,8 @@ def draw_hop_types(runs: Sequence[RunResult], out: Path, k: int = 15, opts: Evid
                     left_out.append(f"Figure 3 ({dataset}): {_label(r)} ({r.path.name}) is left out: R@{k} is not "
                                     f"among its run.ks {sorted(r.ks)}")
                 continue
-            preds = scored(load_predictions(r))
+            # in question-id order: the boxes' intervals resample by id, whatever order the file lists them in
+            preds = sorted(scored(load_predictions(r)), key=lambda p: str(p["id"]))
             vals: dict[str, list[float]] = defaultdict(list)
             if preds:
                 for p in preds:

@@ -674,11 +674,36 @@ def find_runs(paths: list[str | Path]) -> list[RunResult]:
     return runs
 
 
+# run.json ``setting``'s content hashes of what two runs read (pipeline/setting.py): the corpus by its passages, the
+# questions by their ids and texts, the gold by each question's gold passages' content; ids, order and file format
+# aside
+_CONTENT = {"corpus": ("corpus", "content_sha256"), "questions": ("questions", "texts_sha256"), "gold": ("gold", "sha256")}
+
+
+def _content(run: RunResult, what: str) -> str | None:
+    section, key = _CONTENT[what]
+    value = ((run.run_info.get("setting") or {}).get(section) or {}).get(key)
+    return str(value) if value else None
+
+
 def different_data(a: RunResult, b: RunResult) -> str | None:
-    """Why two runs cannot be compared question by question: their corpus or question files differ (both recorded),
-    else None."""
-    diff = [k for k in ("corpus", "questions") if k in a.data and k in b.data and a.data[k] != b.data[k]]
-    return f"different {' and '.join(diff)} files ({a.path} vs {b.path})" if diff else None
+    """Why two runs cannot be compared question by question, else None: their corpus or questions differ by content
+    (run.json ``setting``: a reordered or re-serialised copy of the sample is the sample), or, for runs that record
+    no content hash, by file; or the same questions are scored against other gold (``setting.gold.sha256``)."""
+    def same(k: str) -> bool:
+        # one file read by both (their question sets may differ by dataset.limit: the pairing says so), or content
+        # that is the same whatever the files' order and format
+        ca, cb = _content(a, k), _content(b, k)
+        return (k not in a.data or k not in b.data or a.data[k] == b.data[k]) or bool(ca and ca == cb)
+
+    diff = [k for k in ("corpus", "questions") if not same(k)]
+    if diff:
+        return f"different {' and '.join(diff)} files ({a.path} vs {b.path})"
+    ga, gb = _content(a, "gold"), _content(b, "gold")
+    same_set = _content(a, "questions") is not None and _content(a, "questions") == _content(b, "questions")
+    if same_set and ga and gb and ga != gb:  # the gold of the same questions (a limit's subset has its own hash)
+        return f"the same questions against different gold passages (setting.gold.sha256; {a.path} vs {b.path})"
+    return None
 
 
 def check_same_data(runs: list[RunResult]) -> None:

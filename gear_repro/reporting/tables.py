@@ -131,12 +131,19 @@ def flag_mark(row: pd.Series | dict) -> str:
     return mark if isinstance(mark, str) else ""
 
 
+def ceiling_text(row: pd.Series | dict) -> str:
+    """`` ≤87.3`` after a recall cell whose run's recall ceiling is below 100 (gold passages missing from the
+    corpus), "" otherwise: table.md's and the explorer's cells alike."""
+    ceiling = row.get("recall_ceiling")
+    if ceiling is not None and not pd.isna(ceiling) and ceiling < 100:
+        return f" ≤{ceiling:.1f}"
+    return ""
+
+
 def _cell(row: pd.Series) -> str:
     n = row.get("n")
     ours = ci_text(row["ours"], row.get("ci_low"), row.get("ci_high"), row["n_questions"] if pd.isna(n) else n)
-    ceiling = row.get("recall_ceiling")
-    if ceiling is not None and not pd.isna(ceiling) and ceiling < 100:  # gold passages missing from the corpus
-        ours = f"{ours} ≤{ceiling:.1f}"
+    ours += ceiling_text(row)
     if row["paper"] is None or pd.isna(row["paper"]):
         other = row.get("paper_other_setting")
         if other is None or pd.isna(other):

@@ -36,6 +36,7 @@ from gear_repro.reporting.html.data import (
     question_order,
     run_provenance,
     unfinished_rows,
+    unpaired,
 )
 from gear_repro.reporting.html.plots import plot_data
 from gear_repro.reporting.runs import RunResult, UnfinishedRun
@@ -84,6 +85,8 @@ def build_summary(runs: Sequence[RunResult], unfinished: Sequence[UnfinishedRun]
             ds["corpora"] = info
         if notes := data_notes(cols, dc):
             ds["data_notes"] = notes
+        if refused := unpaired(cols):  # pairs compare() refuses: no win/tie/loss, no Δ, the reason shown
+            ds["unpaired"] = refused
         datasets.append(ds)
         plots.append({"name": name, **plot_data([c.run for c in cols], opts)})
         for n, qid in enumerate(qids):

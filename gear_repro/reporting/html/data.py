@@ -21,7 +21,7 @@ import pandas as pd
 from gear_repro.pipeline import run_folder as rf
 from gear_repro.reporting.evidence import predictions
 from gear_repro.reporting.runs import RunResult, UnfinishedRun, different_data
-from gear_repro.reporting.tables import ci_text, flag_mark
+from gear_repro.reporting.tables import ceiling_text, ci_text, flag_mark
 from gear_repro.utils.errors import DataError
 from gear_repro.utils.hashing import hash_file
 from gear_repro.utils.io import iter_jsonl
@@ -307,6 +307,15 @@ def dataset_corpora(cols: Sequence[Column], corpora: Corpora) -> DatasetCorpora:
     return DatasetCorpora(found, of_col, labels)
 
 
+def unpaired(cols: Sequence[Column]) -> dict[str, str]:
+    """``{"i/j": why}`` for each pair of a dataset's methods (i < j, their column positions) that ``compare()`` and the
+    claims would not pair (another corpus, other questions or other gold: ``different_data``): the explorer shows no
+    win/tie/loss or per-question Δ for them, and says why."""
+    return {f"{i}/{j}": f"not paired: {cols[i].run.label} and {cols[j].run.label} read {why}"
+            for i in range(len(cols)) for j in range(i + 1, len(cols))
+            if (why := different_data(cols[i].run, cols[j].run))}
+
+
 def data_notes(cols: Sequence[Column], dc: DatasetCorpora) -> list[str]:
     """What the question view warns of in a dataset column: runs on other corpus/question files than the first
     (the console's ``check_same_data`` note), several corpora, corpus texts not shown."""
@@ -400,7 +409,8 @@ def paper_tables(table_csv: Path, runs: Sequence[RunResult]) -> list[dict[str, A
                               else f"{{paper, other setting: {other:.1f}{mark}}}" if other is not None else None)
                 cells.append({"ours": ours, "lo": low, "hi": high, "n": n, "paper": paper if paper is not None else other,
                               "delta": delta, "paper_text": paper_text,
-                              "text": ci_text(ours, low, high, int(n) if n is not None else _num(r["n_questions"])),
+                              "text": ci_text(ours, low, high, int(n) if n is not None else _num(r["n_questions"]))
+                              + ceiling_text(r),
                               "source": r.get("paper_source") if isinstance(r.get("paper_source"), str) else "",
                               "flag": _text(r.get("paper_flag_reason")),
                               "errors": int(_num(r.get("n_errors")) or 0),

@@ -51,7 +51,8 @@ def recall_curve(run: RunResult, preds: Sequence[dict], opts: EvidenceOptions) -
     for i, p in enumerate(scored):  # an errored question: its recorded ranking (empty: 0), as metrics.json
         for k in range(1, depth + 1):
             m[i, k - 1] = 100.0 * recall_at_k(ranking_for_k(p, k), p["gold_ids"], k)
-    return _series(run.label, range(1, depth + 1), bootstrap_cis(m, opts.resamples, opts.seed, opts.alpha))
+    return _series(run.label, range(1, depth + 1), bootstrap_cis(m, opts.resamples, opts.seed, opts.alpha,
+                                                                 ids=[p["id"] for p in scored]))
 
 
 def _max_k(run: RunResult) -> int:
@@ -72,12 +73,13 @@ def recall_by_round(run: RunResult, preds: Sequence[dict], opts: EvidenceOptions
     k = _max_k(run)
     if not any(p.get("rounds") for p in scored):
         vals = question_values(scored, f"recall@{k}")
-        ci = values_interval(list(vals.values()), opts)
+        ci = values_interval(vals, opts)
         return None if ci is None else _series(run.label, [1], [ci], flat=True, k=k)
     n = _n_rounds(run, scored)
     cols = [question_values(scored, f"recall@{k}@round{r}") for r in range(1, n + 1)]
     m = np.array([[c[str(p["id"])] for c in cols] for p in scored])
-    return _series(run.label, range(1, n + 1), bootstrap_cis(m, opts.resamples, opts.seed, opts.alpha), flat=False, k=k)
+    return _series(run.label, range(1, n + 1), bootstrap_cis(m, opts.resamples, opts.seed, opts.alpha,
+                                                             ids=[p["id"] for p in scored]), flat=False, k=k)
 
 
 def recall_by_type(run: RunResult, preds: Sequence[dict], opts: EvidenceOptions) -> dict[str, Any] | None:
@@ -87,9 +89,9 @@ def recall_by_type(run: RunResult, preds: Sequence[dict], opts: EvidenceOptions)
         return None
     k = _max_k(run)
     vals = question_values(scored, f"recall@{k}")
-    by_type: dict[str, list[float]] = defaultdict(list)
+    by_type: dict[str, dict[str, float]] = defaultdict(dict)
     for p in scored:
-        by_type[p.get("type") or "all"].append(vals[str(p["id"])])
+        by_type[p.get("type") or "all"][str(p["id"])] = vals[str(p["id"])]
     cis = {t: values_interval(v, opts) for t, v in sorted(by_type.items())}
     return {"label": run.label, "k": k, "types": [{"type": t, "n": c.n, "mean": round(c.mean, 3), "lo": round(c.low, 3),
                                                   "hi": round(c.high, 3)} for t, c in cis.items() if c is not None]}
@@ -116,9 +118,11 @@ def tokens_by_round(run: RunResult, preds: Sequence[dict], opts: EvidenceOptions
                 continue
             inp[i, r - 1:] += int(c.get("prompt_tokens") or 0)
             out[i, r - 1:] += int(c.get("completion_tokens") or 0)
-    xs = range(1, n + 1)
-    return [_series(f"{run.label} input", xs, bootstrap_cis(inp, opts.resamples, opts.seed, opts.alpha), dashed=False),
-            _series(f"{run.label} output", xs, bootstrap_cis(out, opts.resamples, opts.seed, opts.alpha), dashed=True)]
+    xs, ids = range(1, n + 1), [p["id"] for p in preds]
+    return [_series(f"{run.label} input", xs, bootstrap_cis(inp, opts.resamples, opts.seed, opts.alpha, ids=ids),
+                    dashed=False),
+            _series(f"{run.label} output", xs, bootstrap_cis(out, opts.resamples, opts.seed, opts.alpha, ids=ids),
+                    dashed=True)]
 
 
 def plot_data(runs: Sequence[RunResult], opts: EvidenceOptions) -> dict[str, Any]:

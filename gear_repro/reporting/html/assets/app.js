@@ -196,6 +196,11 @@
     if (ds.methods.some((m) => m.qa)) out.push({ key: "em", metric: "em", k: maxK(ds), label: "EM" }, { key: "f1", metric: "f1", k: maxK(ds), label: "F1" });
     return out;
   }
+  // Why compare() would not pair methods a and b of ds (another corpus, other questions or gold), else null.
+  function unpairedWhy(ds, a, b) {
+    const u = ds.unpaired || {};
+    return u[Math.min(a, b) + "/" + Math.max(a, b)] || null;
+  }
   function winsBlock(ds, di) {
     const choices = metricChoices(ds);
     const sel = el("select", { id: "wtl-metric-" + di }, choices.map((c) => el("option", { value: c.key, text: c.label })));
@@ -212,7 +217,7 @@
       for (const a of ms) {
         net[a] = 0;
         for (const b of ms) {
-          if (a === b) continue;
+          if (a === b || unpairedWhy(ds, a, b)) continue;
           res[a + "/" + b] = winTieLoss(ds, a, b, c.metric, c.k);
           if (counted(a, b)) net[a] += res[a + "/" + b].w - res[a + "/" + b].l;
         }
@@ -227,6 +232,8 @@
           el("th", null, label(a)),
           ms.map((b) => {
             if (a === b) return el("td", { class: "num muted", text: "—" });
+            const why = unpairedWhy(ds, a, b);
+            if (why) return el("td", { class: "num muted unpaired", dataset: { a: a, b: b }, title: why, text: "not paired" });
             const r = res[a + "/" + b];
             const share = r.n && counted(a, b) ? (r.w - r.l) / r.n : 0;
             const bg = share > 0 ? "rgba(29,122,58," + (0.08 + 0.5 * share).toFixed(3) + ")" : share < 0 ? "rgba(179,38,30," + (0.08 - 0.5 * share).toFixed(3) + ")" : null;
@@ -312,7 +319,7 @@
     return v;
   }
   function pairDiff(row, a, b, metric, k) {
-    if (a < 0 || b < 0) return null;
+    if (a < 0 || b < 0 || unpairedWhy(dataset(), a, b)) return null;  // compare() refuses the pair: no Δ
     const va = metricValue(row, row.m[a], metric, k), vb = metricValue(row, row.m[b], metric, k);
     return va === null || vb === null ? null : va - vb;
   }
@@ -486,6 +493,8 @@
     const box = document.getElementById("q-pair"), hist = document.getElementById("q-hist");
     clear(box); clear(hist);
     if (!pair) { append(box, [el("span", { class: "muted", text: "Choose methods A and B to compare them question by question." })]); return; }
+    const why = unpairedWhy(ds, f.a, f.b);
+    if (why) { append(box, [el("span", { id: "q-unpaired", class: "neg", text: why })]); return; }
     const all = Object.assign({}, f, { mode: "all" }), idx = [];
     let ab = 0, ba = 0;
     ds.questions.forEach((row, i) => {
