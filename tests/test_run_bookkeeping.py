@@ -460,7 +460,7 @@ def test_failed_run_records_its_error_for_the_report_and_a_finished_rerun_skips(
         raise RuntimeError("index server went away")
 
     with monkeypatch.context() as m:
-        m.setattr("gear_repro.pipeline.runner.build_method", boom)
+        m.setattr("gear_repro.pipeline.runner.run_method", boom)
         with pytest.raises(RuntimeError):
             Runner(_cfg(compose, toy_dir, "dataset.limit=2"), broken).run()
     assert read_json(broken / "failure.json")["error"] == "RuntimeError: index server went away"
@@ -472,7 +472,7 @@ def test_failed_run_records_its_error_for_the_report_and_a_finished_rerun_skips(
     assert not (broken / "failure.json").exists()
     preds = (broken / "predictions.jsonl").read_bytes()
     with monkeypatch.context() as m, caplog.at_level("INFO", logger="gear_repro"):
-        m.setattr("gear_repro.pipeline.runner.build_method", boom)  # a finished run builds nothing
+        m.setattr("gear_repro.pipeline.runner.run_method", boom)  # a finished run builds nothing
         assert Runner(_cfg(compose, toy_dir, "dataset.limit=2"), broken).run() == first
     assert (broken / "predictions.jsonl").read_bytes() == preds and "already finished its 2 questions" in caplog.text
 

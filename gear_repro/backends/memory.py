@@ -139,7 +139,7 @@ class MemoryCollection(DocCollection):
         if self._bm25 is not None:
             return self._bm25
         p = self.bm25_params
-        key = hash_obj({"docs": self.content_hash, **p, "v": 2})
+        key = hash_obj({"docs": self.content_hash, **p, "v": 3})
         path = cache_dir() / "indexes" / f"bm25-{self.name}-{key}"
         exact = p["method"] == BM25Variant.lucene.value
         if self.cache and path.exists():
