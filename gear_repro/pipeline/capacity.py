@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from gear_repro.data.dataset import Dataset
 from gear_repro.pipeline.resources import target_class
 from gear_repro.types import Triple
 from gear_repro.utils.errors import ConfigError
@@ -152,12 +153,17 @@ def run_estimate(cfg: DictConfig, res, *, triples: bool) -> Estimate | None:
     if not res.needs_vectors or OmegaConf.select(cfg, "backend.dense_dtype") is None:
         return None
     ds = res.dataset
+    model_id = getattr(res.embedder, "model_id", None)  # the run builds it anyway; no model is loaded for its key
+    return config_estimate(cfg, dataset_collections(ds, triples=triples), own_collections(cfg, ds.triples), model_id)
+
+
+def dataset_collections(ds: Dataset, *, triples: bool) -> dict[str, tuple[int, int]]:
+    """name -> (rows, characters of text) of the passages and, with ``triples``, the triples a run embeds."""
     collections = {"passages": (len(ds.passages), sum(len(p.content) for p in ds.passages))}
     if triples and ds.triples:
         collections["triples"] = (len(ds.triples), sum(len(t.subject) + len(t.predicate) + len(t.object) + 2
                                                         for t in ds.triples))
-    model_id = getattr(res.embedder, "model_id", None)  # the run builds it anyway; no model is loaded for its key
-    return config_estimate(cfg, collections, own_collections(cfg, ds.triples), model_id)
+    return collections
 
 
 def own_collections(cfg: DictConfig, triples: Sequence[Triple] | None) -> dict[str, tuple[int, int]]:
