@@ -303,7 +303,7 @@ def markdown(plan: SweepPlan) -> str:
                  f"{_hours(t['question_hours']['cpu'])} | {_hours(t['encode_hours']['cpu'])} / "
                  f"{_hours(t['encode_hours']['gpu'])} | {t['disk'] / GIB:.1f} (new) | "
                  f"{_gib(t['memory'])} (peak) |")
-    notes = sorted({f"tokens: {r.tokens_source}" for r in plan.runs} | {f"price: {r.price}" for r in plan.runs}
+    notes = sorted({f"tokens: {r.tokens_source}" for r in plan.runs} | {f"price: {r.price}" for r in plan.runs if r.price != "-"}
                    | {f"question time: {r.question_source}; on a GPU not measured" for r in plan.runs}
                    | {n for r in plan.runs for n in r.notes})
     return "\n".join(lines + [""] + [f"- {n}" for n in notes]) + "\n"
