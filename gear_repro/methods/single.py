@@ -22,7 +22,7 @@ from gear_repro.methods.report_contract import (
 )
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Question
-from gear_repro.utils.component import Component
+from gear_repro.utils.component import Component, PlannedCall
 from gear_repro.utils.settings import Settings, num
 
 
@@ -123,7 +123,16 @@ COMPOSED_HOOKS = ReportHooks(paper_settings=BM25_SETTINGS)  # GRIEVER's Composed
 
 REPORT_HOOKS = ReportHooks(names=("single",), label=row_label)
 
-# the registry's declaration (gear_repro/registry.py): built with the run's retriever and expansion (by name); no
-# LLM call of its own (a SyncGE expansion's reads are not estimated)
+def single_plan(cfg: Any) -> list[PlannedCall]:
+    """A question's LLM calls: none of its own, its expansion's as that declaration plans them (SyncGE's reads)."""
+    from omegaconf import OmegaConf
+
+    from gear_repro.registry import component_for
+
+    expansion = component_for(OmegaConf.select(cfg, "expansion._target_", default=None))
+    return [] if expansion is None or expansion.llm_plan is None else list(expansion.llm_plan(cfg))
+
+
+# the registry's declaration (gear_repro/registry.py): built with the run's retriever and expansion (by name)
 COMPONENTS = (Component("agent", "single_schema", SingleStepSettings, SingleStepSettings._target_,
-                        report=f"{__name__}:REPORT_HOOKS", llm_plan=lambda cfg: []),)
+                        report=f"{__name__}:REPORT_HOOKS", llm_plan=single_plan),)

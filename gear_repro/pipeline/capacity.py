@@ -18,14 +18,16 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from gear_repro.data.dataset import Dataset
 from gear_repro.pipeline.resources import target_class
+from gear_repro.types import Triple
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import cache_dir
 
@@ -151,19 +153,37 @@ def run_estimate(cfg: DictConfig, res, *, triples: bool) -> Estimate | None:
     if not res.needs_vectors or OmegaConf.select(cfg, "backend.dense_dtype") is None:
         return None
     ds = res.dataset
+    model_id = getattr(res.embedder, "model_id", None)  # the run builds it anyway; no model is loaded for its key
+    return config_estimate(cfg, dataset_collections(ds, triples=triples), own_collections(cfg, ds.triples), model_id)
+
+
+def dataset_collections(ds: Dataset, *, triples: bool) -> dict[str, tuple[int, int]]:
+    """name -> (rows, characters of text) of the passages and, with ``triples``, the triples a run embeds."""
     collections = {"passages": (len(ds.passages), sum(len(p.content) for p in ds.passages))}
     if triples and ds.triples:
         collections["triples"] = (len(ds.triples), sum(len(t.subject) + len(t.predicate) + len(t.object) + 2
                                                         for t in ds.triples))
-    model_id = getattr(res.embedder, "model_id", None)  # the run builds it anyway; no model is loaded for its key
+    return collections
+
+
+def own_collections(cfg: DictConfig, triples: Sequence[Triple] | None) -> dict[str, tuple[int, int]]:
+    """The matrices a retriever embeds of its own over ``triples`` (GRIEVER's names and units: its
+    ``capacity_collections``), name -> (rows, characters); {} for the others or without triples."""
+    own = getattr(target_class(cfg.get("retriever")), "capacity_collections", None)
+    return own(cfg.retriever, triples) if own is not None and triples else {}
+
+
+def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
+                    own: dict[str, tuple[int, int]], model_id: str | None) -> Estimate:
+    """The needs of a run of ``cfg`` embedding ``collections`` and a retriever's ``own`` ones
+    (:func:`own_collections`), at the embedder's dimension and the backend's ``dense_dtype``; by sizes alone, so a
+    plan prices a corpus that is not on this machine."""
     dense_bytes = 2 if str(cfg.backend.dense_dtype) == "float16" else 4
     dim = embedder_dim(cfg.embedder)
     est = estimate(collections, dim, model_id, dense_bytes)
-    retriever = target_class(cfg.get("retriever"))
-    if (own := getattr(retriever, "capacity_collections", None)) is not None and ds.triples:
-        # a retriever's own matrices (GRIEVER's names and units): float32, stacked into one at the end of its
-        # build, so held twice at the peak
-        more = estimate(own(cfg.retriever, ds.triples), dim, model_id, dense_bytes=2 * 4)
+    if own:
+        # a retriever's own matrices: float32, stacked into one at the end of its build, so held twice at the peak
+        more = estimate(own, dim, model_id, dense_bytes=2 * 4)
         est.disk += more.disk
         est.memory += more.memory - BASE_BYTES
         est.lines += more.lines

@@ -38,6 +38,17 @@ def gear_plan(cfg: Any) -> list[PlannedCall]:
             PlannedCall("reason", rounds, 0, reason), PlannedCall("rewrite", rounds - 1, 0, rewrite)]
 
 
+def sync_plan(cfg: Any) -> list[PlannedCall]:
+    """SyncGE's K.2 reads in a single-step run (GEAR's agent counts its own, :func:`gear_plan`): one read of the base
+    passages a pass, a pass per k of ``run.ks`` with ``run.matched_k`` (the base k matched to the evaluated rank),
+    else one at the largest k."""
+    from omegaconf import OmegaConf
+
+    ks = [int(k) for k in OmegaConf.select(cfg, "run.ks", default=None) or [10]]
+    passes = ks if bool(OmegaConf.select(cfg, "run.matched_k", default=True)) else [max(ks)]
+    return [PlannedCall("reader", 1, k, lambda s: {"docs": s.passages, "query": s.question}) for k in passes]
+
+
 def check_beam(node: Any) -> None:
     """The beam's scorer and its options, at start-up (a misspelt scorer option fails before any question)."""
     from gear_repro.methods.gear.beam_search import BeamConfig
@@ -47,11 +58,11 @@ def check_beam(node: Any) -> None:
     scorer_options(beam.scorer, beam.scorer_options)
 
 
-def _expansion(schema: str, cls: str, hooks: str) -> Component:
+def _expansion(schema: str, cls: str, hooks: str, llm_plan: Any = None) -> Component:
     """An expansion: built with what its constructor names (the triple index, the embedder, the ``beam`` settings;
     SyncGE also the triple retriever, the LLM and the passages)."""
     return Component("expansion", schema, f"{_HERE}.expansion.{cls}Settings", f"{_HERE}.expansion.{cls}",
-                     recursive=True, report=f"{_HERE}.report:{hooks}")
+                     recursive=True, report=f"{_HERE}.report:{hooks}", llm_plan=llm_plan)
 
 
 COMPONENTS = (
@@ -59,6 +70,6 @@ COMPONENTS = (
               report=f"{_HERE}.report:AGENT_HOOKS", llm_plan=gear_plan),
     _expansion("none_schema", "NoExpansion", "NO_EXPANSION_HOOKS"),
     _expansion("naive_schema", "NaiveGE", "NAIVE_HOOKS"),
-    _expansion("sync_schema", "SyncGE", "SYNC_HOOKS"),
+    _expansion("sync_schema", "SyncGE", "SYNC_HOOKS", sync_plan),
     Component("beam", "beam_schema", f"{_HERE}.beam_search.BeamConfig", preflight=check_beam),
 )
