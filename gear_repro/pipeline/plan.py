@@ -298,7 +298,7 @@ def markdown(plan: SweepPlan) -> str:
                      f"{_gib(r.disk)} | {_gib(r.memory)} |")
     t = plan.totals()
     usd = "no list price" if t["usd"] is None else f"{t['usd']:,.2f}"
-    lines.append(f"| **total: {t['runs']} runs** | {t['encodes']} encodes | {t['questions']:,} | {_num(t['calls'])} | "
+    lines.append(f"| **total: {t['runs']} runs** | {t['encodes']} collections to encode | {t['questions']:,} | {_num(t['calls'])} | "
                  f"{_num(t['prompt_tokens'])} | {_num(t['completion_tokens'])} | {usd} | "
                  f"{_hours(t['question_hours']['cpu'])} | {_hours(t['encode_hours']['cpu'])} / "
                  f"{_hours(t['encode_hours']['gpu'])} | {t['disk'] / GIB:.1f} (new) | "
