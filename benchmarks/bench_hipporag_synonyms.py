@@ -91,11 +91,12 @@ def run_threshold(threshold: float, fallback: str, overrides: list[str], run_dir
     """One HippoRAG run at ``threshold`` and ``fallback``: metrics and the graph's synonym statistics."""
     from hydra import compose, initialize_config_dir
 
-    from gear_repro.config import validate
+    from gear_repro.config import register_configs, validate
     from gear_repro.pipeline.resources import Resources
     from gear_repro.pipeline.runner import Runner
     from gear_repro.utils.paths import config_dir
 
+    register_configs()
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=["agent=hipporag", "run.progress=false", "run.resume=false",
                                            f"hipporag.synonym_threshold={threshold}",

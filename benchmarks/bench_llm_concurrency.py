@@ -25,8 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 from hydra import compose, initialize_config_dir  # noqa: E402
 
-import gear_repro.config  # noqa: E402, F401  (registers the schemas)
-from gear_repro.config import validate  # noqa: E402
+from gear_repro.config import register_configs, validate  # noqa: E402
 from gear_repro.pipeline.resources import Resources  # noqa: E402
 from gear_repro.pipeline.runner import Runner  # noqa: E402
 from gear_repro.utils.paths import config_dir  # noqa: E402
@@ -44,6 +43,7 @@ def without_timings(obj):
 
 
 def one_setting(workers: int, n: int, latency: float, jitter: float, root: Path) -> dict:
+    register_configs()
     with StandInServer(latency_s=latency, jitter_s=jitter, seed=workers) as server:
         with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
             cfg = validate(compose("config", overrides=[

@@ -213,8 +213,7 @@ def question_run(data: Path, root: Path, n_questions: int) -> dict:
 
     from hydra import compose, initialize_config_dir
 
-    import gear_repro.config  # noqa: F401  (registers the schemas)
-    from gear_repro.config import validate
+    from gear_repro.config import register_configs, validate
     from gear_repro.data.dataset import load_dataset
     from gear_repro.llm import LLMClient
     from gear_repro.llm.estimate import EstimateSettings, estimate_calls
@@ -224,6 +223,7 @@ def question_run(data: Path, root: Path, n_questions: int) -> dict:
     ds = load_dataset(str(data))
     questions = [replace(q, id=f"{q.id}#{i}") for i in range(-(-n_questions // len(ds.questions)))
                  for q in ds.questions][:n_questions]
+    register_configs()
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = validate(compose("config", overrides=["agent=gear", "qa=true", "dataset=musique_sample",
                                                     f"dataset.path={data}", "llm=openai", "run.workers=16",

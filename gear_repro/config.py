@@ -132,10 +132,9 @@ _REGISTERED: set[tuple[str, str]] = set()  # (group, schema) of the schemas stor
 
 def register_configs() -> None:
     """Store every schema in Hydra's ConfigStore, at its root (a schema in a config group would be listed by
-    ``gear-repro --help`` among that group's options). Called on import of this module, which every composer
-    (the CLI, ``api.compose``, :func:`group_config`, scripts and tests composing with Hydra's API) relies on, and by
-    :func:`group_config` and ``api.compose``; idempotent; a component registered since (``registry.register``) is
-    stored on the next call."""
+    ``gear-repro --help`` among that group's options); imports every declared component's settings. Every composer
+    calls it before composing: the CLI, ``api.compose``, :func:`group_config`, and scripts and tests composing with
+    Hydra's API. Idempotent; a component registered since (``registry.register``) is stored on the next call."""
     from gear_repro.registry import components
 
     cs = ConfigStore.instance()
@@ -171,8 +170,8 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("diversity_label", lambda d: "w/ diversity" if d else "w/o diversity")
 
 
-register_resolvers()
-register_configs()
+register_resolvers()  # the schemas are stored by register_configs(), when a composer asks: importing this module
+# imports no component
 
 # depths that must reach max(run.ks), and what a smaller one would do: a method's list cut below k (null: no cut),
 # a base retriever's lists (hybrid's before fusion, composed's BM25 candidates) shorter than k
@@ -223,17 +222,14 @@ def validate(cfg: DictConfig) -> DictConfig:
 def schema_of(key: str, node: Any) -> type | None:
     """The schema of a config node at ``key`` (a plain node or a config group): the plain node's, or the group
     option's whose ``_target_`` the node names (the group's only schema for a node without ``_target_``); None for
-    a class no schema names (a user's own component: its constructor checks it)."""
-    from gear_repro.registry import group_components
+    a class no schema names (a user's own component: its constructor checks it). Only the named class's declaration
+    and settings are imported (:func:`gear_repro.registry.node_component`)."""
+    from gear_repro.registry import node_component
 
     if key in NODE_SCHEMAS:
         return NODE_SCHEMAS[key]
-    options = group_components(key)
-    target = node.get("_target_") if isinstance(node, DictConfig) else None
-    if target is None:
-        return options[0].settings_class() if len(options) == 1 else None
-    # only the named class's settings are imported
-    return next((c.settings_class() for c in options if c.target == target), None)
+    found = node_component(key, node)
+    return found.settings_class() if found is not None else None
 
 
 def check_settings(cfg: DictConfig) -> None:

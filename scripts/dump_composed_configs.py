@@ -15,6 +15,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from gear_repro.config import register_configs
 from gear_repro.utils.paths import config_dir
 
 PLACED_BY = {"hipporag": ["agent=hipporag"]}  # a group an agent's defaults list places (at top-level `hipporag`)
@@ -40,6 +41,7 @@ def dump(out: Path) -> int:
 
     out.mkdir(parents=True, exist_ok=True)
     n = 0
+    register_configs()
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         for overrides in override_sets():
             name = "_".join(overrides).replace("/", "-") or "default"

@@ -22,7 +22,7 @@ from typing import Any
 
 from hydra import compose, initialize_config_dir
 
-import gear_repro.config  # noqa: F401  (resolvers)
+from gear_repro.config import register_configs
 from gear_repro.llm import LLMReply, TokenLedger
 from gear_repro.llm.ledger import active_tags
 from gear_repro.utils.paths import config_dir
@@ -91,6 +91,7 @@ class FakeLLM:
 
 def main(argv: list[str]) -> None:
     out = Path(argv[0])
+    register_configs()
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         cfg = compose("config", overrides=[*DEFAULTS, *argv[1:]])
     from gear_repro.pipeline.resources import Resources

@@ -89,10 +89,11 @@ def compose():
     from hydra import compose as _compose
     from hydra import initialize_config_dir
 
-    import gear_repro.config  # noqa: F401
+    from gear_repro.config import register_configs
     from gear_repro.utils.paths import config_dir
 
     def _c(overrides: list[str] | None = None):
+        register_configs()
         with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
             return _compose("config", overrides=overrides or [], return_hydra_config=False)
 

@@ -492,3 +492,24 @@ def test_a_users_component_is_fingerprinted_by_its_class_and_source(tmp_path: Pa
     assert "another version of the user's code (my_retrievers.ByTitle)" in caplog.text
     history = json.loads((tmp_path / "run" / "run.json").read_text())["code_history"]
     assert len(code_versions(history)) == 2 and [h["finished_before"] for h in history] == [0, 2]
+
+
+def test_the_api_builds_through_the_public_wiring() -> None:
+    """gear_repro/api/ builds a pipeline with the wiring's public functions (``provide``, ``run_method``,
+    ``carry_over``): it imports no private name of another module, reaches into no other module's private attribute,
+    and seeds no run object into ``Resources`` by a string key."""
+    import ast
+
+    api = Path(gear_repro.__file__).parent / "api"
+    found: list[str] = []
+    for path in sorted(api.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gear_repro"):
+                found += [f"{path.name}: from {node.module} import {a.name}" for a in node.names
+                          if a.name.startswith("_")]
+            elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                  and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+                found.append(f"{path.name}: .{node.attr}")
+        found += [f"{path.name}: {m}" for m in re.findall(r"""\[["'](?:method|passage_retriever)["']\]\s*=""", text)]
+    assert found == []

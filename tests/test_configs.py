@@ -24,6 +24,7 @@ QUICK = ["retriever=bm25", "embedder=minilm", "dataset.limit=2", "run.progress=f
 
 
 def _compose(overrides: list[str], hydra: bool = False):
+    C.register_configs()
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         return compose("config", overrides=overrides, return_hydra_config=hydra)
 

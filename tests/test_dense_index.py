@@ -142,6 +142,9 @@ def test_yaml_documents_the_schema_defaults() -> None:
 def test_config_refuses_bad_dense_settings(override: str, msg: str) -> None:
     from hydra import compose, initialize_config_dir
 
+    from gear_repro.config import register_configs
+
+    register_configs()
     with pytest.raises(Exception) as e, initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         validate(compose("config", overrides=["backend=memory", override]))
     chain, err = [], e.value

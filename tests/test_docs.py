@@ -34,6 +34,25 @@ def test_the_check_finds_what_it_forbids():
     assert not MACHINE_PATH.search("--out /tmp/report, $HOME/x, ~/.cache/gear_repro, data/prepared/musique")
 
 
+# development history belongs in CHANGELOG.md (not in DOCS): an issue number, a commit of ours in backticks or after
+# "commit" (an upstream reference's pinned commit, "HippoRAG legacy@b144c46", is neither)
+HISTORY = re.compile(r"\b[Ii]ssues? #?\d+|`[0-9a-f]{7,40}`|\bcommits? [0-9a-f]{7,40}\b|\b(?:this|earlier) release\b")
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_no_development_history(doc: Path):
+    found = [m.group(0) for m in HISTORY.finditer(doc.read_text(encoding="utf-8"))]
+    assert not found, f"{doc.name} tells development history (CHANGELOG.md holds it): {found[:5]}"
+
+
+def test_the_history_check_finds_what_it_forbids():
+    for text in ("(issue 25, targets 3-4)", "issue 22's defaults", "ran on `1d72d5c`", "on commit 316ed2d",
+                 "this release's rows"):
+        assert HISTORY.search(text), text
+    for text in ("HippoRAG legacy@b144c46", "`gear-passages-3f9c0a1b2c4d`", "the code of 2026-11-24", "UAX#29"):
+        assert not HISTORY.search(text), text
+
+
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
 def test_every_cited_file_exists(doc: Path):
     """A repository path a doc cites (a script, a config, a module) is in the repository; generated folders

@@ -6,13 +6,14 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 
-import gear_repro.config  # noqa: F401  (the schemas the config's defaults name, in Hydra's ConfigStore)
+from gear_repro.config import register_configs
 from tests.helpers.requirements import require_module
 
 CONFIGS = str(Path(__file__).resolve().parent.parent / "configs")
 
 
 def _launcher(overrides: list[str]):
+    register_configs()
     with initialize_config_dir(config_dir=CONFIGS, version_base=None):
         return compose("config", overrides=overrides, return_hydra_config=True).hydra.launcher
 

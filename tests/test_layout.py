@@ -12,8 +12,11 @@ LAYERS: list[tuple[str, ...]] = [
     ("types", "utils"),
     ("data", "prompts", "evaluation", "llm", "embedding", "backends"),
     ("core", "retrieval", "qa", "extraction", "testing"),  # testing: a stand-in LLM for examples
-    ("methods", "registry"),  # registry: the declarations of every component, by module path
-    ("config", "pipeline", "reporting"),  # config.py registers the settings dataclasses of the layers below
+    # registry: the modules that declare the components, by path; config: the schemas it reads from them, each
+    # imported by name when asked, so neither imports a method's code
+    ("registry", "config"),
+    ("methods",),
+    ("pipeline", "reporting"),
     ("cli", "api"),  # api: the Python entry point beside the command line (compose shares cli.run's checks)
 ]
 
@@ -115,3 +118,58 @@ def test_reporting_holds_no_method_name() -> None:
     hits = [f"{p.name}: {n}" for p in sorted((PACKAGE / "reporting").glob("*.py")) for n in sorted(names)
             if re.search(rf"\b{re.escape(n)}\b", p.read_text(encoding="utf-8"), re.IGNORECASE)]
     assert hits == []
+
+
+# the method packages a single-step BM25 run neither runs nor validates (its expansion and beam settings are GEAR's)
+OTHER_METHODS = ("gear_repro.methods.hipporag", "gear_repro.methods.griever", "gear_repro.methods.t2rag",
+                 "gear_repro.methods.ircot", "gear_repro.methods.gear.agent")
+
+
+def loaded_methods(code: str) -> list[str]:
+    """The ``gear_repro.methods`` modules a fresh interpreter has loaded after running ``code``."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", f"{code}\nimport sys\n"
+                          "print('\\n'.join(m for m in sys.modules if m.startswith('gear_repro.methods')))"],
+                         capture_output=True, text=True, check=True, cwd=PACKAGE.parent)
+    return sorted(out.stdout.split())
+
+
+def test_config_and_reporting_import_no_method(tmp_path: Path) -> None:
+    """Importing the config or the report loads no method (the report's hooks are import paths, resolved when a
+    run is shown), and validating a single-step BM25 config loads only the settings of the classes it names."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from gear_repro.config import register_configs
+    from gear_repro.utils.paths import config_dir
+
+    assert loaded_methods("import gear_repro.config") == []
+    reporting = ("import importlib, pkgutil, gear_repro.reporting as r\n"
+                 "for m in pkgutil.walk_packages(r.__path__, 'gear_repro.reporting.'): importlib.import_module(m.name)")
+    assert set(loaded_methods(reporting)) <= {"gear_repro.methods", "gear_repro.methods.report_contract"}
+    register_configs()
+    with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+        cfg = compose("config", overrides=["retriever=bm25", "agent=single", "expansion=none"])
+    path = tmp_path / "bm25.yaml"
+    OmegaConf.save(cfg, path)
+    loaded = loaded_methods(f"from omegaconf import OmegaConf\nfrom gear_repro.config import validate\n"
+                            f"validate(OmegaConf.load({str(path)!r}))")
+    assert "gear_repro.methods.single" in loaded  # the check did read the single-step settings
+    assert [m for m in loaded if m.startswith(OTHER_METHODS)] == []
+
+
+METHOD_PACKAGES = ("gear", "hipporag", "griever", "t2rag", "ircot")
+
+
+def test_the_runner_is_short_and_names_no_method() -> None:
+    """The runner drives any method through the wiring: it imports no method package and names none, and stays
+    under 400 lines (what grows goes to its own module in pipeline/)."""
+    import re
+
+    path = PACKAGE / "pipeline" / "runner.py"
+    text = path.read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 400
+    assert [d for d in imports()["gear_repro.pipeline.runner"] if method_of(d) in METHOD_PACKAGES] == []
+    assert re.findall(rf"\b({'|'.join(METHOD_PACKAGES)}|hippo\w*)\b", text, re.IGNORECASE) == []

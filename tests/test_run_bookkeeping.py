@@ -728,7 +728,7 @@ def test_an_extraction_resumes_only_with_its_own_model_and_settings(compose, toy
 def test_a_resume_with_edited_prompt_files_is_refused(compose, toy_dir, tmp_path, monkeypatch):
     """An LLM run records its prompt files' hash; resuming it after a template was edited would mix two prompts in
     one run, so it is refused. A run without an LLM records none."""
-    from gear_repro.pipeline import runner as runner_mod
+    from gear_repro.pipeline import resume_guard
     from gear_repro.pipeline.resources import Resources
     from tests.helpers.doubles import ScriptedLLM
 
@@ -740,8 +740,8 @@ def test_a_resume_with_edited_prompt_files_is_refused(compose, toy_dir, tmp_path
         return Runner(cfg, run, resources=Resources(cfg, llm=ScriptedLLM())).run()
 
     qa(1)
-    assert json.loads((run / "run.json").read_text())["prompts"] == runner_mod.prompts_hash()
-    monkeypatch.setattr(runner_mod, "prompts_hash", lambda: "0123456789abcdef")
+    assert json.loads((run / "run.json").read_text())["prompts"] == resume_guard.prompts_hash()
+    monkeypatch.setattr(resume_guard, "prompts_hash", lambda: "0123456789abcdef")
     with pytest.raises(ConfigError, match=r"holds predictions made with other prompt files"):
         qa(2)
     Runner(_cfg(compose, toy_dir), tmp_path / "bm25").run()

@@ -30,9 +30,8 @@ def compose(*overrides: str, config_name: str = "config") -> DictConfig:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    import gear_repro.config  # noqa: F401  (registers ${repo:} and ${cache:})
     from gear_repro.cli.run import protect_argv
-    from gear_repro.config import validate
+    from gear_repro.config import register_configs, validate
     from gear_repro.llm.server import check_server_overrides
     from gear_repro.pipeline.wiring import check_components
     from gear_repro.reporting.paper import check_papers
@@ -42,6 +41,7 @@ def compose(*overrides: str, config_name: str = "config") -> DictConfig:
     args = protect_argv([str(o) for o in overrides], os.environ)
     check_server_overrides(args)
     cache_dir()
+    register_configs()
     try:
         with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
             cfg = hydra_compose(config_name, overrides=args)

@@ -29,7 +29,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 from omegaconf.errors import InterpolationToMissingValueError, MissingMandatoryValue
 
-import gear_repro.config  # noqa: F401  (registers ${repo:} and ${cache:})
+from gear_repro.config import register_configs
 from gear_repro.llm.client import looks_like_env_name
 from gear_repro.llm.server import check_server_overrides
 from gear_repro.pipeline.run_folder import HYDRA_DIR
@@ -43,6 +43,8 @@ from gear_repro.utils.secrets import (
     register_override,
 )
 from gear_repro.utils.slurm import check_controller
+
+register_configs()  # jobs a launcher starts compose in a process that imports this module, not main()
 
 log = logging.getLogger("gear_repro")
 
@@ -341,6 +343,7 @@ def main() -> None:
     except GearError as e:
         print(f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
+    register_configs()  # a package's own spec modules, registered after this module was imported
     try:
         _main()
     except KeyboardInterrupt:  # outside the run (Hydra start-up): nothing to resume

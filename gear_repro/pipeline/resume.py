@@ -30,7 +30,7 @@ def fingerprint_settings(cfg: DictConfig, with_path: bool = False, environ: Mapp
     (``run_folder.NO_RESULT_SETTINGS``), plus the identities of what serves the LLM and of a local model folder. ``dataset.path`` is left out: the data are
     identified by their content (:func:`data_fingerprint`), so a byte-identical copy of them, or another clone or
     mount of the repo (``${repo:}/data/...``), resumes. ``with_path`` keeps it: the fingerprint run dirs were given
-    before (accepted by :meth:`Runner._check_resume` when the run dir's own path gives it). ``environ``: where
+    before (accepted by :func:`~gear_repro.pipeline.resume_guard.check_resume` when the run dir's own path gives it). ``environ``: where
     ``OPENAI_BASE_URL`` is read (default: this process's environment; a run dir's recorded one, :func:`what_differs`)."""
     c = resolved(cfg, enum_to_str=False)
     emb = c.get("embedder")

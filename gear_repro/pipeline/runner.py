@@ -2,7 +2,8 @@
 
 The runner holds no paper logic: methods (methods/), the QA reader (qa/) and metrics (evaluation/) do; the
 wiring (pipeline/wiring.py) builds them. It writes the run directory (its files and their format: pipeline/run_folder.py; the
-resume fingerprint and the finished questions: pipeline/resume.py).
+resume fingerprint and the finished questions: pipeline/resume.py; whether a run dir's results may be resumed:
+pipeline/resume_guard.py).
 
 Bookkeeping rules: a question that errored is recorded (scored as a miss) but not finished, so a
 resume retries it; the resume fingerprint covers the config (not ``dataset.path``) and the data files' hashes (and, for
@@ -13,7 +14,6 @@ are found by :meth:`Runner.preflight` before any question runs.
 from __future__ import annotations
 
 import contextvars
-import copy
 import logging
 import time
 import traceback
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig
 
 from gear_repro.config import to_container, validate
 from gear_repro.evaluation.aggregate import aggregate
@@ -36,23 +36,16 @@ from gear_repro.pipeline.preflight import preflight
 from gear_repro.pipeline.progress import QuestionBar
 from gear_repro.pipeline.question import run_question
 from gear_repro.pipeline.resources import Resources
-from gear_repro.pipeline.resume import (
-    code_history,
-    data_fingerprint,
-    fingerprinted_environ,
-    load_finished,
-    recorded_environ,
-    what_differs,
-)
+from gear_repro.pipeline.resume import code_history, data_fingerprint, fingerprinted_environ, load_finished
+from gear_repro.pipeline.resume_guard import check_prompts, check_resume, previous_run, without_limit_passages
 from gear_repro.pipeline.run_folder import PREDICTIONS
 from gear_repro.pipeline.setting import data_setting, run_setting
-from gear_repro.pipeline.user_code import classes_differ, given_classes, user_sources
+from gear_repro.pipeline.user_code import given_classes, user_sources
 from gear_repro.pipeline.wiring import build_qa_reader, check_components, run_method
-from gear_repro.prompts import prompts_hash
 from gear_repro.qa.reader import AnswerReader
 from gear_repro.types import Question
 from gear_repro.utils.concurrency import COMPUTE
-from gear_repro.utils.errors import ConfigError, OutputError
+from gear_repro.utils.errors import OutputError
 from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.io import JsonlAppender, require_writable_dir
 from gear_repro.utils.lock import RunDirLock, RunDirTaken
@@ -63,17 +56,6 @@ __all__ = ["QUESTION_THREADS", "QuestionBar", "Runner", "preflight", "question_i
            "run_question"]
 
 log = logging.getLogger("gear_repro")
-
-_WHAT = {PREDICTIONS: "predictions", EXTRACTION_LOG: "extracted triples", rf.METRICS: "an index build"}  # a run dir's results, in messages
-
-
-def _without_limit_passages(cfg: DictConfig) -> DictConfig:
-    """A copy of ``cfg`` without ``dataset.limit_passages``: extracting more passages extends an extraction run."""
-    out = copy.deepcopy(cfg)
-    with open_dict(out.dataset):
-        out.dataset.pop("limit_passages", None)
-    return out
-
 
 def question_ids_hash(ids: list[str]) -> str:
     """Hash of the evaluated question ids, in order (recorded in metrics.json beside the ids)."""
@@ -114,68 +96,6 @@ class Runner:
         """The start-up checks (:func:`preflight`) of this run's config and resources."""
         preflight(self.cfg, self.res, method, qa_reader)
 
-    def _previous(self, results: str) -> dict:
-        """run.json of the run whose results (``predictions.jsonl``, the extraction log) this dir holds, else {}."""
-        return rf.read_run_info(self.run_dir) if (self.run_dir / results).exists() else {}
-
-    def _check_resume(self, previous: dict, results: str = PREDICTIONS, key: str = "fingerprint",
-                      cfg: DictConfig | None = None) -> str:
-        """The resume fingerprint of ``cfg`` (default: the run's config) and the data; a ConfigError naming what
-        differs when the dir holds ``results`` whose run.json (``previous``) ``key`` differs (another config or
-        data). A fingerprint of the format before ``dataset.path`` was left out is accepted when the dir's own
-        config.yaml path gives it (same settings, same data content); the run then records the new one."""
-        cfg = cfg if cfg is not None else self.cfg
-        hashes = self.res.dataset.hashes
-        classes = given_classes(self.res)
-        fp = data_fingerprint(cfg, hashes, classes=classes)
-        old = previous.get(key)
-        if not old or old == fp:
-            return fp
-        old_cfg = self._old_config(cfg)
-        if old_cfg is not None:
-            as_before = copy.deepcopy(cfg)
-            with open_dict(as_before):
-                as_before.dataset.path = OmegaConf.select(old_cfg, "dataset.path", default=None)
-            if old == data_fingerprint(as_before, hashes, with_path=True, classes=classes):
-                log.info("%s: run.json's fingerprint is of the format that held dataset.path (%s); same settings "
-                         "and data content: resuming, recorded under the new fingerprint", self.run_dir,
-                         as_before.dataset.path)
-                return fp
-        try:
-            diffs = what_differs(old_cfg, cfg, previous.get("data_hashes") or {}, hashes, recorded_environ(previous))
-        except Exception:  # a config.yaml of an older layout: the refusal without its details
-            diffs = what_differs(None, cfg, previous.get("data_hashes") or {}, hashes)
-        diffs = classes_differ(previous.get("components"), classes) + diffs
-        why = ("; ".join(diffs) if diffs else "no setting of its config.yaml and no data file differs: what does "
-               "is not recorded there (the files of a model given by path, a secret shown as ***)")
-        raise ConfigError(
-            f"{self.run_dir} holds {_WHAT[results]} of a different config or different data ({why}; fingerprint "
-            f"{old} != {fp}); use a new run dir (hydra.run.dir=...) instead of mixing results")
-
-    def _old_config(self, like: DictConfig) -> DictConfig | None:
-        """The run dir's config.yaml (the run whose results it holds), None when absent or unreadable; without
-        ``dataset.limit_passages`` when ``like`` is without it (an extraction's fingerprint)."""
-        path = self.run_dir / rf.CONFIG
-        try:
-            old = OmegaConf.load(path) if path.is_file() else None
-        except Exception:  # a damaged copy only costs the message its details
-            return None
-        if not isinstance(old, DictConfig) or not isinstance(old.get("dataset"), DictConfig):
-            return None
-        return old if "limit_passages" in like.dataset else _without_limit_passages(old)
-
-    def _check_prompts(self, previous: dict, results: str) -> dict[str, str]:
-        """For a run that calls an LLM: its prompt files' hash (run.json ``prompts``), refused when the dir holds
-        ``results`` made with other prompt files (``previous``: their run.json; an edited template would otherwise
-        mix two prompts in one run)."""
-        now = prompts_hash()
-        old = previous.get("prompts")
-        if old and old != now:
-            raise ConfigError(
-                f"{self.run_dir} holds {_WHAT[results]} made with other prompt files (gear_repro/prompts/: {old} != {now}); "
-                "restore them or use a new run dir (hydra.run.dir=...) instead of mixing two prompts in one run")
-        return {"prompts": now}
-
     def _start(self) -> None:
         """Checks passed: let the caller write its own records (``on_start``), once."""
         if self.on_start is not None:
@@ -201,7 +121,7 @@ class Runner:
         if self._data_setting is None:
             self._data_setting = data_setting(self.res)
         rec["setting"] = run_setting(self.res, self._data_setting)  # what the report's placement compares
-        rec.update(self.res.provenance())  # e.g. HippoRAG's graph size, build/load time (docs/baselines.md "Costs")
+        rec.update(self.res.provenance())  # the method's index sizes and build times (docs/baselines.md "Costs")
         backend = self.res.built("backend")
         if backend is not None and callable(getattr(backend, "describe", None)):
             rec["backend"] = backend.describe()  # the engine that ranked (backend=lucene: Lucene's version, its jar)
@@ -252,10 +172,10 @@ class Runner:
 
             fp = data_fingerprint(self.cfg, self.res.dataset.hashes)
             # a resume never mixes two models' or settings' triples; more passages (limit_passages) extend it
-            previous = self._previous(EXTRACTION_LOG)
-            extraction_fp = self._check_resume(previous, EXTRACTION_LOG, "extraction_fingerprint",
-                                               _without_limit_passages(self.cfg))
-            prompts = self._check_prompts(previous, EXTRACTION_LOG)
+            previous = previous_run(self.run_dir, EXTRACTION_LOG)
+            extraction_fp = check_resume(self.run_dir, without_limit_passages(self.cfg), self.res, previous,
+                                         EXTRACTION_LOG, "extraction_fingerprint")
+            prompts = check_prompts(self.run_dir, previous, EXTRACTION_LOG)
             self.res.llm.check_ready()
             self._start()
             result = run_extraction(self.cfg, self.res.dataset, self.res.llm, self.run_dir)
@@ -265,7 +185,8 @@ class Runner:
                 raise err
             return result
         if stage == "index":
-            self._check_resume(self._previous(rf.METRICS), rf.METRICS)  # another config's index run: refused
+            # another config's index run: refused
+            check_resume(self.run_dir, self.cfg, self.res, previous_run(self.run_dir, rf.METRICS), rf.METRICS)
             if self.res.needs_vectors:
                 self.res.embedder.check_ready()  # the weights, before building anything (one line, not a traceback)
             self._start()
@@ -293,8 +214,8 @@ class Runner:
         cfg = self.cfg
         t_setup = time.perf_counter()
         questions = self.res.dataset.questions  # load data first: its errors name the file
-        previous = self._previous(PREDICTIONS)
-        fp = self._check_resume(previous)
+        previous = previous_run(self.run_dir, PREDICTIONS)
+        fp = check_resume(self.run_dir, cfg, self.res, previous)
         done = self._already_finished(fp, [q.id for q in questions])
         if done is not None:
             return done
@@ -302,7 +223,8 @@ class Runner:
         method = run_method(self.res)
         qa_reader = build_qa_reader(cfg, self.res)
         self.preflight(method, qa_reader)
-        prompts = self._check_prompts(previous, PREDICTIONS) if qa_reader is not None or method.needs_llm else {}
+        needs_llm = qa_reader is not None or method.needs_llm
+        prompts = check_prompts(self.run_dir, previous, PREDICTIONS) if needs_llm else {}
         self.timings["setup_s"] = time.perf_counter() - t_setup
         pred_path = self.run_dir / PREDICTIONS
         finished = load_finished(pred_path) if cfg.run.resume else {}

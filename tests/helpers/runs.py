@@ -8,12 +8,13 @@ from typing import Any
 
 from hydra import compose, initialize_config_dir
 
-import gear_repro.config  # noqa: F401  (resolvers, schemas)
+from gear_repro.config import register_configs
 from gear_repro.utils.paths import config_dir
 
 
 def compose_config(overrides: list[str]) -> Any:
     """The project's Hydra config with ``overrides`` (Hydra's compose API)."""
+    register_configs()
     with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
         return compose("config", overrides=overrides)
 
