@@ -40,7 +40,15 @@ from gear_repro.core.triple_graph import GraphSettings
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import REPO_DIR, cache_dir
 from gear_repro.utils.secrets import MASK, is_header_key, is_query_key, is_secret_key, mask_query, redact_text
-from gear_repro.utils.settings import Choice, check_number, choice, enum_of, num, refuse_unknown
+from gear_repro.utils.settings import (
+    Choice,
+    check_number,
+    check_renamed_overrides,
+    choice,
+    enum_of,
+    num,
+    refuse_unknown,
+)
 
 __all__ = ["NODE_SCHEMAS", "choice", "group_config", "group_schemas", "num", "redact", "register_configs",
            "to_container", "validate"]
@@ -62,9 +70,9 @@ class RunSchema:
     ks: list[int] = field(default_factory=lambda: [5, 10, 15])  # evaluated recall ranks
     # true: a single-step method whose output depends on k runs once per evaluated k, its base k = that k (Table 2)
     matched_k: bool = True
-    # with matched_k=false: the one base k every question retrieves at (null = max(ks); a set value must be
-    # >= max(ks)). A multi-step method's rounds take their own k (GEAR's agent.base_k)
-    base_k: int | None = num(None, ge=1)
+    # with matched_k=false: the one k every question retrieves at (null = max(ks); a set value must be >= max(ks)).
+    # A multi-step method's rounds take their own k (GEAR's agent.base_k)
+    fixed_k: int | None = num(None, ge=1)
     save_depth: int = num(100, ge=1)  # ids of the final ranking kept per question in predictions.jsonl
     resume: bool = True  # skip the questions already in predictions.jsonl of the same run dir
     progress: bool = True  # tqdm bars
@@ -219,10 +227,10 @@ def validate(cfg: DictConfig) -> DictConfig:
                           f"evaluated once; use run.ks={sorted(set(cfg.run.ks))}")
     if cfg.run.save_depth < max(cfg.run.ks):  # a shorter saved ranking would silently truncate recall@k
         raise ConfigError(f"run.save_depth ({cfg.run.save_depth}) must be >= max(run.ks) ({max(cfg.run.ks)})")
-    base_k = cfg.run.get("base_k")
-    if base_k is not None and base_k < max(cfg.run.ks):  # R@k of a list shorter than k, under R@k's name
-        raise ConfigError(f"run.base_k ({base_k}) must be >= max(run.ks) ({max(cfg.run.ks)}), or null: R@"
-                          f"{max(cfg.run.ks)} would be measured on {base_k} passages")
+    fixed_k = cfg.run.get("fixed_k")
+    if fixed_k is not None and fixed_k < max(cfg.run.ks):  # R@k of a list shorter than k, under R@k's name
+        raise ConfigError(f"run.fixed_k ({fixed_k}) must be >= max(run.ks) ({max(cfg.run.ks)}), or null: R@"
+                          f"{max(cfg.run.ks)} would be measured on {fixed_k} passages")
     k = max(cfg.run.ks)
     for key, (or_null, why) in _DEPTHS_BELOW_K.items():
         depth = OmegaConf.select(cfg, key, default=None)
@@ -260,6 +268,8 @@ def check_settings(cfg: DictConfig) -> None:
     ``encoder``)."""
     for key in cfg:
         node = cfg.get(key)
+        if isinstance(node, DictConfig):  # a config that records a renamed key (one loaded from an old run folder)
+            check_renamed_overrides([f"{key}.{k}" for k in node])
         schema = schema_of(str(key), node) if isinstance(node, DictConfig) else None
         if schema is not None:
             _check_node(str(key), node, schema)
