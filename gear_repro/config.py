@@ -14,8 +14,10 @@ starts its defaults list with its schema, e.g. ``configs/agent/gear.yaml``::
       - /agent_gear_schema@_here_  # GearAgentSettings, stored as "agent_gear_schema" (schema_name())
       - _self_
 
-and the plain top-level nodes get theirs from ``configs/config.yaml`` (``- /run_schema@run``). The schemas are stored
-at the ConfigStore's root, in no config group: ``gear-repro --help`` lists the groups' options, which are the user's
+and the plain top-level nodes get theirs from ``configs/config.yaml`` (``- /run_schema@run``). The dataclass holds
+every default (and its range and meaning); a YAML file sets only what its option changes of them
+(tests/test_config_defaults.py), so ``gear-repro <overrides> --cfg job`` is where a user reads every value of a run.
+The schemas are stored at the ConfigStore's root, in no config group: ``gear-repro --help`` lists the groups' options, which are the user's
 choices, and a schema is none. Hydra merges the YAML onto the schema while composing, so a misspelt key or a value
 outside an Enum fails at composition with Hydra's own message (naming the full key), before anything runs;
 :func:`validate` then checks, through the same dataclasses, what composition cannot: keys added with ``+``, numeric
@@ -38,7 +40,15 @@ from gear_repro.core.triple_graph import GraphSettings
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import REPO_DIR, cache_dir
 from gear_repro.utils.secrets import MASK, is_header_key, is_query_key, is_secret_key, mask_query, redact_text
-from gear_repro.utils.settings import Choice, check_number, choice, enum_of, num, refuse_unknown
+from gear_repro.utils.settings import (
+    Choice,
+    check_number,
+    check_renamed_overrides,
+    choice,
+    enum_of,
+    num,
+    refuse_unknown,
+)
 
 __all__ = ["NODE_SCHEMAS", "choice", "group_config", "group_schemas", "num", "redact", "register_configs",
            "to_container", "validate"]
@@ -55,24 +65,34 @@ class Stage(Choice):
 # -- schemas of the run-level nodes (the graph node's is GraphSettings, beside TripleIndex) ------------------------
 @dataclass
 class RunSchema:
-    ks: list[int] = field(default_factory=lambda: [5, 10, 15])
-    matched_k: bool = True  # single-step: base k = evaluated rank (Table 2)
-    base_k: int | None = num(None, ge=1)  # base k otherwise (null = max(ks); a set value must be >= max(ks))
-    save_depth: int = num(100, ge=1)  # ids of the final ranking kept in predictions.jsonl
-    resume: bool = True
-    progress: bool = True
-    fail_fast: bool = False  # re-raise a question's error instead of logging and counting it
-    allow_errors: bool = False  # false: a run with errored questions exits non-zero (they are scored as misses)
-    workers: int = num(1, ge=1)  # questions in flight; their LLM waits overlap (docs/llm.md, "Concurrency")
-    capacity_check: bool = True  # refuse at start-up a run whose embedding caches exceed free disk/memory
+    """``run:`` how a run evaluates, saves and proceeds (pipeline/runner.py, pipeline/question.py)."""
+
+    ks: list[int] = field(default_factory=lambda: [5, 10, 15])  # evaluated recall ranks
+    # true: a single-step method whose output depends on k runs once per evaluated k, its base k = that k (Table 2)
+    matched_k: bool = True
+    # with matched_k=false: the one k every question retrieves at (null = max(ks); a set value must be >= max(ks)).
+    # A multi-step method's rounds take their own k (GEAR's agent.base_k)
+    fixed_k: int | None = num(None, ge=1)
+    save_depth: int = num(100, ge=1)  # ids of the final ranking kept per question in predictions.jsonl
+    resume: bool = True  # skip the questions already in predictions.jsonl of the same run dir
+    progress: bool = True  # tqdm bars
+    fail_fast: bool = False  # true: re-raise a question's error; false: log it and count it in metrics (n_errors)
+    allow_errors: bool = False  # false: a run whose questions errored exits 1 (they are scored as misses either way)
+    # questions in flight: > 1 overlaps their LLM requests (API / vLLM endpoints); results and their order equal
+    # workers=1; requests in flight are capped by llm.concurrency (docs/llm.md, "Concurrency")
+    workers: int = num(1, ge=1)
+    # a run whose embedding caches need more free disk ($GEAR_CACHE) or memory than the machine has stops at
+    # start-up with the estimate (pipeline/capacity.py, docs/scale.md); false: start anyway
+    capacity_check: bool = True
 
 
 @dataclass
 class ExtractionSchema:
     """``extraction:`` (stage=extract, K.1): LLM request params and the progress bar."""
 
+    # extra LLM request params of the extraction calls, e.g. +extraction.params.max_tokens=1024
     params: dict[str, Any] = field(default_factory=dict)
-    progress: bool | None = None  # null = run.progress
+    progress: bool | None = None  # tqdm bar over passages (null = run.progress)
 
 
 @dataclass
@@ -81,19 +101,23 @@ class ReportSchema:
     ``qa_paper`` must name a paper of paper_results.csv (checked by the report CLI); tables and settings may also name a
     block of our own (e.g. "T2RAG Table 2" for an ablation), so they are free text."""
 
-    table: str | None = None  # recall metrics' table (null: Table 2)
-    qa_table: str | None = None  # EM/F1's table (null: Table 3)
-    method: str | None = None  # row label (null: the method's own)
-    setting: str | None = None  # the paper's setting when its table has several
-    paper: str = "GEAR"  # paper whose numbers stand beside ours
-    labels: dict[str, str] = field(default_factory=dict)  # retriever name -> that paper's row label
+    table: str | None = None  # recall metrics' table (null: Table 2); EM/F1 go to qa_table
+    qa_table: str | None = None  # EM/F1's table with qa=true (null: Table 3)
+    method: str | None = None  # row label (null: derived, e.g. "Hybrid + SyncGE", "GEAR")
+    # the paper's setting to match when its table has several (paper_results.csv "setting"; null: a cell the paper
+    # gives under several settings, e.g. Table 9's, has no paper number)
+    setting: str | None = None
+    paper: str = "GEAR"  # paper whose numbers stand beside ours (paper_results.csv "paper": GEAR | GRIEVER | ...)
+    # retriever name -> that paper's row label (e.g. +report.labels.sbert=Dense); {} = ours
+    labels: dict[str, str] = field(default_factory=dict)
     # config key -> value the paper's row presumes (a preset's ``method``); a run that differs is "<method> on <its base>"
     paper_config: dict[str, Any] = field(default_factory=dict)
     # config keys the preset's rows vary and ``method`` names (Table 4: beam.diversity); any other paper setting a
     # run differs in is added to ``method`` ("w/ diversity (fast scorer)")
     axes: list[str] = field(default_factory=list)
-    qa_paper: str | None = None  # paper of the EM/F1 numbers beside ours (null: paper)
-    qa_paper_table: str | None = None
+    qa_paper: str | None = None  # paper of the EM/F1 numbers beside ours (null: paper; T2RAG for agent=t2rag presets)
+    qa_paper_table: str | None = None  # that paper's table for EM/F1 (null: qa_table)
+    # that paper's setting for EM/F1 (null: its only one; T2RAG Table 1 has two: GPT-4o-mini | Gemini-2.5-flash)
     qa_setting: str | None = None
 
 
@@ -202,10 +226,10 @@ def validate(cfg: DictConfig) -> DictConfig:
                           f"evaluated once; use run.ks={sorted(set(cfg.run.ks))}")
     if cfg.run.save_depth < max(cfg.run.ks):  # a shorter saved ranking would silently truncate recall@k
         raise ConfigError(f"run.save_depth ({cfg.run.save_depth}) must be >= max(run.ks) ({max(cfg.run.ks)})")
-    base_k = cfg.run.get("base_k")
-    if base_k is not None and base_k < max(cfg.run.ks):  # R@k of a list shorter than k, under R@k's name
-        raise ConfigError(f"run.base_k ({base_k}) must be >= max(run.ks) ({max(cfg.run.ks)}), or null: R@"
-                          f"{max(cfg.run.ks)} would be measured on {base_k} passages")
+    fixed_k = cfg.run.get("fixed_k")
+    if fixed_k is not None and fixed_k < max(cfg.run.ks):  # R@k of a list shorter than k, under R@k's name
+        raise ConfigError(f"run.fixed_k ({fixed_k}) must be >= max(run.ks) ({max(cfg.run.ks)}), or null: R@"
+                          f"{max(cfg.run.ks)} would be measured on {fixed_k} passages")
     k = max(cfg.run.ks)
     for key, (or_null, why) in _DEPTHS_BELOW_K.items():
         depth = OmegaConf.select(cfg, key, default=None)
@@ -240,6 +264,8 @@ def check_settings(cfg: DictConfig) -> None:
     ``encoder``)."""
     for key in cfg:
         node = cfg.get(key)
+        if isinstance(node, DictConfig):  # a config that records a renamed key (one loaded from an old run folder)
+            check_renamed_overrides([f"{key}.{k}" for k in node])
         schema = schema_of(str(key), node) if isinstance(node, DictConfig) else None
         if schema is not None:
             _check_node(str(key), node, schema)

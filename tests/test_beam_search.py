@@ -166,7 +166,7 @@ def test_reweighting_min_n_gamma(graph):
 
 
 def test_gamma_defaults_to_twice_width(graph):
-    _, beams, _ = run(graph, initial=["t1"], length=2, width=5)  # γ = 10
+    _, beams, _ = run(graph, initial=["t1"], length=2, width=5, gamma=None)  # γ = 10
     assert beams[1] == (("t1", "t2"), pytest.approx(1.70 * E(-1 / 10)))
     assert BeamConfig(width=10).gamma_value == 20
 

@@ -171,7 +171,7 @@ def test_table4_label_follows_beam_diversity(overrides, label):
     ("table9_beam_rounds", ["agent.passage_link=false"], "GEAR (no passageLink)"),
     # one base k for every rank is not Table 4's matched-k protocol; GEAR's rounds take agent.base_k anyway
     ("table4_diversity", ["run.matched_k=false"], "w/ diversity (base k = 15)"),
-    ("table4_diversity", ["beam=no_diversity", "run.matched_k=false", "run.base_k=20"], "w/o diversity (base k = 20)"),
+    ("table4_diversity", ["beam=no_diversity", "run.matched_k=false", "run.fixed_k=20"], "w/o diversity (base k = 20)"),
     ("table9_beam_rounds", ["run.matched_k=false"], "GEAR"),
 ])
 def test_a_preset_row_on_another_base_is_not_the_papers_row(preset, overrides, label):

@@ -100,7 +100,7 @@ def test_misspelt_preset_fails(toy_dir: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("overrides,msg", [
-    (["+run.foo=1"], r"run\.foo is not a setting of run \(its settings: allow_errors, base_k"),
+    (["+run.foo=1"], r"run\.foo is not a setting of run \(its settings: allow_errors, capacity_check, fail_fast, fixed_k"),
     (["+agent.foo=1"], r"agent\.foo is not a setting of agent"),
     (["llm=local", "+llm.server.foo=1"], r"llm\.server\.foo is not a setting of llm\.server"),
     (["beam.neighbours=-1"], r"beam\.neighbours must be >= 0 \(got -1\)"),
@@ -133,8 +133,8 @@ def test_misspelt_preset_fails(toy_dir: Path, tmp_path: Path) -> None:
     (["+report.tabel=Table 4"], r"report\.tabel is not a setting of report \(its settings: axes, labels, method, paper"),
     (["qa=yes"], r"qa must be true or false, got 'yes'"),
     (["dataset.name=../../tmp/escaped"], r"dataset\.name must be a name, not a path: '\.\./\.\./tmp/escaped'"),
-    (["run.base_k=3"], r"run\.base_k \(3\) must be >= max\(run\.ks\) \(15\), or null: R@15 would be measured on 3"),
-    (["run.base_k=20", "run.ks=[5,10]"], None),  # accepted: a deeper base list
+    (["run.fixed_k=3"], r"run\.fixed_k \(3\) must be >= max\(run\.ks\) \(15\), or null: R@15 would be measured on 3"),
+    (["run.fixed_k=20", "run.ks=[5,10]"], None),  # accepted: a deeper base list
     # a base retriever's lists shorter than k were raised to k without a word
     (["retriever=hybrid", "retriever.fusion_depth=10"], r"retriever\.fusion_depth \(10\) must be >= max\(run\.ks\) "
                                                         r"\(15\): R@15 would fuse BM25 and SBERT lists of 10 passages"),
@@ -154,6 +154,41 @@ def test_unknown_keys_and_out_of_range_numbers_refused_at_start_up(compose, toy_
     with pytest.raises(ConfigError, match=msg):
         Runner(cfg, tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("override", ["run.base_k=20", "+run.base_k=20"])
+def test_a_former_setting_name_is_refused_naming_the_new_one(override: str) -> None:
+    """run.base_k is run.fixed_k: Hydra alone would only say the key is not in RunSchema."""
+    from gear_repro.api import compose as api_compose
+    from gear_repro.utils.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^run\.base_k is now run\.fixed_k \(with run\.matched_k=false, the one k "
+                                          r"every question retrieves at; null = max\(run\.ks\)\): use run\.fixed_k=20$"):
+        api_compose(override)
+
+
+def test_a_saved_config_with_a_former_setting_name_reads_and_resumes(compose, tmp_path: Path) -> None:
+    """A run folder whose config.yaml records run.base_k: the report reads it as run.fixed_k, its resume fingerprint is
+    the one it was written with, and the check of a config that records it names the new key."""
+    from omegaconf import OmegaConf
+
+    from gear_repro.config import validate
+    from gear_repro.pipeline.resume import fingerprint_settings, run_fingerprint
+    from gear_repro.reporting.runs import read_config
+    from gear_repro.utils.errors import ConfigError
+    from gear_repro.utils.hashing import hash_obj
+
+    cfg = compose(["run.matched_k=false", "run.fixed_k=20"])
+    old = OmegaConf.to_container(cfg, resolve=True)
+    old["run"]["base_k"] = old["run"].pop("fixed_k")
+    path = tmp_path / "config.yaml"
+    path.write_text(OmegaConf.to_yaml(old))
+    assert read_config(path)["run"]["fixed_k"] == 20 and "base_k" not in read_config(path)["run"]
+    written = fingerprint_settings(cfg)
+    written["run"]["base_k"] = written["run"].pop("fixed_k")  # the key its run dir was fingerprinted under
+    assert run_fingerprint(cfg) == run_fingerprint(OmegaConf.create(old)) == hash_obj(written)
+    with pytest.raises(ConfigError, match=r"run\.base_k is now run\.fixed_k"):
+        validate(OmegaConf.create(old))
 
 
 @pytest.mark.parametrize("overrides, msg", [

@@ -232,7 +232,7 @@ def test_a_server_setting_under_an_llm_without_a_server_is_one_clear_error(tmp_p
     proc = run_cli(["llm=openai_compatible", "llm.server.prompt_cache=ram", f"hydra.run.dir={tmp_path / 'r'}"], tmp_path)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert proc.stderr.startswith("error: llm.server.prompt_cache: llm=openai_compatible has no server the harness "
-                                  "starts (configs/llm/openai_compatible.yaml sets llm.server: null")
+                                  "starts (configs/llm/openai_compatible.yaml sets no llm.server; its endpoint")
     check_server_overrides(["llm=tiny", "llm.server.prompt_cache=ram"])  # a server: accepted
     check_server_overrides(["llm.server.n_threads=1"])  # the default llm (local) has one
     with pytest.raises(ConfigError, match=r"llm\.server\.n_threads: llm=openai has no server"):

@@ -21,7 +21,8 @@ def compose(*overrides: str, config_name: str = "config") -> DictConfig:
     :class:`~gear_repro.api.Pipeline` is built from it, as the runner runs them.
 
     Raises:
-        ConfigError: an override Hydra cannot compose (it names the override), a setting out of its range, an
+        ConfigError: an override Hydra cannot compose (it names the override), a setting's former name (it names
+            the new one), a setting out of its range, an
             unknown key, a misplaced secret, a ``_target_`` that does not import or a class of your own that does
             not subclass its base (the message names it).
     """
@@ -37,9 +38,11 @@ def compose(*overrides: str, config_name: str = "config") -> DictConfig:
     from gear_repro.reporting.paper import check_papers
     from gear_repro.utils.errors import ConfigError
     from gear_repro.utils.paths import cache_dir, config_dir
+    from gear_repro.utils.settings import check_renamed_overrides
 
     args = protect_argv([str(o) for o in overrides], os.environ)
     check_server_overrides(args)
+    check_renamed_overrides(args)
     cache_dir()
     register_configs()
     try:

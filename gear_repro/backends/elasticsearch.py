@@ -112,28 +112,29 @@ def _safe_name(s: str) -> str:
 
 @dataclass
 class ElasticsearchBackendSettings(Settings):
-    """``backend=elasticsearch`` (configs/backend/elasticsearch.yaml documents each value; docs/elasticsearch.md):
-    the schema and :class:`ElasticsearchBackend`'s settings. ``bm25`` / ``knn`` / ``bulk`` are the request
+    """``backend=elasticsearch`` (each field's default and meaning declared here; docs/elasticsearch.md): the schema and :class:`ElasticsearchBackend`'s settings. ``bm25`` / ``knn`` / ``bulk`` are the request
     dataclasses of :mod:`gear_repro.backends.es_requests`."""
 
     config_key: ClassVar[str] = "backend"
 
     _target_: str = "gear_repro.backends.elasticsearch.ElasticsearchBackend"
     url: str | None = None  # null: $ES_URL, else http://localhost:9200
-    api_key: str | None = None  # null: $ES_API_KEY
-    username: str | None = None  # null: $ES_USERNAME
-    password: str | None = None  # null: $ES_PASSWORD
-    ca_certs: str | None = None  # null: $ES_CA_CERTS
-    verify_certs: bool = True
+    # secrets: leave them null and set the variables, so they never reach the saved run config
+    api_key: str | None = None  # null: $ES_API_KEY ("id:key" or the base64 encoded key)
+    username: str | None = None  # null: $ES_USERNAME, else "elastic" when a password is set
+    password: str | None = None  # null: $ES_PASSWORD (basic auth; api_key wins when both are set)
+    ca_certs: str | None = None  # null: $ES_CA_CERTS (PEM of the cluster CA, https only)
+    verify_certs: bool = True  # false only for a throwaway test cluster
+    # seconds per request as a whole (a trickled reply too; bulk chunks included): DeadlineNode
     request_timeout: float = num(60, gt=0)
-    max_retries: int = num(3, ge=0)
-    index_prefix: str = "gear"
-    shards: int = num(1, ge=1)
-    replicas: int = num(0, ge=0)
-    check_version: bool = True
-    search_batch: int = num(64, ge=1)
-    lookup_batch: int = num(1000, ge=1)
-    lookup_page: int = num(MAX_WINDOW, ge=1, le=MAX_WINDOW)
+    max_retries: int = num(3, ge=0)  # client retries on connection errors and timeouts
+    index_prefix: str = "gear"  # index = <prefix>-<collection>-<content hash>
+    shards: int = num(1, ge=1)  # > 1 switches searches to dfs_query_then_fetch (global BM25 statistics)
+    replicas: int = num(0, ge=0)  # 0: a single node; 1+ on a real cluster for redundancy
+    check_version: bool = True  # refuse servers outside 8.4+ / 9.x (the 8.x client's range)
+    search_batch: int = num(64, ge=1)  # queries per _msearch request
+    lookup_batch: int = num(1000, ge=1)  # values per terms query
+    lookup_page: int = num(MAX_WINDOW, ge=1, le=MAX_WINDOW)  # hits per page; larger results page with search_after
     bm25: BM25Settings = field(default_factory=BM25Settings)
     knn: KnnSettings = field(default_factory=KnnSettings)
     bulk: BulkSettings = field(default_factory=BulkSettings)

@@ -23,9 +23,12 @@ class BM25Settings:
     """``backend.bm25``: the indices' BM25 similarity and text analysis. These three dataclasses are also the
     config schemas of their nodes (``gear_repro/config.py``)."""
 
-    k1: float = num(1.2, ge=0)
+    k1: float = num(1.2, ge=0)  # index-level BM25 similarity, as ES's own default
     b: float = num(0.75, ge=0, le=1)
-    analyzer: str = "standard"  # any analyzer of the cluster; ES's default for a text field (GEAR App. B.1)
+    # standard: ES's own default for a text field, no stop words, no stemming (GEAR App. B.1 "using Elasticsearch";
+    # HippoRAG legacy src/elastic_search_tool.py:6-28) | english (possessive, English stop words, Porter stemmer) |
+    # any analyzer of the cluster
+    analyzer: str = "standard"
 
 
 @dataclass
@@ -33,20 +36,22 @@ class KnnSettings:
     """``backend.knn``: the dense_vector index and kNN search."""
 
     num_candidates: int = num(100, ge=1, le=MAX_WINDOW)  # HNSW candidates per shard (raised to k when k is larger)
-    index_type: str = "hnsw"  # any dense_vector index type of the cluster (hnsw, int8_hnsw, flat, ...)
-    m: int = num(16, ge=1)
-    ef_construction: int = num(100, ge=1)
+    # any dense_vector index type of the cluster: hnsw (float32) | int8_hnsw (a quarter of the vector RAM; ES 8.14+'s
+    # default) | flat (exact) | ...
+    index_type: str = "hnsw"
+    m: int = num(16, ge=1)  # HNSW graph degree
+    ef_construction: int = num(100, ge=1)  # HNSW build beam
 
 
 @dataclass
 class BulkSettings:
     """``backend.bulk``: bulk indexing."""
 
-    chunk_size: int = num(500, ge=1)
-    threads: int = num(1, ge=1)
-    max_retries: int = num(3, ge=0)
-    progress: bool = True
-    pause_refresh: bool = True
+    chunk_size: int = num(500, ge=1)  # documents per _bulk request
+    threads: int = num(1, ge=1)  # 1: streaming_bulk; more: parallel_bulk with this many threads
+    max_retries: int = num(3, ge=0)  # retries of documents rejected with 429 (streaming_bulk only)
+    progress: bool = True  # tqdm bar
+    pause_refresh: bool = True  # refresh_interval -1 while loading, restored and refreshed after
 
 
 # -- request bodies (pure; unit tests compare them verbatim) ------------------------------------

@@ -379,28 +379,30 @@ class LuceneCollection(MemoryCollection):
 # -- the backend --------------------------------------------------------------------------------------------------
 @dataclass
 class LuceneBM25Settings(Settings):
-    """``backend.bm25`` of the Lucene backend (configs/backend/lucene.yaml): BM25Similarity's k1 and b."""
+    """``backend.bm25`` of the Lucene backend: BM25Similarity's k1 and b (Elasticsearch's defaults)."""
 
     config_key: ClassVar[str] = "backend.bm25"
 
-    k1: float = num(1.2, ge=0)
-    b: float = num(0.75, ge=0, le=1)
+    k1: float = num(1.2, ge=0)  # term saturation
+    b: float = num(0.75, ge=0, le=1)  # length normalisation
 
 
 @dataclass
 class LuceneBackendSettings(Settings):
-    """``backend=lucene`` (configs/backend/lucene.yaml): the schema and :class:`LuceneBackend`'s settings."""
+    """``backend=lucene``: the schema and :class:`LuceneBackend`'s settings (each field's default declared here)."""
 
     config_key: ClassVar[str] = "backend"
 
     _target_: str = LUCENE_TARGET
     bm25: LuceneBM25Settings = field(default_factory=LuceneBM25Settings)
-    jar: str | None = None  # null: $GEAR_LUCENE_JAR, $GEAR_CACHE/lucene/*.jar, an installed pyserini's jar
-    heap_mb: int = num(1024, ge=64)  # the JVM's -Xmx (one JVM a process: the first backend's value holds)
-    ram_buffer_mb: float = num(64.0, gt=0)  # IndexWriter's RAM buffer while indexing
-    dense_dtype: DenseDtype = DenseDtype.float32
-    dense: DenseSettings = field(default_factory=DenseSettings)  # as the memory backend's (backends/ann.py)
-    cache: bool = True
+    # null = found: $GEAR_LUCENE_JAR, else $GEAR_CACHE/lucene/*.jar (make install-lucene), else an installed
+    # pyserini's resources/jars/*fatjar.jar
+    jar: str | None = None
+    heap_mb: int = num(1024, ge=64)  # the JVM's -Xmx in MB (one JVM a process: the first lucene backend's value holds)
+    ram_buffer_mb: float = num(64.0, gt=0)  # IndexWriter's RAM buffer in MB while indexing (no effect on scores)
+    dense_dtype: DenseDtype = DenseDtype.float32  # as backend=memory's
+    dense: DenseSettings = field(default_factory=DenseSettings)  # as backend=memory's (backends/ann.py)
+    cache: bool = True  # reuse the Lucene index (and faiss indexes, embeddings) cached by content hash
 
     def __post_init__(self) -> None:
         if not isinstance(self.bm25, LuceneBM25Settings):

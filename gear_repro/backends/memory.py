@@ -230,31 +230,42 @@ class MemoryCollection(DocCollection):
 
 @dataclass
 class MemoryBM25Settings(Settings):
-    """``backend.bm25`` of the memory backend (configs/backend/memory.yaml): the BM25 formula and text analysis."""
+    """``backend.bm25`` of the memory backend: the BM25 formula and text analysis. The defaults are Elasticsearch's
+    for a ``text`` field, the standard analyzer (no stop words, no stemming), as the papers' ES indexes (GEAR
+    App. B.1 "using Elasticsearch"; HippoRAG legacy src/elastic_search_tool.py:6-28)."""
 
     config_key: ClassVar[str] = "backend.bm25"
 
-    k1: float = num(1.2, ge=0)
-    b: float = num(0.75, ge=0, le=1)
+    k1: float = num(1.2, ge=0)  # term saturation (Elasticsearch's default)
+    b: float = num(0.75, ge=0, le=1)  # length normalisation (Elasticsearch's default)
+    # lucene: Lucene 9's BM25Similarity computed as Lucene does (one-byte length norms, float32;
+    # backends/lucene_bm25.py) | bm25s_lucene (bm25s's approximation) | robertson | atire | bm25l | bm25+ (bm25s)
     method: BM25Variant = BM25Variant.lucene
-    tokenizer: Tokenizer = Tokenizer.standard  # standard: Lucene's StandardAnalyzer; word2: the earlier \\w\\w+
+    # standard: Lucene's StandardTokenizer + lowercase, token for token (backends/tokenize.py) | word2: a \\w\\w+ split
+    # (with method=bm25s_lucene the numbers of runs before the standard tokenizer)
+    tokenizer: Tokenizer = Tokenizer.standard
     # null, null = Elasticsearch's default standard analyzer (GEAR App. B.1), the default of every method
-    stopwords: StopWords | None = None  # bm25s stop-word list (null: keep every token)
-    stemmer: Snowball | None = None  # Snowball language (PyStemmer); null: no stemming
-    analyzer: Analyzer | None = None  # null: stopwords/stemmer above; set: replaces them
+    # stop-word list: null keeps every token | en (bm25s's English list = Lucene's 33, as ES's english analyzer) |
+    # en_plus (179 words) | de | fr | ... (backends/tokenize.py:StopWords)
+    stopwords: StopWords | None = None
+    stemmer: Snowball | None = None  # Snowball language (PyStemmer): english | porter | german | ...; null: no stemming
+    # null: stopwords/stemmer above | standard (no stop words, no stemming) | english (en + english: ES's english
+    # analyzer); set, it replaces stopwords/stemmer
+    analyzer: Analyzer | None = None
 
 
 @dataclass
 class MemoryBackendSettings(Settings):
-    """``backend=memory`` (configs/backend/memory.yaml): the schema and :class:`MemoryBackend`'s settings."""
+    """``backend=memory``: the schema and :class:`MemoryBackend`'s settings (each field's default declared here)."""
 
     config_key: ClassVar[str] = "backend"
 
     _target_: str = "gear_repro.backends.memory.MemoryBackend"
     bm25: MemoryBM25Settings = field(default_factory=MemoryBM25Settings)
-    dense_dtype: DenseDtype = DenseDtype.float32
-    dense: DenseSettings = field(default_factory=DenseSettings)  # exact | faiss flat/hnsw/ivf (backends/ann.py)
-    cache: bool = True
+    dense_dtype: DenseDtype = DenseDtype.float32  # float16 halves memory; scores differ in the 3rd decimal
+    # dense search (kNN) of every collection (passages, triples): exact | faiss flat/hnsw/ivf (backends/ann.py)
+    dense: DenseSettings = field(default_factory=DenseSettings)
+    cache: bool = True  # reuse BM25 and faiss indexes and embeddings cached by content hash
 
     def __post_init__(self) -> None:
         if not isinstance(self.bm25, MemoryBM25Settings):

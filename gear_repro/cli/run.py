@@ -42,6 +42,7 @@ from gear_repro.utils.secrets import (
     redact_text,
     register_override,
 )
+from gear_repro.utils.settings import check_renamed_overrides
 from gear_repro.utils.slurm import check_controller
 
 register_configs()  # jobs a launcher starts compose in a process that imports this module, not main()
@@ -337,6 +338,7 @@ def main() -> None:
     try:
         sys.argv[1:] = protect_argv(sys.argv[1:])
         check_server_overrides(sys.argv[1:])  # llm.server.* under an LLM without one: Hydra's traceback otherwise
+        check_renamed_overrides(sys.argv[1:])  # a setting's former name: Hydra would only say it is not in the schema
         cache_dir()  # $GEAR_CACHE must be a folder: refused once here, not once per question
         if submits_to_slurm(sys.argv[1:]):
             check_controller()

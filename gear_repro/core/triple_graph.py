@@ -113,16 +113,18 @@ class EntityRows(Mapping[str, np.ndarray]):
 
 @dataclass
 class GraphSettings(Settings):
-    """``graph:`` (configs/config.yaml documents each value; docs/graph_expansion.md): the node's schema and
+    """``graph:`` the triple graph T (each field's default and meaning declared here; docs/graph_expansion.md): the
+    node's schema and
     :class:`TripleIndex`'s settings (GEAR §4.2 entity adjacency)."""
 
     config_key: ClassVar[str] = "graph"
 
-    # cap on the triples kept per entity (null = no cap: §4.2 takes every triple sharing the entity)
+    # cap on the triples kept per entity, applied in corpus order (null = no cap: §4.2 takes every triple sharing the
+    # entity; the beam then picks beam.neighbours of them by relevance to q)
     max_degree: int | None = num(None, ge=1)
     hub_policy: HubPolicy = HubPolicy.truncate  # with max_degree: keep the first max_degree triples | drop the hub
-    # records (the entity map from the records, eager) | lookup (the collection's keyword fields per entity, memoised;
-    # for backends holding T remotely)
+    # records (the entity map built from triples.jsonl in memory, eager) | lookup (keyword lookups on the backend
+    # per entity, memoised; for backends holding T remotely)
     adjacency: Adjacency = Adjacency.records
     link_empty_entities: bool = False  # whether an entity that normalises to "" links triples
     # entities with at least this many triples are scanned as contiguous float16 slices when the beam search picks

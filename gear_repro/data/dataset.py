@@ -37,8 +37,9 @@ class MissingGold(Choice):
 
 @dataclass
 class DatasetSettings(Settings):
-    """The ``dataset`` group (configs/dataset/*.yaml documents each value): its schema, read by
-    :func:`load_dataset`'s caller (pipeline/resources.py) and the runner."""
+    """The ``dataset`` group (each field's default and meaning declared here; configs/dataset/*.yaml set a dataset's
+    name, paper column, folder and rounds): its schema, read by :func:`load_dataset`'s caller
+    (pipeline/resources.py) and the runner."""
 
     config_key: ClassVar[str] = "dataset"
 
@@ -48,13 +49,14 @@ class DatasetSettings(Settings):
     limit: int | None = num(None, ge=1)  # first N questions (the corpus stays whole); the subset size with stratified
     subset: Subset = Subset.first  # first N | stratified (balanced over hop types; data/subset.py)
     subset_seed: int = num(0, ge=0)  # seed of the stratified order (same ids for every method; larger limits extend it)
-    limit_passages: int | None = num(None, ge=1)  # first N passages (extraction stage only)
-    triples_file: str | None = "triples.jsonl"
-    missing_gold: MissingGold = MissingGold.warn
+    limit_passages: int | None = num(None, ge=1)  # first N passages (stage=extract only; null = all)
+    triples_file: str | None = "triples.jsonl"  # the triples T, in the dataset's folder
+    missing_gold: MissingGold = MissingGold.warn  # warn: count gold ids absent from the corpus as misses | error: refuse
     # a folder whose prepare_stats.json names no known source dataset runs (under this group) only when true
     allow_unknown_source: bool = False
     max_rounds: int = num(4, ge=1)  # GEAR agent rounds (MuSiQue 4, 2Wiki/HotpotQA 2; §6.3)
-    # EM/F1 script: musique | hotpotqa | twowiki (2Wiki's); null = from paper_name (others: hotpotqa). docs/readings.md
+    # EM/F1 script: musique | hotpotqa | twowiki (2Wiki's); null = from paper_name (others: hotpotqa; MuSiQue's has no
+    # yes/no rule). docs/readings.md
     answer_metric: AnswerMetric | None = None
 
 

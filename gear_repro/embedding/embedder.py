@@ -109,25 +109,37 @@ def _rows_of(vecs: np.ndarray, n: int) -> np.ndarray:
 
 @dataclass
 class SentenceEmbedderSettings(Settings):
-    """The ``embedder`` group (configs/embedder/*.yaml; docs/encoders.md): the schema and :class:`SentenceEmbedder`'s
-    settings. SBERT (Reimers & Gurevych, 2019), all-mpnet-base-v2 as GEAR App. B.1."""
+    """The ``embedder`` group (docs/encoders.md): the schema and :class:`SentenceEmbedder`'s settings, each field's
+    default and meaning declared here (configs/embedder/*.yaml set what a model changes). SBERT (Reimers &
+    Gurevych, 2019), all-mpnet-base-v2 as GEAR App. B.1."""
 
     config_key: ClassVar[str] = "embedder"
 
     _target_: str = "gear_repro.embedding.SentenceEmbedder"
-    model: str = "all-mpnet-base-v2"  # hub id, alias or local folder
-    batch_size: int = num(32, ge=1)
+    model: str = "all-mpnet-base-v2"  # hub id, alias or local folder (all-mpnet-base-v2: the paper's SBERT, §6.2)
+    batch_size: int = num(32, ge=1)  # texts per batch when encoding a corpus
     device: str = "cpu"  # a torch device: cpu | cuda | cuda:1 | mps, or auto (CUDA where torch sees it, else cpu)
-    normalize: bool = True
-    max_seq_length: int | None = num(None, ge=1)
-    cache: bool = True
-    num_threads: int | None = num(None, ge=1)
-    show_progress: bool = True
+    normalize: bool = True  # L2-normalise, so dot product = cosine
+    max_seq_length: int | None = num(None, ge=1)  # null = the model's own (384 for mpnet, 256 for MiniLM)
+    cache: bool = True  # corpus embeddings cached by content hash in $GEAR_CACHE/embeddings
+    num_threads: int | None = num(None, ge=1)  # torch threads (null = torch's default)
+    show_progress: bool = True  # encoding and weight-loading bars (the YAML: run.progress)
+    # encoder runtime: torch (the recorded numbers) | onnx | onnx-int8 | openvino (docs/encoders.md)
     backend: EncoderBackend = EncoderBackend.torch
-    precision: Precision = Precision.fp32  # fp32 | bf16 | auto | fp16 (CUDA only) (docs/encoders.md)
-    query_precision: QueryPrecision = QueryPrecision.fp32  # fp32 | same: the query side when precision runs bf16
-    cache_chunk_rows: int | None = num(1024, ge=1)  # resumable corpus-encode parts (embedding/corpus_parts.py)
-    cache_chunk_s: float | None = num(60.0, gt=0)  # and a part's most seconds of encoding (null: rows only)
+    # fp32 (the recorded numbers, identical on every machine) | fp16 (torch on a CUDA device only) | bf16 (backend
+    # torch or openvino; needs native bf16: avx512_bf16/amx_bf16 CPU or a bf16 GPU, else an error) | auto (bf16 where
+    # native, else fp32; logged). Speed and recall deltas: docs/encoders.md
+    precision: Precision = Precision.fp32
+    # fp32 | same: what questions, sub-queries and query entities are encoded in when precision runs bf16 (fp32 = an
+    # fp32 twin of the model; same = bf16 too); no effect at fp32
+    query_precision: QueryPrecision = QueryPrecision.fp32
+    # rows per resumable part of a cached corpus encode (embedding/corpus_parts.py; ~1 min of MiniLM passages on 2
+    # idle CPU cores; rounded up to whole batches; null = one piece, lost whole on a kill): a killed encode reruns
+    # from its last finished part (docs/scale.md)
+    cache_chunk_rows: int | None = num(1024, ge=1)
+    # and a part is written once it holds this many seconds of encoding, at the end of a batch (null: by rows only),
+    # so a kill -9 loses at most ~1 min; SIGTERM and Ctrl-C save the batches finished before they stop the run
+    cache_chunk_s: float | None = num(60.0, gt=0)
 
 
 class SentenceEmbedder:

@@ -197,33 +197,51 @@ def _well_formed(text: str) -> str:
 
 @dataclass
 class LLMClientSettings(Settings):
-    """The ``llm`` group (configs/llm/*.yaml document each value; docs/llm.md): the schema and :class:`LLMClient`'s
-    settings. ``server`` (:class:`~gear_repro.llm.server.LLMServerSettings`) makes the client start its own
-    llama.cpp server, unless ``base_url`` is given."""
+    """The ``llm`` group (docs/llm.md): the schema and :class:`LLMClient`'s settings, each field's default and
+    meaning declared here (configs/llm/*.yaml set only what a preset changes). ``server``
+    (:class:`~gear_repro.llm.server.LLMServerSettings`) makes the client start its own llama.cpp server, unless
+    ``base_url`` is given."""
 
     config_key: ClassVar[str] = "llm"
 
     _target_: str = "gear_repro.llm.LLMClient"
-    model: str = MISSING
+    model: str = MISSING  # served model name or alias; part of the reply-cache key
+    # endpoint root incl. /v1; null = api.openai.com, or the harness's own server when ``server`` is set
     base_url: str | None = None
-    api_key_env: str | None = "OPENAI_API_KEY"
-    temperature: float | None = num(0.0, **PARAM_RANGES["temperature"])  # also the range of a *params temperature
-    max_tokens: int | None = num(None, **PARAM_RANGES["max_tokens"])
-    params: dict[str, Any] = field(default_factory=dict)  # more chat.completions.create parameters
-    timeout_s: float = num(120.0, gt=0)
-    max_reply_bytes: int | None = num(16 * 2**20, **REPLY_BYTES_RANGE)  # a longer response body fails the call (llm/deadline.py)
+    api_key_env: str | None = "OPENAI_API_KEY"  # NAME of the env var holding the key (unset: a dummy key); null = none
+    # 0 = greedy, as the papers; also the range of a *params temperature
+    temperature: float | None = num(0.0, **PARAM_RANGES["temperature"])
+    max_tokens: int | None = num(None, **PARAM_RANGES["max_tokens"])  # reply cap; null = the server's
+    # more chat.completions.create parameters, e.g. {seed: 0, top_p: 1}; part of the reply-cache key
+    params: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = num(120.0, gt=0)  # seconds per request (llm/deadline.py: a trickled reply too)
+    # a longer response body fails the call (a server ignoring max_tokens; 16 MiB; null = no cap; llm/deadline.py)
+    max_reply_bytes: int | None = num(16 * 2**20, **REPLY_BYTES_RANGE)
+    # retries per call: the openai SDK's own on 408/409/429/5xx/timeouts/connection errors (backoff 0.5 s doubling to
+    # 8 s, Retry-After honoured) and the harness's on malformed 2xx bodies; all counted in llm_stats.json
     max_retries: int = num(4, ge=0)
-    backoff_base_s: float = num(1.0, ge=0)
-    backoff_max_s: float = num(30.0, ge=0)
+    backoff_base_s: float = num(1.0, ge=0)  # malformed-reply retries: first delay, doubled per retry, jittered
+    backoff_max_s: float = num(30.0, ge=0)  # malformed-reply retries: delay cap
     concurrency: int = num(4, ge=1)  # requests in flight at most (chat_many, run.workers questions)
-    cache: bool = True
-    cache_dir: str | None = None
-    cache_mode: LLMCacheMode = LLMCacheMode.auto  # SQLite journal of the reply cache (llm/cache.py)
-    record_prompts: bool = True  # keep each call's messages and reply in predictions.jsonl (the explorer shows them)
-    cache_lock_timeout_s: float = num(300.0, **LOCK_TIMEOUT_RANGE)  # one cache access's wait for a lock (llm/cache.py)
-    check_endpoint: bool = True  # start-up: a TCP connection to the endpoint (or its proxy) must open
-    server: LLMServerSettings | None = None
-    context_window: int | None = num(None, ge=1)  # model's window in tokens (prompt + reply); null = unknown, no fitting
+    cache: bool = True  # persistent reply cache keyed by (model, what serves it, messages, params)
+    cache_dir: str | None = None  # null = $GEAR_CACHE/llm_cache
+    # SQLite journal of the reply cache (llm/cache.py): auto = journal when cache_dir is on a network file system,
+    # else wal (docs/sweeps.md)
+    cache_mode: LLMCacheMode = LLMCacheMode.auto
+    # keep each call's messages and reply in predictions.jsonl (the explorer shows them; ~20 kB more per GEAR
+    # question); false: the token ledger only
+    record_prompts: bool = True
+    # how long one reply-cache access waits in all for a lock another process holds (waits past 5 s are logged
+    # naming the holder, then a clear error; llm/cache.py)
+    cache_lock_timeout_s: float = num(300.0, **LOCK_TIMEOUT_RANGE)
+    # start-up: a TCP connection to base_url (or the proxy HTTP(S)_PROXY/ALL_PROXY name for it) must open, else one
+    # error before the first question; the harness's own server is checked by its flags instead; false: replay a
+    # fully cached run without the endpoint
+    check_endpoint: bool = True
+    server: LLMServerSettings | None = None  # the llama.cpp server the harness starts; null = the endpoint is yours
+    # prompt + reply tokens the model takes (set it to the served model's window); prompts drop their lowest-ranked
+    # passages to fit (llm/context.py); null = unknown = no fitting
+    context_window: int | None = num(None, ge=1)
     # the estimate said before a batch of calls (llm/estimate.py; docs/llm.md, "Before a large run"): seconds per call
     # assumed until the first calls are measured, output tokens per call when the data give none, and the $ / seconds
     # past which it is a WARNING (never a prompt)

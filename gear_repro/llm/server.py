@@ -111,19 +111,26 @@ except Exception as e:
 
 @dataclass
 class LLMServerSettings(Settings):
-    """``llm.server`` (configs/llm/local.yaml and tiny.yaml document each value; docs/llm.md): the node's schema and
-    :class:`LlamaServer`'s settings. Null ``llm.server``: the client uses an endpoint it does not start."""
+    """``llm.server`` (docs/llm.md): the node's schema and :class:`LlamaServer`'s settings, each field's default
+    declared here (configs/llm/local.yaml and tiny.yaml set what their model changes). Null ``llm.server``: the
+    client uses an endpoint it does not start."""
 
     config_key: ClassVar[str] = "llm.server"
 
-    model_path: str = "qwen"  # a GGUF path, or qwen / smollm2 (packaged weights; llm/gguf_weights.py)
-    n_threads: int = num(2, ge=1)
-    n_ctx: int = num(8192, ge=1)
-    host: str = "127.0.0.1"
+    model_path: str = "qwen"  # a GGUF path, or qwen / smollm2 (packaged weights, assembled on demand; llm/gguf_weights.py)
+    n_threads: int = num(2, ge=1)  # CPU threads for decode and prompt
+    n_ctx: int = num(8192, ge=1)  # context window in tokens (reader prompts carry 10-15 passages)
+    host: str = "127.0.0.1"  # bind address
     port: int | None = num(None, ge=1, le=65535)  # null: a free port
-    startup_timeout_s: float = num(300.0, gt=0)
-    extra_args: list[str] = field(default_factory=list)  # more llama_cpp.server flags (part of the reply-cache key)
-    prompt_cache: PromptCache = PromptCache.none  # ram: keep earlier prompts' KV states
+    startup_timeout_s: float = num(300.0, gt=0)  # wait this long for the model to load
+    # more `python -m llama_cpp.server` flags (part of the reply-cache key)
+    extra_args: list[str] = field(default_factory=list)
+    # none: reuse only the previous prompt's prefix | ram: also keep earlier prompts' KV states, longest common prefix
+    # wins (with Qwen on 5 questions no faster for SyncGE, 2 of 32 GEAR replies differ, peak RSS ~4x: docs/llm.md
+    # "Prompt-prefix reuse")
+    prompt_cache: PromptCache = PromptCache.none
+    # KV bytes kept with prompt_cache=ram (512 MiB; 16 MiB..64 GiB); RAM use is higher: each state also copies
+    # n_batch x n_vocab float32 logits (docs/llm.md)
     prompt_cache_bytes: int = num(PROMPT_CACHE_BYTES, ge=PROMPT_CACHE_BYTES_RANGE["ge"], le=PROMPT_CACHE_BYTES_RANGE["le"])
 
     def __post_init__(self) -> None:
@@ -244,8 +251,8 @@ class LlamaServer:
 
 def check_server_overrides(argv: list[str]) -> None:
     """ConfigError naming the setting for an override of ``llm.server.<name>`` when the LLM config chosen on the
-    command line (``llm=<name>``; each value of a sweep) has no harness-started server (``server: null``:
-    ``openai``, ``openai_compatible``). Hydra fails such an override with a 23-line traceback ending in "Unexpected
+    command line (``llm=<name>``; each value of a sweep) has no harness-started server (its file sets no ``server``,
+    whose default is null: ``openai``, ``openai_compatible``). Hydra fails such an override with a 23-line traceback ending in "Unexpected
     type for root: NoneType", naming neither the setting nor the reason. A config this package does not ship
     (``--config-dir``), an ``llm.server=...`` override of the whole node, or no ``llm=`` choice is left to Hydra."""
     import yaml
@@ -266,8 +273,8 @@ def check_server_overrides(argv: list[str]) -> None:
             node = yaml.safe_load(path.read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError):
             continue
-        if isinstance(node, dict) and "server" in node and node["server"] is None:
+        if isinstance(node, dict) and node.get("server") is None:  # unset: LLMClientSettings' null
             raise ConfigError(f"{settings[0].split('=', 1)[0]}: llm={name} has no server the harness starts "
-                              f"(configs/llm/{name}.yaml sets llm.server: null; its endpoint, llm.base_url, is a "
+                              f"(configs/llm/{name}.yaml sets no llm.server; its endpoint, llm.base_url, is a "
                               "server you run), so llm.server.* settings do not apply to it; drop the override, "
                               "or use llm=local / llm=tiny")

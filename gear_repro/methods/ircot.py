@@ -159,7 +159,7 @@ def merged_ranking(merged: dict[str, float]) -> Ranking:
 
 @dataclass
 class IRCoTAgentSettings(Settings):
-    """``agent=ircot`` and ``agent=hipporag_ircot`` (configs/agent/ircot.yaml documents each value and its source;
+    """``agent=ircot`` and ``agent=hipporag_ircot`` (each field's default and its source declared here;
     docs/baselines.md): the schema, :class:`IRCoTAgent`'s settings and its describe(). IRCoT (Trivedi et al.,
     2023) §3 as HippoRAG's ``ircot_hipporag.py`` and ``baselines/ircot.py`` run it."""
 
@@ -168,7 +168,9 @@ class IRCoTAgentSettings(Settings):
     _target_: str = "gear_repro.methods.ircot.IRCoTAgent"
     name: str = "ircot"
     retriever: IRCoTRetrieverKind = IRCoTRetrieverKind.base  # the run's ``retriever`` group | hipporag
-    top_k: int = num(10, ge=1)  # passages per retrieval and shown to the LLM
+    # passages per retrieval and shown to the LLM (GEAR App. B.2: "a consistent maximum of 10 retrieved chunks";
+    # --top_k 10 in the HippoRAG w/ IRCoT scripts; baselines/ircot.py's own default is 8 and no script runs it)
+    top_k: int = num(10, ge=1)
     max_rounds: int = num(4, ge=1)  # retrievals at most (YAML: ${dataset.max_rounds})
     # dataset paper name -> prompts/ircot_demos file, the table ``demos`` picks the run's dataset's file from; each
     # file must exist (checked when built, so a misspelt entry fails at start-up)
@@ -176,12 +178,17 @@ class IRCoTAgentSettings(Settings):
     demos: str = "musique"  # demonstration file
     # its demonstrations used, in file order, skipping the run's questions (1, as ircot_hipporag.py; null = all)
     num_demo: int | None = num(1, ge=0)
-    thought: IRCoTThought = IRCoTThought.full  # the reply (the reference code) | its first sentence
-    merge: IRCoTMerge = IRCoTMerge.raw  # max raw score across steps (the reference code) | normalised
-    demo_budget: int | None = num(None, ge=1)  # tokens; null = no budget (ircot_hipporag.py), 15000 = baselines/ircot.py
-    cot_params: dict[str, Any] = field(default_factory=dict)  # extra llm.chat kwargs of the thought call
+    thought: IRCoTThought = IRCoTThought.full  # full (the reference keeps the whole reply) | first_sentence (IRCoT paper)
+    # across steps: raw (max raw score, ircot_hipporag.py:242-251) | normalised (score / the step's best, then max)
+    merge: IRCoTMerge = IRCoTMerge.raw
+    # pack the demonstrations (file order; one that overflows is skipped) while the prompt stays under this many
+    # tokens: null = no budget (ircot_hipporag.py:159) | 15000 = baselines/ircot.py:227-230
+    demo_budget: int | None = num(None, ge=1)
+    cot_params: dict[str, Any] = field(default_factory=dict)  # extra llm.chat kwargs of the thought call (reference: none)
     round_ranking_depth: int | None = num(None, ge=1)  # ids kept in each round's ``ranking`` (null = all)
-    empty_thought: IRCoTEmptyThought = IRCoTEmptyThought.retrieve  # retrieve and think again (reference) | stop
+    # retrieve (with the empty thought, and think again: ircot_hipporag.py:232-251, baselines/ircot.py:263-279 break
+    # only on "So the answer is:") | stop (trace stop = empty_thought)
+    empty_thought: IRCoTEmptyThought = IRCoTEmptyThought.retrieve
     # dataset paper name -> what precedes a passage's title in the thought prompt (``Wikipedia Title: `` for IRCoT,
     # baselines/ircot.py:224; none for HippoRAG w/ IRCoT on MuSiQue/2Wiki, ircot_hipporag.py:56)
     title_prefixes: dict[str, str] = field(default_factory=dict)

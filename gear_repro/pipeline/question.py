@@ -58,7 +58,7 @@ def _question_body(cfg: DictConfig, q: Question, method: Method, qa_reader: Answ
             qa_source = outs[pass_for_qa(ks, qa_reader.top_k)] if qa_reader else final
             rec["trace"] = {str(k): o.trace for k, o in outs.items()}
         else:
-            final = method.run(q, cfg.run.base_k or ks[-1])
+            final = method.run(q, cfg.run.fixed_k or ks[-1])
             qa_source = final
             rec["trace"] = final.trace
         rankings["final"] = final.ranking.ids[: cfg.run.save_depth]

@@ -20,7 +20,7 @@ from gear_repro.pipeline.run_folder import finished_predictions, without_no_resu
 from gear_repro.utils.hashing import hash_obj, model_path_identity
 from gear_repro.utils.provenance import environment
 from gear_repro.utils.secrets import redact_url
-from gear_repro.utils.settings import flat_settings
+from gear_repro.utils.settings import RENAMED, flat_settings, saved_config
 
 log = logging.getLogger("gear_repro")
 
@@ -32,7 +32,7 @@ def fingerprint_settings(cfg: DictConfig, with_path: bool = False, environ: Mapp
     mount of the repo (``${repo:}/data/...``), resumes. ``with_path`` keeps it: the fingerprint run dirs were given
     before (accepted by :func:`~gear_repro.pipeline.resume_guard.check_resume` when the run dir's own path gives it). ``environ``: where
     ``OPENAI_BASE_URL`` is read (default: this process's environment; a run dir's recorded one, :func:`what_differs`)."""
-    c = resolved(cfg, enum_to_str=False)
+    c = saved_config(resolved(cfg, enum_to_str=False))  # a run dir's config that records a renamed key: the new name
     emb = c.get("embedder")
     if isinstance(emb, dict):  # the precisions that run (`auto` differs between machines); fp32 (queries too)
         # keeps the fingerprint of run dirs written before the settings existed, and bf16 with bf16 queries that of
@@ -66,8 +66,15 @@ def fingerprint_settings(cfg: DictConfig, with_path: bool = False, environ: Mapp
 
 
 def run_fingerprint(cfg: DictConfig, with_path: bool = False) -> str:
-    """Hash of the settings that change results (:func:`fingerprint_settings`)."""
-    return hash_obj(fingerprint_settings(cfg, with_path))
+    """Hash of the settings that change results (:func:`fingerprint_settings`), a renamed setting hashed under its
+    former name (``settings.RENAMED``): the run dirs written before the rename keep their fingerprint and resume."""
+    settings = fingerprint_settings(cfg, with_path)
+    for old, (new, _) in RENAMED.items():
+        node, _, key = new.rpartition(".")
+        values = settings.get(node)
+        if isinstance(values, dict) and key in values:
+            values[old.rpartition(".")[2]] = values.pop(key)
+    return hash_obj(settings)
 
 
 def data_fingerprint(cfg: DictConfig, data_hashes: dict, with_path: bool = False,

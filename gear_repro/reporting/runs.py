@@ -19,7 +19,7 @@ from gear_repro.qa.reader import PAPER_QA_TOP_K, pass_for_qa
 from gear_repro.reporting.paper import DEFAULT_PAPER
 from gear_repro.utils.errors import DataError, GearError
 from gear_repro.utils.io import read_json_object
-from gear_repro.utils.settings import flat_settings
+from gear_repro.utils.settings import flat_settings, saved_config
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def read_config(path: Path) -> dict:
     if not isinstance(config, dict) or not config:
         raise DataError(f"{path}: holds no config (an empty or cut-short file); re-run the run or move the folder out "
                         "of the report's run dirs")
-    return config
+    return saved_config(config)  # a renamed setting under its new name, as a newer run records it
 
 RETRIEVER_LABELS = {"bm25": "BM25", "sbert": "SBERT", "hybrid": "Hybrid", "composed": "Composed"}  # shared retrievers
 
@@ -286,7 +286,7 @@ class RunResult:
         run_cfg = self.config.get("run") or {}
         # matched_k only matters to a method that ran once per evaluated k (run.json method.k_dependent: single-step
         # with an expansion); a multi-step method's rounds take its own base k whatever it says
-        fixed = None if run_cfg.get("matched_k", True) or not self.k_dependent else int(run_cfg.get("base_k")
+        fixed = None if run_cfg.get("matched_k", True) or not self.k_dependent else int(run_cfg.get("fixed_k")
                                                                                         or max(self.ks))
         method_hooks = agent_hooks(self.config.get("agent") or {})
         retrieves = method_hooks is None or method_hooks.uses_retriever is None or method_hooks.uses_retriever(self.config)

@@ -62,7 +62,9 @@ class HybridRetrieverSettings(Settings):
 
     _target_: str = "gear_repro.retrieval.HybridRetriever"
     name: str = "hybrid"
-    fusion_depth: int = num(100, ge=1)  # depth of each list before fusion; >= max(run.ks) (config.validate)
+    # depth of each list before fusion (>= max(run.ks), refused at start-up: config.validate); a method asking for
+    # more passages, e.g. a deeper base list, gets each list to that depth
+    fusion_depth: int = num(100, ge=1)
     k_rrf: int = num(RRF_K, ge=0)  # RRF constant (Cormack et al.'s 60)
 
 
@@ -74,7 +76,9 @@ class ComposedRetrieverSettings(Settings):
 
     _target_: str = "gear_repro.retrieval.ComposedRetriever"
     name: str = "composed"
-    candidates: int = num(100, ge=1)  # BM25 candidates re-scored; >= max(run.ks) (config.validate)
+    # BM25 candidates re-scored densely (the paper gives no number: the hybrid's fusion depth; >= max(run.ks),
+    # refused at start-up: config.validate); a method asking for more passages gets that many
+    candidates: int = num(100, ge=1)
 
 
 class _Base:

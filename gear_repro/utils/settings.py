@@ -57,6 +57,39 @@ def flat_settings(node: object, skip: frozenset[str] | set[str] = frozenset(), p
     return {prefix[:-1]: json.dumps(node, sort_keys=True, ensure_ascii=False)}
 
 
+# -- renamed settings ------------------------------------------------------------------------------------------
+# settings that had another name: old dotted key -> (new key, what it is). An override of the old name is refused
+# naming the new one (Hydra's own message only says the key is not in the schema); a run folder's saved config that
+# records the old key is read under the new one (saved_config)
+RENAMED: dict[str, tuple[str, str]] = {
+    "run.base_k": ("run.fixed_k", "with run.matched_k=false, the one k every question retrieves at; null = max(run.ks)"),
+}
+
+
+def check_renamed_overrides(overrides: list[str] | tuple[str, ...]) -> None:
+    """A ConfigError for a command-line override (``run.base_k=20``, ``+run.base_k=20``, a sweep too) of a
+    :data:`RENAMED` setting, naming its new name."""
+    for o in overrides:
+        key = str(o).split("=", 1)[0].lstrip("+~")
+        if key in RENAMED:
+            new, what = RENAMED[key]
+            value = str(o).split("=", 1)[1] if "=" in str(o) else "..."
+            raise ConfigError(f"{key} is now {new} ({what}): use {new}={value}")
+
+
+def saved_config(config: dict) -> dict:
+    """A run folder's saved config (a plain dict, changed in place and returned) with every :data:`RENAMED` key under
+    its new name, so a run written before a rename reads (reports, a resume's comparison) as one written after."""
+    for old, (new, _) in RENAMED.items():
+        old_node, _, old_key = old.rpartition(".")
+        new_node, _, new_key = new.rpartition(".")
+        node = config.get(old_node)
+        if isinstance(node, dict) and old_key in node and old_node == new_node:
+            value = node.pop(old_key)
+            node.setdefault(new_key, value)
+    return config
+
+
 # -- numeric ranges -----------------------------------------------------------------------------------------
 Range = dict[str, float | None]
 

@@ -118,8 +118,8 @@ class RoundRecord:
 
 @dataclass
 class GearAgentSettings(Settings):
-    """``agent=gear`` (configs/agent/gear.yaml documents each value and its default): the group's Hydra schema,
-    :class:`GearAgent`'s settings and its ``describe()``. §5 and App. B.2; the pseudocode readings are the
+    """``agent=gear`` (each field's default and meaning declared here; configs/agent/gear.yaml sets what GEAR's run
+    takes from elsewhere): the group's Hydra schema, :class:`GearAgent`'s settings and its ``describe()``. §5 and App. B.2; the pseudocode readings are the
     authors' ``pseudocode_examples/gear.py`` (docs/agent.md)."""
 
     config_key: ClassVar[str] = "agent"
@@ -129,19 +129,31 @@ class GearAgentSettings(Settings):
     base_k: int = num(10, ge=1)  # k of h_base^k(q(n), C) per round (App. B.2: 10, as IRCoT)
     max_rounds: int = num(MISSING, ge=1)  # rounds at most (YAML: ${dataset.max_rounds}: MuSiQue 4, 2Wiki/HotpotQA 2)
     query_for_base: QueryChoice = QueryChoice.rewritten  # q(n) (§5, the paper) | q
-    query_for_beam: QueryChoice = QueryChoice.original  # beam scoring query: q (pseudocode graph_expasion(triples, query))
-    reader_memory: bool = True  # rounds >= 2: the reader sees G(n-1) (pseudocode reader(base, query, gist_memory))
-    read_with: QueryChoice = QueryChoice.original  # question of the reader and gist reader (Eq. 1/4: q)
-    gist_docs: GistDocs = GistDocs.expanded  # list the gist reader reads (pseudocode gist_memory_constructor(expanded))
-    gist_first_round: GistFirstRound = GistFirstRound.read  # read | reuse (round 1's proximal triples: Eq. 1 = Eq. 4)
-    gist_k: int | None = num(None, ge=1)  # null = the whole list (pseudocode); >= 1 = its top gist_k
-    gist_empty: GistEmpty = GistEmpty.skip  # empty list: no gist call (gear.py:52 reads it) | the top of C_q(n)
-    dedupe_memory: bool = False  # Eq. 5 / pseudocode gear.py:11 extend keeps repeats; true drops them
-    reason_last_round: bool = True  # call the reasoner (Eq. 6) in the last allowed round too
+    # beam scoring query: original (q, the pseudocode's graph_expasion(triples, query)) | rewritten (q(n))
+    query_for_beam: QueryChoice = QueryChoice.original
+    # rounds >= 2: the SyncGE reader sees the gist memory G(n-1) (pseudocode reader(base, query, gist_memory));
+    # false: a memory-less reader
+    reader_memory: bool = True
+    read_with: QueryChoice = QueryChoice.original  # question of the reader and gist reader (Eq. 1/4: q) | rewritten
+    # list the gist reader reads: expanded (C~_q(n), pseudocode gist_memory_constructor(expanded_passages)) | fused
+    # (C_q(n)) | base (C'_q(n))
+    gist_docs: GistDocs = GistDocs.expanded
+    # read (a gist read in round 1 too) | reuse (round-1 memory = SyncGE's proximal triples, Eq. 1 = Eq. 4; one call less)
+    gist_first_round: GistFirstRound = GistFirstRound.read
+    # passages of that list given to the gist reader: null = all (pseudocode gear.py:52 reads expanded_passages whole,
+    # <= 20 with b=10, l=2) | its top gist_k
+    gist_k: int | None = num(None, ge=1)
+    # empty list: skip (no gist call; the pseudocode reads the empty list) | fused (the top gist_k, or base_k, of C_q(n))
+    gist_empty: GistEmpty = GistEmpty.skip
+    # false: keep a gist triple already in G, as Eq. 5's G(n-1) ∘ TG_q(n) and the pseudocode's gist_memory.extend
+    # (gear.py:11): each repeat adds its passageLink list to the final RRF once more | true: drop it (casefold/
+    # space-normalised (s, p, o)); either way counted as memory_duplicates
+    dedupe_memory: bool = False
+    reason_last_round: bool = True  # call the reasoner (Eq. 6) in the last allowed round too (verdict recorded)
     passage_link: bool = True  # passageLink of G(n) in the final RRF (Eq. 9); false = RRF of C_q(1..n)
     passage_link_k: int | None = num(None, ge=1)  # k of passageLink's two retrievals (Eq. 8/10; null = base_k)
     k_rrf: int = num(RRF_K, ge=0)  # RRF constant (DESIGN.md)
-    output_depth: int | None = num(None, ge=1)  # final ranking cut (null = all)
+    output_depth: int | None = num(None, ge=1)  # final ranking cut (null = all; run.save_depth caps what is saved)
     round_ranking_depth: int | None = num(None, ge=1)  # ids of each round's ``ranking`` (YAML: ${run.save_depth})
     llm_params: dict[str, Any] = field(default_factory=dict)  # extra llm.chat kwargs of the gist/reason/rewrite calls
 

@@ -72,18 +72,28 @@ class BeamConfig:
     ``beam`` group's config schema (registered in Hydra's ConfigStore by ``gear_repro/config.py``): one
     declaration of every field, its type, choices and range."""
 
-    length: int = num(2, ge=1)  # l: maximum number of triples per beam
-    width: int = num(10, ge=1)  # b: beams kept per step
+    length: int = num(2, ge=1)  # l: maximum number of triples per beam (§6.2)
+    width: int = num(10, ge=1)  # b: beams kept per step (§6.2)
     neighbours: int | None = num(100, ge=0)  # max candidates per beam and step (None/0 = all neighbours)
+    # which ones when capped: relevance (cosine of q and the single triple) | order (first in row order)
     neighbour_selection: NeighbourSelection = NeighbourSelection.relevance
-    gamma: float | None = num(None, gt=0)  # γ of exp(-min(n,γ)/γ); None -> 2 * width
+    # γ of exp(-min(n,γ)/γ): 20 = 2b at the paper's b = 10, and it stays 20 when the width is changed; None -> 2 * width
+    gamma: float | None = num(20.0, gt=0)
     diversity: bool = True  # False = plain beam search (Table 4 "w/o diversity")
+    # skip triples already in any beam of the previous step (Alg. 1 line 11) | path (the beam's own) | none
     exists: Exists = Exists.previous_step
+    # beams without admissible neighbours are dropped as in Alg. 1; fallback: a whole step empty keeps the previous
+    # beams | drop (literal) | keep (carry dead ends)
     dead_ends: DeadEnds = DeadEnds.fallback
-    scorer: str = "exact"  # "exact" | "sum" | "mean" | "fast" | a name registered with scorers.register_scorer
+    # score(q, path): exact (SBERT of the concatenated path text, the paper's) | sum (normalised sum of triple vectors)
+    # | mean (mean triple cosine) | fast (the cascade, beam=fast) | a name registered with scorers.register_scorer
+    scorer: str = "exact"
     path_separator: str = " "  # joins triple texts into the path text (exact scorer)
-    scorer_options: dict[str, Any] = field(default_factory=dict)  # the scorer's options (scorers.ExactOptions, ...)
-    path_cache: bool = False  # exact scorer: persist path vectors under $GEAR_CACHE/path_vectors (same results)
+    # the scorer's options, checked at start-up against its dataclass (scorers.ExactOptions, CascadeOptions), e.g.
+    # +beam.scorer_options.batch_size=4 (docs/graph_expansion.md)
+    scorer_options: dict[str, Any] = field(default_factory=dict)
+    # exact scorer: keep encoded path vectors in $GEAR_CACHE/path_vectors across runs (same scores)
+    path_cache: bool = False
     label: str | None = None  # free-form row label for reports (Table 4: "w/ diversity"); no effect on search
 
     def __post_init__(self) -> None:

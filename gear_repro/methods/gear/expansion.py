@@ -74,7 +74,7 @@ class NoExpansionSettings(Settings):
 
 @dataclass
 class NaiveGESettings(Settings):
-    """``expansion=naive`` (configs/expansion/naive.yaml documents each value): the schema, the settings of
+    """``expansion=naive`` (each field's default and meaning declared here): the schema, the settings of
     :class:`NaiveGE` (and of the :class:`GraphExpansion` machinery), and its describe(). §4, Eq. 3; DESIGN.md."""
 
     config_key: ClassVar[str] = "expansion"
@@ -83,8 +83,10 @@ class NaiveGESettings(Settings):
     name: str = "naive"  # label of the expansion in run names and reports
     k_rrf: int = num(RRF_K, ge=0)  # RRF constant of Eq. 3 (60, DESIGN.md)
     output_depth: int | None = num(None, ge=1)  # fused list cut (null = every passage of both lists)
-    trace_beams: int | None = num(None, ge=0)  # final beams stored in the trace (null = all b)
-    fusion_order: FusionOrder = FusionOrder.base_first  # Eq. 3 list order: RRF(C'_q, C~_q), the pseudocode's
+    trace_beams: int | None = num(None, ge=0)  # final beams stored per question in predictions.jsonl (null = all b)
+    # Eq. 3 list order, which decides RRF ties: base_first = RRF(C'_q, C~_q), the authors' pseudocode's
+    # rrf(base + expanded) | expanded_first (an earlier reading)
+    fusion_order: FusionOrder = FusionOrder.base_first
 
 
 @dataclass
@@ -96,7 +98,7 @@ class SyncGESettings(NaiveGESettings):
     prompt: str = READER_PROMPT  # reader template (App. K.2 without memory)
     memory_prompt: str = MEMORY_PROMPT  # reader template with a gist memory G(n-1) (GEAR rounds >= 2, K.2)
     max_proximal: int | None = num(None, ge=1)  # proximal triples linked per read (null = all parsed)
-    on_no_proximal: OnNoProximal = OnNoProximal.base  # no proximal triple: return C'_q (counted) | NaiveGE's triples
+    on_no_proximal: OnNoProximal = OnNoProximal.base  # nothing parsed: base (return C'_q, counted) | naive (NaiveGE's triples)
     llm_params: dict[str, Any] = field(default_factory=dict)  # extra llm.chat kwargs of the reader call
 
 

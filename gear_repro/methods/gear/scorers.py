@@ -63,11 +63,14 @@ class ExactOptions:
 class CascadeOptions(ExactOptions):
     """``beam.scorer_options`` of ``fast`` (:class:`CascadeScorer`): the exact stage's, and the cascade's own."""
 
-    approx: ApproxScore = ApproxScore.sum  # the cheap first-stage score
-    rescore: int = num(10, ge=0)  # candidates per step scored exactly (top cheap accumulated scores)
+    # the cheap first-stage score: sum (normalised sum of triple vectors) | mean (mean triple cosine)
+    approx: ApproxScore = ApproxScore.sum
+    # candidates per step scored exactly, best by s + cheap score (10 = b; 0 = cheap only)
+    rescore: int = num(10, ge=0)
     memo_size: int = num(50_000, ge=1)  # exact path vectors memoised per text (LRU)
-    margin: float = num(0.0, ge=0)  # also rescore candidates within this of the last one rescored ...
-    rescore_max: int = num(100, ge=0)  # ... up to this many in all
+    # also rescore every candidate whose cheap s + score is within margin of the last one rescored (0 = off) ...
+    margin: float = num(0.0, ge=0)
+    rescore_max: int = num(100, ge=0)  # ... up to this many in all (100 = GEAR's neighbour budget)
 
     def __post_init__(self) -> None:
         super().__post_init__()

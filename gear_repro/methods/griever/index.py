@@ -77,12 +77,14 @@ def block_rows(block: int, entities: int) -> int:
 
 @dataclass
 class SameAsConfig:
-    """Alias clustering of the ``same_as`` index (our choice; the paper is silent)."""
+    """``retriever.same_as``: alias clustering of the ``same_as`` index (§4.2.3; our choice, the paper does not say
+    how)."""
 
     threshold: float = num(0.8, ge=-1, le=1)  # cosine of entity-name embeddings
-    require_token_overlap: bool = True
-    max_aliases: int = num(5, ge=0)
-    block: int = num(2048, ge=1)  # rows per block of the all-pairs cosine computation (at most SIMS_BYTES)
+    require_token_overlap: bool = True  # aliases also share a non-stopword token
+    max_aliases: int = num(5, ge=0)  # aliases kept per entity, best first
+    # rows per block of the all-pairs cosine (memory only; fewer where a block would pass SIMS_BYTES, 512 MiB)
+    block: int = num(2048, ge=1)
 
     def __post_init__(self) -> None:
         check_fields(self, "retriever.same_as")

@@ -105,31 +105,48 @@ class FinalRanking(Choice):
 
 @dataclass
 class GrieverSettings(Settings):
-    """GRIEVER's hyper-parameters (configs/retriever/griever.yaml documents each; docs/griever.md lists
-    the ones the paper leaves open). :class:`GrieverRetrieverSettings` adds the retriever keys."""
+    """GRIEVER's hyper-parameters, each field's default and meaning declared here ("open": a value the paper leaves
+    open, docs/griever.md lists them). :class:`GrieverRetrieverSettings` adds the retriever keys."""
 
     config_key: ClassVar[str] = "retriever"
 
     iterations: int = num(2, ge=1)      # n_i of Alg. 1 (§5.2: two iterations, one rewrite)
-    inner_k: int | None = num(None, ge=1)  # passages per iteration (None = the requested k; 5 inside GEAR/IRCoT)
-    composed: bool = True               # iteration 1 composed retrieval (False = RRF hybrid; Table 3 ablation)
-    composed_candidates: int = num(100, ge=1)  # BM25 candidates re-scored densely (paper silent)
-    rrf_depth: int = num(100, ge=1)     # depth of each list before RRF (as the hybrid base retriever)
-    k_rrf: int = num(RRF_K, ge=0)       # RRF constant (paper silent; Cormack et al.'s 60)
-    split_clauses: bool = True          # §4.2.1 relative-clause sub-queries
+    # passages per iteration (null = the requested k; 5 when GRIEVER is GEAR's/IRCoT's base, §5.3 footnote 1)
+    inner_k: int | None = num(None, ge=1)
+    # iteration 1 composed retrieval (§4.2.2); false = RRF hybrid (Table 3 "w/o composed_retriever")
+    composed: bool = True
+    composed_candidates: int = num(100, ge=1)  # (open) BM25 candidates re-scored densely in iteration 1
+    # (open) depth of the BM25 and kNN lists fused by RRF (iterations >= 2; shortlisting uses t_max)
+    rrf_depth: int = num(100, ge=1)
+    k_rrf: int = num(RRF_K, ge=0)       # (open) RRF constant (Cormack et al., 2009)
+    split_clauses: bool = True          # §4.2.1 relative-clause sub-queries in iteration 1
+    # (open) relative-clause connectors (§4.2.1 shows where, who)
     connectors: list[str] = field(default_factory=lambda: list(DEFAULT_CONNECTORS))
-    shortlist: bool = True              # Alg. 2 (False = all triples of R_i; Table 3 "w/o shortlisting")
-    shortlist_index: ShortlistIndex = ShortlistIndex.partial  # partial | full (Table 3)
-    t_max: int = num(30, ge=1)          # units kept by the shortlisting search (paper silent)
-    unit_vectors: UnitVectors = UnitVectors.encode  # encode unit texts (paper) | compose from name vectors
-    max_ngram: int = num(6, ge=1)       # longest query n-gram of the matcher, in words
-    n_join: int = num(5, ge=1)          # best triples: rewrite candidates (and join entities with join_from=top)
-    rewrite_min_sim: float = num(0.5, ge=-1, le=1)  # matcher cosine an entity mention needs to be rewritten
-    join_from: JoinFrom = JoinFrom.shortlist  # Alg. 2's E_j (shortlist) | complements of the n_join best (top)
-    paths: Paths = Paths.chain          # §4.4 chains across iterations | pairs sharing an entity
-    same_as_filter: SameAsFilter = SameAsFilter.shared_neighbour  # §4.2.3 passage filter of the aliases
-    final: FinalRanking = FinalRanking.graph
-    scoring_query: ScoringQuery = ScoringQuery.rewritten  # Alg. 1 (rewritten q) | §4.2 prose (the original q)
+    shortlist: bool = True              # Alg. 2 (false = all triples of R_i; Table 3 "w/o shortlisting")
+    # partial: partial_triples units | full: whole triples "s p o" (Table 3 "w/ full_triples")
+    shortlist_index: ShortlistIndex = ShortlistIndex.partial
+    t_max: int = num(30, ge=1)          # (open) units kept by the shortlisting RRF search (Alg. 2)
+    # encode: embed each unit text (§4.2.4) | compose: normalised sum of its name vectors (ours, no encoder pass)
+    unit_vectors: UnitVectors = UnitVectors.encode
+    max_ngram: int = num(6, ge=1)       # (open) longest query n-gram (words) of the entity matcher (§4.3)
+    # (open) best triples tried by the rewrite (§4.5); also the join entities with join_from=top
+    n_join: int = num(5, ge=1)
+    # (open) matcher cosine an entity mention needs to be rewritten (§4.5)
+    rewrite_min_sim: float = num(0.5, ge=-1, le=1)
+    # shortlist: Alg. 2's E_j, complements of every shortlisted partial in T (+ same_as) | top: of the n_join best
+    # triples (Alg. 1's E_i read as §4.5's "highest-scoring entities"); Alg. 1 and 2 disagree, docs/griever.md
+    join_from: JoinFrom = JoinFrom.shortlist
+    # chain: §4.4 paths chain one triple per iteration, linked by the earlier triple's complement (or alias) | pairs:
+    # any two triples sharing an entity or alias
+    paths: Paths = Paths.chain
+    # shared_neighbour: §4.2.3 keep an alias whose passages share an entity with the retrieved passages of the entity
+    # | alias_in_pool: the alias occurs in a retrieved passage | entity: no filter
+    same_as_filter: SameAsFilter = SameAsFilter.shared_neighbour
+    final: FinalRanking = FinalRanking.graph  # graph: rank by path scores (§4.4) | rrf: RRF(graph, retrieval order)
+    # rewritten: iteration >= 2 shortlists and scores triples against the rewritten q (Alg. 1) | original: against
+    # the question (§4.2 prose "with respect to the original text query"); the paper disagrees with itself
+    # (docs/readings.md)
+    scoring_query: ScoringQuery = ScoringQuery.rewritten
     same_as: SameAsConfig = field(default_factory=SameAsConfig)
 
     def __post_init__(self) -> None:

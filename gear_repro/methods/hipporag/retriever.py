@@ -105,32 +105,47 @@ def ner_json_mode(llm: Any, setting: bool | None) -> bool:
 
 @dataclass
 class HippoRAGSettings(Settings):
-    """The ``hipporag`` group (configs/hipporag/default.yaml documents each value and its source in the reference
-    code), placed at the top-level ``hipporag`` by agent=hipporag and agent=hipporag_ircot: the schema,
+    """The ``hipporag`` group (each field's default and its source in the reference code declared here), placed at the top-level ``hipporag`` by agent=hipporag and agent=hipporag_ircot: the schema,
     :class:`HippoRAG`'s settings and its describe(). HippoRAG §3 (Gutiérrez et al., 2024) as GEAR §6.1 re-ran it."""
 
     config_key: ClassVar[str] = "hipporag"
 
     _target_: str = "gear_repro.methods.hipporag.retriever.HippoRAG"
-    version: HippoRAGVersion = HippoRAGVersion.v1  # v1 (legacy branch) | v2 (HippoRAG 2, main branch)
-    damping: float = num(0.5, gt=0, lt=1)  # PPR damping (run_hipporag_main_exps.sh, v2 default)
-    node_specificity: bool = True  # reset weight of a linked node = 1/|P_i| (v1 hipporag.py)
-    normalisation: PhraseNormalisation = PhraseNormalisation.hipporag  # phrase keys (processing_phrases | GEAR's)
-    synonyms: bool = True  # synonym edges (graph_type facts_and_sim)
-    synonym_threshold: float = num(0.8, ge=-1, le=1)  # encoder cosine of a synonym edge (--sim_threshold 0.8)
-    synonym_top_k: int = num(100, ge=1)  # synonyms kept per phrase
-    synonym_min_alnum: int = num(3, ge=0)  # alphanumeric characters a phrase needs for synonyms (create_graph.py)
-    no_entity_fallback: NoEntityFallback = NoEntityFallback.uniform  # no entity/fact linked (v1 hipporag.py:232-233)
-    linking_top_k: int = num(5, ge=1)  # v2: facts and phrases seeding PPR
-    passage_node_weight: float = num(0.05, ge=0)  # v2: reset weight factor of passage nodes
+    # v1 (legacy branch: NER -> phrase linking -> PPR over phrases) | v2 (HippoRAG 2, main branch: fact linking,
+    # passage nodes)
+    version: HippoRAGVersion = HippoRAGVersion.v1
+    # PPR damping (probability of following an edge): 0.5 in run_hipporag_main_exps.sh and v2's default; v1 code's 0.1
+    damping: float = num(0.5, gt=0, lt=1)
+    node_specificity: bool = True  # reset weight of a linked node = 1/|P_i| (v1 hipporag.py node_specificity=True)
+    # phrase keys: hipporag (processing_phrases: lower, non-alphanumerics -> space, squeeze) | entity (GEAR's key)
+    normalisation: PhraseNormalisation = PhraseNormalisation.hipporag
+    synonyms: bool = True  # synonym edges (graph_type facts_and_sim in the scripts); false = facts-only graph
+    # encoder cosine of a synonym edge (--sim_threshold 0.8; v2 synonymy_edge_sim_threshold). The reference scored
+    # ColBERTv2's self-normalised MaxSim or Contriever's cosine, a different scale
+    # (benchmarks/bench_hipporag_synonyms.py shows 0.8/0.85/0.9)
+    synonym_threshold: float = num(0.8, ge=-1, le=1)
+    synonym_top_k: int = num(100, ge=1)  # synonyms kept per phrase (the reference stops after ~100 of 2047 neighbours)
+    # alphanumeric characters a phrase needs for synonyms: > 2 (create_graph.py)
+    synonym_min_alnum: int = num(3, ge=0)
+    # no entity/fact found: uniform (v1 hipporag.py:232-233, 1/N each, ties in descending corpus order :264) |
+    # retriever (the run's base retriever, e.g. BM25; as v2's dense fallback)
+    no_entity_fallback: NoEntityFallback = NoEntityFallback.uniform
+    linking_top_k: int = num(5, ge=1)  # v2 only: facts and phrases seeding PPR (v2 linking_top_k=5)
+    passage_node_weight: float = num(0.05, ge=0)  # v2 only: reset weight factor of passage nodes (v2's 0.05)
     ner_params: dict[str, Any] = field(default_factory=dict)  # llm.chat kwargs of the query NER call
-    ner_json: bool | None = None  # null = auto: JSON mode for an API LLM (llm.server null), off for the local server
-    cache: bool = True  # cache the built graph under $GEAR_CACHE/hipporag
+    # the query NER asks for the API's JSON mode (response_format {"type": "json_object"}): null = auto: on for an
+    # LLM whose server the harness does not start (llm=openai / openai_compatible), as the reference's OpenAI client
+    # (named_entity_extraction_parallel.py:47-51), off for the harness-started llama.cpp server (llm=local / tiny), as
+    # the reference's local clients (:52-55) and because JSON mode made the 1.5B model's greedy decoding loop
+    ner_json: bool | None = None
+    cache: bool = True  # cache the built graph at $GEAR_CACHE/hipporag/graph-<content hash>.npz
     block_rows: int | None = num(None, ge=1)  # synonym kNN query rows per block (null = 256 MiB of similarities)
     # synonym/linking encoder: null = the run's embedder | a model name | an embedder node (checked as one); the
     # wiring builds it and hands the object over as HippoRAG's ``encoder``
     encoder: Any = field(default=None, metadata={"group": "embedder"})
-    tie_order: TieOrder = TieOrder.reference  # v1 equal scores: descending corpus order (hipporag.py:264)
+    # v1 passages with equal scores (e.g. all at 0, out of the seeds' reach): reference (descending corpus order,
+    # v1 hipporag.py:264 argsort(kind='mergesort')[::-1]) | corpus (ascending)
+    tie_order: TieOrder = TieOrder.reference
 
 
 class HippoRAG:

@@ -135,7 +135,7 @@ def _code_blocks(clues: Sequence[Clue], label: str, margin: str) -> str:
 
 # -- the method -----------------------------------------------------------------------------------------------
 class T2RAGAgent:
-    """T²RAG (§4.3, Alg. 1-2). Built by the runner from ``configs/agent/t2rag.yaml`` (each value documented).
+    """T²RAG (§4.3, Alg. 1-2). Built by the runner from ``configs/agent/t2rag.yaml`` (settings: :class:`T2RAGAgentSettings`).
 
     Args:
         llm: the decompose / resolve / answer calls' client.

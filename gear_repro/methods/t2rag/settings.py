@@ -129,7 +129,7 @@ READING_KEYS = ("question_query", "question_query_mode", "carry_fuzzy", "resolve
 
 @dataclass
 class T2RAGAgentSettings(Settings):
-    """``agent=t2rag`` / ``agent=t2rag_paper`` (configs/agent/t2rag.yaml documents each value; seed 002 §4.3,
+    """``agent=t2rag`` / ``agent=t2rag_paper`` (each field's default and meaning declared here; seed 002 §4.3,
     Alg. 1-2, §5.2; docs/t2rag.md): the schema, :class:`~gear_repro.methods.t2rag.method.T2RAGAgent`'s settings
     and its describe(). The :data:`READING_KEYS` have no default: each preset gives all of them."""
 
@@ -141,7 +141,9 @@ class T2RAGAgentSettings(Settings):
     max_iterations: int = num(3, ge=1)  # N (§5.2); 1 = "single round" ablation (Table 2)
     candidate_depth: int = num(200, ge=1)  # propositions per query before the global ranking (Alg. 2 Search(I, q, N))
     with_passages: bool = True  # passages in the resolve prompt; false = "w/o chunk" ablation (Table 2)
-    reading: T2RAGReading = T2RAGReading.code  # which preset set the keys below (a label for the report)
+    # which reading the keys below are: code (agent=t2rag, DESIGN.md) | paper (agent=t2rag_paper); a label for the
+    # report, the keys decide
+    reading: T2RAGReading = T2RAGReading.code
     # the paper-vs-code keys: each preset gives all of them (code: t2rag.yaml, paper: t2rag_paper.yaml)
     question_query: bool = MISSING  # code true (question as an extra query, TRAG.py:478-487) | paper false (Alg. 2)
     question_query_mode: T2RAGQuestionQuery = MISSING  # code substring | paper word
@@ -156,13 +158,18 @@ class T2RAGAgentSettings(Settings):
     resolve_parse: T2RAGResolveParse = MISSING  # code (TRAG.py:944-978, strict) | paper lenient (our repairs)
     resolved_update: T2RAGResolvedUpdate = MISSING  # code (TRAG.py:1231) | paper reclassify (by its '?')
     proposition_passage: T2RAGPropositionPassage = MISSING  # code (TRAG.py:196-210, last) | paper own
+    # placeholder: bound placeholders + position + known entities fill fuzzy triplets | words (every known part agrees)
     fuzzy_match: T2RAGFuzzyMatch = T2RAGFuzzyMatch.placeholder
-    stall_stop: bool = True  # stop when nothing is searchable, retrieved or new (stop = "stalled")
+    # stop when nothing is searchable, retrieved or new (stop = "stalled"); false = resolve with no context up to N
+    stall_stop: bool = True
     answer: bool = True  # T²RAG's own answer (Step 3); false = qa_reader answers
-    answer_parse: T2RAGAnswerParse = T2RAGAnswerParse.code  # code (TRAG.py:1117-1119) | reader (K.3's first line)
+    # code (the text after the last "Answer:", else the whole reply; TRAG.py:1117-1119) | reader (K.3's first line)
+    answer_parse: T2RAGAnswerParse = T2RAGAnswerParse.code
     # not a READING_KEYS key: it moves no EM/F1, the paper's only numbers, so it never keeps a run from their cells
-    ranking: T2RAGRanking = T2RAGRanking.concat  # code concat (TRAG.py:1392-1398) | paper rrf
-    k_rrf: int = num(RRF_K, ge=0)
+    # method ranking for Recall@k: code concat (the iteration lists in order, a passage whose text is already listed
+    # dropped, TRAG.py:1392-1398) | paper rrf (RRF of the iteration lists, as GEAR's Eq. 9; the prose ranks nothing)
+    ranking: T2RAGRanking = T2RAGRanking.concat
+    k_rrf: int = num(RRF_K, ge=0)  # RRF constant (DESIGN.md)
     llm_params: dict[str, Any] = field(default_factory=dict)  # extra llm.chat kwargs (temperature 0: the llm group)
 
     def __post_init__(self) -> None:
