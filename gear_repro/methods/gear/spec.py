@@ -14,12 +14,9 @@ def gear_plan(cfg: Any) -> list[PlannedCall]:
     """A question's calls at most (every round to ``agent.max_rounds``; the agent stops earlier when its reasoner
     says the facts suffice): SyncGE's reads of the base passages, the gist-memory reads, the reasoner, and the
     rewriter between rounds."""
-    from omegaconf import OmegaConf
-
-    rounds = int(OmegaConf.select(cfg, "agent.max_rounds", default=1) or 1)
-    base_k = int(OmegaConf.select(cfg, "agent.base_k", default=10) or 10)
-    gist_k = OmegaConf.select(cfg, "agent.gist_k", default=None)
-    reads = rounds if str(OmegaConf.select(cfg, "expansion.name", default="sync")) == "sync" else 0
+    agent = cfg.agent  # a composed config: every setting present, its default from GearAgentSettings
+    rounds, base_k, gist_k = int(agent.max_rounds), int(agent.base_k), agent.gist_k
+    reads = rounds if str(cfg.expansion.name) == "sync" else 0
 
     def read(s: PromptSample) -> dict[str, Any]:
         return {"docs": s.passages, "query": s.question}
@@ -41,11 +38,9 @@ def gear_plan(cfg: Any) -> list[PlannedCall]:
 def sync_plan(cfg: Any) -> list[PlannedCall]:
     """SyncGE's K.2 reads in a single-step run (GEAR's agent counts its own, :func:`gear_plan`): one read of the base
     passages a pass, a pass per k of ``run.ks`` with ``run.matched_k`` (the base k matched to the evaluated rank),
-    else one at the largest k."""
-    from omegaconf import OmegaConf
-
-    ks = [int(k) for k in OmegaConf.select(cfg, "run.ks", default=None) or [10]]
-    passes = ks if bool(OmegaConf.select(cfg, "run.matched_k", default=True)) else [max(ks)]
+    else one at ``run.fixed_k`` (null: the largest k)."""
+    ks = [int(k) for k in cfg.run.ks]
+    passes = ks if cfg.run.matched_k else [int(cfg.run.fixed_k or max(ks))]
     return [PlannedCall("reader", 1, k, lambda s: {"docs": s.passages, "query": s.question}) for k in passes]
 
 
