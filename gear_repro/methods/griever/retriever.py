@@ -52,6 +52,7 @@ from gear_repro.methods.griever.store import GrieverStore, MemoryGrieverStore, P
 from gear_repro.methods.griever.text import DEFAULT_CONNECTORS, rewrite, split_clauses
 from gear_repro.types import Passage, Ranking, Triple
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.io import progress_bars
 from gear_repro.utils.settings import Choice, Settings, num
 
 log = logging.getLogger(__name__)
@@ -220,16 +221,19 @@ class GrieverRetriever:
             from gear_repro.backends.elasticsearch import ElasticsearchBackend
 
             t0 = time.perf_counter()
-            data = GrieverData.build(self.passages, self.triples, self.embedder, self.settings.shortlist_index,
-                                     self.settings.same_as, self.settings.unit_vectors)
-            t1 = time.perf_counter()
-            backend = self.backend
-            if isinstance(backend, ElasticsearchBackend):
-                from gear_repro.methods.griever.elasticsearch import ElasticsearchGrieverStore
+            # bars over the records, units and aliases (minutes at full size, docs/scale.md) as the embedder's
+            # encode bars: its show_progress follows run.progress
+            with progress_bars(bool(getattr(self.embedder, "show_progress", False))):
+                data = GrieverData.build(self.passages, self.triples, self.embedder, self.settings.shortlist_index,
+                                         self.settings.same_as, self.settings.unit_vectors)
+                t1 = time.perf_counter()
+                backend = self.backend
+                if isinstance(backend, ElasticsearchBackend):
+                    from gear_repro.methods.griever.elasticsearch import ElasticsearchGrieverStore
 
-                self._store = ElasticsearchGrieverStore(backend, data, self.embedder)
-            else:
-                self._store = MemoryGrieverStore(data, self.collection, backend)
+                    self._store = ElasticsearchGrieverStore(backend, data, self.embedder)
+                else:
+                    self._store = MemoryGrieverStore(data, self.collection, backend)
             self._units = {u.id: u for u in data.units}
             self.build_stats = {**data.stats(), "data_s": round(t1 - t0, 3),
                                 "store_s": round(time.perf_counter() - t1, 3)}
