@@ -17,7 +17,8 @@ as MiniLM) written beforehand into the embedding cache under the keys a Sentence
 reads cached vectors as a CLI rerun does and no encoder runs. Each build runs in its own process (the corpus
 generated there, then ``GrieverRetriever.build`` and the first BM25 searches of the passages and the units);
 the JSON reports its peak RSS (``ru_maxrss``: mapped vector files included, as far as read), its peak
-anonymous memory (RssAnon sampled every 20 ms: what the kernel cannot drop) and seconds. ``--base-code DIR`` builds a second time with the
+anonymous memory (RssAnon sampled every 20 ms: what the kernel cannot drop), wall seconds and the process's CPU
+seconds (``cpu_s``, all steps: comparable on a shared machine). ``--base-code DIR`` builds a second time with the
 ``gear_repro`` of DIR (another commit's: ``git archive COMMIT gear_repro | tar -x -C DIR``) for an A/B in the same run:
 
   python -m benchmarks.bench_griever --scale 0.1 --base-code /tmp/base --workdir /tmp/gs --out F.json
@@ -159,7 +160,7 @@ def scale_build(corpus: str, fraction: float) -> dict:
     store = griever.store
     store.passages.bm25_scores(["warm up"])
     store.units.bm25_scores(["warm up"])
-    return {"generate_s": round(t1 - t0, 1), "build_s": round(t2 - t1, 1),
+    return {"generate_s": round(t1 - t0, 1), "build_s": round(t2 - t1, 1), "cpu_s": round(time.process_time(), 1),
             "bm25_s": round(time.perf_counter() - t2, 1), "build": stats, "peak_rss_gib": round(rss_mb() / 1024, 3),
             "peak_anon_gib": round(peak_anon[0] / 2**20, 3)}
 
@@ -193,7 +194,8 @@ def scale_main(a: argparse.Namespace) -> None:
         print(label, json.dumps(out[label]), flush=True)
     if "base" in out:
         out["peak_rss_ratio"] = round(out["this"]["peak_rss_gib"] / out["base"]["peak_rss_gib"], 3)
-        out["build_s_ratio"] = round(out["this"]["build_s"] / max(out["base"]["build_s"], 0.1), 3)
+        out["peak_anon_ratio"] = round(out["this"]["peak_anon_gib"] / out["base"]["peak_anon_gib"], 3)
+        out["cpu_s_ratio"] = round(out["this"]["cpu_s"] / max(out["base"]["cpu_s"], 0.1), 3)
     path = Path(a.out or REPO / "outputs" / "bench" / f"griever_scale_{a.corpus}_{a.scale}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=1), encoding="utf-8")

@@ -135,11 +135,21 @@ class GrieverData:
         p_obj: dict[str, dict[str, None]] = defaultdict(dict)
         name: dict[str, str] = {}
         pred_name: dict[str, str] = {}
-        groups: dict[tuple[str, str, bool], dict] = {}
+        # (anchor, predicate, inverse) -> complements, passages, triples: lists deduplicated at the end in
+        # first-seen order, as a dict per field would keep them but at ~500 B more a unit at the build's peak
+        groups: dict[tuple[str, str, bool], tuple[list[str], list[str], list[str]]] = {}
+        normal: dict[str, str] = {}  # surface form -> key: normalised once, one string shared by every record
+
+        def key(surface: str) -> str:
+            k = normal.get(surface)
+            if k is None:
+                k = normal[surface] = normalize_entity(surface)
+            return k
+
         with record_bar(len(triples), "griever triples", "triple") as bar:
             for t in triples:
                 tmap[t.id] = t
-                s, p, o = normalize_entity(t.subject), normalize_entity(t.predicate), normalize_entity(t.object)
+                s, p, o = key(t.subject), key(t.predicate), key(t.object)
                 p_tr[t.passage_id].append(t.id)
                 p_sub[t.passage_id][s] = None
                 p_obj[t.passage_id][o] = None
@@ -147,25 +157,31 @@ class GrieverData:
                 name.setdefault(o, t.object.strip())
                 pred_name.setdefault(p, t.predicate.strip())
                 for anchor, comp, inverse in ((s, o, False), (o, s, True)):
-                    g = groups.setdefault((anchor, p, inverse), {"c": {}, "p": {}, "t": []})
-                    g["c"][comp] = None
-                    g["p"][t.passage_id] = None
-                    g["t"].append(t.id)
+                    g = groups.get((anchor, p, inverse))
+                    if g is None:
+                        g = groups[(anchor, p, inverse)] = ([], [], [])
+                    g[0].append(comp)
+                    g[1].append(t.passage_id)
+                    g[2].append(t.id)
                 bar.update()
-        freq = {key: len(g["c"]) for key, g in groups.items()}
+        freq: dict[tuple[str, str, bool], int] = {}
         units: list[Unit] = []
-        if unit_kind == ShortlistIndex.partial:
-            with record_bar(len(groups), "griever partial units", "unit") as bar:
-                for n, ((anchor, p, inverse), g) in enumerate(groups.items()):
+        partial = unit_kind == ShortlistIndex.partial
+        with record_bar(len(groups), "griever units", "unit") as bar:
+            for n, (gkey, (comps, pids, tids)) in enumerate(groups.items()):
+                anchor, p, inverse = gkey
+                c = tuple(dict.fromkeys(comps))
+                freq[gkey] = len(c)  # the group's own key tuple: one per unit, not a second
+                if partial:
                     text = f"{pred_name[p]} {name[anchor]}" if inverse else f"{name[anchor]} {pred_name[p]}"
-                    units.append(Unit(f"pt{n}", text, anchor, p, inverse, tuple(g["c"]), tuple(g["p"]),
-                                      tuple(g["t"])))
-                    bar.update()
-        else:
+                    units.append(Unit(f"pt{n}", text, anchor, p, inverse, c, tuple(dict.fromkeys(pids)), tuple(tids)))
+                bar.update()
+        if not partial:
             for t in triples:
-                units.append(Unit(f"ft:{t.id}", t.text, normalize_entity(t.subject), normalize_entity(t.predicate),
-                                  False, (normalize_entity(t.object),), (t.passage_id,), (t.id,)))
-        del groups  # ~1 KB a unit of dicts, freed before the vectors load
+                units.append(Unit(f"ft:{t.id}", t.text, key(t.subject), key(t.predicate), False, (key(t.object),),
+                                  (t.passage_id,), (t.id,)))
+        del groups  # freed before the vectors load
+        normal.clear()
         ent: dict[str, list[str]] = defaultdict(list)
         p_ent: dict[str, list[str]] = {}
         for pid in p_tr:
