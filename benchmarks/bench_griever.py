@@ -111,7 +111,9 @@ def scale_prepare(corpus: str, fraction: float, dim: int) -> dict:
     """Write the cached vectors a build at this scale reads: passages, names and units (the lists
     ``GrieverData._embed`` asks for, in its order)."""
     from gear_repro.embedding import SentenceEmbedder
+    from gear_repro.methods.griever import GrieverRetriever
     from gear_repro.methods.griever.index import GrieverData
+    from gear_repro.pipeline import capacity
     from gear_repro.utils.hashing import hash_texts
     from gear_repro.utils.paths import cache_dir
 
@@ -126,8 +128,12 @@ def scale_prepare(corpus: str, fraction: float, dim: int) -> dict:
         path = folder / f"{emb.model_id}-{hash_texts(texts)}-distinct.npy"
         if not path.exists():
             _write_npy(path, len(texts), dim, rng)
+    est = capacity.estimate({"passages": (len(passages), sum(len(p.content) for p in passages))}, dim, emb.model_id)
+    capacity.add_own(est, GrieverRetriever, {}, triples, dim, emb.model_id)
     return {"passages": len(passages), "triples": len(triples), "names": len(names), "units": len(data.units),
-            "entities": len(data.entity_name)}
+            "entities": len(data.entity_name),
+            # the start-up check's memory estimate less its allowance for the process and model (no model here)
+            "capacity_estimate_gib": round((est.memory - capacity.BASE_BYTES) / 2**30, 3)}
 
 
 def scale_build(corpus: str, fraction: float) -> dict:

@@ -18,14 +18,16 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from gear_repro.pipeline.resources import target_class
+from gear_repro.types import Triple
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import cache_dir
 
@@ -41,12 +43,24 @@ KNOWN_DIMS = {"all-minilm-l6-v2": 384, "all-mpnet-base-v2": 768}
 @dataclass
 class Estimate:
     """What a run's embedding caches need: bytes of disk in ``folder`` and of memory, with the lines that explain
-    them (one per collection)."""
+    them (one per collection) and the settings that would need less (``hints``, named when refused)."""
 
     folder: Path
     disk: int = 0
     memory: int = BASE_BYTES
     lines: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+
+
+class OwnMatrix(NamedTuple):
+    """A matrix a retriever embeds beyond the passages (``capacity_collections``: GRIEVER's names and units): its rows
+    and characters of text, whether the build reads it whole (``resident``; else it stays a memory map of its cache
+    file of which only the rows a query reads are held), and the bytes of Python objects the build keeps per row."""
+
+    rows: int
+    chars: int
+    resident: bool
+    record_bytes: int
 
 
 def available_memory() -> int:
@@ -100,22 +114,25 @@ def cached_rows(model_id: str, rows: int) -> bool:
     return False
 
 
-def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | None, dense_bytes: int = 4) -> Estimate:
-    """The needs of embedding ``collections`` (name -> (rows, characters of text)) at ``dim``; a collection whose
-    matrix is cached (``model_id``) needs no disk and no encode buffer."""
+def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | None, dense_bytes: int = 4,
+             record_bytes: int = BYTES_PER_RECORD) -> Estimate:
+    """The needs of embedding ``collections`` (name -> (rows, characters of text)) at ``dim``, held at
+    ``dense_bytes`` a value (0: a memory map of the cache file), with ``record_bytes`` of objects per row; a
+    collection whose matrix is cached (``model_id``) needs no disk and no encode buffer."""
     est = Estimate(cache_dir() / "embeddings")
     encode_buffer = 0
     for name, (rows, chars) in collections.items():
         vec = rows * dim * 4
         cached = model_id is not None and cached_rows(model_id, rows)
-        objects = rows * BYTES_PER_RECORD + 2 * chars
+        objects = rows * record_bytes + 2 * chars
         est.memory += rows * dim * dense_bytes + objects
         if not cached:
             est.disk += 2 * vec
             encode_buffer = max(encode_buffer, vec)
         est.lines.append(f"{name}: {rows:,} x {dim} float32 = {vec / GIB:.2f} GiB"
                          + (" (cached)" if cached else f", {2 * vec / GIB:.2f} GiB on disk while its parts are "
-                            "assembled") + f"; {objects / GIB:.2f} GiB of records")
+                            "assembled") + (", memory-mapped" if dense_bytes == 0 else "")
+                         + f"; {objects / GIB:.2f} GiB of records")
     est.memory += encode_buffer
     return est
 
@@ -137,8 +154,9 @@ def check(est: Estimate, *, disk_free: Callable[[Path], int] | None = None,
         raise ConfigError(
             f"not enough memory for this run's corpus and vectors: it needs about {est.memory / GIB:.1f} GiB "
             f"({detail}; {BASE_BYTES / GIB:.1f} GiB for the process and model), {have_mem / GIB:.1f} GiB available. "
-            "Use backend.dense_dtype=float16 (half the vector memory), a machine with more memory, or set "
-            "run.capacity_check=false to start anyway")
+            "Use backend.dense_dtype=float16 (half the passage vectors' memory), "
+            + "".join(f"{h}, " for h in est.hints)
+            + "a machine with more memory, or set run.capacity_check=false to start anyway")
     log.info("capacity: the embedding caches need ~%.1f GiB of disk in %s (%.1f GiB free) and ~%.1f GiB of "
              "memory (%.1f GiB available)", est.disk / GIB, est.folder, have_disk / GIB, est.memory / GIB,
              have_mem / GIB)
@@ -159,15 +177,27 @@ def run_estimate(cfg: DictConfig, res, *, triples: bool) -> Estimate | None:
     dense_bytes = 2 if str(cfg.backend.dense_dtype) == "float16" else 4
     dim = embedder_dim(cfg.embedder)
     est = estimate(collections, dim, model_id, dense_bytes)
-    retriever = target_class(cfg.get("retriever"))
-    if (own := getattr(retriever, "capacity_collections", None)) is not None and ds.triples:
-        # a retriever's own matrices (GRIEVER's names and units): float32, stacked into one at the end of its
-        # build, so held twice at the peak
-        more = estimate(own(cfg.retriever, ds.triples), dim, model_id, dense_bytes=2 * 4)
+    if ds.triples:
+        add_own(est, target_class(cfg.get("retriever")), cfg.retriever, ds.triples, dim, model_id)
+    return est
+
+
+def add_own(est: Estimate, retriever: type | None, node: Any, triples: Sequence[Triple], dim: int,
+            model_id: str | None) -> None:
+    """Add to ``est`` a retriever's own matrices (``capacity_collections``: GRIEVER's names and units, float32
+    memory maps of their cache files) with the records its build keeps per row, and its ``capacity_hints``."""
+    own = getattr(retriever, "capacity_collections", None)
+    if own is None:
+        return
+    mats: dict[str, OwnMatrix] = own(node, triples)
+    for name, m in mats.items():
+        more = estimate({name: (m.rows, m.chars)}, dim, model_id, dense_bytes=4 if m.resident else 0,
+                        record_bytes=m.record_bytes)
         est.disk += more.disk
         est.memory += more.memory - BASE_BYTES
         est.lines += more.lines
-    return est
+    if (hints := getattr(retriever, "capacity_hints", None)) is not None:
+        est.hints += hints(node, mats, dim)
 
 
 def check_run(cfg: DictConfig, res, *, triples: bool, **free) -> None:
