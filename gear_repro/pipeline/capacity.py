@@ -9,7 +9,8 @@ in memory the float32 matrix being encoded plus each embedded collection's matri
 and its text twice) and the process itself (:data:`BASE_BYTES`: interpreter, torch, the encoder). At MuSiQue's
 size (docs/scale.md, the rehearsal) this gives 2.4 GiB before the first vector, where the measured peak RSS was
 1.8 GiB for a BM25 run (dataset and index, no model) and 2.3 GiB for the index build during its passage encode;
-the check asks for :data:`MARGIN` of headroom.
+the check asks for :data:`MARGIN` of headroom. A retriever's own matrices (:class:`OwnMatrix`, GRIEVER's names and
+units) count as their build holds them, with its records per row and the settings that need less (``hints``).
 """
 
 from __future__ import annotations
