@@ -22,13 +22,13 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from gear_repro.pipeline.resources import target_class
-from gear_repro.types import Triple
+from gear_repro.types import OwnMatrix, Triple
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import cache_dir
 
@@ -51,17 +51,6 @@ class Estimate:
     memory: int = BASE_BYTES
     lines: list[str] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
-
-
-class OwnMatrix(NamedTuple):
-    """A matrix a retriever embeds beyond the passages (``capacity_collections``: GRIEVER's names and units): its rows
-    and characters of text, whether the build reads it whole (``resident``; else it stays a memory map of its cache
-    file of which only the rows a query reads are held), and the bytes of Python objects the build keeps per row."""
-
-    rows: int
-    chars: int
-    resident: bool
-    record_bytes: int
 
 
 def available_memory() -> int:

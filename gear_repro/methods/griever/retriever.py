@@ -50,8 +50,7 @@ from gear_repro.methods.griever.index import GrieverData, SameAsConfig, Shortlis
 from gear_repro.methods.griever.matcher import EntityMatcher, QueryEncoding, SentenceTokenEncoder
 from gear_repro.methods.griever.store import GrieverStore, MemoryGrieverStore, PassageFilter
 from gear_repro.methods.griever.text import DEFAULT_CONNECTORS, rewrite, split_clauses
-from gear_repro.pipeline.capacity import OwnMatrix
-from gear_repro.types import Passage, Ranking, Triple
+from gear_repro.types import OwnMatrix, Passage, Ranking, Triple
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.io import progress_bars
 from gear_repro.utils.settings import Choice, Settings, num
