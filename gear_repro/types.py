@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from numbers import Integral
-from typing import Any
+from typing import Any, NamedTuple
 
 Triple3 = tuple[str, str, str]  # a triple as (subject, predicate, object) strings (e.g. an LLM's proximal triple)
 
@@ -96,3 +96,15 @@ class Ranking:
 
     def to_dict(self) -> dict[str, list]:
         return {"ids": list(self.ids), "scores": [round(float(s), 6) for s in self.scores]}
+
+
+class OwnMatrix(NamedTuple):
+    """A matrix a retriever embeds beyond the passages (``capacity_collections``: GRIEVER's names and units), for the
+    start-up capacity check (:mod:`gear_repro.pipeline.capacity`): its rows and characters of text, whether the
+    build reads it whole (``resident``; else it stays a memory map of its cache file of which only the rows a query
+    reads are held), and the bytes of Python objects the build keeps per row."""
+
+    rows: int
+    chars: int
+    resident: bool
+    record_bytes: int

@@ -101,9 +101,41 @@ def test_a_griever_run_counts_its_names_and_units(cache, tmp_path, monkeypatch) 
     assert cols["griever names"][0] == len(names) and cols["griever units"][0] > len(res.dataset.triples)
     est = capacity.run_estimate(cfg, res, triples=False)
     plain = capacity.run_estimate(compose_config(["retriever=sbert", "run.progress=false"]), res, triples=False)
-    units = cols["griever names"][0] + cols["griever units"][0]
-    assert est.memory - plain.memory >= 2 * units * 384 * 4  # float32, twice while stacked
+    names, units = cols["griever names"], cols["griever units"]
+    dim = capacity.embedder_dim(cfg.embedder)
+    assert names.resident and not units.resident  # the alias clustering reads every name; units stay mapped
+    records = sum(m.rows * m.record_bytes + 2 * m.chars for m in cols.values())
+    buffers = (names.rows + units.rows) * dim * 4  # neither is cached yet: each is encoded in memory first
+    assert est.memory - plain.memory == names.rows * dim * 4 + records + buffers
     assert [line.split(":")[0] for line in est.lines] == ["passages", "griever names", "griever units"]
+    assert "memory-mapped" in est.lines[2] and "memory-mapped" not in est.lines[1]
     monkeypatch.setattr(capacity, "available_memory", lambda: est.memory)  # under the 10 % margin
-    with pytest.raises(ConfigError, match=r"not enough memory .*griever units: "):
+    with pytest.raises(ConfigError, match=r"not enough memory .*griever units: .*retriever\.same_as\.max_aliases=0 "
+                                          r"\(no same_as aliases: the 0\.\d GiB name matrix"):
         Runner(cfg, tmp_path / "griever", resources=res).run()
+    off = compose_config(["retriever=griever", "run.progress=false", "dataset.limit=2", "retriever.same_as.max_aliases=0"])
+    lean = capacity.run_estimate(off, res, triples=False)
+    assert est.memory - lean.memory == names.rows * dim * 4 and not lean.hints
+
+
+# bench_griever --scale (docs/scale.md, "GRIEVER's build at scale"): peak RSS (GiB) of GRIEVER's build with cached
+# vectors on the synthetic MuSiQue-shaped corpus at these fractions of MuSiQue's size, of which the bench process
+# itself (interpreter and imports, no model) is BENCH_BASE
+MEASURED_PEAK = {0.1: 0.753, 0.2: 1.434}
+BENCH_BASE = 0.058
+
+
+@pytest.mark.parametrize("fraction", sorted(MEASURED_PEAK))
+def test_the_griever_estimate_is_within_20_percent_of_the_measured_build(cache, fraction) -> None:
+    from benchmarks.bench_griever import synthetic_corpus
+    from gear_repro.methods.griever.retriever import GrieverRetriever
+
+    passages, triples = synthetic_corpus("musique", fraction)
+    cols = GrieverRetriever.capacity_collections({}, triples)
+    (cache / "embeddings").mkdir(parents=True)
+    for i, rows in enumerate([len(passages), *(m.rows for m in cols.values())]):  # all cached, as in the bench
+        np.save(cache / "embeddings" / f"m-{i}.npy", np.zeros((rows, 1), np.float32))
+    est = capacity.estimate({"passages": (len(passages), sum(len(p.content) for p in passages))}, 384, "m")
+    capacity.add_own(est, GrieverRetriever, {}, triples, 384, "m")
+    got = (est.memory - capacity.BASE_BYTES) / GIB
+    assert got == pytest.approx(MEASURED_PEAK[fraction] - BENCH_BASE, rel=0.2)

@@ -235,3 +235,14 @@ def test_minilm_parts_are_bit_identical_to_one_piece(cache, precision) -> None:
     # the same key as the encode in one piece: a cache written before parts existed is read as it is
     assert parts.encode_corpus(texts, "triples") is not None and parts.stats["corpus_cache_hits"] == 1
     assert one.model_id == parts.model_id
+
+
+def test_a_mapped_corpus_matrix_is_the_cache_file_with_the_same_values(cache) -> None:
+    texts = sample_triples(40)
+    copy = HashEmbedder().encode_corpus(texts, "triples")  # encodes and writes the cache file
+    fresh = HashEmbedder()
+    mapped = fresh.encode_corpus(texts, "triples", mapped=True)
+    assert isinstance(mapped, np.memmap) and not mapped.flags.writeable and fresh.stats["encoded"] == 0
+    assert np.array_equal(mapped, copy) and mapped.dtype == copy.dtype
+    encoded = HashEmbedder().encode_corpus(sample_triples(41), "triples", mapped=True)  # a new key: encoded, mapped
+    assert isinstance(encoded, np.memmap) and np.array_equal(encoded[:40], copy)

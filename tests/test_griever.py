@@ -428,6 +428,39 @@ def test_composed_unit_vectors_are_normalised_name_sums():
     assert np.allclose(data.unit_vectors()[row], v / np.linalg.norm(v), atol=1e-6)
 
 
+def test_cached_name_and_unit_vectors_are_read_through_a_map_with_the_values_of_an_uncached_build(cache):
+    # a SentenceEmbedder's cache files are memory-mapped, not loaded (5.4 GiB at MuSiQue's full size, docs/scale.md)
+    from tests.helpers.doubles import HashEmbedder
+
+    emb, off = HashEmbedder(), HashEmbedder()
+    off.cache = False
+    same_as = SameAsConfig(threshold=0.3)
+    mapped = GrieverData.build(PASSAGES, TRIPLES, emb, same_as=same_as)
+    again = GrieverData.build(PASSAGES, TRIPLES, emb, same_as=same_as)  # from the cache files
+    loaded = GrieverData.build(PASSAGES, TRIPLES, off, same_as=same_as)
+    assert isinstance(loaded.name_matrix, np.ndarray) and loaded.name_matrix.flags.writeable
+    for data in (mapped, again):
+        for m, ref in ((data.name_matrix, loaded.name_matrix), (data.unit_vectors(), loaded.unit_vectors())):
+            assert isinstance(m.base, np.memmap) and not m.flags.writeable and np.array_equal(m, ref)
+        assert data.same_as_entity == loaded.same_as_entity and data.same_as_entity
+        keys = list(data.entity_name)
+        assert np.array_equal(data.entity_vectors(keys), loaded.entity_vectors(keys))
+    assert emb.stats["corpus_cache_hits"] == 2
+
+
+@pytest.mark.parametrize("shown", [True, False])
+def test_the_build_shows_bars_as_the_embedder_does(cache, capsys, monkeypatch, shown):
+    from gear_repro.utils import io
+
+    monkeypatch.setattr(io, "BAR_MIN_RECORDS", 1)  # at full size: 1.5M triples, 2.3M units, 1.5M entities
+    emb = bow_embedder()
+    emb.show_progress = shown
+    make_griever(cache, emb).build()
+    err = capsys.readouterr().err
+    for desc in ("griever triples", "griever units", "griever same_as aliases"):
+        assert (f"{desc}: 100%" in err) is shown
+
+
 def test_matcher_lower_cases_for_a_do_lower_case_model_keeping_offsets():
     from gear_repro.methods.griever.matcher import _cased_as_model
 

@@ -464,8 +464,12 @@ class SentenceEmbedder:
 
         return encode_order(self.model, texts)
 
-    def encode_corpus(self, texts: Sequence[str], desc: str = "") -> np.ndarray:
+    def encode_corpus(self, texts: Sequence[str], desc: str = "", *, mapped: bool = False) -> np.ndarray:
         """Encode a whole collection; cached at $GEAR_CACHE/embeddings/<model>-<texts hash>.npy.
+
+        ``mapped``: return the cache file as a read-only memory map (same values) instead of a copy in memory, so
+        that only the rows a caller reads become resident, and the kernel can drop them again (GRIEVER's millions
+        of name and unit vectors, docs/scale.md).
 
         With the cache on and more than ``cache_chunk_rows`` texts, the encode is written in resumable parts
         (:mod:`gear_repro.embedding.corpus_parts`: ``<key>.parts/``, bit-identical to an encode in one piece): a
@@ -481,7 +485,8 @@ class SentenceEmbedder:
         key = f"{self.model_id}-{hash_texts(texts)}-distinct"
         path = cache_dir() / "embeddings" / f"{key}.npy"
         if self.cache and path.exists():
-            vecs = load_cached(path, lambda p: _rows_of(np.load(p), len(texts)), "corpus embedding")
+            vecs = load_cached(path, lambda p: _rows_of(np.load(p, mmap_mode="r" if mapped else None), len(texts)),
+                               "corpus embedding")
             if vecs is not None:
                 self.stats["corpus_cache_hits"] += 1
                 return vecs
@@ -499,6 +504,8 @@ class SentenceEmbedder:
                 np.save(f, vecs)
             if chunked:
                 remove_parts(parts)
+            if mapped:
+                return np.load(path, mmap_mode="r")
         return vecs
 
 # the registry's declaration (gear_repro/registry.py); Resources builds the embedder from its node

@@ -9,7 +9,8 @@ in memory the float32 matrix being encoded plus each embedded collection's matri
 and its text twice) and the process itself (:data:`BASE_BYTES`: interpreter, torch, the encoder). At MuSiQue's
 size (docs/scale.md, the rehearsal) this gives 2.4 GiB before the first vector, where the measured peak RSS was
 1.8 GiB for a BM25 run (dataset and index, no model) and 2.3 GiB for the index build during its passage encode;
-the check asks for :data:`MARGIN` of headroom.
+the check asks for :data:`MARGIN` of headroom. A retriever's own matrices (:class:`OwnMatrix`, GRIEVER's names and
+units) count as their build holds them, with its records per row and the settings that need less (``hints``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from gear_repro.data.dataset import Dataset
 from gear_repro.pipeline.resources import target_class
-from gear_repro.types import Triple
+from gear_repro.types import OwnMatrix, Triple
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import cache_dir
 
@@ -43,12 +44,13 @@ KNOWN_DIMS = {"all-minilm-l6-v2": 384, "all-mpnet-base-v2": 768}
 @dataclass
 class Estimate:
     """What a run's embedding caches need: bytes of disk in ``folder`` and of memory, with the lines that explain
-    them (one per collection)."""
+    them (one per collection) and the settings that would need less (``hints``, named when refused)."""
 
     folder: Path
     disk: int = 0
     memory: int = BASE_BYTES
     lines: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
 
 
 def available_memory() -> int:
@@ -102,22 +104,25 @@ def cached_rows(model_id: str, rows: int) -> bool:
     return False
 
 
-def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | None, dense_bytes: int = 4) -> Estimate:
-    """The needs of embedding ``collections`` (name -> (rows, characters of text)) at ``dim``; a collection whose
-    matrix is cached (``model_id``) needs no disk and no encode buffer."""
+def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | None, dense_bytes: int = 4,
+             record_bytes: int = BYTES_PER_RECORD) -> Estimate:
+    """The needs of embedding ``collections`` (name -> (rows, characters of text)) at ``dim``, held at
+    ``dense_bytes`` a value (0: a memory map of the cache file), with ``record_bytes`` of objects per row; a
+    collection whose matrix is cached (``model_id``) needs no disk and no encode buffer."""
     est = Estimate(cache_dir() / "embeddings")
     encode_buffer = 0
     for name, (rows, chars) in collections.items():
         vec = rows * dim * 4
         cached = model_id is not None and cached_rows(model_id, rows)
-        objects = rows * BYTES_PER_RECORD + 2 * chars
+        objects = rows * record_bytes + 2 * chars
         est.memory += rows * dim * dense_bytes + objects
         if not cached:
             est.disk += 2 * vec
             encode_buffer = max(encode_buffer, vec)
         est.lines.append(f"{name}: {rows:,} x {dim} float32 = {vec / GIB:.2f} GiB"
                          + (" (cached)" if cached else f", {2 * vec / GIB:.2f} GiB on disk while its parts are "
-                            "assembled") + f"; {objects / GIB:.2f} GiB of records")
+                            "assembled") + (", memory-mapped" if dense_bytes == 0 else "")
+                         + f"; {objects / GIB:.2f} GiB of records")
     est.memory += encode_buffer
     return est
 
@@ -139,8 +144,9 @@ def check(est: Estimate, *, disk_free: Callable[[Path], int] | None = None,
         raise ConfigError(
             f"not enough memory for this run's corpus and vectors: it needs about {est.memory / GIB:.1f} GiB "
             f"({detail}; {BASE_BYTES / GIB:.1f} GiB for the process and model), {have_mem / GIB:.1f} GiB available. "
-            "Use backend.dense_dtype=float16 (half the vector memory), a machine with more memory, or set "
-            "run.capacity_check=false to start anyway")
+            "Use backend.dense_dtype=float16 (half the passage vectors' memory), "
+            + "".join(f"{h}, " for h in est.hints)
+            + "a machine with more memory, or set run.capacity_check=false to start anyway")
     log.info("capacity: the embedding caches need ~%.1f GiB of disk in %s (%.1f GiB free) and ~%.1f GiB of "
              "memory (%.1f GiB available)", est.disk / GIB, est.folder, have_disk / GIB, est.memory / GIB,
              have_mem / GIB)
@@ -166,27 +172,32 @@ def dataset_collections(ds: Dataset, *, triples: bool) -> dict[str, tuple[int, i
     return collections
 
 
-def own_collections(cfg: DictConfig, triples: Sequence[Triple] | None) -> dict[str, tuple[int, int]]:
+def own_collections(cfg: DictConfig, triples: Sequence[Triple] | None) -> dict[str, OwnMatrix]:
     """The matrices a retriever embeds of its own over ``triples`` (GRIEVER's names and units: its
-    ``capacity_collections``), name -> (rows, characters); {} for the others or without triples."""
+    ``capacity_collections``, float32 memory maps of their cache files), with the records its build keeps per row;
+    {} for the others or without triples."""
     own = getattr(target_class(cfg.get("retriever")), "capacity_collections", None)
     return own(cfg.retriever, triples) if own is not None and triples else {}
 
 
 def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
-                    own: dict[str, tuple[int, int]], model_id: str | None) -> Estimate:
+                    own: dict[str, OwnMatrix], model_id: str | None) -> Estimate:
     """The needs of a run of ``cfg`` embedding ``collections`` and a retriever's ``own`` ones
-    (:func:`own_collections`), at the embedder's dimension and the backend's ``dense_dtype``; by sizes alone, so a
-    plan prices a corpus that is not on this machine."""
+    (:func:`own_collections`, with the retriever's ``capacity_hints``: the settings that need less), at the
+    embedder's dimension and the backend's ``dense_dtype``; by sizes alone, so a plan prices a corpus that is not
+    on this machine."""
     dense_bytes = 2 if str(cfg.backend.dense_dtype) == "float16" else 4
     dim = embedder_dim(cfg.embedder)
     est = estimate(collections, dim, model_id, dense_bytes)
-    if own:
-        # a retriever's own matrices: float32, stacked into one at the end of its build, so held twice at the peak
-        more = estimate(own, dim, model_id, dense_bytes=2 * 4)
+    retriever = target_class(cfg.get("retriever"))
+    for name, m in own.items():
+        more = estimate({name: (m.rows, m.chars)}, dim, model_id, dense_bytes=4 if m.resident else 0,
+                        record_bytes=m.record_bytes)
         est.disk += more.disk
         est.memory += more.memory - BASE_BYTES
         est.lines += more.lines
+    if own and (hints := getattr(retriever, "capacity_hints", None)) is not None:
+        est.hints += hints(cfg.retriever, own, dim)
     return est
 
 

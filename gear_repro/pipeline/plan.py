@@ -197,8 +197,10 @@ def plan_run(cfg: DictConfig, overrides: list[str], seen: set[tuple]) -> RunPlan
         if triples:
             collections["triples"] = _scaled(capacity.dataset_collections(tri_sample, triples=True)["triples"],
                                              sizes["triples"])
-        own = {name: _scaled(c, round(c[0] * sizes["triples"] / per_triple))
-               for name, c in capacity.own_collections(cfg, tri_sample.triples).items()}
+        own = {}
+        for name, m in capacity.own_collections(cfg, tri_sample.triples).items():
+            rows, chars = _scaled((m.rows, m.chars), round(m.rows * sizes["triples"] / per_triple))
+            own[name] = m._replace(rows=rows, chars=chars)
         if own:
             notes.append(f"the retriever's own matrices scaled from {tri_sample.name}'s triples")
 
@@ -230,13 +232,14 @@ def plan_run(cfg: DictConfig, overrides: list[str], seen: set[tuple]) -> RunPlan
     if Resources(cfg).needs_vectors:
         model = Path(str(cfg.embedder.model)).name.lower()
         measured_rates = (rates().get("encode_rates") or {}).get(model) or {}
-        for name, (rows, chars) in [*collections.items(), *own.items()]:
+        for name, c in [*collections.items(), *own.items()]:
+            rows = c[0]
             key = (str(path), triples_file if name != "passages" else None, model, name, rows)
             kind = "passages" if name == "passages" else "triples"
             hours = {m: rows / measured_rates[m][kind] / 3600 if m in measured_rates else None for m in MACHINES}
             encodes.append(Encode(name, rows, hours, shared=key in seen))
             if key not in seen:
-                (new_collections if name in collections else new_own)[name] = (rows, chars)
+                (new_collections if name in collections else new_own)[name] = c
             seen.add(key)
         if not measured_rates:
             notes.append(f"no measured encode rate for {model}")

@@ -28,9 +28,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gear_repro.core.triple_graph import normalize_entity
+from gear_repro.embedding.embedder import SentenceEmbedder
 from gear_repro.methods.griever.text import STOPWORDS, words
 from gear_repro.types import Passage, Triple
 from gear_repro.utils.errors import DataError
+from gear_repro.utils.io import record_bar
 from gear_repro.utils.settings import Choice, check_fields, num
 
 log = logging.getLogger(__name__)
@@ -52,7 +54,7 @@ class ShortlistIndex(Choice):
     full = "full"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: ~100 B less per unit, 2.3M of them at MuSiQue's full size
 class Unit:
     """One document of the shortlisting index: a partial triple (or a full triple for the ablation)."""
 
@@ -90,6 +92,12 @@ class SameAsConfig:
         check_fields(self, "retriever.same_as")
 
 
+def _corpus_matrix(embedder, texts: list[str], desc: str) -> np.ndarray:
+    """``embedder.encode_corpus`` of ``texts`` as float32; a SentenceEmbedder's cache file memory-mapped."""
+    kw = {"mapped": True} if isinstance(embedder, SentenceEmbedder) else {}
+    return np.asarray(embedder.encode_corpus(texts, desc=desc, **kw), dtype=np.float32)
+
+
 def _content_tokens(name: str) -> frozenset[str]:
     return frozenset(w.text.casefold() for w in words(name) if w.text.casefold() not in STOPWORDS)
 
@@ -111,9 +119,9 @@ class GrieverData:
     same_as_entity: dict[str, list[str]] = field(default_factory=dict)  # key -> alias keys
     entity_passages: dict[str, list[str]] = field(default_factory=dict)
     pred_name: dict[str, str] = field(default_factory=dict)  # predicate key -> first surface form
-    text_row: dict[str, int] = field(default_factory=dict)   # entity/predicate text -> row of ``matrix``
-    unit_row0: int = 0                                       # row of the first unit in ``matrix``
-    matrix: np.ndarray | None = None
+    text_row: dict[str, int] = field(default_factory=dict)   # entity/predicate text -> row of ``name_matrix``
+    name_matrix: np.ndarray | None = None                    # float32, the cache file's memory map where cached
+    unit_matrix: np.ndarray | None = None                    # rows aligned with ``units``
 
     # -- building ---------------------------------------------------------------------------------
     @classmethod
@@ -129,31 +137,53 @@ class GrieverData:
         p_obj: dict[str, dict[str, None]] = defaultdict(dict)
         name: dict[str, str] = {}
         pred_name: dict[str, str] = {}
-        groups: dict[tuple[str, str, bool], dict] = {}
-        for t in triples:
-            tmap[t.id] = t
-            s, p, o = normalize_entity(t.subject), normalize_entity(t.predicate), normalize_entity(t.object)
-            p_tr[t.passage_id].append(t.id)
-            p_sub[t.passage_id][s] = None
-            p_obj[t.passage_id][o] = None
-            name.setdefault(s, t.subject.strip())
-            name.setdefault(o, t.object.strip())
-            pred_name.setdefault(p, t.predicate.strip())
-            for anchor, comp, inverse in ((s, o, False), (o, s, True)):
-                g = groups.setdefault((anchor, p, inverse), {"c": {}, "p": {}, "t": []})
-                g["c"][comp] = None
-                g["p"][t.passage_id] = None
-                g["t"].append(t.id)
-        freq = {key: len(g["c"]) for key, g in groups.items()}
-        units: list[Unit] = []
-        if unit_kind == ShortlistIndex.partial:
-            for n, ((anchor, p, inverse), g) in enumerate(groups.items()):
-                text = f"{pred_name[p]} {name[anchor]}" if inverse else f"{name[anchor]} {pred_name[p]}"
-                units.append(Unit(f"pt{n}", text, anchor, p, inverse, tuple(g["c"]), tuple(g["p"]), tuple(g["t"])))
-        else:
+        # (anchor, predicate, inverse) -> complements, passages, triples: lists deduplicated at the end in
+        # first-seen order, as a dict per field would keep them but at ~500 B more a unit at the build's peak
+        groups: dict[tuple[str, str, bool], tuple[list[str], list[str], list[str]]] = {}
+        normal: dict[str, str] = {}  # surface form -> key: normalised once, one string shared by every record
+
+        def key(surface: str) -> str:
+            k = normal.get(surface)
+            if k is None:
+                k = normal[surface] = normalize_entity(surface)
+            return k
+
+        with record_bar(len(triples), "griever triples", "triple") as bar:
             for t in triples:
-                units.append(Unit(f"ft:{t.id}", t.text, normalize_entity(t.subject), normalize_entity(t.predicate),
-                                  False, (normalize_entity(t.object),), (t.passage_id,), (t.id,)))
+                tmap[t.id] = t
+                s, p, o = key(t.subject), key(t.predicate), key(t.object)
+                p_tr[t.passage_id].append(t.id)
+                p_sub[t.passage_id][s] = None
+                p_obj[t.passage_id][o] = None
+                name.setdefault(s, t.subject.strip())
+                name.setdefault(o, t.object.strip())
+                pred_name.setdefault(p, t.predicate.strip())
+                for anchor, comp, inverse in ((s, o, False), (o, s, True)):
+                    g = groups.get((anchor, p, inverse))
+                    if g is None:
+                        g = groups[(anchor, p, inverse)] = ([], [], [])
+                    g[0].append(comp)
+                    g[1].append(t.passage_id)
+                    g[2].append(t.id)
+                bar.update()
+        freq: dict[tuple[str, str, bool], int] = {}
+        units: list[Unit] = []
+        partial = unit_kind == ShortlistIndex.partial
+        with record_bar(len(groups), "griever units", "unit") as bar:
+            for n, (gkey, (comps, pids, tids)) in enumerate(groups.items()):
+                anchor, p, inverse = gkey
+                c = tuple(dict.fromkeys(comps))
+                freq[gkey] = len(c)  # the group's own key tuple: one per unit, not a second
+                if partial:
+                    text = f"{pred_name[p]} {name[anchor]}" if inverse else f"{name[anchor]} {pred_name[p]}"
+                    units.append(Unit(f"pt{n}", text, anchor, p, inverse, c, tuple(dict.fromkeys(pids)), tuple(tids)))
+                bar.update()
+        if not partial:
+            for t in triples:
+                units.append(Unit(f"ft:{t.id}", t.text, key(t.subject), key(t.predicate), False, (key(t.object),),
+                                  (t.passage_id,), (t.id,)))
+        del groups  # freed before the vectors load
+        normal.clear()
         ent: dict[str, list[str]] = defaultdict(list)
         p_ent: dict[str, list[str]] = {}
         for pid in p_tr:
@@ -173,27 +203,34 @@ class GrieverData:
     def _embed(self, embedder, unit_vectors: UnitVectors) -> None:
         """Cached encodes of every distinct entity name and predicate (§4.3 matcher inputs; one call shared by
         both unit kinds) and of the unit texts (full triples: the same list, hence the same cache file, as
-        the base retrievers' triple index)."""
+        the base retrievers' triple index). The two matrices stay apart, each the cache file's memory map (a
+        SentenceEmbedder with its cache on): at MuSiQue's full size they are 5.4 GiB of float32, which loaded,
+        then stacked into one, were held twice (docs/scale.md)."""
         names = list(dict.fromkeys([*self.entity_name.values(), *self.pred_name.values()]))
-        units = [u.text for u in self.units]
-        m1 = np.asarray(embedder.encode_corpus(names, desc="griever entities+predicates"), dtype=np.float32)
         self.text_row = {t: i for i, t in enumerate(names)}
+        m1 = self.name_matrix = _corpus_matrix(embedder, names, "griever entities+predicates")
         if unit_vectors == UnitVectors.encode:
-            m2 = embedder.encode_corpus(units, desc=f"griever {self.unit_kind.value} units")
-        else:
-            parts = [[self.entity_name[u.anchor], self.pred_name[u.predicate]]
-                     + ([self.entity_name[u.complements[0]]] if self.unit_kind == ShortlistIndex.full else [])
-                     for u in self.units]
-            m2 = np.stack([m1[[self.text_row[t] for t in p]].sum(axis=0) for p in parts]) if parts else m1[:0]
-            m2 /= np.maximum(np.linalg.norm(m2, axis=1, keepdims=True), 1e-12)
-        self.unit_row0 = len(names)
-        self.matrix = np.ascontiguousarray(np.vstack([m1, m2]), dtype=np.float32)
+            self.unit_matrix = _corpus_matrix(embedder, [u.text for u in self.units],
+                                              f"griever {self.unit_kind.value} units")
+            return
+        # filled row by row: a list of 2.3M row vectors then stacked would hold them twice
+        m2 = np.empty((len(self.units), m1.shape[1]), np.float32)
+        full = self.unit_kind == ShortlistIndex.full
+        with record_bar(len(self.units), "griever composed unit vectors", "unit") as bar:
+            for r, u in enumerate(self.units):
+                texts = [self.entity_name[u.anchor], self.pred_name[u.predicate]] \
+                    + ([self.entity_name[u.complements[0]]] if full else [])
+                m2[r] = m1[[self.text_row[t] for t in texts]].sum(axis=0)
+                bar.update()
+        m2 /= np.maximum(np.linalg.norm(m2, axis=1, keepdims=True), 1e-12)
+        self.unit_matrix = m2
 
     def _cluster_same_as(self, cfg: SameAsConfig) -> None:
         keys = list(self.entity_name)
         if cfg.max_aliases <= 0 or not keys:
             return
-        m = self.matrix[[self.text_row[self.entity_name[k]] for k in keys]]
+        mat = self.name_matrix
+        rows = np.fromiter((self.text_row[self.entity_name[k]] for k in keys), np.int64, len(keys))
         toks = [_content_tokens(self.entity_name[k]) for k in keys]
         by_tok: dict[str, list[int]] = defaultdict(list)
         for i, ts in enumerate(toks):
@@ -208,31 +245,36 @@ class GrieverData:
             if cand.size:
                 out[keys[i]] = [keys[j] for j in cand[np.lexsort((cand, -sims))][: cfg.max_aliases]]
 
+        bar = record_bar(len(keys), "griever same_as aliases", "entity")
         if cfg.require_token_overlap:  # only names sharing a token: 485M pairs at full size, not 1.4M² (docs/scale.md)
             for i in range(len(keys)):
                 cand = np.asarray(sorted({j for t in toks[i] for j in by_tok[t]} - {i}), dtype=np.int64)
-                if cand.size:
-                    keep(i, cand, m[cand] @ m[i])
+                if cand.size:  # rows gathered from the name matrix: no copy of all entity vectors
+                    keep(i, cand, mat[rows[cand]] @ mat[rows[i]])
+                bar.update()
         else:
+            m = mat[rows]
             block = block_rows(cfg.block, len(keys))
             for start in range(0, len(keys), block):
                 for r, row in enumerate(m[start:start + block] @ m.T):
                     cand = np.flatnonzero(row >= cfg.threshold)
                     cand = cand[cand != start + r]
                     keep(start + r, cand, row[cand])
+                bar.update(min(block, len(keys) - start))
+        bar.close()
         self.same_as_entity = out
         log.info("griever same_as: %d of %d entities have aliases (cos >= %.2f)", len(out), len(keys), cfg.threshold)
 
     # -- access -----------------------------------------------------------------------------------
     def entity_vectors(self, keys: Sequence[str]) -> np.ndarray:
-        return self.matrix[[self.text_row[self.entity_name[k]] for k in keys]]
+        return self.name_matrix[[self.text_row[self.entity_name[k]] for k in keys]]
 
     def predicate_vectors(self, keys: Sequence[str]) -> np.ndarray:
-        return self.matrix[[self.text_row[self.pred_name[k]] for k in keys]]
+        return self.name_matrix[[self.text_row[self.pred_name[k]] for k in keys]]
 
     def unit_vectors(self) -> np.ndarray:
         """Embeddings of the unit texts, rows aligned with ``units``."""
-        return self.matrix[self.unit_row0:]
+        return self.unit_matrix
 
     def freq(self, anchor: str, predicate: str, inverse: bool) -> int:
         return self.partial_freq.get((anchor, predicate, inverse), 1)

@@ -50,8 +50,9 @@ from gear_repro.methods.griever.index import GrieverData, SameAsConfig, Shortlis
 from gear_repro.methods.griever.matcher import EntityMatcher, QueryEncoding, SentenceTokenEncoder
 from gear_repro.methods.griever.store import GrieverStore, MemoryGrieverStore, PassageFilter
 from gear_repro.methods.griever.text import DEFAULT_CONNECTORS, rewrite, split_clauses
-from gear_repro.types import Passage, Ranking, Triple
+from gear_repro.types import OwnMatrix, Passage, Ranking, Triple
 from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.io import progress_bars
 from gear_repro.utils.settings import Choice, Settings, num
 
 log = logging.getLogger(__name__)
@@ -167,6 +168,9 @@ class GrieverRetrieverSettings(GrieverSettings):
     triple_retriever: Any = field(default=None, metadata={"group": "retriever"})
 
 
+# bytes of Python objects per name and per unit row at the build's peak (the triples and passages as records,
+# GrieverData, the store's maps, the units' BM25 index), fitted to bench_griever --scale (docs/scale.md)
+RECORD_BYTES = {"names": 200, "units": 1800}
 TIE_EPS = 1e-6  # cosines of one text encoded alone and in a batch differ in the last bits (~1e-7)
 
 
@@ -215,20 +219,32 @@ class GrieverRetriever:
         self.build_stats: dict = {}
 
     @staticmethod
-    def capacity_collections(node: Any, triples: Sequence[Triple]) -> dict[str, tuple[int, int]]:
-        """What the build embeds beyond the passages, as (rows, characters) per matrix, for the start-up capacity
-        check (:mod:`gear_repro.pipeline.capacity`; ``node``: this retriever's config): the distinct entity and
-        predicate names and the units (§4.2.4: "s p" / "p o" partials, or whole triples), counted on the raw
-        strings, at least as many as the normalised ones the build keeps. At MuSiQue's full size: 1.48M names and
-        2.28M partial units, 5.4 GiB of float32 (docs/scale.md)."""
+    def capacity_collections(node: Any, triples: Sequence[Triple]) -> dict[str, OwnMatrix]:
+        """What the build embeds beyond the passages, for the start-up capacity check
+        (:mod:`gear_repro.pipeline.capacity`; ``node``: this retriever's config): the distinct entity and predicate
+        names and the units (§4.2.4: "s p" / "p o" partials, or whole triples), counted on the raw strings, at least
+        as many as the normalised ones the build keeps. Both are memory maps of their cache files; the alias
+        clustering reads the names whole (unless ``same_as.max_aliases`` is 0). The records (the triples, the
+        index content, the units' BM25 index) are counted per row, :data:`RECORD_BYTES` (docs/scale.md)."""
         names = {x for t in triples for x in (t.subject, t.object, t.predicate)}
         if str(node.get("shortlist_index", ShortlistIndex.partial.value)) == ShortlistIndex.full.value:
             units = {(t.subject, t.predicate, t.object) for t in triples}
         else:
             units = {(t.subject, t.predicate, False) for t in triples} | {(t.object, t.predicate, True)
                                                                           for t in triples}
-        return {"griever names": (len(names), sum(map(len, names))),
-                "griever units": (len(units), sum(len(u[0]) + len(u[1]) + 1 for u in units))}
+        clustered = int((node.get("same_as") or {}).get("max_aliases", SameAsConfig.max_aliases)) > 0
+        return {"griever names": OwnMatrix(len(names), sum(map(len, names)), clustered, RECORD_BYTES["names"]),
+                "griever units": OwnMatrix(len(units), sum(len(u[0]) + len(u[1]) + 1 for u in units), False,
+                                           RECORD_BYTES["units"])}
+
+    @staticmethod
+    def capacity_hints(node: Any, mats: dict[str, OwnMatrix], dim: int) -> list[str]:
+        """The setting that needs less memory, named when the capacity check refuses the run."""
+        names = mats["griever names"]
+        if not names.resident:
+            return []
+        return [f"retriever.same_as.max_aliases=0 (no same_as aliases: the {names.rows * dim * 4 / 2**30:.1f} GiB "
+                "name matrix is then not read whole)"]
 
     # -- offline ------------------------------------------------------------------------------
     def build(self) -> dict:
@@ -237,16 +253,19 @@ class GrieverRetriever:
             from gear_repro.backends.elasticsearch import ElasticsearchBackend
 
             t0 = time.perf_counter()
-            data = GrieverData.build(self.passages, self.triples, self.embedder, self.settings.shortlist_index,
-                                     self.settings.same_as, self.settings.unit_vectors)
-            t1 = time.perf_counter()
-            backend = self.backend
-            if isinstance(backend, ElasticsearchBackend):
-                from gear_repro.methods.griever.elasticsearch import ElasticsearchGrieverStore
+            # bars over the records, units and aliases (minutes at full size, docs/scale.md) as the embedder's
+            # encode bars: its show_progress follows run.progress
+            with progress_bars(bool(getattr(self.embedder, "show_progress", False))):
+                data = GrieverData.build(self.passages, self.triples, self.embedder, self.settings.shortlist_index,
+                                         self.settings.same_as, self.settings.unit_vectors)
+                t1 = time.perf_counter()
+                backend = self.backend
+                if isinstance(backend, ElasticsearchBackend):
+                    from gear_repro.methods.griever.elasticsearch import ElasticsearchGrieverStore
 
-                self._store = ElasticsearchGrieverStore(backend, data, self.embedder)
-            else:
-                self._store = MemoryGrieverStore(data, self.collection, backend)
+                    self._store = ElasticsearchGrieverStore(backend, data, self.embedder)
+                else:
+                    self._store = MemoryGrieverStore(data, self.collection, backend)
             self._units = {u.id: u for u in data.units}
             self.build_stats = {**data.stats(), "data_s": round(t1 - t0, 3),
                                 "store_s": round(time.perf_counter() - t1, 3)}

@@ -43,7 +43,7 @@ from gear_repro.core.triple_graph import normalize_entity
 from gear_repro.types import Triple
 from gear_repro.utils.errors import ConfigError, DataError
 from gear_repro.utils.hashing import hash_obj, hash_texts
-from gear_repro.utils.io import atomic_open, load_cached
+from gear_repro.utils.io import atomic_open, load_cached, record_bar
 from gear_repro.utils.paths import cache_dir
 from gear_repro.utils.settings import Choice, choice
 
@@ -96,11 +96,13 @@ def synonym_pairs(vectors: np.ndarray, threshold: float = 0.8, top_k: int = 100,
     rows = np.arange(n) if eligible is None else np.flatnonzero(eligible)
     step = block_rows or max(1, int(max_block_bytes // (4 * n)))
     out: list[tuple[int, int, float]] = []
+    bar = record_bar(len(rows), "hipporag synonym pairs", "phrase")  # all pairs: hours at 1.5M phrases
     for start in range(0, len(rows), step):
         q = rows[start:start + step]
         sims = v[q] @ v.T
         sims[np.arange(len(q)), q] = -np.inf  # never link a phrase to itself
         hit_r, hit_c = np.nonzero(sims >= threshold)
+        bar.update(len(q))
         if hit_r.size == 0:
             continue
         scores = sims[hit_r, hit_c]
@@ -111,6 +113,7 @@ def synonym_pairs(vectors: np.ndarray, threshold: float = 0.8, top_k: int = 100,
                                        strict=True):
             i = int(q[seg_r[0]])
             out.extend((i, int(j), float(s)) for j, s in zip(seg_c[:top_k], seg_s[:top_k], strict=True))
+    bar.close()
     return out
 
 

@@ -53,6 +53,7 @@ from gear_repro.methods.hipporag.phrase_graph import (
 )
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Ranking, Triple
+from gear_repro.utils.io import progress_bars
 from gear_repro.utils.settings import Choice, Settings, as_dict, num
 
 log = logging.getLogger(__name__)
@@ -215,9 +216,10 @@ class HippoRAG:
 
     @cached_property
     def graph(self) -> PhraseGraph:
-        g = cached_phrase_graph(self.triples or [], [p.id for p in self.passages], self._embed_corpus, self.graph_settings,
-                                embedder_id=self.encoder_id, cache=self.cache,
-                                block_rows=self.block_rows)
+        with progress_bars(bool(getattr(self.encoder, "show_progress", False))):  # as the encoder's bars: run.progress
+            g = cached_phrase_graph(self.triples or [], [p.id for p in self.passages], self._embed_corpus,
+                                    self.graph_settings, embedder_id=self.encoder_id, cache=self.cache,
+                                    block_rows=self.block_rows)
         log.info("HippoRAG graph: %s", g.stats)
         return g
 
