@@ -110,6 +110,8 @@ def _write_npy(path: Path, rows: int, dim: int, rng: np.random.Generator) -> Non
 def scale_prepare(corpus: str, fraction: float, dim: int) -> dict:
     """Write the cached vectors a build at this scale reads: passages, names and units (the lists
     ``GrieverData._embed`` asks for, in its order)."""
+    from omegaconf import OmegaConf
+
     from gear_repro.embedding import SentenceEmbedder
     from gear_repro.methods.griever import GrieverRetriever
     from gear_repro.methods.griever.index import GrieverData
@@ -128,8 +130,10 @@ def scale_prepare(corpus: str, fraction: float, dim: int) -> dict:
         path = folder / f"{emb.model_id}-{hash_texts(texts)}-distinct.npy"
         if not path.exists():
             _write_npy(path, len(texts), dim, rng)
-    est = capacity.estimate({"passages": (len(passages), sum(len(p.content) for p in passages))}, dim, emb.model_id)
-    capacity.add_own(est, GrieverRetriever, {}, triples, dim, emb.model_id)
+    cfg = OmegaConf.create({"backend": {"dense_dtype": "float32"}, "embedder": {"model": "all-MiniLM-L6-v2"},
+                            "retriever": {"_target_": f"{GrieverRetriever.__module__}.GrieverRetriever"}})
+    est = capacity.config_estimate(cfg, {"passages": (len(passages), sum(len(p.content) for p in passages))},
+                                   GrieverRetriever.capacity_collections({}, triples), emb.model_id)
     return {"passages": len(passages), "triples": len(triples), "names": len(names), "units": len(data.units),
             "entities": len(data.entity_name),
             # the start-up check's memory estimate less its allowance for the process and model (no model here)

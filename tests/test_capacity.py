@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from omegaconf import OmegaConf
 
 from gear_repro.pipeline import capacity
 from gear_repro.utils.errors import ConfigError
@@ -135,7 +136,9 @@ def test_the_griever_estimate_is_within_20_percent_of_the_measured_build(cache, 
     (cache / "embeddings").mkdir(parents=True)
     for i, rows in enumerate([len(passages), *(m.rows for m in cols.values())]):  # all cached, as in the bench
         np.save(cache / "embeddings" / f"m-{i}.npy", np.zeros((rows, 1), np.float32))
-    est = capacity.estimate({"passages": (len(passages), sum(len(p.content) for p in passages))}, 384, "m")
-    capacity.add_own(est, GrieverRetriever, {}, triples, 384, "m")
+    cfg = OmegaConf.create({"backend": {"dense_dtype": "float32"}, "embedder": {"model": "all-MiniLM-L6-v2"},
+                            "retriever": {"_target_": f"{GrieverRetriever.__module__}.GrieverRetriever"}})
+    est = capacity.config_estimate(cfg, {"passages": (len(passages), sum(len(p.content) for p in passages))}, cols,
+                                   "m")
     got = (est.memory - capacity.BASE_BYTES) / GIB
     assert got == pytest.approx(MEASURED_PEAK[fraction] - BENCH_BASE, rel=0.2)

@@ -240,8 +240,8 @@ class GrieverRetriever:
     @staticmethod
     def capacity_hints(node: Any, mats: dict[str, OwnMatrix], dim: int) -> list[str]:
         """The setting that needs less memory, named when the capacity check refuses the run."""
-        names = mats["griever names"]
-        if not names.resident:
+        names = mats.get("griever names")  # absent from a plan's later run that shares the names' encode
+        if names is None or not names.resident:
             return []
         return [f"retriever.same_as.max_aliases=0 (no same_as aliases: the {names.rows * dim * 4 / 2**30:.1f} GiB "
                 "name matrix is then not read whole)"]
