@@ -104,3 +104,14 @@ def test_ann_recall_on_50k_clustered_vectors() -> None:
     ann = [e for e in ann_synonym_pairs(v, 0.8, 100) if rows[e[0]]]
     assert len(exact) > 10_000 and subset_in_order(ann, exact)
     assert len(ann) / len(exact) >= 0.97
+
+
+def test_scale_benchmark_runs_at_a_small_size(tmp_path) -> None:
+    from benchmarks.bench_hipporag_synonyms import main
+
+    out = tmp_path / "scale.json"
+    rows = main(["--scale", "--sizes", "3000", "--exact-max", "3000", "--ppr-phrases", "2000", "--ppr-passages", "300",
+                 "--ppr-triples", "3000", "--ppr-queries", "2", "--out", str(out)])
+    assert [r["search"] for r in rows] == ["exact", "ann (nprobe 64)"] and rows[1]["recall"] == 1.0
+    assert rows[0]["entries"] == rows[1]["entries"] > 0 and rows[1]["same_weight"]
+    assert json.loads(out.read_text())["ppr"]["ppr_p50_s"] > 0
