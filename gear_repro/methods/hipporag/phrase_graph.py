@@ -166,20 +166,21 @@ def _cell_lists(assigned: np.ndarray, cells: int) -> list[np.ndarray]:
 
 def ann_synonym_pairs(vectors: np.ndarray, threshold: float = 0.8, top_k: int = 100,
                       eligible: np.ndarray | None = None, nlist: int | None = None, nprobe: int = 64,
-                      spill: int = 2, train_size: int = 200_000, seed: int = 0, threads: int = 1, max_block_bytes: int = 256 << 20,
-                      progress: bool = False) -> list[tuple[int, int, float]]:
+                      spill: int = 2, train_size: int = 200_000, seed: int = 0, threads: int = 1,
+                      max_block_bytes: int = 256 << 20, progress: bool = False) -> list[tuple[int, int, float]]:
     """:func:`synonym_pairs` with approximate candidates: the same entries, in the same order, except the
     neighbours that lie outside the searched cells.
 
     The phrases are split into ``nlist`` cells by seeded spherical faiss k-means (trained on ``train_size``
-    vectors; null nlist = 4·sqrt(N), at most N/39, as backend.dense.ivf) and every phrase is assigned its
-    nearest centroid (as a query) and is listed in its ``spill`` nearest cells (as a neighbour: a phrase near a
-    cell border is found from either side); the query phrases of a cell are scored together against every phrase of the ``nprobe``
-    cells whose centroids are nearest to that cell's (itself included), with the float32 BLAS products of the exact
-    search (bitwise the same cosines, see ``_MIN_ROWS``), so threshold, top_k, self exclusion and tie order are
-    the exact path's. faiss runs on ``threads`` OpenMP threads (as backend.dense.threads; the products use
-    BLAS's own threads). Time O(N · nprobe/nlist · N · d); ``nprobe >= nlist`` searches everything (exact).
-    The reference found these neighbours with faiss as well (HippoRAG legacy@b144c46 src/RetrievalModule.py:251-335,
+    vectors; null nlist = 4·sqrt(N), at most N/39, as backend.dense.ivf). Each phrase is a query of its nearest
+    cell and is listed as a neighbour in its ``spill`` nearest cells (a phrase near a border is found from either
+    side). The queries of a cell are scored together against every phrase listed in the ``nprobe`` cells whose
+    centroids are nearest to that cell's (itself included), with the exact search's float32 BLAS products
+    (bitwise the same cosines, see ``_MIN_ROWS``), so threshold, top_k, self exclusion and tie order are the
+    exact path's. faiss runs on ``threads`` OpenMP threads (as backend.dense.threads). Time
+    O(N · spill · nprobe/nlist · N · d) plus the k-means; ``nprobe >= nlist`` is the exact search.
+
+    The reference found these neighbours with faiss too (HippoRAG legacy@b144c46 src/RetrievalModule.py:251-335:
     ``IndexFlat`` inner product over chunks, k=2047) or with a ColBERTv2 PLAID index (src/colbertv2_knn.py:14-57).
     """
     from gear_repro.backends.ann import DenseSettings, IVFSettings, import_faiss, ivf_nlist, training_sample
