@@ -18,18 +18,34 @@ The query NER comes from one of:
   python -m benchmarks.bench_hipporag_synonyms --ner outputs/ner/musique_sample.jsonl
   python -m benchmarks.bench_hipporag_synonyms --write-ner outputs/ner/musique_sample.jsonl -- llm=openai
 Writes outputs/bench/hipporag_synonyms.json and prints a Markdown table.
+
+``--scale`` measures the synonym kNN and PPR at full size instead, on synthetic data (no model, no LLM; docs/scale.md
+"HippoRAG at full size"): exact (all pairs) against ann (faiss k-means cells, ``hipporag.synonym_search``) on
+clustered unit vectors (384-d float32) at growing sizes, each in its own process (its peak RSS), with the recall
+of the ann entries against the exact ones (all rows up to ``--exact-max`` phrases, else ``--check-rows`` sampled
+rows, whose exact time also gives the all-pairs time by proportion); then PPR per query on a random phrase graph of
+MuSiQue's full size (phrases, passages and 1.51M triples; synonym edges between phrases of one cluster):
+
+  nice -n 10 python -m benchmarks.bench_hipporag_synonyms --scale --sizes 50000 200000 1000000
+Writes outputs/bench/hipporag_scale.json and prints Markdown tables.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import re
+import resource
 import sys
+import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 THRESHOLDS = (0.8, 0.85, 0.9)
@@ -131,6 +147,139 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def clustered_unit_vectors(n: int, dim: int = 384, mean_cluster: int = 8, spread: float = 0.45,
+                           seed: int = 0) -> np.ndarray:
+    """``n`` L2-normalised float32 rows around ``n / mean_cluster`` random centres: two rows of a cluster have a
+    cosine near 1 / (1 + spread^2) (0.83 at 0.45), so about half of a cluster's pairs pass 0.8, as synonyms would;
+    rows of different clusters are near-orthogonal."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((max(1, n // mean_cluster), dim), dtype=np.float32)
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    out = np.empty((n, dim), dtype=np.float32)
+    for a in range(0, n, 65_536):  # bounded temporaries at a million rows
+        m = min(n, a + 65_536) - a
+        x = centres[rng.integers(0, len(centres), m)] + (spread / np.sqrt(dim)) * rng.standard_normal((m, dim), dtype=np.float32)
+        out[a:a + m] = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return out
+
+
+def peak_rss_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # Linux: KiB
+
+
+def synonym_case(n: int, search: str, dim: int, check_rows: int, exact_max: int, nprobe: int) -> dict:
+    """One size, one search (run in a fresh process: its peak RSS is this case's). ``ann`` also checks its entries
+    against the exact search (all rows when n <= exact_max, else ``check_rows`` sampled rows)."""
+    from gear_repro.methods.hipporag.phrase_graph import ann_synonym_pairs, synonym_pairs
+
+    v = clustered_unit_vectors(n, dim)
+    t = time.perf_counter()
+    if search == "exact":
+        found = synonym_pairs(v, 0.8, 100)
+        return {"n": n, "search": "exact", "s": round(time.perf_counter() - t, 2), "entries": len(found),
+                "peak_rss_gib": round(peak_rss_gib(), 2)}
+    found = ann_synonym_pairs(v, 0.8, 100, nprobe=nprobe)
+    row = {"n": n, "search": f"ann (nprobe {nprobe})", "s": round(time.perf_counter() - t, 2), "entries": len(found),
+           "peak_rss_gib": round(peak_rss_gib(), 2)}
+    rows = np.ones(n, bool) if n <= exact_max else np.zeros(n, bool)
+    if n > exact_max:
+        rows[np.random.default_rng(1).choice(n, check_rows, replace=False)] = True
+    t = time.perf_counter()
+    exact = synonym_pairs(v, 0.8, 100, rows)
+    exact_s = time.perf_counter() - t
+    got = {(i, j): s for i, j, s in found if rows[i]}
+    hit = sum((i, j) in got for i, j, _ in exact)
+    row.update(recall=round(hit / max(1, len(exact)), 5), checked_rows=int(rows.sum()), checked_entries=len(exact),
+               same_weight=all(got.get((i, j), s) == s for i, j, s in exact),
+               exact_s_estimate=round(exact_s * n / rows.sum(), 1))
+    return row
+
+
+def ppr_case(n_phrases: int, n_passages: int, n_triples: int, queries: int, seed: int = 0) -> dict:
+    """PPR per query (igraph prpack, as ``PhraseGraph.personalized_pagerank``) plus the passage scores, on a random
+    v1 graph: triples between phrases drawn with a skewed degree (a few hubs), 1-3 synonym edges for half of the
+    phrases, triples spread over the passages; each query seeds 1-3 random phrases with weight 1/|P_i|."""
+    import scipy.sparse as sp
+
+    from gear_repro.methods.hipporag.phrase_graph import PhraseGraph
+
+    rng = np.random.default_rng(seed)
+    t = time.perf_counter()
+    # subjects skewed to low ids (cube of a uniform: a few hubs, as corpus-wide entities), objects uniform
+    h = np.minimum((n_phrases * rng.random(n_triples) ** 3).astype(np.int64), n_phrases - 1)
+    o = rng.integers(0, n_phrases, n_triples)
+    syn_a = rng.choice(n_phrases, n_phrases // 2, replace=False).repeat(2)
+    syn_b = np.minimum(syn_a + rng.integers(1, 4, len(syn_a)), n_phrases - 1)
+    a, b = np.concatenate([h, syn_a]), np.concatenate([o, syn_b])
+    w = np.concatenate([np.full(n_triples, 2.0), 0.8 + 0.2 * rng.random(len(syn_a))])
+    keep = a != b
+    und = sp.coo_matrix((w[keep], (np.minimum(a, b)[keep], np.maximum(a, b)[keep])), shape=(n_phrases, n_phrases)).tocsr()
+    und.sum_duplicates()
+    coo = und.tocoo()
+    passage = rng.integers(0, n_passages, n_triples)
+    m = sp.csr_matrix((np.ones(2 * n_triples), (np.concatenate([passage, passage]), np.concatenate([h, o]))),
+                      shape=(n_passages, n_phrases))
+    g = PhraseGraph(phrases=[str(i) for i in range(n_phrases)], passage_ids=[str(i) for i in range(n_passages)],
+                    edges=np.stack([coo.row, coo.col], axis=1).astype(np.int64), weights=coo.data, passage_phrase=m)
+    g.igraph()
+    build_s = time.perf_counter() - t
+    counts = g.node_specificity_counts()
+    spec = np.where(counts > 0, 1.0 / np.maximum(counts, 1), 1.0)
+    times = []
+    for _ in range(queries):
+        reset = np.zeros(n_phrases)
+        seeds = rng.choice(n_phrases, int(rng.integers(1, 4)), replace=False)
+        reset[seeds] = spec[seeds]
+        t = time.perf_counter()
+        ppr = g.personalized_pagerank(reset, 0.5)
+        np.asarray(g.passage_phrase @ ppr).ravel()
+        times.append(time.perf_counter() - t)
+    return {"phrases": n_phrases, "passages": n_passages, "triples": n_triples, "edges": len(g.edges),
+            "graph_build_s": round(build_s, 1), "queries": queries, "ppr_p50_s": round(float(np.median(times)), 3),
+            "ppr_max_s": round(max(times), 3), "peak_rss_gib": round(peak_rss_gib(), 2)}
+
+
+def in_process(fn: Any, *args: Any) -> dict:
+    """``fn(*args)`` in a fresh process (spawned: its peak RSS is its own)."""
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as ex:
+        return ex.submit(fn, *args).result()
+
+
+def scale_tables(res: dict) -> str:
+    lines = [] if not res["synonyms"] else ["| phrases | search | time s | entries | recall vs exact (rows checked) | same weights | exact s "
+             "(all pairs; * = from the checked rows) | peak RSS GiB |", "|---|---|---|---|---|---|---|---|"]
+    for r in res["synonyms"]:
+        if "recall" in r:
+            est = "" if r["checked_rows"] == r["n"] else "*"
+            lines.append(f"| {r['n']:,} | {r['search']} | {r['s']} | {r['entries']:,} | {r['recall']:.4f} "
+                         f"({r['checked_rows']:,}) | {r['same_weight']} | {r['exact_s_estimate']}{est} | "
+                         f"{r['peak_rss_gib']} |")
+        else:
+            lines.append(f"| {r['n']:,} | exact | {r['s']} | {r['entries']:,} | 1 | – | {r['s']} | "
+                         f"{r['peak_rss_gib']} |")
+    p = res.get("ppr")
+    if p:
+        lines += ["", "| phrases | passages | triples | edges | graph build s | PPR p50 s (max) per query | peak RSS GiB |",
+                  "|---|---|---|---|---|---|---|",
+                  f"| {p['phrases']:,} | {p['passages']:,} | {p['triples']:,} | {p['edges']:,} | {p['graph_build_s']} "
+                  f"| {p['ppr_p50_s']} ({p['ppr_max_s']}) over {p['queries']} | {p['peak_rss_gib']} |"]
+    return "\n".join(lines)
+
+
+def scale(a: argparse.Namespace) -> dict:
+    """The ``--scale`` run: synonym kNN at each size, then PPR at MuSiQue's size."""
+    res: dict[str, Any] = {"dim": a.dim, "synonyms": [], "ppr": None}
+    for n in a.sizes:
+        if n <= a.exact_max:
+            res["synonyms"].append(in_process(synonym_case, n, "exact", a.dim, a.check_rows, a.exact_max, a.nprobe))
+            print(res["synonyms"][-1], file=sys.stderr, flush=True)
+        res["synonyms"].append(in_process(synonym_case, n, "ann", a.dim, a.check_rows, a.exact_max, a.nprobe))
+        print(res["synonyms"][-1], file=sys.stderr, flush=True)
+    if a.ppr_phrases:
+        res["ppr"] = in_process(ppr_case, a.ppr_phrases, a.ppr_passages, a.ppr_triples, a.ppr_queries)
+    return res
+
+
 def main(argv: Sequence[str] | None = None) -> list[dict]:
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -141,7 +290,24 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     ap.add_argument("--fallbacks", nargs="+", default=list(FALLBACKS), choices=FALLBACKS)
     ap.add_argument("--out", type=Path, default=REPO / "outputs" / "bench" / "hipporag_synonyms.json")
     ap.add_argument("--run-root", type=Path, default=REPO / "outputs" / "bench" / "hipporag_synonyms")
+    ap.add_argument("--scale", action="store_true", help="synthetic full-size synonym kNN and PPR (module docstring)")
+    ap.add_argument("--sizes", type=int, nargs="*", default=[50_000, 200_000, 1_000_000])
+    ap.add_argument("--dim", type=int, default=384)
+    ap.add_argument("--nprobe", type=int, default=64, help="hipporag.synonym_nprobe of the ann rows")
+    ap.add_argument("--exact-max", type=int, default=50_000, help="largest size searched exactly in full")
+    ap.add_argument("--check-rows", type=int, default=2_000, help="sampled rows checked exactly above --exact-max")
+    ap.add_argument("--ppr-phrases", type=int, default=1_000_000, help="0 = no PPR case")
+    ap.add_argument("--ppr-passages", type=int, default=148_793)
+    ap.add_argument("--ppr-triples", type=int, default=1_514_009)
+    ap.add_argument("--ppr-queries", type=int, default=20)
     a = ap.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    if a.scale:
+        res = scale(a)
+        out = a.out.with_name("hipporag_scale.json") if a.out == ap.get_default("out") else a.out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(res, indent=2))
+        print(scale_tables(res))
+        return res["synonyms"]
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     ner = load_ner(a.ner) if a.ner else None
     base = ["dataset=musique_sample", "embedder=minilm", *overrides]

@@ -21,7 +21,9 @@ Follows the reference code OSU-NLP-Group/HippoRAG: ``legacy`` branch ``src/creat
 - v2 adds one node per passage, linked to each phrase of its triples with weight 1.0 (one direction).
 
 The exact nearest-neighbour search runs in blocks of query rows against all phrase vectors (memory
-``block_rows x n_phrases`` floats; time O(n_phrases^2 d) — measured in docs/baselines.md). The built graph is
+``block_rows x n_phrases`` floats; time O(n_phrases^2 d) — measured in docs/baselines.md); from
+``synonym_auto_min_phrases`` phrases on (``synonym_search=auto``) an approximate search over faiss k-means cells
+takes its place (:func:`ann_synonym_pairs`; docs/scale.md "HippoRAG at full size"). The built graph is
 cached under $GEAR_CACHE/hipporag/<content hash>.npz (triples, passages, settings, embedder).
 """
 
@@ -43,7 +45,7 @@ from gear_repro.core.triple_graph import normalize_entity
 from gear_repro.types import Triple
 from gear_repro.utils.errors import ConfigError, DataError
 from gear_repro.utils.hashing import hash_obj, hash_texts
-from gear_repro.utils.io import atomic_open, load_cached, record_bar
+from gear_repro.utils.io import atomic_open, load_cached, progress_bars, record_bar
 from gear_repro.utils.paths import cache_dir
 from gear_repro.utils.settings import Choice, choice
 
@@ -81,13 +83,57 @@ def alnum_length(s: str) -> int:
     return len(_NON_ALNUM.sub("", s))
 
 
+class SynonymSearch(Choice):
+    """How the synonym kNN is searched (hipporag.synonym_search; :func:`synonym_edges`)."""
+
+    auto = "auto"  # exact below hipporag.synonym_auto_min_phrases phrases, else ann
+    exact = "exact"  # every phrase against every phrase (:func:`synonym_pairs`)
+    ann = "ann"  # faiss k-means cells, each searched against its nearest cells (:func:`ann_synonym_pairs`)
+
+
+def resolve_synonym_search(search: str, n_phrases: int, auto_min_phrases: int) -> str:
+    """``exact`` or ``ann`` for a graph of ``n_phrases`` phrases (``auto``: exact below ``auto_min_phrases``)."""
+    search = choice(SynonymSearch, search, "hipporag.synonym_search").value
+    if search == "auto":
+        return "exact" if n_phrases < auto_min_phrases else "ann"
+    return search
+
+
+def _emit_hits(q: np.ndarray, sims: np.ndarray, cols: np.ndarray | None, threshold: float, top_k: int,
+               out: list[tuple[int, int, float]]) -> None:
+    """Append the synonym entries of query rows ``q`` from their similarities ``sims`` to the rows ``cols``
+    (ascending; None = every row): scores >= ``threshold`` except the row itself, best first, ties by ascending
+    row, at most ``top_k`` a row."""
+    if cols is None:
+        sims[np.arange(len(q)), q] = -np.inf  # never link a phrase to itself
+    else:
+        at = np.minimum(np.searchsorted(cols, q), len(cols) - 1)
+        own = cols[at] == q
+        sims[np.flatnonzero(own), at[own]] = -np.inf
+    hit_r, hit_c = np.nonzero(sims >= threshold)
+    if hit_r.size == 0:
+        return
+    scores = sims[hit_r, hit_c]
+    if cols is not None:
+        hit_c = cols[hit_c]  # ascending columns keep the tie order by row
+    order = np.lexsort((hit_c, -scores, hit_r))  # by row, then score desc, then column asc
+    hit_r, hit_c, scores = hit_r[order], hit_c[order], scores[order]
+    bounds = np.flatnonzero(np.diff(hit_r)) + 1
+    for seg_r, seg_c, seg_s in zip(np.split(hit_r, bounds), np.split(hit_c, bounds), np.split(scores, bounds),
+                                   strict=True):
+        i = int(q[seg_r[0]])
+        out.extend((i, int(j), float(s)) for j, s in zip(seg_c[:top_k], seg_s[:top_k], strict=True))
+
+
 def synonym_pairs(vectors: np.ndarray, threshold: float = 0.8, top_k: int = 100, eligible: np.ndarray | None = None,
-                  block_rows: int | None = None, max_block_bytes: int = 256 << 20) -> list[tuple[int, int, float]]:
+                  block_rows: int | None = None, max_block_bytes: int = 256 << 20,
+                  progress: bool = False) -> list[tuple[int, int, float]]:
     """Directed synonym entries (i, j, cosine) for rows ``i`` (``eligible``) and their nearest rows ``j != i``
     with cosine >= ``threshold``, best first, at most ``top_k`` per row; ties by ascending ``j``.
 
     ``vectors`` must be L2-normalised. Exact search in blocks of query rows (``block_rows``, else as many as fit
-    in ``max_block_bytes`` of float32 similarities), so memory stays bounded for any number of phrases.
+    in ``max_block_bytes`` of float32 similarities), so memory stays bounded for any number of phrases; time is
+    O(n^2 d). ``progress``: a bar over the query rows when there are many (:func:`record_bar`).
     """
     n = vectors.shape[0]
     if n == 0 or top_k <= 0:
@@ -96,25 +142,85 @@ def synonym_pairs(vectors: np.ndarray, threshold: float = 0.8, top_k: int = 100,
     rows = np.arange(n) if eligible is None else np.flatnonzero(eligible)
     step = block_rows or max(1, int(max_block_bytes // (4 * n)))
     out: list[tuple[int, int, float]] = []
-    bar = record_bar(len(rows), "hipporag synonym pairs", "phrase")  # all pairs: hours at 1.5M phrases
-    for start in range(0, len(rows), step):
-        q = rows[start:start + step]
-        sims = v[q] @ v.T
-        sims[np.arange(len(q)), q] = -np.inf  # never link a phrase to itself
-        hit_r, hit_c = np.nonzero(sims >= threshold)
-        bar.update(len(q))
-        if hit_r.size == 0:
-            continue
-        scores = sims[hit_r, hit_c]
-        order = np.lexsort((hit_c, -scores, hit_r))  # by row, then score desc, then column asc
-        hit_r, hit_c, scores = hit_r[order], hit_c[order], scores[order]
-        bounds = np.flatnonzero(np.diff(hit_r)) + 1
-        for seg_r, seg_c, seg_s in zip(np.split(hit_r, bounds), np.split(hit_c, bounds), np.split(scores, bounds),
-                                       strict=True):
-            i = int(q[seg_r[0]])
-            out.extend((i, int(j), float(s)) for j, s in zip(seg_c[:top_k], seg_s[:top_k], strict=True))
-    bar.close()
+    with progress_bars(progress), record_bar(len(rows), "hipporag synonyms (exact)", "phrase") as bar:
+        for start in range(0, len(rows), step):
+            q = rows[start:start + step]
+            _emit_hits(q, v[q] @ v.T, None, threshold, top_k, out)
+            bar.update(len(q))
     return out
+
+
+# OpenBLAS computes small float32 products (m·n up to about a thousand) with another kernel, which rounds some
+# cosines differently in the last bit; the ANN search pads its products beyond that so that a pair found by both
+# searches has bitwise the same weight as in the exact search (tests/test_hipporag_ann.py checks it on the samples).
+_MIN_ROWS, _MIN_COLS = 16, 256
+
+
+def _cell_lists(assigned: np.ndarray, cells: int) -> list[np.ndarray]:
+    """The rows listed in each cell (``assigned``: each row's cells, one per column), ascending."""
+    cell, row = assigned.ravel(), np.repeat(np.arange(assigned.shape[0]), assigned.shape[1])
+    order = np.lexsort((row, cell))
+    bounds = np.searchsorted(cell[order], np.arange(cells + 1))
+    return [row[order[bounds[c]:bounds[c + 1]]] for c in range(cells)]
+
+
+def ann_synonym_pairs(vectors: np.ndarray, threshold: float = 0.8, top_k: int = 100,
+                      eligible: np.ndarray | None = None, nlist: int | None = None, nprobe: int = 64,
+                      spill: int = 2, train_size: int = 200_000, seed: int = 0, threads: int = 1,
+                      max_block_bytes: int = 256 << 20, progress: bool = False) -> list[tuple[int, int, float]]:
+    """:func:`synonym_pairs` with approximate candidates: the same entries, in the same order, except the
+    neighbours that lie outside the searched cells.
+
+    The phrases are split into ``nlist`` cells by seeded spherical faiss k-means (trained on ``train_size``
+    vectors; null nlist = 4·sqrt(N), at most N/39, as backend.dense.ivf). Each phrase is a query of its nearest
+    cell and is listed as a neighbour in its ``spill`` nearest cells (a phrase near a border is found from either
+    side). The queries of a cell are scored together against every phrase listed in the ``nprobe`` cells whose
+    centroids are nearest to that cell's (itself included), with the exact search's float32 BLAS products
+    (bitwise the same cosines, see ``_MIN_ROWS``), so threshold, top_k, self exclusion and tie order are the
+    exact path's. faiss runs on ``threads`` OpenMP threads (as backend.dense.threads). Time
+    O(N · spill · nprobe/nlist · N · d) plus the k-means; ``nprobe >= nlist`` is the exact search.
+
+    The reference found these neighbours with faiss too (HippoRAG legacy@b144c46 src/RetrievalModule.py:251-335:
+    ``IndexFlat`` inner product over chunks, k=2047) or with a ColBERTv2 PLAID index (src/colbertv2_knn.py:14-57).
+    """
+    from gear_repro.backends.ann import DenseSettings, IVFSettings, import_faiss, ivf_nlist, training_sample
+
+    n, d = vectors.shape
+    if n == 0 or top_k <= 0:
+        return []
+    faiss = import_faiss()
+    faiss.omp_set_num_threads(threads)
+    v = np.ascontiguousarray(vectors, dtype=np.float32)
+    cells = ivf_nlist(DenseSettings(ivf=IVFSettings(nlist=nlist, nprobe=nprobe, train_size=train_size)), n)
+    if nprobe >= cells:
+        return synonym_pairs(v, threshold, top_k, eligible, max_block_bytes=max_block_bytes, progress=progress)
+    km = faiss.Kmeans(d, cells, niter=10, seed=seed, spherical=True, verbose=False)
+    km.train(training_sample(v, train_size, seed))
+    _, assigned = km.index.search(v, spill)
+    # probed per cell, not per query: one product per cell; per-query probe lists, united over a cell's queries,
+    # covered most cells in 384 dimensions and made the search slower than the exact one
+    _, probes = km.index.search(km.centroids, nprobe)  # each cell's nearest cells, itself first
+    members, queries_of = _cell_lists(assigned, cells), _cell_lists(assigned[:, :1], cells)
+    is_query = np.ones(n, dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool)
+    per_row: dict[int, list[tuple[int, int, float]]] = {}
+    with progress_bars(progress), record_bar(int(is_query.sum()), "hipporag synonyms (ann)", "phrase") as bar:
+        for c in range(cells):
+            queries = queries_of[c][is_query[queries_of[c]]]
+            if queries.size == 0:
+                continue
+            cols = np.unique(np.concatenate([members[p] for p in probes[c] if p >= 0]))
+            padded_cols = np.resize(cols, max(len(cols), _MIN_COLS))
+            db = v[padded_cols].T
+            step = max(1, int(max_block_bytes // (4 * len(padded_cols))))
+            for start in range(0, len(queries), step):
+                q = queries[start:start + step]
+                sims = (v[np.resize(q, max(len(q), _MIN_ROWS))] @ db)[:len(q), :len(cols)]
+                found: list[tuple[int, int, float]] = []
+                _emit_hits(q, sims, cols, threshold, top_k, found)
+                for e in found:
+                    per_row.setdefault(e[0], []).append(e)
+                bar.update(len(q))
+    return [e for i in sorted(per_row) for e in per_row[i]]
 
 
 @dataclass
@@ -198,9 +304,13 @@ class PhraseGraph:
 
 def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], embed=None, *, version: str = "v1",
                        normalisation: str = "hipporag", synonym_threshold: float = 0.8, synonym_top_k: int = 100,
-                       synonym_min_alnum: int = 3, synonyms: bool = True, block_rows: int | None = None) -> PhraseGraph:
+                       synonym_min_alnum: int = 3, synonyms: bool = True, synonym_search: str = "auto",
+                       synonym_auto_min_phrases: int = 100_000, synonym_nlist: int | None = None,
+                       synonym_nprobe: int = 64, block_rows: int | None = None, progress: bool = False) -> PhraseGraph:
     """Build the HippoRAG graph (module docstring). ``embed(texts) -> L2-normalised vectors`` is needed for
-    synonym edges (``synonyms=False`` builds the reference's ``facts`` graph without them)."""
+    synonym edges (``synonyms=False`` builds the reference's ``facts`` graph without them). ``synonym_search``
+    (:func:`resolve_synonym_search`) picks :func:`synonym_pairs` or :func:`ann_synonym_pairs` (``synonym_nlist``,
+    ``synonym_nprobe``); ``progress`` shows bars over the triples and the synonym search when they are many."""
     version = choice(HippoRAGVersion, version, "hipporag.version").value
     normalisation = choice(PhraseNormalisation, normalisation, "hipporag.normalisation").value
     if not triples:
@@ -209,16 +319,19 @@ def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], em
     pid_row = {p: i for i, p in enumerate(passage_ids)}
     clean: list[tuple[int, str, str, str]] = []  # (passage row, head, relation, tail)
     skipped = defaultdict(int)
-    for t in triples:
-        row = pid_row.get(t.passage_id)
-        if row is None:
-            skipped["triples_without_passage"] += 1
-            continue
-        h, r, o = phrase_key(t.subject, normalisation), phrase_key(t.predicate, normalisation), phrase_key(t.object, normalisation)
-        if not h or not o:
-            skipped["triples_with_empty_phrase"] += 1
-            continue
-        clean.append((row, h, r, o))
+    with progress_bars(progress), record_bar(len(triples), "hipporag graph", "triple") as bar:
+        for t in triples:
+            bar.update(1)
+            row = pid_row.get(t.passage_id)
+            if row is None:
+                skipped["triples_without_passage"] += 1
+                continue
+            h, r, o = (phrase_key(t.subject, normalisation), phrase_key(t.predicate, normalisation),
+                       phrase_key(t.object, normalisation))
+            if not h or not o:
+                skipped["triples_with_empty_phrase"] += 1
+                continue
+            clean.append((row, h, r, o))
     phrases = sorted({x for _, h, _, o in clean for x in (h, o)})
     idx = {p: i for i, p in enumerate(phrases)}
     n_p = len(phrases)
@@ -244,6 +357,7 @@ def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], em
 
     n_syn = 0
     t_syn = 0.0
+    search = resolve_synonym_search(synonym_search, n_p, synonym_auto_min_phrases) if synonyms else None
     syn_pairs: set[tuple[int, int]] = set()
     if synonyms and n_p:
         if embed is None:
@@ -251,7 +365,13 @@ def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], em
         t1 = time.perf_counter()
         vecs = np.asarray(embed(phrases), dtype=np.float32)
         eligible = np.array([alnum_length(p) >= synonym_min_alnum for p in phrases])
-        for i, j, s in synonym_pairs(vecs, synonym_threshold, synonym_top_k, eligible, block_rows=block_rows):
+        if search == "ann":
+            found = ann_synonym_pairs(vecs, synonym_threshold, synonym_top_k, eligible, nlist=synonym_nlist,
+                                      nprobe=synonym_nprobe, progress=progress)
+        else:
+            found = synonym_pairs(vecs, synonym_threshold, synonym_top_k, eligible, block_rows=block_rows,
+                                  progress=progress)
+        for i, j, s in found:
             stats_dir[(i, j)] = s  # overwrites a relation count of this direction, as the reference does
             n_syn += 1
             syn_pairs.add((min(i, j), max(i, j)))
@@ -271,7 +391,7 @@ def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], em
     edges = np.array(pairs, dtype=np.int64).reshape(-1, 2)
     weights = np.array([und[e] for e in pairs], dtype=np.float64)
     stats = {"phrases": n_p, "passages": len(passage_ids), "triples_used": len(clean), "relation_pairs": n_relation_pairs,
-             "synonym_entries": n_syn, "synonym_edges": len(syn_pairs),
+             "synonym_search": search, "synonym_entries": n_syn, "synonym_edges": len(syn_pairs),
              "phrases_with_synonym": len(with_syn), "synonym_phrase_share": round(len(with_syn) / max(1, n_p), 6),
              "edges": len(pairs), "synonym_s": round(t_syn, 3),
              "build_s": round(time.perf_counter() - t0, 3), **skipped}
@@ -287,16 +407,17 @@ def graph_cache_key(triples: Sequence[Triple], passage_ids: Sequence[str], setti
 
 
 def cached_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], embed, settings: dict[str, Any],
-                        embedder_id: str, cache: bool = True, block_rows: int | None = None) -> PhraseGraph:
+                        embedder_id: str, cache: bool = True, block_rows: int | None = None,
+                        progress: bool = False) -> PhraseGraph:
     """:func:`build_phrase_graph` with ``settings`` memoised at $GEAR_CACHE/hipporag/graph-<key>.npz
-    (``stats['cached']`` says which); ``block_rows`` only changes memory use, not the graph."""
+    (``stats['cached']`` says which); ``block_rows`` and ``progress`` do not change the graph."""
     key = graph_cache_key(triples, passage_ids, {**settings, "embedder": embedder_id, "format": 2})
     path = cache_dir() / "hipporag" / f"graph-{key}.npz"
     t0 = time.perf_counter()
     if cache and path.exists() and (g := load_cached(path, PhraseGraph.load, "HippoRAG graph")) is not None:
         g.stats.update(cached=True, load_s=round(time.perf_counter() - t0, 3))
         return g
-    g = build_phrase_graph(triples, passage_ids, embed, block_rows=block_rows, **settings)
+    g = build_phrase_graph(triples, passage_ids, embed, block_rows=block_rows, progress=progress, **settings)
     if cache:
         path.parent.mkdir(parents=True, exist_ok=True)
         g.save(path)

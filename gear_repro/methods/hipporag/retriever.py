@@ -48,12 +48,12 @@ from gear_repro.methods.hipporag.phrase_graph import (
     HippoRAGVersion,
     PhraseGraph,
     PhraseNormalisation,
+    SynonymSearch,
     cached_phrase_graph,
     phrase_key,
 )
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import Passage, Ranking, Triple
-from gear_repro.utils.io import progress_bars
 from gear_repro.utils.settings import Choice, Settings, as_dict, num
 
 log = logging.getLogger(__name__)
@@ -128,6 +128,12 @@ class HippoRAGSettings(Settings):
     synonym_top_k: int = num(100, ge=1)  # synonyms kept per phrase (the reference stops after ~100 of 2047 neighbours)
     # alphanumeric characters a phrase needs for synonyms: > 2 (create_graph.py)
     synonym_min_alnum: int = num(3, ge=0)
+    # synonym kNN: exact (all pairs, O(N^2)) | ann (faiss k-means cells; the reference's kNN was faiss too,
+    # RetrievalModule.py:251-335) | auto: exact below synonym_auto_min_phrases phrases (every bundled sample), else ann
+    synonym_search: SynonymSearch = SynonymSearch.auto
+    synonym_auto_min_phrases: int = num(100_000, ge=0)  # auto: exact below this many phrases
+    synonym_nlist: int | None = num(None, ge=1)  # ann: k-means cells; null = 4·sqrt(N), at most N/39
+    synonym_nprobe: int = num(64, ge=1)  # ann: nearest cells each cell is searched against (>= nlist: exact)
     # no entity/fact found: uniform (v1 hipporag.py:232-233, 1/N each, ties in descending corpus order :264) |
     # retriever (the run's base retriever, e.g. BM25; as v2's dense fallback)
     no_entity_fallback: NoEntityFallback = NoEntityFallback.uniform
@@ -199,10 +205,12 @@ class HippoRAG:
         if llm is not None:  # v1's query NER (v2 calls no LLM)
             llm.check_params(self.ner_params, "hipporag.ner_params")
         self.cache = s.cache
-        # the phrase graph's settings: its cache key (cached_phrase_graph), unchanged so built graphs stay valid
+        # the phrase graph's settings: its cache key (cached_phrase_graph)
         self.graph_settings = {"version": version, "normalisation": normalisation, "synonyms": s.synonyms,
                                "synonym_threshold": float(s.synonym_threshold), "synonym_top_k": s.synonym_top_k,
-                               "synonym_min_alnum": s.synonym_min_alnum}
+                               "synonym_min_alnum": s.synonym_min_alnum, "synonym_search": s.synonym_search.value,
+                               "synonym_auto_min_phrases": s.synonym_auto_min_phrases,
+                               "synonym_nlist": s.synonym_nlist, "synonym_nprobe": s.synonym_nprobe}
         self.block_rows = s.block_rows
         self.encoder = encoder if encoder is not None else embedder
 
@@ -216,10 +224,10 @@ class HippoRAG:
 
     @cached_property
     def graph(self) -> PhraseGraph:
-        with progress_bars(bool(getattr(self.encoder, "show_progress", False))):  # as the encoder's bars: run.progress
-            g = cached_phrase_graph(self.triples or [], [p.id for p in self.passages], self._embed_corpus,
-                                    self.graph_settings, embedder_id=self.encoder_id, cache=self.cache,
-                                    block_rows=self.block_rows)
+        # the graph build's bars follow the encoder's (embedder.show_progress: run.progress by default)
+        g = cached_phrase_graph(self.triples or [], [p.id for p in self.passages], self._embed_corpus, self.graph_settings,
+                                embedder_id=self.encoder_id, cache=self.cache, block_rows=self.block_rows,
+                                progress=bool(getattr(self.encoder, "show_progress", False)))
         log.info("HippoRAG graph: %s", g.stats)
         return g
 
