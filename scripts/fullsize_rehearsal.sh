@@ -12,8 +12,9 @@
 #
 # Usage: scripts/fullsize_rehearsal.sh      (OUT defaults to outputs/fullsize; runs the code of HEAD, copied to
 #        OUT/code, so edits made meanwhile do not reach it; GEAR_CACHE defaults to OUT/cache)
-# Settings (environment): EMBEDDER (minilm), PRECISION (auto), KILL_IN (triples), KILL_AFTER_PARTS (20; per target:
-#        KILL_AFTER_PASSAGES, KILL_AFTER_TRIPLES), KILL_DELAY (25 s), EXTRA (overrides of every run),
+# Settings (environment): EMBEDDER (minilm), PRECISION (auto), KILL_IN (triples; "" for no kill),
+#        KILL_AFTER_PARTS (20; per target: KILL_AFTER_PASSAGES, KILL_AFTER_TRIPLES), KILL_DELAY (25 s),
+#        EXTRA (overrides of every run),
 #        CHUNKS / TRIPLES (the generator's, default MuSiQue's size), GRIEVER (1: also the GRIEVER run), NICE (5),
 #        SHARED_DATA (../shared/data: musique_sample/musique_train_100.json and its OpenIE file),
 #        METHODS (0 | 1 | only), LIMIT (questions of each METHODS run; default all)
@@ -24,7 +25,7 @@ OUT="${OUT:-$REPO/outputs/fullsize}"
 PY="${PY:-$REPO/.venv/bin/python}"
 EMBEDDER="${EMBEDDER:-minilm}"
 PRECISION="${PRECISION:-auto}"
-KILL_IN="${KILL_IN:-triples}"               # encodes to interrupt with kill -9, in order: passages and/or triples
+KILL_IN="${KILL_IN-triples}"                # encodes to interrupt with kill -9, in order: passages and/or triples
 KILL_AFTER_PARTS="${KILL_AFTER_PARTS:-20}"   # ... once this many of its parts are finished
 KILL_DELAY="${KILL_DELAY:-25}"               # ... and this many seconds more (half a part: work the kill loses)
 EXTRA="${EXTRA:-}"                           # more overrides for every gear-repro run (e.g. embedder.cache_chunk_rows=N)
