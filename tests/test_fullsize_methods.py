@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from gear_repro.llm.parsing import parse_reason, parse_rewrite, parse_triples
+from gear_repro.llm.parsing import parse_named_entities, parse_reason, parse_rewrite, parse_triples
 from gear_repro.methods.t2rag.clues import Clue
 from gear_repro.methods.t2rag.method import _code_blocks
 from gear_repro.methods.t2rag.parse import parse_decomposition_code, parse_resolution_code
@@ -24,6 +24,10 @@ DOCS = [("Amiens", "Amiens lies on the Somme. Emmanuel Macron was born there.")]
 
 def reply(name: str, **variables: object) -> str:
     return standin_reply(render(name, **variables)[-1]["content"])
+
+
+def test_standin_answers_hipporag_query_ner_whose_demo_is_an_earlier_turn() -> None:
+    assert parse_named_entities(reply("hipporag_ner", question=QUESTION)).entities == ["Where", "Emmanuel Macron"]
 
 
 def test_standin_replies_to_gear_prompts_parse() -> None:
