@@ -19,7 +19,7 @@ import numpy as np
 
 from gear_repro.evaluation.per_question import timing
 
-GIB = 1024 ** 3
+GIB, MIB = 1024 ** 3, 1024 ** 2
 # the METHODS runs of scripts/fullsize_rehearsal.sh (their folder names under OUT/runs) and their table labels
 METHOD_RUNS = {"hipporag": "HippoRAG v1", "hipporag_ircot": "HippoRAG w/ IRCoT", "ircot_bm25": "IRCoT (BM25)",
                "hybrid_syncge": "Hybrid + SyncGE", "gear_hybrid": "GEAR (Hybrid)", "t2rag": "T²RAG",
@@ -83,7 +83,7 @@ def method_rows(out: Path) -> list[str]:
     the start-up capacity check's memory estimate (the run log's "capacity: ..." line) and its ratio to the
     measured peak. [] when no such run is there."""
     rows = ["| method | questions (errors) | build wall s | questions wall s | retrieval p50 / p95 s | peak RSS GiB | "
-            "cache / run dir GiB | capacity estimate GiB | estimate / peak | ended |",
+            "cache GiB / run dir MiB | capacity estimate GiB | estimate / peak | ended |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, label in METHOD_RUNS.items():
         t = out / f"{name}.time"
@@ -99,16 +99,16 @@ def method_rows(out: Path) -> list[str]:
         secs = [s for p in preds if (s := timing(p)["retrieval_s"]) is not None]
         lat = f"{np.percentile(secs, 50):.3f} / {np.percentile(secs, 95):.3f}" if secs else "—"
         du = t.with_suffix(".du")
-        sizes = [int(line.split()[0]) / GIB for line in du.read_text().splitlines()] if du.is_file() else []
+        sizes = [int(line.split()[0]) for line in du.read_text().splitlines()] if du.is_file() else []
+        disk = f"{sizes[0] / GIB:.3f} / {sizes[1] / MIB:.1f}" if len(sizes) == 2 else "—"  # du: the cache, the run
         log = t.with_suffix(".log")
         est = _CAPACITY.findall(log.read_text(errors="replace")) if log.is_file() else []
         capacity, ratio = (f"{float(est[-1]):.2f}", f"{float(est[-1]) / peak:.2f}") if est and peak else ("—", "—")
         errors = sum("error" in p for p in preds)
         # a run that stopped before its question loop: all of its wall time was build
-        build, questions = (f"{wall - loop:.0f}", f"{loop:.0f}") if loop is not None else (f"{wall:.0f}", "—")
+        build, questions = (f"{wall - loop:.1f}", f"{loop:.1f}") if loop is not None else (f"{wall:.1f}", "—")
         rows.append(f"| {label} | {len(preds)} ({errors}) | {build} | {questions} | {lat} | {peak:.2f} | "
-                    f"{' / '.join(f'{s:.3f}' for s in sizes)} | {capacity} | {ratio} | "
-                    f"exit {field(text, 'Exit status')} |")
+                    f"{disk} | {capacity} | {ratio} | exit {field(text, 'Exit status')} |")
     return rows if len(rows) > 2 else []
 
 

@@ -85,7 +85,7 @@ def test_method_rows_from_a_rehearsal_folder(tmp_path: Path) -> None:
     header, _, hippo, gear = method_rows(tmp_path)
     assert header.startswith("| method | questions (errors) | build wall s | questions wall s |")
     cells = [c.strip() for c in gear.strip("|").split("|")]
-    assert cells[:5] == ["GEAR (Hybrid)", "5 (1)", "70", "30", "0.300 / 0.480"]
-    assert cells[5:] == ["2.00", "3.000 / 0.500", "2.40", "1.20", "exit 0"]
-    assert [c.strip() for c in hippo.strip("|").split("|")][:4] == ["HippoRAG v1", "0 (0)", "100", "—"]
-    assert hippo.endswith("| — | — | exit 1 |")
+    assert cells[:5] == ["GEAR (Hybrid)", "5 (1)", "70.0", "30.0", "0.300 / 0.480"]
+    assert cells[5:] == ["2.00", "3.000 / 512.0", "2.40", "1.20", "exit 0"]
+    assert [c.strip() for c in hippo.strip("|").split("|")][:4] == ["HippoRAG v1", "0 (0)", "100.0", "—"]
+    assert hippo.endswith("| — | — | — | exit 1 |")
