@@ -131,7 +131,7 @@ if [[ $METHODS != 0 ]]; then
   for _ in $(seq 120); do [[ -s "$OUT/standin.url" ]] && break; sleep 0.5; done
   URL=$(head -1 "$OUT/standin.url")
   [[ $URL == http* ]] || { echo "the stand-in endpoint did not start (OUT/standin.log)" >&2; exit 1; }
-  export STANDIN_API_KEY=standin   # a key variable of its own: a real OPENAI_API_KEY is never sent to the stand-in
+  export STANDIN_API_KEY=not-a-key   # a variable of its own: a real OPENAI_API_KEY never reaches the stand-in
   LLM=(llm=openai_compatible "llm.base_url=$URL" llm.model=standin llm.api_key_env=STANDIN_API_KEY
        ${LIMIT:+dataset.limit=$LIMIT})
   run hipporag agent=hipporag "${LLM[@]}"
