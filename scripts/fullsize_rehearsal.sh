@@ -125,6 +125,7 @@ if [[ $METHODS != only ]]; then
 fi
 if [[ $METHODS != 0 ]]; then
   # the stand-in prints its URL (a free port) first; its replies take 2 ms, so the runs time the harness, not a model
+  rm -f "$OUT/standin.url"   # a rerun's server writes it anew: never read the URL of a server that has stopped
   nice -n "$NICE" "$PY" -m tests.helpers.standin_server --latency 0.002 > "$OUT/standin.url" 2> "$OUT/standin.log" &
   STANDIN_PID=$!
   trap 'kill "$STANDIN_PID" 2>/dev/null' EXIT
