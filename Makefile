@@ -229,7 +229,8 @@ lint: install
 	$(BIN)/ruff check gear_repro tests scripts benchmarks
 
 # full-size dress rehearsal (docs/scale.md): a MuSiQue-size corpus from the sample, prepare, index (kill -9 and
-# resume), BM25/SBERT/Hybrid/NaiveGE/GRIEVER, the report; hours on 2 CPU cores. FULLSIZE_OUT=... elsewhere
+# resume), BM25/SBERT/Hybrid/NaiveGE/GRIEVER, the report; hours on 2 CPU cores. FULLSIZE_OUT=... elsewhere;
+# METHODS=1 also every method with its LLM calls served by the stand-in endpoint (docs/scale.md)
 FULLSIZE_OUT ?= outputs/fullsize
 fullsize-rehearsal: install install-test-models
 	OUT=$(FULLSIZE_OUT) GEAR_CACHE=$(abspath $(FULLSIZE_OUT))/cache PY=$(abspath $(BIN))/python bash scripts/fullsize_rehearsal.sh

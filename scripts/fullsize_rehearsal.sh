@@ -3,15 +3,21 @@
 # bundled sample (scripts/make_fullsize_corpus.py), then the user's commands unchanged: gear-repro-prepare,
 # stage=index (with a kill -9 in the middle of the triple encode and the same command again), BM25 / SBERT /
 # Hybrid / BM25+NaiveGE (beam=fast on the 100 questions, the exact scorer on 20) / GRIEVER, the report.
+# METHODS=1 then runs every method of the paper's tables (docs/scale.md, "Every method at full size"): HippoRAG,
+# HippoRAG w/ IRCoT, IRCoT (BM25), Hybrid+SyncGE, GEAR (Hybrid), T²RAG, GRIEVER, their LLM calls answered by the
+# stand-in endpoint (tests/helpers/standin_server.py, its own process on a free port, stopped on exit);
+# METHODS=only runs these instead of the retrieval runs above (the corpus, prepare and stage=index still first).
 # Per stage: OUT/<stage>.log (its output), OUT/<stage>.time (/usr/bin/time -v: wall time, peak RSS),
 # OUT/<stage>.du (bytes under the cache and the stage's folder after it), one line per stage in OUT/stages.tsv.
 #
 # Usage: scripts/fullsize_rehearsal.sh      (OUT defaults to outputs/fullsize; runs the code of HEAD, copied to
 #        OUT/code, so edits made meanwhile do not reach it; GEAR_CACHE defaults to OUT/cache)
-# Settings (environment): EMBEDDER (minilm), PRECISION (auto), KILL_IN (triples), KILL_AFTER_PARTS (20; per target:
-#        KILL_AFTER_PASSAGES, KILL_AFTER_TRIPLES), KILL_DELAY (25 s), EXTRA (overrides of every run),
+# Settings (environment): EMBEDDER (minilm), PRECISION (auto), KILL_IN (triples; "" for no kill),
+#        KILL_AFTER_PARTS (20; per target: KILL_AFTER_PASSAGES, KILL_AFTER_TRIPLES), KILL_DELAY (25 s),
+#        EXTRA (overrides of every run),
 #        CHUNKS / TRIPLES (the generator's, default MuSiQue's size), GRIEVER (1: also the GRIEVER run), NICE (5),
-#        SHARED_DATA (../shared/data: musique_sample/musique_train_100.json and its OpenIE file)
+#        SHARED_DATA (../shared/data: musique_sample/musique_train_100.json and its OpenIE file),
+#        METHODS (0 | 1 | only), LIMIT (questions of each METHODS run; default all)
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,7 +25,7 @@ OUT="${OUT:-$REPO/outputs/fullsize}"
 PY="${PY:-$REPO/.venv/bin/python}"
 EMBEDDER="${EMBEDDER:-minilm}"
 PRECISION="${PRECISION:-auto}"
-KILL_IN="${KILL_IN:-triples}"               # encodes to interrupt with kill -9, in order: passages and/or triples
+KILL_IN="${KILL_IN-triples}"                # encodes to interrupt with kill -9, in order: passages and/or triples
 KILL_AFTER_PARTS="${KILL_AFTER_PARTS:-20}"   # ... once this many of its parts are finished
 KILL_DELAY="${KILL_DELAY:-25}"               # ... and this many seconds more (half a part: work the kill loses)
 EXTRA="${EXTRA:-}"                           # more overrides for every gear-repro run (e.g. embedder.cache_chunk_rows=N)
@@ -108,11 +114,34 @@ run() {  # run NAME OVERRIDES...: one retrieval run over the 100 questions
   [[ -f "$RUNS/$name/metrics.json" ]] || stage "$name" "$RUNS/$name" "$PY" -m gear_repro.cli.run "${COMMON[@]}" "$@" \
     "hydra.run.dir=$RUNS/$name"
 }
-run bm25 retriever=bm25
-run sbert retriever=sbert
-run hybrid retriever=hybrid
-run bm25_naive_fast retriever=bm25 expansion=naive beam=fast
-run bm25_naive_exact20 retriever=bm25 expansion=naive dataset.limit=20
-[[ "${GRIEVER:-1}" == 1 ]] && run griever retriever=griever
+METHODS="${METHODS:-0}"
+if [[ $METHODS != only ]]; then
+  run bm25 retriever=bm25
+  run sbert retriever=sbert
+  run hybrid retriever=hybrid
+  run bm25_naive_fast retriever=bm25 expansion=naive beam=fast
+  run bm25_naive_exact20 retriever=bm25 expansion=naive dataset.limit=20
+  [[ "${GRIEVER:-1}" == 1 ]] && run griever retriever=griever
+fi
+if [[ $METHODS != 0 ]]; then
+  # the stand-in prints its URL (a free port) first; its replies take 2 ms, so the runs time the harness, not a model
+  rm -f "$OUT/standin.url"   # a rerun's server writes it anew: never read the URL of a server that has stopped
+  nice -n "$NICE" "$PY" -m tests.helpers.standin_server --latency 0.002 > "$OUT/standin.url" 2> "$OUT/standin.log" &
+  STANDIN_PID=$!
+  trap 'kill "$STANDIN_PID" 2>/dev/null' EXIT
+  for _ in $(seq 120); do [[ -s "$OUT/standin.url" ]] && break; sleep 0.5; done
+  URL=$(head -1 "$OUT/standin.url")
+  [[ $URL == http* ]] || { echo "the stand-in endpoint did not start (OUT/standin.log)" >&2; exit 1; }
+  export STANDIN_API_KEY=not-a-key   # a variable of its own: a real OPENAI_API_KEY never reaches the stand-in
+  LLM=(llm=openai_compatible "llm.base_url=$URL" llm.model=standin llm.api_key_env=STANDIN_API_KEY
+       ${LIMIT:+dataset.limit=$LIMIT})
+  run hipporag agent=hipporag "${LLM[@]}"
+  run hipporag_ircot agent=hipporag_ircot "${LLM[@]}"
+  run ircot_bm25 agent=ircot retriever=bm25 "${LLM[@]}"
+  run hybrid_syncge retriever=hybrid expansion=sync "${LLM[@]}"
+  run gear_hybrid agent=gear retriever=hybrid "${LLM[@]}"
+  run t2rag agent=t2rag "${LLM[@]}"
+  run griever retriever=griever ${LIMIT:+dataset.limit=$LIMIT}
+fi
 stage report "$OUT/report" "$PY" -m gear_repro.cli.report "$RUNS" --out "$OUT/report"
 echo "== $(date -u +%H:%M:%S) done" | tee -a "$OUT/rehearsal.log"

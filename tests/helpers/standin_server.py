@@ -7,7 +7,9 @@ timing. ``max_in_flight`` records the peak number of requests served at once. Us
 
 ``reply=standin_reply`` answers the prompts of the harness's stages with replies they parse: the K.1 extraction
 prompt (GEAR App. K.1) with a ``{"named_entities": [...], "triples": [...]}`` JSON built from the passage, the
-HippoRAG query-NER prompt with ``{"named_entities": [...]}``, a QA prompt with a short answer. ``faults=Faults(...)``
+HippoRAG query-NER prompt with ``{"named_entities": [...]}``, a QA prompt with a short answer, and the multi-step
+methods' prompts (:func:`method_reply`: GEAR's reader, reasoner and rewriter, IRCoT's thought, T²RAG's decomposition
+and resolve) with replies in the formats their parsers read. ``faults=Faults(...)``
 adds a seeded schedule of 429s (with ``Retry-After``), 500s and slow replies, decided per (prompt, attempt) so the
 same requests fail whatever the order threads send them in. ``served``/``requests`` count, per prompt digest
 (:func:`prompt_digest`), the 200 replies and all requests; ``usage="tokens"`` reports usage with the harness's own
@@ -64,9 +66,58 @@ def _names(text: str, n: int) -> list[str]:
     return out
 
 
+_DOCS = re.compile(r"Now you are given some documents:\n(.*?)\n\nBased on these documents", re.S)
+_FACTS = re.compile(r'\("([^"]*)", "([^"]*)", "([^"]*)"\)')
+_THOUGHT = re.compile(r"\nQuestion: (.*?)\nThought:(.*)$", re.S)
+_CLUE = re.compile(r"Subject: (.*)\n\s*Predicate: (.*)\n\s*Object: (.*)")
+
+
+def _between(text: str, start: str, end: str) -> str:
+    """The part of ``text`` after the first ``start`` and before the next ``end`` ("" without ``start``)."""
+    return text.split(start, 1)[1].split(end, 1)[0] if start in text else ""
+
+
+def _topic(question: str) -> list[str]:
+    """The question's first name after its first word (a capitalised question word is no name), else "it"."""
+    return _names(question.strip().split(" ", 1)[-1], 1) or ["it"]
+
+
+def method_reply(prompt: str) -> str | None:
+    """A parseable reply to a multi-step method's prompt, built from the prompt's own capitalised phrases, or None
+    for other prompts. GEAR: the reader gives two facts linking the documents' first names, the reasoner answers
+    once the facts hold four triples (so an agent runs two rounds), the rewriter asks about the question's first
+    name; IRCoT: a first thought naming two of the passages' names, then "So the answer is:"; T²RAG: a
+    decomposition into one triplet with a "?", and each traceable clue resolved with a name of the propositions."""
+    prompt = prompt.replace("Wikipedia Title: ", "")  # the passages' title mark is no name
+    if (docs := _DOCS.search(prompt)) and "supporting fact(s)" in prompt:
+        a, b, c = (_names(docs.group(1), 3) + ["it", "it", "it"])[:3]
+        return f'("{a}", "related to", "{b}"), ("{b}", "related to", "{c}")'
+    if "Answerable: Yes" in prompt and prompt.rstrip().endswith("# Your reply:"):
+        facts = _FACTS.findall(_between(prompt, "Facts:", "\n\nYour reply"))
+        if len(facts) >= 4:
+            return f"Answerable: Yes\nAnswer: {facts[-1][2]}"
+        return "Answerable: No\nWhy: The facts do not name the answer yet."
+    if prompt.rstrip().endswith("Next Question:"):
+        names = _topic(_between(prompt, "# Your Task:\nQuestion:", "\n"))
+        return f"What is {names[0]} known for?"
+    if (m := _THOUGHT.search(prompt)) and "So the answer is" not in m.group(2):
+        names = _names(prompt[: m.start()], 2) + ["it", "it"]
+        return f"So the answer is: {names[1]}." if m.group(2).strip() else f"{names[0]} is related to {names[1]}."
+    if "Provide your response in this format:" in prompt and "Triples:" in prompt:
+        names = _topic(prompt.rsplit("Question:", 1)[-1].split("\n")[0])
+        return f"Reasoning: I need what {names[0]} relates to.\n\nTriples:\n{names[0]} | related to | ?\n"
+    if "Return two lists in this format:" in prompt:
+        found = _names(_between(prompt, "Context Propositions:", "Return two lists"), 1) or ["unknown"]
+        clues = _CLUE.findall(_between(prompt, "Traceable Clues:", "Fuzzy Clues:"))
+        return "\n\n".join(f"Fully Resolved Clue {i + 1}:\nSubject: {s.replace('?', found[0])}\nPredicate: {p}\n"
+                             f"Object: {o.replace('?', found[0])}" for i, (s, p, o) in enumerate(clues)) or "None"
+    return None
+
+
 def standin_reply(prompt: str) -> str:
     """A reply the stage that sent ``prompt`` parses: K.1 extraction JSON (entities + triples from the passage's
-    title and capitalised phrases), query NER JSON, or a short QA answer; other prompts get :func:`default_reply`."""
+    title and capitalised phrases), query NER JSON, a short QA answer, or a multi-step method's reply
+    (:func:`method_reply`); other prompts get :func:`default_reply`."""
     m = _PARAGRAPH.search(prompt)
     if m and "named entity list and a triple list" in prompt:
         title, text = m.group(1).strip(), m.group(2)
@@ -74,12 +125,13 @@ def standin_reply(prompt: str) -> str:
         triples = [[title, "mentions", e] for e in ents[:9]]
         return json.dumps({"named_entities": [title, *ents], "triples": triples})
     question = prompt.rsplit("Question:", 1)[-1] if "Question:" in prompt else ""
-    if '"named_entities"' in prompt and question:
+    # query NER: its demonstration is an earlier turn, so the last message may be the question line alone
+    if question and ('"named_entities"' in prompt or "\n" not in prompt.strip() and prompt.lstrip().startswith("Question:")):
         return json.dumps({"named_entities": _names(question, 3)})
     if prompt.rstrip().endswith("Answer:") and question:
         words = _names(question.split("\n")[0], 1)
         return words[0] if words else "unknown"
-    return default_reply(prompt)
+    return method_reply(prompt) or default_reply(prompt)
 
 
 @dataclass(frozen=True)
