@@ -114,5 +114,18 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture(scope="session")
+def prepared_samples(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The three samples as ``make samples`` prepares them (the MuSiQue one ships prepared), in a temporary folder:
+    ``make test`` does not run ``make samples``."""
+    from gear_repro.cli.prepare import prepare
+
+    out = tmp_path_factory.mktemp("samples")
+    prepare("2wiki_hipporag", shared_data / "2wiki_sample" / "2wikimultihopqa_questions_300.json", out / "2wiki",
+            corpus=shared_data / "2wiki_sample" / "2wikimultihopqa_corpus.json")
+    prepare("hotpotqa", shared_data / "hotpotqa_sample" / "hotpotqa_train_25.json", out / "hotpotqa")
+    return {"musique": SAMPLE, "2wiki": out / "2wiki", "hotpotqa": out / "hotpotqa"}
+
+
 from tests.helpers.cpus import cpu, no_isa_cap  # noqa: E402, F401  (pretend /proc/cpuinfo: tests of CPU-dependent choices)
 from tests.helpers.gear_slice import slice_env  # noqa: E402, F401  (module fixture of the GEAR/QA/T²RAG logic tests)

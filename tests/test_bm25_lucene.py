@@ -16,7 +16,6 @@ from gear_repro.backends.base import IndexDoc
 from gear_repro.backends.lucene_bm25 import LENGTH_TABLE, byte4_to_int, int_to_byte4
 from gear_repro.backends.memory import MemoryBackend
 from gear_repro.backends.tokenize import standard_tokens
-from tests.conftest import SAMPLE
 from tests.helpers.requirements import missing
 
 SAMPLES = ("musique", "2wiki", "hotpotqa")
@@ -33,15 +32,8 @@ def _rows(path: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def samples(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The three samples as ``make samples`` prepares them (the MuSiQue one ships prepared)."""
-    from gear_repro.cli.prepare import prepare
-
-    out = tmp_path_factory.mktemp("samples")
-    prepare("2wiki_hipporag", shared_data / "2wiki_sample" / "2wikimultihopqa_questions_300.json", out / "2wiki",
-            corpus=shared_data / "2wiki_sample" / "2wikimultihopqa_corpus.json")
-    prepare("hotpotqa", shared_data / "hotpotqa_sample" / "hotpotqa_train_25.json", out / "hotpotqa")
-    return {"musique": SAMPLE, "2wiki": out / "2wiki", "hotpotqa": out / "hotpotqa"}
+def samples(prepared_samples: dict[str, Path]) -> dict[str, Path]:
+    return prepared_samples
 
 
 def _sample(folder: Path) -> tuple[list[tuple[str, str]], list[str], list[str]]:

@@ -19,9 +19,9 @@ from gear_repro.methods.hipporag.phrase_graph import (
 )
 from gear_repro.methods.hipporag.retriever import HippoRAGSettings
 from gear_repro.utils.errors import ConfigError
-from tests.conftest import REPO, SAMPLE
+from tests.conftest import SAMPLE
 from tests.helpers.doubles import HashEmbedder
-from tests.helpers.requirements import missing, require_module
+from tests.helpers.requirements import require_module
 
 require_module("faiss", "make test-deps")
 
@@ -78,12 +78,10 @@ def test_ann_at_its_defaults_on_the_samples() -> None:
     assert subset_in_order(ann, exact) and len(ann) >= 0.98 * len(exact)
 
 
-def test_ann_equals_exact_on_the_2wiki_sample_titles() -> None:
+def test_ann_equals_exact_on_the_2wiki_sample_titles(prepared_samples) -> None:
     """The prepared 2Wiki sample's 6,115 passage titles as phrases (it has no triples): at 8 cells, 7 probed, the
     exact entries; at the defaults a subset in order, recall >= 0.97 (measured 0.978 at cosine 0.7)."""
-    prepared = REPO / "data" / "prepared" / "2wiki_sample" / "corpus.jsonl"
-    if not prepared.exists():
-        missing(f"prepared 2Wiki sample missing at {prepared}")
+    prepared = prepared_samples["2wiki"] / "corpus.jsonl"
     titles = sorted({phrase_key(json.loads(x)["title"]) for x in prepared.read_text(encoding="utf-8").splitlines()
                      if x.strip()} - {""})
     t = HashEmbedder().encode(titles)
