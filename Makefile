@@ -191,7 +191,8 @@ test-deps: install-test-models install-llama-cpp install-launchers install-brows
 # the tests whose numbers depend on float bits, again with the AVX2 kernels an AVX2-only CPU gets (oneDNN, ATen and
 # OpenBLAS pick kernels by CPU; goldens written on AVX-512/AMX must hold there too)
 AVX2_KERNELS := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell
-FLOAT_TESTS := tests/test_golden_rankings.py tests/test_determinism.py tests/test_precision.py tests/test_encoder_backends.py
+FLOAT_TESTS := tests/test_golden_rankings.py tests/test_determinism.py tests/test_precision.py tests/test_encoder_backends.py \
+  tests/test_hipporag_ann.py
 
 test:
 	$(MAKE) -j3 --no-print-directory test-deps

@@ -190,7 +190,8 @@ def synonym_case(n: int, search: str, dim: int, check_rows: int, exact_max: int,
     got = {(i, j): s for i, j, s in found if rows[i]}
     hit = sum((i, j) in got for i, j, _ in exact)
     row.update(recall=round(hit / max(1, len(exact)), 5), checked_rows=int(rows.sum()), checked_entries=len(exact),
-               same_weight=all(got.get((i, j), s) == s for i, j, s in exact),
+               # the two searches' products differ in shape: a kernel may round a cosine differently in the last bit
+               max_weight_diff=max((abs(got[i, j] - s) for i, j, s in exact if (i, j) in got), default=0.0),
                exact_s_estimate=round(exact_s * n / rows.sum(), 1))
     return row
 
@@ -246,13 +247,13 @@ def in_process(fn: Any, *args: Any) -> dict:
 
 
 def scale_tables(res: dict) -> str:
-    lines = [] if not res["synonyms"] else ["| phrases | search | time s | entries | recall vs exact (rows checked) | same weights | exact s "
+    lines = [] if not res["synonyms"] else ["| phrases | search | time s | entries | recall vs exact (rows checked) | max weight diff | exact s "
              "(all pairs; * = from the checked rows) | peak RSS GiB |", "|---|---|---|---|---|---|---|---|"]
     for r in res["synonyms"]:
         if "recall" in r:
             est = "" if r["checked_rows"] == r["n"] else "*"
             lines.append(f"| {r['n']:,} | {r['search']} | {r['s']} | {r['entries']:,} | {r['recall']:.4f} "
-                         f"({r['checked_rows']:,}) | {r['same_weight']} | {r['exact_s_estimate']}{est} | "
+                         f"({r['checked_rows']:,}) | {r['max_weight_diff']:.1g} | {r['exact_s_estimate']}{est} | "
                          f"{r['peak_rss_gib']} |")
         else:
             lines.append(f"| {r['n']:,} | exact | {r['s']} | {r['entries']:,} | 1 | – | {r['s']} | "

@@ -32,10 +32,31 @@ def sample_phrases() -> list[str]:
     return sorted({phrase_key(r[k]) for r in rows for k in ("subject", "object")} - {""})
 
 
-def subset_in_order(ann: list, exact: list) -> bool:
-    """Every ann entry is an exact entry with bitwise the same weight, and they come in the exact order."""
-    found = set(ann)
-    return ann == [e for e in exact if e in found]
+# BLAS kernels (AVX-512 vs AVX2 OpenBLAS) round some cosines differently in the last bit when the two searches'
+# products differ in shape: a pair's weight is compared to this, and a pair within it of the threshold may be found
+# by one search only
+ULP = 1e-6
+
+
+def subset_in_order(ann: list, exact: list, threshold: float) -> bool:
+    """Every ann entry is an exact entry (or within :data:`ULP` of the threshold) with the same weight to
+    :data:`ULP`; rows ascend, and within a row the weights do not increase (beyond :data:`ULP`)."""
+    weight = {(i, j): w for i, j, w in exact}
+    for i, j, w in ann:
+        if (i, j) in weight:
+            if abs(weight[i, j] - w) > ULP:
+                return False
+        elif abs(w - threshold) > ULP:
+            return False
+    rows = [i for i, _, _ in ann]
+    return rows == sorted(rows) and all(b[2] <= a[2] + ULP for a, b in zip(ann, ann[1:], strict=False) if a[0] == b[0])
+
+
+def same_entries(ann: list, exact: list, threshold: float) -> bool:
+    """:func:`subset_in_order`, and every exact entry is found but those within :data:`ULP` of the threshold."""
+    found = {(i, j) for i, j, _ in ann}
+    return subset_in_order(ann, exact, threshold) and all((i, j) in found or abs(w - threshold) <= ULP
+                                                          for i, j, w in exact)
 
 
 def test_auto_is_exact_below_the_threshold_and_settings_are_checked() -> None:
@@ -63,7 +84,7 @@ def test_ann_graph_equals_the_exact_graph_on_the_musique_sample() -> None:
     ann = build_phrase_graph(ds.triples, pids, embed, synonym_search="ann", synonym_nlist=8, synonym_nprobe=7)
     assert exact.stats["synonym_search"] == "exact" and ann.stats["synonym_search"] == "ann"
     assert exact.stats["synonym_entries"] > 50_000  # the hash vectors of the sample link many phrases
-    assert np.array_equal(exact.edges, ann.edges) and np.array_equal(exact.weights, ann.weights)
+    assert np.array_equal(exact.edges, ann.edges) and np.allclose(exact.weights, ann.weights, rtol=0, atol=ULP)
     assert ann.stats["synonym_entries"] == exact.stats["synonym_entries"]
 
 
@@ -75,7 +96,7 @@ def test_ann_at_its_defaults_on_the_samples() -> None:
     eligible = np.array([alnum_length(p) >= 3 for p in phrases])
     exact = synonym_pairs(v, 0.8, 100, eligible)
     ann = ann_synonym_pairs(v, 0.8, 100, eligible)
-    assert subset_in_order(ann, exact) and len(ann) >= 0.98 * len(exact)
+    assert subset_in_order(ann, exact, 0.8) and len(ann) >= 0.98 * len(exact)
 
 
 def test_ann_equals_exact_on_the_2wiki_sample_titles(prepared_samples) -> None:
@@ -86,9 +107,9 @@ def test_ann_equals_exact_on_the_2wiki_sample_titles(prepared_samples) -> None:
                      if x.strip()} - {""})
     t = HashEmbedder().encode(titles)
     exact = synonym_pairs(t, 0.7, 100)
-    assert len(exact) > 20_000 and ann_synonym_pairs(t, 0.7, 100, nlist=8, nprobe=7) == exact
+    assert len(exact) > 20_000 and same_entries(ann_synonym_pairs(t, 0.7, 100, nlist=8, nprobe=7), exact, 0.7)
     ann = ann_synonym_pairs(t, 0.7, 100)
-    assert subset_in_order(ann, exact) and len(ann) >= 0.97 * len(exact)
+    assert subset_in_order(ann, exact, 0.7) and len(ann) >= 0.97 * len(exact)
 
 
 def test_ann_recall_on_50k_clustered_vectors() -> None:
@@ -100,7 +121,7 @@ def test_ann_recall_on_50k_clustered_vectors() -> None:
     rows[np.random.default_rng(1).choice(n, 2_000, replace=False)] = True
     exact = synonym_pairs(v, 0.8, 100, rows)
     ann = [e for e in ann_synonym_pairs(v, 0.8, 100) if rows[e[0]]]
-    assert len(exact) > 10_000 and subset_in_order(ann, exact)
+    assert len(exact) > 10_000 and subset_in_order(ann, exact, 0.8)
     assert len(ann) / len(exact) >= 0.97
 
 
@@ -111,5 +132,5 @@ def test_scale_benchmark_runs_at_a_small_size(tmp_path) -> None:
     rows = main(["--scale", "--sizes", "3000", "--exact-max", "3000", "--ppr-phrases", "2000", "--ppr-passages", "300",
                  "--ppr-triples", "3000", "--ppr-queries", "2", "--out", str(out)])
     assert [r["search"] for r in rows] == ["exact", "ann (nprobe 64)"] and rows[1]["recall"] == 1.0
-    assert rows[0]["entries"] == rows[1]["entries"] > 0 and rows[1]["same_weight"]
+    assert rows[0]["entries"] == rows[1]["entries"] > 0 and rows[1]["max_weight_diff"] <= ULP
     assert json.loads(out.read_text())["ppr"]["ppr_p50_s"] > 0

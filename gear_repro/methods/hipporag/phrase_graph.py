@@ -152,7 +152,8 @@ def synonym_pairs(vectors: np.ndarray, threshold: float = 0.8, top_k: int = 100,
 
 # OpenBLAS computes small float32 products (m·n up to about a thousand) with another kernel, which rounds some
 # cosines differently in the last bit; the ANN search pads its products beyond that so that a pair found by both
-# searches has bitwise the same weight as in the exact search (tests/test_hipporag_ann.py checks it on the samples).
+# searches has the same weight as in the exact search: bitwise on the AVX-512 kernels, within a float32 ulp where
+# the kernel still blocks the two shapes differently (AVX2; tests/test_hipporag_ann.py allows that ulp).
 _MIN_ROWS, _MIN_COLS = 16, 256
 
 
@@ -176,7 +177,7 @@ def ann_synonym_pairs(vectors: np.ndarray, threshold: float = 0.8, top_k: int = 
     cell and is listed as a neighbour in its ``spill`` nearest cells (a phrase near a border is found from either
     side). The queries of a cell are scored together against every phrase listed in the ``nprobe`` cells whose
     centroids are nearest to that cell's (itself included), with the exact search's float32 BLAS products
-    (bitwise the same cosines, see ``_MIN_ROWS``), so threshold, top_k, self exclusion and tie order are the
+    (the same cosines to a float32 ulp, see ``_MIN_ROWS``), so threshold, top_k, self exclusion and tie order are the
     exact path's. faiss runs on ``threads`` OpenMP threads (as backend.dense.threads). Time
     O(N · spill · nprobe/nlist · N · d) plus the k-means; ``nprobe >= nlist`` is the exact search.
 
