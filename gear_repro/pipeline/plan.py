@@ -127,7 +127,7 @@ def expand(overrides: Sequence[str]) -> list[list[str]]:
 def estimate_llm(cfg: DictConfig) -> SimpleNamespace:
     """What the estimate reads of an LLM client (model, concurrency, ``llm.estimate_*``), without building one."""
     node = cfg.llm
-    return SimpleNamespace(model=str(node.get("model", "?")), concurrency=int(node.get("concurrency", 1) or 1),
+    return SimpleNamespace(model=str(node.model), concurrency=int(node.concurrency),
                            estimate=EstimateSettings(float(node.estimate_latency_s), int(node.estimate_output_tokens),
                                                      float(node.estimate_warn_usd), float(node.estimate_warn_s)))
 
