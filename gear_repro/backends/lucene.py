@@ -25,23 +25,23 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from gear_repro.backends.ann import DenseSettings
 from gear_repro.backends.base import IndexDoc
-from gear_repro.backends.memory import DenseDtype, MemoryCollection
+from gear_repro.backends.memory import InProcessBackendSettings, MemoryCollection
 from gear_repro.types import Ranking
 from gear_repro.utils.component import Component
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj
 from gear_repro.utils.paths import cache_dir
-from gear_repro.utils.settings import Settings, num, refuse_unknown
+from gear_repro.utils.settings import num
 
 log = logging.getLogger(__name__)
 
@@ -378,38 +378,16 @@ class LuceneCollection(MemoryCollection):
 
 # -- the backend --------------------------------------------------------------------------------------------------
 @dataclass
-class LuceneBM25Settings(Settings):
-    """``backend.bm25`` of the Lucene backend: BM25Similarity's k1 and b (Elasticsearch's defaults)."""
-
-    config_key: ClassVar[str] = "backend.bm25"
-
-    k1: float = num(1.2, ge=0)  # term saturation
-    b: float = num(0.75, ge=0, le=1)  # length normalisation
-
-
-@dataclass
-class LuceneBackendSettings(Settings):
-    """``backend=lucene``: the schema and :class:`LuceneBackend`'s settings (each field's default declared here)."""
-
-    config_key: ClassVar[str] = "backend"
+class LuceneBackendSettings(InProcessBackendSettings):
+    """``backend=lucene``: the schema and :class:`LuceneBackend`'s settings (each field's default declared here or
+    in :class:`InProcessBackendSettings`; ``bm25`` is BM25Similarity's k1 and b)."""
 
     _target_: str = LUCENE_TARGET
-    bm25: LuceneBM25Settings = field(default_factory=LuceneBM25Settings)
     # null = found: $GEAR_LUCENE_JAR, else $GEAR_CACHE/lucene/*.jar (make install-lucene), else an installed
     # pyserini's resources/jars/*fatjar.jar
     jar: str | None = None
     heap_mb: int = num(1024, ge=64)  # the JVM's -Xmx in MB (one JVM a process: the first lucene backend's value holds)
     ram_buffer_mb: float = num(64.0, gt=0)  # IndexWriter's RAM buffer in MB while indexing (no effect on scores)
-    dense_dtype: DenseDtype = DenseDtype.float32  # as backend=memory's
-    dense: DenseSettings = field(default_factory=DenseSettings)  # as backend=memory's (backends/ann.py)
-    cache: bool = True  # reuse the Lucene index (and faiss indexes, embeddings) cached by content hash
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.bm25, LuceneBM25Settings):
-            refuse_unknown("backend.bm25", self.bm25 or {}, LuceneBM25Settings, "LuceneBackend")
-            self.bm25 = LuceneBM25Settings(**(self.bm25 or {}))
-        self.dense = DenseSettings.from_config(self.dense)
-        super().__post_init__()
 
 
 class LuceneBackend:

@@ -229,15 +229,22 @@ class MemoryCollection(DocCollection):
 
 
 @dataclass
-class MemoryBM25Settings(Settings):
-    """``backend.bm25`` of the memory backend: the BM25 formula and text analysis. The defaults are Elasticsearch's
-    for a ``text`` field, the standard analyzer (no stop words, no stemming), as the papers' ES indexes (GEAR
-    App. B.1 "using Elasticsearch"; HippoRAG legacy src/elastic_search_tool.py:6-28)."""
+class BM25Params(Settings):
+    """``backend.bm25``'s k1 and b, Elasticsearch's defaults (Lucene's BM25Similarity), for every in-process
+    backend."""
 
     config_key: ClassVar[str] = "backend.bm25"
 
     k1: float = num(1.2, ge=0)  # term saturation (Elasticsearch's default)
     b: float = num(0.75, ge=0, le=1)  # length normalisation (Elasticsearch's default)
+
+
+@dataclass
+class MemoryBM25Settings(BM25Params):
+    """``backend.bm25`` of the memory backend: the BM25 formula and text analysis. The defaults are Elasticsearch's
+    for a ``text`` field, the standard analyzer (no stop words, no stemming), as the papers' ES indexes (GEAR
+    App. B.1 "using Elasticsearch"; HippoRAG legacy src/elastic_search_tool.py:6-28)."""
+
     # lucene: Lucene 9's BM25Similarity computed as Lucene does (one-byte length norms, float32;
     # backends/lucene_bm25.py) | bm25s_lucene (bm25s's approximation) | robertson | atire | bm25l | bm25+ (bm25s)
     method: BM25Variant = BM25Variant.lucene
@@ -255,24 +262,38 @@ class MemoryBM25Settings(Settings):
 
 
 @dataclass
-class MemoryBackendSettings(Settings):
-    """``backend=memory``: the schema and :class:`MemoryBackend`'s settings (each field's default declared here)."""
+class InProcessBackendSettings(Settings):
+    """What the in-process backends (memory, lucene) share: ``bm25`` of the type ``bm25_type``, dense vectors and
+    their search in this process, and caches by content hash."""
 
     config_key: ClassVar[str] = "backend"
+    bm25_type: ClassVar[type[BM25Params]] = BM25Params
 
-    _target_: str = "gear_repro.backends.memory.MemoryBackend"
-    bm25: MemoryBM25Settings = field(default_factory=MemoryBM25Settings)
+    _target_: str = ""
+    bm25: BM25Params = field(default_factory=BM25Params)
     dense_dtype: DenseDtype = DenseDtype.float32  # float16 halves memory; scores differ in the 3rd decimal
     # dense search (kNN) of every collection (passages, triples): exact | faiss flat/hnsw/ivf (backends/ann.py)
     dense: DenseSettings = field(default_factory=DenseSettings)
-    cache: bool = True  # reuse BM25 and faiss indexes and embeddings cached by content hash
+    cache: bool = True  # reuse the BM25 (or Lucene) and faiss indexes and the embeddings cached by content hash
 
     def __post_init__(self) -> None:
-        if not isinstance(self.bm25, MemoryBM25Settings):
-            refuse_unknown("backend.bm25", self.bm25 or {}, MemoryBM25Settings, "MemoryBackend")
-            self.bm25 = MemoryBM25Settings(**(self.bm25 or {}))
+        if not isinstance(self.bm25, self.bm25_type):
+            refuse_unknown("backend.bm25", self.bm25 or {}, self.bm25_type,
+                           type(self).__name__.removesuffix("Settings"))
+            self.bm25 = self.bm25_type(**(self.bm25 or {}))
         self.dense = DenseSettings.from_config(self.dense)
         super().__post_init__()
+
+
+@dataclass
+class MemoryBackendSettings(InProcessBackendSettings):
+    """``backend=memory``: the schema and :class:`MemoryBackend`'s settings (each field's default declared here or
+    in :class:`InProcessBackendSettings`)."""
+
+    bm25_type: ClassVar[type[BM25Params]] = MemoryBM25Settings
+
+    _target_: str = "gear_repro.backends.memory.MemoryBackend"
+    bm25: MemoryBM25Settings = field(default_factory=MemoryBM25Settings)
 
 
 class MemoryBackend:

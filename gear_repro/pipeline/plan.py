@@ -10,6 +10,7 @@ several runs share (same corpus, triples file, embedder and collection) are coun
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -21,6 +22,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationToMissingValueError, MissingMandatoryValue
 
+from gear_repro.config import register_resolvers
 from gear_repro.data.dataset import Dataset, load_dataset
 from gear_repro.llm.estimate import EstimateSettings
 from gear_repro.pipeline import capacity
@@ -115,13 +117,21 @@ def preset_params(preset: str) -> list[str]:
 
 def expand(overrides: Sequence[str]) -> list[list[str]]:
     """The runs of ``gear-repro -m OVERRIDES``: the preset's sweep params, then the command line's (a key given on
-    the command line replaces the preset's), their comma lists a cartesian product, as Hydra's BasicSweeper does."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    the command line replaces the preset's, keeping its place), their comma lists a cartesian product in order, as
+    Hydra's BasicSweeper expands them."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     presets = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] in ("experiment", "+experiment")]
     params = [p for preset in presets for p in preset_params(preset)] + list(overrides)
-    return BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(params), None)[0]
+    axes: dict[str, list[str]] = {}
+    for o in OverridesParser.create().parse_overrides(params):
+        key = o.get_key_element()
+        if o.is_sweep_override() and not o.is_discrete_sweep():
+            raise ConfigError(f"{key}: an interval sweep needs a sweeper that samples it; the plan expands only "
+                              "comma lists, choice() and range()")
+        values = o.sweep_string_iterator() if o.is_sweep_override() else [o.get_value_element_as_str()]
+        axes[key] = [f"{key}={v}" for v in values]
+    return [list(run) for run in itertools.product(*axes.values())]
 
 
 def estimate_llm(cfg: DictConfig) -> SimpleNamespace:
@@ -142,7 +152,8 @@ def _stand_in(cfg: DictConfig) -> Path:
     the bundled MuSiQue sample."""
     group = config_dir() / "dataset" / f"{cfg.dataset.name}_sample.yaml"
     if group.is_file():
-        path = Path(str(OmegaConf.load(group).get("path", "")).replace("${repo:}", str(REPO_DIR)))
+        register_resolvers()
+        path = Path(str(OmegaConf.load(group).get("path", "")))  # ${repo:} resolved as in a composed config
         if (path / "questions.jsonl").is_file():
             return path
     return STAND_IN
