@@ -119,6 +119,32 @@ def test_a_griever_run_counts_its_names_and_units(cache, tmp_path, monkeypatch) 
     assert est.memory - lean.memory == names.rows * dim * 4 and not lean.hints
 
 
+def test_a_hipporag_run_counts_its_phrase_vectors(cache) -> None:
+    """HippoRAG embeds its phrase nodes and reads them whole (synonym search, entity linking): 1M phrases at full
+    size, ~1.4 GiB at MiniLM's 384 dimensions, that the check counted nowhere."""
+    from gear_repro.methods.hipporag.phrase_graph import build_phrase_graph
+    from gear_repro.methods.hipporag.retriever import PHRASE_RECORD_BYTES, HippoRAG
+    from gear_repro.pipeline.resources import Resources
+
+    cfg = compose_config(["agent=hipporag", "run.progress=false", "dataset.limit=2"])
+    res = Resources(cfg, embedder=HashEmbedder())
+    cols = capacity.own_collections(cfg, res.dataset.triples)
+    assert list(cols) == ["hipporag phrases"]
+    phrases = cols["hipporag phrases"]
+    graph = build_phrase_graph(res.dataset.triples, [p.id for p in res.dataset.passages],
+                               lambda texts: np.zeros((len(texts), 4), np.float32), synonyms=False)
+    assert len(graph.phrases) <= phrases.rows <= len(graph.phrases) * 1.01  # a fact with an empty side drops both
+    assert phrases.resident and phrases.record_bytes == PHRASE_RECORD_BYTES
+    est = capacity.run_estimate(cfg, res, triples=True)
+    plain = capacity.run_estimate(compose_config(["agent=gear", "run.progress=false"]), res, triples=True)
+    dim = capacity.embedder_dim(cfg.embedder)
+    vectors = phrases.rows * dim * 4
+    assert est.memory - plain.memory == 2 * vectors + phrases.rows * PHRASE_RECORD_BYTES + 2 * phrases.chars
+    assert [line.split(":")[0] for line in est.lines] == ["passages", "triples", "hipporag phrases"]
+    normalised = {"normalisation": "entity"}
+    assert HippoRAG.capacity_collections(normalised, res.dataset.triples)["hipporag phrases"].rows > 0
+
+
 # bench_griever --scale (docs/scale.md, "GRIEVER's build at scale"): peak RSS (GiB) of GRIEVER's build with cached
 # vectors on the synthetic MuSiQue-shaped corpus at these fractions of MuSiQue's size, of which the bench process
 # itself (interpreter and imports, no model) is BENCH_BASE

@@ -9,8 +9,8 @@ in memory the float32 matrix being encoded plus each embedded collection's matri
 and its text twice) and the process itself (:data:`BASE_BYTES`: interpreter, torch, the encoder). At MuSiQue's
 size (docs/scale.md, the rehearsal) this gives 2.4 GiB before the first vector, where the measured peak RSS was
 1.8 GiB for a BM25 run (dataset and index, no model) and 2.3 GiB for the index build during its passage encode;
-the check asks for :data:`MARGIN` of headroom. A retriever's own matrices (:class:`OwnMatrix`, GRIEVER's names and
-units) count as their build holds them, with its records per row and the settings that need less (``hints``).
+the check asks for :data:`MARGIN` of headroom. A component's own matrices (:class:`OwnMatrix`, GRIEVER's names and
+units, HippoRAG's phrases) count as their build holds them, with its records per row and the settings that need less (``hints``).
 """
 
 from __future__ import annotations
@@ -172,12 +172,21 @@ def dataset_collections(ds: Dataset, *, triples: bool) -> dict[str, tuple[int, i
     return collections
 
 
+OWN_NODES = ("retriever", "hipporag")  # config nodes whose component may embed matrices of its own
+
+
 def own_collections(cfg: DictConfig, triples: Sequence[Triple] | None) -> dict[str, OwnMatrix]:
-    """The matrices a retriever embeds of its own over ``triples`` (GRIEVER's names and units: its
-    ``capacity_collections``, float32 memory maps of their cache files), with the records its build keeps per row;
-    {} for the others or without triples."""
-    own = getattr(target_class(cfg.get("retriever")), "capacity_collections", None)
-    return own(cfg.retriever, triples) if own is not None and triples else {}
+    """The matrices a run's components embed of their own over ``triples`` (the ``capacity_collections`` of the
+    retriever's and the ``hipporag`` node's classes: GRIEVER's names and units as float32 memory maps of their
+    cache files, HippoRAG's phrase vectors read whole), with the records their builds keep per row; {} for the
+    others or without triples."""
+    own: dict[str, OwnMatrix] = {}
+    for key in OWN_NODES:
+        node = cfg.get(key)
+        counted = getattr(target_class(node), "capacity_collections", None) if node is not None else None
+        if counted is not None and triples:
+            own |= counted(node, triples)
+    return own
 
 
 def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
@@ -189,15 +198,16 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
     dense_bytes = 2 if str(cfg.backend.dense_dtype) == "float16" else 4
     dim = embedder_dim(cfg.embedder)
     est = estimate(collections, dim, model_id, dense_bytes)
-    retriever = target_class(cfg.get("retriever"))
     for name, m in own.items():
         more = estimate({name: (m.rows, m.chars)}, dim, model_id, dense_bytes=4 if m.resident else 0,
                         record_bytes=m.record_bytes)
         est.disk += more.disk
         est.memory += more.memory - BASE_BYTES
         est.lines += more.lines
-    if own and (hints := getattr(retriever, "capacity_hints", None)) is not None:
-        est.hints += hints(cfg.retriever, own, dim)
+    for key in OWN_NODES if own else ():
+        node = cfg.get(key)
+        if node is not None and (hints := getattr(target_class(node), "capacity_hints", None)) is not None:
+            est.hints += hints(node, own, dim)
     return est
 
 

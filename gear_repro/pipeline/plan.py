@@ -5,7 +5,7 @@ estimate, :func:`gear_repro.pipeline.estimate.question_estimate`), dollars at li
 
 Nothing is encoded, indexed or sent. The corpus is the prepared data under ``dataset.path`` when it is there, else
 the paper's sizes (``paper_sizes``); the prompts' tokens are then counted on a bundled sample of the same dataset and
-scaled to the question count, and the sizes of characters and of a retriever's own matrices likewise. Encodes that
+scaled to the question count, and the sizes of characters and of a component's own matrices likewise. Encodes that
 several runs share (same corpus, triples file, embedder and collection) are counted once, in the first run."""
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def plan_run(cfg: DictConfig, overrides: list[str], seen: set[tuple]) -> RunPlan
             rows, chars = _scaled((m.rows, m.chars), round(m.rows * sizes["triples"] / per_triple))
             own[name] = m._replace(rows=rows, chars=chars)
         if own:
-            notes.append(f"the retriever's own matrices scaled from {tri_sample.name}'s triples")
+            notes.append(f"own matrices (GRIEVER's names and units, HippoRAG's phrases) scaled from {tri_sample.name}'s triples")
 
     llm = estimate_llm(cfg)
     est = question_estimate(cfg, questions, sample.passages, llm)

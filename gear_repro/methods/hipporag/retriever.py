@@ -53,7 +53,7 @@ from gear_repro.methods.hipporag.phrase_graph import (
     phrase_key,
 )
 from gear_repro.retrieval.base import Retriever
-from gear_repro.types import Passage, Ranking, Triple
+from gear_repro.types import OwnMatrix, Passage, Ranking, Triple
 from gear_repro.utils.settings import Choice, Settings, as_dict, num
 
 log = logging.getLogger(__name__)
@@ -102,6 +102,12 @@ def ner_json_mode(llm: Any, setting: bool | None) -> bool:
     if setting is not None:
         return bool(setting)
     return llm is not None and getattr(llm, "server_cfg", None) is None
+
+
+# Python objects per phrase while the graph is built: its key and index, ~8 synonym entries (a tuple each) and the
+# ANN cell lists; from bench_hipporag_synonyms' peaks at 50k and 200k synthetic phrases, less the vectors
+# (docs/scale.md "HippoRAG at full size")
+PHRASE_RECORD_BYTES = 1_500
 
 
 @dataclass
@@ -213,6 +219,18 @@ class HippoRAG:
                                "synonym_nlist": s.synonym_nlist, "synonym_nprobe": s.synonym_nprobe}
         self.block_rows = s.block_rows
         self.encoder = encoder if encoder is not None else embedder
+
+    @staticmethod
+    def capacity_collections(node: Any, triples: Sequence[Triple]) -> dict[str, OwnMatrix]:
+        """What the build embeds beyond the passages, for the start-up capacity check
+        (:mod:`gear_repro.pipeline.capacity`; ``node``: the ``hipporag`` config): the phrase nodes (distinct
+        subject and object keys under ``normalisation``), their vectors read whole by the synonym search and by
+        v1's entity linking, with :data:`PHRASE_RECORD_BYTES` of objects each. Counted at the run's embedder's
+        dimension (a ``hipporag.encoder`` of another size is not)."""
+        normalisation = str(node.get("normalisation", PhraseNormalisation.hipporag.value))
+        phrases = {phrase_key(x, normalisation) for t in triples for x in (t.subject, t.object)}
+        phrases.discard("")
+        return {"hipporag phrases": OwnMatrix(len(phrases), sum(map(len, phrases)), True, PHRASE_RECORD_BYTES)}
 
     # -- offline ----------------------------------------------------------------------------------------
     @property
