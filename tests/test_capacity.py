@@ -145,6 +145,17 @@ def test_a_hipporag_run_counts_its_phrase_vectors(cache) -> None:
     assert HippoRAG.capacity_collections(normalised, res.dataset.triples)["hipporag phrases"].rows > 0
 
 
+@pytest.mark.parametrize(("overrides", "triples"), [
+    ([], False), (["expansion=naive"], True), (["retriever=hybrid", "expansion=sync"], True),
+    (["agent=gear", "retriever=hybrid"], True), (["agent=hipporag"], False),
+    (["agent=hipporag", "hipporag.version=v2"], True), (["agent=hipporag_ircot"], False),
+    (["agent=ircot", "retriever=bm25"], False), (["experiment=t2rag_table1"], True), (["retriever=griever"], False)])
+def test_the_triples_are_counted_where_a_component_opens_their_collection(overrides, triples) -> None:
+    """By the wiring's own dependencies (HippoRAG v1 reads the triples, not their vectors; it was counted as if it
+    embedded them: 2.2 GiB and an encode buffer as large at MuSiQue size)."""
+    assert capacity.uses_triples(compose_config(overrides)) is triples
+
+
 # bench_griever --scale (docs/scale.md, "GRIEVER's build at scale"): peak RSS (GiB) of GRIEVER's build with cached
 # vectors on the synthetic MuSiQue-shaped corpus at these fractions of MuSiQue's size, of which the bench process
 # itself (interpreter and imports, no model) is BENCH_BASE

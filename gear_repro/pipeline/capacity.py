@@ -221,7 +221,9 @@ def check_run(cfg: DictConfig, res, *, triples: bool, **free) -> None:
 
 
 def uses_triples(cfg: DictConfig) -> bool:
-    """Whether a retrieval run embeds the triples: graph expansion, or an agent other than single-step."""
-    expansion = OmegaConf.select(cfg, "expansion.name", default="none")
-    agent = OmegaConf.select(cfg, "agent.name", default="single")
-    return str(expansion) != "none" or str(agent) != "single"
+    """Whether a retrieval run opens (and so embeds) the triple collection: a component of it asks for
+    ``triple_collection``, itself or through the triple graph or the triple retriever (:func:`~gear_repro.pipeline.
+    wiring.requested`). HippoRAG v1 and IRCoT do not; NaiveGE/SyncGE, GEAR, T²RAG and HippoRAG v2 do."""
+    from gear_repro.pipeline.wiring import requested
+
+    return "triple_collection" in requested(cfg)

@@ -31,7 +31,7 @@ from gear_repro.retrieval.base import Retriever
 from gear_repro.utils.component import Component
 from gear_repro.utils.errors import ConfigError
 
-__all__ = ["Method", "MethodOutput", "answer_reader", "build", "build_expansion", "carry_over", "provide", "run_method", "build_method", "build_qa_reader", "build_retriever",
+__all__ = ["Method", "MethodOutput", "answer_reader", "build", "build_expansion", "carry_over", "provide", "requested", "run_method", "build_method", "build_qa_reader", "build_retriever",
            "check_components", "declaration", "hipporag", "locate", "passage_retriever", "target_class",
            "triple_retriever"]
 
@@ -262,6 +262,54 @@ def carry_over(old: Resources, new: Resources, *, method: bool) -> None:
     with ``method``, its method."""
     provide(new, retriever=old.built(_PASSAGE_RETRIEVER), triple_retriever=old.built(_TRIPLE_RETRIEVER),
             method=old.built(_METHOD) if method else None)
+
+
+def requested(cfg: DictConfig) -> frozenset[str]:
+    """The shared objects (:data:`~gear_repro.pipeline.components.DEPENDENCIES`' names) a retrieval run of ``cfg``
+    asks for, found by walking the wiring without building anything: a component's declared ``wiring`` called with a
+    dependency that records the names, else its constructor's argument names, as :func:`build` hands them over. A
+    retriever searches ``passage_collection`` (the triple retriever ``triple_collection``), the triple graph reads
+    ``triple_collection``. The capacity check counts the collections a run embeds by it."""
+    seen: set[str] = set()
+
+    def asks(node: Any, group: str, given: tuple[str, ...] = ()) -> list[str]:
+        cls = target_class(node)
+        found = declaration(cls)
+        if found is not None and found.group == group and found.wiring is not None:
+            names: list[str] = []
+            found.wiring(node, lambda name: names.append(name))
+            return names
+        import inspect
+
+        from gear_repro.pipeline.components import DEPENDENCIES
+
+        params = inspect.signature(cls.__init__).parameters if cls is not None else {}
+        return [n for n in params if n in DEPENDENCIES and n not in node and n not in given]
+
+    def retriever_node(triples: bool) -> Any:
+        rcfg = cfg.get("retriever")
+        if triples and rcfg is not None and rcfg.get("triple_retriever"):
+            return rcfg.triple_retriever
+        return _retriever_node(rcfg) if rcfg is not None else None
+
+    def visit(name: str) -> None:
+        if name in seen:
+            return
+        seen.add(name)
+        more: list[str] = {"triple_index": ["triple_collection"],
+                           "retriever": ["passage_collection"], "triple_retriever": ["triple_collection"]}.get(name, [])
+        if name in ("retriever", "triple_retriever"):
+            more += asks(retriever_node(name == "triple_retriever"), "retriever", ("collection",))
+        elif name == "expansion" and cfg.get("expansion"):
+            more += asks(cfg.expansion, "expansion")
+        elif name == "hipporag" and cfg.get("hipporag") is not None:
+            more += asks(cfg.hipporag, "hipporag")
+        for m in more:
+            visit(m)
+
+    for name in asks(cfg.agent, "agent") + (asks(cfg.qa_reader, "qa_reader") if cfg.get("qa") else []):
+        visit(name)
+    return frozenset(seen)
 
 
 def build_qa_reader(cfg: DictConfig, res: Resources) -> AnswerReader | None:
