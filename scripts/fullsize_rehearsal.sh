@@ -135,12 +135,13 @@ if [[ $METHODS != 0 ]]; then
   export STANDIN_API_KEY=not-a-key   # a variable of its own: a real OPENAI_API_KEY never reaches the stand-in
   LLM=(llm=openai_compatible "llm.base_url=$URL" llm.model=standin llm.api_key_env=STANDIN_API_KEY
        ${LIMIT:+dataset.limit=$LIMIT})
-  run hipporag agent=hipporag "${LLM[@]}"
-  run hipporag_ircot agent=hipporag_ircot "${LLM[@]}"
+  # the methods that reuse stage=index's vectors first; HippoRAG and GRIEVER encode their own phrases / names first
   run ircot_bm25 agent=ircot retriever=bm25 "${LLM[@]}"
   run hybrid_syncge retriever=hybrid expansion=sync "${LLM[@]}"
   run gear_hybrid agent=gear retriever=hybrid "${LLM[@]}"
   run t2rag agent=t2rag "${LLM[@]}"
+  run hipporag agent=hipporag "${LLM[@]}"
+  run hipporag_ircot agent=hipporag_ircot "${LLM[@]}"
   run griever retriever=griever ${LIMIT:+dataset.limit=$LIMIT}
 fi
 stage report "$OUT/report" "$PY" -m gear_repro.cli.report "$RUNS" --out "$OUT/report"
