@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
@@ -35,7 +35,7 @@ import numpy as np
 
 from gear_repro.backends.ann import DenseSettings
 from gear_repro.backends.base import IndexDoc
-from gear_repro.backends.memory import InProcessBackendSettings, MemoryCollection
+from gear_repro.backends.memory import InProcessBackend, InProcessBackendSettings, MemoryCollection
 from gear_repro.types import Ranking
 from gear_repro.utils.component import Component
 from gear_repro.utils.errors import ConfigError
@@ -390,20 +390,18 @@ class LuceneBackendSettings(InProcessBackendSettings):
     ram_buffer_mb: float = num(64.0, gt=0)  # IndexWriter's RAM buffer in MB while indexing (no effect on scores)
 
 
-class LuceneBackend:
+class LuceneBackend(InProcessBackend):
     """Factory for :class:`LuceneCollection` (``configs/backend/lucene.yaml``); ``settings, **given``:
     :class:`LuceneBackendSettings`. Finds the jar and Java and starts the JVM when built, so a missing one is a
     one-line ConfigError before any work."""
 
     name = "lucene"
+    settings_type = LuceneBackendSettings
+    settings: LuceneBackendSettings
 
     def __init__(self, settings: LuceneBackendSettings | None = None, **given: Any):
-        s = self.settings = LuceneBackendSettings.of(settings, "LuceneBackend", **given)
-        self.bm25_params = asdict(s.bm25)
-        self.dense_dtype = s.dense_dtype.value
-        self.dense = s.dense
-        self.cache = s.cache
-        self.lucene = lucene_classes(s.jar, s.heap_mb)
+        super().__init__(settings, **given)
+        self.lucene = lucene_classes(self.settings.jar, self.settings.heap_mb)
         self.jar: Path = _JVM["jar"]
         self.version = self.lucene.Version.LATEST.toString()
 
@@ -412,9 +410,9 @@ class LuceneBackend:
                                 dense=self.dense, ram_buffer_mb=self.settings.ram_buffer_mb, **self.bm25_params)
 
     def describe(self) -> dict:
-        return {"name": self.name, "lucene": self.version, "jar": jar_identity(self.jar),
-                "bm25": {**self.bm25_params, "analyzer": "standard"}, "dense_dtype": self.dense_dtype,
-                "dense": asdict(self.dense)}
+        shared = super().describe()
+        return {"name": self.name, "lucene": self.version, "jar": jar_identity(self.jar), **shared,
+                "bm25": {**self.bm25_params, "analyzer": "standard"}}
 
 # the registry's declaration (gear_repro/registry.py); Resources builds the backend from its node
 COMPONENTS = (Component("backend", "lucene_schema", LuceneBackendSettings, LuceneBackendSettings._target_),)

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -263,11 +263,10 @@ class MemoryBM25Settings(BM25Params):
 
 @dataclass
 class InProcessBackendSettings(Settings):
-    """What the in-process backends (memory, lucene) share: ``bm25`` of the type ``bm25_type``, dense vectors and
-    their search in this process, and caches by content hash."""
+    """What the in-process backends (memory, lucene) share: ``bm25`` (of the type its field's default is), dense
+    vectors and their search in this process, and caches by content hash."""
 
     config_key: ClassVar[str] = "backend"
-    bm25_type: ClassVar[type[BM25Params]] = BM25Params
 
     _target_: str = ""
     bm25: BM25Params = field(default_factory=BM25Params)
@@ -277,10 +276,10 @@ class InProcessBackendSettings(Settings):
     cache: bool = True  # reuse the BM25 (or Lucene) and faiss indexes and the embeddings cached by content hash
 
     def __post_init__(self) -> None:
-        if not isinstance(self.bm25, self.bm25_type):
-            refuse_unknown("backend.bm25", self.bm25 or {}, self.bm25_type,
-                           type(self).__name__.removesuffix("Settings"))
-            self.bm25 = self.bm25_type(**(self.bm25 or {}))
+        bm25_type = next(f.default_factory for f in fields(self) if f.name == "bm25")
+        if not isinstance(self.bm25, bm25_type):
+            refuse_unknown("backend.bm25", self.bm25 or {}, bm25_type, type(self).__name__.removesuffix("Settings"))
+            self.bm25 = bm25_type(**(self.bm25 or {}))
         self.dense = DenseSettings.from_config(self.dense)
         super().__post_init__()
 
@@ -290,32 +289,40 @@ class MemoryBackendSettings(InProcessBackendSettings):
     """``backend=memory``: the schema and :class:`MemoryBackend`'s settings (each field's default declared here or
     in :class:`InProcessBackendSettings`)."""
 
-    bm25_type: ClassVar[type[BM25Params]] = MemoryBM25Settings
-
     _target_: str = "gear_repro.backends.memory.MemoryBackend"
     bm25: MemoryBM25Settings = field(default_factory=MemoryBM25Settings)
 
 
-class MemoryBackend:
-    """Factory for :class:`MemoryCollection` with the BM25, matrix and dense-search settings of the config
-    (``configs/backend/memory.yaml``); ``settings, **given``: :class:`MemoryBackendSettings`."""
+class InProcessBackend:
+    """What the in-process backends' factories share: their settings (:class:`InProcessBackendSettings`, of the
+    subclass's ``settings_type``) and the part of ``describe()`` they have in common."""
 
-    name = "memory"
+    name = ""
+    settings_type: ClassVar[type[InProcessBackendSettings]]
 
-    def __init__(self, settings: MemoryBackendSettings | None = None, **given: Any):
-        s = self.settings = MemoryBackendSettings.of(settings, "MemoryBackend", **given)
+    def __init__(self, settings: InProcessBackendSettings | None = None, **given: Any):
+        s = self.settings = self.settings_type.of(settings, type(self).__name__, **given)
         self.bm25_params = asdict(s.bm25)
         self.dense_dtype = s.dense_dtype.value
         self.dense = s.dense
         self.cache = s.cache
 
-    def open_collection(self, name: str, docs: Sequence[IndexDoc], embedder=None) -> MemoryCollection:
-        return MemoryCollection(name, docs, embedder, dtype=self.dense_dtype, cache=self.cache, dense=self.dense,
-                                **self.bm25_params)
-
     def describe(self) -> dict:
         return {"name": self.name, "bm25": self.bm25_params, "dense_dtype": self.dense_dtype,
                 "dense": asdict(self.dense)}
+
+
+class MemoryBackend(InProcessBackend):
+    """Factory for :class:`MemoryCollection` with the BM25, matrix and dense-search settings of the config
+    (``configs/backend/memory.yaml``); ``settings, **given``: :class:`MemoryBackendSettings`."""
+
+    name = "memory"
+    settings_type = MemoryBackendSettings
+    settings: MemoryBackendSettings
+
+    def open_collection(self, name: str, docs: Sequence[IndexDoc], embedder=None) -> MemoryCollection:
+        return MemoryCollection(name, docs, embedder, dtype=self.dense_dtype, cache=self.cache, dense=self.dense,
+                                **self.bm25_params)
 
 # the registry's declaration (gear_repro/registry.py); Resources builds the backend from its node
 COMPONENTS = (Component("backend", "memory_schema", MemoryBackendSettings, MemoryBackendSettings._target_),)

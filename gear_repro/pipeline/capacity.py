@@ -181,12 +181,15 @@ def own_collections(cfg: DictConfig, triples: Sequence[Triple] | None) -> dict[s
     cache files, HippoRAG's phrase vectors read whole), with the records their builds keep per row; {} for the
     others or without triples."""
     own: dict[str, OwnMatrix] = {}
-    for key in OWN_NODES:
-        node = cfg.get(key)
-        counted = getattr(target_class(node), "capacity_collections", None) if node is not None else None
-        if counted is not None and triples:
+    for node, cls in _own_nodes(cfg) if triples else ():
+        if (counted := getattr(cls, "capacity_collections", None)) is not None:
             own |= counted(node, triples)
     return own
+
+
+def _own_nodes(cfg: DictConfig) -> list[tuple[DictConfig, type | None]]:
+    """The :data:`OWN_NODES` that ``cfg`` sets, each with its ``_target_`` class."""
+    return [(node, target_class(node)) for key in OWN_NODES if (node := cfg.get(key)) is not None]
 
 
 def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
@@ -204,9 +207,8 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
         est.disk += more.disk
         est.memory += more.memory - BASE_BYTES
         est.lines += more.lines
-    for key in OWN_NODES if own else ():
-        node = cfg.get(key)
-        if node is not None and (hints := getattr(target_class(node), "capacity_hints", None)) is not None:
+    for node, cls in _own_nodes(cfg) if own else ():
+        if (hints := getattr(cls, "capacity_hints", None)) is not None:
             est.hints += hints(node, own, dim)
     return est
 

@@ -200,24 +200,24 @@ def _dependency(name: str, res: Resources) -> Any:
     return build[name]()
 
 
-def _dependencies(node: DictConfig, res: Resources, **given: Any) -> dict[str, Any]:
-    """The dependencies a user component's constructor names and its config node does not set: only those are
-    built (a BM25-only component never loads the embedder)."""
+def _asked(node: DictConfig, given: Any = ()) -> list[str]:
+    """The constructor arguments of ``node``'s class that its config node does not set and the wiring hands over:
+    those in ``given`` (what the caller has) and :data:`~gear_repro.pipeline.components.DEPENDENCIES`' names (a
+    retriever's ``collection`` is always given, never built)."""
     import inspect
 
     from gear_repro.pipeline.components import DEPENDENCIES
 
     cls = target_class(node)
     params = inspect.signature(cls.__init__).parameters if cls is not None else {}
-    out = {}
-    for name in params:
-        if name in node or name == "self":
-            continue
-        if name in given:
-            out[name] = given[name]
-        elif name in DEPENDENCIES and name != "collection":  # a retriever's collection is given
-            out[name] = _dependency(name, res)
-    return out
+    return [n for n in params if n != "self" and n not in node
+            and (n in given or (n in DEPENDENCIES and n != "collection"))]
+
+
+def _dependencies(node: DictConfig, res: Resources, **given: Any) -> dict[str, Any]:
+    """The dependencies a user component's constructor names and its config node does not set: only those are
+    built (a BM25-only component never loads the embedder)."""
+    return {n: given[n] if n in given else _dependency(n, res) for n in _asked(node, given)}
 
 
 def build_expansion(res: Resources) -> Expansion:
@@ -279,12 +279,7 @@ def requested(cfg: DictConfig) -> frozenset[str]:
             names: list[str] = []
             found.wiring(node, lambda name: names.append(name))
             return names
-        import inspect
-
-        from gear_repro.pipeline.components import DEPENDENCIES
-
-        params = inspect.signature(cls.__init__).parameters if cls is not None else {}
-        return [n for n in params if n in DEPENDENCIES and n not in node and n not in given]
+        return [n for n in _asked(node, given) if n not in given]
 
     def retriever_node(triples: bool) -> Any:
         rcfg = cfg.get("retriever")
