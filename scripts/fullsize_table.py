@@ -16,14 +16,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from estimate_methods import METHODS  # scripts/ (this script's folder) is on the path
 
 from gear_repro.evaluation.per_question import timing
 
 GIB, MIB = 1024 ** 3, 1024 ** 2
-# the METHODS runs of scripts/fullsize_rehearsal.sh (their folder names under OUT/runs) and their table labels
-METHOD_RUNS = {"hipporag": "HippoRAG v1", "hipporag_ircot": "HippoRAG w/ IRCoT", "ircot_bm25": "IRCoT (BM25)",
-               "hybrid_syncge": "Hybrid + SyncGE", "gear_hybrid": "GEAR (Hybrid)", "t2rag": "T²RAG",
-               "griever": "GRIEVER"}
+# the METHODS runs of scripts/fullsize_rehearsal.sh, in its order (their folder names under OUT/runs), and labels
+METHOD_RUNS = {name: METHODS[name][0] for name in
+               ("ircot_bm25", "hybrid_syncge", "gear_hybrid", "t2rag", "hipporag", "hipporag_ircot", "griever")}
 _CAPACITY = re.compile(r"capacity: .*?~([\d.]+) GiB of memory")
 
 

@@ -83,7 +83,7 @@ def test_method_rows_from_a_rehearsal_folder(tmp_path: Path) -> None:
     (run / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
     (tmp_path / "hipporag.time").write_text(TIME_V.replace("Exit status: 0", "Exit status: 1"))  # no run folder
     (tmp_path / "bm25.time").write_text(TIME_V)  # not a METHODS run
-    header, _, hippo, gear = method_rows(tmp_path)
+    header, _, gear, hippo = method_rows(tmp_path)  # in the rehearsal's order
     assert header.startswith("| method | questions (errors) | build + first question wall s | other questions wall s |")
     cells = [c.strip() for c in gear.strip("|").split("|")]
     assert cells[:5] == ["GEAR (Hybrid)", "6 (1)", "80.0", "20.0", "0.300 / 0.480"]

@@ -71,6 +71,7 @@ class RunPlan:
     memory: int | None
     new_disk: int = 0
     notes: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)  # settings that need less memory, as the start-up check names them
 
 
 @dataclass
@@ -258,16 +259,17 @@ def plan_run(cfg: DictConfig, overrides: list[str], seen: set[tuple]) -> RunPlan
             notes.append(f"no GPU encode rate measured for {model}")
     disk = memory = None
     new_disk = 0
+    hints: list[str] = []
     if encodes and OmegaConf.select(cfg, "backend.dense_dtype") is not None:
         est_cap = capacity.config_estimate(cfg, collections, own, None)  # None: nothing cached yet
-        disk, memory = est_cap.disk, est_cap.memory
+        disk, memory, hints = est_cap.disk, est_cap.memory, est_cap.hints
         new_disk = capacity.config_estimate(cfg, new_collections, new_own, None).disk
     elif encodes:
         notes.append("vectors kept by the backend's server: no local disk or memory estimate")
     return RunPlan(overrides=overrides, dataset=str(ds_node.name), data=data_source, questions=n_q, calls=calls,
                    prompt_tokens=pt, completion_tokens=ct, usd=usd, price=price, tokens_source=tokens_source,
                    question_hours={"cpu": q_cpu, "gpu": None}, question_source=q_source, encodes=encodes, disk=disk,
-                   memory=memory, new_disk=new_disk, notes=notes)
+                   memory=memory, new_disk=new_disk, notes=notes, hints=hints)
 
 
 def plan_sweep(name: str, overrides: Sequence[str], compose: Callable[..., DictConfig]) -> SweepPlan:
@@ -319,7 +321,8 @@ def markdown(plan: SweepPlan) -> str:
                  f"{_gib(t['memory'])} (peak) |")
     notes = sorted({f"tokens: {r.tokens_source}" for r in plan.runs} | {f"price: {r.price}" for r in plan.runs if r.price != "-"}
                    | {f"question time: {r.question_source}; on a GPU not measured" for r in plan.runs}
-                   | {n for r in plan.runs for n in r.notes})
+                   | {n for r in plan.runs for n in r.notes}
+                   | {f"less memory ({' '.join(r.overrides) or 'the run'}): {h}" for r in plan.runs for h in r.hints})
     return "\n".join(lines + [""] + [f"- {n}" for n in notes]) + "\n"
 
 
