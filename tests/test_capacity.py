@@ -106,8 +106,13 @@ def test_a_griever_run_counts_its_names_and_units(cache, tmp_path, monkeypatch) 
     dim = capacity.embedder_dim(cfg.embedder)
     assert names.resident and not units.resident  # the alias clustering reads every name; units stay mapped
     records = sum(m.rows * m.record_bytes + 2 * m.chars for m in cols.values())
-    buffers = (names.rows + units.rows) * dim * 4  # neither is cached yet: each is encoded in memory first
-    assert est.memory - plain.memory == names.rows * dim * 4 + records + buffers
+    # neither is cached yet; each is encoded into a memory map of its cache file (no copy in memory) ...
+    assert capacity.encodes_in_place(cfg) and est.memory - plain.memory == names.rows * dim * 4 + records
+    # ... unless the embedder encodes in one piece, in memory: then each encode holds its whole matrix
+    whole = compose_config(["retriever=griever", "run.progress=false", "dataset.limit=2", "embedder.cache_chunk_rows=null"])
+    assert not capacity.encodes_in_place(whole)
+    assert capacity.run_estimate(whole, res, triples=False).memory - est.memory == \
+        (len(res.dataset.passages) + names.rows + units.rows) * dim * 4
     assert [line.split(":")[0] for line in est.lines] == ["passages", "griever names", "griever units"]
     assert "memory-mapped" in est.lines[2] and "memory-mapped" not in est.lines[1]
     monkeypatch.setattr(capacity, "available_memory", lambda: est.memory)  # under the 10 % margin
@@ -139,7 +144,8 @@ def test_a_hipporag_run_counts_its_phrase_vectors(cache) -> None:
     plain = capacity.run_estimate(compose_config(["agent=gear", "run.progress=false"]), res, triples=True)
     dim = capacity.embedder_dim(cfg.embedder)
     vectors = phrases.rows * dim * 4
-    assert est.memory - plain.memory == 2 * vectors + phrases.rows * PHRASE_RECORD_BYTES + 2 * phrases.chars
+    # read whole, once; encoded into a memory map of the cache file (no second copy while encoding)
+    assert est.memory - plain.memory == vectors + phrases.rows * PHRASE_RECORD_BYTES + 2 * phrases.chars
     assert [line.split(":")[0] for line in est.lines] == ["passages", "triples", "hipporag phrases"]
     normalised = {"normalisation": "entity"}
     assert HippoRAG.capacity_collections(normalised, res.dataset.triples)["hipporag phrases"].rows > 0

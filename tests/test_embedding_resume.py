@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from gear_repro.embedding.corpus_parts import part_rows
+from gear_repro.utils.hashing import hash_texts
 from tests.helpers.doubles import HashEmbedder, PaddedHashEmbedder
 from tests.helpers.requirements import missing
 
@@ -246,3 +247,47 @@ def test_a_mapped_corpus_matrix_is_the_cache_file_with_the_same_values(cache) ->
     assert np.array_equal(mapped, copy) and mapped.dtype == copy.dtype
     encoded = HashEmbedder().encode_corpus(sample_triples(41), "triples", mapped=True)  # a new key: encoded, mapped
     assert isinstance(encoded, np.memmap) and np.array_equal(encoded[:40], copy)
+
+
+def test_parts_are_written_into_the_cache_file_repeated_texts_included(cache, monkeypatch) -> None:
+    """The encode writes its rows into a memory map of the cache file, not into a matrix in memory; repeated texts
+    get their distinct text's row, as in one piece."""
+    import gear_repro.embedding.corpus_parts as corpus_parts
+
+    texts = sample_triples(90)
+    texts = texts + texts[:30]  # 30 repeats, after the distinct ones
+    outs: list[np.ndarray] = []
+    real = corpus_parts.encode_in_parts
+
+    def spy(*a, out=None, **k):
+        outs.append(out)
+        return real(*a, out=out, **k)
+
+    monkeypatch.setattr(corpus_parts, "encode_in_parts", spy)
+    emb = HashEmbedder()
+    emb.batch_size, emb.cache_chunk_rows = 8, 40
+    vecs = emb.encode_corpus(texts, "triples")
+    assert len(outs) == 1 and isinstance(outs[0], np.memmap) and outs[0].shape == (90, emb.dim)
+    whole = HashEmbedder()
+    whole.cache = False
+    assert np.array_equal(vecs, whole.encode_corpus(texts, "triples"))
+    assert not isinstance(vecs, np.memmap) and emb.stats["encoded"] == 90
+    assert [p.name for p in cache.iterdir()] == [f"{emb.model_id}-{hash_texts(texts)}-distinct.npy"]  # no temp left
+
+
+def test_a_full_disk_stops_the_encode_before_it_starts(cache, monkeypatch) -> None:
+    """The memory map's blocks are allocated first: a full disk is one error naming the cache file, not a SIGBUS
+    in the middle of the encode."""
+    import errno
+
+    from gear_repro.utils.errors import OutputError
+
+    def full(fd, offset, size):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    emb = HashEmbedder()
+    emb.batch_size, emb.cache_chunk_rows = 8, 40
+    with pytest.raises(OutputError, match=r"cannot write .*embeddings/[\w.-]+-distinct\.npy: No space left on device"):
+        emb.encode_corpus(sample_triples(90), "triples")
+    assert emb.stats["encoded"] == 0 and not list(cache.glob("*.npy")) and not list(cache.glob(".*.tmp"))

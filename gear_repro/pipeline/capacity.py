@@ -105,10 +105,11 @@ def cached_rows(model_id: str, rows: int) -> bool:
 
 
 def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | None, dense_bytes: int = 4,
-             record_bytes: int = BYTES_PER_RECORD) -> Estimate:
+             record_bytes: int = BYTES_PER_RECORD, in_place: bool = False) -> Estimate:
     """The needs of embedding ``collections`` (name -> (rows, characters of text)) at ``dim``, held at
     ``dense_bytes`` a value (0: a memory map of the cache file), with ``record_bytes`` of objects per row; a
-    collection whose matrix is cached (``model_id``) needs no disk and no encode buffer."""
+    collection whose matrix is cached (``model_id``) needs no disk and no encode buffer, nor one that is encoded
+    ``in_place`` (into a memory map of its cache file: :func:`encodes_in_place`)."""
     est = Estimate(cache_dir() / "embeddings")
     encode_buffer = 0
     for name, (rows, chars) in collections.items():
@@ -118,13 +119,21 @@ def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | 
         est.memory += rows * dim * dense_bytes + objects
         if not cached:
             est.disk += 2 * vec
-            encode_buffer = max(encode_buffer, vec)
+            encode_buffer = max(encode_buffer, 0 if in_place else vec)
         est.lines.append(f"{name}: {rows:,} x {dim} float32 = {vec / GIB:.2f} GiB"
                          + (" (cached)" if cached else f", {2 * vec / GIB:.2f} GiB on disk while its parts are "
                             "assembled") + (", memory-mapped" if dense_bytes == 0 else "")
                          + f"; {objects / GIB:.2f} GiB of records")
     est.memory += encode_buffer
     return est
+
+
+def encodes_in_place(cfg: DictConfig) -> bool:
+    """Whether the embedder writes a large collection's vectors into a memory map of its cache file as they are
+    encoded (its cache on and ``embedder.cache_chunk_rows`` set: :meth:`~gear_repro.embedding.embedder.
+    SentenceEmbedder.encode_corpus`), so that the encode holds no copy of the matrix in memory."""
+    node = cfg.get("embedder")
+    return node is not None and bool(node.get("cache", True)) and node.get("cache_chunk_rows") is not None
 
 
 def check(est: Estimate, *, disk_free: Callable[[Path], int] | None = None,
@@ -200,10 +209,11 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
     on this machine."""
     dense_bytes = 2 if str(cfg.backend.dense_dtype) == "float16" else 4
     dim = embedder_dim(cfg.embedder)
-    est = estimate(collections, dim, model_id, dense_bytes)
+    in_place = encodes_in_place(cfg)
+    est = estimate(collections, dim, model_id, dense_bytes, in_place=in_place)
     for name, m in own.items():
         more = estimate({name: (m.rows, m.chars)}, dim, model_id, dense_bytes=4 if m.resident else 0,
-                        record_bytes=m.record_bytes)
+                        record_bytes=m.record_bytes, in_place=in_place)
         est.disk += more.disk
         est.memory += more.memory - BASE_BYTES
         est.lines += more.lines

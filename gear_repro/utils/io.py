@@ -257,8 +257,9 @@ def load_cached(path: str | Path, load: Callable[[Path], T], what: str) -> T | N
 
 
 @contextmanager
-def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8"):
-    """Write to a temp file in the same folder, then rename over the target."""
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temp file's path in the target's folder, written by the caller by any means (a memory map too), then
+    renamed over the target; removed when the block raises. An OSError names the target (:func:`output_error`)."""
     p = Path(path)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -267,11 +268,7 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
         raise output_error(p, e) from None
     os.close(fd)
     try:
-        kw = {} if "b" in mode else {"encoding": encoding}
-        with open(tmp, mode, **kw) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
+        yield Path(tmp)
         os.chmod(tmp, 0o666 & ~UMASK)  # mkstemp creates 0600; give the usual permissions
         os.replace(tmp, p)
     except BaseException as e:
@@ -280,6 +277,17 @@ def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8
         if isinstance(e, OSError):
             raise output_error(p, e) from None
         raise
+
+
+@contextmanager
+def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8"):
+    """Write to a temp file in the same folder, then rename over the target (:func:`atomic_path`)."""
+    with atomic_path(path) as tmp:
+        kw = {} if "b" in mode else {"encoding": encoding}
+        with open(tmp, mode, **kw) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def write_json(path: str | Path, obj: Any, indent: int = 2) -> None:
