@@ -30,9 +30,6 @@ METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
     "hipporag_ircot": ("HippoRAG w/ IRCoT", ("agent=hipporag_ircot",)),
     "griever": ("GRIEVER", ("retriever=griever",)),
 }
-MARGIN = 1.1  # as pipeline/capacity.py MARGIN
-GIB = 2**30
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -42,6 +39,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from gear_repro.api import compose
+    from gear_repro.pipeline.capacity import GIB, MARGIN
     from gear_repro.pipeline.plan import plan_sweep
 
     base = ["dataset=musique", f"dataset.path={args.prepared}", *args.overrides]

@@ -5,12 +5,13 @@ The estimate is from the corpus size alone (no model is loaded): each collection
 vectors are not yet cached needs rows x dim x 4 bytes (float32, :meth:`SentenceEmbedder.encode_corpus`) twice on
 disk while its resumable parts and the final file are both there (:mod:`gear_repro.embedding.corpus_parts`), and
 in memory each embedded collection's matrix as the backend holds it (``backend.dense_dtype``; an encode writes
-into a memory map of its cache file, and only one in a single piece, in memory, is counted once more), plus the corpus as Python objects (:data:`BYTES_PER_RECORD` per passage or triple
-and its text twice) and the process itself (:data:`BASE_BYTES`: interpreter, torch, the encoder). At MuSiQue's
-size (docs/scale.md, the rehearsal) this gives 2.4 GiB before the first vector, where the measured peak RSS was
-1.8 GiB for a BM25 run (dataset and index, no model) and 2.3 GiB for the index build during its passage encode;
-the check asks for :data:`MARGIN` of headroom. A component's own matrices (:class:`OwnMatrix`, GRIEVER's names and
-units, HippoRAG's phrases) count as their build holds them, with its records per row and the settings that need less (``hints``).
+into a memory map of its cache file, and only one in a single piece, in memory, is counted once more), plus the
+corpus as Python objects (:data:`BYTES_PER_RECORD` per passage or triple and its text twice) and the process
+itself (:data:`BASE_BYTES`: interpreter, torch, the encoder). At MuSiQue's size (docs/scale.md, the rehearsal)
+this gives 2.4 GiB before the first vector, where the measured peak RSS was 1.8 GiB for a BM25 run (dataset and
+index, no model) and 2.3 GiB for the index build during its passage encode; the check asks for :data:`MARGIN` of
+headroom. A component's own matrices (:class:`OwnMatrix`, GRIEVER's names and units, HippoRAG's phrases) count as
+their build holds them, with its records per row and the settings that need less (``hints``).
 """
 
 from __future__ import annotations
