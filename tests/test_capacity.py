@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
+from gear_repro.backends.ann import DenseSettings, index_bytes
 from gear_repro.pipeline import capacity
 from gear_repro.utils.errors import ConfigError
 from tests.helpers.doubles import HashEmbedder
@@ -27,9 +28,15 @@ def test_estimate_of_musique_size_with_minilm(cache) -> None:
     vec = (148_793 + 1_520_000) * 384 * 4
     assert est.disk == 2 * vec  # parts and the assembled file side by side
     assert est.folder == cache / "embeddings"
-    records = (148_793 + 1_520_000) * capacity.BYTES_PER_RECORD + 2 * (148_793 * 450 + 1_520_000 * 40)
+    records = (148_793 + 1_520_000) * capacity.BYTES_PER_RECORD + capacity.BYTES_PER_CHAR * (148_793 * 450 + 1_520_000 * 40)
     assert est.memory == capacity.BASE_BYTES + vec + records + 1_520_000 * 384 * 4  # + the triples' encode buffer
     assert "triples: 1,520,000 x 384 float32 = 2.17 GiB" in est.lines[1]
+    # with the default dense search both collections are past auto_min_vectors: faiss indexes of fp16 codes
+    from gear_repro.backends.ann import DenseSettings
+
+    indexed = capacity.estimate(MUSIQUE, 384, "m", dense=DenseSettings())
+    assert indexed.memory - est.memory == (148_793 + 1_520_000) * 384 * 2
+    assert "faiss index 1.09 GiB" in indexed.lines[1]
 
 
 def test_a_cached_matrix_needs_no_disk(cache) -> None:
@@ -100,8 +107,8 @@ def test_a_griever_run_counts_its_names_and_units(cache, tmp_path, monkeypatch) 
     cols = GrieverRetriever.capacity_collections(cfg.retriever, res.dataset.triples)
     names = {x for t in res.dataset.triples for x in (t.subject, t.object, t.predicate)}
     assert cols["griever names"][0] == len(names) and cols["griever units"][0] > len(res.dataset.triples)
-    est = capacity.run_estimate(cfg, res, triples=False)
-    plain = capacity.run_estimate(compose_config(["retriever=sbert", "run.progress=false"]), res, triples=False)
+    est = capacity.run_estimate(cfg, res, {"passages"})
+    plain = capacity.run_estimate(compose_config(["retriever=sbert", "run.progress=false"]), res, {"passages"})
     names, units = cols["griever names"], cols["griever units"]
     dim = capacity.embedder_dim(cfg.embedder)
     assert names.resident and not units.resident  # the alias clustering reads every name; units stay mapped
@@ -111,7 +118,7 @@ def test_a_griever_run_counts_its_names_and_units(cache, tmp_path, monkeypatch) 
     # ... unless the embedder encodes in one piece, in memory: then each encode holds its whole matrix
     whole = compose_config(["retriever=griever", "run.progress=false", "dataset.limit=2", "embedder.cache_chunk_rows=null"])
     assert not capacity.encodes_in_place(whole)
-    assert capacity.run_estimate(whole, res, triples=False).memory - est.memory == \
+    assert capacity.run_estimate(whole, res, {"passages"}).memory - est.memory == \
         (len(res.dataset.passages) + names.rows + units.rows) * dim * 4
     assert [line.split(":")[0] for line in est.lines] == ["passages", "griever names", "griever units"]
     assert "memory-mapped" in est.lines[2] and "memory-mapped" not in est.lines[1]
@@ -120,7 +127,7 @@ def test_a_griever_run_counts_its_names_and_units(cache, tmp_path, monkeypatch) 
                                           r"\(no same_as aliases: the 0\.\d GiB name matrix"):
         Runner(cfg, tmp_path / "griever", resources=res).run()
     off = compose_config(["retriever=griever", "run.progress=false", "dataset.limit=2", "retriever.same_as.max_aliases=0"])
-    lean = capacity.run_estimate(off, res, triples=False)
+    lean = capacity.run_estimate(off, res, {"passages"})
     assert est.memory - lean.memory == names.rows * dim * 4 and not lean.hints
 
 
@@ -140,26 +147,50 @@ def test_a_hipporag_run_counts_its_phrase_vectors(cache) -> None:
                                lambda texts: np.zeros((len(texts), 4), np.float32), synonyms=False)
     assert len(graph.phrases) <= phrases.rows <= len(graph.phrases) * 1.01  # a fact with an empty side drops both
     assert phrases.resident and phrases.record_bytes == PHRASE_RECORD_BYTES
-    est = capacity.run_estimate(cfg, res, triples=True)
-    plain = capacity.run_estimate(compose_config(["agent=gear", "run.progress=false"]), res, triples=True)
+    est = capacity.run_estimate(cfg, res, capacity.ALL_COLLECTIONS)
+    plain = capacity.run_estimate(compose_config(["agent=gear", "run.progress=false"]), res, capacity.ALL_COLLECTIONS)
     dim = capacity.embedder_dim(cfg.embedder)
     vectors = phrases.rows * dim * 4
-    # read whole, once; encoded into a memory map of the cache file (no second copy while encoding)
-    assert est.memory - plain.memory == vectors + phrases.rows * PHRASE_RECORD_BYTES + 2 * phrases.chars
+    # read whole, once; encoded into a memory map of the cache file (no second copy while encoding); GEAR's run
+    # embeds the triples instead and builds the triple graph
+    graph = len(res.dataset.triples) * capacity.TRIPLE_GRAPH_BYTES
+    assert est.memory - plain.memory == vectors + phrases.rows * PHRASE_RECORD_BYTES + 2 * phrases.chars - graph
+    assert any(line.startswith("triple graph:") for line in plain.lines)
+    assert not any(line.startswith("triple graph:") for line in est.lines)
     assert [line.split(":")[0] for line in est.lines] == ["passages", "triples", "hipporag phrases"]
     normalised = {"normalisation": "entity"}
     assert HippoRAG.capacity_collections(normalised, res.dataset.triples)["hipporag phrases"].rows > 0
 
 
-@pytest.mark.parametrize(("overrides", "triples"), [
-    ([], False), (["expansion=naive"], True), (["retriever=hybrid", "expansion=sync"], True),
-    (["agent=gear", "retriever=hybrid"], True), (["agent=hipporag"], False),
-    (["agent=hipporag", "hipporag.version=v2"], True), (["agent=hipporag_ircot"], False),
-    (["agent=ircot", "retriever=bm25"], False), (["experiment=t2rag_table1"], True), (["retriever=griever"], False)])
-def test_the_triples_are_counted_where_a_component_opens_their_collection(overrides, triples) -> None:
-    """By the wiring's own dependencies (HippoRAG v1 reads the triples, not their vectors; it was counted as if it
-    embedded them: 2.2 GiB and an encode buffer as large at MuSiQue size)."""
-    assert capacity.uses_triples(compose_config(overrides)) is triples
+P, T = "passages", "triples"
+
+
+@pytest.mark.parametrize(("overrides", "opened"), [
+    ([], {P}), (["expansion=naive"], {P, T}), (["retriever=hybrid", "expansion=sync"], {P, T}),
+    (["agent=gear", "retriever=hybrid"], {P, T}), (["agent=hipporag"], set()),
+    (["agent=hipporag", "hipporag.version=v2"], {P, T}), (["agent=hipporag_ircot"], set()),
+    (["agent=ircot", "retriever=bm25"], {P}), (["experiment=t2rag_table1"], {T}), (["retriever=griever"], {P})])
+def test_a_collection_is_counted_where_a_component_opens_it(overrides, opened) -> None:
+    """By the wiring's own dependencies: HippoRAG v1 reads the triples, not their vectors (it was counted as if it
+    embedded them: 2.2 GiB and an encode buffer as large at MuSiQue size), and neither it nor T²RAG opens the
+    passage collection (counted too: 0.6 GiB at MuSiQue size, a fifth of T²RAG's measured peak)."""
+    assert capacity.opened_collections(compose_config(overrides)) == opened
+
+
+def test_an_estimate_counts_only_the_opened_collections(cache) -> None:
+    from gear_repro.pipeline.resources import Resources
+
+    cfg = compose_config(["experiment=t2rag_table1", "run.progress=false", "dataset.limit=2"])
+    res = Resources(cfg, embedder=HashEmbedder())
+    est = capacity.run_estimate(cfg, res, capacity.opened_collections(cfg))
+    both = capacity.run_estimate(cfg, res, capacity.ALL_COLLECTIONS)
+    assert [line.split(":")[0] for line in est.lines] == ["triples"]
+    passages = capacity.dataset_collections(res.dataset, {P})[P]
+    dim = capacity.embedder_dim(cfg.embedder)
+    own_vectors = passages[0] * dim * (2 if str(cfg.backend.dense_dtype) == "float16" else 4)
+    index = index_bytes(DenseSettings.from_config(cfg.backend.dense), passages[0], dim)
+    assert both.memory - est.memory == own_vectors + passages[0] * capacity.BYTES_PER_RECORD + \
+        capacity.BYTES_PER_CHAR * passages[1] + index
 
 
 # bench_griever --scale (docs/scale.md, "GRIEVER's build at scale"): peak RSS (GiB) of GRIEVER's build with cached

@@ -143,6 +143,20 @@ def resolve_kind(settings: DenseSettings, n: int) -> DenseIndex:
     return settings.index
 
 
+CODE_BYTES = {DenseCodes.fp32: 4, DenseCodes.fp16: 2, DenseCodes.sq8: 1}  # bytes per dimension of a stored vector
+
+
+def index_bytes(settings: DenseSettings, n: int, dim: int) -> int:
+    """Memory of the faiss index a collection of ``n`` vectors of ``dim`` gets (0 with exact search): its codes,
+    plus HNSW's 2M level-0 links of 4 bytes or IVF's 8-byte ids per vector (the capacity check counts it)."""
+    kind = resolve_kind(settings, n)
+    if kind == DenseIndex.exact:
+        return 0
+    per_row = CODE_BYTES[settings.codes] * dim
+    per_row += 8 * settings.hnsw.m if kind == DenseIndex.hnsw else 8 if kind == DenseIndex.ivf else 0
+    return n * per_row
+
+
 def import_faiss() -> Any:
     """faiss, or a ConfigError saying how to install it (``make install`` does; pip extra ``ann``)."""
     try:

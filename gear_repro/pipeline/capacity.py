@@ -20,13 +20,14 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from gear_repro.backends.ann import DenseSettings, index_bytes
 from gear_repro.data.dataset import Dataset
 from gear_repro.pipeline.resources import target_class
 from gear_repro.types import OwnMatrix, Triple
@@ -36,7 +37,13 @@ from gear_repro.utils.paths import cache_dir
 log = logging.getLogger(__name__)
 
 GIB = 1024 ** 3
-BYTES_PER_RECORD = 400  # a Passage/Triple and its IndexDoc as Python objects, ids and fields included
+# A passage or triple in a run: its dataset record and its collection's document as Python objects (ids and fields),
+# and per character of its text, the strings held and the BM25 index built from them. Fitted to the per-step RSS of
+# a Hybrid + SyncGE run at MuSiQue's size (docs/scale.md): passages +0.40 GiB for 148,793 records of 88M
+# characters, triples +0.79 GiB for 1,514,009 of 90M, the dataset 0.96 GiB for both.
+BYTES_PER_RECORD = 700
+BYTES_PER_CHAR = 6
+TRIPLE_GRAPH_BYTES = 550  # the triple graph's arrays and maps per triple (core/triple_graph.py; the same step: +0.80 GiB)
 BASE_BYTES = int(1.5 * GIB)  # interpreter, torch, transformers and the encoder's weights
 MARGIN = 1.1  # ask for 10 % more than the estimate
 KNOWN_DIMS = {"all-minilm-l6-v2": 384, "all-mpnet-base-v2": 768}
@@ -106,9 +113,11 @@ def cached_rows(model_id: str, rows: int) -> bool:
 
 
 def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | None, dense_bytes: int = 4,
-             record_bytes: int = BYTES_PER_RECORD, in_place: bool = False) -> Estimate:
+             record_bytes: int = BYTES_PER_RECORD, in_place: bool = False, char_bytes: int = BYTES_PER_CHAR,
+             dense: DenseSettings | None = None) -> Estimate:
     """The needs of embedding ``collections`` (name -> (rows, characters of text)) at ``dim``, held at
-    ``dense_bytes`` a value (0: a memory map of the cache file), with ``record_bytes`` of objects per row; a
+    ``dense_bytes`` a value (0: a memory map of the cache file) with the faiss index ``dense`` gives each (none:
+    exact search), with ``record_bytes`` of objects per row and ``char_bytes`` per character of text; a
     collection whose matrix is cached (``model_id``) needs no disk and no encode buffer, nor one that is encoded
     ``in_place`` (into a memory map of its cache file: :func:`encodes_in_place`)."""
     est = Estimate(cache_dir() / "embeddings")
@@ -116,14 +125,16 @@ def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | 
     for name, (rows, chars) in collections.items():
         vec = rows * dim * 4
         cached = model_id is not None and cached_rows(model_id, rows)
-        objects = rows * record_bytes + 2 * chars
-        est.memory += rows * dim * dense_bytes + objects
+        objects = rows * record_bytes + char_bytes * chars
+        index = index_bytes(dense, rows, dim) if dense is not None else 0
+        est.memory += rows * dim * dense_bytes + objects + index
         if not cached:
             est.disk += 2 * vec
             encode_buffer = max(encode_buffer, 0 if in_place else vec)
         est.lines.append(f"{name}: {rows:,} x {dim} float32 = {vec / GIB:.2f} GiB"
                          + (" (cached)" if cached else f", {2 * vec / GIB:.2f} GiB on disk while its parts are "
                             "assembled") + (", memory-mapped" if dense_bytes == 0 else "")
+                         + (f", faiss index {index / GIB:.2f} GiB" if index else "")
                          + f"; {objects / GIB:.2f} GiB of records")
     est.memory += encode_buffer
     return est
@@ -162,21 +173,24 @@ def check(est: Estimate, *, disk_free: Callable[[Path], int] | None = None,
              have_mem / GIB)
 
 
-def run_estimate(cfg: DictConfig, res, *, triples: bool) -> Estimate | None:
-    """The estimate of a run (``res``: its :class:`~gear_repro.pipeline.resources.Resources`) that embeds its
-    passages and, with ``triples``, its triples; None when it embeds nothing or the backend keeps no vectors
-    here (Elasticsearch stores them on its server)."""
+def run_estimate(cfg: DictConfig, res, opened: Collection[str]) -> Estimate | None:
+    """The estimate of a run (``res``: its :class:`~gear_repro.pipeline.resources.Resources`) that opens the
+    ``opened`` collections (``"passages"``, ``"triples"``: :func:`opened_collections`); None when it embeds nothing
+    or the backend keeps no vectors here (Elasticsearch stores them on its server)."""
     if not res.needs_vectors or OmegaConf.select(cfg, "backend.dense_dtype") is None:
         return None
     ds = res.dataset
     model_id = getattr(res.embedder, "model_id", None)  # the run builds it anyway; no model is loaded for its key
-    return config_estimate(cfg, dataset_collections(ds, triples=triples), own_collections(cfg, ds.triples), model_id)
+    return config_estimate(cfg, dataset_collections(ds, opened), own_collections(cfg, ds.triples), model_id)
 
 
-def dataset_collections(ds: Dataset, *, triples: bool) -> dict[str, tuple[int, int]]:
-    """name -> (rows, characters of text) of the passages and, with ``triples``, the triples a run embeds."""
-    collections = {"passages": (len(ds.passages), sum(len(p.content) for p in ds.passages))}
-    if triples and ds.triples:
+def dataset_collections(ds: Dataset, opened: Collection[str]) -> dict[str, tuple[int, int]]:
+    """name -> (rows, characters of text) of the ``opened`` collections of ``ds`` (``"passages"``,
+    ``"triples"``)."""
+    collections = {}
+    if "passages" in opened:
+        collections["passages"] = (len(ds.passages), sum(len(p.content) for p in ds.passages))
+    if "triples" in opened and ds.triples:
         collections["triples"] = (len(ds.triples), sum(len(t.subject) + len(t.predicate) + len(t.object) + 2
                                                         for t in ds.triples))
     return collections
@@ -208,13 +222,24 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
     (:func:`own_collections`, with the retriever's ``capacity_hints``: the settings that need less), at the
     embedder's dimension and the backend's ``dense_dtype``; by sizes alone, so a plan prices a corpus that is not
     on this machine."""
+    from gear_repro.pipeline.wiring import requested
+
     dense_bytes = 2 if str(cfg.backend.dense_dtype) == "float16" else 4
     dim = embedder_dim(cfg.embedder)
     in_place = encodes_in_place(cfg)
-    est = estimate(collections, dim, model_id, dense_bytes, in_place=in_place)
-    for name, m in own.items():
+    dense = DenseSettings.from_config(cfg.backend.get("dense"))
+    est = estimate(collections, dim, model_id, dense_bytes, in_place=in_place, dense=dense)
+    faiss = sum(index_bytes(dense, rows, dim) for rows, _ in collections.values())
+    if faiss:
+        est.hints.append(f"backend.dense.index=exact (no faiss index: {faiss / GIB:.1f} GiB less; exact search, "
+                         "slower)")
+    if "triples" in collections and "triple_index" in requested(cfg):
+        graph = collections["triples"][0] * TRIPLE_GRAPH_BYTES
+        est.memory += graph
+        est.lines.append(f"triple graph: {graph / GIB:.2f} GiB")
+    for name, m in own.items():  # their record sizes were fitted with each text counted twice
         more = estimate({name: (m.rows, m.chars)}, dim, model_id, dense_bytes=4 if m.resident else 0,
-                        record_bytes=m.record_bytes, in_place=in_place)
+                        record_bytes=m.record_bytes, in_place=in_place, char_bytes=2)
         est.disk += more.disk
         est.memory += more.memory - BASE_BYTES
         est.lines += more.lines
@@ -224,19 +249,25 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
     return est
 
 
-def check_run(cfg: DictConfig, res, *, triples: bool, **free) -> None:
+def check_run(cfg: DictConfig, res, opened: Collection[str], **free) -> None:
     """The start-up check of a run (``run.capacity_check``, default true)."""
     if not bool(OmegaConf.select(cfg, "run.capacity_check", default=True)):
         return
-    est = run_estimate(cfg, res, triples=triples)
+    est = run_estimate(cfg, res, opened)
     if est is not None:
         check(est, **free)
 
 
-def uses_triples(cfg: DictConfig) -> bool:
-    """Whether a retrieval run opens (and so embeds) the triple collection: a component of it asks for
-    ``triple_collection``, itself or through the triple graph or the triple retriever (:func:`~gear_repro.pipeline.
-    wiring.requested`). HippoRAG v1 and IRCoT do not; NaiveGE/SyncGE, GEAR, T²RAG and HippoRAG v2 do."""
+ALL_COLLECTIONS = frozenset({"passages", "triples"})  # what stage=index opens and embeds
+
+
+def opened_collections(cfg: DictConfig) -> frozenset[str]:
+    """The collections a retrieval run opens, and so embeds when it keeps vectors: ``"passages"`` where a
+    component asks for ``passage_collection``, ``"triples"`` for ``triple_collection`` (itself or through the
+    triple graph or the triple retriever; :func:`~gear_repro.pipeline.wiring.requested`). HippoRAG v1 (alone or
+    in IRCoT) opens neither (it embeds its phrases), T²RAG only the triples, IRCoT only the passages."""
     from gear_repro.pipeline.wiring import requested
 
-    return "triple_collection" in requested(cfg)
+    asked = requested(cfg)
+    return frozenset(name for name, node in (("passages", "passage_collection"), ("triples", "triple_collection"))
+                     if node in asked)

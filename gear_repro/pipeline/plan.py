@@ -175,7 +175,7 @@ def plan_run(cfg: DictConfig, overrides: list[str], seen: set[tuple]) -> RunPlan
     """The plan of one run of ``cfg``; ``seen`` holds the encodes of the sweep's earlier runs (updated)."""
     ds_node = cfg.dataset
     path = Path(str(ds_node.path))
-    triples = capacity.uses_triples(cfg)
+    opened = capacity.opened_collections(cfg)
     notes: list[str] = []
     try:
         triples_file = ds_node.get("triples_file")
@@ -187,7 +187,7 @@ def plan_run(cfg: DictConfig, overrides: list[str], seen: set[tuple]) -> RunPlan
         data = _prepared(str(path), ds_node.get("limit"), str(ds_node.subset), int(ds_node.subset_seed), triples_file)
         n_q, sample, questions, scale = len(data.questions), data, data.questions, 1.0
         data_source = f"prepared data {_short(path)}"
-        collections = capacity.dataset_collections(data, triples=triples)
+        collections = capacity.dataset_collections(data, opened)
         own = capacity.own_collections(cfg, data.triples)
     else:
         data = None
@@ -204,11 +204,8 @@ def plan_run(cfg: DictConfig, overrides: list[str], seen: set[tuple]) -> RunPlan
         scale = n_q / len(questions)
         data_source = f"paper sizes ({_short(path)} absent)"
         per_triple = len(tri_sample.triples)
-        collections = {"passages": _scaled(capacity.dataset_collections(sample, triples=False)["passages"],
-                                           sizes["passages"])}
-        if triples:
-            collections["triples"] = _scaled(capacity.dataset_collections(tri_sample, triples=True)["triples"],
-                                             sizes["triples"])
+        collections = {name: _scaled(capacity.dataset_collections(source, {name})[name], sizes[name])
+                       for name, source in (("passages", sample), ("triples", tri_sample)) if name in opened}
         own = {}
         for name, m in capacity.own_collections(cfg, tri_sample.triples).items():
             rows, chars = _scaled((m.rows, m.chars), round(m.rows * sizes["triples"] / per_triple))

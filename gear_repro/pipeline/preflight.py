@@ -46,4 +46,4 @@ def preflight(cfg: DictConfig, res: Resources, method: Method, qa_reader: Answer
         qa_reader.check_prompts(res.dataset.questions)
     if res.needs_vectors and (embedder := res.built("embedder")) is not None:
         embedder.check_ready()  # the weights exist, before every question fails on the same missing model
-    capacity.check_run(cfg, res, triples=capacity.uses_triples(cfg))  # disk and memory for the caches, before encoding
+    capacity.check_run(cfg, res, capacity.opened_collections(cfg))  # disk and memory for the caches, before encoding
