@@ -216,3 +216,26 @@ def test_the_griever_estimate_is_within_20_percent_of_the_measured_build(cache, 
                                    "m")
     got = (est.memory - capacity.BASE_BYTES) / GIB
     assert got == pytest.approx(MEASURED_PEAK[fraction] - BENCH_BASE, rel=0.2)
+
+
+def test_the_memory_bench_runs_a_method_on_hash_vectors_and_records_its_estimate(cache, tmp_path) -> None:
+    """benchmarks/bench_method_memory.py: each method through the runner in a child process, every question
+    answered (no failure), its start-up estimate beside its peak."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.helpers.cli import REPO
+
+    out = tmp_path / "mem.json"
+    subprocess.run([sys.executable, "-m", "benchmarks.bench_method_memory", str(REPO / "data" / "musique_sample"),
+                    "--methods", "t2rag", "--limit", "2", "--workdir", str(tmp_path / "w"), "--out", str(out),
+                    "--set", "run.progress=false"], cwd=REPO, check=True, capture_output=True)
+    (rec,) = json.loads(out.read_text())
+    assert rec["method"] == "T²RAG" and rec["questions"] == 2 and rec["failed_questions"] == 0
+    assert rec["overrides"] == ["agent=t2rag", "run.progress=false", "dataset.limit=2"]
+    assert 0.1 < rec["peak_rss_gib"] < rec["estimate_gib"]  # the sample's estimate is mostly its 1.5 GiB allowance
+    assert (tmp_path / "w" / "t2rag" / "metrics.json").is_file()
+    # the vectors are cached under the hash embedder's own key, never under a model's
+    names = [p.name for p in (cache / "embeddings").iterdir()]
+    assert names and all(n.startswith(HashEmbedder(384).model_id + "-") for n in names)
