@@ -62,6 +62,13 @@ def test_too_little_memory_is_refused(cache) -> None:
         capacity.check(est, disk_free=lambda _: 100 * GIB, memory_free=lambda: 4 * GIB)
 
 
+def test_a_float16_run_is_not_told_to_use_float16(cache) -> None:
+    est = capacity.estimate(MUSIQUE, 768, "m", dense_bytes=2)
+    with pytest.raises(ConfigError, match="held as float16") as refused:
+        capacity.check(est, disk_free=lambda _: 100 * GIB, memory_free=lambda: 2 * GIB)
+    assert "dense_dtype=float16" not in str(refused.value)
+
+
 def test_index_stage_stops_before_encoding(cache, tmp_path, monkeypatch) -> None:
     from gear_repro.pipeline.resources import Resources
     from gear_repro.pipeline.runner import Runner

@@ -52,13 +52,15 @@ KNOWN_DIMS = {"all-minilm-l6-v2": 384, "all-mpnet-base-v2": 768}
 @dataclass
 class Estimate:
     """What a run's embedding caches need: bytes of disk in ``folder`` and of memory, with the lines that explain
-    them (one per collection) and the settings that would need less (``hints``, named when refused)."""
+    them (one per collection) and the settings that would need less (``hints``, named when refused);
+    ``dense_bytes``, the bytes a vector value is held at (2: ``backend.dense_dtype=float16`` already)."""
 
     folder: Path
     disk: int = 0
     memory: int = BASE_BYTES
     lines: list[str] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
+    dense_bytes: int = 4
 
 
 def available_memory() -> int:
@@ -120,7 +122,7 @@ def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | 
     exact search), with ``record_bytes`` of objects per row and ``char_bytes`` per character of text; a
     collection whose matrix is cached (``model_id``) needs no disk and no encode buffer, nor one that is encoded
     ``in_place`` (into a memory map of its cache file: :func:`encodes_in_place`)."""
-    est = Estimate(cache_dir() / "embeddings")
+    est = Estimate(cache_dir() / "embeddings", dense_bytes=dense_bytes)
     encode_buffer = 0
     for name, (rows, chars) in collections.items():
         vec = rows * dim * 4
@@ -134,6 +136,7 @@ def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | 
         est.lines.append(f"{name}: {rows:,} x {dim} float32 = {vec / GIB:.2f} GiB"
                          + (" (cached)" if cached else f", {2 * vec / GIB:.2f} GiB on disk while its parts are "
                             "assembled") + (", memory-mapped" if dense_bytes == 0 else "")
+                         + (", held as float16" if dense_bytes == 2 else "")
                          + (f", faiss index {index / GIB:.2f} GiB" if index else "")
                          + f"; {objects / GIB:.2f} GiB of records")
     est.memory += encode_buffer
@@ -165,7 +168,7 @@ def check(est: Estimate, *, disk_free: Callable[[Path], int] | None = None,
         raise ConfigError(
             f"not enough memory for this run's corpus and vectors: it needs about {est.memory / GIB:.1f} GiB "
             f"({detail}; {BASE_BYTES / GIB:.1f} GiB for the process and model), {have_mem / GIB:.1f} GiB available. "
-            "Use backend.dense_dtype=float16 (half the passage vectors' memory), "
+            "Use " + ("backend.dense_dtype=float16 (half the vectors' memory), " if est.dense_bytes == 4 else "")
             + "".join(f"{h}, " for h in est.hints)
             + "a machine with more memory, or set run.capacity_check=false to start anyway")
     log.info("capacity: the embedding caches need ~%.1f GiB of disk in %s (%.1f GiB free) and ~%.1f GiB of "
