@@ -1,17 +1,19 @@
 """Start-up capacity check: a run whose embedding caches need more free disk or memory than the machine has
 stops before it starts encoding (docs/scale.md, "Full-size dress rehearsal"), not after an hour of encoding.
 
-The estimate is from the corpus size alone (no model is loaded): each collection the run embeds and whose
-vectors are not yet cached needs rows x dim x 4 bytes (float32, :meth:`SentenceEmbedder.encode_corpus`) twice on
-disk while its resumable parts and the final file are both there (:mod:`gear_repro.embedding.corpus_parts`), and
-in memory each embedded collection's matrix as the backend holds it (``backend.dense_dtype``; an encode writes
-into a memory map of its cache file, and only one in a single piece, in memory, is counted once more), plus the
-corpus as Python objects (:data:`BYTES_PER_RECORD` per passage or triple and its text twice) and the process
-itself (:data:`BASE_BYTES`: interpreter, torch, the encoder). At MuSiQue's size (docs/scale.md, the rehearsal)
-this gives 2.4 GiB before the first vector, where the measured peak RSS was 1.8 GiB for a BM25 run (dataset and
-index, no model) and 2.3 GiB for the index build during its passage encode; the check asks for :data:`MARGIN` of
-headroom. A component's own matrices (:class:`OwnMatrix`, GRIEVER's names and units, HippoRAG's phrases) count as
-their build holds them, with its records per row and the settings that need less (``hints``).
+The estimate is from the corpus size alone (no model is loaded): each collection the run's components open
+(:func:`opened_collections`) and whose vectors are not yet cached needs rows x dim x 4 bytes (float32,
+:meth:`SentenceEmbedder.encode_corpus`) twice on disk while its resumable parts and the final file are both there
+(:mod:`gear_repro.embedding.corpus_parts`), and in memory each such collection's matrix as the backend holds it
+(``backend.dense_dtype``; an encode writes into a memory map of its cache file, and only one in a single piece, in
+memory, is counted once more) and its faiss index (:func:`~gear_repro.backends.ann.index_bytes`), the triple
+graph where one is built (:data:`TRIPLE_GRAPH_BYTES` a triple), the corpus as Python objects
+(:data:`BYTES_PER_RECORD` a passage or triple, :data:`BYTES_PER_CHAR` a character of its text) and the process
+itself (:data:`BASE_BYTES`: interpreter, torch, the encoder). The per-row figures are fitted to the per-step RSS of
+a Hybrid + SyncGE run at MuSiQue's size; the estimate came to 1.04-1.06 of the peaks of SyncGE, GEAR and T²RAG
+there (docs/scale.md, "Every method at full size"); the check asks for :data:`MARGIN` of headroom. A component's
+own matrices (:class:`OwnMatrix`, GRIEVER's names and units, HippoRAG's phrases) count as their build holds them,
+with its records per row and the settings that need less (``hints``).
 """
 
 from __future__ import annotations
