@@ -4,6 +4,7 @@ LLM path once with the tiny model."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,6 +16,7 @@ from gear_repro.llm.ledger import tags
 from gear_repro.llm.parsing import parse_named_entities
 from gear_repro.methods.hipporag.phrase_graph import (
     PhraseGraph,
+    alnum_length,
     build_phrase_graph,
     cached_phrase_graph,
     phrase_key,
@@ -452,3 +454,47 @@ def test_ner_json_setting_composes_and_names_the_row(compose) -> None:
                                  ({"server": {"n_ctx": 8192}}, True, "HippoRAG (NER JSON mode)")):
         cfg = {**base, "llm": llm, "hipporag": {"version": "v1", "ner_json": ner_json}}
         assert RunResult(Path("x"), cfg, {}).method == label, (llm, ner_json)
+
+
+def reference_edges(g, triples: list[Triple], found, version: str) -> dict[tuple[int, int], float]:
+    """The graph's undirected edges computed as the reference's ``build_graph`` does, with dicts of directed
+    entries: relation counts both ways, a synonym entry overwriting its direction, v2's passage -> phrase 1.0,
+    self loops dropped, the two directions summed."""
+    idx = g.phrase_index
+    directed: dict[tuple[int, int], float] = {}
+    for t in triples:
+        a, b = idx[phrase_key(t.subject)], idx[phrase_key(t.object)]
+        directed[a, b] = directed.get((a, b), 0.0) + 1.0
+        directed[b, a] = directed.get((b, a), 0.0) + 1.0
+    for i, j, s in found:
+        directed[i, j] = s
+    if version == "v2":
+        m = g.passage_phrase.tocsr()
+        for row in range(m.shape[0]):
+            for p in m.indices[m.indptr[row]:m.indptr[row + 1]]:
+                directed[g.n_phrases + row, int(p)] = 1.0
+    und: dict[tuple[int, int], float] = {}
+    for (a, b), w in directed.items():
+        if a != b:
+            und[min(a, b), max(a, b)] = und.get((min(a, b), max(a, b)), 0.0) + w
+    return und
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_the_graph_equals_the_references_dict_build_on_the_sample(version) -> None:
+    """The array build (synonym entries as int32/float32 arrays, edges by np.unique) gives the reference's edges
+    and weights bit for bit on the MuSiQue sample's 16k phrases, their synonyms from a hash embedder."""
+    from tests.conftest import SAMPLE
+    from tests.helpers.doubles import HashEmbedder
+
+    rows = [json.loads(x) for x in (SAMPLE / "triples.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
+    passages = [json.loads(x)["id"] for x in (SAMPLE / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    triples = [Triple(r["id"], r["subject"], r["predicate"], r["object"], r["passage_id"]) for r in rows]
+    triples = [t for t in triples if phrase_key(t.subject) and phrase_key(t.object)]
+    emb = HashEmbedder(64)
+    g = build_phrase_graph(triples, passages, emb.encode, version=version, synonym_threshold=0.6)
+    found = synonym_pairs(emb.encode(g.phrases), 0.6, 100, np.array([alnum_length(p) >= 3 for p in g.phrases]))
+    assert g.stats["synonym_entries"] == len(found) > 10_000
+    want = reference_edges(g, triples, found, version)
+    assert [tuple(e) for e in g.edges.tolist()] == sorted(want)
+    assert g.weights.tolist() == [want[e] for e in sorted(want)]

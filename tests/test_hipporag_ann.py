@@ -4,6 +4,7 @@ exact search wherever its cells hold the neighbours, on the bundled samples and 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 import numpy as np
 import pytest
@@ -38,9 +39,10 @@ def sample_phrases() -> list[str]:
 ULP = 1e-6
 
 
-def subset_in_order(ann: list, exact: list, threshold: float) -> bool:
+def subset_in_order(ann: Iterable, exact: Iterable, threshold: float) -> bool:
     """Every ann entry is an exact entry (or within :data:`ULP` of the threshold) with the same weight to
     :data:`ULP`; rows ascend, and within a row the weights do not increase (beyond :data:`ULP`)."""
+    ann, exact = list(ann), list(exact)
     weight = {(i, j): w for i, j, w in exact}
     for i, j, w in ann:
         if (i, j) in weight:
@@ -52,8 +54,9 @@ def subset_in_order(ann: list, exact: list, threshold: float) -> bool:
     return rows == sorted(rows) and all(b[2] <= a[2] + ULP for a, b in zip(ann, ann[1:], strict=False) if a[0] == b[0])
 
 
-def same_entries(ann: list, exact: list, threshold: float) -> bool:
+def same_entries(ann: Iterable, exact: Iterable, threshold: float) -> bool:
     """:func:`subset_in_order`, and every exact entry is found but those within :data:`ULP` of the threshold."""
+    ann, exact = list(ann), list(exact)
     found = {(i, j) for i, j, _ in ann}
     return subset_in_order(ann, exact, threshold) and all((i, j) in found or abs(w - threshold) <= ULP
                                                           for i, j, w in exact)

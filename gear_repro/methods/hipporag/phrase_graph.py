@@ -34,7 +34,7 @@ import logging
 import re
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,9 +99,31 @@ def resolve_synonym_search(search: str, n_phrases: int, auto_min_phrases: int) -
     return search
 
 
-def _emit_hits(q: np.ndarray, sims: np.ndarray, cols: np.ndarray | None, threshold: float, top_k: int,
-               out: list[tuple[int, int, float]]) -> None:
-    """Append the synonym entries of query rows ``q`` from their similarities ``sims`` to the rows ``cols``
+class SynonymEntries:
+    """Directed synonym entries (i, j, cosine) as three arrays (int32, int32, float32), rows ascending, each row's
+    entries best first: ~12 bytes an entry, where Python tuples took ~150 (MuSiQue-size corpora give tens of
+    millions of entries, docs/scale.md). Iterating yields ``(i, j, cosine)`` tuples."""
+
+    def __init__(self, i: np.ndarray, j: np.ndarray, s: np.ndarray) -> None:
+        self.i, self.j, self.s = i, j, s
+
+    @classmethod
+    def join(cls, parts: Sequence[SynonymEntries]) -> SynonymEntries:
+        """The entries of ``parts`` in order (empty: none)."""
+        if not parts:
+            return cls(np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.float32))
+        return cls(*(np.concatenate([getattr(x, a) for x in parts]) for a in ("i", "j", "s")))
+
+    def __len__(self) -> int:
+        return len(self.i)
+
+    def __iter__(self) -> Iterator[tuple[int, int, float]]:
+        return zip(self.i.tolist(), self.j.tolist(), self.s.astype(np.float64).tolist(), strict=True)
+
+
+def _emit_hits(q: np.ndarray, sims: np.ndarray, cols: np.ndarray | None, threshold: float,
+               top_k: int) -> SynonymEntries:
+    """The synonym entries of query rows ``q`` from their similarities ``sims`` to the rows ``cols``
     (ascending; None = every row): scores >= ``threshold`` except the row itself, best first, ties by ascending
     row, at most ``top_k`` a row."""
     if cols is None:
@@ -111,23 +133,21 @@ def _emit_hits(q: np.ndarray, sims: np.ndarray, cols: np.ndarray | None, thresho
         own = cols[at] == q
         sims[np.flatnonzero(own), at[own]] = -np.inf
     hit_r, hit_c = np.nonzero(sims >= threshold)
-    if hit_r.size == 0:
-        return
     scores = sims[hit_r, hit_c]
     if cols is not None:
         hit_c = cols[hit_c]  # ascending columns keep the tie order by row
     order = np.lexsort((hit_c, -scores, hit_r))  # by row, then score desc, then column asc
     hit_r, hit_c, scores = hit_r[order], hit_c[order], scores[order]
-    bounds = np.flatnonzero(np.diff(hit_r)) + 1
-    for seg_r, seg_c, seg_s in zip(np.split(hit_r, bounds), np.split(hit_c, bounds), np.split(scores, bounds),
-                                   strict=True):
-        i = int(q[seg_r[0]])
-        out.extend((i, int(j), float(s)) for j, s in zip(seg_c[:top_k], seg_s[:top_k], strict=True))
+    starts = np.flatnonzero(np.r_[True, hit_r[1:] != hit_r[:-1]]) if hit_r.size else np.empty(0, np.int64)
+    rank = np.arange(hit_r.size) - np.repeat(starts, np.diff(np.r_[starts, hit_r.size]))
+    keep = rank < top_k
+    return SynonymEntries(np.asarray(q)[hit_r[keep]].astype(np.int32), hit_c[keep].astype(np.int32),
+                          scores[keep].astype(np.float32))
 
 
 def synonym_pairs(vectors: np.ndarray, threshold: float = 0.8, top_k: int = 100, eligible: np.ndarray | None = None,
                   block_rows: int | None = None, max_block_bytes: int = 256 << 20,
-                  progress: bool = False) -> list[tuple[int, int, float]]:
+                  progress: bool = False) -> SynonymEntries:
     """Directed synonym entries (i, j, cosine) for rows ``i`` (``eligible``) and their nearest rows ``j != i``
     with cosine >= ``threshold``, best first, at most ``top_k`` per row; ties by ascending ``j``.
 
@@ -137,17 +157,17 @@ def synonym_pairs(vectors: np.ndarray, threshold: float = 0.8, top_k: int = 100,
     """
     n = vectors.shape[0]
     if n == 0 or top_k <= 0:
-        return []
+        return SynonymEntries.join([])
     v = np.ascontiguousarray(vectors, dtype=np.float32)
     rows = np.arange(n) if eligible is None else np.flatnonzero(eligible)
     step = block_rows or max(1, int(max_block_bytes // (4 * n)))
-    out: list[tuple[int, int, float]] = []
+    out: list[SynonymEntries] = []
     with progress_bars(progress), record_bar(len(rows), "hipporag synonyms (exact)", "phrase") as bar:
         for start in range(0, len(rows), step):
             q = rows[start:start + step]
-            _emit_hits(q, v[q] @ v.T, None, threshold, top_k, out)
+            out.append(_emit_hits(q, v[q] @ v.T, None, threshold, top_k))
             bar.update(len(q))
-    return out
+    return SynonymEntries.join(out)
 
 
 # OpenBLAS computes small float32 products (m·n up to about a thousand) with another kernel, which rounds some
@@ -168,7 +188,7 @@ def _cell_lists(assigned: np.ndarray, cells: int) -> list[np.ndarray]:
 def ann_synonym_pairs(vectors: np.ndarray, threshold: float = 0.8, top_k: int = 100,
                       eligible: np.ndarray | None = None, nlist: int | None = None, nprobe: int = 64,
                       spill: int = 2, train_size: int = 200_000, seed: int = 0, threads: int = 1,
-                      max_block_bytes: int = 256 << 20, progress: bool = False) -> list[tuple[int, int, float]]:
+                      max_block_bytes: int = 256 << 20, progress: bool = False) -> SynonymEntries:
     """:func:`synonym_pairs` with approximate candidates: the same entries, in the same order, except the
     neighbours that lie outside the searched cells.
 
@@ -188,7 +208,7 @@ def ann_synonym_pairs(vectors: np.ndarray, threshold: float = 0.8, top_k: int = 
 
     n, d = vectors.shape
     if n == 0 or top_k <= 0:
-        return []
+        return SynonymEntries.join([])
     faiss = import_faiss()
     faiss.omp_set_num_threads(threads)
     v = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -203,7 +223,7 @@ def ann_synonym_pairs(vectors: np.ndarray, threshold: float = 0.8, top_k: int = 
     _, probes = km.index.search(km.centroids, nprobe)  # each cell's nearest cells, itself first
     members, queries_of = _cell_lists(assigned, cells), _cell_lists(assigned[:, :1], cells)
     is_query = np.ones(n, dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool)
-    per_row: dict[int, list[tuple[int, int, float]]] = {}
+    found: list[SynonymEntries] = []
     with progress_bars(progress), record_bar(int(is_query.sum()), "hipporag synonyms (ann)", "phrase") as bar:
         for c in range(cells):
             queries = queries_of[c][is_query[queries_of[c]]]
@@ -216,12 +236,12 @@ def ann_synonym_pairs(vectors: np.ndarray, threshold: float = 0.8, top_k: int = 
             for start in range(0, len(queries), step):
                 q = queries[start:start + step]
                 sims = (v[np.resize(q, max(len(q), _MIN_ROWS))] @ db)[:len(q), :len(cols)]
-                found: list[tuple[int, int, float]] = []
-                _emit_hits(q, sims, cols, threshold, top_k, found)
-                for e in found:
-                    per_row.setdefault(e[0], []).append(e)
+                found.append(_emit_hits(q, sims, cols, threshold, top_k))
                 bar.update(len(q))
-    return [e for i in sorted(per_row) for e in per_row[i]]
+    out = SynonymEntries.join(found)
+    # a row is the query of one cell only, so its entries are together: a stable sort by row keeps their order
+    order = np.argsort(out.i, kind="stable")
+    return SynonymEntries(out.i[order], out.j[order], out.s[order])
 
 
 @dataclass
@@ -356,10 +376,9 @@ def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], em
     m = sp.csr_matrix(([counts[k] for k in keys], ([k[0] for k in keys], [k[1] for k in keys])),
                       shape=(len(passage_ids), n_p), dtype=np.float64)
 
-    n_syn = 0
     t_syn = 0.0
     search = resolve_synonym_search(synonym_search, n_p, synonym_auto_min_phrases) if synonyms else None
-    syn_pairs: set[tuple[int, int]] = set()
+    found = SynonymEntries.join([])
     if synonyms and n_p:
         if embed is None:
             raise ConfigError("synonym edges need an embedder")
@@ -372,29 +391,35 @@ def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], em
         else:
             found = synonym_pairs(vecs, synonym_threshold, synonym_top_k, eligible, block_rows=block_rows,
                                   progress=progress)
-        for i, j, s in found:
-            stats_dir[(i, j)] = s  # overwrites a relation count of this direction, as the reference does
-            n_syn += 1
-            syn_pairs.add((min(i, j), max(i, j)))
         t_syn = time.perf_counter() - t1
 
-    if version == "v2":
-        for row in range(len(passage_ids)):
-            for p in m.indices[m.indptr[row]:m.indptr[row + 1]]:
-                stats_dir[(n_p + row, int(p))] = 1.0
-
-    und: dict[tuple[int, int], float] = defaultdict(float)
-    for (a, b), w in stats_dir.items():
-        if a != b:  # self loops are dropped (reference build_graph)
-            und[(min(a, b), max(a, b))] += w
-    pairs = sorted(und)
-    with_syn = {x for pair in syn_pairs for x in pair}
-    edges = np.array(pairs, dtype=np.int64).reshape(-1, 2)
-    weights = np.array([und[e] for e in pairs], dtype=np.float64)
+    # directed entries as codes a * n_nodes + b (arrays: tens of millions of synonym entries at full size)
+    n_nodes = n_p + len(passage_ids)
+    rel = np.fromiter(stats_dir.keys(), dtype=np.dtype((np.int64, 2)), count=len(stats_dir)).reshape(-1, 2)
+    rel_code = rel[:, 0] * n_nodes + rel[:, 1]
+    rel_w = np.fromiter(stats_dir.values(), dtype=np.float64, count=len(stats_dir))
+    syn_code = found.i.astype(np.int64) * n_nodes + found.j
+    keep = ~np.isin(rel_code, syn_code)  # a synonym entry overwrites a relation count of its direction, as the reference does
+    codes, ws = [rel_code[keep], syn_code], [rel_w[keep], found.s.astype(np.float64)]
+    if version == "v2":  # one entry per passage -> phrase, weight 1.0
+        rows = np.repeat(np.arange(len(passage_ids), dtype=np.int64), np.diff(m.indptr))
+        codes.append((n_p + rows) * n_nodes + m.indices)
+        ws.append(np.ones(len(rows)))
+    code, w = np.concatenate(codes), np.concatenate(ws)
+    a, b = code // n_nodes, code % n_nodes
+    own = a != b  # self loops are dropped (reference build_graph)
+    lo, hi, w = np.minimum(a, b)[own], np.maximum(a, b)[own], w[own]
+    # an undirected pair weighs the sum of its two directions (at most two terms: the sum of either order)
+    und, inverse = np.unique(lo * n_nodes + hi, return_inverse=True)
+    edges = np.stack([und // n_nodes, und % n_nodes], axis=1).astype(np.int64).reshape(-1, 2)
+    weights = np.bincount(inverse, weights=w, minlength=len(und)).astype(np.float64)
+    si, sj = found.i.astype(np.int64), found.j.astype(np.int64)
+    syn_pairs = np.unique(np.minimum(si, sj) * n_nodes + np.maximum(si, sj))
+    with_syn = np.unique(np.concatenate([syn_pairs // n_nodes, syn_pairs % n_nodes]))
     stats = {"phrases": n_p, "passages": len(passage_ids), "triples_used": len(clean), "relation_pairs": n_relation_pairs,
-             "synonym_search": search, "synonym_entries": n_syn, "synonym_edges": len(syn_pairs),
+             "synonym_search": search, "synonym_entries": len(found), "synonym_edges": len(syn_pairs),
              "phrases_with_synonym": len(with_syn), "synonym_phrase_share": round(len(with_syn) / max(1, n_p), 6),
-             "edges": len(pairs), "synonym_s": round(t_syn, 3),
+             "edges": len(und), "synonym_s": round(t_syn, 3),
              "build_s": round(time.perf_counter() - t0, 3), **skipped}
     log.info("HippoRAG graph (%s): %s", version, stats)
     return PhraseGraph(phrases=phrases, passage_ids=list(passage_ids), edges=edges, weights=weights, passage_phrase=m,
