@@ -498,3 +498,15 @@ def test_the_graph_equals_the_references_dict_build_on_the_sample(version) -> No
     want = reference_edges(g, triples, found, version)
     assert [tuple(e) for e in g.edges.tolist()] == sorted(want)
     assert g.weights.tolist() == [want[e] for e in sorted(want)]
+
+
+def test_the_igraph_built_in_chunks_is_the_same_graph() -> None:
+    """Edges added a chunk at a time keep their ids: the same edge list, weights and PPR, bit for bit."""
+    g = build_phrase_graph(TOY_GRAPH_TRIPLES, ["d0", "d1", "d2", "d3"], fake_embed)
+    whole = g.igraph()
+    chunked = PhraseGraph(g.phrases, g.passage_ids, g.edges, g.weights, g.passage_phrase).igraph(edge_chunk=2)
+    assert len(g.edges) > 2 and chunked.get_edgelist() == whole.get_edgelist()
+    assert chunked.es["weight"] == whole.es["weight"]
+    reset = np.arange(g.n_nodes, dtype=np.float64) + 1
+    assert whole.personalized_pagerank(directed=False, damping=0.5, reset=reset.tolist(), weights="weight") == \
+        chunked.personalized_pagerank(directed=False, damping=0.5, reset=reset.tolist(), weights="weight")

@@ -279,12 +279,16 @@ class PhraseGraph:
         """|P_i|: number of passages containing phrase i (the reference's ``phrase_to_num_doc``)."""
         return np.asarray((self.passage_phrase > 0).sum(axis=0)).ravel().astype(np.int64)
 
-    def igraph(self):
-        """The python-igraph Graph (undirected, edge attribute ``weight``), built once."""
+    def igraph(self, edge_chunk: int = 1 << 20):
+        """The python-igraph Graph (undirected, edge attribute ``weight``), built once. The edges go in
+        ``edge_chunk`` at a time, in order (the same edge ids, so the same graph): a Python list of every edge at
+        once took ~130 bytes an edge, 4.5 GiB at the 36M edges of a MuSiQue-size graph (docs/scale.md)."""
         if self._igraph is None:
             import igraph as ig
 
-            g = ig.Graph(n=self.n_nodes, edges=self.edges.tolist(), directed=False)
+            g = ig.Graph(n=self.n_nodes, directed=False)
+            for start in range(0, len(self.edges), edge_chunk):
+                g.add_edges(self.edges[start:start + edge_chunk].tolist())
             g.es["weight"] = self.weights.tolist()
             self._igraph = g
         return self._igraph
