@@ -8,6 +8,7 @@ from the shared $GEAR_CACHE, as on a cluster; each run writes into its own tempo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -109,10 +110,16 @@ def _cancel_mid_run(run_dir: Path, driver: subprocess.Popen) -> int:
     until SLURM has killed it: submitit ignores SIGTERM, so a cancelled job runs on for KillWait seconds (and SLURM
     sends SIGCONT first), long enough to finish a few fast questions."""
     end = time.monotonic() + 600
-    while len(_records(run_dir)) < 1:
-        assert driver.poll() is None and time.monotonic() < end, "the job never wrote a question"
+    pid = None
+    # the pid is read as soon as the job takes its run dir's lock, not after its first question: on a loaded
+    # machine the job could finish every question, and remove the lock, before this process read it
+    while pid is None or len(_records(run_dir)) < 1:
+        assert driver.poll() is None and time.monotonic() < end, \
+            "the job never wrote a question" if pid is not None else "the job's lock was never seen"
+        if pid is None:
+            with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):  # not taken yet, or being written
+                pid = json.loads((run_dir / ".lock").read_text())["pid"]
         time.sleep(0.05)
-    pid = json.loads((run_dir / ".lock").read_text())["pid"]
     os.kill(pid, signal.SIGSTOP)
     done = len(_records(run_dir))
     assert 1 <= done < N, f"the job to cancel finished {done} of {N} questions before it could be stopped"
