@@ -142,7 +142,7 @@ def test_a_hipporag_run_counts_its_phrase_vectors(cache) -> None:
     """HippoRAG embeds its phrase nodes and reads them whole (synonym search, entity linking): 1M phrases at full
     size, ~1.4 GiB at MiniLM's 384 dimensions, that the check counted nowhere."""
     from gear_repro.methods.hipporag.phrase_graph import build_phrase_graph
-    from gear_repro.methods.hipporag.retriever import PHRASE_RECORD_BYTES, HippoRAG
+    from gear_repro.methods.hipporag.retriever import EDGES_PER_PHRASE, GRAPH_EDGE_BYTES, PHRASE_RECORD_BYTES, HippoRAG
     from gear_repro.pipeline.resources import Resources
 
     cfg = compose_config(["agent=hipporag", "run.progress=false", "dataset.limit=2"])
@@ -161,12 +161,38 @@ def test_a_hipporag_run_counts_its_phrase_vectors(cache) -> None:
     # read whole, once; encoded into a memory map of the cache file (no second copy while encoding); GEAR's run
     # embeds the triples instead and builds the triple graph
     graph = len(res.dataset.triples) * capacity.TRIPLE_GRAPH_BYTES
-    assert est.memory - plain.memory == vectors + phrases.rows * PHRASE_RECORD_BYTES + 2 * phrases.chars - graph
+    # and its phrase graph, before a build at the bundled sample's edges a phrase
+    phrase_graph = round(phrases.rows * EDGES_PER_PHRASE) * GRAPH_EDGE_BYTES
+    assert phrases.also == (f"hipporag phrase graph ({round(phrases.rows * EDGES_PER_PHRASE):,} edges, "
+                            f"{EDGES_PER_PHRASE} a phrase assumed)", phrase_graph)
+    assert est.memory - plain.memory == (vectors + phrases.rows * PHRASE_RECORD_BYTES + 2 * phrases.chars - graph
+                                         + phrase_graph)
     assert any(line.startswith("triple graph:") for line in plain.lines)
     assert not any(line.startswith("triple graph:") for line in est.lines)
-    assert [line.split(":")[0] for line in est.lines] == ["passages", "triples", "hipporag phrases"]
+    assert [line.split(":")[0] for line in est.lines] == ["passages", "triples", "hipporag phrases",
+                                                          "hipporag phrase graph (" + phrases.also[0].split("(")[1]]
     normalised = {"normalisation": "entity"}
     assert HippoRAG.capacity_collections(normalised, res.dataset.triples)["hipporag phrases"].rows > 0
+
+
+def test_a_cached_phrase_graph_prices_its_own_edges(cache) -> None:
+    """Once a graph of the corpus is cached, the estimate counts its edges (a corpus of many synonyms has far more
+    than the sample's rate: the generated MuSiQue-size corpus 24.4 a phrase), read from the file's array headers."""
+    from gear_repro.methods.hipporag.phrase_graph import build_phrase_graph, cached_graph_edges
+    from gear_repro.methods.hipporag.retriever import GRAPH_EDGE_BYTES, HippoRAG
+    from gear_repro.types import Triple
+
+    triples = [Triple(f"t{i}", f"a{i}", "r", f"b{i % 3}", f"p{i}") for i in range(9)]
+    graph = build_phrase_graph(triples, [f"p{i}" for i in range(9)], synonyms=False)
+    assert cached_graph_edges(len(graph.phrases)) is None
+    (cache / "hipporag").mkdir(parents=True)
+    graph.save(cache / "hipporag" / "graph-0.npz")
+    (cache / "hipporag" / "graph-1.npz").write_bytes(b"not a zip")  # a damaged entry is passed over
+    assert cached_graph_edges(len(graph.phrases)) == len(graph.edges) == 9
+    assert cached_graph_edges(len(graph.phrases) + 1) is None
+    phrases = HippoRAG.capacity_collections({}, triples)["hipporag phrases"]
+    assert phrases.rows == len(graph.phrases) == 12
+    assert phrases.also == ("hipporag phrase graph (9 edges, the cached graph's)", 9 * GRAPH_EDGE_BYTES)
 
 
 P, T = "passages", "triples"

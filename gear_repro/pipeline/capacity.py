@@ -248,6 +248,9 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
         est.disk += more.disk
         est.memory += more.memory - BASE_BYTES
         est.lines += more.lines
+        if m.also is not None:
+            est.memory += m.also[1]
+            est.lines.append(f"{m.also[0]}: {m.also[1] / GIB:.2f} GiB")
     for node, cls in _own_nodes(cfg) if own else ():
         if (hints := getattr(cls, "capacity_hints", None)) is not None:
             est.hints += hints(node, own, dim)

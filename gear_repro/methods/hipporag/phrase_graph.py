@@ -33,6 +33,7 @@ import json
 import logging
 import re
 import time
+import zipfile
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -434,6 +435,28 @@ def graph_cache_key(triples: Sequence[Triple], passage_ids: Sequence[str], setti
     """Content hash of everything the graph depends on."""
     th = hash_texts(f"{t.passage_id}\t{t.subject}\t{t.predicate}\t{t.object}" for t in triples)
     return hash_obj({"triples": th, "passages": hash_texts(passage_ids), **settings})
+
+
+def cached_graph_edges(phrases: int) -> int | None:
+    """The edges of a graph in $GEAR_CACHE/hipporag with ``phrases`` phrase nodes (the most, where several are),
+    read from the arrays' headers (nothing decompressed); None when no cached graph has that many phrases. For the
+    start-up capacity check, which prices the graph before its build (:meth:`HippoRAG.capacity_collections`)."""
+    found = []
+    for path in (cache_dir() / "hipporag").glob("graph-*.npz"):
+        try:
+            with zipfile.ZipFile(path) as z:
+                if _npy_rows(z, "phrases.npy") == phrases:
+                    found.append(_npy_rows(z, "edges.npy"))
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+            continue
+    return max(found, default=None)
+
+
+def _npy_rows(z: zipfile.ZipFile, member: str) -> int:
+    with z.open(member) as f:
+        version = np.lib.format.read_magic(f)
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        return int(read(f)[0][0])
 
 
 def cached_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], embed, settings: dict[str, Any],

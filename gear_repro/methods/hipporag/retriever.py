@@ -49,6 +49,7 @@ from gear_repro.methods.hipporag.phrase_graph import (
     PhraseGraph,
     PhraseNormalisation,
     SynonymSearch,
+    cached_graph_edges,
     cached_phrase_graph,
     phrase_key,
 )
@@ -104,10 +105,19 @@ def ner_json_mode(llm: Any, setting: bool | None) -> bool:
     return llm is not None and getattr(llm, "server_cfg", None) is None
 
 
-# Python objects per phrase while the graph is built: its key and index, ~8 synonym entries (a tuple each) and the
-# ANN cell lists; from bench_hipporag_synonyms' peaks at 50k and 200k synthetic phrases, less the vectors
+# Python objects per phrase while the graph is built: its key and index, its synonym entries and the ANN cell
+# lists; from bench_hipporag_synonyms' peaks at 50k and 200k synthetic phrases, less the vectors
 # (docs/scale.md "HippoRAG at full size")
 PHRASE_RECORD_BYTES = 1_500
+# An edge of the phrase graph while PPR runs: igraph's edge (two ids and two index entries, 64-bit), its weight as a
+# Python float in igraph's attribute list and in the list it is set from, and the graph's own arrays (two int64 ids,
+# a float64 weight). Fitted to HippoRAG v1's run at MuSiQue size: 36.1M edges, ~3.4 GiB above the rest of the
+# estimate (docs/scale.md, "Every method at full size").
+GRAPH_EDGE_BYTES = 96
+# Edges a phrase before a graph of the corpus is cached: the bundled MuSiQue sample's graph (16,227 phrases,
+# 22,822 relation and synonym edges; MiniLM, synonym_threshold 0.8). A corpus with more synonyms has more: the
+# generated MuSiQue-size corpus's pseudo-words give 24.4 a phrase, so its first build is priced low.
+EDGES_PER_PHRASE = 1.4
 
 
 @dataclass
@@ -225,14 +235,21 @@ class HippoRAG:
         """What the build embeds beyond the passages, for the start-up capacity check
         (:mod:`gear_repro.pipeline.capacity`; ``node``: the ``hipporag`` config): the phrase nodes (distinct
         subject and object keys under ``normalisation``), their vectors read whole by the synonym search and by
-        v1's entity linking, with :data:`PHRASE_RECORD_BYTES` of objects each. Counted at the run's embedder's
-        dimension (a ``hipporag.encoder`` of another size is not). One pass of :func:`phrase_key` over the
-        triples' subjects and objects: ~3.5 CPU-s at MuSiQue's 1.5M triples, paid at each start (the graph build
-        computes the keys again on its first run only: its graph is cached)."""
+        v1's entity linking, with :data:`PHRASE_RECORD_BYTES` of objects each, and the phrase graph
+        (:data:`GRAPH_EDGE_BYTES` an edge: the cached graph's edges where one of as many phrases is cached, else
+        :data:`EDGES_PER_PHRASE` a phrase). Counted at the run's embedder's dimension (a ``hipporag.encoder`` of
+        another size is not). One pass of :func:`phrase_key` over the triples' subjects and objects: ~3.5 CPU-s at
+        MuSiQue's 1.5M triples, paid at each start (the graph build computes the keys again on its first run only:
+        its graph is cached)."""
         normalisation = str(node.get("normalisation", PhraseNormalisation.hipporag.value))
         phrases = {phrase_key(x, normalisation) for t in triples for x in (t.subject, t.object)}
         phrases.discard("")
-        return {"hipporag phrases": OwnMatrix(len(phrases), sum(map(len, phrases)), True, PHRASE_RECORD_BYTES)}
+        cached = cached_graph_edges(len(phrases))
+        edges = cached if cached is not None else round(len(phrases) * EDGES_PER_PHRASE)
+        what = (f"hipporag phrase graph ({edges:,} edges"
+                + (", the cached graph's)" if cached is not None else f", {EDGES_PER_PHRASE} a phrase assumed)"))
+        return {"hipporag phrases": OwnMatrix(len(phrases), sum(map(len, phrases)), True, PHRASE_RECORD_BYTES,
+                                              also=(what, edges * GRAPH_EDGE_BYTES))}
 
     # -- offline ----------------------------------------------------------------------------------------
     @property
