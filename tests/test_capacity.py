@@ -142,7 +142,12 @@ def test_a_hipporag_run_counts_its_phrase_vectors(cache) -> None:
     """HippoRAG embeds its phrase nodes and reads them whole (synonym search, entity linking): 1M phrases at full
     size, ~1.4 GiB at MiniLM's 384 dimensions, that the check counted nowhere."""
     from gear_repro.methods.hipporag.phrase_graph import build_phrase_graph
-    from gear_repro.methods.hipporag.retriever import EDGES_PER_PHRASE, GRAPH_EDGE_BYTES, PHRASE_RECORD_BYTES, HippoRAG
+    from gear_repro.methods.hipporag.retriever import (
+        EDGES_PER_PHRASE,
+        GRAPH_EDGE_BYTES,
+        PHRASE_RECORD_BYTES,
+        HippoRAG,
+    )
     from gear_repro.pipeline.resources import Resources
 
     cfg = compose_config(["agent=hipporag", "run.progress=false", "dataset.limit=2"])

@@ -416,8 +416,8 @@ def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], em
     lo, hi, w = np.minimum(a, b)[own], np.maximum(a, b)[own], w[own]
     # an undirected pair weighs the sum of its two directions (at most two terms: the sum of either order)
     und, inverse = np.unique(lo * n_nodes + hi, return_inverse=True)
-    edges = np.stack([und // n_nodes, und % n_nodes], axis=1).astype(np.int64).reshape(-1, 2)
-    weights = np.bincount(inverse, weights=w, minlength=len(und)).astype(np.float64)
+    edges = np.stack([und // n_nodes, und % n_nodes], axis=1)  # int64, (E, 2) even when E = 0
+    weights = np.bincount(inverse, weights=w, minlength=len(und)).astype(np.float64)  # (int64 when there are none)
     si, sj = found.i.astype(np.int64), found.j.astype(np.int64)
     syn_pairs = np.unique(np.minimum(si, sj) * n_nodes + np.maximum(si, sj))
     with_syn = np.unique(np.concatenate([syn_pairs // n_nodes, syn_pairs % n_nodes]))
