@@ -129,13 +129,31 @@ def test_a_griever_run_counts_its_names_and_units(cache, tmp_path, monkeypatch) 
         (len(res.dataset.passages) + names.rows + units.rows) * dim * 4
     assert [line.split(":")[0] for line in est.lines] == ["passages", "griever names", "griever units"]
     assert "memory-mapped" in est.lines[2] and "memory-mapped" not in est.lines[1]
-    monkeypatch.setattr(capacity, "available_memory", lambda: est.memory)  # under the 10 % margin
+    monkeypatch.setattr(capacity, "run_memory", lambda: est.memory)  # under the 10 % margin
     with pytest.raises(ConfigError, match=r"not enough memory .*griever units: .*retriever\.same_as\.max_aliases=0 "
                                           r"\(no same_as aliases: the 0\.\d GiB name matrix"):
         Runner(cfg, tmp_path / "griever", resources=res).run()
     off = compose_config(["retriever=griever", "run.progress=false", "dataset.limit=2", "retriever.same_as.max_aliases=0"])
     lean = capacity.run_estimate(off, res, {"passages"})
     assert est.memory - lean.memory == names.rows * dim * 4 and not lean.hints
+
+
+def test_the_memory_a_run_has_counts_what_its_process_holds_already(cache, monkeypatch) -> None:
+    """The estimate is of the whole process, which holds its dataset before the check runs; MemAvailable alone
+    had refused a 2Wiki-size run that fits (14.7 GiB estimated, 10.7 available once its 7 GiB of records were
+    loaded)."""
+    held = capacity.process_memory()
+    assert 10 * 2 ** 20 < held < capacity.available_memory() + held  # this interpreter's own anonymous pages
+    big = np.ones(64 * 2 ** 20 // 8)  # 64 MiB more of them
+    assert capacity.process_memory() - held >= 60 * 2 ** 20
+    del big
+    est = capacity.Estimate(cache / "embeddings", memory=10 * GIB)
+    monkeypatch.setattr(capacity, "available_memory", lambda: 4 * GIB)
+    monkeypatch.setattr(capacity, "process_memory", lambda: 7 * GIB)
+    capacity.check(est, disk_free=lambda _: GIB)  # 10 GiB estimated, 11 with the margin: 4 + 7 at hand
+    monkeypatch.setattr(capacity, "process_memory", lambda: 6 * GIB)
+    with pytest.raises(ConfigError, match=r"needs about 10\.0 GiB .*10\.0 GiB available to this process"):
+        capacity.check(est, disk_free=lambda _: GIB)
 
 
 def test_a_hipporag_run_counts_its_phrase_vectors(cache) -> None:

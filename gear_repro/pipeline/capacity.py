@@ -11,7 +11,8 @@ graph where one is built (:data:`TRIPLE_GRAPH_BYTES` a triple), the corpus as Py
 (:data:`BYTES_PER_RECORD` a passage or triple, :data:`BYTES_PER_CHAR` a character of its text) and the process
 itself (:data:`BASE_BYTES`: interpreter, torch, the encoder). The per-row figures are fitted to the per-step RSS of
 a Hybrid + SyncGE run at MuSiQue's size; the estimate came to 1.04-1.06 of the peaks of SyncGE, GEAR and T²RAG
-there (docs/scale.md, "Every method at full size"); the check asks for :data:`MARGIN` of headroom. A component's
+there (docs/scale.md, "Every method at full size"); the check asks for :data:`MARGIN` of headroom over what the
+machine has available and what the process holds already (:func:`run_memory`). A component's
 own matrices (:class:`OwnMatrix`, GRIEVER's names and units, HippoRAG's phrases) count as their build holds them,
 with its records per row and the settings that need less (``hints``).
 """
@@ -74,6 +75,25 @@ def available_memory() -> int:
     except OSError:
         pass
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def process_memory() -> int:
+    """Bytes this process holds resident and anonymous now (``RssAnon`` of /proc/self/status; 0 where unknown).
+    The estimate is of the whole run's process, which by the check already holds part of it (the interpreter, the
+    dataset's records) that ``MemAvailable`` no longer counts."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def run_memory() -> int:
+    """Bytes of memory this run's process can hold in all: what the machine has available and what the process
+    holds already."""
+    return available_memory() + process_memory()
 
 
 def free_disk(folder: Path) -> int:
@@ -155,9 +175,9 @@ def encodes_in_place(cfg: DictConfig) -> bool:
 
 def check(est: Estimate, *, disk_free: Callable[[Path], int] | None = None,
           memory_free: Callable[[], int] | None = None) -> None:
-    """ConfigError when ``est`` (with :data:`MARGIN`) exceeds the free disk of its folder or the available memory
-    (measured by :func:`free_disk` and :func:`available_memory` unless given)."""
-    disk_free, memory_free = disk_free or free_disk, memory_free or available_memory
+    """ConfigError when ``est`` (with :data:`MARGIN`) exceeds the free disk of its folder or the memory the run's
+    process can hold (measured by :func:`free_disk` and :func:`run_memory` unless given)."""
+    disk_free, memory_free = disk_free or free_disk, memory_free or run_memory
     detail = "; ".join(est.lines)
     have_disk = disk_free(est.folder)
     if est.disk * MARGIN > have_disk:
@@ -169,7 +189,8 @@ def check(est: Estimate, *, disk_free: Callable[[Path], int] | None = None,
     if est.memory * MARGIN > have_mem:
         raise ConfigError(
             f"not enough memory for this run's corpus and vectors: it needs about {est.memory / GIB:.1f} GiB "
-            f"({detail}; {BASE_BYTES / GIB:.1f} GiB for the process and model), {have_mem / GIB:.1f} GiB available. "
+            f"({detail}; {BASE_BYTES / GIB:.1f} GiB for the process and model), {have_mem / GIB:.1f} GiB "
+            "available to this process. "
             "Use " + ("backend.dense_dtype=float16 (half the vectors' memory), " if est.dense_bytes == 4 else "")
             + "".join(f"{h}, " for h in est.hints)
             + "a machine with more memory, or set run.capacity_check=false to start anyway")
