@@ -7,6 +7,7 @@ triples.jsonl   {id, subject, predicate, object, passage_id}
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import math
@@ -104,12 +105,21 @@ def unique_records(rows: Iterable[tuple[str, str, dict]], build: Callable[[dict,
     {...})`` for a file, ``("passages[2]", "passages[2]", {...})`` for a Python list or a DataFrame row."""
     out: list = []
     seen: dict[str, str] = {}
-    for where, place, rec in rows:
-        item = build(rec, where)
-        if item.id in seen:
-            raise DataError(f"{where}: duplicate {kind} id '{item.id}' (first at {seen[item.id]})")
-        seen[item.id] = place
-        out.append(item)
+    # The records hold no reference cycles, so the cyclic collector has nothing to free here, yet its full passes
+    # over every object made so far grew with the file: 2Wiki's 5M triples read in 9.5 min with it, MuSiQue's
+    # 1.5M in 33 s (19 s without).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for where, place, rec in rows:
+            item = build(rec, where)
+            if item.id in seen:
+                raise DataError(f"{where}: duplicate {kind} id '{item.id}' (first at {seen[item.id]})")
+            seen[item.id] = place
+            out.append(item)
+    finally:
+        if collecting:
+            gc.enable()
     return out
 
 
