@@ -106,8 +106,8 @@ def unique_records(rows: Iterable[tuple[str, str, dict]], build: Callable[[dict,
     out: list = []
     seen: dict[str, str] = {}
     # The records hold no reference cycles, so the cyclic collector has nothing to free here, yet its full passes
-    # over every object made so far grew with the file: 2Wiki's 5M triples read in 9.5 min with it, MuSiQue's
-    # 1.5M in 33 s (19 s without).
+    # over every object made so far grow with the file: MuSiQue size's 1.5M triples load in 33 s with it, 19 s
+    # without (one machine, one after the other).
     collecting = gc.isenabled()
     gc.disable()
     try:
