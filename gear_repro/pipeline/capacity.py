@@ -66,28 +66,28 @@ class Estimate:
     dense_bytes: int = 4
 
 
-def available_memory() -> int:
-    """Bytes of memory available to a new process (``MemAvailable`` of /proc/meminfo, else physical pages)."""
+def _proc_bytes(path: str, key: str) -> int | None:
+    """The ``key:`` line of a /proc file in kB (/proc/meminfo, /proc/self/status), as bytes; None where absent."""
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) * 1024
     except OSError:
         pass
-    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return None
+
+
+def available_memory() -> int:
+    """Bytes of memory available to a new process (``MemAvailable`` of /proc/meminfo, else physical pages)."""
+    found = _proc_bytes("/proc/meminfo", "MemAvailable")
+    return found if found is not None else os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def process_memory() -> int:
     """Bytes this process holds resident and anonymous now (``RssAnon`` of /proc/self/status; 0 where unknown).
     The estimate is of the whole run's process, which by the check already holds part of it (the interpreter, the
     dataset's records) that ``MemAvailable`` no longer counts."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    return _proc_bytes("/proc/self/status", "RssAnon") or 0
 
 
 def run_memory() -> int:
