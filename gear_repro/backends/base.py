@@ -96,6 +96,7 @@ class DocCollection:
     def vectors(self) -> np.ndarray:
         self._need_vectors()
         if self._matrix is None:
-            m = self.embedder.encode_corpus([d.text for d in self._docs], desc=self.name)
-            self._matrix = np.ascontiguousarray(m, dtype=self.dtype)
+            from gear_repro.embedding.embedder import corpus_matrix
+
+            self._matrix = corpus_matrix(self.embedder, [d.text for d in self._docs], self.name, self.dtype)
         return self._matrix

@@ -530,5 +530,27 @@ def _repeat_index(distinct: list[str], texts: Sequence[str]) -> np.ndarray:
     return np.fromiter((row[t] for t in texts), np.int64, len(texts))
 
 
+def corpus_matrix(embedder: Embedder, texts: Sequence[str], desc: str, dtype: np.dtype) -> np.ndarray:
+    """``embedder.encode_corpus(texts)`` as a C-contiguous ``dtype`` matrix. A dtype narrower than the cache's
+    float32 (``backend.dense_dtype=float16``) is read from the SentenceEmbedder's cache file a block of rows at a
+    time, so the float32 matrix is never whole in memory beside its copy (at 2Wiki size the 4.98M triples' 7.1 GiB
+    beside their 3.6 GiB: docs/scale.md). The same values as one ``astype``."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float32 or not isinstance(embedder, SentenceEmbedder):
+        return np.ascontiguousarray(embedder.encode_corpus(texts, desc=desc), dtype=dtype)
+    src = embedder.encode_corpus(texts, desc=desc, mapped=True)
+    out = np.empty(src.shape, dtype=dtype)
+    if not (isinstance(src, np.memmap) and src.filename and src.flags.c_contiguous):
+        out[...] = src  # the cache is off: the encode is in memory already
+        return out
+    # read with file reads, not through the map: a map's pages would count in the process's RSS until unmapped
+    with open(src.filename, "rb") as f:
+        f.seek(src.offset)
+        for s in range(0, len(src), COPY_ROWS):
+            rows = min(COPY_ROWS, len(src) - s)
+            out[s:s + rows] = np.fromfile(f, dtype=src.dtype, count=rows * src.shape[1]).reshape(rows, -1)
+    return out
+
+
 # the registry's declaration (gear_repro/registry.py); Resources builds the embedder from its node
 COMPONENTS = (Component("embedder", "embedder_schema", SentenceEmbedderSettings, SentenceEmbedderSettings._target_),)
