@@ -14,7 +14,9 @@ GRIEVER's matcher tokenizes go through it). Everything else is the harness's: th
 collections and their faiss indexes, the triple graph, HippoRAG's phrase graph, GRIEVER's matrices, the capacity
 check. Each method runs in a child process of its own; reported per method: the start-up estimate
 (``pipeline/capacity.py``, the figure the run is refused by), peak RSS (``ru_maxrss``, file-backed pages
-included) and the anonymous part at the end, wall time. The rankings are the hash vectors', not a model's.
+included) and the anonymous part at the end, wall time, and where the peak came: the resident memory sampled every
+0.2 s, with the stack of the run's thread at the highest sample (``peak_at``; a spike between samples is missed, so
+``peak_rss_gib`` stays the figure). The rankings are the hash vectors', not a model's.
 """
 
 from __future__ import annotations
@@ -25,19 +27,44 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import traceback
 from pathlib import Path
+
+from gear_repro.pipeline.capacity import proc_bytes
 
 REPO = Path(__file__).resolve().parent.parent
 GIB = 1024 ** 3
 
 
-def anon_gib() -> float:
-    """The process's anonymous resident memory now (``RssAnon``), GiB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("RssAnon:"):
-            return int(line.split()[1]) * 1024 / GIB
-    return float("nan")
+def status_gib(key: str) -> float:
+    """``key`` of ``/proc/self/status`` now (e.g. ``RssAnon``: the anonymous resident memory), GiB."""
+    found = proc_bytes("/proc/self/status", key)
+    return found / GIB if found is not None else float("nan")
+
+
+class PeakSampler(threading.Thread):
+    """Samples the resident memory every ``every`` s and keeps, at the highest sample, its anonymous and file
+    parts and the innermost frames of ``thread``'s stack (the harness's code)."""
+
+    def __init__(self, thread: threading.Thread, every: float = 0.2):
+        super().__init__(daemon=True)
+        self.watched, self.every, self.peak = thread.ident, every, {"rss_gib": 0.0}
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.every):
+            rss, anon, file = (status_gib(k) for k in ("VmRSS", "RssAnon", "RssFile"))
+            if rss > self.peak["rss_gib"]:
+                frame = sys._current_frames().get(self.watched)
+                stack = traceback.extract_stack(frame) if frame is not None else []
+                where: list[str] = []
+                for f in stack:  # the harness's frames, a recursion once
+                    if "gear_repro" in f.filename and not (where and where[-1].endswith(f" {f.name}")):
+                        where.append(f"{Path(f.filename).name}:{f.lineno} {f.name}")
+                self.peak = {"rss_gib": round(rss, 2), "anon_gib": round(anon, 2), "file_gib": round(file, 2),
+                             "where": where[-6:]}
 
 
 def one(name: str, prepared: str, limit: int | None, overrides: list[str], out: Path) -> dict:
@@ -61,15 +88,18 @@ def one(name: str, prepared: str, limit: int | None, overrides: list[str], out: 
     # the model loaded as a run loads it: the process holds what the CLI's does, and GRIEVER's query matcher
     # tokenizes with it
     embedder._model = SentenceEmbedder(str(cfg.embedder.model)).model
+    sampler = PeakSampler(threading.current_thread())
+    sampler.start()
     res = Resources(cfg, embedder=embedder, llm=ScriptedLLM())
     est = capacity.run_estimate(cfg, res, capacity.opened_collections(cfg))
     run = Runner(cfg, out / name, resources=res).run()
     wall = time.perf_counter() - t0
+    sampler.stopped.set()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GIB
     return {"method": label, "overrides": args[3:], "questions": len(res.dataset.questions),
             "estimate_gib": round(est.memory / GIB, 2) if est is not None else None,
-            "peak_rss_gib": round(peak, 2), "anon_at_end_gib": round(anon_gib(), 2), "wall_s": round(wall, 1),
-            "failed_questions": run.get("n_errors")}
+            "peak_rss_gib": round(peak, 2), "anon_at_end_gib": round(status_gib("RssAnon"), 2),
+            "wall_s": round(wall, 1), "failed_questions": run.get("n_errors"), "peak_at": sampler.peak}
 
 
 def main() -> None:

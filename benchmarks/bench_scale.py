@@ -83,6 +83,7 @@ from gear_repro.backends.base import IndexDoc  # noqa: E402
 from gear_repro.backends.memory import MemoryBackend, top_k_dense  # noqa: E402
 from gear_repro.core.triple_graph import TripleIndex, normalize_entity  # noqa: E402
 from gear_repro.methods.gear.expansion import NaiveGE  # noqa: E402
+from gear_repro.pipeline.capacity import proc_bytes  # noqa: E402
 from gear_repro.retrieval.base import BM25Retriever, DenseRetriever, HybridRetriever  # noqa: E402
 from gear_repro.types import Passage, Triple  # noqa: E402
 
@@ -264,11 +265,8 @@ def rss_gib() -> float:
 
 def anon_gib() -> float:
     """This process's anonymous resident memory now (Linux /proc/self/status RssAnon), GiB."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1]) / 2**20
-    return float("nan")
+    found = proc_bytes("/proc/self/status", "RssAnon")
+    return found / 2**30 if found is not None else float("nan")
 
 
 class AnonPeak(threading.Thread):

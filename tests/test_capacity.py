@@ -291,6 +291,11 @@ def test_the_memory_bench_runs_a_method_on_hash_vectors_and_records_its_estimate
     assert rec["method"] == "T²RAG" and rec["questions"] == 2 and rec["failed_questions"] == 0
     assert rec["overrides"] == ["agent=t2rag", "run.progress=false", "dataset.limit=2"]
     assert 0.1 < rec["peak_rss_gib"] < rec["estimate_gib"]  # the sample's estimate is mostly its 1.5 GiB allowance
+    # the sampled peak: at most the kernel's, with the parts it is made of and where the run was
+    peak = rec["peak_at"]
+    assert 0.1 < peak["rss_gib"] <= rec["peak_rss_gib"] + 0.01
+    assert peak["anon_gib"] + peak["file_gib"] == pytest.approx(peak["rss_gib"], abs=0.02)
+    assert all(":" in frame for frame in peak["where"])
     assert (tmp_path / "w" / "t2rag" / "metrics.json").is_file()
     # the vectors are cached under the hash embedder's own key, never under a model's
     names = [p.name for p in (cache / "embeddings").iterdir()]

@@ -66,7 +66,7 @@ class Estimate:
     dense_bytes: int = 4
 
 
-def _proc_bytes(path: str, key: str) -> int | None:
+def proc_bytes(path: str, key: str) -> int | None:
     """The ``key:`` line of a /proc file in kB (/proc/meminfo, /proc/self/status), as bytes; None where absent."""
     try:
         for line in Path(path).read_text().splitlines():
@@ -79,7 +79,7 @@ def _proc_bytes(path: str, key: str) -> int | None:
 
 def available_memory() -> int:
     """Bytes of memory available to a new process (``MemAvailable`` of /proc/meminfo, else physical pages)."""
-    found = _proc_bytes("/proc/meminfo", "MemAvailable")
+    found = proc_bytes("/proc/meminfo", "MemAvailable")
     return found if found is not None else os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
@@ -87,7 +87,7 @@ def process_memory() -> int:
     """Bytes this process holds resident and anonymous now (``RssAnon`` of /proc/self/status; 0 where unknown).
     The estimate is of the whole run's process, which by the check already holds part of it (the interpreter, the
     dataset's records) that ``MemAvailable`` no longer counts."""
-    return _proc_bytes("/proc/self/status", "RssAnon") or 0
+    return proc_bytes("/proc/self/status", "RssAnon") or 0
 
 
 def run_memory() -> int:
