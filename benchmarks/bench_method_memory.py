@@ -14,9 +14,10 @@ GRIEVER's matcher tokenizes go through it). Everything else is the harness's: th
 collections and their faiss indexes, the triple graph, HippoRAG's phrase graph, GRIEVER's matrices, the capacity
 check. Each method runs in a child process of its own; reported per method: the start-up estimate
 (``pipeline/capacity.py``, the figure the run is refused by), peak RSS (``ru_maxrss``, file-backed pages
-included) and the anonymous part at the end, wall time, and where the peak came: the resident memory sampled every
-0.2 s, with the stack of the run's thread at the highest sample (``peak_at``; a spike between samples is missed, so
-``peak_rss_gib`` stays the figure). The rankings are the hash vectors', not a model's.
+included), the anonymous part at its sampled peak (what a run needs: the file pages of the memory maps it writes and
+reads can be dropped by the kernel) and at the end, wall time, and where the peak came: the resident memory sampled
+every 0.2 s, with the stack of the run's thread at the highest sample (``peak_at``; a spike between samples is
+missed, so ``peak_rss_gib`` stays the figure). The rankings are the hash vectors', not a model's.
 """
 
 from __future__ import annotations
@@ -46,16 +47,19 @@ def status_gib(key: str) -> float:
 
 class PeakSampler(threading.Thread):
     """Samples the resident memory every ``every`` s and keeps, at the highest sample, its anonymous and file
-    parts and the innermost frames of ``thread``'s stack (the harness's code)."""
+    parts and the innermost frames of ``thread``'s stack (the harness's code), and the highest anonymous sample:
+    the memory a run needs, where RSS also counts the file pages of the memory maps a run writes and reads, which
+    the kernel can drop."""
 
     def __init__(self, thread: threading.Thread, every: float = 0.2):
         super().__init__(daemon=True)
-        self.watched, self.every, self.peak = thread.ident, every, {"rss_gib": 0.0}
+        self.watched, self.every, self.peak, self.anon_peak = thread.ident, every, {"rss_gib": 0.0}, 0.0
         self.stopped = threading.Event()
 
     def run(self) -> None:
         while not self.stopped.wait(self.every):
             rss, anon, file = (status_gib(k) for k in ("VmRSS", "RssAnon", "RssFile"))
+            self.anon_peak = max(self.anon_peak, anon)
             if rss > self.peak["rss_gib"]:
                 frame = sys._current_frames().get(self.watched)
                 stack = traceback.extract_stack(frame) if frame is not None else []
@@ -99,7 +103,8 @@ def one(name: str, prepared: str, limit: int | None, overrides: list[str], out: 
     return {"method": label, "overrides": args[3:], "questions": len(res.dataset.questions),
             "estimate_gib": round(est.memory / GIB, 2) if est is not None else None,
             "peak_rss_gib": round(peak, 2), "anon_at_end_gib": round(status_gib("RssAnon"), 2),
-            "wall_s": round(wall, 1), "failed_questions": run.get("n_errors"), "peak_at": sampler.peak}
+            "peak_anon_gib": round(sampler.anon_peak, 2), "wall_s": round(wall, 1),
+            "failed_questions": run.get("n_errors"), "peak_at": sampler.peak}
 
 
 def main() -> None:

@@ -296,6 +296,7 @@ def test_the_memory_bench_runs_a_method_on_hash_vectors_and_records_its_estimate
     assert 0.1 < peak["rss_gib"] <= rec["peak_rss_gib"] + 0.01
     assert peak["anon_gib"] + peak["file_gib"] == pytest.approx(peak["rss_gib"], abs=0.02)
     assert all(":" in frame for frame in peak["where"])
+    assert peak["anon_gib"] <= rec["peak_anon_gib"] <= rec["peak_rss_gib"]
     assert (tmp_path / "w" / "t2rag" / "metrics.json").is_file()
     # the vectors are cached under the hash embedder's own key, never under a model's
     names = [p.name for p in (cache / "embeddings").iterdir()]
