@@ -123,6 +123,10 @@ def main() -> None:
         rec = one(args.one, args.prepared, args.limit, args.overrides, work)
         args.out.write_text(json.dumps(rec, indent=1))
         return
+    taken = [str(work / name) for name in args.methods if (work / name).exists()]
+    if taken:  # the runner would resume the finished questions there, and the peak would measure no retrieval
+        sys.exit(f"bench_method_memory: run folder(s) {', '.join(taken)} exist: a resumed run measures nothing; "
+                 "remove them or pick another --workdir")
     records = []
     for name in args.methods:
         part = work / f"{name}.json"

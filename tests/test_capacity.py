@@ -298,6 +298,12 @@ def test_the_memory_bench_runs_a_method_on_hash_vectors_and_records_its_estimate
     assert all(":" in frame for frame in peak["where"])
     assert peak["anon_gib"] <= rec["peak_anon_gib"] <= rec["peak_rss_gib"]
     assert (tmp_path / "w" / "t2rag" / "metrics.json").is_file()
+    # a second bench into the same folder would resume the finished questions and measure no retrieval
+    again = subprocess.run([sys.executable, "-m", "benchmarks.bench_method_memory", str(REPO / "data" / "musique_sample"),
+                            "--methods", "t2rag", "--limit", "2", "--workdir", str(tmp_path / "w"), "--out",
+                            str(tmp_path / "again.json")], cwd=REPO, capture_output=True, text=True)
+    assert again.returncode != 0 and "resumed run measures nothing" in again.stderr
+    assert str(tmp_path / "w" / "t2rag") in again.stderr and not (tmp_path / "again.json").exists()
     # the vectors are cached under the hash embedder's own key, never under a model's
     names = [p.name for p in (cache / "embeddings").iterdir()]
     assert names and all(n.startswith(HashEmbedder(384).model_id + "-") for n in names)
