@@ -127,8 +127,9 @@ def test_a_griever_run_counts_its_names_and_units(cache, tmp_path, monkeypatch) 
     assert not capacity.encodes_in_place(whole)
     assert capacity.run_estimate(whole, res, {"passages"}).memory - est.memory == \
         (len(res.dataset.passages) + names.rows + units.rows) * dim * 4
-    assert [line.split(":")[0] for line in est.lines] == ["passages", "griever names", "griever units"]
-    assert "memory-mapped" in est.lines[2] and "memory-mapped" not in est.lines[1]
+    assert [line.split(":")[0] for line in est.lines] == [
+        "passages", "the dataset's 17,204 triples (no triple collection)", "griever names", "griever units"]
+    assert "memory-mapped" in est.lines[3] and "memory-mapped" not in est.lines[2]
     monkeypatch.setattr(capacity, "run_memory", lambda: est.memory)  # under the 10 % margin
     with pytest.raises(ConfigError, match=r"not enough memory .*griever units: .*retriever\.same_as\.max_aliases=0 "
                                           r"\(no same_as aliases: the 0\.\d GiB name matrix"):
@@ -247,6 +248,39 @@ def test_an_estimate_counts_only_the_opened_collections(cache) -> None:
     index = index_bytes(DenseSettings.from_config(cfg.backend.dense), passages[0], dim)
     assert both.memory - est.memory == own_vectors + passages[0] * capacity.BYTES_PER_RECORD + \
         capacity.BYTES_PER_CHAR * passages[1] + index
+
+
+def test_the_dataset_triples_no_collection_holds_are_counted_as_records(cache) -> None:
+    """A Hybrid run embeds only the passages, but its dataset holds the triples all the same (their records at 2Wiki
+    size: ~2.6 GiB, which the estimate had left out, 0.71 of the measured peak); a run that opens the triple
+    collection counts them there, once."""
+    import subprocess
+    import sys
+
+    from gear_repro.pipeline.resources import Resources
+    from tests.helpers.cli import REPO
+
+    cfg = compose_config(["retriever=hybrid", "run.progress=false", "dataset.limit=2"])
+    res = Resources(cfg, embedder=HashEmbedder())
+    rows, chars = capacity.triple_sizes(res.dataset)
+    assert rows == 17_204
+    est = capacity.run_estimate(cfg, res, capacity.opened_collections(cfg))
+    line = next(x for x in est.lines if x.startswith("the dataset's"))
+    assert line.startswith("the dataset's 17,204 triples (no triple collection)")
+    without = capacity.config_estimate(cfg, capacity.dataset_collections(res.dataset, {P}), {}, None)
+    assert est.memory - without.memory == rows * capacity.TRIPLE_RECORD_BYTES + chars
+    # the constant against what the loader's records hold, Python's allocations in a fresh process
+    probe = ("import gc, tracemalloc; from gear_repro.data.canonical import load_triples; tracemalloc.start(); "
+             f"held = load_triples({str(REPO / 'data' / 'musique_sample' / 'triples.jsonl')!r}); gc.collect(); "
+             "print(len(held), tracemalloc.get_traced_memory()[0])")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True)
+    n, measured = map(int, out.stdout.split())
+    assert n == rows
+    assert rows * capacity.TRIPLE_RECORD_BYTES + chars == pytest.approx(measured, rel=0.2)
+    sync = compose_config(["retriever=hybrid", "expansion=sync", "run.progress=false", "dataset.limit=2"])
+    lines = capacity.run_estimate(sync, Resources(sync, embedder=HashEmbedder()),
+                                  capacity.opened_collections(sync)).lines
+    assert not any(x.startswith("the dataset's") for x in lines) and any(x.startswith("triples:") for x in lines)
 
 
 # bench_griever --scale (docs/scale.md, "GRIEVER's build at scale"): peak RSS (GiB) of GRIEVER's build with cached

@@ -46,6 +46,9 @@ GIB = 1024 ** 3
 # characters, triples +0.79 GiB for 1,514,009 of 90M, the dataset 0.96 GiB for both.
 BYTES_PER_RECORD = 700
 BYTES_PER_CHAR = 6
+# A triple the dataset holds that no collection opens (Hybrid, GRIEVER, HippoRAG): its Triple and strings, 554 B a
+# triple of 55 characters measured at MuSiQue size (RssAnon around load_triples), 563 B on the bundled sample
+TRIPLE_RECORD_BYTES = 500
 TRIPLE_GRAPH_BYTES = 550  # the triple graph's arrays and maps per triple (core/triple_graph.py; the same step: +0.80 GiB)
 BASE_BYTES = int(1.5 * GIB)  # interpreter, torch, transformers and the encoder's weights
 MARGIN = 1.1  # ask for 10 % more than the estimate
@@ -207,7 +210,16 @@ def run_estimate(cfg: DictConfig, res, opened: Collection[str]) -> Estimate | No
         return None
     ds = res.dataset
     model_id = getattr(res.embedder, "model_id", None)  # the run builds it anyway; no model is loaded for its key
-    return config_estimate(cfg, dataset_collections(ds, opened), own_collections(cfg, ds.triples), model_id)
+    return config_estimate(cfg, dataset_collections(ds, opened), own_collections(cfg, ds.triples), model_id,
+                           dataset_triples=triple_sizes(ds))
+
+
+def triple_sizes(ds: Dataset) -> tuple[int, int] | None:
+    """(rows, characters of text) of the triples ``ds`` holds, as the triple collection embeds them; None
+    without."""
+    if not ds.triples:
+        return None
+    return len(ds.triples), sum(len(t.subject) + len(t.predicate) + len(t.object) + 2 for t in ds.triples)
 
 
 def dataset_collections(ds: Dataset, opened: Collection[str]) -> dict[str, tuple[int, int]]:
@@ -216,9 +228,8 @@ def dataset_collections(ds: Dataset, opened: Collection[str]) -> dict[str, tuple
     collections = {}
     if "passages" in opened:
         collections["passages"] = (len(ds.passages), sum(len(p.content) for p in ds.passages))
-    if "triples" in opened and ds.triples:
-        collections["triples"] = (len(ds.triples), sum(len(t.subject) + len(t.predicate) + len(t.object) + 2
-                                                        for t in ds.triples))
+    if "triples" in opened and (sizes := triple_sizes(ds)) is not None:
+        collections["triples"] = sizes
     return collections
 
 
@@ -243,11 +254,13 @@ def _own_nodes(cfg: DictConfig) -> list[tuple[DictConfig, type | None]]:
 
 
 def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
-                    own: dict[str, OwnMatrix], model_id: str | None) -> Estimate:
+                    own: dict[str, OwnMatrix], model_id: str | None,
+                    dataset_triples: tuple[int, int] | None = None) -> Estimate:
     """The needs of a run of ``cfg`` embedding ``collections`` and a retriever's ``own`` ones
     (:func:`own_collections`, with the retriever's ``capacity_hints``: the settings that need less), at the
-    embedder's dimension and the backend's ``dense_dtype``; by sizes alone, so a plan prices a corpus that is not
-    on this machine."""
+    embedder's dimension and the backend's ``dense_dtype``, with the records of the ``dataset_triples`` (rows,
+    characters) that no collection holds; by sizes alone, so a plan prices a corpus that is not on this
+    machine."""
     from gear_repro.pipeline.wiring import requested
 
     dense_bytes = 2 if str(cfg.backend.dense_dtype) == "float16" else 4
@@ -259,6 +272,11 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
     if faiss:
         est.hints.append(f"backend.dense.index=exact (no faiss index: {faiss / GIB:.1f} GiB less; exact search, "
                          "slower)")
+    if dataset_triples is not None and "triples" not in collections:  # loaded with the dataset all the same
+        rows, chars = dataset_triples
+        held = rows * TRIPLE_RECORD_BYTES + chars
+        est.memory += held
+        est.lines.append(f"the dataset's {rows:,} triples (no triple collection): {held / GIB:.2f} GiB of records")
     if "triples" in collections and "triple_index" in requested(cfg):
         graph = collections["triples"][0] * TRIPLE_GRAPH_BYTES
         est.memory += graph

@@ -189,6 +189,7 @@ def plan_run(cfg: DictConfig, overrides: list[str], seen: set[tuple]) -> RunPlan
         data_source = f"prepared data {_short(path)}"
         collections = capacity.dataset_collections(data, opened)
         own = capacity.own_collections(cfg, data.triples)
+        triples = capacity.triple_sizes(data)
     else:
         data = None
         sizes = rates()["paper_sizes"].get(str(ds_node.paper_name))
@@ -206,6 +207,8 @@ def plan_run(cfg: DictConfig, overrides: list[str], seen: set[tuple]) -> RunPlan
         per_triple = len(tri_sample.triples)
         collections = {name: _scaled(capacity.dataset_collections(source, {name})[name], sizes[name])
                        for name, source in (("passages", sample), ("triples", tri_sample)) if name in opened}
+        sample_triples = capacity.triple_sizes(tri_sample)
+        triples = _scaled(sample_triples, sizes["triples"]) if sample_triples else None
         own = {}
         for name, m in capacity.own_collections(cfg, tri_sample.triples).items():
             rows, chars = _scaled((m.rows, m.chars), round(m.rows * sizes["triples"] / per_triple))
@@ -258,7 +261,7 @@ def plan_run(cfg: DictConfig, overrides: list[str], seen: set[tuple]) -> RunPlan
     new_disk = 0
     hints: list[str] = []
     if encodes and OmegaConf.select(cfg, "backend.dense_dtype") is not None:
-        est_cap = capacity.config_estimate(cfg, collections, own, None)  # None: nothing cached yet
+        est_cap = capacity.config_estimate(cfg, collections, own, None, triples)  # None: nothing cached yet
         disk, memory, hints = est_cap.disk, est_cap.memory, est_cap.hints
         new_disk = capacity.config_estimate(cfg, new_collections, new_own, None).disk
     elif encodes:
