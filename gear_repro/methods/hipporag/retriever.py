@@ -109,11 +109,11 @@ def ner_json_mode(llm: Any, setting: bool | None) -> bool:
 # lists; from bench_hipporag_synonyms' peaks at 50k and 200k synthetic phrases, less the vectors
 # (docs/scale.md "HippoRAG at full size")
 PHRASE_RECORD_BYTES = 1_500
-# An edge of the phrase graph while PPR runs: igraph's edge (two ids and two index entries, 64-bit), its weight as a
-# Python float in igraph's attribute list and in the list it is set from, and the graph's own arrays (two int64 ids,
-# a float64 weight). Fitted to HippoRAG v1's run at MuSiQue size: 36.1M edges, ~3.4 GiB above the rest of the
-# estimate (docs/scale.md, "Every method at full size").
-GRAPH_EDGE_BYTES = 96
+# An edge of the phrase graph while PPR runs: igraph's edge (two ids and two index entries, 64-bit: 32 B), its weight
+# as a Python float in igraph's attribute list (32 B) and the graph's own arrays. Fitted to HippoRAG v1's run at
+# MuSiQue size: 36.1M edges, 2.6 GiB above the rest of the estimate, which counts the dataset's triples (0.78 GiB)
+# as records (docs/scale.md, "Every method at full size").
+GRAPH_EDGE_BYTES = 78
 # Edges a phrase before a graph of the corpus is cached: the bundled MuSiQue sample's graph (16,227 phrases,
 # 22,822 relation and synonym edges; MiniLM, synonym_threshold 0.8). A corpus with more synonyms has more: the
 # generated MuSiQue-size corpus's pseudo-words give 24.4 a phrase, so its first build is priced low.
