@@ -211,7 +211,7 @@ def run_estimate(cfg: DictConfig, res, opened: Collection[str]) -> Estimate | No
     ds = res.dataset
     model_id = getattr(res.embedder, "model_id", None)  # the run builds it anyway; no model is loaded for its key
     return config_estimate(cfg, dataset_collections(ds, opened), own_collections(cfg, ds.triples), model_id,
-                           dataset_triples=triple_sizes(ds))
+                           dataset_triples=None if "triples" in opened else triple_sizes(ds))
 
 
 def triple_sizes(ds: Dataset) -> tuple[int, int] | None:

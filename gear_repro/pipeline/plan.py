@@ -189,7 +189,7 @@ def plan_run(cfg: DictConfig, overrides: list[str], seen: set[tuple]) -> RunPlan
         data_source = f"prepared data {_short(path)}"
         collections = capacity.dataset_collections(data, opened)
         own = capacity.own_collections(cfg, data.triples)
-        triples = capacity.triple_sizes(data)
+        triples = None if "triples" in opened else capacity.triple_sizes(data)
     else:
         data = None
         sizes = rates()["paper_sizes"].get(str(ds_node.paper_name))
@@ -205,10 +205,13 @@ def plan_run(cfg: DictConfig, overrides: list[str], seen: set[tuple]) -> RunPlan
         scale = n_q / len(questions)
         data_source = f"paper sizes ({_short(path)} absent)"
         per_triple = len(tri_sample.triples)
-        collections = {name: _scaled(capacity.dataset_collections(source, {name})[name], sizes[name])
-                       for name, source in (("passages", sample), ("triples", tri_sample)) if name in opened}
         sample_triples = capacity.triple_sizes(tri_sample)
         triples = _scaled(sample_triples, sizes["triples"]) if sample_triples else None
+        collections = {"passages": _scaled(capacity.dataset_collections(sample, {"passages"})["passages"],
+                                           sizes["passages"])} if "passages" in opened else {}
+        if "triples" in opened:
+            collections["triples"] = triples
+            triples = None  # counted with the collection
         own = {}
         for name, m in capacity.own_collections(cfg, tri_sample.triples).items():
             rows, chars = _scaled((m.rows, m.chars), round(m.rows * sizes["triples"] / per_triple))
