@@ -173,12 +173,12 @@ def test_ner_reply_parsing(reply: str, entities: list[str], failed: bool) -> Non
 
 
 # -- retrieval -----------------------------------------------------------------------------------------------
-def toy_resources(ner_reply: str, **extra):
+def toy_resources(ner_reply: str, embedder=None, **extra):
     passages = [Passage(str(i), t, x) for i, (t, x) in enumerate(TOY_PASSAGES)]
     triples = [Triple(f"{p}-{i}", s, r, o, p) for i, (s, r, o, p) in enumerate(TOY_TRIPLES)]
     ds = SimpleNamespace(passages=passages, triples=triples, questions=[Question(**q) for q in TOY_QUESTIONS],
                          passage_by_id={p.id: p for p in passages})
-    return SimpleNamespace(dataset=ds, embedder=TableEmbedder(16, key=phrase_key), llm=ScriptedLLM({"ner": ner_reply}),
+    return SimpleNamespace(dataset=ds, embedder=embedder or TableEmbedder(16, key=phrase_key), llm=ScriptedLLM({"ner": ner_reply}),
                            passage_retriever=FixedRetriever(["5", "4"]), **extra)
 
 
@@ -206,6 +206,30 @@ def test_v1_links_entities_and_ranks_by_ppr() -> None:
     assert "Question: Where was the president of France born?" in res.llm.calls[0]["prompt"]
     # the specificity-weighted reset is what PPR sees: both seeds occur in 2 passages -> weight 1/2 each
     assert h.specificity[h.graph.phrase_index["france"]] == pytest.approx(0.5)
+
+
+def test_cached_phrase_vectors_are_a_map_with_the_values_and_rankings_of_an_uncached_run(tmp_path, monkeypatch) -> None:
+    """A SentenceEmbedder's phrase vectors are the cache file's read-only memory map, not a copy in memory (4.8M
+    phrases at 2Wiki's size are 6.9 GiB of float32, docs/scale.md): the same vectors, links and ranking."""
+    from tests.helpers.doubles import HashEmbedder
+
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path / "cache"))
+    on, off = HashEmbedder(), HashEmbedder()
+    off.cache = False
+    question = "Where was the president of France born?"
+    out = {}
+    for name, emb in (("mapped", on), ("again", on), ("loaded", off)):
+        h = hippo(toy_resources('{"named_entities": ["France", "Emmanuel Macron"]}', embedder=emb), cache=False,
+                  synonym_threshold=0.0)  # hash vectors: distinct words are orthogonal
+        out[name] = (h.phrase_vectors, h.graph.edges, h.search(question, 6))
+    loaded = out["loaded"][0]
+    assert isinstance(loaded, np.ndarray) and not isinstance(loaded.base, np.memmap)
+    for name in ("mapped", "again"):
+        vecs, edges, res = out[name]
+        assert isinstance(vecs.base, np.memmap) and not vecs.flags.writeable and np.array_equal(vecs, loaded)
+        assert np.array_equal(edges, out["loaded"][1])
+        assert res.ranking == out["loaded"][2].ranking and res.trace["linked"] == out["loaded"][2].trace["linked"]
+    assert len(out["loaded"][1]) > len(TOY_TRIPLES)  # synonym edges too, found on the mapped vectors
 
 
 def test_query_entities_come_from_the_runs_llm_for_every_query_as_the_reading_says() -> None:

@@ -8,8 +8,9 @@ graph expansion are written against this contract only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -17,14 +18,18 @@ import numpy as np
 from gear_repro.types import Ranking
 from gear_repro.utils.errors import ConfigError
 
+# shared by every doc without keyword fields: millions of passages and GRIEVER units at the papers' corpus sizes
+# would otherwise each hold an empty dict of their own (64 B)
+NO_FIELDS: Mapping[str, str] = MappingProxyType({})
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class IndexDoc:
     """One item of a collection: id, the text BM25 and the embedder see, and keyword fields."""
 
     id: str
     text: str
-    fields: dict[str, str] = field(default_factory=dict)
+    fields: Mapping[str, str] = field(default_factory=lambda: NO_FIELDS)
 
 
 @runtime_checkable
@@ -73,7 +78,8 @@ class DocCollection:
 
     def __init__(self, name: str, docs: Sequence[IndexDoc], embedder=None):
         self.name = name
-        self._docs = list(docs)
+        # a sequence is kept as given, not copied: a lazy one (GRIEVER's units) makes its docs on access
+        self._docs = docs if isinstance(docs, Sequence) else list(docs)
         self._ids = [d.id for d in self._docs]
         self.embedder = embedder
         self._matrix: np.ndarray | None = None
@@ -86,7 +92,7 @@ class DocCollection:
         return self._ids
 
     @property
-    def docs(self) -> list[IndexDoc]:
+    def docs(self) -> Sequence[IndexDoc]:
         return self._docs
 
     def _need_vectors(self) -> None:

@@ -530,6 +530,14 @@ def _repeat_index(distinct: list[str], texts: Sequence[str]) -> np.ndarray:
     return np.fromiter((row[t] for t in texts), np.int64, len(texts))
 
 
+def mapped_matrix(embedder: Embedder, texts: Sequence[str], desc: str) -> np.ndarray:
+    """``embedder.encode_corpus(texts)`` as float32, a SentenceEmbedder's cache file memory-mapped (read-only, the
+    same values): millions of GRIEVER names and units or HippoRAG phrases stay file pages the kernel can drop
+    rather than anonymous memory (docs/scale.md); another embedder's matrix in memory."""
+    kw = {"mapped": True} if isinstance(embedder, SentenceEmbedder) else {}
+    return np.asarray(embedder.encode_corpus(texts, desc=desc, **kw), dtype=np.float32)
+
+
 def corpus_matrix(embedder: Embedder, texts: Sequence[str], desc: str, dtype: np.dtype) -> np.ndarray:
     """``embedder.encode_corpus(texts)`` as a C-contiguous ``dtype`` matrix. A dtype narrower than the cache's
     float32 (``backend.dense_dtype=float16``) is read from the SentenceEmbedder's cache file a block of rows at a

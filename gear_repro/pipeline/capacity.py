@@ -46,6 +46,10 @@ GIB = 1024 ** 3
 # characters, triples +0.79 GiB for 1,514,009 of 90M, the dataset 0.96 GiB for both.
 BYTES_PER_RECORD = 700
 BYTES_PER_CHAR = 6
+# of BYTES_PER_CHAR, the BM25 index's share (postings, norms, the analysis while it is built), not held by a
+# collection no component searches by BM25: the passages of retriever=sbert, 1.0 GiB less than Hybrid's peak for
+# 2Wiki size's 290M characters (docs/scale.md, "Peaks on hash vectors")
+BM25_BYTES_PER_CHAR = 4
 # A triple the dataset holds that no collection opens (Hybrid, GRIEVER, HippoRAG): its Triple and strings, 554 B a
 # triple of 55 characters measured at MuSiQue size (RssAnon around load_triples), 563 B on the bundled sample
 TRIPLE_RECORD_BYTES = 500
@@ -141,18 +145,19 @@ def cached_rows(model_id: str, rows: int) -> bool:
 
 def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | None, dense_bytes: int = 4,
              record_bytes: int = BYTES_PER_RECORD, in_place: bool = False, char_bytes: int = BYTES_PER_CHAR,
-             dense: DenseSettings | None = None) -> Estimate:
+             dense: DenseSettings | None = None, no_bm25: Collection[str] = ()) -> Estimate:
     """The needs of embedding ``collections`` (name -> (rows, characters of text)) at ``dim``, held at
     ``dense_bytes`` a value (0: a memory map of the cache file) with the faiss index ``dense`` gives each (none:
-    exact search), with ``record_bytes`` of objects per row and ``char_bytes`` per character of text; a
-    collection whose matrix is cached (``model_id``) needs no disk and no encode buffer, nor one that is encoded
-    ``in_place`` (into a memory map of its cache file: :func:`encodes_in_place`)."""
+    exact search), with ``record_bytes`` of objects per row and ``char_bytes`` per character of text, less
+    :data:`BM25_BYTES_PER_CHAR` for those in ``no_bm25`` (no BM25 index built); a collection whose matrix is cached
+    (``model_id``) needs no disk and no encode buffer, nor one that is encoded ``in_place`` (into a memory map of
+    its cache file: :func:`encodes_in_place`)."""
     est = Estimate(cache_dir() / "embeddings", dense_bytes=dense_bytes)
     encode_buffer = 0
     for name, (rows, chars) in collections.items():
         vec = rows * dim * 4
         cached = model_id is not None and cached_rows(model_id, rows)
-        objects = rows * record_bytes + char_bytes * chars
+        objects = rows * record_bytes + (char_bytes - (BM25_BYTES_PER_CHAR if name in no_bm25 else 0)) * chars
         index = index_bytes(dense, rows, dim) if dense is not None else 0
         est.memory += rows * dim * dense_bytes + objects + index
         if not cached:
@@ -163,7 +168,7 @@ def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | 
                             "assembled") + (", memory-mapped" if dense_bytes == 0 else "")
                          + (", held as float16" if dense_bytes == 2 else "")
                          + (f", faiss index {index / GIB:.2f} GiB" if index else "")
-                         + f"; {objects / GIB:.2f} GiB of records")
+                         + f"; {objects / GIB:.2f} GiB of records" + (", no BM25 index" if name in no_bm25 else ""))
     est.memory += encode_buffer
     return est
 
@@ -202,16 +207,18 @@ def check(est: Estimate, *, disk_free: Callable[[Path], int] | None = None,
              have_mem / GIB)
 
 
-def run_estimate(cfg: DictConfig, res, opened: Collection[str]) -> Estimate | None:
+def run_estimate(cfg: DictConfig, res, opened: Collection[str], index_stage: bool = False) -> Estimate | None:
     """The estimate of a run (``res``: its :class:`~gear_repro.pipeline.resources.Resources`) that opens the
-    ``opened`` collections (``"passages"``, ``"triples"``: :func:`opened_collections`); None when it embeds nothing
-    or the backend keeps no vectors here (Elasticsearch stores them on its server)."""
+    ``opened`` collections (``"passages"``, ``"triples"``: :func:`opened_collections`; ``index_stage``: stage=index,
+    which builds every BM25 index); None when it embeds nothing or the backend keeps no vectors here
+    (Elasticsearch stores them on its server)."""
     if not res.needs_vectors or OmegaConf.select(cfg, "backend.dense_dtype") is None:
         return None
     ds = res.dataset
     model_id = getattr(res.embedder, "model_id", None)  # the run builds it anyway; no model is loaded for its key
     return config_estimate(cfg, dataset_collections(ds, opened), own_collections(cfg, ds.triples), model_id,
-                           dataset_triples=None if "triples" in opened else triple_sizes(ds))
+                           dataset_triples=None if "triples" in opened else triple_sizes(ds),
+                           index_stage=index_stage)
 
 
 def triple_sizes(ds: Dataset) -> tuple[int, int] | None:
@@ -255,19 +262,20 @@ def _own_nodes(cfg: DictConfig) -> list[tuple[DictConfig, type | None]]:
 
 def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
                     own: dict[str, OwnMatrix], model_id: str | None,
-                    dataset_triples: tuple[int, int] | None = None) -> Estimate:
+                    dataset_triples: tuple[int, int] | None = None, index_stage: bool = False) -> Estimate:
     """The needs of a run of ``cfg`` embedding ``collections`` and a retriever's ``own`` ones
     (:func:`own_collections`, with the retriever's ``capacity_hints``: the settings that need less), at the
     embedder's dimension and the backend's ``dense_dtype``, with the records of the ``dataset_triples`` (rows,
-    characters) that no collection holds; by sizes alone, so a plan prices a corpus that is not on this
-    machine."""
+    characters) that no collection holds and the BM25 indexes it builds (all at ``index_stage``, else
+    :func:`unsearched_by_bm25`); by sizes alone, so a plan prices a corpus that is not on this machine."""
     from gear_repro.pipeline.wiring import requested
 
     dense_bytes = 2 if str(cfg.backend.dense_dtype) == "float16" else 4
     dim = embedder_dim(cfg.embedder)
     in_place = encodes_in_place(cfg)
     dense = DenseSettings.from_config(cfg.backend.get("dense"))
-    est = estimate(collections, dim, model_id, dense_bytes, in_place=in_place, dense=dense)
+    est = estimate(collections, dim, model_id, dense_bytes, in_place=in_place, dense=dense,
+                   no_bm25=() if index_stage else unsearched_by_bm25(cfg))
     faiss = sum(index_bytes(dense, rows, dim) for rows, _ in collections.values())
     if faiss:
         est.hints.append(f"backend.dense.index=exact (no faiss index: {faiss / GIB:.1f} GiB less; exact search, "
@@ -296,11 +304,18 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
     return est
 
 
-def check_run(cfg: DictConfig, res, opened: Collection[str], **free) -> None:
+def unsearched_by_bm25(cfg: DictConfig) -> frozenset[str]:
+    """The collections whose BM25 index a retrieval run of ``cfg`` never builds: the passages where the passage
+    retriever searches by vectors alone (its class's ``searches_bm25``: retriever=sbert), since only retrievers
+    search a collection by BM25."""
+    return frozenset() if getattr(target_class(cfg.get("retriever")), "searches_bm25", True) else frozenset({"passages"})
+
+
+def check_run(cfg: DictConfig, res, opened: Collection[str], index_stage: bool = False, **free) -> None:
     """The start-up check of a run (``run.capacity_check``, default true)."""
     if not bool(OmegaConf.select(cfg, "run.capacity_check", default=True)):
         return
-    est = run_estimate(cfg, res, opened)
+    est = run_estimate(cfg, res, opened, index_stage)
     if est is not None:
         check(est, **free)
 

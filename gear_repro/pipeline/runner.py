@@ -195,7 +195,8 @@ class Runner:
 
     def build_indexes(self) -> dict:
         t0 = time.perf_counter()
-        capacity.check_run(self.cfg, self.res, capacity.ALL_COLLECTIONS)  # before an hour of encoding, not after it
+        # before an hour of encoding, not after it
+        capacity.check_run(self.cfg, self.res, capacity.ALL_COLLECTIONS, index_stage=True)
         out = {"passages": len(self.res.passages)}
         self.res.passages.bm25(["warm up"], 1)
         if self.res.needs_vectors:

@@ -85,6 +85,7 @@ class _Base:
     name = "base"
     k_dependent = False  # the top k of a longer list is the k-list
     needs_vectors = True  # the collection must hold embeddings (dense search)
+    searches_bm25 = True  # builds the collection's BM25 index (the start-up capacity check counts it)
     settings_class: type[Settings] = BM25RetrieverSettings
 
     def __init__(self, collection: Collection, embedder=None, settings: Settings | None = None, **given: Any):
@@ -116,6 +117,7 @@ class DenseRetriever(_Base):
 
     name = "sbert"
     settings_class = DenseRetrieverSettings
+    searches_bm25 = False
 
     def __init__(self, collection: Collection, embedder=None, settings: Settings | None = None, **given: Any):
         if embedder is None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gear_repro.core.triple_graph import normalize_entity
-from gear_repro.embedding.embedder import SentenceEmbedder
+from gear_repro.embedding.embedder import mapped_matrix
 from gear_repro.methods.griever.text import STOPWORDS, words
 from gear_repro.types import Passage, Triple
 from gear_repro.utils.errors import DataError
@@ -90,12 +90,6 @@ class SameAsConfig:
 
     def __post_init__(self) -> None:
         check_fields(self, "retriever.same_as")
-
-
-def _corpus_matrix(embedder, texts: list[str], desc: str) -> np.ndarray:
-    """``embedder.encode_corpus`` of ``texts`` as float32; a SentenceEmbedder's cache file memory-mapped."""
-    kw = {"mapped": True} if isinstance(embedder, SentenceEmbedder) else {}
-    return np.asarray(embedder.encode_corpus(texts, desc=desc, **kw), dtype=np.float32)
 
 
 def _content_tokens(name: str) -> frozenset[str]:
@@ -166,14 +160,16 @@ class GrieverData:
                     g[1].append(t.passage_id)
                     g[2].append(t.id)
                 bar.update()
-        freq: dict[tuple[str, str, bool], int] = {}
         units: list[Unit] = []
         partial = unit_kind == ShortlistIndex.partial
+        # each group's lists are replaced by its freq as its unit is made: the dict becomes ``freq`` (its key
+        # tuples kept, no second dict), and the lists are freed as the units grow, not held beside all of them
+        freq: dict[tuple[str, str, bool], int] = groups  # type: ignore[assignment]
         with record_bar(len(groups), "griever units", "unit") as bar:
             for n, (gkey, (comps, pids, tids)) in enumerate(groups.items()):
                 anchor, p, inverse = gkey
                 c = tuple(dict.fromkeys(comps))
-                freq[gkey] = len(c)  # the group's own key tuple: one per unit, not a second
+                freq[gkey] = len(c)  # a value replaced, no key added: safe while iterating
                 if partial:
                     text = f"{pred_name[p]} {name[anchor]}" if inverse else f"{name[anchor]} {pred_name[p]}"
                     units.append(Unit(f"pt{n}", text, anchor, p, inverse, c, tuple(dict.fromkeys(pids)), tuple(tids)))
@@ -182,7 +178,6 @@ class GrieverData:
             for t in triples:
                 units.append(Unit(f"ft:{t.id}", t.text, key(t.subject), key(t.predicate), False, (key(t.object),),
                                   (t.passage_id,), (t.id,)))
-        del groups  # freed before the vectors load
         normal.clear()
         ent: dict[str, list[str]] = defaultdict(list)
         p_ent: dict[str, list[str]] = {}
@@ -208,9 +203,9 @@ class GrieverData:
         then stacked into one, were held twice (docs/scale.md)."""
         names = list(dict.fromkeys([*self.entity_name.values(), *self.pred_name.values()]))
         self.text_row = {t: i for i, t in enumerate(names)}
-        m1 = self.name_matrix = _corpus_matrix(embedder, names, "griever entities+predicates")
+        m1 = self.name_matrix = mapped_matrix(embedder, names, "griever entities+predicates")
         if unit_vectors == UnitVectors.encode:
-            self.unit_matrix = _corpus_matrix(embedder, [u.text for u in self.units],
+            self.unit_matrix = mapped_matrix(embedder, [u.text for u in self.units],
                                               f"griever {self.unit_kind.value} units")
             return
         # filled row by row: a list of 2.3M row vectors then stacked would hold them twice

@@ -170,7 +170,7 @@ class GrieverRetrieverSettings(GrieverSettings):
 
 # bytes of Python objects per name and per unit row at the build's peak (the triples and passages as records,
 # GrieverData, the store's maps, the units' BM25 index), fitted to bench_griever --scale (docs/scale.md)
-RECORD_BYTES = {"names": 200, "units": 1800}
+RECORD_BYTES = {"names": 200, "units": 1550}
 TIE_EPS = 1e-6  # cosines of one text encoded alone and in a batch differ in the last bits (~1e-7)
 
 

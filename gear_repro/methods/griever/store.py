@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, overload
 
 import numpy as np
 
 from gear_repro.backends.base import IndexDoc
 from gear_repro.backends.memory import MemoryBackend, MemoryCollection
-from gear_repro.methods.griever.index import GrieverData
+from gear_repro.methods.griever.index import GrieverData, Unit
 from gear_repro.types import Ranking
 from gear_repro.utils.arrays import top_k_row
 from gear_repro.utils.errors import ConfigError
@@ -59,6 +59,42 @@ class GrieverStore(Protocol):
         ...
 
 
+class UnitDocs(Sequence[IndexDoc]):
+    """The units as the documents of their BM25 index, each made when read: 7.5M ``IndexDoc`` held beside the
+    units would be ~1 GiB at 2Wiki's size (docs/scale.md)."""
+
+    def __init__(self, units: Sequence[Unit]):
+        self.units = units
+
+    def __len__(self) -> int:
+        return len(self.units)
+
+    @overload
+    def __getitem__(self, i: int) -> IndexDoc: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[IndexDoc]: ...
+
+    def __getitem__(self, i: int | slice) -> IndexDoc | list[IndexDoc]:
+        if isinstance(i, slice):
+            return [IndexDoc(u.id, u.text) for u in self.units[i]]
+        u = self.units[i]
+        return IndexDoc(u.id, u.text)
+
+
+def passage_unit_rows(units: Sequence[Unit]) -> dict[str, np.ndarray]:
+    """Passage id -> the rows of the units taken from it, ascending: views of one int32 array (a list of Python
+    ints per passage is ~36 B a row, ~0.3 GiB at 2Wiki's size)."""
+    counts = np.fromiter((len(u.passage_ids) for u in units), np.int64, len(units))
+    code: dict[str, int] = {}
+    pcode = np.fromiter((code.setdefault(p, len(code)) for u in units for p in u.passage_ids), np.int64,
+                        int(counts.sum()))
+    order = np.argsort(pcode, kind="stable")  # stable: each passage's rows stay ascending
+    rows = np.repeat(np.arange(len(units), dtype=np.int32), counts)[order]
+    bounds = np.searchsorted(pcode[order], np.arange(len(code) + 1))
+    return {p: rows[bounds[c]:bounds[c + 1]] for p, c in code.items()}
+
+
 def _ranking(ids: Sequence[str], rows: np.ndarray, scores: np.ndarray) -> Ranking:
     return Ranking([ids[int(r)] for r in rows], [float(s) for s in scores])
 
@@ -94,16 +130,11 @@ class MemoryGrieverStore:
         for e, pids in data.entity_passages.items():
             ent_rows[e] = sorted(self.row[p] for p in pids if p in self.row)
         self.entity_rows = dict(ent_rows)
-        self.unit_ids = [u.id for u in data.units]
-        self.units = backend.open_collection(f"griever-{data.unit_kind.value}-units",
-                                             [IndexDoc(u.id, u.text) for u in data.units], None)
+        self.units = backend.open_collection(f"griever-{data.unit_kind.value}-units", UnitDocs(data.units), None)
+        self.unit_ids = self.units.ids
         self.unit_vectors = data.unit_vectors()
         self.unit_anchor = [u.anchor for u in data.units]
-        p_units: dict[str, list[int]] = defaultdict(list)
-        for r, u in enumerate(data.units):
-            for pid in u.passage_ids:
-                p_units[pid].append(r)
-        self.passage_units = dict(p_units)
+        self.passage_units = passage_unit_rows(data.units)
 
     # -- passages -----------------------------------------------------------------------------
     def _allowed(self, filt: PassageFilter | None) -> np.ndarray | None:
@@ -147,7 +178,9 @@ class MemoryGrieverStore:
     # -- shortlisting units (Alg. 2) -----------------------------------------------------------
     def _unit_rows(self, passage_ids: Sequence[str], anchors: Sequence[str]) -> np.ndarray:
         anchor_set = set(anchors)
-        rows = {r for p in passage_ids for r in self.passage_units.get(p, ()) if self.unit_anchor[r] in anchor_set}
+        none = np.zeros(0, np.int32)
+        rows = {r for p in passage_ids for r in self.passage_units.get(p, none).tolist()
+                if self.unit_anchor[r] in anchor_set}
         return np.asarray(sorted(rows), np.int64)
 
     def unit_bm25(self, query: str, k: int, passage_ids: Sequence[str], anchors: Sequence[str]) -> Ranking:

@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gear_repro.backends.base import Collection
-from gear_repro.embedding.embedder import Embedder
+from gear_repro.embedding.embedder import Embedder, mapped_matrix
 from gear_repro.llm.base import LLM
 from gear_repro.methods.base import SearchResult
 from gear_repro.methods.hipporag.phrase_graph import (
@@ -234,8 +234,9 @@ class HippoRAG:
     def capacity_collections(node: Any, triples: Sequence[Triple]) -> dict[str, OwnMatrix]:
         """What the build embeds beyond the passages, for the start-up capacity check
         (:mod:`gear_repro.pipeline.capacity`; ``node``: the ``hipporag`` config): the phrase nodes (distinct
-        subject and object keys under ``normalisation``), their vectors read whole by the synonym search and by
-        v1's entity linking, with :data:`PHRASE_RECORD_BYTES` of objects each, and the phrase graph
+        subject and object keys under ``normalisation``), their vectors a memory map of the cache file (read by the
+        synonym search and by v1's entity linking as file pages the kernel can drop), with
+        :data:`PHRASE_RECORD_BYTES` of objects each, and the phrase graph
         (:data:`GRAPH_EDGE_BYTES` an edge: the cached graph's edges where one of as many phrases is cached, else
         :data:`EDGES_PER_PHRASE` a phrase). Counted at the run's embedder's dimension (a ``hipporag.encoder`` of
         another size is not). One pass of :func:`phrase_key` over the triples' subjects and objects: ~3.5 CPU-s at
@@ -248,7 +249,7 @@ class HippoRAG:
         edges = cached if cached is not None else round(len(phrases) * EDGES_PER_PHRASE)
         what = (f"hipporag phrase graph ({edges:,} edges"
                 + (", the cached graph's)" if cached is not None else f", {EDGES_PER_PHRASE} a phrase assumed)"))
-        return {"hipporag phrases": OwnMatrix(len(phrases), sum(map(len, phrases)), True, PHRASE_RECORD_BYTES,
+        return {"hipporag phrases": OwnMatrix(len(phrases), sum(map(len, phrases)), False, PHRASE_RECORD_BYTES,
                                               also=(what, edges * GRAPH_EDGE_BYTES))}
 
     # -- offline ----------------------------------------------------------------------------------------
@@ -257,7 +258,8 @@ class HippoRAG:
         return self.encoder.model_id
 
     def _embed_corpus(self, texts: list[str]) -> np.ndarray:
-        return self.encoder.encode_corpus(texts, desc="hipporag phrases")
+        # a memory map of the cache file: 4.8M phrases at 2Wiki's size are 6.9 GiB of float32 (docs/scale.md)
+        return mapped_matrix(self.encoder, texts, "hipporag phrases")
 
     @cached_property
     def graph(self) -> PhraseGraph:
