@@ -100,7 +100,8 @@ class Ranking:
 
 class OwnMatrix(NamedTuple):
     """A matrix a retriever embeds beyond the passages (``capacity_collections``: GRIEVER's names and units), for the
-    start-up capacity check (:mod:`gear_repro.pipeline.capacity`): its rows and characters of text, whether the
+    start-up capacity check (:mod:`gear_repro.pipeline.capacity`): its rows (counted on the raw strings: at least as
+    many as the build embeds) and characters of text, whether the
     build reads it whole (``resident``; else it stays a memory map of its cache file of which only the rows a query
     reads are held), the bytes of Python objects the build keeps per row, and what else the build holds as a line
     of the estimate of its own (``also``: (what, bytes); HippoRAG's phrase graph)."""

@@ -360,3 +360,19 @@ def test_a_dense_only_run_counts_no_bm25_index_for_its_passages(cache) -> None:
     assert capacity.unsearched_by_bm25(compose_config(["retriever=sbert"])) == {"passages"}
     for searched in (["retriever=bm25"], ["retriever=griever"], ["agent=ircot", "retriever=bm25"], ["agent=hipporag"]):
         assert capacity.unsearched_by_bm25(compose_config(searched)) == frozenset()
+
+
+def test_an_own_matrix_counted_on_raw_strings_finds_its_smaller_cached_matrix(cache) -> None:
+    """GRIEVER's names are counted on the raw strings (4,836,455 at 2Wiki size), the build embeds the distinct
+    normalised ones (4,826,006): the disk check had asked 35 GiB for matrices already cached and refused the run."""
+    from gear_repro.types import OwnMatrix
+
+    (cache / "embeddings").mkdir(parents=True)
+    np.save(cache / "embeddings" / "m-0.npy", np.zeros((990, 1), np.float32))
+    cfg = OmegaConf.create({"backend": {"dense_dtype": "float32"}, "embedder": {"model": "all-MiniLM-L6-v2"}})
+    for rows, cached in ((1000, True), (990, True), (1001, False), (989, False)):
+        est = capacity.config_estimate(cfg, {}, {"names": OwnMatrix(rows, 0, False, 0)}, "m")
+        assert (est.disk == 0) is cached and ("(cached)" in est.lines[0]) is cached
+    # a collection's rows are exact: only a matrix of as many rows is its cache
+    assert capacity.estimate({"passages": (990, 0)}, 1, "m").disk == 0
+    assert capacity.estimate({"passages": (1000, 0)}, 1, "m").disk > 0

@@ -131,12 +131,19 @@ def embedder_dim(node: DictConfig) -> int:
     return KNOWN_DIMS.get(Path(name).name.lower(), 768)
 
 
-def cached_rows(model_id: str, rows: int) -> bool:
+# an own matrix's rows are counted on the raw strings, an upper bound of the distinct normalised texts its build
+# embeds (2Wiki size: 4,836,455 GRIEVER names counted, 4,826,006 embedded); a cached matrix this much smaller counts
+ROWS_SLACK = 0.01
+
+
+def cached_rows(model_id: str, rows: int, upper_bound: bool = False) -> bool:
     """Whether $GEAR_CACHE/embeddings holds a finished matrix of ``rows`` vectors of this embedder (its
-    ``model_id``, the key's first part, implies the dimension)."""
+    ``model_id``, the key's first part, implies the dimension); of ``rows`` down to :data:`ROWS_SLACK` fewer where
+    ``rows`` is an ``upper_bound``."""
+    least = rows - int(rows * ROWS_SLACK) if upper_bound else rows
     for f in (cache_dir() / "embeddings").glob(f"{model_id}-*.npy"):
         try:
-            if np.load(f, mmap_mode="r").shape[0] == rows:
+            if least <= np.load(f, mmap_mode="r").shape[0] <= rows:
                 return True
         except (OSError, ValueError):
             continue
@@ -145,18 +152,18 @@ def cached_rows(model_id: str, rows: int) -> bool:
 
 def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | None, dense_bytes: int = 4,
              record_bytes: int = BYTES_PER_RECORD, in_place: bool = False, char_bytes: int = BYTES_PER_CHAR,
-             dense: DenseSettings | None = None, no_bm25: Collection[str] = ()) -> Estimate:
+             dense: DenseSettings | None = None, no_bm25: Collection[str] = (), upper_bound: bool = False) -> Estimate:
     """The needs of embedding ``collections`` (name -> (rows, characters of text)) at ``dim``, held at
     ``dense_bytes`` a value (0: a memory map of the cache file) with the faiss index ``dense`` gives each (none:
     exact search), with ``record_bytes`` of objects per row and ``char_bytes`` per character of text, less
     :data:`BM25_BYTES_PER_CHAR` for those in ``no_bm25`` (no BM25 index built); a collection whose matrix is cached
-    (``model_id``) needs no disk and no encode buffer, nor one that is encoded ``in_place`` (into a memory map of
-    its cache file: :func:`encodes_in_place`)."""
+    (``model_id``; rows counted as an ``upper_bound``: :func:`cached_rows`) needs no disk and no encode buffer, nor
+    one that is encoded ``in_place`` (into a memory map of its cache file: :func:`encodes_in_place`)."""
     est = Estimate(cache_dir() / "embeddings", dense_bytes=dense_bytes)
     encode_buffer = 0
     for name, (rows, chars) in collections.items():
         vec = rows * dim * 4
-        cached = model_id is not None and cached_rows(model_id, rows)
+        cached = model_id is not None and cached_rows(model_id, rows, upper_bound)
         objects = rows * record_bytes + (char_bytes - (BM25_BYTES_PER_CHAR if name in no_bm25 else 0)) * chars
         index = index_bytes(dense, rows, dim) if dense is not None else 0
         est.memory += rows * dim * dense_bytes + objects + index
@@ -291,7 +298,7 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
         est.lines.append(f"triple graph: {graph / GIB:.2f} GiB")
     for name, m in own.items():  # their record sizes were fitted with each text counted twice
         more = estimate({name: (m.rows, m.chars)}, dim, model_id, dense_bytes=4 if m.resident else 0,
-                        record_bytes=m.record_bytes, in_place=in_place, char_bytes=2)
+                        record_bytes=m.record_bytes, in_place=in_place, char_bytes=2, upper_bound=True)
         est.disk += more.disk
         est.memory += more.memory - BASE_BYTES
         est.lines += more.lines
