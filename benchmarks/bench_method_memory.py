@@ -33,16 +33,10 @@ import time
 import traceback
 from pathlib import Path
 
-from gear_repro.pipeline.capacity import proc_bytes
+from gear_repro.pipeline.capacity import status_gib
 
 REPO = Path(__file__).resolve().parent.parent
 GIB = 1024 ** 3
-
-
-def status_gib(key: str) -> float:
-    """``key`` of ``/proc/self/status`` now (e.g. ``RssAnon``: the anonymous resident memory), GiB."""
-    found = proc_bytes("/proc/self/status", key)
-    return found / GIB if found is not None else float("nan")
 
 
 class PeakSampler(threading.Thread):

@@ -83,7 +83,7 @@ from gear_repro.backends.base import IndexDoc  # noqa: E402
 from gear_repro.backends.memory import MemoryBackend, top_k_dense  # noqa: E402
 from gear_repro.core.triple_graph import TripleIndex, normalize_entity  # noqa: E402
 from gear_repro.methods.gear.expansion import NaiveGE  # noqa: E402
-from gear_repro.pipeline.capacity import proc_bytes  # noqa: E402
+from gear_repro.pipeline.capacity import status_gib  # noqa: E402
 from gear_repro.retrieval.base import BM25Retriever, DenseRetriever, HybridRetriever  # noqa: E402
 from gear_repro.types import Passage, Triple  # noqa: E402
 
@@ -263,29 +263,23 @@ def rss_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # Linux: KiB
 
 
-def anon_gib() -> float:
-    """This process's anonymous resident memory now (Linux /proc/self/status RssAnon), GiB."""
-    found = proc_bytes("/proc/self/status", "RssAnon")
-    return found / 2**30 if found is not None else float("nan")
-
-
 class AnonPeak(threading.Thread):
     """Samples :func:`anon_gib` every ``interval`` s until stopped; ``peak`` is the largest sample."""
 
     def __init__(self, interval: float = 0.02):
         super().__init__(daemon=True)
         self.interval = interval
-        self.peak = anon_gib()
+        self.peak = status_gib("RssAnon")
         self._stop_event = threading.Event()
 
     def run(self) -> None:
         while not self._stop_event.wait(self.interval):
-            self.peak = max(self.peak, anon_gib())
+            self.peak = max(self.peak, status_gib("RssAnon"))
 
     def stop(self) -> float:
         self._stop_event.set()
         self.join()
-        self.peak = max(self.peak, anon_gib())
+        self.peak = max(self.peak, status_gib("RssAnon"))
         return self.peak
 
 
@@ -360,7 +354,7 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
     coll.bm25(["warm"], 1)
     out["build_bm25_s"] = round(clock() - t, 1)
     out["rss_after_bm25_gib"] = round(rss_gib(), 2)
-    out["anon_after_bm25_gib"] = round(anon_gib(), 2)
+    out["anon_after_bm25_gib"] = round(status_gib("RssAnon"), 2)
     print(f"  BM25 {out['build_bm25_s']} s, RSS {out['rss_after_bm25_gib']} GiB, anon {out['anon_after_bm25_gib']} GiB",
           flush=True)
     out["dense_index"] = str(coll.dense_kind)
@@ -368,7 +362,7 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
     ann = coll.ann_index()
     out["build_ann_s"] = round(clock() - t, 1)
     out["dense_faiss"] = ann.description
-    out["anon_ann_gib"] = round(anon_gib() - out["anon_after_bm25_gib"], 3)
+    out["anon_ann_gib"] = round(status_gib("RssAnon") - out["anon_after_bm25_gib"], 3)
     print(f"  dense index faiss {ann.description}: {out['build_ann_s']} s, anon +{out['anon_ann_gib']} GiB", flush=True)
 
     t = clock()
@@ -380,7 +374,7 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
                             "median": float(np.median(deg)), "max": int(deg.max()),
                             "hubs_capped": int(index.stats.get("hub_entities", 0))}
     out["rss_after_graph_gib"] = round(rss_gib(), 2)
-    out["anon_after_graph_gib"] = round(anon_gib(), 2)
+    out["anon_after_graph_gib"] = round(status_gib("RssAnon"), 2)
     print(f"  triple graph {out['build_graph_s']} s, RSS {out['rss_after_graph_gib']} GiB, anon "
           f"{out['anon_after_graph_gib']} GiB", flush=True)
     del triples
@@ -390,7 +384,7 @@ def run(corpus: str, fraction: float, n_queries: int, workdir: Path, seed: int, 
         out["build_hub_slices_s"] = round(clock() - t, 1)
         out["hub_slices"] = {"entities": len(codes.hubs), "min_degree": index.hub_slices_min_degree,
                             "gib": round(codes.bytes / 2**30, 3)}
-        print(f"  hub slices {out['build_hub_slices_s']} s: {out['hub_slices']}, anon {anon_gib():.2f} GiB", flush=True)
+        print(f"  hub slices {out['build_hub_slices_s']} s: {out['hub_slices']}, anon {status_gib('RssAnon'):.2f} GiB", flush=True)
 
     rng = np.random.default_rng(seed + 3)
     queries = [" ".join(rng.choice([p.title for p in passages[:5000]], 3)) + f" {i}" for i in range(n_queries)]

@@ -84,6 +84,13 @@ def proc_bytes(path: str, key: str) -> int | None:
     return None
 
 
+def status_gib(key: str) -> float:
+    """``key`` of ``/proc/self/status`` now (``RssAnon``: the anonymous resident memory, ``VmRSS``), GiB; nan where
+    absent (the memory benches' samples)."""
+    found = proc_bytes("/proc/self/status", key)
+    return found / GIB if found is not None else float("nan")
+
+
 def available_memory() -> int:
     """Bytes of memory available to a new process (``MemAvailable`` of /proc/meminfo, else physical pages)."""
     found = proc_bytes("/proc/meminfo", "MemAvailable")
