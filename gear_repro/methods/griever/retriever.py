@@ -168,9 +168,10 @@ class GrieverRetrieverSettings(GrieverSettings):
     triple_retriever: Any = field(default=None, metadata={"group": "retriever"})
 
 
-# bytes of Python objects per name and per unit row at the build's peak (the triples and passages as records,
-# GrieverData, the store's maps, the units' BM25 index), fitted to bench_griever --scale (docs/scale.md)
-RECORD_BYTES = {"names": 200, "units": 1550}
+# bytes of Python objects per name and per unit row at the build's peak (GrieverData, the store's maps, the units'
+# BM25 index; the dataset's triples and passages are counted apart, capacity.TRIPLE_RECORD_BYTES), fitted to
+# bench_griever --scale at 0.1 and 0.2 of MuSiQue and to a 2Wiki-size run on hash vectors (docs/scale.md)
+RECORD_BYTES = {"names": 200, "units": 1150}
 TIE_EPS = 1e-6  # cosines of one text encoded alone and in a batch differ in the last bits (~1e-7)
 
 
@@ -224,8 +225,8 @@ class GrieverRetriever:
         (:mod:`gear_repro.pipeline.capacity`; ``node``: this retriever's config): the distinct entity and predicate
         names and the units (§4.2.4: "s p" / "p o" partials, or whole triples), counted on the raw strings, at least
         as many as the normalised ones the build keeps. Both are memory maps of their cache files; the alias
-        clustering reads the names whole (unless ``same_as.max_aliases`` is 0). The records (the triples, the
-        index content, the units' BM25 index) are counted per row, :data:`RECORD_BYTES` (docs/scale.md)."""
+        clustering reads the names whole (unless ``same_as.max_aliases`` is 0). The records (the index content, the
+        store's maps, the units' BM25 index) are counted per row, :data:`RECORD_BYTES` (docs/scale.md)."""
         names = {x for t in triples for x in (t.subject, t.object, t.predicate)}
         if str(node.get("shortlist_index", ShortlistIndex.partial.value)) == ShortlistIndex.full.value:
             units = {(t.subject, t.predicate, t.object) for t in triples}
