@@ -171,7 +171,7 @@ class GrieverRetrieverSettings(GrieverSettings):
 # bytes of Python objects per name and per unit row at the build's peak (GrieverData, the store's maps, the units'
 # BM25 index; the dataset's triples and passages are counted apart, capacity.TRIPLE_RECORD_BYTES), fitted to
 # bench_griever --scale at 0.1 and 0.2 of MuSiQue and to a 2Wiki-size run on hash vectors (docs/scale.md)
-RECORD_BYTES = {"names": 200, "units": 1150}
+RECORD_BYTES = {"names": 200, "units": 1050}
 TIE_EPS = 1e-6  # cosines of one text encoded alone and in a batch differ in the last bits (~1e-7)
 
 
