@@ -264,7 +264,7 @@ def rss_gib() -> float:
 
 
 class AnonPeak(threading.Thread):
-    """Samples :func:`anon_gib` every ``interval`` s until stopped; ``peak`` is the largest sample."""
+    """Samples the anonymous resident memory (:func:`~gear_repro.pipeline.capacity.status_gib` of ``RssAnon``) every ``interval`` s until stopped; ``peak`` is the largest sample."""
 
     def __init__(self, interval: float = 0.02):
         super().__init__(daemon=True)
