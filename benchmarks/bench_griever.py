@@ -150,7 +150,9 @@ def scale_build(corpus: str, fraction: float) -> dict:
 
     peak_anon = [0]
 
-    def sample_anon() -> None:  # RssAnon every 20 ms: the memory the kernel cannot drop (mapped files it can)
+    # RssAnon every 20 ms: the memory the kernel cannot drop (mapped files it can). Read here rather than through
+    # bench_scale.AnonPeak: the A/B runs this in a base code tree, which may predate capacity.status_gib.
+    def sample_anon() -> None:
         while True:
             with open("/proc/self/status") as f:
                 kb = next(int(line.split()[1]) for line in f if line.startswith("RssAnon:"))

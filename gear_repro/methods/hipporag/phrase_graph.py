@@ -312,20 +312,40 @@ class PhraseGraph:
 
     # -- persistence -------------------------------------------------------------------------------
     def save(self, path) -> None:
+        """One .npz. Names go in as UTF-8 bytes with their end offsets: a fixed-width unicode array holds every name
+        at the longest one's width in UTF-32, 6.2 GiB for the 4.8M phrases of a 2Wiki-size graph (docs/scale.md)."""
         m = self.passage_phrase.tocsr()
+        phrase_bytes, phrase_ends = _pack_strings(self.phrases)
+        pid_bytes, pid_ends = _pack_strings(self.passage_ids)
         with atomic_open(path, "wb") as f:
-            np.savez_compressed(f, phrases=np.array(self.phrases, dtype=np.str_), passage_ids=np.array(self.passage_ids, dtype=np.str_),
-                                edges=self.edges, weights=self.weights, m_data=m.data, m_indices=m.indices,
-                                m_indptr=m.indptr, m_shape=np.array(m.shape), version=np.array(self.version),
-                                stats=np.array(json.dumps(self.stats)))
+            np.savez_compressed(f, phrases_utf8=phrase_bytes, phrases_ends=phrase_ends, passage_ids_utf8=pid_bytes,
+                                passage_ids_ends=pid_ends, edges=self.edges, weights=self.weights, m_data=m.data,
+                                m_indices=m.indices, m_indptr=m.indptr, m_shape=np.array(m.shape),
+                                version=np.array(self.version), stats=np.array(json.dumps(self.stats)))
 
     @classmethod
     def load(cls, path) -> PhraseGraph:
-        z = np.load(path, allow_pickle=False)
-        m = sp.csr_matrix((z["m_data"], z["m_indices"], z["m_indptr"]), shape=tuple(z["m_shape"]))
-        return cls(phrases=[str(p) for p in z["phrases"]], passage_ids=[str(p) for p in z["passage_ids"]],
-                   edges=z["edges"], weights=z["weights"], passage_phrase=m, version=str(z["version"]),
-                   stats=json.loads(str(z["stats"])))
+        """A graph :meth:`save` wrote, or one saved with its names as unicode arrays (earlier caches)."""
+        with np.load(path, allow_pickle=False) as z:
+            m = sp.csr_matrix((z["m_data"], z["m_indices"], z["m_indptr"]), shape=tuple(z["m_shape"]))
+            return cls(phrases=_load_strings(z, "phrases"), passage_ids=_load_strings(z, "passage_ids"),
+                       edges=z["edges"], weights=z["weights"], passage_phrase=m, version=str(z["version"]),
+                       stats=json.loads(str(z["stats"])))
+
+
+def _pack_strings(names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``names`` as one UTF-8 byte array and each name's end offset in it."""
+    encoded = [n.encode("utf-8") for n in names]
+    ends = np.cumsum([len(b) for b in encoded], dtype=np.int64)
+    return np.frombuffer(b"".join(encoded), dtype=np.uint8), ends
+
+
+def _load_strings(z, key: str) -> list[str]:
+    """The names :func:`_pack_strings` stored under ``key``, or an earlier cache's unicode array ``key``."""
+    if f"{key}_utf8" not in z:
+        return [str(n) for n in z[key]]
+    data, ends = z[f"{key}_utf8"].tobytes(), z[f"{key}_ends"].tolist()
+    return [data[a:b].decode("utf-8") for a, b in zip([0, *ends][:-1], ends, strict=True)]
 
 
 def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], embed=None, *, version: str = "v1",

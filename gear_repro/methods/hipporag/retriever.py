@@ -272,7 +272,7 @@ class HippoRAG:
 
     @cached_property
     def phrase_vectors(self) -> np.ndarray:
-        return np.asarray(self._embed_corpus(self.graph.phrases), dtype=np.float32)
+        return self._embed_corpus(self.graph.phrases)
 
     @cached_property
     def specificity(self) -> np.ndarray:
