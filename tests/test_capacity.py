@@ -200,6 +200,7 @@ def test_a_hipporag_run_counts_its_phrase_vectors(cache) -> None:
 def test_a_cached_phrase_graph_prices_its_own_edges(cache) -> None:
     """Once a graph of the corpus is cached, the estimate counts its edges (a corpus of many synonyms has far more
     than the sample's rate: the generated MuSiQue-size corpus 24.4 a phrase), read from the file's array headers."""
+    from benchmarks.bench_phrase_graph_save import save_unicode
     from gear_repro.methods.hipporag.phrase_graph import build_phrase_graph, cached_graph_edges
     from gear_repro.methods.hipporag.retriever import GRAPH_EDGE_BYTES, HippoRAG
     from gear_repro.types import Triple
@@ -212,6 +213,8 @@ def test_a_cached_phrase_graph_prices_its_own_edges(cache) -> None:
     (cache / "hipporag" / "graph-1.npz").write_bytes(b"not a zip")  # a damaged entry is passed over
     assert cached_graph_edges(len(graph.phrases)) == len(graph.edges) == 9
     assert cached_graph_edges(len(graph.phrases) + 1) is None
+    save_unicode(graph, cache / "hipporag" / "graph-0.npz")  # an earlier cache's names: unicode arrays
+    assert cached_graph_edges(len(graph.phrases)) == 9
     phrases = HippoRAG.capacity_collections({}, triples)["hipporag phrases"]
     assert phrases.rows == len(graph.phrases) == 12
     assert phrases.also == ("hipporag phrase graph (9 edges, the cached graph's)", 9 * GRAPH_EDGE_BYTES)

@@ -465,7 +465,9 @@ def cached_graph_edges(phrases: int) -> int | None:
     for path in (cache_dir() / "hipporag").glob("graph-*.npz"):
         try:
             with zipfile.ZipFile(path) as z:
-                if _npy_rows(z, "phrases.npy") == phrases:
+                # one end offset a phrase (PhraseGraph.save), or an earlier cache's unicode array
+                names = "phrases_ends.npy" if "phrases_ends.npy" in z.namelist() else "phrases.npy"
+                if _npy_rows(z, names) == phrases:
                     found.append(_npy_rows(z, "edges.npy"))
         except (OSError, ValueError, KeyError, zipfile.BadZipFile):
             continue
