@@ -157,7 +157,6 @@ def test_graph_cache_round_trip(tmp_path, monkeypatch) -> None:
     assert len(list((tmp_path / "hipporag").glob("graph-*.npz"))) == 1
 
 
-
 def test_graph_saves_names_as_utf8_and_reads_earlier_unicode_arrays(tmp_path) -> None:
     """Names are stored as UTF-8 bytes with end offsets (a fixed-width unicode array took 6.2 GiB at 2Wiki size);
     a graph saved with the earlier unicode arrays still loads to the same graph."""
@@ -180,6 +179,7 @@ def test_graph_saves_names_as_utf8_and_reads_earlier_unicode_arrays(tmp_path) ->
     empty.edges = np.zeros((0, 2), np.int64)
     empty.save(tmp_path / "empty.npz")
     assert PhraseGraph.load(tmp_path / "empty.npz").phrases == []
+
 
 # -- NER reply parsing ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("reply", "entities", "failed"), [
