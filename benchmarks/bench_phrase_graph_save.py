@@ -51,20 +51,12 @@ def synthetic_graph(n_phrases: int, n_passages: int, longest: int):
                        edges=np.zeros((0, 2), np.int64), weights=np.zeros(0), passage_phrase=m)
 
 
-def save_unicode(g, path: Path) -> None:
-    """The earlier format: each name list one fixed-width unicode array."""
-    m = g.passage_phrase
-    np.savez_compressed(path, phrases=np.array(g.phrases, dtype=np.str_),
-                        passage_ids=np.array(g.passage_ids, dtype=np.str_), edges=g.edges, weights=g.weights,
-                        m_data=m.data, m_indices=m.indices, m_indptr=m.indptr, m_shape=np.array(m.shape),
-                        version=np.array(g.version), stats=np.array(json.dumps(g.stats)))
-
-
 def measure(fmt: str, n_phrases: int, n_passages: int, longest: int, folder: str) -> dict:
     """In this process: build the graph, then save it in ``fmt`` and load it again, each step's peak measured."""
     from benchmarks.bench_scale import AnonPeak
     from gear_repro.methods.hipporag.phrase_graph import PhraseGraph
     from gear_repro.pipeline.capacity import status_gib
+    from tests.helpers.graph_formats import save_unicode
 
     g = synthetic_graph(n_phrases, n_passages, longest)
     path = Path(folder) / f"graph-{fmt}.npz"

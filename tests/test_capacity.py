@@ -200,10 +200,10 @@ def test_a_hipporag_run_counts_its_phrase_vectors(cache) -> None:
 def test_a_cached_phrase_graph_prices_its_own_edges(cache) -> None:
     """Once a graph of the corpus is cached, the estimate counts its edges (a corpus of many synonyms has far more
     than the sample's rate: the generated MuSiQue-size corpus 24.4 a phrase), read from the file's array headers."""
-    from benchmarks.bench_phrase_graph_save import save_unicode
     from gear_repro.methods.hipporag.phrase_graph import build_phrase_graph, cached_graph_edges
     from gear_repro.methods.hipporag.retriever import GRAPH_EDGE_BYTES, HippoRAG
     from gear_repro.types import Triple
+    from tests.helpers.graph_formats import save_unicode
 
     triples = [Triple(f"t{i}", f"a{i}", "r", f"b{i % 3}", f"p{i}") for i in range(9)]
     graph = build_phrase_graph(triples, [f"p{i}" for i in range(9)], synonyms=False)

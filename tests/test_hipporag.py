@@ -160,7 +160,7 @@ def test_graph_cache_round_trip(tmp_path, monkeypatch) -> None:
 def test_graph_saves_names_as_utf8_and_reads_earlier_unicode_arrays(tmp_path) -> None:
     """Names are stored as UTF-8 bytes with end offsets (a fixed-width unicode array took 6.2 GiB at 2Wiki size);
     a graph saved with the earlier unicode arrays still loads to the same graph."""
-    from benchmarks.bench_phrase_graph_save import save_unicode
+    from tests.helpers.graph_formats import save_unicode
 
     triples = [T(0, "naïve café", "in", "北京", "p\u00e9\n1"), T(1, "x" * 300, "is", "y", "p2")]
     g = build_phrase_graph(triples, ["p\u00e9\n1", "p2", ""], None, synonyms=False, normalisation="entity")
