@@ -167,7 +167,8 @@ start_mariadb() {  # the accounting database; a MariaDB already running is used 
       sock=$(my_print_defaults --mysqld 2>/dev/null | sed -n 's/^--socket=//p' | tail -n 1)
       rm -f "${sock:-/run/mysqld/mysqld.sock}" /run/mysqld/mysqld.pid
     fi
-    out=$(timeout 120 /etc/init.d/mariadb start 2>&1 9>&-) \
+    # mysqld_safe, as the mysql user, writes its start log under $TMPDIR: a caller's private TMPDIR would stop it
+    out=$(TMPDIR=/tmp timeout 120 /etc/init.d/mariadb start 2>&1 9>&-) \
       || { tail -n 5 <<<"$out" >&2; die "MariaDB did not start within 120 s (/etc/init.d/mariadb start; its output above)"; }
     touch "$RUN/started-mariadb"
   fi
