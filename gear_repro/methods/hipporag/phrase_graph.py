@@ -390,6 +390,10 @@ def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], em
         stats_dir[(b, a)] += 1.0
         facts_by_passage[row].add((h, r, o))
     n_relation_pairs = len({(min(a, b), max(a, b)) for a, b in stats_dir if a != b})
+    n_used = len(clean)
+    # From here on each intermediate is dropped once the next exists: at MuSiQue's size (1.5M triples, tens of
+    # millions of synonym entries) holding them all to the end made the build's peak (docs/scale.md).
+    del clean
 
     # passage x phrase: number of distinct facts of the passage containing the phrase
     counts: dict[tuple[int, int], int] = defaultdict(int)
@@ -397,9 +401,11 @@ def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], em
         for h, _, o in facts:
             for p in {h, o}:
                 counts[(row, idx[p])] += 1
+    del facts_by_passage, idx
     keys = sorted(counts)
     m = sp.csr_matrix(([counts[k] for k in keys], ([k[0] for k in keys], [k[1] for k in keys])),
                       shape=(len(passage_ids), n_p), dtype=np.float64)
+    del counts, keys
 
     t_syn = 0.0
     search = resolve_synonym_search(synonym_search, n_p, synonym_auto_min_phrases) if synonyms else None
@@ -416,39 +422,61 @@ def build_phrase_graph(triples: Sequence[Triple], passage_ids: Sequence[str], em
         else:
             found = synonym_pairs(vecs, synonym_threshold, synonym_top_k, eligible, block_rows=block_rows,
                                   progress=progress)
+        del vecs, eligible
         t_syn = time.perf_counter() - t1
 
-    # directed entries as codes a * n_nodes + b (arrays: tens of millions of synonym entries at full size)
     n_nodes = n_p + len(passage_ids)
+    n_entries = len(found)
+    n_synonym_edges, n_with_synonym = _synonym_counts(found, n_nodes)
+    # directed entries as codes a * n_nodes + b (arrays: tens of millions of synonym entries at full size)
     rel = np.fromiter(stats_dir.keys(), dtype=np.dtype((np.int64, 2)), count=len(stats_dir)).reshape(-1, 2)
-    rel_code = rel[:, 0] * n_nodes + rel[:, 1]
     rel_w = np.fromiter(stats_dir.values(), dtype=np.float64, count=len(stats_dir))
+    del stats_dir
+    rel_code = rel[:, 0] * n_nodes + rel[:, 1]
+    del rel
     syn_code = found.i.astype(np.int64) * n_nodes + found.j
     keep = ~np.isin(rel_code, syn_code)  # a synonym entry overwrites a relation count of its direction, as the reference does
     codes, ws = [rel_code[keep], syn_code], [rel_w[keep], found.s.astype(np.float64)]
+    del rel_code, rel_w, keep, syn_code, found
     if version == "v2":  # one entry per passage -> phrase, weight 1.0
         rows = np.repeat(np.arange(len(passage_ids), dtype=np.int64), np.diff(m.indptr))
         codes.append((n_p + rows) * n_nodes + m.indices)
         ws.append(np.ones(len(rows)))
+        del rows
     code, w = np.concatenate(codes), np.concatenate(ws)
-    a, b = code // n_nodes, code % n_nodes
+    del codes, ws
+    a, b = np.divmod(code, n_nodes)
+    del code
     own = a != b  # self loops are dropped (reference build_graph)
-    lo, hi, w = np.minimum(a, b)[own], np.maximum(a, b)[own], w[own]
+    w = w[own]
+    lo = np.minimum(a, b)[own]
+    hi = np.maximum(a, b)[own]
+    del a, b, own
+    lo *= n_nodes  # the pair's code lo * n_nodes + hi, in place
+    lo += hi
+    del hi
     # an undirected pair weighs the sum of its two directions (at most two terms: the sum of either order)
-    und, inverse = np.unique(lo * n_nodes + hi, return_inverse=True)
-    edges = np.stack([und // n_nodes, und % n_nodes], axis=1)  # int64, (E, 2) even when E = 0
+    und, inverse = np.unique(lo, return_inverse=True)
+    del lo
     weights = np.bincount(inverse, weights=w, minlength=len(und)).astype(np.float64)  # (int64 when there are none)
-    si, sj = found.i.astype(np.int64), found.j.astype(np.int64)
-    syn_pairs = np.unique(np.minimum(si, sj) * n_nodes + np.maximum(si, sj))
-    with_syn = np.unique(np.concatenate([syn_pairs // n_nodes, syn_pairs % n_nodes]))
-    stats = {"phrases": n_p, "passages": len(passage_ids), "triples_used": len(clean), "relation_pairs": n_relation_pairs,
-             "synonym_search": search, "synonym_entries": len(found), "synonym_edges": len(syn_pairs),
-             "phrases_with_synonym": len(with_syn), "synonym_phrase_share": round(len(with_syn) / max(1, n_p), 6),
+    del inverse, w
+    edges = np.stack(np.divmod(und, n_nodes), axis=1)  # int64, (E, 2) even when E = 0
+    stats = {"phrases": n_p, "passages": len(passage_ids), "triples_used": n_used, "relation_pairs": n_relation_pairs,
+             "synonym_search": search, "synonym_entries": n_entries, "synonym_edges": n_synonym_edges,
+             "phrases_with_synonym": n_with_synonym, "synonym_phrase_share": round(n_with_synonym / max(1, n_p), 6),
              "edges": len(und), "synonym_s": round(t_syn, 3),
              "build_s": round(time.perf_counter() - t0, 3), **skipped}
     log.info("HippoRAG graph (%s): %s", version, stats)
     return PhraseGraph(phrases=phrases, passage_ids=list(passage_ids), edges=edges, weights=weights, passage_phrase=m,
                        version=version, stats=stats)
+
+
+def _synonym_counts(found: SynonymEntries, n_nodes: int) -> tuple[int, int]:
+    """The undirected synonym edges among ``found``'s entries and the phrases with at least one."""
+    si, sj = found.i.astype(np.int64), found.j.astype(np.int64)
+    pairs = np.unique(np.minimum(si, sj) * n_nodes + np.maximum(si, sj))
+    del si, sj
+    return len(pairs), len(np.unique(np.concatenate(np.divmod(pairs, n_nodes))))
 
 
 def graph_cache_key(triples: Sequence[Triple], passage_ids: Sequence[str], settings: dict[str, Any]) -> str:
