@@ -381,3 +381,43 @@ def test_an_own_matrix_counted_on_raw_strings_finds_its_smaller_cached_matrix(ca
     # a collection's rows are exact: only a matrix of as many rows is its cache
     assert capacity.estimate({"passages": (990, 0)}, 1, "m").disk == 0
     assert capacity.estimate({"passages": (1000, 0)}, 1, "m").disk > 0
+
+
+def test_cached_phrase_vectors_price_the_synonym_edges_before_the_search(cache) -> None:
+    """With the phrase vectors cached but no graph (a build stopped after its encode, or new synonym settings), the
+    estimate counts the synonym entries sampled from those vectors instead of the sample's 1.4 edges a phrase: the
+    generated MuSiQue-size corpus's pseudo-words give 38.6 entries a phrase, and its first build was priced ~3 GiB
+    low (docs/scale.md). Every eligible row sampled: the exact search's entries; 1,000 of them: within 10 %."""
+    from gear_repro.data.dataset import load_dataset
+    from gear_repro.methods.hipporag import phrase_graph
+    from gear_repro.methods.hipporag.retriever import GRAPH_EDGE_BYTES, HippoRAG
+    from tests.conftest import SAMPLE
+
+    ds = load_dataset(SAMPLE)
+    triples = ds.triples
+    node = {"synonym_threshold": 0.55, "cache": False}
+    hippo = HippoRAG(ds.passages, triples, embedder=HashEmbedder(), **node)
+    stats = hippo.graph.stats  # encodes the phrases into $GEAR_CACHE/embeddings, caches no graph
+    assert stats["synonym_entries"] > 10_000
+
+    def priced(**over) -> tuple[int, str]:
+        also = HippoRAG.capacity_collections({**node, **over}, triples)["hipporag phrases"].also
+        assert also[1] == int(also[0].split("(")[1].split(" edges")[0].replace(",", "")) * GRAPH_EDGE_BYTES
+        return int(also[0].split("(")[1].split(" edges")[0].replace(",", "")), also[0]
+
+    edges, line = priced()
+    assert "synonym entries, estimated from 1,000 phrases' cached vectors" in line
+    assert abs(edges - len(triples) - stats["synonym_entries"]) <= 0.1 * stats["synonym_entries"]
+    assert edges >= stats["edges"]  # an upper bound of the graph's edges: one a triple, one an entry
+    vectors = phrase_graph.cached_phrase_vectors(hippo.graph.phrases)
+    assert len(vectors) == 1 and vectors[0].shape == (stats["phrases"], 64)
+    eligible = np.array([phrase_graph.alnum_length(p) >= 3 for p in hippo.graph.phrases])
+    assert phrase_graph.sampled_synonym_entries(vectors[0], 0.55, 100, eligible, rows=len(eligible),
+                                                block=4_096) == stats["synonym_entries"]
+    # other synonym settings change the estimate; without synonyms, at most one edge a triple
+    assert priced(synonym_threshold=0.9)[0] < edges
+    assert priced(synonyms=False) == (len(triples), f"hipporag phrase graph ({len(triples):,} edges, at most one a "
+                                                    "triple, no synonym edges)")
+    # phrases encoded by no one: the sample's rate
+    assert "a phrase assumed" in HippoRAG.capacity_collections({**node, "normalisation": "entity"}, triples)[
+        "hipporag phrases"].also[0]

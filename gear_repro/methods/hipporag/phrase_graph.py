@@ -479,6 +479,45 @@ def _synonym_counts(found: SynonymEntries, n_nodes: int) -> tuple[int, int]:
     return len(pairs), len(np.unique(np.concatenate(np.divmod(pairs, n_nodes))))
 
 
+# rows whose synonyms are counted to estimate a corpus's entries before its search (:func:`sampled_synonym_entries`)
+SYNONYM_SAMPLE_ROWS = 1_000
+
+
+def sampled_synonym_entries(vectors: np.ndarray, threshold: float, top_k: int, eligible: np.ndarray,
+                            rows: int = SYNONYM_SAMPLE_ROWS, seed: int = 0, block: int = 65_536) -> int:
+    """The entries :func:`synonym_pairs` would find over ``vectors``, estimated from ``rows`` eligible rows drawn
+    with ``seed``: each row's neighbours ``j != i`` with cosine >= ``threshold``, at most ``top_k``, their mean times
+    the eligible rows (exact when ``rows`` covers them). Columns a ``block`` at a time, so a memory-mapped matrix is
+    read once in pieces: for the start-up capacity check, before the O(N^2) search (docs/scale.md)."""
+    candidates = np.flatnonzero(eligible)
+    if not len(candidates) or top_k <= 0:
+        return 0
+    picked = candidates if len(candidates) <= rows else np.sort(
+        np.random.default_rng(seed).choice(candidates, size=rows, replace=False))
+    q = np.asarray(vectors[picked], dtype=np.float32)
+    counts = np.zeros(len(picked), dtype=np.int64)
+    for start in range(0, vectors.shape[0], block):
+        hits = q @ np.asarray(vectors[start:start + block], dtype=np.float32).T >= threshold
+        own = (picked >= start) & (picked < start + hits.shape[1])
+        hits[np.flatnonzero(own), picked[own] - start] = False
+        counts += hits.sum(axis=1)
+    return round(float(np.minimum(counts, top_k).mean()) * len(candidates))
+
+
+def cached_phrase_vectors(phrases: Sequence[str]) -> list[np.ndarray]:
+    """Memory maps of the encodes of ``phrases`` (the graph's phrase list, in its order) found in
+    $GEAR_CACHE/embeddings, one per encoder that wrote one (:meth:`SentenceEmbedder.encode_corpus`'s file name)."""
+    found = []
+    for path in sorted((cache_dir() / "embeddings").glob(f"*-{hash_texts(phrases)}-distinct.npy")):
+        try:
+            m = np.load(path, mmap_mode="r")
+        except (OSError, ValueError):
+            continue
+        if m.ndim == 2 and m.shape[0] == len(phrases):
+            found.append(m)
+    return found
+
+
 def graph_cache_key(triples: Sequence[Triple], passage_ids: Sequence[str], settings: dict[str, Any]) -> str:
     """Content hash of everything the graph depends on."""
     th = hash_texts(f"{t.passage_id}\t{t.subject}\t{t.predicate}\t{t.object}" for t in triples)

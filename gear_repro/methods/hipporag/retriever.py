@@ -45,13 +45,17 @@ from gear_repro.embedding.embedder import Embedder, mapped_matrix
 from gear_repro.llm.base import LLM
 from gear_repro.methods.base import SearchResult
 from gear_repro.methods.hipporag.phrase_graph import (
+    SYNONYM_SAMPLE_ROWS,
     HippoRAGVersion,
     PhraseGraph,
     PhraseNormalisation,
     SynonymSearch,
+    alnum_length,
     cached_graph_edges,
     cached_phrase_graph,
+    cached_phrase_vectors,
     phrase_key,
+    sampled_synonym_entries,
 )
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import OwnMatrix, Passage, Ranking, Triple
@@ -114,9 +118,10 @@ PHRASE_RECORD_BYTES = 1_500
 # MuSiQue size: 36.1M edges, 2.6 GiB above the rest of the estimate, which counts the dataset's triples (0.78 GiB)
 # as records (docs/scale.md, "Every method at full size").
 GRAPH_EDGE_BYTES = 78
-# Edges a phrase before a graph of the corpus is cached: the bundled MuSiQue sample's graph (16,227 phrases,
-# 22,822 relation and synonym edges; MiniLM, synonym_threshold 0.8). A corpus with more synonyms has more: the
-# generated MuSiQue-size corpus's pseudo-words give 24.4 a phrase, so its first build is priced low.
+# Edges a phrase before the corpus's graph or phrase vectors are cached: the bundled MuSiQue sample's graph (16,227
+# phrases, 22,822 relation and synonym edges; MiniLM, synonym_threshold 0.8). A corpus with more synonyms has more:
+# the generated MuSiQue-size corpus's pseudo-words give 24.4 a phrase, so its first build is priced low until its
+# phrase vectors are cached (graph_edges_estimate).
 EDGES_PER_PHRASE = 1.4
 
 
@@ -169,6 +174,23 @@ class HippoRAGSettings(Settings):
     # v1 passages with equal scores (e.g. all at 0, out of the seeds' reach): reference (descending corpus order,
     # v1 hipporag.py:264 argsort(kind='mergesort')[::-1]) | corpus (ascending)
     tie_order: TieOrder = TieOrder.reference
+
+
+def graph_edges_estimate(s: HippoRAGSettings, phrases: Sequence[str], triples: int) -> tuple[int, str]:
+    """The phrase graph's edges before it is built, and how they were found: those of a cached graph of as many
+    phrases (:func:`cached_graph_edges`); else at most one relation pair a triple, and with ``synonyms`` the
+    synonym entries estimated from the phrases' cached vectors (:func:`sampled_synonym_entries`; each entry at most
+    an edge), or without them :data:`EDGES_PER_PHRASE` a phrase."""
+    if (cached := cached_graph_edges(len(phrases))) is not None:
+        return cached, "the cached graph's"
+    if not s.synonyms:
+        return triples, "at most one a triple, no synonym edges"
+    if maps := cached_phrase_vectors(phrases):
+        eligible = np.fromiter((alnum_length(p) >= s.synonym_min_alnum for p in phrases), bool, len(phrases))
+        entries = max(sampled_synonym_entries(m, s.synonym_threshold, s.synonym_top_k, eligible) for m in maps)
+        return triples + entries, (f"at most one a triple and ~{entries:,} synonym entries, estimated from "
+                                   f"{min(SYNONYM_SAMPLE_ROWS, int(eligible.sum())):,} phrases' cached vectors")
+    return round(len(phrases) * EDGES_PER_PHRASE), f"{EDGES_PER_PHRASE} a phrase assumed"
 
 
 class HippoRAG:
@@ -234,23 +256,23 @@ class HippoRAG:
     def capacity_collections(node: Any, triples: Sequence[Triple]) -> dict[str, OwnMatrix]:
         """What the build embeds beyond the passages, for the start-up capacity check
         (:mod:`gear_repro.pipeline.capacity`; ``node``: the ``hipporag`` config): the phrase nodes (distinct
-        subject and object keys under ``normalisation``), their vectors a memory map of the cache file (read by the
-        synonym search and by v1's entity linking as file pages the kernel can drop), with
-        :data:`PHRASE_RECORD_BYTES` of objects each, and the phrase graph
-        (:data:`GRAPH_EDGE_BYTES` an edge: the cached graph's edges where one of as many phrases is cached, else
-        :data:`EDGES_PER_PHRASE` a phrase). Counted at the run's embedder's dimension (a ``hipporag.encoder`` of
-        another size is not). One pass of :func:`phrase_key` over the triples' subjects and objects: ~3.5 CPU-s at
+        subject and object keys under ``normalisation`` of the facts with both), their vectors a memory map of the
+        cache file (read by the synonym search and by v1's entity linking as file pages the kernel can drop), with
+        :data:`PHRASE_RECORD_BYTES` of objects each, and the phrase graph at :data:`GRAPH_EDGE_BYTES` an edge
+        (:func:`graph_edges_estimate`). Counted at the run's embedder's dimension (a ``hipporag.encoder`` of another
+        size is not). One pass of :func:`phrase_key` over the triples' subjects and objects: ~3.5 CPU-s at
         MuSiQue's 1.5M triples, paid at each start (the graph build computes the keys again on its first run only:
         its graph is cached)."""
-        normalisation = str(node.get("normalisation", PhraseNormalisation.hipporag.value))
-        phrases = {phrase_key(x, normalisation) for t in triples for x in (t.subject, t.object)}
-        phrases.discard("")
-        cached = cached_graph_edges(len(phrases))
-        edges = cached if cached is not None else round(len(phrases) * EDGES_PER_PHRASE)
-        what = (f"hipporag phrase graph ({edges:,} edges"
-                + (", the cached graph's)" if cached is not None else f", {EDGES_PER_PHRASE} a phrase assumed)"))
-        return {"hipporag phrases": OwnMatrix(len(phrases), sum(map(len, phrases)), False, PHRASE_RECORD_BYTES,
-                                              also=(what, edges * GRAPH_EDGE_BYTES))}
+        s = HippoRAGSettings.of(node, "HippoRAG")
+        phrases: set[str] = set()
+        for t in triples:
+            if (h := phrase_key(t.subject, s.normalisation.value)) and (o := phrase_key(t.object, s.normalisation.value)):
+                phrases.update((h, o))
+        names = sorted(phrases)
+        edges, how = graph_edges_estimate(s, names, len(triples))
+        return {"hipporag phrases": OwnMatrix(len(names), sum(map(len, names)), False, PHRASE_RECORD_BYTES,
+                                              also=(f"hipporag phrase graph ({edges:,} edges, {how})",
+                                                    edges * GRAPH_EDGE_BYTES))}
 
     # -- offline ----------------------------------------------------------------------------------------
     @property
