@@ -401,9 +401,10 @@ def test_cached_phrase_vectors_price_the_synonym_edges_before_the_search(cache) 
     assert stats["synonym_entries"] > 10_000
 
     def priced(**over) -> tuple[int, str]:
-        also = HippoRAG.capacity_collections({**node, **over}, triples)["hipporag phrases"].also
-        assert also[1] == int(also[0].split("(")[1].split(" edges")[0].replace(",", "")) * GRAPH_EDGE_BYTES
-        return int(also[0].split("(")[1].split(" edges")[0].replace(",", "")), also[0]
+        line, memory = HippoRAG.capacity_collections({**node, **over}, triples)["hipporag phrases"].also
+        edges = int(line.split("(")[1].split(" edges")[0].replace(",", ""))
+        assert memory == edges * GRAPH_EDGE_BYTES
+        return edges, line
 
     edges, line = priced()
     assert "synonym entries, estimated from 1,000 phrases' cached vectors" in line

@@ -484,8 +484,7 @@ class SentenceEmbedder:
         noise instead of document order."""
         from gear_repro.embedding.corpus_parts import encode_in_parts, mapped_output, remove_parts
 
-        key = f"{self.model_id}-{hash_texts(texts)}-distinct"
-        path = cache_dir() / "embeddings" / f"{key}.npy"
+        path = corpus_cache_path(self.model_id, texts)
         if self.cache and path.exists():
             vecs = load_cached(path, lambda p: _rows_of(np.load(p, mmap_mode="r" if mapped else None), len(texts)),
                                "corpus embedding")
@@ -528,6 +527,12 @@ def _repeat_index(distinct: list[str], texts: Sequence[str]) -> np.ndarray:
     """For each of ``texts``, its row in ``distinct``."""
     row = {t: i for i, t in enumerate(distinct)}
     return np.fromiter((row[t] for t in texts), np.int64, len(texts))
+
+
+def corpus_cache_path(model_id: str, texts: Sequence[str]) -> Path:
+    """Where :meth:`SentenceEmbedder.encode_corpus` caches the vectors of ``texts`` for the embedder ``model_id``
+    (``"*"``: a glob pattern over every embedder's)."""
+    return cache_dir() / "embeddings" / f"{model_id}-{hash_texts(texts)}-distinct.npy"
 
 
 def mapped_matrix(embedder: Embedder, texts: Sequence[str], desc: str) -> np.ndarray:

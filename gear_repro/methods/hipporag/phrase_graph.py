@@ -43,6 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gear_repro.core.triple_graph import normalize_entity
+from gear_repro.embedding.embedder import corpus_cache_path
 from gear_repro.types import Triple
 from gear_repro.utils.errors import ConfigError, DataError
 from gear_repro.utils.hashing import hash_obj, hash_texts
@@ -506,9 +507,10 @@ def sampled_synonym_entries(vectors: np.ndarray, threshold: float, top_k: int, e
 
 def cached_phrase_vectors(phrases: Sequence[str]) -> list[np.ndarray]:
     """Memory maps of the encodes of ``phrases`` (the graph's phrase list, in its order) found in
-    $GEAR_CACHE/embeddings, one per encoder that wrote one (:meth:`SentenceEmbedder.encode_corpus`'s file name)."""
+    $GEAR_CACHE/embeddings, one per encoder that wrote one (:func:`corpus_cache_path`)."""
     found = []
-    for path in sorted((cache_dir() / "embeddings").glob(f"*-{hash_texts(phrases)}-distinct.npy")):
+    pattern = corpus_cache_path("*", phrases)
+    for path in sorted(pattern.parent.glob(pattern.name)):
         try:
             m = np.load(path, mmap_mode="r")
         except (OSError, ValueError):
