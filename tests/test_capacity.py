@@ -422,3 +422,86 @@ def test_cached_phrase_vectors_price_the_synonym_edges_before_the_search(cache) 
     # phrases encoded by no one: the sample's rate
     assert "a phrase assumed" in HippoRAG.capacity_collections({**node, "normalisation": "entity"}, triples)[
         "hipporag phrases"].also[0]
+
+
+def test_a_graph_build_prices_its_synonyms_from_the_vectors_it_encoded_before_the_search(cache, monkeypatch) -> None:
+    """A build from nothing (no phrase vectors at start-up, so the estimate used the sample's rate) stops after its
+    phrase encode, before the synonym search, when the graph priced from those vectors would not fit; the vectors stay
+    cached for the next start. With memory enough, or the check off, it builds the same graph."""
+    from gear_repro.data.dataset import load_dataset
+    from gear_repro.methods.hipporag import phrase_graph
+    from gear_repro.methods.hipporag.retriever import GRAPH_EDGE_BYTES, HippoRAG
+    from tests.conftest import SAMPLE
+
+    ds = load_dataset(SAMPLE)
+    node = {"synonym_threshold": 0.55, "cache": False}
+    searched: list[int] = []
+    search = phrase_graph.synonym_pairs
+    monkeypatch.setattr(phrase_graph, "synonym_pairs", lambda v, *a, **kw: searched.append(len(v)) or search(v, *a, **kw))
+    held = 2 * GIB
+    monkeypatch.setattr(capacity, "process_memory", lambda: held)
+    monkeypatch.setattr(capacity, "run_memory", lambda: held + 10 * 2 ** 20)  # 10 MiB to spare
+    hippo = HippoRAG(ds.passages, ds.triples, embedder=HashEmbedder(), **node)
+    with pytest.raises(ConfigError) as e:
+        _ = hippo.graph
+    msg = str(e.value)
+    assert "HippoRAG's phrase graph (" in msg and "synonym entries, estimated from 1,000 phrases' vectors" in msg
+    assert "a higher hipporag.synonym_threshold (now 0.55)" in msg and "hipporag.synonyms=false" in msg
+    assert "run.capacity_check=false" in msg
+    assert not searched  # stopped before the search
+    edges = int(msg.split("graph (")[1].split(" edges")[0].replace(",", ""))
+    assert f"{edges * GRAPH_EDGE_BYTES / GIB:.1f} GiB more" in msg
+    # the encode is cached: the next start-up estimate prices the graph from it, as this check did
+    line = HippoRAG.capacity_collections(node, ds.triples)["hipporag phrases"].also[0]
+    assert f"({edges:,} edges, " in line and "phrases' cached vectors" in line
+
+    monkeypatch.setattr(capacity, "run_memory", lambda: 2 * (held + edges * GRAPH_EDGE_BYTES))
+    built = HippoRAG(ds.passages, ds.triples, embedder=HashEmbedder(), **node).graph
+    assert searched == [built.stats["phrases"]] and edges >= built.stats["edges"]
+    monkeypatch.setattr(capacity, "run_memory", lambda: 0)
+    unchecked = HippoRAG(ds.passages, ds.triples, embedder=HashEmbedder(), capacity_check=False, **node).graph
+    assert np.array_equal(unchecked.edges, built.edges) and np.array_equal(unchecked.weights, built.weights)
+
+
+def test_the_graph_builds_check_follows_the_runs() -> None:
+    assert compose_config(["agent=hipporag"]).hipporag.capacity_check is True
+    assert compose_config(["agent=hipporag", "run.capacity_check=false"]).hipporag.capacity_check is False
+
+
+def _group(d, files: dict[str, str]) -> None:
+    d.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (d / name).write_text(text)
+
+
+def test_a_memory_cgroups_limit_bounds_the_memory_the_check_sees(tmp_path, monkeypatch) -> None:
+    """A SLURM job's ``--mem`` or a container's limit is a cgroup's, which /proc/meminfo does not show: the check
+    counts the tightest of the group and its parents, less their usage, plus their reclaimable page cache."""
+    root = tmp_path / "sys"
+    # cgroup v2: the job's group (4 GiB, 1 GiB used, 0.5 GiB inactive file pages) under a parent of 3 GiB, 2 used
+    _group(root / "slurm", {"memory.max": str(3 * GIB), "memory.current": str(2 * GIB), "memory.stat": "anon 1\n"})
+    _group(root / "slurm" / "job_7", {"memory.max": str(4 * GIB), "memory.current": str(GIB),
+                                      "memory.stat": f"anon 5\ninactive_file {GIB // 2}\n"})
+    (tmp_path / "v2").write_text("0::/slurm/job_7\n")
+    assert capacity.cgroup_room(tmp_path / "v2", root) == GIB  # the parent's 3 - 2
+    (root / "slurm" / "memory.max").write_text("max\n")
+    assert capacity.cgroup_room(tmp_path / "v2", root) == 3 * GIB + GIB // 2  # 4 - 1 + 0.5
+    # cgroup v1: the memory hierarchy's own line; "no limit" is a number near 2**63
+    _group(root / "memory" / "gcli", {"memory.limit_in_bytes": str(8 * GIB), "memory.usage_in_bytes": str(GIB),
+                                      "memory.stat": f"cache 9\ntotal_inactive_file {GIB}\n"})
+    _group(root / "memory", {"memory.limit_in_bytes": "9223372036854771712", "memory.usage_in_bytes": "1",
+                             "memory.stat": "total_inactive_file 0\n"})
+    (tmp_path / "v1").write_text("5:devices:/\n4:memory:/gcli\n0::/\n")
+    assert capacity.cgroup_room(tmp_path / "v1", root) == 8 * GIB
+    # a container's group path from outside its namespace: the mount's top is its group
+    (tmp_path / "ns").write_text("4:memory:/docker/abc\n")
+    assert capacity.cgroup_room(tmp_path / "ns", root) is None  # the top has no limit
+    (root / "memory" / "memory.limit_in_bytes").write_text(str(2 * GIB))
+    assert capacity.cgroup_room(tmp_path / "ns", root) == 2 * GIB - 1
+    # no limit anywhere, or nothing readable: MemAvailable alone
+    assert capacity.cgroup_room(tmp_path / "absent", root) is None
+    monkeypatch.setattr(capacity, "proc_bytes", lambda path, key: 6 * GIB)  # MemAvailable
+    monkeypatch.setattr(capacity, "cgroup_room", lambda: GIB)
+    assert capacity.available_memory() == GIB
+    monkeypatch.setattr(capacity, "cgroup_room", lambda: None)
+    assert capacity.available_memory() == 6 * GIB

@@ -396,6 +396,36 @@ def test_hipporag_through_the_runner(toy_dir, tmp_path, compose, monkeypatch) ->
     assert len(list((tmp_path / "cache" / "hipporag").glob("graph-*.npz"))) == 1
 
 
+def test_a_graph_that_would_not_fit_stops_the_run_before_its_questions(toy_dir, tmp_path, compose,
+                                                                        monkeypatch) -> None:
+    """The graph build's memory check (after the phrase encode, before the synonym search) stops the run with
+    failure.json saying why; no question is scored (the graph is built with the run's provenance, before them)."""
+    from gear_repro.config import validate
+    from gear_repro.pipeline import capacity
+    from gear_repro.pipeline.resources import Resources
+    from gear_repro.pipeline.runner import Runner
+    from gear_repro.utils.errors import CapacityError
+
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(capacity, "check", lambda est, **free: None)  # the start-up check passes
+    monkeypatch.setattr(capacity, "run_memory", lambda: 0)
+    cfg = validate(compose(["agent=hipporag", "retriever=bm25", f"dataset.path={toy_dir}", "dataset.name=toy",
+                            "run.progress=false"]))
+    embedder = TableEmbedder(16, key=phrase_key)
+    res = Resources(cfg, embedder=embedder, llm=ScriptedLLM({"ner": '{"named_entities": ["France"]}'}))
+    with pytest.raises(CapacityError, match="HippoRAG's phrase graph"):
+        Runner(cfg, tmp_path / "run", resources=res).run()
+    failure = json.loads((tmp_path / "run" / "failure.json").read_text(encoding="utf-8"))
+    assert failure["error"].startswith("CapacityError: not enough memory to go on: HippoRAG's phrase graph (")
+    assert not (tmp_path / "run" / "metrics.json").exists()
+    assert not (tmp_path / "run" / "predictions.jsonl").exists() or not (tmp_path / "run" / "predictions.jsonl").read_text()
+    # the check follows run.capacity_check: off, the same run builds its graph and finishes
+    off = validate(compose(["agent=hipporag", "retriever=bm25", f"dataset.path={toy_dir}", "dataset.name=toy",
+                            "run.progress=false", "run.capacity_check=false"]))
+    res = Resources(off, embedder=embedder, llm=ScriptedLLM({"ner": '{"named_entities": ["France"]}'}))
+    assert Runner(off, tmp_path / "run2", resources=res).run()["n_errors"] == 0
+
+
 @pytest.mark.slow
 def test_synonym_threshold_benchmark_with_cached_ner(toy_dir, tmp_path, monkeypatch) -> None:
     import json

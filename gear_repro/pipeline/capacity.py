@@ -34,7 +34,7 @@ from gear_repro.backends.ann import DenseSettings, index_bytes
 from gear_repro.data.dataset import Dataset
 from gear_repro.pipeline.resources import target_class
 from gear_repro.types import OwnMatrix, Triple
-from gear_repro.utils.errors import ConfigError
+from gear_repro.utils.errors import CapacityError
 from gear_repro.utils.paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -92,9 +92,57 @@ def status_gib(key: str) -> float:
 
 
 def available_memory() -> int:
-    """Bytes of memory available to a new process (``MemAvailable`` of /proc/meminfo, else physical pages)."""
+    """Bytes of memory available to a new process: ``MemAvailable`` of /proc/meminfo (else physical pages), at most
+    what the process's memory cgroup still allows (:func:`cgroup_room`: a SLURM job's ``--mem``, a container's
+    limit, which /proc/meminfo does not show)."""
     found = proc_bytes("/proc/meminfo", "MemAvailable")
-    return found if found is not None else os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    free = found if found is not None else os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    room = cgroup_room()
+    return free if room is None else min(free, room)
+
+
+NO_LIMIT = 2 ** 60  # cgroup v1 writes "no limit" as a number near 2**63
+
+
+def cgroup_room(proc_cgroup: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """Bytes this process's memory cgroup and each of its parents still allow: the limit less the usage plus the
+    inactive file pages (page cache the kernel reclaims at the limit), the tightest of them; None where no group
+    has a limit or the files cannot be read. cgroup v2 (``memory.max``, ``memory.current``) and v1 (the ``memory``
+    hierarchy: ``memory.limit_in_bytes``, ``memory.usage_in_bytes``, ``total_inactive_file``); a group path not
+    under ``root`` (a container's own namespace) is read from the mount's top."""
+    try:
+        lines = proc_cgroup.read_text().splitlines()
+    except OSError:
+        return None
+    rooms = []
+    for line in lines:
+        hierarchy, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if hierarchy == "0" and not controllers:
+            top, files = root, ("memory.max", "memory.current", "inactive_file")
+        elif "memory" in controllers.split(","):
+            top, files = root / "memory", ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
+        else:
+            continue
+        group = top / path.strip("/")
+        group = group if group.is_dir() else top
+        for d in (group, *[p for p in group.parents if p.is_relative_to(top)]):
+            if (room := _group_room(d, *files)) is not None:
+                rooms.append(room)
+    return max(0, min(rooms)) if rooms else None
+
+
+def _group_room(group: Path, limit_file: str, usage_file: str, inactive_key: str) -> int | None:
+    """One cgroup's limit less its usage plus its inactive file pages; None without a limit or its files."""
+    try:
+        limit = (group / limit_file).read_text().strip()
+        if limit == "max" or int(limit) >= NO_LIMIT:
+            return None
+        usage = int((group / usage_file).read_text())
+        inactive = next((int(v) for k, v in (ln.split() for ln in (group / "memory.stat").read_text().splitlines()
+                                             if ln.strip()) if k == inactive_key), 0)
+    except (OSError, ValueError):
+        return None
+    return int(limit) - usage + inactive
 
 
 def process_memory() -> int:
@@ -197,19 +245,19 @@ def encodes_in_place(cfg: DictConfig) -> bool:
 
 def check(est: Estimate, *, disk_free: Callable[[Path], int] | None = None,
           memory_free: Callable[[], int] | None = None) -> None:
-    """ConfigError when ``est`` (with :data:`MARGIN`) exceeds the free disk of its folder or the memory the run's
+    """CapacityError when ``est`` (with :data:`MARGIN`) exceeds the free disk of its folder or the memory the run's
     process can hold (measured by :func:`free_disk` and :func:`run_memory` unless given)."""
     disk_free, memory_free = disk_free or free_disk, memory_free or run_memory
     detail = "; ".join(est.lines)
     have_disk = disk_free(est.folder)
     if est.disk * MARGIN > have_disk:
-        raise ConfigError(
+        raise CapacityError(
             f"not enough free disk for the embedding caches in {est.folder}: they need about "
             f"{est.disk / GIB:.1f} GiB ({detail}), {have_disk / GIB:.1f} GiB free. Free space there, point "
             "GEAR_CACHE at a larger disk, or set run.capacity_check=false to start anyway")
     have_mem = memory_free()
     if est.memory * MARGIN > have_mem:
-        raise ConfigError(
+        raise CapacityError(
             f"not enough memory for this run's corpus and vectors: it needs about {est.memory / GIB:.1f} GiB "
             f"({detail}; {BASE_BYTES / GIB:.1f} GiB for the process and model), {have_mem / GIB:.1f} GiB "
             "available to this process. "
@@ -219,6 +267,23 @@ def check(est: Estimate, *, disk_free: Callable[[Path], int] | None = None,
     log.info("capacity: the embedding caches need ~%.1f GiB of disk in %s (%.1f GiB free) and ~%.1f GiB of "
              "memory (%.1f GiB available)", est.disk / GIB, est.folder, have_disk / GIB, est.memory / GIB,
              have_mem / GIB)
+
+
+def check_build(more: int, what: str, hints: Sequence[str]) -> None:
+    """CapacityError when a build, part way, is about to hold ``more`` bytes beyond what its process holds now and
+    that (with :data:`MARGIN`) exceeds the memory the process can hold (:func:`run_memory`): a component's own check
+    once it knows more than the start-up estimate could (HippoRAG's synonym rate, from its phrase vectors). ``what``
+    explains the bytes; ``hints`` are the settings that need less."""
+    held = process_memory()
+    need, have = held + more, run_memory()
+    if need * MARGIN > have:
+        raise CapacityError(
+            f"not enough memory to go on: {what} needs about {more / GIB:.1f} GiB more, {need / GIB:.1f} GiB in all "
+            f"with the {held / GIB:.1f} GiB this process holds, {have / GIB:.1f} GiB available to it. Use "
+            + "".join(f"{h}, " for h in hints) + "a machine with more memory, or set run.capacity_check=false to go "
+            "on anyway")
+    log.info("capacity: %s needs ~%.1f GiB more (%.1f GiB in all, %.1f GiB available)", what, more / GIB,
+             need / GIB, have / GIB)
 
 
 def run_estimate(cfg: DictConfig, res, opened: Collection[str], index_stage: bool = False) -> Estimate | None:

@@ -52,7 +52,8 @@ NO_RESULT_SETTINGS: dict[str, frozenset[str] | None] = {
     "hydra": None, "name": None,
     "report": None,  # where the report places and labels a row (a tag still shows it, after the run's settings)
     "run": frozenset({"progress", "resume", "fail_fast", "allow_errors", "workers", "capacity_check"}),
-    "dataset": frozenset({"allow_unknown_source"}),  # a start-up check: the data and the results are the same
+    "dataset": frozenset({"allow_unknown_source"}),
+    "hipporag": frozenset({"capacity_check"}),  # the graph build's memory check (run.capacity_check)  # a start-up check: the data and the results are the same
     "backend": frozenset({"heap_mb", "ram_buffer_mb", "jar"}),  # backend=lucene's JVM and writer memory; its jar
     "embedder": frozenset({"num_threads", "show_progress", "batch_size", "cache", "cache_chunk_rows",
                            "cache_chunk_s"}),

@@ -20,3 +20,8 @@ class OutputError(GearError):
 class ComponentError(ConfigError):
     """A component of the user's broke its contract (ids of another type than the corpus's): every question would
     fail the same way, so a run stops at it; the message names the component's class."""
+
+
+class CapacityError(ConfigError):
+    """A run would need more memory or disk than the machine has (the start-up capacity check, or a build's own
+    once it knows more); the message names the settings that need less."""

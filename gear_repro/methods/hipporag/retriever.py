@@ -174,6 +174,9 @@ class HippoRAGSettings(Settings):
     # v1 passages with equal scores (e.g. all at 0, out of the seeds' reach): reference (descending corpus order,
     # v1 hipporag.py:264 argsort(kind='mergesort')[::-1]) | corpus (ascending)
     tie_order: TieOrder = TieOrder.reference
+    # before the synonym search of a graph build, price the graph from the phrase vectors just encoded and stop
+    # (their encode cached) if it would not fit in memory (follows run.capacity_check; changes no result)
+    capacity_check: bool = True
 
 
 def graph_edges_estimate(s: HippoRAGSettings, phrases: Sequence[str], triples: int) -> tuple[int, str]:
@@ -186,11 +189,19 @@ def graph_edges_estimate(s: HippoRAGSettings, phrases: Sequence[str], triples: i
     if not s.synonyms:
         return triples, "at most one a triple, no synonym edges"
     if maps := cached_phrase_vectors(phrases):
-        eligible = np.fromiter((alnum_length(p) >= s.synonym_min_alnum for p in phrases), bool, len(phrases))
-        entries = max(sampled_synonym_entries(m, s.synonym_threshold, s.synonym_top_k, eligible) for m in maps)
-        return triples + entries, (f"at most one a triple and ~{entries:,} synonym entries, estimated from "
-                                   f"{min(SYNONYM_SAMPLE_ROWS, int(eligible.sum())):,} phrases' cached vectors")
+        return sampled_graph_edges(s, phrases, maps, triples, "cached vectors")
     return round(len(phrases) * EDGES_PER_PHRASE), f"{EDGES_PER_PHRASE} a phrase assumed"
+
+
+def sampled_graph_edges(s: HippoRAGSettings, phrases: Sequence[str], vectors: Sequence[np.ndarray], triples: int,
+                        which: str) -> tuple[int, str]:
+    """At most one relation pair a triple and the synonym entries estimated from the phrases' ``vectors`` (the
+    largest over several encoders' matrices: :func:`sampled_synonym_entries`), each entry at most an edge; and how,
+    naming the vectors as ``which``."""
+    eligible = np.fromiter((alnum_length(p) >= s.synonym_min_alnum for p in phrases), bool, len(phrases))
+    entries = max(sampled_synonym_entries(m, s.synonym_threshold, s.synonym_top_k, eligible) for m in vectors)
+    return triples + entries, (f"at most one a triple and ~{entries:,} synonym entries, estimated from "
+                               f"{min(SYNONYM_SAMPLE_ROWS, int(eligible.sum())):,} phrases' {which}")
 
 
 class HippoRAG:
@@ -286,11 +297,30 @@ class HippoRAG:
     @cached_property
     def graph(self) -> PhraseGraph:
         # the graph build's bars follow the encoder's (embedder.show_progress: run.progress by default)
-        g = cached_phrase_graph(self.triples or [], [p.id for p in self.passages], self._embed_corpus, self.graph_settings,
+        checked = self.settings.capacity_check and self.settings.synonyms
+        g = cached_phrase_graph(self.triples or [], [p.id for p in self.passages],
+                                self._embed_and_price if checked else self._embed_corpus, self.graph_settings,
                                 embedder_id=self.encoder_id, cache=self.cache, block_rows=self.block_rows,
                                 progress=bool(getattr(self.encoder, "show_progress", False)))
         log.info("HippoRAG graph: %s", g.stats)
         return g
+
+    def _embed_and_price(self, phrases: list[str]) -> np.ndarray:
+        """The phrases' vectors, then the memory check the start-up estimate could not make before they existed: the
+        graph priced from them (:func:`sampled_graph_edges`, :data:`GRAPH_EDGE_BYTES` an edge) beyond what the
+        build holds already (:func:`~gear_repro.pipeline.capacity.check_build`), before the synonym search. A
+        corpus with more synonyms than the bundled sample's rate otherwise ran out of memory an hour into its build
+        (docs/scale.md); stopped here, its encode is cached and the next start prices the graph from it."""
+        from gear_repro.pipeline.capacity import check_build
+
+        vectors = self._embed_corpus(phrases)
+        s = self.settings
+        edges, how = sampled_graph_edges(s, phrases, [vectors], len(self.triples or ()), "vectors")
+        check_build(edges * GRAPH_EDGE_BYTES, f"HippoRAG's phrase graph ({edges:,} edges, {how})",
+                    [f"a higher hipporag.synonym_threshold (now {s.synonym_threshold})",
+                     f"a lower hipporag.synonym_top_k (now {s.synonym_top_k})",
+                     "hipporag.synonyms=false (no synonym edges)"])
+        return vectors
 
     @cached_property
     def phrase_vectors(self) -> np.ndarray:
