@@ -195,6 +195,18 @@ def test_a_hipporag_run_counts_its_phrase_vectors(cache) -> None:
                                                           "hipporag phrase graph (" + phrases.also[0].split("(")[1]]
     normalised = {"normalisation": "entity"}
     assert HippoRAG.capacity_collections(normalised, res.dataset.triples)["hipporag phrases"].rows > 0
+    # a refusal names the settings that shrink the graph, and float16 only where collection vectors are held:
+    # v1 opens no collection (its phrase vectors are a memory map)
+    v1 = capacity.run_estimate(cfg, res, capacity.opened_collections(cfg))
+    assert v1.vectors == 0 and v1.hints == ["a higher hipporag.synonym_threshold (now 0.8)",
+                                            "a lower hipporag.synonym_top_k (now 100)",
+                                            "hipporag.synonyms=false (no synonym edges)"]
+    with pytest.raises(ConfigError) as refused:
+        capacity.check(v1, disk_free=lambda _: GIB, memory_free=lambda: v1.memory)
+    assert "hipporag.synonym_threshold" in str(refused.value) and "float16" not in str(refused.value)
+    assert est.vectors > 0 and not HippoRAG.capacity_hints({"synonyms": False}, cols, 64)
+    with pytest.raises(ConfigError, match=r"backend\.dense_dtype=float16"):
+        capacity.check(est, disk_free=lambda _: GIB, memory_free=lambda: est.memory)
 
 
 def test_a_cached_phrase_graph_prices_its_own_edges(cache) -> None:

@@ -63,7 +63,8 @@ KNOWN_DIMS = {"all-minilm-l6-v2": 384, "all-mpnet-base-v2": 768}
 class Estimate:
     """What a run's embedding caches need: bytes of disk in ``folder`` and of memory, with the lines that explain
     them (one per collection) and the settings that would need less (``hints``, named when refused);
-    ``dense_bytes``, the bytes a vector value is held at (2: ``backend.dense_dtype=float16`` already)."""
+    ``dense_bytes``, the bytes a vector value is held at (2: ``backend.dense_dtype=float16`` already), and
+    ``vectors``, the bytes of the collections' vectors held at it (what ``backend.dense_dtype=float16`` halves)."""
 
     folder: Path
     disk: int = 0
@@ -71,6 +72,7 @@ class Estimate:
     lines: list[str] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
     dense_bytes: int = 4
+    vectors: int = 0
 
 
 def proc_bytes(path: str, key: str) -> int | None:
@@ -222,6 +224,7 @@ def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | 
         objects = rows * record_bytes + (char_bytes - (BM25_BYTES_PER_CHAR if name in no_bm25 else 0)) * chars
         index = index_bytes(dense, rows, dim) if dense is not None else 0
         est.memory += rows * dim * dense_bytes + objects + index
+        est.vectors += rows * dim * dense_bytes
         if not cached:
             est.disk += 2 * vec
             encode_buffer = max(encode_buffer, 0 if in_place else vec)
@@ -261,7 +264,7 @@ def check(est: Estimate, *, disk_free: Callable[[Path], int] | None = None,
             f"not enough memory for this run's corpus and vectors: it needs about {est.memory / GIB:.1f} GiB "
             f"({detail}; {BASE_BYTES / GIB:.1f} GiB for the process and model), {have_mem / GIB:.1f} GiB "
             "available to this process. "
-            "Use " + ("backend.dense_dtype=float16 (half the vectors' memory), " if est.dense_bytes == 4 else "")
+            "Use " + ("backend.dense_dtype=float16 (half the vectors' memory), " if est.dense_bytes == 4 and est.vectors else "")
             + "".join(f"{h}, " for h in est.hints)
             + "a machine with more memory, or set run.capacity_check=false to start anyway")
     log.info("capacity: the embedding caches need ~%.1f GiB of disk in %s (%.1f GiB free) and ~%.1f GiB of "

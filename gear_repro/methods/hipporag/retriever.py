@@ -193,6 +193,12 @@ def graph_edges_estimate(s: HippoRAGSettings, phrases: Sequence[str], triples: i
     return round(len(phrases) * EDGES_PER_PHRASE), f"{EDGES_PER_PHRASE} a phrase assumed"
 
 
+def synonym_hints(s: HippoRAGSettings) -> list[str]:
+    """The settings that give the phrase graph fewer synonym edges (most of its edges at full size)."""
+    return [f"a higher hipporag.synonym_threshold (now {s.synonym_threshold})",
+            f"a lower hipporag.synonym_top_k (now {s.synonym_top_k})", "hipporag.synonyms=false (no synonym edges)"]
+
+
 def sampled_graph_edges(s: HippoRAGSettings, phrases: Sequence[str], vectors: Sequence[np.ndarray], triples: int,
                         which: str) -> tuple[int, str]:
     """At most one relation pair a triple and the synonym entries estimated from the phrases' ``vectors`` (the
@@ -285,6 +291,12 @@ class HippoRAG:
                                               also=(f"hipporag phrase graph ({edges:,} edges, {how})",
                                                     edges * GRAPH_EDGE_BYTES))}
 
+    @staticmethod
+    def capacity_hints(node: Any, mats: dict[str, OwnMatrix], dim: int) -> list[str]:
+        """The settings that make the phrase graph smaller, named when the capacity check refuses the run."""
+        s = HippoRAGSettings.of(node, "HippoRAG")
+        return synonym_hints(s) if s.synonyms and "hipporag phrases" in mats else []
+
     # -- offline ----------------------------------------------------------------------------------------
     @property
     def encoder_id(self) -> str:
@@ -316,10 +328,7 @@ class HippoRAG:
         vectors = self._embed_corpus(phrases)
         s = self.settings
         edges, how = sampled_graph_edges(s, phrases, [vectors], len(self.triples or ()), "vectors")
-        check_build(edges * GRAPH_EDGE_BYTES, f"HippoRAG's phrase graph ({edges:,} edges, {how})",
-                    [f"a higher hipporag.synonym_threshold (now {s.synonym_threshold})",
-                     f"a lower hipporag.synonym_top_k (now {s.synonym_top_k})",
-                     "hipporag.synonyms=false (no synonym edges)"])
+        check_build(edges * GRAPH_EDGE_BYTES, f"HippoRAG's phrase graph ({edges:,} edges, {how})", synonym_hints(s))
         return vectors
 
     @cached_property
