@@ -33,7 +33,7 @@ import time
 import traceback
 from pathlib import Path
 
-from gear_repro.pipeline.capacity import status_gib
+from gear_repro.utils.memory import status_gib
 
 REPO = Path(__file__).resolve().parent.parent
 GIB = 1024 ** 3

@@ -55,7 +55,7 @@ def measure(fmt: str, n_phrases: int, n_passages: int, longest: int, folder: str
     """In this process: build the graph, then save it in ``fmt`` and load it again, each step's peak measured."""
     from benchmarks.bench_scale import AnonPeak
     from gear_repro.methods.hipporag.phrase_graph import PhraseGraph
-    from gear_repro.pipeline.capacity import status_gib
+    from gear_repro.utils.memory import status_gib
     from tests.helpers.graph_formats import save_unicode
 
     g = synthetic_graph(n_phrases, n_passages, longest)

@@ -83,9 +83,9 @@ from gear_repro.backends.base import IndexDoc  # noqa: E402
 from gear_repro.backends.memory import MemoryBackend, top_k_dense  # noqa: E402
 from gear_repro.core.triple_graph import TripleIndex, normalize_entity  # noqa: E402
 from gear_repro.methods.gear.expansion import NaiveGE  # noqa: E402
-from gear_repro.pipeline.capacity import status_gib  # noqa: E402
 from gear_repro.retrieval.base import BM25Retriever, DenseRetriever, HybridRetriever  # noqa: E402
 from gear_repro.types import Passage, Triple  # noqa: E402
+from gear_repro.utils.memory import status_gib  # noqa: E402
 
 SIZES = {"musique": (148_793, 1_520_000), "2wiki": (490_454, 4_990_000), "hotpotqa": (10_293, 122_000)}
 DIM = 768
@@ -264,7 +264,7 @@ def rss_gib() -> float:
 
 
 class AnonPeak(threading.Thread):
-    """Samples the anonymous resident memory (:func:`~gear_repro.pipeline.capacity.status_gib` of ``RssAnon``) every ``interval`` s until stopped; ``peak`` is the largest sample."""
+    """Samples the anonymous resident memory (:func:`~gear_repro.utils.memory.status_gib` of ``RssAnon``) every ``interval`` s until stopped; ``peak`` is the largest sample."""
 
     def __init__(self, interval: float = 0.02):
         super().__init__(daemon=True)

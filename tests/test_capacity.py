@@ -9,6 +9,7 @@ from omegaconf import OmegaConf
 
 from gear_repro.backends.ann import DenseSettings, index_bytes
 from gear_repro.pipeline import capacity
+from gear_repro.utils import memory
 from gear_repro.utils.errors import ConfigError
 from tests.helpers.doubles import HashEmbedder
 from tests.helpers.runs import compose_config
@@ -130,7 +131,7 @@ def test_a_griever_run_counts_its_names_and_units(cache, tmp_path, monkeypatch) 
     assert [line.split(":")[0] for line in est.lines] == [
         "passages", "the dataset's 17,204 triples (no triple collection)", "griever names", "griever units"]
     assert "memory-mapped" in est.lines[3] and "memory-mapped" not in est.lines[2]
-    monkeypatch.setattr(capacity, "run_memory", lambda: est.memory)  # under the 10 % margin
+    monkeypatch.setattr(memory, "run_memory", lambda: est.memory)  # under the 10 % margin
     with pytest.raises(ConfigError, match=r"not enough memory .*griever units: .*retriever\.same_as\.max_aliases=0 "
                                           r"\(no same_as aliases: the 0\.\d GiB name matrix"):
         Runner(cfg, tmp_path / "griever", resources=res).run()
@@ -143,16 +144,16 @@ def test_the_memory_a_run_has_counts_what_its_process_holds_already(cache, monke
     """The estimate is of the whole process, which holds its dataset before the check runs; MemAvailable alone
     had refused a 2Wiki-size run that fits (14.7 GiB estimated, 10.7 available once its 7 GiB of records were
     loaded)."""
-    held = capacity.process_memory()
-    assert 10 * 2 ** 20 < held < capacity.available_memory() + held  # this interpreter's own anonymous pages
+    held = memory.process_memory()
+    assert 10 * 2 ** 20 < held < memory.available_memory() + held  # this interpreter's own anonymous pages
     big = np.ones(64 * 2 ** 20 // 8)  # 64 MiB more of them
-    assert capacity.process_memory() - held >= 60 * 2 ** 20
+    assert memory.process_memory() - held >= 60 * 2 ** 20
     del big
     est = capacity.Estimate(cache / "embeddings", memory=10 * GIB)
-    monkeypatch.setattr(capacity, "available_memory", lambda: 4 * GIB)
-    monkeypatch.setattr(capacity, "process_memory", lambda: 7 * GIB)
+    monkeypatch.setattr(memory, "available_memory", lambda: 4 * GIB)
+    monkeypatch.setattr(memory, "process_memory", lambda: 7 * GIB)
     capacity.check(est, disk_free=lambda _: GIB)  # 10 GiB estimated, 11 with the margin: 4 + 7 at hand
-    monkeypatch.setattr(capacity, "process_memory", lambda: 6 * GIB)
+    monkeypatch.setattr(memory, "process_memory", lambda: 6 * GIB)
     with pytest.raises(ConfigError, match=r"needs about 10\.0 GiB .*10\.0 GiB available to this process"):
         capacity.check(est, disk_free=lambda _: GIB)
 
@@ -451,8 +452,8 @@ def test_a_graph_build_prices_its_synonyms_from_the_vectors_it_encoded_before_th
     search = phrase_graph.synonym_pairs
     monkeypatch.setattr(phrase_graph, "synonym_pairs", lambda v, *a, **kw: searched.append(len(v)) or search(v, *a, **kw))
     held = 2 * GIB
-    monkeypatch.setattr(capacity, "process_memory", lambda: held)
-    monkeypatch.setattr(capacity, "run_memory", lambda: held + 10 * 2 ** 20)  # 10 MiB to spare
+    monkeypatch.setattr(memory, "process_memory", lambda: held)
+    monkeypatch.setattr(memory, "run_memory", lambda: held + 10 * 2 ** 20)  # 10 MiB to spare
     hippo = HippoRAG(ds.passages, ds.triples, embedder=HashEmbedder(), **node)
     with pytest.raises(ConfigError) as e:
         _ = hippo.graph
@@ -467,10 +468,10 @@ def test_a_graph_build_prices_its_synonyms_from_the_vectors_it_encoded_before_th
     line = HippoRAG.capacity_collections(node, ds.triples)["hipporag phrases"].also[0]
     assert f"({edges:,} edges, " in line and "phrases' cached vectors" in line
 
-    monkeypatch.setattr(capacity, "run_memory", lambda: 2 * (held + edges * GRAPH_EDGE_BYTES))
+    monkeypatch.setattr(memory, "run_memory", lambda: 2 * (held + edges * GRAPH_EDGE_BYTES))
     built = HippoRAG(ds.passages, ds.triples, embedder=HashEmbedder(), **node).graph
     assert searched == [built.stats["phrases"]] and edges >= built.stats["edges"]
-    monkeypatch.setattr(capacity, "run_memory", lambda: 0)
+    monkeypatch.setattr(memory, "run_memory", lambda: 0)
     unchecked = HippoRAG(ds.passages, ds.triples, embedder=HashEmbedder(), capacity_check=False, **node).graph
     assert np.array_equal(unchecked.edges, built.edges) and np.array_equal(unchecked.weights, built.weights)
 
@@ -495,25 +496,25 @@ def test_a_memory_cgroups_limit_bounds_the_memory_the_check_sees(tmp_path, monke
     _group(root / "slurm" / "job_7", {"memory.max": str(4 * GIB), "memory.current": str(GIB),
                                       "memory.stat": f"anon 5\ninactive_file {GIB // 2}\n"})
     (tmp_path / "v2").write_text("0::/slurm/job_7\n")
-    assert capacity.cgroup_room(tmp_path / "v2", root) == GIB  # the parent's 3 - 2
+    assert memory.cgroup_room(tmp_path / "v2", root) == GIB  # the parent's 3 - 2
     (root / "slurm" / "memory.max").write_text("max\n")
-    assert capacity.cgroup_room(tmp_path / "v2", root) == 3 * GIB + GIB // 2  # 4 - 1 + 0.5
+    assert memory.cgroup_room(tmp_path / "v2", root) == 3 * GIB + GIB // 2  # 4 - 1 + 0.5
     # cgroup v1: the memory hierarchy's own line; "no limit" is a number near 2**63
     _group(root / "memory" / "gcli", {"memory.limit_in_bytes": str(8 * GIB), "memory.usage_in_bytes": str(GIB),
                                       "memory.stat": f"cache 9\ntotal_inactive_file {GIB}\n"})
     _group(root / "memory", {"memory.limit_in_bytes": "9223372036854771712", "memory.usage_in_bytes": "1",
                              "memory.stat": "total_inactive_file 0\n"})
     (tmp_path / "v1").write_text("5:devices:/\n4:memory:/gcli\n0::/\n")
-    assert capacity.cgroup_room(tmp_path / "v1", root) == 8 * GIB
+    assert memory.cgroup_room(tmp_path / "v1", root) == 8 * GIB
     # a container's group path from outside its namespace: the mount's top is its group
     (tmp_path / "ns").write_text("4:memory:/docker/abc\n")
-    assert capacity.cgroup_room(tmp_path / "ns", root) is None  # the top has no limit
+    assert memory.cgroup_room(tmp_path / "ns", root) is None  # the top has no limit
     (root / "memory" / "memory.limit_in_bytes").write_text(str(2 * GIB))
-    assert capacity.cgroup_room(tmp_path / "ns", root) == 2 * GIB - 1
+    assert memory.cgroup_room(tmp_path / "ns", root) == 2 * GIB - 1
     # no limit anywhere, or nothing readable: MemAvailable alone
-    assert capacity.cgroup_room(tmp_path / "absent", root) is None
-    monkeypatch.setattr(capacity, "proc_bytes", lambda path, key: 6 * GIB)  # MemAvailable
-    monkeypatch.setattr(capacity, "cgroup_room", lambda: GIB)
-    assert capacity.available_memory() == GIB
-    monkeypatch.setattr(capacity, "cgroup_room", lambda: None)
-    assert capacity.available_memory() == 6 * GIB
+    assert memory.cgroup_room(tmp_path / "absent", root) is None
+    monkeypatch.setattr(memory, "proc_bytes", lambda path, key: 6 * GIB)  # MemAvailable
+    monkeypatch.setattr(memory, "cgroup_room", lambda: GIB)
+    assert memory.available_memory() == GIB
+    monkeypatch.setattr(memory, "cgroup_room", lambda: None)
+    assert memory.available_memory() == 6 * GIB

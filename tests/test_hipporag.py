@@ -404,11 +404,12 @@ def test_a_graph_that_would_not_fit_stops_the_run_before_its_questions(toy_dir, 
     from gear_repro.pipeline import capacity
     from gear_repro.pipeline.resources import Resources
     from gear_repro.pipeline.runner import Runner
+    from gear_repro.utils import memory
     from gear_repro.utils.errors import CapacityError
 
     monkeypatch.setenv("GEAR_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(capacity, "check", lambda est, **free: None)  # the start-up check passes
-    monkeypatch.setattr(capacity, "run_memory", lambda: 0)
+    monkeypatch.setattr(memory, "run_memory", lambda: 0)
     cfg = validate(compose(["agent=hipporag", "retriever=bm25", f"dataset.path={toy_dir}", "dataset.name=toy",
                             "run.progress=false"]))
     embedder = TableEmbedder(16, key=phrase_key)

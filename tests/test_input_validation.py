@@ -126,7 +126,7 @@ def test_misspelt_preset_fails(toy_dir: Path, tmp_path: Path) -> None:
     (["agent=hipporag", "hipporag.damping=1"], r"hipporag\.damping must be > 0 and < 1 \(got 1\.0\)"),
     (["agent=hipporag_ircot", "hipporag.synonym_top_k=0"], r"hipporag\.synonym_top_k must be >= 1 \(got 0\)"),
     (["agent=hipporag", "+hipporag.damp=0.5"], r"hipporag\.damp is not a setting of hipporag \(HippoRAG; its "
-                                               r"settings: block_rows, cache, damping"),
+                                               r"settings: block_rows, cache, capacity_check, damping"),
     (["agent=hipporag", "hipporag.encoder={_target_: gear_repro.embedding.SentenceEmbedder, batch_size: 0}"],
      r"hipporag\.encoder\.batch_size must be >= 1 \(got 0\)"),
     # the report node and the top-level switches

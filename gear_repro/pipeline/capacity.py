@@ -12,7 +12,7 @@ graph where one is built (:data:`TRIPLE_GRAPH_BYTES` a triple), the corpus as Py
 itself (:data:`BASE_BYTES`: interpreter, torch, the encoder). The per-row figures are fitted to the per-step RSS of
 a Hybrid + SyncGE run at MuSiQue's size; the estimate came to 1.04-1.06 of the peaks of SyncGE, GEAR and T²RAG
 there (docs/scale.md, "Every method at full size"); the check asks for :data:`MARGIN` of headroom over what the
-machine has available and what the process holds already (:func:`run_memory`). A component's
+machine has available and what the process holds already (:func:`~gear_repro.utils.memory.run_memory`). A component's
 own matrices (:class:`OwnMatrix`, GRIEVER's names and units, HippoRAG's phrases) count as their build holds them,
 with its records per row and the settings that need less (``hints``).
 """
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -34,12 +33,13 @@ from gear_repro.backends.ann import DenseSettings, index_bytes
 from gear_repro.data.dataset import Dataset
 from gear_repro.pipeline.resources import target_class
 from gear_repro.types import OwnMatrix, Triple
+from gear_repro.utils import memory
 from gear_repro.utils.errors import CapacityError
+from gear_repro.utils.memory import GIB, MARGIN
 from gear_repro.utils.paths import cache_dir
 
 log = logging.getLogger(__name__)
 
-GIB = 1024 ** 3
 # A passage or triple in a run: its dataset record and its collection's document as Python objects (ids and fields),
 # and per character of its text, the strings held and the BM25 index built from them. Fitted to the per-step RSS of
 # a Hybrid + SyncGE run at MuSiQue's size (docs/scale.md): passages +0.40 GiB for 148,793 records of 88M
@@ -55,7 +55,6 @@ BM25_BYTES_PER_CHAR = 4
 TRIPLE_RECORD_BYTES = 500
 TRIPLE_GRAPH_BYTES = 550  # the triple graph's arrays and maps per triple (core/triple_graph.py; the same step: +0.80 GiB)
 BASE_BYTES = int(1.5 * GIB)  # interpreter, torch, transformers and the encoder's weights
-MARGIN = 1.1  # ask for 10 % more than the estimate
 KNOWN_DIMS = {"all-minilm-l6-v2": 384, "all-mpnet-base-v2": 768}
 
 
@@ -73,91 +72,6 @@ class Estimate:
     hints: list[str] = field(default_factory=list)
     dense_bytes: int = 4
     vectors: int = 0
-
-
-def proc_bytes(path: str, key: str) -> int | None:
-    """The ``key:`` line of a /proc file in kB (/proc/meminfo, /proc/self/status), as bytes; None where absent."""
-    try:
-        for line in Path(path).read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def status_gib(key: str) -> float:
-    """``key`` of ``/proc/self/status`` now (``RssAnon``: the anonymous resident memory, ``VmRSS``), GiB; nan where
-    absent (the memory benches' samples)."""
-    found = proc_bytes("/proc/self/status", key)
-    return found / GIB if found is not None else float("nan")
-
-
-def available_memory() -> int:
-    """Bytes of memory available to a new process: ``MemAvailable`` of /proc/meminfo (else physical pages), at most
-    what the process's memory cgroup still allows (:func:`cgroup_room`: a SLURM job's ``--mem``, a container's
-    limit, which /proc/meminfo does not show)."""
-    found = proc_bytes("/proc/meminfo", "MemAvailable")
-    free = found if found is not None else os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    room = cgroup_room()
-    return free if room is None else min(free, room)
-
-
-NO_LIMIT = 2 ** 60  # cgroup v1 writes "no limit" as a number near 2**63
-
-
-def cgroup_room(proc_cgroup: Path = Path("/proc/self/cgroup"), root: Path = Path("/sys/fs/cgroup")) -> int | None:
-    """Bytes this process's memory cgroup and each of its parents still allow: the limit less the usage plus the
-    inactive file pages (page cache the kernel reclaims at the limit), the tightest of them; None where no group
-    has a limit or the files cannot be read. cgroup v2 (``memory.max``, ``memory.current``) and v1 (the ``memory``
-    hierarchy: ``memory.limit_in_bytes``, ``memory.usage_in_bytes``, ``total_inactive_file``); a group path not
-    under ``root`` (a container's own namespace) is read from the mount's top."""
-    try:
-        lines = proc_cgroup.read_text().splitlines()
-    except OSError:
-        return None
-    rooms = []
-    for line in lines:
-        hierarchy, controllers, path = (line.split(":", 2) + ["", ""])[:3]
-        if hierarchy == "0" and not controllers:
-            top, files = root, ("memory.max", "memory.current", "inactive_file")
-        elif "memory" in controllers.split(","):
-            top, files = root / "memory", ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
-        else:
-            continue
-        group = top / path.strip("/")
-        group = group if group.is_dir() else top
-        for d in (group, *[p for p in group.parents if p.is_relative_to(top)]):
-            if (room := _group_room(d, *files)) is not None:
-                rooms.append(room)
-    return max(0, min(rooms)) if rooms else None
-
-
-def _group_room(group: Path, limit_file: str, usage_file: str, inactive_key: str) -> int | None:
-    """One cgroup's limit less its usage plus its inactive file pages; None without a limit or its files."""
-    try:
-        limit = (group / limit_file).read_text().strip()
-        if limit == "max" or int(limit) >= NO_LIMIT:
-            return None
-        usage = int((group / usage_file).read_text())
-        inactive = next((int(v) for k, v in (ln.split() for ln in (group / "memory.stat").read_text().splitlines()
-                                             if ln.strip()) if k == inactive_key), 0)
-    except (OSError, ValueError):
-        return None
-    return int(limit) - usage + inactive
-
-
-def process_memory() -> int:
-    """Bytes this process holds resident and anonymous now (``RssAnon`` of /proc/self/status; 0 where unknown).
-    The estimate is of the whole run's process, which by the check already holds part of it (the interpreter, the
-    dataset's records) that ``MemAvailable`` no longer counts."""
-    return proc_bytes("/proc/self/status", "RssAnon") or 0
-
-
-def run_memory() -> int:
-    """Bytes of memory this run's process can hold in all: what the machine has available and what the process
-    holds already."""
-    return available_memory() + process_memory()
 
 
 def free_disk(folder: Path) -> int:
@@ -249,8 +163,8 @@ def encodes_in_place(cfg: DictConfig) -> bool:
 def check(est: Estimate, *, disk_free: Callable[[Path], int] | None = None,
           memory_free: Callable[[], int] | None = None) -> None:
     """CapacityError when ``est`` (with :data:`MARGIN`) exceeds the free disk of its folder or the memory the run's
-    process can hold (measured by :func:`free_disk` and :func:`run_memory` unless given)."""
-    disk_free, memory_free = disk_free or free_disk, memory_free or run_memory
+    process can hold (measured by :func:`free_disk` and :func:`~gear_repro.utils.memory.run_memory` unless given)."""
+    disk_free, memory_free = disk_free or free_disk, memory_free or memory.run_memory
     detail = "; ".join(est.lines)
     have_disk = disk_free(est.folder)
     if est.disk * MARGIN > have_disk:
@@ -270,23 +184,6 @@ def check(est: Estimate, *, disk_free: Callable[[Path], int] | None = None,
     log.info("capacity: the embedding caches need ~%.1f GiB of disk in %s (%.1f GiB free) and ~%.1f GiB of "
              "memory (%.1f GiB available)", est.disk / GIB, est.folder, have_disk / GIB, est.memory / GIB,
              have_mem / GIB)
-
-
-def check_build(more: int, what: str, hints: Sequence[str]) -> None:
-    """CapacityError when a build, part way, is about to hold ``more`` bytes beyond what its process holds now and
-    that (with :data:`MARGIN`) exceeds the memory the process can hold (:func:`run_memory`): a component's own check
-    once it knows more than the start-up estimate could (HippoRAG's synonym rate, from its phrase vectors). ``what``
-    explains the bytes; ``hints`` are the settings that need less."""
-    held = process_memory()
-    need, have = held + more, run_memory()
-    if need * MARGIN > have:
-        raise CapacityError(
-            f"not enough memory to go on: {what} needs about {more / GIB:.1f} GiB more, {need / GIB:.1f} GiB in all "
-            f"with the {held / GIB:.1f} GiB this process holds, {have / GIB:.1f} GiB available to it. Use "
-            + "".join(f"{h}, " for h in hints) + "a machine with more memory, or set run.capacity_check=false to go "
-            "on anyway")
-    log.info("capacity: %s needs ~%.1f GiB more (%.1f GiB in all, %.1f GiB available)", what, more / GIB,
-             need / GIB, have / GIB)
 
 
 def run_estimate(cfg: DictConfig, res, opened: Collection[str], index_stage: bool = False) -> Estimate | None:

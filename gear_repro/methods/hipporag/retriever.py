@@ -59,6 +59,7 @@ from gear_repro.methods.hipporag.phrase_graph import (
 )
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import OwnMatrix, Passage, Ranking, Triple
+from gear_repro.utils.memory import check_build
 from gear_repro.utils.settings import Choice, Settings, as_dict, num
 
 log = logging.getLogger(__name__)
@@ -320,11 +321,9 @@ class HippoRAG:
     def _embed_and_price(self, phrases: list[str]) -> np.ndarray:
         """The phrases' vectors, then the memory check the start-up estimate could not make before they existed: the
         graph priced from them (:func:`sampled_graph_edges`, :data:`GRAPH_EDGE_BYTES` an edge) beyond what the
-        build holds already (:func:`~gear_repro.pipeline.capacity.check_build`), before the synonym search. A
+        build holds already (:func:`~gear_repro.utils.memory.check_build`), before the synonym search. A
         corpus with more synonyms than the bundled sample's rate otherwise ran out of memory an hour into its build
         (docs/scale.md); stopped here, its encode is cached and the next start prices the graph from it."""
-        from gear_repro.pipeline.capacity import check_build
-
         vectors = self._embed_corpus(phrases)
         s = self.settings
         edges, how = sampled_graph_edges(s, phrases, [vectors], len(self.triples or ()), "vectors")
