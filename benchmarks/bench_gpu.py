@@ -17,11 +17,18 @@ faiss is not needed: the sample is below ``backend.dense.auto_min_vectors``, so 
     passage vectors with the CPU's (the vectors the recorded numbers come from);
   * R@5/10/15 and p50/p95 latency of the hybrid retriever and of hybrid + NaiveGE with the exact scorer
     (GEAR Alg. 1, l=2, b=10, 100 neighbours, γ=20; base k = the evaluated rank as in Table 2), every NaiveGE pass
-    cold (the scorer's path memo and the query vectors emptied before it: the first pass of a question), and
-    the ratio NaiveGE p50 / hybrid p50 (target <= 2);
+    cold (the scorer's path memo and the query vectors emptied before it: the first pass of a question), with
+    ``embedder.cuda_graphs`` on ("graphs") and off ("eager"), per ``--path-rows``; the ratio NaiveGE p50 / hybrid
+    p50 (target <= 2) and the part of a pass spent in ``encode_fixed``;
+  * and with ``beam.scorer_options.triple_pieces`` on ("+pieces": a path's word pieces joined from its triples',
+    the default on CUDA) and off (its text tokenised);
+  * that part broken down for the first mode and ``--path-rows`` value: building the passes' tensors by
+    tokenising (tokenizer threads off, as runs have them, and on) or from the joined pieces, the passes on the
+    device with the copy back, the whole call;
   * whether the exact scorer's path vectors and NaiveGE's rankings are bit-identical across batch compositions:
     the same path texts encoded in their order, shuffled and in small groups; 20 questions' rankings run forward
-    and backward with a warm memo. If not, the same check runs again in a child process with
+    and backward with a warm memo; with both modes, whether the graphs' vectors and rankings equal the eager
+    passes'. If not, the same check runs again in a child process with
     ``torch.use_deterministic_algorithms(True)`` and ``CUBLAS_WORKSPACE_CONFIG=:4096:8``.
 
     python -m benchmarks.bench_gpu pack --out .gpu                   # here
@@ -55,6 +62,7 @@ MODEL_FILES = ("1_Pooling", "config.json", "config_sentence_transformers.json", 
                "sentence_bert_config.json", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json",
                "vocab.txt")
 KS = (5, 10, 15)
+WARM_QUESTIONS = 10  # NaiveGE passes before the timed ones
 BUNDLE_LIMIT = 64 * 2**20
 
 
@@ -147,9 +155,14 @@ def encode_rates(emb, passages: list[str], triples: list[str], questions: list[s
     return out, vecs
 
 
-def expansion_table(emb, ds, pcoll, tcoll, questions, rows: int) -> dict:
+def expansion_table(emb, ds, pcoll, tcoll, questions, rows: int, pieces: bool, calls: list | None = None) -> dict:
     """R@k and p50/p95 of hybrid and hybrid + NaiveGE (exact scorer, fixed-shape path batches of ``rows`` rows,
-    cold passes) at k = 5/10/15, and their p50 ratio."""
+    cold passes) at k = 5/10/15, their p50 ratio, and of each NaiveGE pass the time inside ``encode_fixed`` (the
+    path encodes, their vectors on the host) and the rows x length its passes computed. ``pieces``:
+    ``beam.scorer_options.triple_pieces``. ``calls``: gets the texts (and word pieces) of each timed pass's
+    ``encode_fixed`` call."""
+    import numpy as np
+
     from gear_repro.core.triple_graph import TripleIndex
     from gear_repro.evaluation.metrics import recall_at_k
     from gear_repro.methods.gear.expansion import NaiveGE
@@ -157,11 +170,26 @@ def expansion_table(emb, ds, pcoll, tcoll, questions, rows: int) -> dict:
 
     hybrid = HybridRetriever(pcoll, emb)
     naive = NaiveGE(TripleIndex(tcoll, ds.triples), emb,
-                    beam={"scorer": "exact", "path_cache": False, "scorer_options": {"batch_size": rows}})
+                    beam={"scorer": "exact", "path_cache": False,
+                          "scorer_options": {"batch_size": rows, "triple_pieces": pieces}})
+    encode_fixed, spent, timing = emb.encode_fixed, [0.0], [False]
+
+    def timed(texts, n, given=None):  # returns host arrays: the GPU's work is done when it returns
+        if calls is not None and timing[0]:
+            calls.append((list(texts), given))
+        t = time.perf_counter()
+        try:
+            return encode_fixed(texts, n, given)
+        finally:
+            spent[0] += time.perf_counter() - t
+
+    emb.encode_fixed = timed
     hybrid.retrieve("warm up the model", 5)
-    naive.expand(questions[0].question, hybrid.retrieve(questions[0].question, 5))
-    times: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in ("hybrid", "naive")}
+    for q in questions[:WARM_QUESTIONS]:  # the common pass shapes' kernels chosen (and, with graphs, captured)
+        naive.expand(q.question, hybrid.retrieve(q.question, 15))
+    times: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in ("hybrid", "naive", "encode")}
     hits: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in ("hybrid", "naive")}
+    slots: dict[int, list[int]] = {k: [] for k in KS}  # rows x length of a pass's path encodes
     for q in questions:
         for k in KS:
             emb.forget()
@@ -170,23 +198,69 @@ def expansion_table(emb, ds, pcoll, tcoll, questions, rows: int) -> dict:
             times["hybrid"][k].append(time.perf_counter() - t)
             hits["hybrid"][k].append(recall_at_k(base.ids, q.gold_ids, k))
             emb.forget()  # the query vectors and the path memo (the embedder's LRU): a cold pass
+            spent[0], before, timing[0] = 0.0, emb.stats["fixed_slots"], True
             t = time.perf_counter()
             out = naive.expand(q.question, hybrid.retrieve(q.question, k))
             times["naive"][k].append(time.perf_counter() - t)
+            timing[0] = False
+            times["encode"][k].append(spent[0])
+            slots[k].append(emb.stats["fixed_slots"] - before)
             hits["naive"][k].append(recall_at_k(out.ranking.ids, q.gold_ids, k))
+    del emb.encode_fixed
     table = {}
     for k in KS:
         h50, n50 = pct(times["hybrid"][k], 50), pct(times["naive"][k], 50)
         table[k] = {"hybrid_p50_ms": h50, "hybrid_p95_ms": pct(times["hybrid"][k], 95), "naive_p50_ms": n50,
                     "naive_p95_ms": pct(times["naive"][k], 95), "ratio_p50": round(n50 / h50, 2),
+                    "naive_encode_p50_ms": pct(times["encode"][k], 50),
+                    "fixed_slots_p50": int(np.median(slots[k])),
                     "hybrid_recall": round(100 * sum(hits["hybrid"][k]) / len(questions), 1),
                     "naive_recall": round(100 * sum(hits["naive"][k]) / len(questions), 1)}
     return table
 
 
-def determinism(emb, ds, pcoll, tcoll, questions, paths: list[str]) -> dict:
+def encode_breakdown(emb, calls: list, rows: int) -> dict:
+    """Where the timed passes' ``encode_fixed`` time goes, p50 ms over their calls (path vectors not memoised):
+    building the passes' tensors (``fixed_passes``) by tokenising the texts, with the tokenizer's own threads off
+    (as every run has them) and on, and from the word pieces the scorer gave (``triple_pieces``); on CUDA with
+    graphs, the passes on the device and the vectors' copy back (``ShapeGraphs.encode`` and ``.cpu()``, every shape
+    captured already); the whole ``_encode_shapes`` as the scorer called it."""
+    import numpy as np
+    import torch
+
+    def p50(thunks) -> float:
+        spent = []
+        for thunk in thunks:
+            t = time.perf_counter()
+            thunk()
+            spent.append(time.perf_counter() - t)
+        return pct(spent, 50)
+
+    out: dict = {"rows": rows, "calls": len(calls), "texts_p50": int(np.median([len(c) for c, _ in calls]))}
+    for flag in ("false", "true"):
+        os.environ["TOKENIZERS_PARALLELISM"] = flag
+        out[f"tokenised_threads_{flag}_ms"] = p50(lambda c=c: emb.fixed_passes(c, rows) for c, _ in calls)
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    if all(given is not None for _, given in calls):
+        out["from_pieces_ms"] = p50(lambda c=c, g=g: emb.fixed_passes(c, rows, g) for c, g in calls)
+    graphs = emb._pass_graphs()
+    if graphs is not None:
+        prepared = [[(len(part), feats) for part, feats in emb.fixed_passes(c, rows, g)] for c, g in calls]
+
+        def device(passes) -> None:
+            with torch.inference_mode(), emb.autocast(cache=False):
+                graphs.encode(passes).cpu()
+
+        out["device_and_copy_ms"] = p50(lambda ps=ps: device(ps) for ps in prepared)
+        out["passes_p50"] = int(np.median([len(ps) for ps in prepared]))
+    out["encode_shapes_ms"] = p50(lambda c=c, g=g: emb._encode_shapes(c, rows, g) for c, g in calls)
+    return out
+
+
+def determinism(emb, ds, pcoll, tcoll, questions, paths: list[str], eager=None) -> dict:
     """Bit-identity of the exact scorer's path vectors across batch compositions and of NaiveGE's rankings across
-    question order and memo state."""
+    question order and memo state; with ``eager`` (the same precision with ``cuda_graphs=false``), of ``emb``'s path
+    vectors and rankings with its."""
     import random
 
     import numpy as np
@@ -206,10 +280,11 @@ def determinism(emb, ds, pcoll, tcoll, questions, paths: list[str]) -> dict:
     shuffled[order] = emb.encode_fixed([paths[i] for i in order], rows)
     emb.forget()
     groups = np.concatenate([emb.encode_fixed(paths[a:a + 3], rows) for a in range(0, len(paths), 3)])
-    hybrid = HybridRetriever(pcoll, emb)
-    naive = NaiveGE(TripleIndex(tcoll, ds.triples), emb, beam={"scorer": "exact", "path_cache": False})
+    triples = TripleIndex(tcoll, ds.triples)
 
-    def rankings(qs) -> dict:
+    def rankings(e, qs) -> dict:
+        hybrid = HybridRetriever(pcoll, e)
+        naive = NaiveGE(triples, e, beam={"scorer": "exact", "path_cache": False})
         out = {}
         for q in qs:
             r = naive.expand(q.question, hybrid.retrieve(q.question, 10)).ranking
@@ -217,14 +292,23 @@ def determinism(emb, ds, pcoll, tcoll, questions, paths: list[str]) -> dict:
         return out
 
     emb.forget()
-    forward = rankings(questions[:20])
-    backward = rankings(questions[:20][::-1])  # warm memo, other order: other batch compositions
-    return {"paths": len(paths), "path_rows": rows,
-            "paths_shuffled_identical": bool(np.array_equal(ordered, shuffled)),
-            "paths_groups_of_3_identical": bool(np.array_equal(ordered, groups)),
-            "paths_max_abs_diff": float(max(np.abs(ordered - shuffled).max(), np.abs(ordered - groups).max())),
-            "rankings_identical": forward == backward,
-            "rankings_same_ids": all(forward[q][0] == backward[q][0] for q in forward)}
+    forward = rankings(emb, questions[:20])
+    backward = rankings(emb, questions[:20][::-1])  # warm memo, other order: other batch compositions
+    out = {"paths": len(paths), "path_rows": rows,
+           "paths_shuffled_identical": bool(np.array_equal(ordered, shuffled)),
+           "paths_groups_of_3_identical": bool(np.array_equal(ordered, groups)),
+           "paths_max_abs_diff": float(max(np.abs(ordered - shuffled).max(), np.abs(ordered - groups).max())),
+           "rankings_identical": forward == backward,
+           "rankings_same_ids": all(forward[q][0] == backward[q][0] for q in forward),
+           "fixed_graph_passes": emb.stats["fixed_graph_passes"],
+           "graph_shapes": emb._graphs.captured if emb._graphs is not None else 0}
+    if eager is not None:
+        eager.forget()
+        plain = eager.encode_fixed(paths, rows)
+        out |= {"paths_equal_eager": bool(np.array_equal(ordered, plain)),
+                "paths_eager_max_abs_diff": float(np.abs(ordered - plain).max()),
+                "rankings_equal_eager": forward == rankings(eager, questions[:20])}
+    return out
 
 
 def run(a: argparse.Namespace) -> dict:
@@ -267,23 +351,42 @@ def run(a: argparse.Namespace) -> dict:
     for prec in a.precisions:
         t0 = time.perf_counter()
         emb = SentenceEmbedder(model, device=a.device, precision=prec, batch_size=a.batch_size,
-                               show_progress=False)
+                               show_progress=False, cuda_graphs=cuda and "on" in a.graphs)
         rates, vecs = encode_rates(emb, passages, triples, [q.question for q in questions])
         row: dict = {"precision_used": emb.precision_used.value, **rates}
         if fp32 is None:
             fp32 = vecs
         else:
             row.update({f"cos_{n}": cosines(fp32[n], vecs[n]) for n in ("passages", "triples")})
-        backend = MemoryBackend()
-        pcoll = backend.open_collection("passages", [IndexDoc(p.id, p.content) for p in ds.passages], emb)
-        tcoll = backend.open_collection("triples", triple_docs(ds.triples), emb)
-        row["expansion"] = {rows: expansion_table(emb, ds, pcoll, tcoll, questions[:a.limit], rows)
-                            for rows in a.path_rows}
-        row["determinism"] = determinism(emb, ds, pcoll, tcoll, questions, paths)
+        # "graphs": embedder.cuda_graphs on; "eager": off (a CPU runs eager either way); corpus vectors from the cache.
+        # "+pieces": beam.scorer_options.triple_pieces on
+        embedders = {"graphs" if emb.cuda_graphs else "eager": emb}
+        if cuda and "on" in a.graphs and "off" in a.graphs:
+            embedders["eager"] = SentenceEmbedder(model, device=a.device, precision=prec, batch_size=a.batch_size,
+                                                  show_progress=False, cuda_graphs=False)
+        colls = {}
+        for name, e in embedders.items():
+            backend = MemoryBackend()
+            colls[name] = (backend.open_collection("passages", [IndexDoc(p.id, p.content) for p in ds.passages], e),
+                           backend.open_collection("triples", triple_docs(ds.triples), e))
+        modes = {f"{name}+pieces" if pieces else name: (name, pieces)
+                 for name in embedders for pieces in a.triple_pieces}
+        first = next(iter(modes))
+        calls: list = []
+        row["expansion"] = {mode: {rows: expansion_table(embedders[name], ds, *colls[name], questions[:a.limit], rows,
+                                                         pieces, calls if (mode == first and rows == a.path_rows[0])
+                                                         else None)
+                                   for rows in a.path_rows} for mode, (name, pieces) in modes.items()}
+        row["encode_breakdown"] = encode_breakdown(embedders[modes[first][0]], calls, a.path_rows[0])
+        row["determinism"] = determinism(emb, ds, *colls[next(iter(embedders))], questions, paths,
+                                         eager=embedders.get("eager") if len(embedders) > 1 else None)
+        row["embedder"] = emb.describe()
         row["wall_s"] = round(time.perf_counter() - t0, 1)
         report["rows"][prec] = row
         print(prec, json.dumps(row), flush=True)
-        del emb, backend, pcoll, tcoll
+        if a.out:  # what finished survives a run cut short
+            a.out.write_text(json.dumps(report, indent=2))
+        del emb, embedders, colls
         if cuda:
             torch.cuda.empty_cache()
     if cuda and a.cpu_check:  # the GPU's fp32 passage vectors against the CPU's, same weights
@@ -319,16 +422,18 @@ def print_table(report: dict) -> None:
         print(f"| {name} ({r['precision_used']}) | {r['passages_per_s']} ({r['passages_first_per_s']}) | "
               f"{r['triples_per_s']} ({r['triples_first_per_s']}) | "
               f"{r['queries_per_s']} | {cos} |")
-    print("\n| precision | path rows | k | hybrid p50 / p95 ms | hybrid+NaiveGE (exact, cold) p50 / p95 ms | "
-          "ratio p50 | R@k hybrid / +NaiveGE |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| precision | passes | path rows | k | hybrid p50 / p95 ms | hybrid+NaiveGE (exact, cold) p50 / p95 ms | "
+          "of it in encode_fixed, p50 ms | ratio p50 | R@k hybrid / +NaiveGE |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, r in rows.items():
-        for path_rows, table in r["expansion"].items():
-            for k, e in table.items():
-                print(f"| {name} | {path_rows} | {k} | {e['hybrid_p50_ms']} / {e['hybrid_p95_ms']} | "
-                      f"{e['naive_p50_ms']} / {e['naive_p95_ms']} | {e['ratio_p50']}× | {e['hybrid_recall']} / "
-                      f"{e['naive_recall']} |")
+        for mode, by_rows in r["expansion"].items():
+            for path_rows, table in by_rows.items():
+                for k, e in table.items():
+                    print(f"| {name} | {mode} | {path_rows} | {k} | {e['hybrid_p50_ms']} / {e['hybrid_p95_ms']} | "
+                          f"{e['naive_p50_ms']} / {e['naive_p95_ms']} | {e['naive_encode_p50_ms']} | "
+                          f"{e['ratio_p50']}× | {e['hybrid_recall']} / {e['naive_recall']} |")
     for name, r in rows.items():
+        print(f"encode_fixed breakdown {name}: {r['encode_breakdown']}")
         print(f"determinism {name}: {r['determinism']}")
     for key in ("cos_gpu_fp32_to_cpu_fp32_passages", "cpu_passages_per_s", "deterministic_algorithms"):
         if key in report:
@@ -347,9 +452,15 @@ def main() -> None:
     r.add_argument("--model", default=None, help="default the bundle's model/ folder")
     r.add_argument("--batch-size", type=int, default=32, help="embedder.batch_size of the corpus encodes")
     r.add_argument("--paths", type=int, default=500, help="path texts of the determinism check")
-    r.add_argument("--path-rows", type=int, nargs="+", default=[8, 32],
-                   help="beam.scorer_options.batch_size values of the expansion table (8 = the default)")
+    r.add_argument("--path-rows", type=int, nargs="+", default=[32, 8, 128],
+                   help="beam.scorer_options.batch_size values of the expansion table (8 = the default); the first "
+                        "one's encodes are broken down")
     r.add_argument("--limit", type=int, default=None, help="first N questions of the expansion table")
+    r.add_argument("--graphs", nargs="+", choices=("on", "off"), default=["on", "off"],
+                   help="embedder.cuda_graphs values of the expansion table on CUDA (a CPU runs eager)")
+    r.add_argument("--triple-pieces", nargs="+", choices=("on", "off"), default=None,
+                   help="beam.scorer_options.triple_pieces values of the expansion table (default on off on CUDA, "
+                        "off on a CPU); the first is broken down")
     r.add_argument("--cpu-check", action=argparse.BooleanOptionalAction, default=True,
                    help="the GPU's fp32 passage vectors against the CPU's")
     r.add_argument("--deterministic", action="store_true", help=argparse.SUPPRESS)
@@ -359,6 +470,9 @@ def main() -> None:
         pack(a.out)
         return
     a.precisions = a.precisions or (["fp32", "fp16", "bf16"] if a.device.startswith("cuda") else ["fp32"])
+    a.precisions.sort(key=lambda p: p != "fp32")  # fp32 first: the others' cosines are to its vectors
+    a.triple_pieces = [v == "on" for v in a.triple_pieces or (["on", "off"] if a.device.startswith("cuda") else
+                                                              ["off"])]
     report = run(a)
     if a.deterministic:
         print(json.dumps(report))

@@ -402,7 +402,8 @@ def test_fast_scorer_options(graph):
         scorer_options("exact", {"batch_size": 0})
     # a key the chosen scorer does not take is named, with the scorer's own options (found at start-up: preflight)
     with pytest.raises(ConfigError, match=r"beam.scorer_options.rescore is not a setting of beam.scorer_options "
-                                          r"\(the 'exact' scorer; its settings: batch_size, reuse_triple_vectors\)"):
+                                          r"\(the 'exact' scorer; its settings: batch_size, reuse_triple_vectors, "
+                                          r"triple_pieces\)"):
         scorer_options("exact", {"rescore": 3})
     with pytest.raises(ConfigError, match="'mean' scorer; it takes none\\)"):
         scorer_options("mean", {"batch_size": 8})

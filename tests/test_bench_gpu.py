@@ -81,7 +81,7 @@ def test_the_bundle_runs_the_protocol_from_its_own_folder(tmp_path) -> None:
     bare = torch_image_site(tmp_path / "torch_image")
     assert not (bare / "omegaconf").exists() and not (bare / "Stemmer").exists()
     run = subprocess.run([sys.executable, "-S", "-m", "benchmarks.bench_gpu", "run", "--device", "cpu", "--data",
-                          str(data), "--paths", "12", "--path-rows", "8", "--out", str(out)], cwd=bundle,
+                          str(data), "--paths", "12", "--path-rows", "8", "--triple-pieces", "on", "--out", str(out)], cwd=bundle,
                          env={**os.environ, "PYTHONPATH": f"{bundle}{os.pathsep}{bare}"}, capture_output=True,
                          text=True)  # the bundle's own package, model and packages; no site-packages of ours
     assert run.returncode == 0, run.stderr[-3000:]
@@ -89,9 +89,16 @@ def test_the_bundle_runs_the_protocol_from_its_own_folder(tmp_path) -> None:
     assert report["model"] == str(bundle / "model") and report["counts"]["questions"] == 2
     row = report["rows"]["fp32"]
     assert row["precision_used"] == "fp32" and row["passages_per_s"] > 0 and row["triples_first_per_s"] > 0
-    table = row["expansion"]["8"]
+    assert set(row["expansion"]) == {"eager+pieces"}  # a CPU: embedder.cuda_graphs has nothing to replay
+    table = row["expansion"]["eager+pieces"]["8"]
     assert set(table) == {"5", "10", "15"}
-    assert all(0 <= e["naive_recall"] <= 100 and e["naive_p50_ms"] > 0 for e in table.values())
+    assert all(0 <= e["naive_recall"] <= 100 and 0 < e["naive_encode_p50_ms"] < e["naive_p50_ms"]
+               and e["fixed_slots_p50"] % 8 == 0 for e in table.values())
+    assert row["embedder"]["device"] == "cpu" and "cuda_graphs" not in row["embedder"]
+    parts = row["encode_breakdown"]  # the timed passes' encode_fixed calls again, in parts
+    assert parts["rows"] == 8 and parts["calls"] == 2 * 3 and "device_and_copy_ms" not in parts
+    assert 0 < parts["tokenised_threads_false_ms"] < parts["encode_shapes_ms"]
+    assert 0 < parts["from_pieces_ms"] < parts["encode_shapes_ms"]
     det = row["determinism"]
     assert det["paths"] == 12 and det["paths_shuffled_identical"] and det["paths_groups_of_3_identical"]
-    assert det["rankings_identical"]
+    assert det["rankings_identical"] and det["fixed_graph_passes"] == 0 and "paths_equal_eager" not in det

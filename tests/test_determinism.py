@@ -118,3 +118,55 @@ def test_a_repeated_text_gets_one_vector_in_a_corpus_encode(embedder, tmp_path, 
     vecs = e.encode_corpus(texts)
     assert e.stats["encoded"] == len(set(texts))
     assert np.array_equal(vecs[0], vecs[5]) and np.array_equal(vecs[0], vecs[-1])
+
+
+@pytest.mark.slow
+def test_fixed_shape_passes_replayed_from_graphs_give_the_eager_vectors(embedder, monkeypatch, caplog) -> None:
+    """``embedder.cuda_graphs``: the passes go through one static input and output per shape (a CPU stand-in
+    replays them, tests/helpers/doubles.py), the call's vectors come back in one copy, in their texts' order, equal
+    to the eager passes' bit for bit and independent of the batch; a first capture that fails leaves the run eager
+    and says why; one failing after others were captured stops, naming the setting."""
+    import logging
+
+    from gear_repro.embedding import SentenceEmbedder
+    from gear_repro.embedding import embedder as module
+    from tests.helpers.doubles import EagerShapeGraphs
+
+    texts = [*PATHS, *TEXTS, "Laos borders Vietnam"]
+    rows = 4
+    eager = SentenceEmbedder("all-MiniLM-L6-v2", cache=False, show_progress=False)
+    eager._model = embedder.model
+    assert eager._pass_graphs() is None  # a CPU: the setting has no effect
+    want = eager.encode_fixed(texts, rows)
+    built: list[EagerShapeGraphs] = []
+
+    def graphed(fail_at: int | None = None, **settings) -> SentenceEmbedder:
+        e = SentenceEmbedder("all-MiniLM-L6-v2", cache=False, show_progress=False, **settings)
+        e._model = embedder.model
+        e.device = "cuda"  # the graph branch, with the CPU stand-in below
+        monkeypatch.setattr(module, "ShapeGraphs",
+                            lambda fwd, device, dim: built.append(EagerShapeGraphs(fwd, device, dim, fail_at)) or built[-1])
+        return e
+
+    e = graphed()
+    got = e.encode_fixed(texts, rows)
+    shapes = {(rows, -(-len(ids) // 8) * 8) for ids in embedder.model.tokenizer(texts)["input_ids"]}
+    passes = e.stats["fixed_graph_passes"]
+    assert np.array_equal(got, want) and built[-1].captured == len(shapes) < passes == built[-1].replays
+    assert e.describe()["cuda_graphs"] is True
+    e.forget()
+    assert np.array_equal(e.encode_fixed(texts[::-1], rows)[::-1], want)  # the same graphs, other companions
+    assert np.array_equal(e.encode_fixed(texts[:1], rows)[0], want[0])
+    assert built[-1].captured == len(shapes)  # no shape captured twice
+
+    off = graphed(cuda_graphs=False)
+    assert np.array_equal(off.encode_fixed(texts, rows), want) and off.stats["fixed_graph_passes"] == 0
+
+    with caplog.at_level(logging.WARNING, logger=module.__name__):
+        failed = graphed(fail_at=0)
+        assert np.array_equal(failed.encode_fixed(texts, rows), want)
+    assert failed.stats["fixed_graph_passes"] == 0 and failed._pass_graphs() is None
+    assert failed.describe()["cuda_graphs"].startswith("failed, eager: RuntimeError: CUDA error: operation not")
+    assert "the exact scorer's passes run eagerly" in caplog.text
+    with pytest.raises(RuntimeError, match=r"after 1 shape\(s\) were captured.*embedder.cuda_graphs=false"):
+        graphed(fail_at=1).encode_fixed(texts, rows)

@@ -109,3 +109,89 @@ def test_encode_fixed_tokenises_once_and_keeps_every_bit(precision: str, monkeyp
     for n in lengths:
         groups[min(256, -(-n // 8) * 8)] = groups.get(min(256, -(-n // 8) * 8), 0) + 1
     assert emb.stats["fixed_slots"] == sum(rows * length * -(-count // rows) for length, count in groups.items())
+
+
+@pytest.mark.slow
+def test_word_pieces_joined_from_the_triples_are_the_tokenizers() -> None:
+    """``beam.scorer_options.triple_pieces``: on the MuSiQue sample's triples, paths of 2 and of 40 triples (past
+    MiniLM's 256 word pieces), a path's pieces joined from its triples' give the tokenizer's own encoding of its
+    text; a WordPiece tokenizer splitting at whitespace joins, a byte-level BPE one (a word's first piece carries
+    its leading space) and one splitting at punctuation first do not."""
+    import random
+
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from gear_repro.data import load_dataset
+    from gear_repro.embedding.word_pieces import PieceTable, encoding, joinable
+
+    emb = _minilm()
+    tok, max_len = emb.model.tokenizer, int(emb.model.max_seq_length)
+    assert joinable(tok)
+    triples = [t.text for t in load_dataset("data/musique_sample").triples]
+    table = PieceTable(tok, triples)
+    rng = random.Random(0)
+    paths = [rng.sample(range(len(triples)), 2) for _ in range(300)] + [rng.sample(range(len(triples)), 40)]
+    texts = [" ".join(triples[r] for r in p) for p in paths]
+    pieces = [table.joined(p, np.zeros(0, dtype=np.int32)) for p in paths]
+    empty = {k: list(v[0]) for k, v in tok([""], truncation=True, max_length=max_len).items()}
+    assert encoding(empty, pieces, max_len) == dict(tok(texts, truncation=True, max_length=max_len))
+    assert len(tok(texts[-1])["input_ids"]) > max_len  # the long path was truncated, as the tokenizer does
+
+    def fast(model, pre) -> PreTrainedTokenizerFast:
+        t = Tokenizer(model)
+        t.pre_tokenizer = pre
+        return PreTrainedTokenizerFast(tokenizer_object=t)
+
+    vocab = {"[UNK]": 0, "a": 1}
+    assert joinable(fast(models.WordPiece(vocab, unk_token="[UNK]"), pre_tokenizers.BertPreTokenizer()))
+    assert not joinable(fast(models.BPE(), pre_tokenizers.ByteLevel()))
+    assert not joinable(fast(models.WordPiece(vocab, unk_token="[UNK]"), pre_tokenizers.Punctuation()))
+
+
+@pytest.mark.slow
+def test_the_exact_scorer_joins_its_triples_word_pieces_and_ranks_the_same(caplog, tmp_path) -> None:
+    """With ``triple_pieces`` on, NaiveGE's exact rankings and scores on a slice of the MuSiQue sample equal those of
+    tokenised texts, bit for bit; where the joined pieces differ from the tokenizer's encoding on the first call,
+    the texts are tokenised (warned)."""
+    import logging
+
+    from gear_repro.backends.base import IndexDoc
+    from gear_repro.backends.memory import MemoryBackend
+    from gear_repro.core.triple_graph import TripleIndex, triple_docs
+    from gear_repro.data import load_dataset
+    from gear_repro.methods.gear.expansion import NaiveGE
+    from gear_repro.retrieval.base import HybridRetriever
+    from tests.helpers.gear_slice import make_slice
+
+    ds = load_dataset(make_slice(tmp_path / "slice", n_passages=120, n_questions=5))
+    questions = ds.questions
+    base = _minilm()
+    backend = MemoryBackend()
+    pcoll = backend.open_collection("passages", [IndexDoc(p.id, p.content) for p in ds.passages], base)
+    tcoll = backend.open_collection("triples", triple_docs(ds.triples), base)
+    index = TripleIndex(tcoll, ds.triples)
+
+    def run(joined: bool, spoil: bool = False):
+        emb = _minilm()
+        emb._model = base.model
+        naive = NaiveGE(index, emb, beam={"scorer": "exact", "path_cache": False,
+                                          "scorer_options": {"triple_pieces": joined}})
+        if spoil:  # pieces of other ids than the tokenizer's: the first call's check must catch it
+            naive.scorer._word_pieces([])
+            table, between = naive.scorer._pieces
+            table.ids = table.ids + 1
+        hybrid = HybridRetriever(pcoll, emb)
+        rankings = [naive.expand(q.question, hybrid.retrieve(q.question, 5)).ranking for q in questions]
+        out = [(list(r.ids), [float(x) for x in r.scores]) for r in rankings]
+        return out, naive.scorer, emb
+
+    plain, plain_scorer, _ = run(False)
+    joined, scorer, emb = run(True)
+    assert joined == plain and scorer._pieces is not None and plain_scorer._pieces is None
+    assert emb._pieces_ok is True and scorer.stats["paths_encoded"] == plain_scorer.stats["paths_encoded"] > 0
+    assert emb.stats["fixed_given_pieces"] == scorer.stats["paths_encoded"]  # none tokenised
+    with caplog.at_level(logging.WARNING):
+        spoiled, spoiled_scorer, emb = run(True, spoil=True)
+    assert spoiled == plain and emb._pieces_ok is False and "the texts are tokenised" in caplog.text
+    assert emb.stats["fixed_given_pieces"] == 0

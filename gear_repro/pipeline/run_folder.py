@@ -56,7 +56,7 @@ NO_RESULT_SETTINGS: dict[str, frozenset[str] | None] = {
     "hipporag": frozenset({"capacity_check"}),  # the graph build's memory check (run.capacity_check)  # a start-up check: the data and the results are the same
     "backend": frozenset({"heap_mb", "ram_buffer_mb", "jar"}),  # backend=lucene's JVM and writer memory; its jar
     "embedder": frozenset({"num_threads", "show_progress", "batch_size", "cache", "cache_chunk_rows",
-                           "cache_chunk_s"}),
+                           "cache_chunk_s", "cuda_graphs"}),  # graphs: the eager passes' bits (bench_gpu)
     "llm": frozenset({"timeout_s", "max_reply_bytes", "max_retries", "backoff_base_s", "backoff_max_s", "concurrency",
                       "cache", "cache_dir", "cache_mode", "server", "record_prompts", "base_url",
                       "cache_lock_timeout_s", "check_endpoint", "estimate_latency_s", "estimate_output_tokens",

@@ -12,6 +12,7 @@ model, so dense retrieval, the path scorer and HippoRAG's synonym edges run thei
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from gear_repro import BaseRetriever
+from gear_repro.embedding.cuda_graphs import ShapeGraphs, _Shape
 from gear_repro.embedding.embedder import SentenceEmbedder
 from gear_repro.llm import LLMCallError, LLMReply, TokenLedger
 from gear_repro.llm.ledger import active_tags
@@ -376,3 +378,35 @@ class FixedExpansion:
         from gear_repro.methods.gear.expansion import ExpansionOutput
 
         return ExpansionOutput(rrf([list(base.ids), self.expanded]), {"expanded": list(self.expanded)})
+
+
+class EagerShapeGraphs(ShapeGraphs):
+    """:class:`ShapeGraphs` on a CPU: its "capture" keeps the static tensors and its "replay" runs the forward again
+    into the static output, its streams are no-ops, so what the embedder and :meth:`ShapeGraphs.encode` do around
+    capture and replay (one static input and output per shape, overwritten by the next pass of that shape; the one
+    copy of a call's inputs; the order of the rows) runs without a GPU. The capture numbered ``fail_at`` (0 = the
+    first) raises what CUDA raises for a host sync inside a capture."""
+
+    def __init__(self, forward, device: str, dim: int, fail_at: int | None = None) -> None:
+        super().__init__(forward, "cpu", dim)
+        self.fail_at = fail_at
+
+    def _to_device(self, tensor):
+        return tensor
+
+    def _current_stream(self):
+        return None
+
+    @staticmethod
+    def _wait(stream, other) -> None:
+        """No streams on a CPU."""
+
+    @staticmethod
+    def _on(stream):
+        return contextlib.nullcontext()
+
+    def _capture(self, static_in):
+        if self.fail_at is not None and self.captured >= self.fail_at:
+            raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+        static_out = self.forward(static_in)
+        return _Shape(lambda: static_out.copy_(self.forward(static_in)), static_in, static_out, None)

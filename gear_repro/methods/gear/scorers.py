@@ -25,6 +25,7 @@ import numpy as np
 
 from gear_repro.core.triple_graph import TripleIndex
 from gear_repro.embedding.embedder import LENGTH_STEP
+from gear_repro.embedding.word_pieces import PieceTable
 from gear_repro.utils.arrays import as_float32, row_dots
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.hashing import hash_texts
@@ -54,6 +55,10 @@ class ExactOptions:
 
     batch_size: int | None = num(DEFAULT_PATH_ROWS, ge=1)  # rows of a fixed-shape path batch; null: each path alone
     reuse_triple_vectors: bool = True  # B0's one-triple paths read the triple collection's vectors
+    # a path's word pieces joined from its triples' (tokenised once per run) instead of tokenising its text: the
+    # same ids (the tokenizer's structure, and the first call's paths checked); null = where the embedder runs on
+    # CUDA, whose passes it leaves host-bound (docs/encoders.md). Fixed-shape batches with a whitespace separator
+    triple_pieces: bool | None = None
 
     def __post_init__(self) -> None:
         check_fields(self, OPTIONS_KEY)
@@ -178,9 +183,39 @@ class ExactScorer(_VectorScorer):
         if batch_size is not None:  # fixed-shape vectors differ from lone ones in the last bits: their own store
             key += f"-rows{batch_size}x{LENGTH_STEP}"
         self.store = PathVectorStore(key) if path_cache else None
+        self.triple_pieces = options.triple_pieces
+        self._pieces: tuple[PieceTable, np.ndarray] | None = None  # the triples' word pieces, the separator's
+        self._pieces_built = False
+        self._paths_of: dict[str, tuple[int, ...]] = {}  # the path of each text the current call encodes
 
     def path_text(self, path: Sequence[int]) -> str:
         return self.separator.join(self.index.text(self.index.ids[r]) for r in path)
+
+    def _texts(self, paths: Sequence[tuple[int, ...]]) -> list[str]:
+        """The path texts of ``paths``, each remembered with its path for :meth:`_word_pieces`."""
+        texts = [self.path_text(p) for p in paths]
+        self._paths_of = dict(zip(texts, paths, strict=True))
+        return texts
+
+    def _word_pieces(self, texts: list[str]) -> list[np.ndarray] | None:
+        """Each text's word pieces joined from its triples' (``triple_pieces``), or None (the texts are tokenised):
+        the triples' table is built on the first call that wants it."""
+        if not self._pieces_built:
+            self._pieces_built = True
+            on = self.triple_pieces
+            if on is None:
+                on = str(getattr(self.embedder, "device", "cpu")).startswith("cuda")
+            table = getattr(self.embedder, "piece_table", None)
+            sep = self.separator
+            if on and table is not None and self.batch_size is not None and sep[:1].isspace() and sep[-1:].isspace():
+                triples = table([self.index.text(i) for i in self.index.ids])
+                between = table([sep.strip()]) if triples is not None else None
+                if triples is not None and between is not None:
+                    self._pieces = (triples, between.ids)
+        if self._pieces is None or any(t not in self._paths_of for t in texts):
+            return None
+        triples, between = self._pieces
+        return [triples.joined(self._paths_of[t], between) for t in texts]
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         """Path vectors: from the disk store when enabled, else encoded through the embedder (which
@@ -199,8 +234,12 @@ class ExactScorer(_VectorScorer):
         either way: fixed-shape batches of ``batch_size`` rows (``encode_fixed``), or each text alone
         (``encode_alone``, ``batch_size`` null); in ``embedder.precision``, like the corpus."""
         before = self.embedder.stats["encoded"]
-        vecs = self.embedder.encode_alone(texts) if self.batch_size is None else \
-            self.embedder.encode_fixed(texts, self.batch_size)
+        if self.batch_size is None:
+            vecs = self.embedder.encode_alone(texts)
+        elif (pieces := self._word_pieces(texts)) is not None:
+            vecs = self.embedder.encode_fixed(texts, self.batch_size, pieces)
+        else:
+            vecs = self.embedder.encode_fixed(texts, self.batch_size)
         self.stats["paths_encoded"] += self.embedder.stats["encoded"] - before
         return np.asarray(vecs, dtype=np.float32)
 
@@ -213,7 +252,7 @@ class ExactScorer(_VectorScorer):
         if not paths:
             return np.zeros(0)
         self.stats["paths_scored"] += len(paths)
-        vecs = self._encode([self.path_text(p) for p in paths])
+        vecs = self._encode(self._texts(paths))
         return row_dots(vecs, np.arange(len(vecs)), qv)
 
 
@@ -325,7 +364,7 @@ class CascadeScorer(ExactScorer):
             pick = order[: max(pick.size, min(near, self.rescore_max))]
         if pick.size == 0:
             return cheap
-        vecs = self._memo_encode([self.path_text(paths[i]) for i in pick])
+        vecs = self._memo_encode(self._texts([paths[i] for i in pick]))
         exact = row_dots(vecs, np.arange(len(vecs)), qv)
         self.stats["paths_rescored"] += int(pick.size)
         out = cheap + float(np.median(exact - cheap[pick]))
