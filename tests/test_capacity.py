@@ -442,7 +442,7 @@ def test_a_graph_build_prices_its_synonyms_from_the_vectors_it_encoded_before_th
     phrase encode, before the synonym search, when the graph priced from those vectors would not fit; the vectors stay
     cached for the next start. With memory enough, or the check off, it builds the same graph."""
     from gear_repro.data.dataset import load_dataset
-    from gear_repro.methods.hipporag import phrase_graph
+    from gear_repro.methods.hipporag import phrase_graph, retriever
     from gear_repro.methods.hipporag.retriever import GRAPH_EDGE_BYTES, HippoRAG
     from tests.conftest import SAMPLE
 
@@ -451,6 +451,9 @@ def test_a_graph_build_prices_its_synonyms_from_the_vectors_it_encoded_before_th
     searched: list[int] = []
     search = phrase_graph.synonym_pairs
     monkeypatch.setattr(phrase_graph, "synonym_pairs", lambda v, *a, **kw: searched.append(len(v)) or search(v, *a, **kw))
+    sampled: list[int] = []
+    sample = retriever.sampled_synonym_entries
+    monkeypatch.setattr(retriever, "sampled_synonym_entries", lambda v, *a: sampled.append(len(v)) or sample(v, *a))
     held = 2 * GIB
     monkeypatch.setattr(memory, "process_memory", lambda: held)
     monkeypatch.setattr(memory, "run_memory", lambda: held + 10 * 2 ** 20)  # 10 MiB to spare
@@ -474,6 +477,7 @@ def test_a_graph_build_prices_its_synonyms_from_the_vectors_it_encoded_before_th
     monkeypatch.setattr(memory, "run_memory", lambda: 0)
     unchecked = HippoRAG(ds.passages, ds.triples, embedder=HashEmbedder(), capacity_check=False, **node).graph
     assert np.array_equal(unchecked.edges, built.edges) and np.array_equal(unchecked.weights, built.weights)
+    assert len(sampled) == 1  # the cached file's rate, sampled once: the start-up estimate and the builds reuse it
 
 
 def test_the_graph_builds_check_follows_the_runs() -> None:
