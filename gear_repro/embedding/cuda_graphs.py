@@ -47,6 +47,10 @@ class ShapeGraphs:
     def encode(self, passes: Sequence[tuple[int, dict[str, Any]]]) -> Any:
         """The vectors of ``passes`` (each: how many of its first rows to keep, and its host int64 tensors, every
         field of the pass's shape), the kept rows in pass order, as one device tensor once every pass is done."""
+        with self._on_device():  # the model's GPU, where the caller's current device may be another
+            return self._encode(passes)
+
+    def _encode(self, passes: Sequence[tuple[int, dict[str, Any]]]) -> Any:
         import torch
 
         keys = list(passes[0][1])
@@ -81,6 +85,11 @@ class ShapeGraphs:
         for entry in used.values():
             self._wait(current, entry.stream)
         return out
+
+    def _on_device(self) -> AbstractContextManager[object]:
+        import torch
+
+        return torch.cuda.device(self.device)
 
     def _to_device(self, tensor: Any) -> Any:
         """A host tensor on the device, copied from pinned memory without holding the host."""

@@ -391,6 +391,9 @@ class EagerShapeGraphs(ShapeGraphs):
         super().__init__(forward, "cpu", dim)
         self.fail_at = fail_at
 
+    def _on_device(self):
+        return contextlib.nullcontext()
+
     def _to_device(self, tensor):
         return tensor
 
