@@ -542,9 +542,11 @@ class SentenceEmbedder:
         texts = list(texts)
         if self.backend != "torch":
             return self._lookup([(rows, t) for t in texts], texts, self._encode_alone)
-        given = None if pieces is None else dict(zip(texts, pieces, strict=True))
-        return self._lookup([(rows, t) for t in texts], texts, lambda ts: self._encode_shapes(
-            ts, rows, None if given is None else [given[t] for t in ts]))
+        if pieces is None:
+            return self._lookup([(rows, t) for t in texts], texts, lambda ts: self._encode_shapes(ts, rows))
+        given = dict(zip(texts, pieces, strict=True))
+        return self._lookup([(rows, t) for t in texts], texts,
+                            lambda ts: self._encode_shapes(ts, rows, [given[t] for t in ts]))
 
     def batch_order(self, texts: Sequence[str]) -> np.ndarray:
         """The order in which the model batches ``texts`` in one encode call (:func:`corpus_parts.encode_order`)."""

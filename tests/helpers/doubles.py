@@ -224,8 +224,8 @@ class HashEmbedder(SentenceEmbedder):
         self.stats["encoded"] += len(texts)
         return out
 
-    def _encode_shapes(self, texts: list[str], rows: int) -> np.ndarray:
-        return self._encode(texts)  # no batches to shape: each vector is a function of its text
+    def _encode_shapes(self, texts: list[str], rows: int, pieces=None) -> np.ndarray:
+        return self._encode(texts)  # no batches to shape, no word pieces: each vector is a function of its text
 
     def batch_order(self, texts: Sequence[str]) -> np.ndarray:
         """Longest first, as sentence-transformers batches (no model to ask)."""
