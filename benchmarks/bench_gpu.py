@@ -176,7 +176,7 @@ def expansion_table(emb, ds, pcoll, tcoll, questions, rows: int, pieces: bool, c
 
     def timed(texts, n, given=None):  # returns host arrays: the GPU's work is done when it returns
         if calls is not None and timing[0]:
-            calls.append((list(texts), given))
+            calls.append((list(texts), None if given is None else [given(t) for t in texts]))
         t = time.perf_counter()
         try:
             return encode_fixed(texts, n, given)

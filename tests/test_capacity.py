@@ -454,6 +454,9 @@ def test_a_graph_build_prices_its_synonyms_from_the_vectors_it_encoded_before_th
     sampled: list[int] = []
     sample = retriever.sampled_synonym_entries
     monkeypatch.setattr(retriever, "sampled_synonym_entries", lambda v, *a: sampled.append(len(v)) or sample(v, *a))
+    judged: list[str] = []  # phrases whose synonym eligibility a price computed
+    alnum = retriever.alnum_length
+    monkeypatch.setattr(retriever, "alnum_length", lambda p: judged.append(p) or alnum(p))
     held = 2 * GIB
     monkeypatch.setattr(memory, "process_memory", lambda: held)
     monkeypatch.setattr(memory, "run_memory", lambda: held + 10 * 2 ** 20)  # 10 MiB to spare
@@ -478,6 +481,7 @@ def test_a_graph_build_prices_its_synonyms_from_the_vectors_it_encoded_before_th
     unchecked = HippoRAG(ds.passages, ds.triples, embedder=HashEmbedder(), capacity_check=False, **node).graph
     assert np.array_equal(unchecked.edges, built.edges) and np.array_equal(unchecked.weights, built.weights)
     assert len(sampled) == 1  # the cached file's rate, sampled once: the start-up estimate and the builds reuse it
+    assert len(judged) == built.stats["phrases"]  # and the phrases judged once, for that sample
 
 
 def test_the_graph_builds_check_follows_the_runs() -> None:

@@ -137,6 +137,17 @@ def test_word_pieces_joined_from_the_triples_are_the_tokenizers() -> None:
     empty = {k: list(v[0]) for k, v in tok([""], truncation=True, max_length=max_len).items()}
     assert encoding(empty, pieces, max_len) == dict(tok(texts, truncation=True, max_length=max_len))
     assert len(tok(texts[-1])["input_ids"]) > max_len  # the long path was truncated, as the tokenizer does
+    asked: list[str] = []
+    pieces_of = dict(zip(texts, pieces, strict=True))
+
+    def given(text: str) -> np.ndarray:
+        asked.append(text)
+        return pieces_of[text]
+
+    first = emb.encode_fixed(texts[:10], 8, given)
+    again = emb.encode_fixed(texts[5:15], 8, given)
+    assert asked == texts[:15]  # a text the LRU holds is not joined again
+    assert np.array_equal(again[:5], first[5:]) and emb.stats["fixed_given_pieces"] == 15
 
     def fast(model, pre) -> PreTrainedTokenizerFast:
         t = Tokenizer(model)
@@ -178,7 +189,6 @@ def test_the_exact_scorer_joins_its_triples_word_pieces_and_ranks_the_same(caplo
         naive = NaiveGE(index, emb, beam={"scorer": "exact", "path_cache": False,
                                           "scorer_options": {"triple_pieces": joined}})
         if spoil:  # pieces of other ids than the tokenizer's: the first call's check must catch it
-            naive.scorer._word_pieces([])
             table, between = naive.scorer._pieces
             table.ids = table.ids + 1
         hybrid = HybridRetriever(pcoll, emb)

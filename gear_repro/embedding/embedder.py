@@ -529,14 +529,16 @@ class SentenceEmbedder:
         """Encode short texts in ``precision``, batch-independently (:meth:`_encode_alone`), memoised in an LRU."""
         return self._lookup(list(texts), list(texts), self._encode_alone)
 
-    def encode_fixed(self, texts: Sequence[str], rows: int, pieces: Sequence[np.ndarray] | None = None) -> np.ndarray:
+    def encode_fixed(self, texts: Sequence[str], rows: int,
+                     pieces: Callable[[str], np.ndarray] | None = None) -> np.ndarray:
         """Encode short texts in batches whose result for a text does not depend on the batch: every
         forward pass has exactly ``rows`` rows (unused rows hold the empty text) and, as its length, its texts'
         token count rounded up to a multiple of :data:`LENGTH_STEP` (attention-masked padding). A text's shape
         depends on the text alone, so its vector is the same, bit for bit, whatever else is encoded with it
         (tests/test_determinism.py). Memoised per (rows, text) in the LRU of :meth:`encode`. Back-ends other
-        than torch encode each text alone. ``pieces``: each text's word pieces without special tokens
-        (:meth:`piece_table`), used instead of tokenising it once the first call's were the tokenizer's."""
+        than torch encode each text alone. ``pieces``: a text's word pieces without special tokens (from
+        :meth:`piece_table`), asked only of the texts the LRU does not hold, used instead of tokenising them once
+        the first call's were the tokenizer's."""
         if rows < 1:
             raise ConfigError(f"encode_fixed needs rows >= 1, got {rows}")
         texts = list(texts)
@@ -544,9 +546,8 @@ class SentenceEmbedder:
             return self._lookup([(rows, t) for t in texts], texts, self._encode_alone)
         if pieces is None:
             return self._lookup([(rows, t) for t in texts], texts, lambda ts: self._encode_shapes(ts, rows))
-        given = dict(zip(texts, pieces, strict=True))
         return self._lookup([(rows, t) for t in texts], texts,
-                            lambda ts: self._encode_shapes(ts, rows, [given[t] for t in ts]))
+                            lambda ts: self._encode_shapes(ts, rows, [pieces(t) for t in ts]))
 
     def batch_order(self, texts: Sequence[str]) -> np.ndarray:
         """The order in which the model batches ``texts`` in one encode call (:func:`corpus_parts.encode_order`)."""

@@ -18,6 +18,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -159,6 +160,17 @@ class PathVectorStore:
             np.savez(f, texts=np.asarray(list(texts), dtype=str), vecs=np.asarray(vecs, dtype=np.float32))
 
 
+def _missing(paths: Sequence[tuple[int, ...]], texts: list[str],
+             held: Mapping[str, Any]) -> tuple[list[tuple[int, ...]], list[str]]:
+    """The distinct texts of ``texts`` that ``held`` lacks, in order, with a path of each (``paths`` the texts'
+    paths; paths of one text have equal triple texts, so equal word pieces)."""
+    path_of: dict[str, tuple[int, ...]] = {}
+    for path, text in zip(paths, texts, strict=True):
+        if text not in held:
+            path_of.setdefault(text, path)
+    return list(path_of.values()), list(path_of)
+
+
 class ExactScorer(_VectorScorer):
     """The paper's score: cosine of SBERT(q) and SBERT(path text), path text = triple texts joined by
     ``separator`` (§4.2, DESIGN.md). A one-triple path's text is the triple text itself, whose vector the
@@ -184,60 +196,51 @@ class ExactScorer(_VectorScorer):
             key += f"-rows{batch_size}x{LENGTH_STEP}"
         self.store = PathVectorStore(key) if path_cache else None
         self.triple_pieces = options.triple_pieces
-        self._pieces: tuple[PieceTable, np.ndarray] | None = None  # the triples' word pieces, the separator's
-        self._pieces_built = False
-        self._paths_of: dict[str, tuple[int, ...]] = {}  # the path of each text the current call encodes
 
     def path_text(self, path: Sequence[int]) -> str:
         return self.separator.join(self.index.text(self.index.ids[r]) for r in path)
 
-    def _texts(self, paths: Sequence[tuple[int, ...]]) -> list[str]:
-        """The path texts of ``paths``, each remembered with its path for :meth:`_word_pieces`."""
-        texts = [self.path_text(p) for p in paths]
-        self._paths_of = dict(zip(texts, paths, strict=True))
-        return texts
-
-    def _word_pieces(self, texts: list[str]) -> list[np.ndarray] | None:
-        """Each text's word pieces joined from its triples' (``triple_pieces``), or None (the texts are tokenised):
-        the triples' table is built on the first call that wants it."""
-        if not self._pieces_built:
-            self._pieces_built = True
-            on = self.triple_pieces
-            if on is None:
-                on = str(getattr(self.embedder, "device", "cpu")).startswith("cuda")
-            table = getattr(self.embedder, "piece_table", None)
-            sep = self.separator
-            if on and table is not None and self.batch_size is not None and sep[:1].isspace() and sep[-1:].isspace():
-                triples = table([self.index.text(i) for i in self.index.ids])
-                between = table([sep.strip()]) if triples is not None else None
-                if triples is not None and between is not None:
-                    self._pieces = (triples, between.ids)
-        if self._pieces is None or any(t not in self._paths_of for t in texts):
+    @cached_property
+    def _pieces(self) -> tuple[PieceTable, np.ndarray] | None:
+        """The triples' word pieces and the separator's (``triple_pieces``), built on the first encode that can use
+        them; None where paths are tokenised: the option off (null: off unless the embedder runs on CUDA), each
+        path alone, a separator without whitespace at both ends, or a tokenizer that does not join."""
+        on = self.triple_pieces
+        if on is None:
+            on = str(getattr(self.embedder, "device", "cpu")).startswith("cuda")
+        table = getattr(self.embedder, "piece_table", None)
+        sep = self.separator
+        if not (on and table is not None and self.batch_size is not None and sep[:1].isspace()
+                and sep[-1:].isspace()):
             return None
-        triples, between = self._pieces
-        return [triples.joined(self._paths_of[t], between) for t in texts]
+        triples = table([self.index.text(i) for i in self.index.ids])
+        between = table([sep.strip()]) if triples is not None else None
+        return None if between is None else (triples, between.ids)
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
-        """Path vectors: from the disk store when enabled, else encoded through the embedder (which
-        de-duplicates and memoises them in its LRU)."""
+    def _encode(self, paths: Sequence[tuple[int, ...]], texts: list[str]) -> np.ndarray:
+        """The vectors of ``paths`` (``texts`` their path texts): from the disk store when enabled, else encoded
+        through the embedder (which de-duplicates and memoises them in its LRU)."""
         if self.store is None:
-            return self._embed(texts)
+            return self._embed(paths, texts)
         stored = self.store.vectors
-        missing = [t for t in dict.fromkeys(texts) if t not in stored]
+        missing_paths, missing = _missing(paths, texts, stored)
         if missing:
-            self.store.put(missing, self._embed(missing))
+            self.store.put(missing, self._embed(missing_paths, missing))
         self.stats["paths_from_disk"] = self.stats.get("paths_from_disk", 0) + len(texts) - len(missing)
         return np.stack([stored[t] for t in texts])
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _embed(self, paths: Sequence[tuple[int, ...]], texts: list[str]) -> np.ndarray:
         """Path vectors from the shared embedder (whose settings are never changed here), batch-independent
-        either way: fixed-shape batches of ``batch_size`` rows (``encode_fixed``), or each text alone
+        either way: fixed-shape batches of ``batch_size`` rows (``encode_fixed``; the word pieces of a text it
+        encodes joined from its path's triples' where :attr:`_pieces` holds them), or each text alone
         (``encode_alone``, ``batch_size`` null); in ``embedder.precision``, like the corpus."""
         before = self.embedder.stats["encoded"]
         if self.batch_size is None:
             vecs = self.embedder.encode_alone(texts)
-        elif (pieces := self._word_pieces(texts)) is not None:
-            vecs = self.embedder.encode_fixed(texts, self.batch_size, pieces)
+        elif self._pieces is not None:
+            table, between = self._pieces
+            path_of = dict(zip(texts, paths, strict=True))
+            vecs = self.embedder.encode_fixed(texts, self.batch_size, lambda t: table.joined(path_of[t], between))
         else:
             vecs = self.embedder.encode_fixed(texts, self.batch_size)
         self.stats["paths_encoded"] += self.embedder.stats["encoded"] - before
@@ -252,7 +255,7 @@ class ExactScorer(_VectorScorer):
         if not paths:
             return np.zeros(0)
         self.stats["paths_scored"] += len(paths)
-        vecs = self._encode(self._texts(paths))
+        vecs = self._encode(paths, [self.path_text(p) for p in paths])
         return row_dots(vecs, np.arange(len(vecs)), qv)
 
 
@@ -337,11 +340,12 @@ class CascadeScorer(ExactScorer):
         """Forget memoised path vectors (benchmarks measuring cold questions)."""
         self.memo.clear()
 
-    def _memo_encode(self, texts: list[str]) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if t not in self.memo]
+    def _memo_encode(self, paths: Sequence[tuple[int, ...]]) -> np.ndarray:
+        texts = [self.path_text(p) for p in paths]
+        missing_paths, missing = _missing(paths, texts, self.memo)
         self.stats["paths_memo_hits"] += len(texts) - len(missing)
         if missing:
-            for t, v in zip(missing, self._encode(missing), strict=True):
+            for t, v in zip(missing, self._encode(missing_paths, missing), strict=True):
                 self.memo[t] = v
         out = np.stack([self.memo[t] for t in texts])
         for t in texts:
@@ -364,7 +368,7 @@ class CascadeScorer(ExactScorer):
             pick = order[: max(pick.size, min(near, self.rescore_max))]
         if pick.size == 0:
             return cheap
-        vecs = self._memo_encode(self._texts([paths[i] for i in pick]))
+        vecs = self._memo_encode([paths[i] for i in pick])
         exact = row_dots(vecs, np.arange(len(vecs)), qv)
         self.stats["paths_rescored"] += int(pick.size)
         out = cheap + float(np.median(exact - cheap[pick]))
