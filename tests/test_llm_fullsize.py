@@ -203,7 +203,8 @@ def test_estimate_knobs_are_range_checked(tmp_path: Path) -> None:
 def test_a_question_run_says_its_estimate_before_the_first_call(compose, toy_dir, tmp_path: Path,
                                                                 caplog: pytest.LogCaptureFixture) -> None:
     """IRCoT (BM25) with QA on the 3 toy questions through the runner: the estimate is logged while the endpoint has
-    seen no request; its calls are the plan's upper bound (max_rounds CoT steps + 1 QA call a question), at least
+    seen no request; its calls are the plan's upper bound (a CoT step after each round but the last, max_rounds - 1,
+    and 1 QA call a question), at least
     the calls the run then made; its input tokens those of the real templates (K.3 QA, IRCoT) it rendered."""
     from gear_repro.config import validate
     from gear_repro.pipeline.estimate import question_plan
@@ -217,7 +218,7 @@ def test_a_question_run_says_its_estimate_before_the_first_call(compose, toy_dir
             "agent=ircot", "retriever=bm25", "agent.top_k=2", "qa=true", "dataset.max_rounds=3", "embedder=minilm",
             f"dataset.path={toy_dir}", "dataset.name=toy", "run.progress=false", "llm=openai_compatible",
             f"llm.base_url={server.url}", f"llm.model={MODEL}", f"llm.cache_dir={tmp_path / 'cache'}"]))
-        assert question_plan(cfg) == [("ircot", 3, 2), ("qa", 1, 5)]
+        assert question_plan(cfg) == [("ircot", 2, 2), ("qa", 1, 5)]
 
         class Snapshot(logging.Handler):
             def emit(self, record: logging.LogRecord) -> None:
@@ -234,8 +235,8 @@ def test_a_question_run_says_its_estimate_before_the_first_call(compose, toy_dir
         made = server.n_requests
     assert seen == [0]
     line = next(r.getMessage() for r in caplog.records if "questions estimate" in r.getMessage())
-    assert "12 LLM calls to send" in line and "at most 4 calls a question: 3 ircot, 1 qa" in line
-    assert 3 * 2 <= made <= 12  # each question: 1 to 3 CoT steps and its QA call
+    assert "9 LLM calls to send" in line and "at most 3 calls a question: 2 ircot, 1 qa" in line
+    assert 3 * 2 <= made <= 9  # each question: 1 or 2 CoT steps and its QA call
 
 
 def test_a_passage_costs_two_fsyncs_whatever_its_triples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

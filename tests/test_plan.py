@@ -99,3 +99,19 @@ def test_a_plan_names_the_settings_that_need_less_memory() -> None:
     assert fewer.memory < run.memory and not fewer.hints
     (small,) = plan_sweep("h", ["retriever=hybrid", "dataset=hotpotqa"], compose).runs  # 10,293 passages: exact
     assert small.hints == []
+
+
+def test_multi_step_plans_count_the_calls_their_loops_make() -> None:
+    """IRCoT thinks after each round but the last (``max_rounds`` retrievals, ``max_rounds - 1`` thoughts:
+    tests/test_ircot.py ``test_round_limit_and_prompt_contents``); HippoRAG v1 runs its query NER at every search, v2
+    calls no LLM (its plan is empty, so no estimate is said)."""
+    from gear_repro.pipeline.estimate import question_plan
+
+    assert question_plan(compose("agent=ircot", "retriever=bm25", "dataset.max_rounds=3")) == [("ircot", 2, 10)]
+    assert question_plan(compose("agent=ircot", "retriever=bm25", "dataset.max_rounds=1")) == []
+    assert question_plan(compose("agent=hipporag_ircot")) == [("hipporag_ner", 4, 0), ("ircot", 3, 10)]
+    assert question_plan(compose("agent=hipporag_ircot", "hipporag.version=v2")) == [("ircot", 3, 10)]
+    assert question_plan(compose("agent=hipporag")) == [("hipporag_ner", 1, 0)]
+    cfg = compose("agent=hipporag", "hipporag.version=v2", *SAMPLE)
+    assert question_plan(cfg) == [] and question_estimate(cfg, load_dataset(cfg.dataset.path, limit=5,
+                                                                            triples_file=None).questions, [], None) is None

@@ -462,9 +462,12 @@ def ircot_dependencies(node: Any, dep: Dependency) -> dict[str, Any]:
 
 
 def ircot_plan(cfg: Any) -> list[PlannedCall]:
-    """A question's CoT calls at most: one per round to ``agent.max_rounds``, each over ``agent.top_k`` passages
-    and the demonstrations the agent puts in every prompt."""
+    """A question's calls at most: a CoT call after each round but the last (``agent.max_rounds`` - 1), each over
+    ``agent.top_k`` passages and the demonstrations the agent puts in every prompt; with ``agent.retriever:
+    hipporag``, HippoRAG's query NER at each round's search (:func:`~gear_repro.methods.hipporag.spec.ner_plan`)."""
     from omegaconf import OmegaConf
+
+    from gear_repro.methods.hipporag.spec import ner_plan
 
     rounds = int(OmegaConf.select(cfg, "agent.max_rounds", default=1) or 1)
     top_k = int(OmegaConf.select(cfg, "agent.top_k", default=10) or 10)
@@ -479,7 +482,8 @@ def ircot_plan(cfg: Any) -> list[PlannedCall]:
     def values(s: PromptSample) -> dict[str, Any]:
         return {"demos": demos(), "passages": s.passages, "question": s.question, "thoughts": ""}
 
-    return [PlannedCall("ircot", rounds, top_k, values)]
+    searches = ner_plan(cfg, rounds) if OmegaConf.select(cfg, "agent.retriever", default="base") == "hipporag" else []
+    return [*searches, PlannedCall("ircot", rounds - 1, top_k, values)]
 
 
 # the registry's declaration (gear_repro/registry.py)

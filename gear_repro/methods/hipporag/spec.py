@@ -36,9 +36,14 @@ def hipporag_dependencies(node: Any, dep: Dependency) -> dict[str, Any]:
             "encoder": phrase_encoder(node.get("encoder"))}
 
 
-def ner_plan(cfg: Any) -> list[PlannedCall]:
-    """One query-NER call a question."""
-    return [PlannedCall("hipporag_ner", 1, 0, lambda s: {"question": s.question})]
+def ner_plan(cfg: Any, searches: int = 1) -> list[PlannedCall]:
+    """HippoRAG v1's query NER, one call a search (``searches`` a question); v2 calls no LLM (fact and passage
+    linking by vectors alone)."""
+    from omegaconf import OmegaConf
+
+    if str(OmegaConf.select(cfg, "hipporag.version", default="v1")) == "v2":
+        return []
+    return [PlannedCall("hipporag_ner", searches, 0, lambda s: {"question": s.question})]
 
 
 COMPONENTS = (
