@@ -29,6 +29,7 @@ METHODS: dict[str, tuple[str, tuple[str, ...]]] = {
     "hipporag": ("HippoRAG v1", ("agent=hipporag",)),
     "hipporag_ircot": ("HippoRAG w/ IRCoT", ("agent=hipporag_ircot",)),
     "griever": ("GRIEVER", ("retriever=griever",)),
+    "hipporag_v2": ("HippoRAG 2", ("agent=hipporag", "hipporag.version=v2")),
 }
 
 def main() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from omegaconf import OmegaConf
 
 from gear_repro.backends.ann import DenseSettings, index_bytes
 from gear_repro.pipeline import capacity
@@ -314,8 +313,7 @@ def test_the_griever_estimate_is_within_20_percent_of_the_measured_build(cache, 
     (cache / "embeddings").mkdir(parents=True)
     for i, rows in enumerate([len(passages), *(m.rows for m in cols.values())]):  # all cached, as in the bench
         np.save(cache / "embeddings" / f"m-{i}.npy", np.zeros((rows, 1), np.float32))
-    cfg = OmegaConf.create({"backend": {"dense_dtype": "float32"}, "embedder": {"model": "all-MiniLM-L6-v2"},
-                            "retriever": {"_target_": f"{GrieverRetriever.__module__}.GrieverRetriever"}})
+    cfg = compose_config(["retriever=griever", "embedder=minilm", "backend.dense_dtype=float32"])
     # the dataset's triples as the run counts them (GRIEVER opens no triple collection; the bench holds them too)
     triple_sizes = (len(triples), sum(len(t.subject) + len(t.predicate) + len(t.object) + 2 for t in triples))
     est = capacity.config_estimate(cfg, {"passages": (len(passages), sum(len(p.content) for p in passages))}, cols,
@@ -387,7 +385,7 @@ def test_an_own_matrix_counted_on_raw_strings_finds_its_smaller_cached_matrix(ca
 
     (cache / "embeddings").mkdir(parents=True)
     np.save(cache / "embeddings" / "m-0.npy", np.zeros((990, 1), np.float32))
-    cfg = OmegaConf.create({"backend": {"dense_dtype": "float32"}, "embedder": {"model": "all-MiniLM-L6-v2"}})
+    cfg = compose_config(["retriever=griever", "embedder=minilm", "backend.dense_dtype=float32"])
     for rows, cached in ((1000, True), (990, True), (1001, False), (989, False)):
         est = capacity.config_estimate(cfg, {}, {"names": OwnMatrix(rows, 0, False, 0)}, "m")
         assert (est.disk == 0) is cached and ("(cached)" in est.lines[0]) is cached
@@ -526,3 +524,31 @@ def test_a_memory_cgroups_limit_bounds_the_memory_the_check_sees(tmp_path, monke
     assert memory.available_memory() == GIB
     monkeypatch.setattr(memory, "cgroup_room", lambda: None)
     assert memory.available_memory() == 6 * GIB
+
+
+def test_a_faiss_index_is_counted_only_for_a_collection_the_run_searches_by_knn(cache) -> None:
+    """A collection's faiss index is built on its first kNN search (backends/memory.py): counted where a dense
+    retriever searches it (the passage retriever, the triple retriever, T²RAG's own), not where the vectors are read
+    whole (HippoRAG 2's fact and passage scores, the triple graph, GRIEVER's store) nor at stage=index."""
+    from gear_repro.pipeline.wiring import knn_searched
+
+    sizes = {"passages": (490_454, 0), "triples": (4_978_286, 0)}
+    dense = DenseSettings()
+
+    def faiss(over: list[str], index_stage: bool = False) -> dict[str, bool]:
+        est = capacity.config_estimate(compose_config(["embedder=minilm", *over]), sizes, {}, None,
+                                       index_stage=index_stage)
+        return {name: "faiss index" in line for line in est.lines if (name := line.split(":")[0]) in sizes}
+
+    assert index_bytes(dense, sizes["passages"][0], 384) > 0  # at this size the default index is faiss
+    assert faiss(["retriever=hybrid", "expansion=sync"]) == {"passages": True, "triples": True}
+    assert faiss(["retriever=hybrid", "expansion=sync"], index_stage=True) == {"passages": False, "triples": False}
+    assert faiss(["agent=t2rag"]) == {"passages": False, "triples": True}
+    assert faiss(["retriever=bm25", "expansion=naive"]) == {"passages": False, "triples": False}
+    assert faiss(["agent=hipporag", "hipporag.version=v2"]) == {"passages": False, "triples": False}
+    assert faiss(["agent=hipporag", "hipporag.version=v2", "hipporag.no_entity_fallback=retriever",
+                  "retriever=sbert"]) == {"passages": True, "triples": False}
+    assert knn_searched(compose_config(["retriever=griever"])) == frozenset()
+    hybrid, exact = (capacity.config_estimate(compose_config(["embedder=minilm", "retriever=hybrid", *o]),
+                                              sizes, {}, None) for o in ([], ["backend.dense.index=exact"]))
+    assert hybrid.memory - exact.memory == index_bytes(dense, sizes["passages"][0], 384)  # its triples unsearched

@@ -30,7 +30,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from statistics import mean
@@ -464,10 +464,10 @@ def ircot_dependencies(node: Any, dep: Dependency) -> dict[str, Any]:
 def ircot_plan(cfg: Any) -> list[PlannedCall]:
     """A question's calls at most: a CoT call after each round but the last (``agent.max_rounds`` - 1), each over
     ``agent.top_k`` passages and the demonstrations the agent puts in every prompt; with ``agent.retriever:
-    hipporag``, HippoRAG's query NER at each round's search (:func:`~gear_repro.methods.hipporag.spec.ner_plan`)."""
+    hipporag``, the calls HippoRAG's declaration plans for a search (its query NER) at each round's search."""
     from omegaconf import OmegaConf
 
-    from gear_repro.methods.hipporag.spec import ner_plan
+    from gear_repro.registry import component_for
 
     rounds = int(OmegaConf.select(cfg, "agent.max_rounds", default=1) or 1)
     top_k = int(OmegaConf.select(cfg, "agent.top_k", default=10) or 10)
@@ -482,7 +482,11 @@ def ircot_plan(cfg: Any) -> list[PlannedCall]:
     def values(s: PromptSample) -> dict[str, Any]:
         return {"demos": demos(), "passages": s.passages, "question": s.question, "thoughts": ""}
 
-    searches = ner_plan(cfg, rounds) if OmegaConf.select(cfg, "agent.retriever", default="base") == "hipporag" else []
+    searches: list[PlannedCall] = []
+    if OmegaConf.select(cfg, "agent.retriever", default="base") == "hipporag":
+        retriever = component_for(OmegaConf.select(cfg, "hipporag._target_", default=None), "hipporag")
+        if retriever is not None and retriever.llm_plan is not None:
+            searches = [replace(p, calls=p.calls * rounds) for p in retriever.llm_plan(cfg)]
     return [*searches, PlannedCall("ircot", rounds - 1, top_k, values)]
 
 

@@ -6,7 +6,8 @@ The estimate is from the corpus size alone (no model is loaded): each collection
 :meth:`SentenceEmbedder.encode_corpus`) twice on disk while its resumable parts and the final file are both there
 (:mod:`gear_repro.embedding.corpus_parts`), and in memory each such collection's matrix as the backend holds it
 (``backend.dense_dtype``; an encode writes into a memory map of its cache file, and only one in a single piece, in
-memory, is counted once more) and its faiss index (:func:`~gear_repro.backends.ann.index_bytes`), the triple
+memory, is counted once more) and, where the run searches it by kNN, its faiss index
+(:func:`~gear_repro.backends.ann.index_bytes`), the triple
 graph where one is built (:data:`TRIPLE_GRAPH_BYTES` a triple), the corpus as Python objects
 (:data:`BYTES_PER_RECORD` a passage or triple, :data:`BYTES_PER_CHAR` a character of its text) and the process
 itself (:data:`BASE_BYTES`: interpreter, torch, the encoder). The per-row figures are fitted to the per-step RSS of
@@ -123,10 +124,11 @@ def cached_rows(model_id: str, rows: int, upper_bound: bool = False) -> bool:
 
 def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | None, dense_bytes: int = 4,
              record_bytes: int = BYTES_PER_RECORD, in_place: bool = False, char_bytes: int = BYTES_PER_CHAR,
-             dense: DenseSettings | None = None, no_bm25: Collection[str] = (), upper_bound: bool = False) -> Estimate:
+             dense: DenseSettings | None = None, no_bm25: Collection[str] = (), no_knn: Collection[str] = (),
+             upper_bound: bool = False) -> Estimate:
     """The needs of embedding ``collections`` (name -> (rows, characters of text)) at ``dim``, held at
     ``dense_bytes`` a value (0: a memory map of the cache file) with the faiss index ``dense`` gives each (none:
-    exact search), with ``record_bytes`` of objects per row and ``char_bytes`` per character of text, less
+    exact search) but those in ``no_knn`` (never searched by kNN, so never indexed), with ``record_bytes`` of objects per row and ``char_bytes`` per character of text, less
     :data:`BM25_BYTES_PER_CHAR` for those in ``no_bm25`` (no BM25 index built); a collection whose matrix is cached
     (``model_id``; rows counted as an ``upper_bound``: :func:`cached_rows`) needs no disk and no encode buffer, nor
     one that is encoded ``in_place`` (into a memory map of its cache file: :func:`encodes_in_place`)."""
@@ -136,7 +138,7 @@ def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | 
         vec = rows * dim * 4
         cached = model_id is not None and cached_rows(model_id, rows, upper_bound)
         objects = rows * record_bytes + (char_bytes - (BM25_BYTES_PER_CHAR if name in no_bm25 else 0)) * chars
-        index = index_bytes(dense, rows, dim) if dense is not None else 0
+        index = index_bytes(dense, rows, dim) if dense is not None and name not in no_knn else 0
         est.memory += rows * dim * dense_bytes + objects + index
         est.vectors += rows * dim * dense_bytes
         if not cached:
@@ -245,17 +247,20 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
     """The needs of a run of ``cfg`` embedding ``collections`` and a retriever's ``own`` ones
     (:func:`own_collections`, with the retriever's ``capacity_hints``: the settings that need less), at the
     embedder's dimension and the backend's ``dense_dtype``, with the records of the ``dataset_triples`` (rows,
-    characters) that no collection holds and the BM25 indexes it builds (all at ``index_stage``, else
-    :func:`unsearched_by_bm25`); by sizes alone, so a plan prices a corpus that is not on this machine."""
-    from gear_repro.pipeline.wiring import requested
+    characters) that no collection holds, the BM25 indexes it builds (all at ``index_stage``, else
+    :func:`unsearched_by_bm25`) and the faiss indexes of the collections it searches by kNN
+    (:func:`~gear_repro.pipeline.wiring.knn_searched`; none at ``index_stage``, since an index is built on its
+    collection's first search); by sizes alone, so a plan prices a corpus that is not on this machine."""
+    from gear_repro.pipeline.wiring import knn_searched, requested
 
     dense_bytes = 2 if str(cfg.backend.dense_dtype) == "float16" else 4
     dim = embedder_dim(cfg.embedder)
     in_place = encodes_in_place(cfg)
     dense = DenseSettings.from_config(cfg.backend.get("dense"))
+    no_knn = set(collections) - (frozenset() if index_stage else knn_searched(cfg))
     est = estimate(collections, dim, model_id, dense_bytes, in_place=in_place, dense=dense,
-                   no_bm25=() if index_stage else unsearched_by_bm25(cfg))
-    faiss = sum(index_bytes(dense, rows, dim) for rows, _ in collections.values())
+                   no_bm25=() if index_stage else unsearched_by_bm25(cfg), no_knn=no_knn)
+    faiss = sum(index_bytes(dense, rows, dim) for name, (rows, _) in collections.items() if name not in no_knn)
     if faiss:
         est.hints.append(f"backend.dense.index=exact (no faiss index: {faiss / GIB:.1f} GiB less; exact search, "
                          "slower)")

@@ -281,12 +281,6 @@ def requested(cfg: DictConfig) -> frozenset[str]:
             return names
         return [n for n in _asked(node, given) if n not in given]
 
-    def retriever_node(triples: bool) -> Any:
-        rcfg = cfg.get("retriever")
-        if triples and rcfg is not None and rcfg.get("triple_retriever"):
-            return rcfg.triple_retriever
-        return _retriever_node(rcfg) if rcfg is not None else None
-
     def visit(name: str) -> None:
         if name in seen:
             return
@@ -294,7 +288,7 @@ def requested(cfg: DictConfig) -> frozenset[str]:
         more: list[str] = {"triple_index": ["triple_collection"],
                            "retriever": ["passage_collection"], "triple_retriever": ["triple_collection"]}.get(name, [])
         if name in ("retriever", "triple_retriever"):
-            more += asks(retriever_node(name == "triple_retriever"), "retriever", ("collection",))
+            more += asks(_retriever_config(cfg, name == "triple_retriever"), "retriever", ("collection",))
         elif name == "expansion" and cfg.get("expansion"):
             more += asks(cfg.expansion, "expansion")
         elif name == "hipporag" and cfg.get("hipporag") is not None:
@@ -305,6 +299,29 @@ def requested(cfg: DictConfig) -> frozenset[str]:
     for name in asks(cfg.agent, "agent") + (asks(cfg.qa_reader, "qa_reader") if cfg.get("qa") else []):
         visit(name)
     return frozenset(seen)
+
+
+def _retriever_config(cfg: DictConfig, triples: bool) -> DictConfig | None:
+    """The config of the run's passage retriever, or with ``triples`` of its triple retriever (``triple_retriever``
+    where set, else the passage retriever's kind)."""
+    rcfg = cfg.get("retriever")
+    if triples and rcfg is not None and rcfg.get("triple_retriever"):
+        return rcfg.triple_retriever
+    return _retriever_node(rcfg) if rcfg is not None else None
+
+
+def knn_searched(cfg: DictConfig, asked: frozenset[str] | None = None) -> frozenset[str]:
+    """The collections (``"passages"``, ``"triples"``) a retrieval run of ``cfg`` searches by kNN, the ones whose
+    faiss index it builds (on the first search: ``backends/memory.py``): those under a ``retriever`` or
+    ``triple_retriever`` that searches by kNN (its class's ``searches_knn``) among the ``asked`` dependencies
+    (:func:`requested`), and those a component searches with a retriever of its own (its class's
+    ``knn_collections``: T²RAG's propositions). The triple graph and HippoRAG 2 read a collection's vectors whole."""
+    asked = requested(cfg) if asked is None else asked
+    found = {name for name, dep in (("passages", "retriever"), ("triples", "triple_retriever"))
+             if dep in asked and getattr(target_class(_retriever_config(cfg, name == "triples")), "searches_knn", True)}
+    for key in ("agent", "expansion", "hipporag"):
+        found |= getattr(target_class(cfg.get(key)), "knn_collections", frozenset())
+    return frozenset(found)
 
 
 def build_qa_reader(cfg: DictConfig, res: Resources) -> AnswerReader | None:

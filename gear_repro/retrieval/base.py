@@ -86,6 +86,7 @@ class _Base:
     k_dependent = False  # the top k of a longer list is the k-list
     needs_vectors = True  # the collection must hold embeddings (dense search)
     searches_bm25 = True  # builds the collection's BM25 index (the start-up capacity check counts it)
+    searches_knn = True  # searches the collection by kNN (collection.knn), which builds its faiss index (counted too)
     settings_class: type[Settings] = BM25RetrieverSettings
 
     def __init__(self, collection: Collection, embedder=None, settings: Settings | None = None, **given: Any):
@@ -106,6 +107,7 @@ class BM25Retriever(_Base):
 
     name = "bm25"
     needs_vectors = False
+    searches_knn = False
     settings_class = BM25RetrieverSettings
 
     def retrieve_many(self, queries: Sequence[str], k: int) -> list[Ranking]:
@@ -162,6 +164,7 @@ class ComposedRetriever(_Base):
 
     name = "composed"
     settings_class = ComposedRetrieverSettings
+    searches_knn = False  # the candidates' cosines from vectors()
 
     def __init__(self, collection: Collection, embedder=None, settings: ComposedRetrieverSettings | None = None,
                  **given: Any):

@@ -67,7 +67,8 @@ class Component:
     report: import path of its :class:`~gear_repro.methods.report_contract.ReportHooks` (None: no hooks); the
         hooks' ``targets`` are this declaration's.
     llm_plan: agents: ``(run config) -> [PlannedCall]``, the calls a question can make (the estimate said before a
-        run; None: no estimate); the QA reader's too.
+        run; None: no estimate); the QA reader's too, and a retriever's that an agent searches, its calls a search
+        (HippoRAG's query NER, which HippoRAG w/ IRCoT makes at each round).
     preflight: ``(its config node) -> None``: a check of its settings run at start-up, before any question (a
         ConfigError naming the setting).
     """

@@ -199,6 +199,7 @@ class GrieverRetriever:
     name = "griever"
     k_dependent = True  # each iteration retrieves k: the top k of a k-pool differs from the top k of a 15-pool
     needs_vectors = True  # the passage and unit searches are hybrid (BM25 + dense)
+    searches_knn = False  # ... the dense part in its store (exact over the passage vectors), not collection.knn
 
     def __init__(self, collection: Collection, embedder: Embedder, passages: Sequence[Passage],
                  triples: Sequence[Triple] | None, backend: Backend, settings: GrieverRetrieverSettings | None = None,

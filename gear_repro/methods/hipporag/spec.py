@@ -36,19 +36,19 @@ def hipporag_dependencies(node: Any, dep: Dependency) -> dict[str, Any]:
             "encoder": phrase_encoder(node.get("encoder"))}
 
 
-def ner_plan(cfg: Any, searches: int = 1) -> list[PlannedCall]:
-    """HippoRAG v1's query NER, one call a search (``searches`` a question); v2 calls no LLM (fact and passage
-    linking by vectors alone)."""
+def ner_plan(cfg: Any) -> list[PlannedCall]:
+    """HippoRAG v1's query NER, one call a search (the single-step method searches once a question; HippoRAG w/
+    IRCoT once a round, ``ircot_plan``); v2 calls no LLM (fact and passage linking by vectors alone)."""
     from omegaconf import OmegaConf
 
     if str(OmegaConf.select(cfg, "hipporag.version", default="v1")) == "v2":
         return []
-    return [PlannedCall("hipporag_ner", searches, 0, lambda s: {"question": s.question})]
+    return [PlannedCall("hipporag_ner", 1, 0, lambda s: {"question": s.question})]
 
 
 COMPONENTS = (
     Component("agent", "hipporag_schema", f"{_HERE}.method.HippoRAGMethodSettings", f"{_HERE}.method.HippoRAGMethod",
               report=f"{_HERE}.report:HOOKS", llm_plan=ner_plan),
     Component("hipporag", "hipporag_schema", f"{_HERE}.retriever.HippoRAGSettings", f"{_HERE}.retriever.HippoRAG",
-              wiring=hipporag_dependencies),
+              wiring=hipporag_dependencies, llm_plan=ner_plan),
 )

@@ -153,6 +153,7 @@ class T2RAGAgent:
 
     needs_llm = True
     needs_vectors = True  # the proposition search is dense (§4.2)
+    knn_collections = frozenset({"triples"})  # ... by a retriever of its own (the capacity check counts its index)
 
     def __init__(self, llm: LLM, embedder: Embedder, triple_collection: Collection, triples: Sequence[Triple],
                  passage_by_id: Mapping[str, Passage], settings: T2RAGAgentSettings | None = None, **given: Any):
