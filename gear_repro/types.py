@@ -104,7 +104,8 @@ class OwnMatrix(NamedTuple):
     many as the build embeds) and characters of text, whether the
     build reads it whole (``resident``; else it stays a memory map of its cache file of which only the rows a query
     reads are held), the bytes of Python objects the build keeps per row, and what else the build holds as a line
-    of the estimate of its own (``also``: (what, bytes); HippoRAG's phrase graph)."""
+    of the estimate of its own (``also``: (what, bytes); HippoRAG's phrase graph). No rows: nothing embedded, only
+    ``also`` held (HippoRAG 2's phrases without synonym edges)."""
 
     rows: int
     chars: int

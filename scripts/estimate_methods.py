@@ -53,13 +53,14 @@ def main() -> None:
             print(f"| {label} | — | — | — (embeds nothing) | as it is |")
             continue
         fits = [("as it is", f32.memory), ("`backend.dense_dtype=float16`", f16.memory)]
-        named = [h.split(" ", 1)[0] for h in f16.hints]  # the settings the check names: each, then all of them
+        # the settings the check names as overrides ("hipporag.synonyms=false", not "a higher ..."): each, then all
+        named = [first for h in f16.hints if "=" in (first := h.split(" ", 1)[0])]
         for settings in [[s] for s in named] + ([named] if len(named) > 1 else []):
             again = plan_sweep(label, [*base, *overrides, "backend.dense_dtype=float16", *settings], compose).runs[0]
             fits.append((f"`backend.dense_dtype=float16 {' '.join(settings)}` ({again.memory / GIB:.1f} GiB)",
                          again.memory))
         fit = next((how for how, need in fits if need * MARGIN <= args.memory_gib * GIB),
-                   "nothing: the check refuses (" + (", ".join(h.split(" ", 1)[0] for h in f16.hints) or "no setting")
+                   "nothing: the check refuses (" + (", ".join(named) or "no setting")
                    + " named)")
         rows = ", ".join(f"{e.collection} {e.rows:,}" for e in f32.encodes)
         print(f"| {label} | {rows} | {f32.disk / GIB:.1f} | {f32.memory / GIB:.1f} / {f16.memory / GIB:.1f} | {fit} |")

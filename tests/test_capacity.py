@@ -552,3 +552,27 @@ def test_a_faiss_index_is_counted_only_for_a_collection_the_run_searches_by_knn(
     hybrid, exact = (capacity.config_estimate(compose_config(["embedder=minilm", "retriever=hybrid", *o]),
                                               sizes, {}, None) for o in ([], ["backend.dense.index=exact"]))
     assert hybrid.memory - exact.memory == index_bytes(dense, sizes["passages"][0], 384)  # its triples unsearched
+
+
+def test_hipporag_2_without_synonyms_embeds_no_phrases_and_prices_its_passage_edges(cache) -> None:
+    """HippoRAG 2 links a query by its fact (triple) vectors, so without synonym edges no phrase is embedded (its
+    MuSiQue-size run wrote no phrase matrix): no phrase disk or encode, the phrases' records and the graph held; its
+    graph adds a passage's edges to its triples' subjects and objects, at most three edges a triple."""
+    from gear_repro.data.dataset import load_dataset
+    from gear_repro.methods.hipporag.retriever import GRAPH_EDGE_BYTES, PHRASE_RECORD_BYTES, HippoRAG
+    from tests.conftest import SAMPLE
+
+    triples = load_dataset(SAMPLE).triples
+    v1 = HippoRAG.capacity_collections({"synonyms": False}, triples)["hipporag phrases"]
+    v2 = HippoRAG.capacity_collections({"version": "v2", "synonyms": False}, triples)["hipporag phrases"]
+    assert v1.rows > 0 and v2.rows == 0 and "not embedded without synonyms" in v2.also[0]
+    assert f"({len(triples):,} edges, at most one a triple" in v1.also[0]
+    assert f"({3 * len(triples):,} edges, at most three a triple" in v2.also[0]
+    assert v2.also[1] == v1.rows * PHRASE_RECORD_BYTES + 2 * v1.chars + 3 * len(triples) * GRAPH_EDGE_BYTES
+    assert HippoRAG.capacity_collections({"version": "v2"}, triples)["hipporag phrases"].rows == v1.rows  # synonyms
+    ds = load_dataset(SAMPLE)
+    built = HippoRAG(ds.passages, triples, embedder=HashEmbedder(), version="v2", synonyms=False, cache=False).graph
+    assert len(triples) < built.stats["edges"] <= 3 * len(triples)  # the passage edges counted, within the bound
+    cfg = compose_config(["agent=hipporag", "hipporag.version=v2", "hipporag.synonyms=false", "embedder=minilm"])
+    est = capacity.config_estimate(cfg, {}, {"hipporag phrases": v2}, "m")
+    assert est.disk == 0 and est.memory == capacity.BASE_BYTES + v2.also[1]

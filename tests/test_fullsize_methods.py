@@ -90,3 +90,18 @@ def test_method_rows_from_a_rehearsal_folder(tmp_path: Path) -> None:
     assert cells[5:] == ["2.00", "3.000 / 512.0", "2.40", "1.20", "exit 0"]
     assert [c.strip() for c in hippo.strip("|").split("|")][:4] == ["HippoRAG v1", "0 (0)", "100.0", "—"]
     assert hippo.endswith("| — | — | — | exit 1 |")
+
+
+def test_the_estimate_table_prices_every_method_and_tries_the_settings_the_check_names(monkeypatch, capsys) -> None:
+    """scripts/estimate_methods.py (docs/scale.md, "Every method at 2Wiki's size: the start-up check's estimates") on
+    the bundled sample with a tiny machine: a row per method, and for each refused one the check's named overrides
+    tried (HippoRAG's "a higher hipporag.synonym_threshold" is advice, not an override)."""
+    import estimate_methods
+
+    monkeypatch.setattr(sys, "argv", ["estimate_methods.py", str(REPO / "data" / "musique_sample"), "embedder=minilm",
+                                      "--memory-gib", "1.0"])
+    estimate_methods.main()
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert [r.split(" | ")[0][2:] for r in rows] == [label for label, _ in estimate_methods.METHODS.values()]
+    hippo = next(r for r in rows if r.startswith("| HippoRAG v1 |"))
+    assert "hipporag.synonyms=false" in hippo and "a higher" not in hippo

@@ -274,11 +274,12 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
         est.memory += graph
         est.lines.append(f"triple graph: {graph / GIB:.2f} GiB")
     for name, m in own.items():  # their record sizes were fitted with each text counted twice
-        more = estimate({name: (m.rows, m.chars)}, dim, model_id, dense_bytes=4 if m.resident else 0,
-                        record_bytes=m.record_bytes, in_place=in_place, char_bytes=2, upper_bound=True)
-        est.disk += more.disk
-        est.memory += more.memory - BASE_BYTES
-        est.lines += more.lines
+        if m.rows:  # a matrix of no rows is none embedded: its records are in ``also``
+            more = estimate({name: (m.rows, m.chars)}, dim, model_id, dense_bytes=4 if m.resident else 0,
+                            record_bytes=m.record_bytes, in_place=in_place, char_bytes=2, upper_bound=True)
+            est.disk += more.disk
+            est.memory += more.memory - BASE_BYTES
+            est.lines += more.lines
         if m.also is not None:
             est.memory += m.also[1]
             est.lines.append(f"{m.also[0]}: {m.also[1] / GIB:.2f} GiB")

@@ -183,15 +183,17 @@ class HippoRAGSettings(Settings):
 
 def graph_edges_estimate(s: HippoRAGSettings, phrases: Sequence[str], triples: int) -> tuple[int, str]:
     """The phrase graph's edges before it is built, and how they were found: those of a cached graph of as many
-    phrases (:func:`cached_graph_edges`); else at most one relation pair a triple, and with ``synonyms`` the
-    synonym entries estimated from the phrases' cached vectors (:func:`sampled_synonym_entries`; each entry at most
-    an edge), or without them :data:`EDGES_PER_PHRASE` a phrase."""
+    phrases (:func:`cached_graph_edges`); else at most one relation pair a triple (v2: three, with a passage's edges
+    to its triples' subject and object), and with ``synonyms`` the synonym entries estimated from the phrases'
+    cached vectors (:func:`sampled_synonym_entries`; each entry at most an edge), or without them
+    :data:`EDGES_PER_PHRASE` a phrase."""
     if (cached := cached_graph_edges(len(phrases))) is not None:
         return cached, "the cached graph's"
+    per_triple, what = (3, "three a triple") if s.version is HippoRAGVersion.v2 else (1, "one a triple")
     if not s.synonyms:
-        return triples, "at most one a triple, no synonym edges"
+        return per_triple * triples, f"at most {what}, no synonym edges"
     if maps := cached_phrase_vectors(phrases):
-        return sampled_graph_edges(s, phrases, maps, triples, "cached vectors")
+        return sampled_graph_edges(s, phrases, maps, per_triple * triples, "cached vectors", what)
     return round(len(phrases) * EDGES_PER_PHRASE), f"{EDGES_PER_PHRASE} a phrase assumed"
 
 
@@ -202,15 +204,15 @@ def synonym_hints(s: HippoRAGSettings) -> list[str]:
 
 
 def sampled_graph_edges(s: HippoRAGSettings, phrases: Sequence[str], vectors: Sequence[np.ndarray], triples: int,
-                        which: str) -> tuple[int, str]:
-    """At most one relation pair a triple and the synonym entries estimated from the phrases' ``vectors`` (the
+                        which: str, per_triple: str = "one a triple") -> tuple[int, str]:
+    """The ``triples`` bound (``per_triple``) and the synonym entries estimated from the phrases' ``vectors`` (the
     largest over several encoders' matrices: :func:`sampled_synonym_entries`), each entry at most an edge; and how,
     naming the vectors as ``which``. A cache file's estimate is sampled once per process (:func:`_sampled_entries`):
     the start-up check and the graph build's price the same file, and the second pays neither the sampling nor the
     phrases' eligibility (~1 s a million phrases)."""
     mask = cache(lambda: np.fromiter((alnum_length(p) >= s.synonym_min_alnum for p in phrases), bool, len(phrases)))
     entries, rows = max(_sampled_entries(s, m, mask) for m in vectors)
-    return triples + entries, (f"at most one a triple and ~{entries:,} synonym entries, estimated from "
+    return triples + entries, (f"at most {per_triple} and ~{entries:,} synonym entries, estimated from "
                                f"{rows:,} phrases' {which}")
 
 
@@ -318,9 +320,13 @@ class HippoRAG:
                 phrases.update((h, o))
         names = sorted(phrases)
         edges, how = graph_edges_estimate(s, names, len(triples))
-        return {"hipporag phrases": OwnMatrix(len(names), sum(map(len, names)), False, PHRASE_RECORD_BYTES,
-                                              also=(f"hipporag phrase graph ({edges:,} edges, {how})",
-                                                    edges * GRAPH_EDGE_BYTES))}
+        graph = (f"hipporag phrase graph ({edges:,} edges, {how})", edges * GRAPH_EDGE_BYTES)
+        chars = sum(map(len, names))
+        if s.version is HippoRAGVersion.v2 and not s.synonyms:  # v2 links by fact vectors: no phrase is embedded
+            return {"hipporag phrases": OwnMatrix(0, 0, False, 0, also=(
+                f"hipporag phrases ({len(names):,}, not embedded without synonyms) and {graph[0]}",
+                len(names) * PHRASE_RECORD_BYTES + 2 * chars + graph[1]))}
+        return {"hipporag phrases": OwnMatrix(len(names), chars, False, PHRASE_RECORD_BYTES, also=graph)}
 
     @staticmethod
     def capacity_hints(node: Any, mats: dict[str, OwnMatrix], dim: int) -> list[str]:
