@@ -112,3 +112,8 @@ class OwnMatrix(NamedTuple):
     resident: bool
     record_bytes: int
     also: tuple[str, int] | None = None
+
+    @property
+    def embedded(self) -> bool:
+        """Whether the build encodes this matrix at all (no rows: only ``also`` is held)."""
+        return self.rows > 0

@@ -257,7 +257,8 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
     dim = embedder_dim(cfg.embedder)
     in_place = encodes_in_place(cfg)
     dense = DenseSettings.from_config(cfg.backend.get("dense"))
-    no_knn = set(collections) - (frozenset() if index_stage else knn_searched(cfg))
+    asked = requested(cfg)
+    no_knn = set(collections) - (frozenset() if index_stage else knn_searched(cfg, asked))
     est = estimate(collections, dim, model_id, dense_bytes, in_place=in_place, dense=dense,
                    no_bm25=() if index_stage else unsearched_by_bm25(cfg), no_knn=no_knn)
     faiss = sum(index_bytes(dense, rows, dim) for name, (rows, _) in collections.items() if name not in no_knn)
@@ -269,12 +270,12 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
         held = rows * TRIPLE_RECORD_BYTES + chars
         est.memory += held
         est.lines.append(f"the dataset's {rows:,} triples (no triple collection): {held / GIB:.2f} GiB of records")
-    if "triples" in collections and "triple_index" in requested(cfg):
+    if "triples" in collections and "triple_index" in asked:
         graph = collections["triples"][0] * TRIPLE_GRAPH_BYTES
         est.memory += graph
         est.lines.append(f"triple graph: {graph / GIB:.2f} GiB")
     for name, m in own.items():  # their record sizes were fitted with each text counted twice
-        if m.rows:  # a matrix of no rows is none embedded: its records are in ``also``
+        if m.embedded:
             more = estimate({name: (m.rows, m.chars)}, dim, model_id, dense_bytes=4 if m.resident else 0,
                             record_bytes=m.record_bytes, in_place=in_place, char_bytes=2, upper_bound=True)
             est.disk += more.disk

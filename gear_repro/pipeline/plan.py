@@ -247,7 +247,7 @@ def plan_run(cfg: DictConfig, overrides: list[str], seen: set[tuple]) -> RunPlan
     if Resources(cfg).needs_vectors:
         model = Path(str(cfg.embedder.model)).name.lower()
         measured_rates = (rates().get("encode_rates") or {}).get(model) or {}
-        for name, c in [*collections.items(), *((n, m) for n, m in own.items() if m.rows)]:
+        for name, c in [*collections.items(), *((n, m) for n, m in own.items() if m.embedded)]:
             rows = c[0]
             key = (str(path), triples_file if name != "passages" else None, model, name, rows)
             kind = "passages" if name == "passages" else "triples"
