@@ -559,7 +559,7 @@ def test_hipporag_2_without_synonyms_embeds_no_phrases_and_prices_its_passage_ed
     MuSiQue-size run wrote no phrase matrix): no phrase disk or encode, the phrases' records and the graph held; its
     graph adds a passage's edges to its triples' subjects and objects, at most three edges a triple."""
     from gear_repro.data.dataset import load_dataset
-    from gear_repro.methods.hipporag.retriever import GRAPH_EDGE_BYTES, PHRASE_RECORD_BYTES, HippoRAG
+    from gear_repro.methods.hipporag.retriever import FACT_PHRASE_BYTES, GRAPH_EDGE_BYTES, HippoRAG
     from tests.conftest import SAMPLE
 
     triples = load_dataset(SAMPLE).triples
@@ -568,7 +568,7 @@ def test_hipporag_2_without_synonyms_embeds_no_phrases_and_prices_its_passage_ed
     assert v1.embedded and not v2.embedded and "not embedded without synonyms" in v2.also[0]
     assert f"({len(triples):,} edges, at most one a triple" in v1.also[0]
     assert f"({3 * len(triples):,} edges, at most three a triple" in v2.also[0]
-    assert v2.also[1] == v1.rows * PHRASE_RECORD_BYTES + 2 * v1.chars + 3 * len(triples) * GRAPH_EDGE_BYTES
+    assert v2.also[1] == v1.rows * FACT_PHRASE_BYTES + 2 * v1.chars + 3 * len(triples) * GRAPH_EDGE_BYTES
     assert HippoRAG.capacity_collections({"version": "v2"}, triples)["hipporag phrases"].rows == v1.rows  # synonyms
     ds = load_dataset(SAMPLE)
     built = HippoRAG(ds.passages, triples, embedder=HashEmbedder(), version="v2", synonyms=False, cache=False).graph
@@ -576,3 +576,26 @@ def test_hipporag_2_without_synonyms_embeds_no_phrases_and_prices_its_passage_ed
     cfg = compose_config(["agent=hipporag", "hipporag.version=v2", "hipporag.synonyms=false", "embedder=minilm"])
     est = capacity.config_estimate(cfg, {}, {"hipporag phrases": v2}, "m")
     assert est.disk == 0 and est.memory == capacity.BASE_BYTES + v2.also[1]
+
+
+def test_hipporag_2_without_synonyms_builds_its_graph_within_the_bytes_a_phrase_counts() -> None:
+    """The build of HippoRAG 2's graph without the synonym search (keys, index, the build's arrays) peaks within
+    FACT_PHRASE_BYTES a phrase beside GRAPH_EDGE_BYTES an edge (Python's and numpy's allocations: tracemalloc)."""
+    import tracemalloc
+
+    from gear_repro.data.dataset import load_dataset
+    from gear_repro.methods.hipporag.phrase_graph import build_phrase_graph
+    from gear_repro.methods.hipporag.retriever import FACT_PHRASE_BYTES, GRAPH_EDGE_BYTES
+    from tests.conftest import SAMPLE
+
+    ds = load_dataset(SAMPLE)
+    tracemalloc.start()
+    try:
+        graph = build_phrase_graph(ds.triples, [p.id for p in ds.passages], version="v2", synonyms=False)
+        assert len(graph.phrase_index) == graph.n_phrases  # built as a run builds it
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert graph.n_phrases > 10_000 and len(ds.triples) < len(graph.edges)
+    per_phrase = (peak - len(graph.edges) * GRAPH_EDGE_BYTES) / graph.n_phrases
+    assert 0.5 * FACT_PHRASE_BYTES < per_phrase <= FACT_PHRASE_BYTES

@@ -115,6 +115,10 @@ def ner_json_mode(llm: Any, setting: bool | None) -> bool:
 # lists; from bench_hipporag_synonyms' peaks at 50k and 200k synthetic phrases, less the vectors
 # (docs/scale.md "HippoRAG at full size")
 PHRASE_RECORD_BYTES = 1_500
+# Without the synonym search (HippoRAG 2, hipporag.synonyms=false) a phrase costs its key, its index entry and its
+# share of the build's arrays: 782 B at the build's peak at MuSiQue size, 736 at 2Wiki's (400-500 held after it),
+# RssAnon of build_phrase_graph on the generated corpora (docs/scale.md "Peaks on hash vectors")
+FACT_PHRASE_BYTES = 800
 # An edge of the phrase graph while PPR runs: igraph's edge (two ids and two index entries, 64-bit: 32 B), its weight
 # as a Python float in igraph's attribute list (32 B) and the graph's own arrays. Fitted to HippoRAG v1's run at
 # MuSiQue size: 36.1M edges, 2.6 GiB above the rest of the estimate, which counts the dataset's triples (0.78 GiB)
@@ -308,7 +312,8 @@ class HippoRAG:
         (:mod:`gear_repro.pipeline.capacity`; ``node``: the ``hipporag`` config): the phrase nodes (distinct
         subject and object keys under ``normalisation`` of the facts with both), their vectors a memory map of the
         cache file (read by the synonym search and by v1's entity linking as file pages the kernel can drop), with
-        :data:`PHRASE_RECORD_BYTES` of objects each, and the phrase graph at :data:`GRAPH_EDGE_BYTES` an edge
+        :data:`PHRASE_RECORD_BYTES` of objects each (HippoRAG 2 without synonym edges embeds none, and its build
+        holds :data:`FACT_PHRASE_BYTES` a phrase), and the phrase graph at :data:`GRAPH_EDGE_BYTES` an edge
         (:func:`graph_edges_estimate`). Counted at the run's embedder's dimension (a ``hipporag.encoder`` of another
         size is not). One pass of :func:`phrase_key` over the triples' subjects and objects: ~3.5 CPU-s at
         MuSiQue's 1.5M triples, paid at each start (the graph build computes the keys again on its first run only:
@@ -325,7 +330,7 @@ class HippoRAG:
         if s.version is HippoRAGVersion.v2 and not s.synonyms:  # v2 links by fact vectors: no phrase is embedded
             return {"hipporag phrases": OwnMatrix(0, 0, False, 0, also=(
                 f"hipporag phrases ({len(names):,}, not embedded without synonyms) and {graph[0]}",
-                len(names) * PHRASE_RECORD_BYTES + 2 * chars + graph[1]))}
+                len(names) * FACT_PHRASE_BYTES + 2 * chars + graph[1]))}
         return {"hipporag phrases": OwnMatrix(len(names), chars, False, PHRASE_RECORD_BYTES, also=graph)}
 
     @staticmethod
