@@ -17,7 +17,7 @@ from gear_repro.backends.ann import DenseSettings
 from gear_repro.backends.base import IndexDoc
 from gear_repro.backends.memory import MemoryBackend, top_k_dense
 from gear_repro.config import group_config, validate
-from gear_repro.utils.arrays import as_float32
+from gear_repro.utils.arrays import as_float32, matrix_scores
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import config_dir
 from tests.helpers.doubles import TableEmbedder
@@ -162,6 +162,29 @@ def test_float16_matrix_exact_and_ann_agree(emb) -> None:
     for got, (rows, scores) in zip(coll.knn(q, 10), ref, strict=True):
         assert got.ids == [DOCS[r].id for r in rows]
         assert got.scores == pytest.approx(scores.tolist(), abs=1e-6)
+
+
+def test_float16_scores_are_made_a_block_at_a_time() -> None:
+    """``matrix_scores`` (exact search, HippoRAG 2's fact and passage scores) never copies a float16 matrix whole
+    to float32, as numpy's mixed product would (7.1 GiB at 2Wiki's triples); each block's scores are its rows'."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    half = rng.standard_normal((20_000, 128)).astype(np.float16)
+    q = rng.standard_normal(128).astype(np.float32)
+    tracemalloc.start()
+    try:
+        got = matrix_scores(half, q, block=1000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 0.1 * half.size * 4, peak
+    want = np.concatenate([as_float32(half[a:a + 1000]) @ q for a in range(0, len(half), 1000)])
+    assert got.dtype == np.float32 and np.array_equal(got, want)
+    assert got == pytest.approx(half.astype(np.float32) @ q, rel=1e-5, abs=1e-4)
+    assert matrix_scores(half[:0], q).shape == (0,)
+    full = half.astype(np.float32)
+    assert np.array_equal(matrix_scores(full, q), full @ q)  # float32: one product, as before
 
 
 def test_as_float32_converts_every_float16_exactly() -> None:

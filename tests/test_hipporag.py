@@ -327,12 +327,13 @@ def test_synonym_encoder_is_an_explicit_value(tmp_path, monkeypatch) -> None:
     assert len(list((tmp_path / "hipporag").glob("graph-*.npz"))) == 2  # the encoder is part of the cache key
 
 
-def test_v2_seeds_facts_and_passage_nodes() -> None:
+@pytest.mark.parametrize("dtype", ["float32", "float16"])  # backend.dense_dtype: the collections' vectors
+def test_v2_seeds_facts_and_passage_nodes(dtype: str) -> None:
     base = toy_resources("")
     emb = base.embedder
     triples = SimpleNamespace(ids=[t.id for t in base.dataset.triples],
-                              vectors=lambda: emb.encode([t.text for t in base.dataset.triples]))
-    passages = SimpleNamespace(vectors=lambda: emb.encode([p.content for p in base.dataset.passages]))
+                              vectors=lambda: emb.encode([t.text for t in base.dataset.triples]).astype(dtype))
+    passages = SimpleNamespace(vectors=lambda: emb.encode([p.content for p in base.dataset.passages]).astype(dtype))
     res = toy_resources("", triples=triples, passages=passages)
     h = hippo(res, version="v2", cache=False, synonyms=False, linking_top_k=1, passage_node_weight=0.0)
     query = "Emmanuel Macron born in Amiens"  # equals the text of triple 3 -> that fact scores 1.0

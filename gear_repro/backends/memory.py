@@ -31,7 +31,7 @@ from gear_repro.backends.base import DocCollection, IndexDoc
 from gear_repro.backends.lucene_bm25 import LuceneBM25
 from gear_repro.backends.tokenize import Snowball, StopWords, Tokenizer, analyse, tokenize_ids
 from gear_repro.types import Ranking
-from gear_repro.utils.arrays import as_float32, top_k_row
+from gear_repro.utils.arrays import matrix_scores, top_k_row
 from gear_repro.utils.component import Component
 from gear_repro.utils.hashing import hash_obj, hash_texts
 from gear_repro.utils.io import load_cached
@@ -54,11 +54,7 @@ def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int,
         return [(np.zeros(0, np.int64), np.zeros(0, np.float32)) for _ in range(queries.shape[0])]
     out = []
     for q in queries.astype(np.float32, copy=False):  # one product per query: scores do not depend on the batch
-        if matrix.dtype == np.float32:
-            row = matrix @ q
-        else:  # float16 / memory-mapped: float32 products block by block (numpy has no fast float16 product); small
-            # blocks: a 65,536-row float32 block is a fresh 200 MB mapping per query, its page faults cost 5x the product
-            row = np.concatenate([as_float32(matrix[a:a + block]) @ q for a in range(0, n, block)])
+        row = matrix_scores(matrix, q, block)
         order = top_k_row(row, k)
         out.append((order, row[order]))
     return out

@@ -60,6 +60,7 @@ from gear_repro.methods.hipporag.phrase_graph import (
 )
 from gear_repro.retrieval.base import Retriever
 from gear_repro.types import OwnMatrix, Passage, Ranking, Triple
+from gear_repro.utils.arrays import matrix_scores
 from gear_repro.utils.memory import check_build
 from gear_repro.utils.settings import Choice, Settings, as_dict, num
 
@@ -466,7 +467,7 @@ class HippoRAG:
         t = time.perf_counter()
         ids, subj, obj = self._facts
         q = self.embedder.encode([query])[0]
-        fact_scores = min_max(self.triple_collection.vectors() @ q)
+        fact_scores = min_max(matrix_scores(self.triple_collection.vectors(), q))
         top = np.lexsort((np.arange(len(fact_scores)), -fact_scores))[: self.linking_top_k]
         weights, occurs = np.zeros(g.n_phrases), np.zeros(g.n_phrases)
         for f in top:
@@ -482,7 +483,7 @@ class HippoRAG:
         trace["link_ms"] = round(1000 * (time.perf_counter() - t), 3)
         if not trace["seeds"]:
             return self._fallback(query, k, trace)
-        dense = min_max(self.passage_collection.vectors() @ q)
+        dense = min_max(matrix_scores(self.passage_collection.vectors(), q))
         reset = np.concatenate([phrase_reset, dense * self.passage_node_weight])
         ppr = self._scores_from_ppr(reset, trace)
         return SearchResult(rank_scores(g.passage_ids, ppr[g.n_phrases:], k), trace)
