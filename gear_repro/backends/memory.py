@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 
 def top_k_dense(matrix: np.ndarray, queries: np.ndarray, k: int,
-                block: int = 2048) -> list[tuple[np.ndarray, np.ndarray]]:
+                block: int = 16384) -> list[tuple[np.ndarray, np.ndarray]]:
     """Exact top-k rows of ``matrix @ q`` for each query row: (row indices, scores), best first.
 
     Ties break by row index (stable), so results are deterministic; each query is scored on its own, so its
