@@ -178,8 +178,9 @@ def test_a_hipporag_run_counts_its_phrase_vectors(cache) -> None:
                                lambda texts: np.zeros((len(texts), 4), np.float32), synonyms=False)
     assert len(graph.phrases) <= phrases.rows <= len(graph.phrases) * 1.01  # a fact with an empty side drops both
     assert not phrases.resident and phrases.record_bytes == PHRASE_RECORD_BYTES
-    est = capacity.run_estimate(cfg, res, capacity.ALL_COLLECTIONS)
-    plain = capacity.run_estimate(compose_config(["agent=gear", "run.progress=false"]), res, capacity.ALL_COLLECTIONS)
+    opened = capacity.ALL_COLLECTIONS
+    est = capacity.run_estimate(cfg, res, opened)
+    plain = capacity.run_estimate(compose_config(["agent=gear", "run.progress=false"]), res, opened)
     # the phrase vectors are a memory map of the cache file (file pages the kernel can drop): no bytes counted;
     # GEAR's run embeds the triples instead and builds the triple graph
     graph = len(res.dataset.triples) * capacity.TRIPLE_GRAPH_BYTES
@@ -187,8 +188,10 @@ def test_a_hipporag_run_counts_its_phrase_vectors(cache) -> None:
     phrase_graph = round(phrases.rows * EDGES_PER_PHRASE) * GRAPH_EDGE_BYTES
     assert phrases.also == (f"hipporag phrase graph ({round(phrases.rows * EDGES_PER_PHRASE):,} edges, "
                             f"{EDGES_PER_PHRASE} a phrase assumed)", phrase_graph)
+    # and HippoRAG's retriever searches neither collection by BM25, where GEAR's hybrid retrievers search both
+    bm25 = capacity.BM25_BYTES_PER_CHAR * sum(c for _, c in capacity.dataset_collections(res.dataset, opened).values())
     assert est.memory - plain.memory == (phrases.rows * PHRASE_RECORD_BYTES + 2 * phrases.chars - graph
-                                         + phrase_graph)
+                                         + phrase_graph - bm25)
     assert any(line.startswith("triple graph:") for line in plain.lines)
     assert not any(line.startswith("triple graph:") for line in est.lines)
     assert [line.split(":")[0] for line in est.lines] == ["passages", "triples", "hipporag phrases",
@@ -259,8 +262,10 @@ def test_an_estimate_counts_only_the_opened_collections(cache) -> None:
     dim = capacity.embedder_dim(cfg.embedder)
     own_vectors = passages[0] * dim * (2 if str(cfg.backend.dense_dtype) == "float16" else 4)
     index = index_bytes(DenseSettings.from_config(cfg.backend.dense), passages[0], dim)
+    # T²RAG searches neither collection by BM25, so neither BM25 index is counted
+    assert est.lines[0].endswith(", no BM25 index") and both.lines[0].endswith(", no BM25 index")
     assert both.memory - est.memory == own_vectors + passages[0] * capacity.BYTES_PER_RECORD + \
-        capacity.BYTES_PER_CHAR * passages[1] + index
+        (capacity.BYTES_PER_CHAR - capacity.BM25_BYTES_PER_CHAR) * passages[1] + index
 
 
 def test_the_dataset_triples_no_collection_holds_are_counted_as_records(cache) -> None:
@@ -357,11 +362,13 @@ def test_the_memory_bench_runs_a_method_on_hash_vectors_and_records_its_estimate
     assert names and all(n.startswith(HashEmbedder(384).model_id + "-") for n in names)
 
 
-def test_a_dense_only_run_counts_no_bm25_index_for_its_passages(cache) -> None:
+def test_a_bm25_index_is_counted_only_for_a_collection_a_retriever_searches_by_bm25(cache) -> None:
     """retriever=sbert never builds the passages' BM25 index (only retrievers search a collection by BM25), so its
     run counts BM25_BYTES_PER_CHAR less a character than Hybrid's (at 2Wiki size its estimate had been 1.34 of the
-    peak, Hybrid's 1.13); stage=index builds every BM25 index and counts them all."""
+    peak, Hybrid's 1.13); nor do the methods that read the triples' vectors only build theirs; stage=index builds
+    every BM25 index and counts them all."""
     from gear_repro.pipeline.resources import Resources
+    from gear_repro.pipeline.wiring import bm25_searched
 
     def est(retriever: str, index_stage: bool = False) -> capacity.Estimate:
         cfg = compose_config([f"retriever={retriever}", "run.progress=false", "dataset.limit=2"])
@@ -373,9 +380,14 @@ def test_a_dense_only_run_counts_no_bm25_index_for_its_passages(cache) -> None:
     assert hybrid.memory - sbert.memory == capacity.BM25_BYTES_PER_CHAR * chars > 0
     assert sbert.lines[0].endswith(", no BM25 index") and not hybrid.lines[0].endswith(", no BM25 index")
     assert est("sbert", index_stage=True).memory == hybrid.memory
-    assert capacity.unsearched_by_bm25(compose_config(["retriever=sbert"])) == {"passages"}
-    for searched in (["retriever=bm25"], ["retriever=griever"], ["agent=ircot", "retriever=bm25"], ["agent=hipporag"]):
-        assert capacity.unsearched_by_bm25(compose_config(searched)) == frozenset()
+    assert bm25_searched(compose_config(["retriever=sbert"])) == frozenset()
+    for searched in (["retriever=bm25"], ["retriever=griever"], ["agent=ircot", "retriever=bm25"]):
+        assert bm25_searched(compose_config(searched)) == {"passages"}
+    assert bm25_searched(compose_config(["retriever=hybrid", "expansion=sync"])) == {"passages", "triples"}
+    # the triples' vectors only: NaiveGE's expansion, T²RAG's dense retriever, HippoRAG 2's fact scores
+    assert bm25_searched(compose_config(["retriever=bm25", "expansion=naive"])) == {"passages"}
+    for over in (["agent=t2rag"], ["agent=hipporag", "hipporag.version=v2"]):
+        assert bm25_searched(compose_config(over)) == frozenset()
 
 
 def test_an_own_matrix_counted_on_raw_strings_finds_its_smaller_cached_matrix(cache) -> None:

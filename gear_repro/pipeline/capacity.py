@@ -247,11 +247,12 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
     """The needs of a run of ``cfg`` embedding ``collections`` and a retriever's ``own`` ones
     (:func:`own_collections`, with the retriever's ``capacity_hints``: the settings that need less), at the
     embedder's dimension and the backend's ``dense_dtype``, with the records of the ``dataset_triples`` (rows,
-    characters) that no collection holds, the BM25 indexes it builds (all at ``index_stage``, else
-    :func:`unsearched_by_bm25`) and the faiss indexes of the collections it searches by kNN
-    (:func:`~gear_repro.pipeline.wiring.knn_searched`; none at ``index_stage``, since an index is built on its
-    collection's first search); by sizes alone, so a plan prices a corpus that is not on this machine."""
-    from gear_repro.pipeline.wiring import knn_searched, requested
+    characters) that no collection holds, the BM25 indexes of the collections it searches by BM25 (all at
+    ``index_stage``, else :func:`~gear_repro.pipeline.wiring.bm25_searched`) and the faiss indexes of those it
+    searches by kNN (:func:`~gear_repro.pipeline.wiring.knn_searched`; none at ``index_stage``, since an index is
+    built on its collection's first search); by sizes alone, so a plan prices a corpus that is not on this
+    machine."""
+    from gear_repro.pipeline.wiring import bm25_searched, knn_searched, requested
 
     dense_bytes = 2 if str(cfg.backend.dense_dtype) == "float16" else 4
     dim = embedder_dim(cfg.embedder)
@@ -260,7 +261,7 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
     asked = requested(cfg)
     no_knn = set(collections) - (frozenset() if index_stage else knn_searched(cfg, asked))
     est = estimate(collections, dim, model_id, dense_bytes, in_place=in_place, dense=dense,
-                   no_bm25=() if index_stage else unsearched_by_bm25(cfg), no_knn=no_knn)
+                   no_bm25=() if index_stage else set(collections) - bm25_searched(cfg, asked), no_knn=no_knn)
     faiss = sum(index_bytes(dense, rows, dim) for name, (rows, _) in collections.items() if name not in no_knn)
     if faiss:
         est.hints.append(f"backend.dense.index=exact (no faiss index: {faiss / GIB:.1f} GiB less; exact search, "
@@ -288,13 +289,6 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
         if (hints := getattr(cls, "capacity_hints", None)) is not None:
             est.hints += hints(node, own, dim)
     return est
-
-
-def unsearched_by_bm25(cfg: DictConfig) -> frozenset[str]:
-    """The collections whose BM25 index a retrieval run of ``cfg`` never builds: the passages where the passage
-    retriever searches by vectors alone (its class's ``searches_bm25``: retriever=sbert), since only retrievers
-    search a collection by BM25."""
-    return frozenset() if getattr(target_class(cfg.get("retriever")), "searches_bm25", True) else frozenset({"passages"})
 
 
 def check_run(cfg: DictConfig, res, opened: Collection[str], index_stage: bool = False, **free) -> None:

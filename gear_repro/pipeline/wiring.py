@@ -310,18 +310,32 @@ def _retriever_config(cfg: DictConfig, triples: bool) -> DictConfig | None:
     return _retriever_node(rcfg) if rcfg is not None else None
 
 
+def _searched(cfg: DictConfig, asked: frozenset[str] | None, searches: str, own: str | None = None) -> frozenset[str]:
+    """The collections under a ``retriever`` or ``triple_retriever`` among the ``asked`` dependencies whose class
+    has the attribute ``searches`` (default true), and the collections a component names in its attribute
+    ``own``."""
+    asked = requested(cfg) if asked is None else asked
+    found = {name for name, dep in (("passages", "retriever"), ("triples", "triple_retriever"))
+             if dep in asked and getattr(target_class(_retriever_config(cfg, name == "triples")), searches, True)}
+    for key in ("agent", "expansion", "hipporag") if own else ():
+        found |= getattr(target_class(cfg.get(key)), own, frozenset())
+    return frozenset(found)
+
+
 def knn_searched(cfg: DictConfig, asked: frozenset[str] | None = None) -> frozenset[str]:
     """The collections (``"passages"``, ``"triples"``) a retrieval run of ``cfg`` searches by kNN, the ones whose
     faiss index it builds (on the first search: ``backends/memory.py``): those under a ``retriever`` or
     ``triple_retriever`` that searches by kNN (its class's ``searches_knn``) among the ``asked`` dependencies
     (:func:`requested`), and those a component searches with a retriever of its own (its class's
     ``knn_collections``: T²RAG's propositions). The triple graph and HippoRAG 2 read a collection's vectors whole."""
-    asked = requested(cfg) if asked is None else asked
-    found = {name for name, dep in (("passages", "retriever"), ("triples", "triple_retriever"))
-             if dep in asked and getattr(target_class(_retriever_config(cfg, name == "triples")), "searches_knn", True)}
-    for key in ("agent", "expansion", "hipporag"):
-        found |= getattr(target_class(cfg.get(key)), "knn_collections", frozenset())
-    return frozenset(found)
+    return _searched(cfg, asked, "searches_knn", "knn_collections")
+
+
+def bm25_searched(cfg: DictConfig, asked: frozenset[str] | None = None) -> frozenset[str]:
+    """The collections a retrieval run of ``cfg`` searches by BM25, the ones whose BM25 index it builds (on the
+    first search): those under a retriever whose class's ``searches_bm25`` is true (not SBERT's dense retriever).
+    T²RAG, HippoRAG 2 and NaiveGE read or search the triples by their vectors only."""
+    return _searched(cfg, asked, "searches_bm25")
 
 
 def build_qa_reader(cfg: DictConfig, res: Resources) -> AnswerReader | None:
