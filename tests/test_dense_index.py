@@ -181,7 +181,6 @@ def test_float16_scores_are_made_a_block_at_a_time() -> None:
     assert peak < 0.1 * half.size * 4, peak
     want = np.concatenate([as_float32(half[a:a + 1000]) @ q for a in range(0, len(half), 1000)])
     assert got.dtype == np.float32 and np.array_equal(got, want)
-    assert np.array_equal(matrix_scores(half, q), matrix_scores(half, q, block=2048))  # a multiple of 2,048 rows
     assert got == pytest.approx(half.astype(np.float32) @ q, rel=1e-5, abs=1e-4)
     assert matrix_scores(half[:0], q).shape == (0,)
     full = half.astype(np.float32)

@@ -25,8 +25,9 @@ def matrix_scores(matrix: np.ndarray, q: np.ndarray, block: int = 16384) -> np.n
     one reused float32 buffer: numpy has no fast float16 product, and a mixed product would first copy the whole
     matrix to float32 (7.1 GiB for 2Wiki's 5M triples at 384 dimensions). The blocks are large because each
     conversion and product hands the cores from torch's threads to BLAS's and back: at 2,048 rows that hand-over
-    cost ~10x the work on two cores. A row's score is the same for any block of a multiple of 2,048 rows (BLAS
-    rounds a row by its position modulo its unrolling), so the block size changes no ranking."""
+    cost ~8x the work on two cores (``benchmarks/bench_float16_scores.py``). The scores are deterministic for a
+    matrix and a block size; another block size may round a row in the last place (BLAS splits each block among
+    its threads), so ``block`` is not a setting."""
     q = np.asarray(q, dtype=np.float32)
     if matrix.dtype == np.float32:
         return matrix @ q
