@@ -193,6 +193,10 @@ def test_as_float32_converts_every_float16_exactly() -> None:
     assert got.dtype == np.float32
     assert np.array_equal(got, every.astype(np.float32), equal_nan=True)
     assert np.array_equal(np.signbit(got), np.signbit(every))  # -0.0 stays -0.0
+    buf = np.full(every.shape, 7.0, np.float32)
+    assert as_float32(every, out=buf) is buf  # into a caller's buffer (matrix_scores' blocks): the same values
+    assert np.array_equal(buf, got, equal_nan=True) and np.array_equal(np.signbit(buf), np.signbit(every))
+    assert np.array_equal(as_float32(got[:2], out=buf[:2]), got[:2], equal_nan=True)  # float32 is copied in
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])

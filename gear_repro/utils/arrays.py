@@ -7,17 +7,24 @@ import warnings
 import numpy as np
 
 
-def as_float32(a: np.ndarray) -> np.ndarray:
-    """``a`` as a float32 array. float16 (e.g. rows of a memory-mapped matrix) is converted by torch: numpy's
-    float16 cast is scalar code, torch's is vectorised (F16C), ~8x faster on these CPUs; the values are the same
-    (every float16 is exactly a float32)."""
+def as_float32(a: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``a`` as a float32 array, written into ``out`` (a float32 array of ``a``'s shape) where given. float16
+    (e.g. rows of a memory-mapped matrix) is converted by torch: numpy's float16 cast is scalar code, torch's is
+    vectorised (F16C), ~8x faster on these CPUs; the values are the same (every float16 is exactly a float32)."""
     if a.dtype != np.float16:
-        return np.asarray(a, dtype=np.float32)
+        if out is None:
+            return np.asarray(a, dtype=np.float32)
+        out[...] = a
+        return out
     import torch
 
     with warnings.catch_warnings():  # a read-only memory map: torch only reads it
         warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        return torch.from_numpy(np.ascontiguousarray(a)).float().numpy()
+        src = torch.from_numpy(np.ascontiguousarray(a))
+        if out is None:
+            return src.float().numpy()
+        torch.from_numpy(out).copy_(src)
+        return out
 
 
 def matrix_scores(matrix: np.ndarray, q: np.ndarray, block: int = 16384) -> np.ndarray:
@@ -31,17 +38,12 @@ def matrix_scores(matrix: np.ndarray, q: np.ndarray, block: int = 16384) -> np.n
     q = np.asarray(q, dtype=np.float32)
     if matrix.dtype == np.float32:
         return matrix @ q
-    import torch
-
     n = matrix.shape[0]
     out = np.empty(n, np.float32)
     buf = np.empty((min(block, n), matrix.shape[1]), np.float32)
-    with warnings.catch_warnings():  # a read-only memory map: torch only reads it
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        for a in range(0, n, block):
-            rows = min(block, n - a)
-            torch.from_numpy(buf[:rows]).copy_(torch.from_numpy(np.ascontiguousarray(matrix[a:a + rows])))
-            np.matmul(buf[:rows], q, out=out[a:a + rows])
+    for a in range(0, n, block):
+        rows = min(block, n - a)
+        np.matmul(as_float32(matrix[a:a + rows], out=buf[:rows]), q, out=out[a:a + rows])
     return out
 
 
