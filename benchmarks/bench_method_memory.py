@@ -43,16 +43,19 @@ class PeakSampler(threading.Thread):
     """Samples the resident memory every ``every`` s and keeps, at the highest sample, its anonymous and file
     parts and the innermost frames of ``thread``'s stack (the harness's code), and the highest anonymous sample:
     the memory a run needs, where RSS also counts the file pages of the memory maps a run writes and reads, which
-    the kernel can drop."""
+    the kernel can drop. Each new peak is also written to ``record`` (JSON), so a run the kernel kills for memory
+    still tells where it stood."""
 
-    def __init__(self, thread: threading.Thread, every: float = 0.2):
+    def __init__(self, thread: threading.Thread, every: float = 0.2, record: Path | None = None):
         super().__init__(daemon=True)
         self.watched, self.every, self.peak, self.anon_peak = thread.ident, every, {"rss_gib": 0.0}, 0.0
+        self.record = record
         self.stopped = threading.Event()
 
     def run(self) -> None:
         while not self.stopped.wait(self.every):
             rss, anon, file = (status_gib(k) for k in ("VmRSS", "RssAnon", "RssFile"))
+            higher = anon > self.anon_peak or rss > self.peak["rss_gib"]
             self.anon_peak = max(self.anon_peak, anon)
             if rss > self.peak["rss_gib"]:
                 frame = sys._current_frames().get(self.watched)
@@ -63,10 +66,15 @@ class PeakSampler(threading.Thread):
                         where.append(f"{Path(f.filename).name}:{f.lineno} {f.name}")
                 self.peak = {"rss_gib": round(rss, 2), "anon_gib": round(anon, 2), "file_gib": round(file, 2),
                              "where": where[-6:]}
+            if higher and self.record is not None:
+                tmp = self.record.with_suffix(".tmp")
+                tmp.write_text(json.dumps({"peak_anon_gib": round(self.anon_peak, 2), "peak_at": self.peak}))
+                tmp.replace(self.record)
 
 
-def one(name: str, prepared: str, limit: int | None, overrides: list[str], out: Path) -> dict:
-    """Run method ``name`` in this process and return its figures."""
+def one(name: str, prepared: str, limit: int | None, overrides: list[str], out: Path, samples: Path) -> dict:
+    """Run method ``name`` in this process and return its figures; its sampled peaks go to ``samples`` as they
+    rise."""
     sys.path.insert(0, str(REPO / "scripts"))
     from estimate_methods import METHODS
 
@@ -86,7 +94,7 @@ def one(name: str, prepared: str, limit: int | None, overrides: list[str], out: 
     # the model loaded as a run loads it: the process holds what the CLI's does, and GRIEVER's query matcher
     # tokenizes with it
     embedder._model = SentenceEmbedder(str(cfg.embedder.model)).model
-    sampler = PeakSampler(threading.current_thread())
+    sampler = PeakSampler(threading.current_thread(), record=samples)
     sampler.start()
     res = Resources(cfg, embedder=embedder, llm=ScriptedLLM())
     est = capacity.run_estimate(cfg, res, capacity.opened_collections(cfg))
@@ -113,8 +121,9 @@ def main() -> None:
                     help="an override of every run (repeatable; e.g. backend.dense_dtype=float16)")
     args = ap.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="method_memory_"))
+    work.mkdir(parents=True, exist_ok=True)  # before a child's sampler writes its peaks there
     if args.one:
-        rec = one(args.one, args.prepared, args.limit, args.overrides, work)
+        rec = one(args.one, args.prepared, args.limit, args.overrides, work, args.out.with_suffix(".samples.json"))
         args.out.write_text(json.dumps(rec, indent=1))
         return
     taken = [str(work / name) for name in args.methods if (work / name).exists()]
@@ -129,6 +138,9 @@ def main() -> None:
                *(x for o in args.overrides for x in ("--set", o))]
         rc = subprocess.run(cmd, cwd=REPO).returncode
         rec = json.loads(part.read_text()) if rc == 0 and part.exists() else {"method": name, "rc": rc}
+        samples = part.with_suffix(".samples.json")
+        if "rc" in rec and samples.exists():  # killed (rc -9: out of memory): the highest samples before the end
+            rec["last_samples"] = json.loads(samples.read_text())
         records.append(rec)
         print(json.dumps(rec), flush=True)
         args.out.write_text(json.dumps(records, indent=1))

@@ -191,6 +191,28 @@ def training_sample(matrix: np.ndarray, size: int, seed: int) -> np.ndarray:
     return np.ascontiguousarray(as_float32(matrix[rows]))
 
 
+def reserve(index: Any, n: int) -> None:
+    """Size an empty faiss index's growing arrays for ``n`` vectors before they are added a block at a time: a flat
+    index's codes (also HNSW's storage) and HNSW's links are vectors that grow by doubling, each growth a copy
+    while the old array is still held, so adding 4.98M fp16 vectors of 384 dimensions peaked at 6.0 GiB for 3.6
+    GiB of codes (docs/scale.md, T²RAG at 2Wiki size). Resizing up and back to empty keeps the capacity (a
+    vector never shrinks its storage on a resize), so the adds then grow in place. HNSW's links are reserved for
+    level 0's 2M a vector and ~1 more on average above it (a vector reaches level l with probability M^-l)."""
+    faiss = import_faiss()
+    if isinstance(index, faiss.IndexHNSW):
+        _reserve_vector(index.hnsw.neighbors, n * (2 * index.hnsw.nb_neighbors(1) + 2))
+        index = faiss.downcast_index(index.storage)
+    if isinstance(index, faiss.IndexFlatCodes):
+        _reserve_vector(index.codes, n * index.code_size)
+
+
+def _reserve_vector(vec: Any, size: int) -> None:
+    """Give an empty faiss vector (a MaybeOwnedVector) the capacity of ``size`` items."""
+    if vec.size() == 0 and size > 0:
+        vec.resize(size)
+        vec.resize(0)
+
+
 class AnnIndex:
     """A faiss index over a collection's matrix (rows aligned with its ids) and the matrix it re-scores with."""
 
@@ -215,6 +237,7 @@ class AnnIndex:
             faiss.extract_index_ivf(index).cp.seed = settings.seed
         if not index.is_trained:
             index.train(training_sample(matrix, settings.ivf.train_size, settings.seed))
+        reserve(index, n)
         for a in range(0, n, _BLOCK):
             index.add(np.ascontiguousarray(as_float32(matrix[a:a + _BLOCK])))
         return cls(index, matrix, kind, settings, desc)
