@@ -17,7 +17,8 @@ check. Each method runs in a child process of its own; reported per method: the 
 included), the anonymous part at its sampled peak (what a run needs: the file pages of the memory maps it writes and
 reads can be dropped by the kernel) and at the end, wall time, and where the peak came: the resident memory sampled
 every 0.2 s, with the stack of the run's thread at the highest sample (``peak_at``; a spike between samples is
-missed, so ``peak_rss_gib`` stays the figure). The rankings are the hash vectors', not a model's.
+missed, so ``peak_rss_gib`` stays the figure). A run killed for memory (rc -9) is reported with the highest
+samples it wrote before the kill (``last_samples``). The rankings are the hash vectors', not a model's.
 """
 
 from __future__ import annotations

@@ -350,6 +350,9 @@ def test_the_memory_bench_runs_a_method_on_hash_vectors_and_records_its_estimate
     assert peak["anon_gib"] + peak["file_gib"] == pytest.approx(peak["rss_gib"], abs=0.02)
     assert all(":" in frame for frame in peak["where"])
     assert peak["anon_gib"] <= rec["peak_anon_gib"] <= rec["peak_rss_gib"]
+    # the same peaks, written as they rose (what a run killed for memory leaves)
+    assert json.loads((tmp_path / "w" / "t2rag.samples.json").read_text()) == {
+        "peak_anon_gib": pytest.approx(rec["peak_anon_gib"], abs=0.011), "peak_at": peak}
     assert (tmp_path / "w" / "t2rag" / "metrics.json").is_file()
     # a second bench into the same folder would resume the finished questions and measure no retrieval
     again = subprocess.run([sys.executable, "-m", "benchmarks.bench_method_memory", str(REPO / "data" / "musique_sample"),
@@ -360,6 +363,34 @@ def test_the_memory_bench_runs_a_method_on_hash_vectors_and_records_its_estimate
     # the vectors are cached under the hash embedder's own key, never under a model's
     names = [p.name for p in (cache / "embeddings").iterdir()]
     assert names and all(n.startswith(HashEmbedder(384).model_id + "-") for n in names)
+
+
+def test_a_bench_run_killed_for_memory_is_reported_with_its_last_samples(tmp_path, monkeypatch) -> None:
+    """A child the kernel kills (rc -9) writes no record: the bench reports its rc and the peaks its sampler wrote
+    before the kill, and exits non-zero."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import benchmarks.bench_method_memory as bench
+
+    samples = {"peak_anon_gib": 19.95, "peak_at": {"rss_gib": 20.01, "anon_gib": 19.95, "file_gib": 0.06,
+                                                   "where": ["ann.py:219 build"]}}
+
+    def killed(cmd, cwd):
+        part = Path(cmd[cmd.index("--out") + 1])
+        part.with_suffix(".samples.json").write_text(json.dumps(samples))
+        return subprocess.CompletedProcess(cmd, -9)
+
+    out = tmp_path / "mem.json"
+    monkeypatch.setattr(bench.subprocess, "run", killed)
+    monkeypatch.setattr(sys, "argv", ["bench", "PREP", "--methods", "t2rag", "--workdir", str(tmp_path / "w"),
+                                      "--out", str(out)])
+    with pytest.raises(SystemExit) as exit_:
+        bench.main()
+    assert exit_.value.code == 1
+    assert json.loads(out.read_text()) == [{"method": "t2rag", "rc": -9, "last_samples": samples}]
 
 
 def test_a_bm25_index_is_counted_only_for_a_collection_a_retriever_searches_by_bm25(cache) -> None:
