@@ -102,6 +102,7 @@ def one(name: str, prepared: str, limit: int | None, overrides: list[str], out: 
     run = Runner(cfg, out / name, resources=res).run()
     wall = time.perf_counter() - t0
     sampler.stopped.set()
+    sampler.join()  # its last sample is in both the record and the samples file
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GIB
     return {"method": label, "overrides": args[3:], "questions": len(res.dataset.questions),
             "estimate_gib": round(est.memory / GIB, 2) if est is not None else None,
