@@ -106,16 +106,15 @@ import faiss  # noqa: F401  (its libraries are loaded before the baseline)
 import numpy as np
 from gear_repro.backends import ann
 from gear_repro.backends.ann import AnnIndex, DenseIndex, DenseSettings
+from gear_repro.utils.memory import proc_bytes
 if sys.argv[1] == "grown":
     ann.reserve = lambda index, n: None
 m = np.random.default_rng(0).standard_normal((17 * 65_536, 64), dtype=np.float32)  # no larger temporary
-def kib(key):
-    return int(next(line for line in open("/proc/self/status") if line.startswith(key)).split()[1])
-before = kib("VmRSS:")
+before = proc_bytes("/proc/self/status", "VmRSS")
 with open("/proc/self/clear_refs", "w") as f:  # VmHWM from here (ru_maxrss would keep the parent's from the fork)
     f.write("5")
 AnnIndex.build(m, DenseIndex.flat, DenseSettings(index=DenseIndex.flat))
-print((kib("VmHWM:") - before) / (len(m) * 64 * 2 / 1024))
+print((proc_bytes("/proc/self/status", "VmHWM") - before) / (len(m) * 64 * 2))
 """
 
 
