@@ -18,7 +18,8 @@ faiss is not needed: the sample is below ``backend.dense.auto_min_vectors``, so 
   * R@5/10/15 and p50/p95 latency of the hybrid retriever and of hybrid + NaiveGE with the exact scorer
     (GEAR Alg. 1, l=2, b=10, 100 neighbours, γ=20; base k = the evaluated rank as in Table 2), every NaiveGE pass
     cold (the scorer's path memo and the query vectors emptied before it: the first pass of a question), with
-    ``embedder.cuda_graphs`` on ("graphs") and off ("eager"), per ``--path-rows``; the ratio NaiveGE p50 / hybrid
+    ``embedder.cuda_graphs`` on ("graphs") and off ("eager"), per ``--path-rows`` (first the scorer's default,
+    ``beam.scorer_options.cuda_batch_size`` on CUDA, no option given); the ratio NaiveGE p50 / hybrid
     p50 (target <= 2) and the part of a pass spent in ``encode_fixed``;
   * and with ``beam.scorer_options.triple_pieces`` on ("+pieces": a path's word pieces joined from its triples',
     the default on CUDA) and off (its text tokenised);
@@ -155,9 +156,10 @@ def encode_rates(emb, passages: list[str], triples: list[str], questions: list[s
     return out, vecs
 
 
-def expansion_table(emb, ds, pcoll, tcoll, questions, rows: int, pieces: bool, calls: list | None = None) -> dict:
+def expansion_table(emb, ds, pcoll, tcoll, questions, rows: int, pieces: bool, calls: list | None = None,
+                    default: bool = False) -> dict:
     """R@k and p50/p95 of hybrid and hybrid + NaiveGE (exact scorer, fixed-shape path batches of ``rows`` rows,
-    cold passes) at k = 5/10/15, their p50 ratio, and of each NaiveGE pass the time inside ``encode_fixed`` (the
+    ``default``: the scorer's own rows for the embedder's device, no option given; cold passes) at k = 5/10/15, their p50 ratio, and of each NaiveGE pass the time inside ``encode_fixed`` (the
     path encodes, their vectors on the host) and the rows x length its passes computed. ``pieces``:
     ``beam.scorer_options.triple_pieces``. ``calls``: gets the texts (and word pieces) of each timed pass's
     ``encode_fixed`` call."""
@@ -169,9 +171,10 @@ def expansion_table(emb, ds, pcoll, tcoll, questions, rows: int, pieces: bool, c
     from gear_repro.retrieval.base import HybridRetriever
 
     hybrid = HybridRetriever(pcoll, emb)
+    options = {"triple_pieces": pieces} | ({} if default else {"batch_size": rows, "cuda_batch_size": rows})
     naive = NaiveGE(TripleIndex(tcoll, ds.triples), emb,
-                    beam={"scorer": "exact", "path_cache": False,
-                          "scorer_options": {"batch_size": rows, "triple_pieces": pieces}})
+                    beam={"scorer": "exact", "path_cache": False, "scorer_options": options})
+    assert naive.scorer.batch_size == rows, (naive.scorer.batch_size, rows)
     encode_fixed, spent, timing = emb.encode_fixed, [0.0], [False]
 
     def timed(texts, n, given=None):  # returns host arrays: the GPU's work is done when it returns
@@ -267,10 +270,10 @@ def determinism(emb, ds, pcoll, tcoll, questions, paths: list[str], eager=None) 
 
     from gear_repro.core.triple_graph import TripleIndex
     from gear_repro.methods.gear.expansion import NaiveGE
-    from gear_repro.methods.gear.scorers import DEFAULT_PATH_ROWS
+    from gear_repro.methods.gear.scorers import DEFAULT_CUDA_PATH_ROWS, DEFAULT_PATH_ROWS, on_cuda
     from gear_repro.retrieval.base import HybridRetriever
 
-    rows = DEFAULT_PATH_ROWS
+    rows = DEFAULT_CUDA_PATH_ROWS if on_cuda(emb) else DEFAULT_PATH_ROWS
     emb.forget()
     ordered = emb.encode_fixed(paths, rows)
     order = list(range(len(paths)))
@@ -321,6 +324,7 @@ def run(a: argparse.Namespace) -> dict:
     from gear_repro.core.triple_graph import triple_docs
     from gear_repro.data import load_dataset
     from gear_repro.embedding import SentenceEmbedder
+    from gear_repro.methods.gear.scorers import DEFAULT_CUDA_PATH_ROWS, DEFAULT_PATH_ROWS
 
     if a.deterministic:
         torch.use_deterministic_algorithms(True)
@@ -332,10 +336,13 @@ def run(a: argparse.Namespace) -> dict:
     triples = [t.text for t in ds.triples]
     paths = sample_paths(ds, a.paths)
     cuda = a.device.startswith("cuda")
+    default_rows = DEFAULT_CUDA_PATH_ROWS if cuda else DEFAULT_PATH_ROWS
+    path_rows = [default_rows if r == "default" else int(r) for r in a.path_rows]
     report: dict = {"device": torch.cuda.get_device_name(0) if cuda else platform.processor() or platform.machine(),
                     "torch": torch.__version__, "cuda": torch.version.cuda, "model": model,
                     "counts": {"passages": len(passages), "triples": len(triples), "questions": len(questions),
-                               "paths": len(paths)}, "batch_size": a.batch_size, "rows": {}}
+                               "paths": len(paths)}, "batch_size": a.batch_size, "default_path_rows": default_rows,
+                    "rows": {}}
     if cuda:
         report["bf16_native"] = torch.cuda.is_bf16_supported(including_emulation=False)
     if a.deterministic:
@@ -374,10 +381,10 @@ def run(a: argparse.Namespace) -> dict:
         first = next(iter(modes))
         calls: list = []
         row["expansion"] = {mode: {rows: expansion_table(embedders[name], ds, *colls[name], questions[:a.limit], rows,
-                                                         pieces, calls if (mode == first and rows == a.path_rows[0])
-                                                         else None)
-                                   for rows in a.path_rows} for mode, (name, pieces) in modes.items()}
-        row["encode_breakdown"] = encode_breakdown(embedders[modes[first][0]], calls, a.path_rows[0])
+                                                         pieces, calls if (mode == first and i == 0) else None,
+                                                         default=a.path_rows[i] == "default")
+                                   for i, rows in enumerate(path_rows)} for mode, (name, pieces) in modes.items()}
+        row["encode_breakdown"] = encode_breakdown(embedders[modes[first][0]], calls, path_rows[0])
         row["determinism"] = determinism(emb, ds, *colls[next(iter(embedders))], questions, paths,
                                          eager=embedders.get("eager") if len(embedders) > 1 else None)
         row["embedder"] = emb.describe()
@@ -452,9 +459,10 @@ def main() -> None:
     r.add_argument("--model", default=None, help="default the bundle's model/ folder")
     r.add_argument("--batch-size", type=int, default=32, help="embedder.batch_size of the corpus encodes")
     r.add_argument("--paths", type=int, default=500, help="path texts of the determinism check")
-    r.add_argument("--path-rows", type=int, nargs="+", default=[32, 8, 128],
-                   help="beam.scorer_options.batch_size values of the expansion table (8 = the default); the first "
-                        "one's encodes are broken down")
+    r.add_argument("--path-rows", nargs="+", default=["default", 8, 64],
+                   help="path batch rows of the expansion table (beam.scorer_options.batch_size and cuda_batch_size); "
+                        "'default': the scorer's own for the device, no option given (32 on CUDA, 8 on a CPU); the "
+                        "first one's encodes are broken down")
     r.add_argument("--limit", type=int, default=None, help="first N questions of the expansion table")
     r.add_argument("--graphs", nargs="+", choices=("on", "off"), default=["on", "off"],
                    help="embedder.cuda_graphs values of the expansion table on CUDA (a CPU runs eager)")

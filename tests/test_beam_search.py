@@ -25,6 +25,7 @@ from gear_repro.methods.gear.beam_search import (
     scorer_for,
 )
 from gear_repro.methods.gear.scorers import (
+    DEFAULT_CUDA_PATH_ROWS,
     DEFAULT_PATH_ROWS,
     ApproxScore,
     CascadeOptions,
@@ -284,6 +285,21 @@ def test_exact_path_cache_on_disk(graph, tmp_path, monkeypatch):
     assert emb.calls == [["q"]]  # paths came from disk: only q was encoded
 
 
+def test_the_exact_scorer_takes_its_path_rows_for_the_embedders_device(graph, tmp_path, monkeypatch):
+    """``cuda_batch_size`` where the embedder runs on CUDA (its passes host-bound: 32 rows, docs/encoders.md),
+    ``batch_size`` elsewhere; each keys its own path store."""
+    monkeypatch.setenv("GEAR_CACHE", str(tmp_path))
+    index, emb = graph
+    assert make_scorer("exact", index, emb).batch_size == DEFAULT_PATH_ROWS == 8
+    monkeypatch.setattr(emb, "device", "cuda:0", raising=False)
+    scorer = make_scorer("exact", index, emb, path_cache=True)
+    assert scorer.batch_size == DEFAULT_CUDA_PATH_ROWS == 32 and scorer.store.dir.name == "table-rows32x8"
+    assert make_scorer("exact", index, emb, {"cuda_batch_size": 16, "batch_size": 4}).batch_size == 16
+    assert make_scorer("exact", index, emb, {"cuda_batch_size": None}).batch_size is None
+    with pytest.raises(ConfigError, match=r"beam\.scorer_options\.cuda_batch_size"):
+        make_scorer("exact", index, emb, {"cuda_batch_size": 0})
+
+
 def test_hub_default_is_uncapped_and_relevance_picks_over_all_neighbours():
     """§4.2: all triples sharing an entity are neighbours (no corpus-order cap by default); the
     beam narrows a hub by relevance to q, so the most relevant neighbour is kept wherever it sits."""
@@ -402,7 +418,7 @@ def test_fast_scorer_options(graph):
         scorer_options("exact", {"batch_size": 0})
     # a key the chosen scorer does not take is named, with the scorer's own options (found at start-up: preflight)
     with pytest.raises(ConfigError, match=r"beam.scorer_options.rescore is not a setting of beam.scorer_options "
-                                          r"\(the 'exact' scorer; its settings: batch_size, reuse_triple_vectors, "
+                                          r"\(the 'exact' scorer; its settings: batch_size, cuda_batch_size, reuse_triple_vectors, "
                                           r"triple_pieces\)"):
         scorer_options("exact", {"rescore": 3})
     with pytest.raises(ConfigError, match="'mean' scorer; it takes none\\)"):

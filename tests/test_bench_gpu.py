@@ -81,12 +81,13 @@ def test_the_bundle_runs_the_protocol_from_its_own_folder(tmp_path) -> None:
     bare = torch_image_site(tmp_path / "torch_image")
     assert not (bare / "omegaconf").exists() and not (bare / "Stemmer").exists()
     run = subprocess.run([sys.executable, "-S", "-m", "benchmarks.bench_gpu", "run", "--device", "cpu", "--data",
-                          str(data), "--paths", "12", "--path-rows", "8", "--triple-pieces", "on", "--out", str(out)], cwd=bundle,
+                          str(data), "--paths", "12", "--path-rows", "default", "--triple-pieces", "on", "--out", str(out)], cwd=bundle,
                          env={**os.environ, "PYTHONPATH": f"{bundle}{os.pathsep}{bare}"}, capture_output=True,
                          text=True)  # the bundle's own package, model and packages; no site-packages of ours
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["model"] == str(bundle / "model") and report["counts"]["questions"] == 2
+    assert report["default_path_rows"] == 8  # "default": the scorer given no rows, on a CPU
     row = report["rows"]["fp32"]
     assert row["precision_used"] == "fp32" and row["passages_per_s"] > 0 and row["triples_first_per_s"] > 0
     assert set(row["expansion"]) == {"eager+pieces"}  # a CPU: embedder.cuda_graphs has nothing to replay

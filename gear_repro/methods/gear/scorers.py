@@ -35,6 +35,8 @@ from gear_repro.utils.paths import cache_dir
 from gear_repro.utils.settings import Choice, check_fields, num, refuse_unknown
 
 DEFAULT_PATH_ROWS = 8  # rows of the exact scorer's fixed-shape path batches (docs/graph_expansion.md)
+# ... where the embedder runs on CUDA: the graphs' passes are host-bound, fastest at 32 rows (docs/encoders.md)
+DEFAULT_CUDA_PATH_ROWS = 32
 OPTIONS_KEY = "beam.scorer_options"
 
 
@@ -54,7 +56,9 @@ class NoOptions:
 class ExactOptions:
     """``beam.scorer_options`` of ``exact``: its schema, declared once (types, defaults, ranges)."""
 
-    batch_size: int | None = num(DEFAULT_PATH_ROWS, ge=1)  # rows of a fixed-shape path batch; null: each path alone
+    # rows of a fixed-shape path batch where the embedder does not run on CUDA (the CPU); null: each path alone
+    batch_size: int | None = num(DEFAULT_PATH_ROWS, ge=1)
+    cuda_batch_size: int | None = num(DEFAULT_CUDA_PATH_ROWS, ge=1)  # ... where it runs on CUDA
     reuse_triple_vectors: bool = True  # B0's one-triple paths read the triple collection's vectors
     # a path's word pieces joined from its triples' (tokenised once per run) instead of tokenising its text: the
     # same ids (the tokenizer's structure, and the first call's paths checked); null = where the embedder runs on
@@ -89,6 +93,11 @@ def cosines(vectors: np.ndarray, rows: np.ndarray, qv: np.ndarray) -> np.ndarray
     its own, so two triples of one text score exactly alike on every instruction set and their tie is broken by
     row, not by where a BLAS kernel placed them)."""
     return row_dots(vectors, np.asarray(rows, dtype=np.int64), qv)
+
+
+def on_cuda(embedder) -> bool:
+    """Whether ``embedder`` runs on a CUDA device, where some of the exact scorer's defaults differ."""
+    return str(getattr(embedder, "device", "cpu")).startswith("cuda")
 
 
 class PathScorer(Protocol):
@@ -175,8 +184,8 @@ class ExactScorer(_VectorScorer):
     """The paper's score: cosine of SBERT(q) and SBERT(path text), path text = triple texts joined by
     ``separator`` (§4.2, DESIGN.md). A one-triple path's text is the triple text itself, whose vector the
     triple collection already holds (same model, same text), so B0 reuses it (``reuse_triple_vectors``).
-    Longer paths are encoded in batches of one fixed shape per text (``batch_size`` rows × the text's token
-    count rounded up; ``embedder.encode_fixed``), so a path's vector does not depend on the other paths of the
+    Longer paths are encoded in batches of one fixed shape per text (``batch_size`` rows, ``cuda_batch_size`` on
+    CUDA, × the text's token count rounded up; ``embedder.encode_fixed``), so a path's vector does not depend on the other paths of the
     step; ``batch_size: null`` encodes each path alone (the vectors of runs before fixed-shape batches; ~1.7×
     the CPU time per path in fp32, docs/graph_expansion.md). The embedder de-duplicates and memoises them in its LRU (shared across queries and the k-passes of
     a run); with ``path_cache`` they also persist on disk (:class:`PathVectorStore`, keyed by the embedder's
@@ -190,7 +199,7 @@ class ExactScorer(_VectorScorer):
         super().__init__(index, embedder)
         self.separator = separator
         self.reuse_triple_vectors = options.reuse_triple_vectors
-        self.batch_size = batch_size = options.batch_size
+        self.batch_size = batch_size = options.cuda_batch_size if on_cuda(embedder) else options.batch_size
         key = embedder.model_id
         if batch_size is not None:  # fixed-shape vectors differ from lone ones in the last bits: their own store
             key += f"-rows{batch_size}x{LENGTH_STEP}"
@@ -207,7 +216,7 @@ class ExactScorer(_VectorScorer):
         path alone, a separator without whitespace at both ends, or a tokenizer that does not join."""
         on = self.triple_pieces
         if on is None:
-            on = str(getattr(self.embedder, "device", "cpu")).startswith("cuda")
+            on = on_cuda(self.embedder)
         table = getattr(self.embedder, "piece_table", None)
         sep = self.separator
         if not (on and table is not None and self.batch_size is not None and sep[:1].isspace()
