@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gear_repro.backends.ann import DenseSettings, index_bytes
-from gear_repro.pipeline import capacity
+from gear_repro.pipeline import capacity, wiring
 from gear_repro.utils import memory
 from gear_repro.utils.errors import ConfigError
 from tests.helpers.doubles import HashEmbedder
@@ -190,8 +190,10 @@ def test_a_hipporag_run_counts_its_phrase_vectors(cache) -> None:
                             f"{EDGES_PER_PHRASE} a phrase assumed)", phrase_graph)
     # and HippoRAG's retriever searches neither collection by BM25, where GEAR's hybrid retrievers search both
     bm25 = capacity.BM25_BYTES_PER_CHAR * sum(c for _, c in capacity.dataset_collections(res.dataset, opened).values())
+    # and it reads neither collection's vectors (wiring.vectors_read), where GEAR's run reads both
+    assert est.vectors == 0 and plain.vectors > 0
     assert est.memory - plain.memory == (phrases.rows * PHRASE_RECORD_BYTES + 2 * phrases.chars - graph
-                                         + phrase_graph - bm25)
+                                         + phrase_graph - bm25 - plain.vectors)
     assert any(line.startswith("triple graph:") for line in plain.lines)
     assert not any(line.startswith("triple graph:") for line in est.lines)
     assert [line.split(":")[0] for line in est.lines] == ["passages", "triples", "hipporag phrases",
@@ -207,9 +209,13 @@ def test_a_hipporag_run_counts_its_phrase_vectors(cache) -> None:
     with pytest.raises(ConfigError) as refused:
         capacity.check(v1, disk_free=lambda _: GIB, memory_free=lambda: v1.memory)
     assert "hipporag.synonym_threshold" in str(refused.value) and "float16" not in str(refused.value)
-    assert est.vectors > 0 and not HippoRAG.capacity_hints({"synonyms": False}, cols, 64)
+    assert not HippoRAG.capacity_hints({"synonyms": False}, cols, 64)
+    v2_cfg = compose_config(["agent=hipporag", "hipporag.version=v2", "run.progress=false", "dataset.limit=2"])
+    v2 = capacity.run_estimate(v2_cfg, Resources(v2_cfg, embedder=HashEmbedder()),
+                               capacity.opened_collections(v2_cfg))
+    assert v2.vectors > 0  # v2 reads its passages' and facts' vectors whole
     with pytest.raises(ConfigError, match=r"backend\.dense_dtype=float16"):
-        capacity.check(est, disk_free=lambda _: GIB, memory_free=lambda: est.memory)
+        capacity.check(v2, disk_free=lambda _: GIB, memory_free=lambda: v2.memory)
 
 
 def test_a_cached_phrase_graph_prices_its_own_edges(cache) -> None:
@@ -250,6 +256,17 @@ def test_a_collection_is_counted_where_a_component_opens_it(overrides, opened) -
     assert capacity.opened_collections(compose_config(overrides)) == opened
 
 
+@pytest.mark.parametrize("overrides, read", [
+    (["retriever=bm25", "expansion=naive"], {T}), (["retriever=bm25"], set()), (["retriever=sbert"], {P}),
+    (["retriever=hybrid", "expansion=sync"], {P, T}), (["agent=gear", "retriever=hybrid"], {P, T}),
+    (["agent=hipporag"], set()), (["agent=hipporag", "hipporag.version=v2"], {P, T}),
+    (["agent=ircot", "retriever=bm25"], set()), (["experiment=t2rag_table1"], {T}), (["retriever=griever"], {P})])
+def test_a_collection_is_embedded_only_where_its_vectors_are_read(overrides, read) -> None:
+    """A collection encodes its vectors on their first read, so BM25 + NaiveGE, which searches the passages by BM25,
+    never embeds them: the estimate had counted their vectors (0.70 GiB of memory and 1.40 of disk at 2Wiki size)."""
+    assert wiring.vectors_read(compose_config(overrides)) == read
+
+
 def test_an_estimate_counts_only_the_opened_collections(cache) -> None:
     from gear_repro.pipeline.resources import Resources
 
@@ -259,13 +276,13 @@ def test_an_estimate_counts_only_the_opened_collections(cache) -> None:
     both = capacity.run_estimate(cfg, res, capacity.ALL_COLLECTIONS)
     assert [line.split(":")[0] for line in est.lines] == ["triples"]
     passages = capacity.dataset_collections(res.dataset, {P})[P]
-    dim = capacity.embedder_dim(cfg.embedder)
-    own_vectors = passages[0] * dim * (2 if str(cfg.backend.dense_dtype) == "float16" else 4)
-    index = index_bytes(DenseSettings.from_config(cfg.backend.dense), passages[0], dim)
     # T²RAG searches neither collection by BM25, so neither BM25 index is counted
     assert est.lines[0].endswith(", no BM25 index") and both.lines[0].endswith(", no BM25 index")
-    assert both.memory - est.memory == own_vectors + passages[0] * capacity.BYTES_PER_RECORD + \
-        (capacity.BYTES_PER_CHAR - capacity.BM25_BYTES_PER_CHAR) * passages[1] + index
+    # and a passage collection opened beside it, but never read by its vectors, counts its records alone
+    assert both.lines[0].startswith(f"passages: {passages[0]:,} records, never embedded")
+    assert both.vectors == est.vectors and both.disk == est.disk
+    assert both.memory - est.memory == passages[0] * capacity.BYTES_PER_RECORD + \
+        (capacity.BYTES_PER_CHAR - capacity.BM25_BYTES_PER_CHAR) * passages[1]
 
 
 def test_the_dataset_triples_no_collection_holds_are_counted_as_records(cache) -> None:

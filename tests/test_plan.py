@@ -9,6 +9,7 @@ import pytest
 from gear_repro.api import compose
 from gear_repro.cli.plan import main
 from gear_repro.data.dataset import load_dataset
+from gear_repro.pipeline import capacity
 from gear_repro.pipeline.estimate import planned_calls, question_estimate
 from gear_repro.pipeline.plan import all_presets, estimate_llm, expand, markdown, plan_sweep
 
@@ -70,6 +71,17 @@ def test_encodes_shared_by_runs_are_counted_once() -> None:
     assert totals["encodes"] == len(hipporag.encodes)
     assert totals["disk"] == hipporag.new_disk == hipporag.disk
     assert totals["memory"] == max(r.memory for r in plan.runs if r.memory is not None)
+
+
+def test_a_collection_searched_by_bm25_alone_is_not_planned_as_an_encode() -> None:
+    """BM25 + NaiveGE reads the triples' vectors, never the passages' (wiring.vectors_read): one encode, and the
+    disk of the triples' alone; Hybrid + NaiveGE encodes both."""
+    bm25, hybrid = plan_sweep("t", ["retriever=bm25,hybrid", "expansion=naive", *SAMPLE], compose).runs
+    assert [e.collection for e in bm25.encodes] == ["triples"]
+    assert [e.collection for e in hybrid.encodes] == ["passages", "triples"]
+    dim = capacity.embedder_dim(compose("retriever=hybrid").embedder)
+    assert hybrid.disk - bm25.disk == 2 * hybrid.encodes[0].rows * dim * 4  # float32, twice while assembled
+    assert hybrid.new_disk == hybrid.disk - bm25.disk  # the triples' encode is the first run's
 
 
 def test_a_model_without_list_price_says_so(capsys: pytest.CaptureFixture[str]) -> None:

@@ -125,19 +125,25 @@ def cached_rows(model_id: str, rows: int, upper_bound: bool = False) -> bool:
 def estimate(collections: dict[str, tuple[int, int]], dim: int, model_id: str | None, dense_bytes: int = 4,
              record_bytes: int = BYTES_PER_RECORD, in_place: bool = False, char_bytes: int = BYTES_PER_CHAR,
              dense: DenseSettings | None = None, no_bm25: Collection[str] = (), no_knn: Collection[str] = (),
-             upper_bound: bool = False) -> Estimate:
+             no_vectors: Collection[str] = (), upper_bound: bool = False) -> Estimate:
     """The needs of embedding ``collections`` (name -> (rows, characters of text)) at ``dim``, held at
     ``dense_bytes`` a value (0: a memory map of the cache file) with the faiss index ``dense`` gives each (none:
     exact search) but those in ``no_knn`` (never searched by kNN, so never indexed), with ``record_bytes`` of objects per row and ``char_bytes`` per character of text, less
     :data:`BM25_BYTES_PER_CHAR` for those in ``no_bm25`` (no BM25 index built); a collection whose matrix is cached
     (``model_id``; rows counted as an ``upper_bound``: :func:`cached_rows`) needs no disk and no encode buffer, nor
-    one that is encoded ``in_place`` (into a memory map of its cache file: :func:`encodes_in_place`)."""
+    one that is encoded ``in_place`` (into a memory map of its cache file: :func:`encodes_in_place`), nor one in
+    ``no_vectors`` (opened, its vectors never read: its records alone)."""
     est = Estimate(cache_dir() / "embeddings", dense_bytes=dense_bytes)
     encode_buffer = 0
     for name, (rows, chars) in collections.items():
+        objects = rows * record_bytes + (char_bytes - (BM25_BYTES_PER_CHAR if name in no_bm25 else 0)) * chars
+        if name in no_vectors:
+            est.memory += objects
+            est.lines.append(f"{name}: {rows:,} records, never embedded: {objects / GIB:.2f} GiB"
+                             + (", no BM25 index" if name in no_bm25 else ""))
+            continue
         vec = rows * dim * 4
         cached = model_id is not None and cached_rows(model_id, rows, upper_bound)
-        objects = rows * record_bytes + (char_bytes - (BM25_BYTES_PER_CHAR if name in no_bm25 else 0)) * chars
         index = index_bytes(dense, rows, dim) if dense is not None and name not in no_knn else 0
         est.memory += rows * dim * dense_bytes + objects + index
         est.vectors += rows * dim * dense_bytes
@@ -250,9 +256,10 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
     characters) that no collection holds, the BM25 indexes of the collections it searches by BM25 (all at
     ``index_stage``, else :func:`~gear_repro.pipeline.wiring.bm25_searched`) and the faiss indexes of those it
     searches by kNN (:func:`~gear_repro.pipeline.wiring.knn_searched`; none at ``index_stage``, since an index is
-    built on its collection's first search); by sizes alone, so a plan prices a corpus that is not on this
+    built on its collection's first search), the vectors of those whose vectors it reads (every one at
+    ``index_stage``, else :func:`~gear_repro.pipeline.wiring.vectors_read`); by sizes alone, so a plan prices a corpus that is not on this
     machine."""
-    from gear_repro.pipeline.wiring import bm25_searched, knn_searched, requested
+    from gear_repro.pipeline.wiring import bm25_searched, knn_searched, requested, vectors_read
 
     dense_bytes = 2 if str(cfg.backend.dense_dtype) == "float16" else 4
     dim = embedder_dim(cfg.embedder)
@@ -261,7 +268,8 @@ def config_estimate(cfg: DictConfig, collections: dict[str, tuple[int, int]],
     asked = requested(cfg)
     no_knn = set(collections) - (frozenset() if index_stage else knn_searched(cfg, asked))
     est = estimate(collections, dim, model_id, dense_bytes, in_place=in_place, dense=dense,
-                   no_bm25=() if index_stage else set(collections) - bm25_searched(cfg, asked), no_knn=no_knn)
+                   no_bm25=() if index_stage else set(collections) - bm25_searched(cfg, asked), no_knn=no_knn,
+                   no_vectors=() if index_stage else set(collections) - vectors_read(cfg))
     faiss = sum(index_bytes(dense, rows, dim) for name, (rows, _) in collections.items() if name not in no_knn)
     if faiss:
         est.hints.append(f"backend.dense.index=exact (no faiss index: {faiss / GIB:.1f} GiB less; exact search, "

@@ -28,6 +28,7 @@ from gear_repro.llm.estimate import EstimateSettings
 from gear_repro.pipeline import capacity
 from gear_repro.pipeline.estimate import planned_calls, question_estimate
 from gear_repro.pipeline.resources import Resources
+from gear_repro.pipeline.wiring import vectors_read
 from gear_repro.utils.errors import ConfigError
 from gear_repro.utils.paths import REPO_DIR, config_dir
 
@@ -247,7 +248,9 @@ def plan_run(cfg: DictConfig, overrides: list[str], seen: set[tuple]) -> RunPlan
     if Resources(cfg).needs_vectors:
         model = Path(str(cfg.embedder.model)).name.lower()
         measured_rates = (rates().get("encode_rates") or {}).get(model) or {}
-        for name, c in [*collections.items(), *((n, m) for n, m in own.items() if m.embedded)]:
+        read = vectors_read(cfg)  # an opened collection that is never read by its vectors is never encoded
+        for name, c in [*((n, c) for n, c in collections.items() if n in read),
+                        *((n, m) for n, m in own.items() if m.embedded)]:
             rows = c[0]
             key = (str(path), triples_file if name != "passages" else None, model, name, rows)
             kind = "passages" if name == "passages" else "triples"

@@ -270,7 +270,14 @@ def requested(cfg: DictConfig) -> frozenset[str]:
     dependency that records the names, else its constructor's argument names, as :func:`build` hands them over. A
     retriever searches ``passage_collection`` (the triple retriever ``triple_collection``), the triple graph reads
     ``triple_collection``. The capacity check counts the collections a run embeds by it."""
+    return _walk(cfg)[0]
+
+
+def _walk(cfg: DictConfig) -> tuple[frozenset[str], frozenset[str]]:
+    """:func:`requested`'s names, and those a component asks for by name itself (not the collection under a
+    retriever or the triple graph)."""
     seen: set[str] = set()
+    own: set[str] = set()
 
     def asks(node: Any, group: str, given: tuple[str, ...] = ()) -> list[str]:
         cls = target_class(node)
@@ -278,8 +285,10 @@ def requested(cfg: DictConfig) -> frozenset[str]:
         if found is not None and found.group == group and found.wiring is not None:
             names: list[str] = []
             found.wiring(node, lambda name: names.append(name))
-            return names
-        return [n for n in _asked(node, given) if n not in given]
+        else:
+            names = [n for n in _asked(node, given) if n not in given]
+        own.update(names)
+        return names
 
     def visit(name: str) -> None:
         if name in seen:
@@ -298,7 +307,7 @@ def requested(cfg: DictConfig) -> frozenset[str]:
 
     for name in asks(cfg.agent, "agent") + (asks(cfg.qa_reader, "qa_reader") if cfg.get("qa") else []):
         visit(name)
-    return frozenset(seen)
+    return frozenset(seen), frozenset(own)
 
 
 def _retriever_config(cfg: DictConfig, triples: bool) -> DictConfig | None:
@@ -329,6 +338,19 @@ def knn_searched(cfg: DictConfig, asked: frozenset[str] | None = None) -> frozen
     (:func:`requested`), and those a component searches with a retriever of its own (its class's
     ``knn_collections``: T²RAG's propositions). The triple graph and HippoRAG 2 read a collection's vectors whole."""
     return _searched(cfg, asked, "searches_knn", "knn_collections")
+
+
+def vectors_read(cfg: DictConfig) -> frozenset[str]:
+    """The collections whose vectors a retrieval run reads, and so embeds (a collection encodes its vectors on the
+    first read: ``DocCollection.vectors``): those under a retriever or triple retriever whose class
+    ``needs_vectors`` (not BM25's), the triples under the triple graph (NaiveGE, SyncGE and GEAR score their
+    vectors), and a collection a component asks for itself (T²RAG's propositions, HippoRAG 2's passages and facts).
+    BM25 + NaiveGE searches the passages by BM25 alone, so it never embeds them."""
+    asked, own = _walk(cfg)
+    found = set(_searched(cfg, asked, "needs_vectors"))
+    found |= {"triples"} if "triple_index" in asked else set()
+    return frozenset(found | {name for name, dep in (("passages", "passage_collection"),
+                                                     ("triples", "triple_collection")) if dep in own})
 
 
 def bm25_searched(cfg: DictConfig, asked: frozenset[str] | None = None) -> frozenset[str]:
