@@ -442,3 +442,18 @@ def test_fast_scorer_margin_widens_the_rescored_set(graph):
     assert capped.stats["paths_rescored"] == 2
     with pytest.raises(ConfigError, match="rescore_max >= rescore"):
         CascadeOptions(rescore=5, rescore_max=4)
+
+
+def test_a_triples_text_is_triple_text_of_its_parts() -> None:
+    """``Triple.text`` formats its parts directly (the exact scorer's path texts are built from it) and must stay
+    the text every index embeds, ``triple_text``: on the bundled sample's 17,204 triples, and on parts that are not
+    strings."""
+    from pathlib import Path
+
+    from gear_repro.data import load_triples
+    from gear_repro.types import triple_text
+
+    triples = load_triples(Path(__file__).resolve().parent.parent / "data" / "musique_sample" / "triples.jsonl")
+    assert len(triples) > 17_000 and all(t.text == triple_text(t.as_tuple()) for t in triples)
+    odd = Triple("x", 1986, "held in", 2.5, "p")  # type: ignore[arg-type]  (a loader's JSON numbers)
+    assert odd.text == triple_text(odd.as_tuple()) == "1986 held in 2.5"
