@@ -571,7 +571,7 @@ class SentenceEmbedder:
         bordered by West Virginia") in another batch row would get other low bits on some instruction sets (AVX2
         kernels block rows differently from AVX-512), and an exact tie between the two would be decided by float
         noise instead of document order."""
-        from gear_repro.embedding.corpus_parts import encode_in_parts, mapped_output, remove_parts
+        from gear_repro.embedding.corpus_parts import encode_in_parts, mapped_output, release, remove_parts
 
         path = corpus_cache_path(self.model_id, texts)
         if self.cache and path.exists():
@@ -596,6 +596,8 @@ class SentenceEmbedder:
                         index = _repeat_index(distinct, texts)
                         for s in range(0, len(texts), COPY_ROWS):
                             vecs[s:s + COPY_ROWS] = once[index[s:s + COPY_ROWS]]
+                            release(vecs)
+                            release(once)
                         del once
                 vecs.flush()
                 del vecs
